@@ -1,0 +1,131 @@
+package workspace
+
+import (
+	"context"
+	"time"
+)
+
+// Workspace is one shared, persistent workspace: the external memory of a
+// team of agents. It is safe for concurrent use by many goroutines, and many
+// handles (in one process or many, on one host or many) may share one store.
+//
+// Obtain one with Open (by DSN) or with a backend's own constructor. Every
+// handle validates its input before a backend sees it, normalises errors to
+// this package's set, and fans subscriptions out from one watcher.
+//
+// To implement a backend, implement Store (not Workspace):
+//
+//  1. Store.Update runs a write transaction serialized with every other
+//     writer of the same store, in any process; a failed fn leaves nothing.
+//  2. Store.View reads one consistent snapshot.
+//  3. Tx.AppendEvents assigns seqs head+1, head+2, ... and is the last write
+//     of its transaction, so seqs are gap-free in commit order.
+//  4. Return ErrNotFound (wrapped or bare) for missing records, and wrap
+//     driver errors with %w.
+//  5. Register the schemes in init() with Register, and export a
+//     constructor that takes an existing connection and calls New.
+//  6. Pass conformance.Run under go test -race.
+type Workspace interface {
+	Artifacts() Artifacts
+	Tasks() Tasks
+	Notes() Notes
+	Locks() Locks
+	Events() Events
+	// Commit applies a batch of writes all or nothing, in one transaction.
+	Commit(ctx context.Context, b Batch) (BatchResult, error)
+	// Status is the dashboard: counts, active tasks, live locks, recent events.
+	Status(ctx context.Context) (Status, error)
+	// Close ends subscriptions, waits for the handle's goroutines, and closes the store.
+	Close() error
+}
+
+// Artifacts manages versioned content. Writes return metadata (Content nil).
+type Artifacts interface {
+	// Create stores version 1 of a new artifact. A live artifact with the same
+	// name gives ErrAlreadyExists.
+	Create(ctx context.Context, w Write, a NewArtifact) (Artifact, error)
+	// Get returns the head (or ref.Version) with its content.
+	Get(ctx context.Context, ref ArtifactRef) (Artifact, error)
+	// Update writes a new version from the head and the change.
+	Update(ctx context.Context, w Write, ref ArtifactRef, c ArtifactChange) (Artifact, error)
+	// Delete removes the artifact from the live set; its name becomes free.
+	// Its versions stay readable by ID until retention removes them.
+	Delete(ctx context.Context, w Write, ref ArtifactRef) error
+	// Rollback writes a new head version whose content and metadata are
+	// version to's. History is never rewritten.
+	Rollback(ctx context.Context, w Write, ref ArtifactRef, to int64) (Artifact, error)
+	// Versions lists every version's metadata, oldest first.
+	Versions(ctx context.Context, ref ArtifactRef) ([]Artifact, error)
+	// List returns one page of live artifacts' metadata, ordered by name.
+	List(ctx context.Context, f ArtifactFilter) (ArtifactPage, error)
+}
+
+// Tasks manages the team's work queue.
+type Tasks interface {
+	// Create adds a pending task. Every DependsOn and ParentID must exist.
+	Create(ctx context.Context, w Write, t NewTask) (Task, error)
+	Get(ctx context.Context, id string) (Task, error)
+	// Update changes fields and status along the state machine (see TaskStatus).
+	Update(ctx context.Context, w Write, id string, c TaskChange) (Task, error)
+	// Claim atomically takes the best ready task (pending, every dependency
+	// done; highest priority, then oldest) and sets it in_progress for the
+	// actor, under a lease. No two claimers ever get the same task.
+	Claim(ctx context.Context, r ClaimRequest) (Task, error)
+	// Heartbeat extends the claim's lease. ErrLockLost once it lapsed.
+	Heartbeat(ctx context.Context, w Write, id string, lease time.Duration) (Task, error)
+	// Complete marks a claimed task done with its result.
+	Complete(ctx context.Context, w Write, id string, r TaskResult) (Task, error)
+	// Fail marks a claimed task failed with its result.
+	Fail(ctx context.Context, w Write, id string, r TaskResult) (Task, error)
+	// Release returns a claimed task to pending.
+	Release(ctx context.Context, w Write, id string) (Task, error)
+	List(ctx context.Context, f TaskFilter) (TaskPage, error)
+}
+
+// Notes manages shared context: decisions, constraints, glossary terms.
+type Notes interface {
+	// Put creates or updates the note (Kind, Key).
+	Put(ctx context.Context, w Write, n NotePut) (Note, error)
+	Get(ctx context.Context, kind, key string) (Note, error)
+	Delete(ctx context.Context, w Write, kind, key string) error
+	List(ctx context.Context, f NoteFilter) (NotePage, error)
+}
+
+// Locks manages leases with fencing tokens. An expired lease is free without
+// anyone cleaning up.
+type Locks interface {
+	// Acquire takes the lease, or extends it (same token) if the owner holds
+	// it already. Held by another live owner: a *LockedError.
+	Acquire(ctx context.Context, r AcquireRequest) (Lease, error)
+	// Renew extends a live lease by ttl from now. ErrLockLost once it expired
+	// and was taken; ErrNotHolder for a lease that is not the caller's.
+	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
+	// Release frees the lease; only its owner, with its token.
+	Release(ctx context.Context, l Lease) error
+	// ForceRelease frees the lease whoever holds it, recorded as lock.forced.
+	ForceRelease(ctx context.Context, w Write, resource string) error
+	// Get returns the live lease on resource, or ErrNotFound.
+	Get(ctx context.Context, resource string) (Lease, error)
+	// List returns every live lease, ordered by resource.
+	List(ctx context.Context) ([]Lease, error)
+}
+
+// Events reads and follows the workspace's log.
+type Events interface {
+	// Read returns one page of history. A query below the floor gives a *CompactedError.
+	Read(ctx context.Context, q EventQuery) (EventPage, error)
+	// Subscribe delivers every matching event with Seq > q.AfterSeq exactly
+	// once, in order: the backlog, then live, with no gap between them.
+	Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription, error)
+	// Head returns the newest seq (0 for an empty log).
+	Head(ctx context.Context) (int64, error)
+	// Compact removes events with Seq < floor. Readers asking for them get ErrCompacted.
+	Compact(ctx context.Context, floor int64) error
+}
+
+// SubscribeRequest is what Events.Subscribe takes.
+type SubscribeRequest struct {
+	Query EventQuery
+	// Heartbeat is how often an idle stream reports the head (default 5s; negative: never).
+	Heartbeat time.Duration
+}

@@ -1,0 +1,174 @@
+package workspace
+
+import (
+	"fmt"
+	"time"
+)
+
+// Batch is a set of writes applied all or nothing by Workspace.Commit. Its
+// events get consecutive seqs. Each op keeps its own conditions.
+type Batch struct {
+	Actor string
+	// IdempotencyKey, when set, makes a retried batch return the first
+	// result and write nothing new.
+	IdempotencyKey string
+	Ops            []Op
+}
+
+// Op is one write in a batch: one of the *Op types of this package.
+type Op interface{ isOp() }
+
+// Cond carries an op's optional conditions and message.
+type Cond struct {
+	IfVersion int64  // 0: unconditional; n: ErrConflict unless the stored version is n
+	Fence     int64  // 0: none; t: ErrStaleFence if the record's lock issued a token newer than t
+	Message   string // kept in the event log
+}
+
+// CreateArtifactOp creates an artifact.
+type CreateArtifactOp struct {
+	NewArtifact
+	Message string
+}
+
+// UpdateArtifactOp writes a new version of an artifact.
+type UpdateArtifactOp struct {
+	Ref    ArtifactRef
+	Change ArtifactChange
+	Cond
+}
+
+// DeleteArtifactOp deletes an artifact.
+type DeleteArtifactOp struct {
+	Ref ArtifactRef
+	Cond
+}
+
+// RollbackArtifactOp writes a new head from an old version.
+type RollbackArtifactOp struct {
+	Ref ArtifactRef
+	To  int64
+	Cond
+}
+
+// CreateTaskOp creates a task.
+type CreateTaskOp struct {
+	NewTask
+	Message string
+}
+
+// UpdateTaskOp changes a task.
+type UpdateTaskOp struct {
+	ID     string
+	Change TaskChange
+	Cond
+}
+
+// PutNoteOp creates or updates a note.
+type PutNoteOp struct {
+	NotePut
+	Cond
+}
+
+// DeleteNoteOp deletes a note.
+type DeleteNoteOp struct {
+	Kind, Key string
+	Cond
+}
+
+// ReleaseLockOp releases a lease held by the batch's actor with Token.
+type ReleaseLockOp struct {
+	Resource string
+	Token    int64
+	Message  string
+}
+
+func (CreateArtifactOp) isOp()   {}
+func (UpdateArtifactOp) isOp()   {}
+func (DeleteArtifactOp) isOp()   {}
+func (RollbackArtifactOp) isOp() {}
+func (CreateTaskOp) isOp()       {}
+func (UpdateTaskOp) isOp()       {}
+func (PutNoteOp) isOp()          {}
+func (DeleteNoteOp) isOp()       {}
+func (ReleaseLockOp) isOp()      {}
+
+// OpResult is what one op produced: the record written (metadata only for
+// artifacts), or nothing for deletes and releases.
+type OpResult struct {
+	Artifact *Artifact `json:",omitempty"`
+	Task     *Task     `json:",omitempty"`
+	Note     *Note     `json:",omitempty"`
+}
+
+// BatchResult is what Commit returns: one result per op, in order, and the
+// events the batch appended.
+type BatchResult struct {
+	Results []OpResult
+	Events  []Event
+	// Replayed is set when the result is the stored one of an earlier call
+	// with the same idempotency key: nothing was written this time.
+	Replayed bool `json:"-"`
+}
+
+// BatchError says which op of a batch failed; it unwraps to that op's error,
+// so errors.Is(err, ErrConflict) works on a batch's error too.
+type BatchError struct {
+	Index int
+	Op    Op
+	Err   error
+}
+
+func (e *BatchError) Error() string {
+	return fmt.Sprintf("batch op %d (%s): %v", e.Index, opName(e.Op), e.Err)
+}
+
+// Unwrap returns the op's error.
+func (e *BatchError) Unwrap() error { return e.Err }
+
+func opName(op Op) string {
+	switch op.(type) {
+	case CreateArtifactOp, *CreateArtifactOp:
+		return "create artifact"
+	case UpdateArtifactOp, *UpdateArtifactOp:
+		return "update artifact"
+	case DeleteArtifactOp, *DeleteArtifactOp:
+		return "delete artifact"
+	case RollbackArtifactOp, *RollbackArtifactOp:
+		return "rollback artifact"
+	case CreateTaskOp, *CreateTaskOp:
+		return "create task"
+	case UpdateTaskOp, *UpdateTaskOp:
+		return "update task"
+	case PutNoteOp, *PutNoteOp:
+		return "put note"
+	case DeleteNoteOp, *DeleteNoteOp:
+		return "delete note"
+	case ReleaseLockOp, *ReleaseLockOp:
+		return "release lock"
+	}
+	return fmt.Sprintf("%T", op)
+}
+
+// Limits and defaults every handle applies.
+const (
+	DefaultMaxArtifactSize = 32 << 20
+	DefaultPollInterval    = 50 * time.Millisecond
+	DefaultIdempotencyTTL  = 24 * time.Hour
+	DefaultClaimLease      = 5 * time.Minute
+	DefaultHeartbeat       = 5 * time.Second
+	MaxTTL                 = 7 * 24 * time.Hour
+	MinTTL                 = time.Millisecond
+	MaxOpsPerBatch         = 1000
+	MaxNameLen             = 1024
+	MaxActorLen            = 256
+	MaxKindLen             = 64
+	MaxKeyLen              = 512
+	MaxTitleLen            = 4096
+	MaxTextLen             = 1 << 20 // task descriptions, note bodies, messages
+	MaxLabels              = 64
+	MaxLabelLen            = 256
+	MaxDependsOn           = 256
+	maxPageLimit           = 1000
+	defaultPageLimit       = 100
+)

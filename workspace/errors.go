@@ -1,0 +1,153 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The error set shared by every backend. Every error a Workspace returns that
+// is about the store's state or the caller's input matches one of these with
+// errors.Is; driver errors are wrapped so that their cause stays reachable.
+var (
+	// ErrNotFound: the record does not exist (or no longer does).
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyExists: a live record with that name or key exists.
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrConflict: an IfVersion condition failed. The error is a *ConflictError.
+	ErrConflict = errors.New("version conflict")
+	// ErrLocked: another owner holds a live lease on the resource. The error is a *LockedError.
+	ErrLocked = errors.New("locked")
+	// ErrNotHolder: the caller is not the owner (or token) of the lease or claim it named.
+	ErrNotHolder = errors.New("not the lease holder")
+	// ErrLockLost: the lease or claim expired and was taken over (or returned) before this call.
+	ErrLockLost = errors.New("lease lost")
+	// ErrStaleFence: the write's fencing token is older than the newest token issued for the record's lock.
+	ErrStaleFence = errors.New("stale fencing token")
+	// ErrNoTask: no task is ready to claim.
+	ErrNoTask = errors.New("no task ready")
+	// ErrCompacted: the events asked for are below the log's floor. The error is a *CompactedError.
+	ErrCompacted = errors.New("event log compacted")
+	// ErrInvalid: bad input. The error is an *InvalidError naming the field.
+	ErrInvalid = errors.New("invalid input")
+	// ErrTooLarge: content over the configured size limit.
+	ErrTooLarge = errors.New("too large")
+	// ErrClosed: the handle (or subscription) was closed.
+	ErrClosed = errors.New("workspace closed")
+	// ErrSchema: the store's schema is older than this code (run `wsctl migrate up`)
+	// or newer (refuse to touch it). The error is a *SchemaError.
+	ErrSchema = errors.New("schema version mismatch")
+)
+
+// ConflictError reports a failed IfVersion condition. It matches ErrConflict.
+type ConflictError struct {
+	Subject  Subject // the record written
+	Expected int64   // the version the writer asked for
+	Current  int64   // the version stored (0 if the record does not exist)
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s %s: version conflict: expected version %d, current is %d",
+		e.Subject.Kind, e.Subject.label(), e.Expected, e.Current)
+}
+
+// Is reports whether target is ErrConflict.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// LockedError reports that a live lease held by someone else blocked the call.
+// It matches ErrLocked.
+type LockedError struct {
+	Resource  string
+	Holder    string
+	Token     int64
+	ExpiresAt time.Time
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("%s is locked by %q (token %d) until %s",
+		e.Resource, e.Holder, e.Token, e.ExpiresAt.UTC().Format(time.RFC3339Nano))
+}
+
+// Is reports whether target is ErrLocked.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// StaleFenceError reports a write whose fencing token is older than the newest
+// one issued for the record's lock. It matches ErrStaleFence.
+type StaleFenceError struct {
+	Resource string
+	Fence    int64 // the token the writer presented
+	Newest   int64 // the newest token issued for Resource
+}
+
+func (e *StaleFenceError) Error() string {
+	return fmt.Sprintf("%s: stale fencing token %d (newest is %d)", e.Resource, e.Fence, e.Newest)
+}
+
+// Is reports whether target is ErrStaleFence.
+func (e *StaleFenceError) Is(target error) bool { return target == ErrStaleFence }
+
+// CompactedError reports a read below the event log's floor. It matches ErrCompacted.
+type CompactedError struct {
+	Requested int64 // the AfterSeq asked for
+	Floor     int64 // the lowest seq still kept; resume from Floor-1 after re-reading state
+}
+
+func (e *CompactedError) Error() string {
+	return fmt.Sprintf("events after seq %d were compacted: the log starts at seq %d", e.Requested, e.Floor)
+}
+
+// Is reports whether target is ErrCompacted.
+func (e *CompactedError) Is(target error) bool { return target == ErrCompacted }
+
+// InvalidError reports bad input: which field, and why. It matches ErrInvalid,
+// or ErrTooLarge when TooLarge is set.
+type InvalidError struct {
+	Field    string
+	Reason   string
+	TooLarge bool
+}
+
+func (e *InvalidError) Error() string {
+	if e.TooLarge {
+		return fmt.Sprintf("too large: %s: %s", e.Field, e.Reason)
+	}
+	return fmt.Sprintf("invalid %s: %s", e.Field, e.Reason)
+}
+
+// Is reports whether target is ErrInvalid (or ErrTooLarge for size errors).
+func (e *InvalidError) Is(target error) bool {
+	if e.TooLarge {
+		return target == ErrTooLarge
+	}
+	return target == ErrInvalid
+}
+
+// SchemaError reports a store whose schema version this code cannot use as is.
+// It matches ErrSchema.
+type SchemaError struct {
+	Current int64 // the store's version
+	Want    int64 // the version this code needs
+	Dirty   bool  // a migration failed half-way
+}
+
+func (e *SchemaError) Error() string {
+	switch {
+	case e.Dirty:
+		return fmt.Sprintf("schema is dirty at version %d (a migration failed half-way): check the store, then run `wsctl migrate force %d`", e.Current, e.Current)
+	case e.Current < e.Want:
+		return fmt.Sprintf("schema is at version %d, this code needs %d: run `wsctl migrate up`", e.Current, e.Want)
+	default:
+		return fmt.Sprintf("schema is at version %d, newer than this code's %d: upgrade agentspace; refusing to touch the store", e.Current, e.Want)
+	}
+}
+
+// Is reports whether target is ErrSchema.
+func (e *SchemaError) Is(target error) bool { return target == ErrSchema }
+
+func invalid(field, format string, args ...any) error {
+	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+func tooLarge(field, format string, args ...any) error {
+	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...), TooLarge: true}
+}

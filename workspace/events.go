@@ -1,0 +1,431 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// hub tracks the store's head for one handle and wakes whoever waits for a
+// change: subscriptions, lock and claim waiters. Local commits bump it at
+// once; other handles' commits are seen by the watcher, from the store's
+// notifications or by polling while anyone waits.
+type hub struct {
+	h        *handle
+	changes  <-chan struct{}
+	mu       sync.Mutex
+	head     int64
+	ch       chan struct{} // closed when head advances
+	interest atomic.Int64
+	kick     chan struct{}
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+func newHub(h *handle, changes <-chan struct{}) *hub {
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &hub{h: h, changes: changes, ch: make(chan struct{}), kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+	b.wg.Add(1)
+	go b.watchLoop()
+	return b
+}
+
+func (b *hub) close() {
+	b.cancel()
+	b.wg.Wait()
+}
+
+// bump records that the head reached seq, waking waiters if it advanced.
+func (b *hub) bump(seq int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if seq > b.head {
+		b.head = seq
+		close(b.ch)
+		b.ch = make(chan struct{})
+	}
+}
+
+// watch returns a channel closed at the next advance of the head.
+func (b *hub) watch() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ch
+}
+
+// wait blocks until wake is closed, deadline passes (if set), ctx ends or
+// the handle closes. Only ctx and close are errors.
+func (b *hub) wait(ctx context.Context, wake <-chan struct{}, deadline time.Time) error {
+	if b.interest.Add(1) == 1 {
+		select {
+		case b.kick <- struct{}{}:
+		default:
+		}
+	}
+	defer b.interest.Add(-1)
+	var timer <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(max(time.Until(deadline), 0) + time.Millisecond)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-wake:
+	case <-timer:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-b.ctx.Done():
+		return ErrClosed
+	}
+	return nil
+}
+
+func (b *hub) watchLoop() {
+	defer b.wg.Done()
+	poll := b.h.opts.PollInterval
+	if b.changes != nil {
+		// Notifications carry the news; polling only guards against a lost one.
+		poll = max(poll*20, time.Second)
+	}
+	ticker := time.NewTicker(poll)
+	defer ticker.Stop()
+	for {
+		var tick <-chan time.Time
+		if b.interest.Load() > 0 {
+			tick = ticker.C
+		}
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-b.kick:
+			continue
+		case <-b.changes:
+		case <-tick:
+		}
+		var head int64
+		err := b.h.st.View(b.ctx, func(tx ReadTx) error {
+			var err error
+			head, err = tx.Head(b.ctx)
+			return err
+		})
+		if err != nil {
+			if b.ctx.Err() == nil {
+				b.h.opts.Logger.Debug("agentspace: reading the event head failed", "err", err)
+			}
+			continue
+		}
+		b.bump(head)
+	}
+}
+
+// Message is one item of a subscription's stream: an event, or (Progress
+// set) a heartbeat saying every event up to Head has been delivered or did
+// not match, so a consumer may checkpoint Head.
+type Message struct {
+	Event    Event
+	Progress bool
+	Head     int64
+}
+
+// Subscription is a live, gap-free stream of events. It holds at most one
+// page of events in memory: a slow consumer makes it fall behind and read
+// the log, never drop an event, never slow a writer.
+type Subscription struct {
+	ch     chan Message
+	cancel context.CancelFunc
+	stop   func() bool
+	done   chan struct{}
+	err    error
+}
+
+// C returns the stream's channel; it is closed when the stream ends, after
+// which Err says why.
+func (s *Subscription) C() <-chan Message { return s.ch }
+
+// Next returns the next message, or the error that ended the stream.
+func (s *Subscription) Next(ctx context.Context) (Message, error) {
+	select {
+	case m, ok := <-s.ch:
+		if !ok {
+			return Message{}, s.Err()
+		}
+		return m, nil
+	case <-ctx.Done():
+		return Message{}, ctx.Err()
+	}
+}
+
+// Err returns why the stream ended (nil while it runs): the context's error,
+// ErrClosed, or a *CompactedError.
+func (s *Subscription) Err() error {
+	select {
+	case <-s.done:
+		return s.err
+	default:
+		return nil
+	}
+}
+
+// Close ends the stream and waits for its goroutine.
+func (s *Subscription) Close() error {
+	s.cancel()
+	<-s.done
+	s.stop()
+	return nil
+}
+
+const subscribePage = 256
+
+type events struct{ h *handle }
+
+func checkQuery(q *EventQuery, forRead bool) error {
+	if q.AfterSeq < 0 {
+		return invalid("after seq", "%d is negative", q.AfterSeq)
+	}
+	for _, t := range q.Types {
+		if err := checkKey("type", t, MaxKindLen); err != nil {
+			return err
+		}
+	}
+	if err := checkText("actor", q.Actor, MaxActorLen); err != nil {
+		return err
+	}
+	if err := checkText("subject kind", q.SubjectKind, MaxKindLen); err != nil {
+		return err
+	}
+	if err := checkText("subject id", q.SubjectID, MaxNameLen+MaxKeyLen); err != nil {
+		return err
+	}
+	if err := checkText("subject name", q.SubjectName, MaxNameLen); err != nil {
+		return err
+	}
+	if !q.Since.IsZero() && !q.Until.IsZero() && q.Until.Before(q.Since) {
+		return invalid("until", "is before since")
+	}
+	if forRead {
+		n, err := checkLimit("limit", q.Limit, 10000)
+		if err != nil {
+			return err
+		}
+		q.Limit = n
+	}
+	return nil
+}
+
+func (e events) Read(ctx context.Context, q EventQuery) (EventPage, error) {
+	if err := checkQuery(&q, true); err != nil {
+		return EventPage{}, err
+	}
+	var page EventPage
+	err := e.h.view(ctx, "events.read", func(tx ReadTx) error {
+		var err error
+		page, err = readPage(ctx, tx, q)
+		return err
+	})
+	return page, err
+}
+
+// readPage reads one page after q.AfterSeq, checking the floor, and says
+// where the next page starts.
+func readPage(ctx context.Context, tx ReadTx, q EventQuery) (EventPage, error) {
+	floor, err := tx.Floor(ctx)
+	if err != nil {
+		return EventPage{}, err
+	}
+	if q.AfterSeq+1 < floor {
+		return EventPage{}, &CompactedError{Requested: q.AfterSeq, Floor: floor}
+	}
+	head, err := tx.Head(ctx)
+	if err != nil {
+		return EventPage{}, err
+	}
+	evs, err := tx.Events(ctx, q)
+	if err != nil {
+		return EventPage{}, err
+	}
+	page := EventPage{Events: evs, Head: head, Next: max(q.AfterSeq, head)}
+	if len(evs) == q.Limit {
+		page.Next = evs[len(evs)-1].Seq
+	}
+	return page, nil
+}
+
+func (e events) Head(ctx context.Context) (int64, error) {
+	var head int64
+	err := e.h.view(ctx, "events.head", func(tx ReadTx) error {
+		var err error
+		head, err = tx.Head(ctx)
+		return err
+	})
+	return head, err
+}
+
+func (e events) Compact(ctx context.Context, floor int64) error {
+	if floor < 1 {
+		return invalid("floor", "%d: the floor is a seq, at least 1", floor)
+	}
+	if err := e.h.alive(); err != nil {
+		return err
+	}
+	err := e.h.st.Update(ctx, func(tx Tx) error {
+		head, err := tx.Head(ctx)
+		if err != nil {
+			return err
+		}
+		if floor > head+1 {
+			return invalid("floor", "%d is past the head (%d)", floor, head)
+		}
+		cur, err := tx.Floor(ctx)
+		if err != nil || floor <= cur {
+			return err
+		}
+		return tx.CompactEvents(ctx, floor)
+	})
+	return wrapErr("events.compact", err)
+}
+
+func (e events) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription, error) {
+	q := r.Query
+	if err := checkQuery(&q, false); err != nil {
+		return nil, err
+	}
+	q.Limit = subscribePage
+	hb := r.Heartbeat
+	if hb == 0 {
+		hb = DefaultHeartbeat
+	}
+	// Fail fast on a compacted start rather than from the goroutine.
+	if err := e.h.view(ctx, "events.subscribe", func(tx ReadTx) error {
+		floor, err := tx.Floor(ctx)
+		if err == nil && q.AfterSeq+1 < floor {
+			err = &CompactedError{Requested: q.AfterSeq, Floor: floor}
+		}
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	s := &Subscription{ch: make(chan Message, 64), cancel: cancel, done: make(chan struct{})}
+	s.stop = context.AfterFunc(e.h.hub.ctx, cancel)
+	e.h.hub.wg.Add(1)
+	go e.h.hub.follow(sctx, s, q, hb)
+	return s, nil
+}
+
+// follow is a subscription's goroutine: read a page from the log after the
+// cursor, deliver it, and when caught up wait for the head to move.
+func (b *hub) follow(ctx context.Context, s *Subscription, q EventQuery, hb time.Duration) {
+	defer b.wg.Done()
+	defer close(s.done)
+	defer close(s.ch)
+	end := func(err error) {
+		switch {
+		case b.ctx.Err() != nil:
+			s.err = ErrClosed
+		case err != nil:
+			s.err = err
+		default:
+			s.err = ctx.Err()
+		}
+	}
+	lastSent := time.Now()
+	backoff := 10 * time.Millisecond
+	for {
+		wake := b.watch()
+		var page EventPage
+		err := b.h.st.View(ctx, func(tx ReadTx) error {
+			var err error
+			page, err = readPage(ctx, tx, q)
+			return err
+		})
+		if err != nil {
+			var ce *CompactedError
+			if errors.As(err, &ce) {
+				end(err)
+				return
+			}
+			if ctx.Err() != nil {
+				end(nil)
+				return
+			}
+			// A store that is down (a restarting server) is retried: the
+			// cursor is kept, so nothing is missed when it comes back.
+			b.h.opts.Logger.Warn("agentspace: subscription read failed; retrying", "after", q.AfterSeq, "err", err)
+			if err := b.wait(ctx, nil, time.Now().Add(backoff)); err != nil {
+				end(nil)
+				return
+			}
+			backoff = min(backoff*2, time.Second)
+			continue
+		}
+		backoff = 10 * time.Millisecond
+		for _, ev := range page.Events {
+			select {
+			case s.ch <- Message{Event: ev, Head: page.Head}:
+				lastSent = time.Now()
+			case <-ctx.Done():
+				end(nil)
+				return
+			}
+		}
+		q.AfterSeq = page.Next
+		b.bump(page.Head)
+		if len(page.Events) == q.Limit {
+			continue
+		}
+		if hb > 0 && time.Since(lastSent) >= hb {
+			select {
+			case s.ch <- Message{Progress: true, Head: q.AfterSeq}:
+				lastSent = time.Now()
+			case <-ctx.Done():
+				end(nil)
+				return
+			}
+		}
+		var deadline time.Time
+		if hb > 0 {
+			deadline = lastSent.Add(hb)
+		}
+		if err := b.wait(ctx, wake, deadline); err != nil {
+			end(nil)
+			return
+		}
+	}
+}
+
+func (h *handle) Status(ctx context.Context) (Status, error) {
+	var st Status
+	err := h.view(ctx, "status", func(tx ReadTx) error {
+		var err error
+		if st.Head, err = tx.Head(ctx); err != nil {
+			return err
+		}
+		if st.Floor, err = tx.Floor(ctx); err != nil {
+			return err
+		}
+		c, err := tx.Counts(ctx)
+		if err != nil {
+			return err
+		}
+		st.Artifacts, st.Notes, st.Tasks = c.Artifacts, c.Notes, c.Tasks
+		if st.Tasks == nil {
+			st.Tasks = map[TaskStatus]int{}
+		}
+		if st.ActiveTasks, err = tx.ListTasks(ctx, TaskFilter{Status: TaskInProgress, Limit: maxPageLimit}); err != nil {
+			return err
+		}
+		if st.Locks, err = tx.ListLeases(ctx, tx.Now()); err != nil {
+			return err
+		}
+		after := max(st.Head-20, st.Floor-1, 0)
+		st.RecentEvents, err = tx.Events(ctx, EventQuery{AfterSeq: after, Limit: 20})
+		return err
+	})
+	if err != nil {
+		return Status{}, err
+	}
+	return st, nil
+}

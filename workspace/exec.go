@@ -1,0 +1,630 @@
+package workspace
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// exec applies ops inside one store transaction and collects their events.
+type exec struct {
+	h      *handle
+	tx     Tx
+	actor  string
+	now    time.Time
+	events []Event
+}
+
+func (x *exec) emit(typ string, subj Subject, version int64, msg string) {
+	x.events = append(x.events, Event{
+		Time: x.now, Actor: x.actor, Type: typ, Subject: subj, Version: version, Message: msg,
+	})
+}
+
+// flush appends the collected events; it is the last write of the batch.
+func (x *exec) flush(ctx context.Context) error {
+	if len(x.events) == 0 {
+		return nil
+	}
+	first, err := x.tx.AppendEvents(ctx, x.events)
+	if err != nil {
+		return err
+	}
+	for i := range x.events {
+		x.events[i].Seq = first + int64(i)
+	}
+	return nil
+}
+
+func (x *exec) apply(ctx context.Context, op Op) (OpResult, error) {
+	switch o := op.(type) {
+	case CreateArtifactOp:
+		a, err := x.createArtifact(ctx, o)
+		return OpResult{Artifact: a}, err
+	case UpdateArtifactOp:
+		a, err := x.updateArtifact(ctx, o)
+		return OpResult{Artifact: a}, err
+	case DeleteArtifactOp:
+		return OpResult{}, x.deleteArtifact(ctx, o)
+	case RollbackArtifactOp:
+		a, err := x.rollbackArtifact(ctx, o)
+		return OpResult{Artifact: a}, err
+	case CreateTaskOp:
+		t, err := x.createTask(ctx, o)
+		return OpResult{Task: t}, err
+	case UpdateTaskOp:
+		t, err := x.updateTask(ctx, o)
+		return OpResult{Task: t}, err
+	case PutNoteOp:
+		n, err := x.putNote(ctx, o)
+		return OpResult{Note: n}, err
+	case DeleteNoteOp:
+		return OpResult{}, x.deleteNote(ctx, o)
+	case ReleaseLockOp:
+		return OpResult{}, x.releaseLock(ctx, o.Resource, x.actor, o.Token, o.Message)
+	}
+	return OpResult{}, invalid("op", "unknown op type %T", op)
+}
+
+// Lock resources that guard records.
+func artifactResource(name string) string { return "artifact:" + name }
+func taskResource(id string) string       { return "task:" + id }
+func noteResource(kind, key string) string {
+	return "note:" + kind + "/" + key
+}
+
+// checkGuard enforces the record's lock: a live lease held by another actor
+// refuses the write; a fence older than the newest token is stale.
+func (x *exec) checkGuard(ctx context.Context, resource string, fence int64) error {
+	l, err := x.tx.Lease(ctx, resource)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fence > 0 && l.Token > fence {
+		return &StaleFenceError{Resource: resource, Fence: fence, Newest: l.Token}
+	}
+	if l.Owner != "" && l.Owner != x.actor && l.ExpiresAt.After(x.now) {
+		return &LockedError{Resource: resource, Holder: l.Owner, Token: l.Token, ExpiresAt: l.ExpiresAt}
+	}
+	return nil
+}
+
+func checkIfVersion(subj Subject, want, have int64) error {
+	if want != 0 && want != have {
+		return &ConflictError{Subject: subj, Expected: want, Current: have}
+	}
+	return nil
+}
+
+func artifactSubject(a Artifact) Subject {
+	return Subject{Kind: SubjectArtifact, ID: a.ID, Name: a.Name}
+}
+
+func hashHex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func cloneLabels(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
+}
+
+func (x *exec) artifactHead(ctx context.Context, ref ArtifactRef) (Artifact, error) {
+	a, err := x.tx.Artifact(ctx, ArtifactRef{ID: ref.ID, Name: ref.Name})
+	if errors.Is(err, ErrNotFound) {
+		return a, fmt.Errorf("artifact %s: %w", refLabel(ref), ErrNotFound)
+	}
+	return a, err
+}
+
+func refLabel(ref ArtifactRef) string {
+	if ref.ID != "" {
+		return ref.ID
+	}
+	return fmt.Sprintf("%q", ref.Name)
+}
+
+func (x *exec) createArtifact(ctx context.Context, o CreateArtifactOp) (*Artifact, error) {
+	if _, err := x.tx.Artifact(ctx, ArtifactRef{Name: o.Name}); err == nil {
+		return nil, fmt.Errorf("artifact %q: %w", o.Name, ErrAlreadyExists)
+	} else if !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	if err := x.checkGuard(ctx, artifactResource(o.Name), 0); err != nil {
+		return nil, err
+	}
+	if o.TaskID != "" {
+		if _, err := x.tx.Task(ctx, o.TaskID); err != nil {
+			return nil, fmt.Errorf("artifact task %s: %w", o.TaskID, err)
+		}
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, err
+	}
+	content := o.Content
+	if content == nil {
+		content = []byte{}
+	}
+	a := Artifact{
+		ID: id.String(), Name: o.Name, Kind: o.Kind, Owner: x.actor, Version: 1,
+		ContentType: o.ContentType, SHA256: hashHex(content), Size: int64(len(content)),
+		Labels: cloneLabels(o.Labels), TaskID: o.TaskID,
+		CreatedAt: x.now, CreatedBy: x.actor, UpdatedAt: x.now, UpdatedBy: x.actor,
+	}
+	if a.Kind == "" {
+		a.Kind = "output"
+	}
+	if a.ContentType == "" {
+		a.ContentType = "application/octet-stream"
+	}
+	if err := x.tx.PutArtifact(ctx, a, content); err != nil {
+		return nil, err
+	}
+	x.emit(EventArtifactCreated, artifactSubject(a), 1, o.Message)
+	return &a, nil
+}
+
+func (x *exec) updateArtifact(ctx context.Context, o UpdateArtifactOp) (*Artifact, error) {
+	head, err := x.artifactHead(ctx, o.Ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkIfVersion(artifactSubject(head), o.IfVersion, head.Version); err != nil {
+		return nil, err
+	}
+	if err := x.checkGuard(ctx, artifactResource(head.Name), o.Fence); err != nil {
+		return nil, err
+	}
+	next := head
+	c := o.Change
+	var content []byte
+	if c.Content != nil {
+		next.SHA256 = hashHex(c.Content)
+		next.Size = int64(len(c.Content))
+		if next.SHA256 != head.SHA256 {
+			content = c.Content
+		}
+	}
+	if c.Kind != nil {
+		next.Kind = *c.Kind
+	}
+	if c.ContentType != nil {
+		next.ContentType = *c.ContentType
+		if next.ContentType == "" {
+			next.ContentType = "application/octet-stream"
+		}
+	}
+	if c.Owner != nil {
+		next.Owner = *c.Owner
+	}
+	if c.TaskID != nil {
+		if *c.TaskID != "" {
+			if _, err := x.tx.Task(ctx, *c.TaskID); err != nil {
+				return nil, fmt.Errorf("artifact task %s: %w", *c.TaskID, err)
+			}
+		}
+		next.TaskID = *c.TaskID
+	}
+	if c.Labels != nil {
+		next.Labels = cloneLabels(c.Labels)
+	} else {
+		next.Labels = cloneLabels(head.Labels)
+	}
+	next.Version = head.Version + 1
+	next.UpdatedAt, next.UpdatedBy = x.now, x.actor
+	if err := x.tx.PutArtifact(ctx, next, content); err != nil {
+		return nil, err
+	}
+	x.emit(EventArtifactUpdated, artifactSubject(next), next.Version, o.Message)
+	return &next, nil
+}
+
+func (x *exec) deleteArtifact(ctx context.Context, o DeleteArtifactOp) error {
+	head, err := x.artifactHead(ctx, o.Ref)
+	if err != nil {
+		return err
+	}
+	if err := checkIfVersion(artifactSubject(head), o.IfVersion, head.Version); err != nil {
+		return err
+	}
+	if err := x.checkGuard(ctx, artifactResource(head.Name), o.Fence); err != nil {
+		return err
+	}
+	if err := x.tx.DeleteArtifact(ctx, head.ID); err != nil {
+		return err
+	}
+	x.emit(EventArtifactDeleted, artifactSubject(head), head.Version, o.Message)
+	return nil
+}
+
+func (x *exec) rollbackArtifact(ctx context.Context, o RollbackArtifactOp) (*Artifact, error) {
+	head, err := x.artifactHead(ctx, o.Ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkIfVersion(artifactSubject(head), o.IfVersion, head.Version); err != nil {
+		return nil, err
+	}
+	if err := x.checkGuard(ctx, artifactResource(head.Name), o.Fence); err != nil {
+		return nil, err
+	}
+	if o.To >= head.Version {
+		return nil, invalid("to", "version %d is not older than the head (%d)", o.To, head.Version)
+	}
+	old, err := x.tx.ArtifactVersion(ctx, head.ID, o.To)
+	if err != nil {
+		return nil, fmt.Errorf("artifact %q version %d: %w", head.Name, o.To, err)
+	}
+	next := old
+	next.ID, next.Name = head.ID, head.Name
+	next.CreatedAt, next.CreatedBy = head.CreatedAt, head.CreatedBy
+	next.Labels = cloneLabels(old.Labels)
+	next.Version = head.Version + 1
+	next.UpdatedAt, next.UpdatedBy = x.now, x.actor
+	if err := x.tx.PutArtifact(ctx, next, nil); err != nil {
+		return nil, err
+	}
+	msg := o.Message
+	if msg == "" {
+		msg = fmt.Sprintf("rolled back to version %d", o.To)
+	}
+	x.emit(EventArtifactRolledBack, artifactSubject(next), next.Version, msg)
+	return &next, nil
+}
+
+func taskSubject(t Task) Subject {
+	return Subject{Kind: SubjectTask, ID: t.ID, Name: t.Title}
+}
+
+func (x *exec) createTask(ctx context.Context, o CreateTaskOp) (*Task, error) {
+	if o.ParentID != "" {
+		if _, err := x.tx.Task(ctx, o.ParentID); err != nil {
+			return nil, fmt.Errorf("parent task %s: %w", o.ParentID, err)
+		}
+	}
+	var deps []string
+	for _, d := range o.DependsOn {
+		if slices.Contains(deps, d) {
+			continue
+		}
+		if _, err := x.tx.Task(ctx, d); err != nil {
+			return nil, fmt.Errorf("dependency %s: %w", d, err)
+		}
+		deps = append(deps, d)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, err
+	}
+	t := Task{
+		ID: id.String(), Title: o.Title, Description: o.Description, Status: TaskPending,
+		Assignee: o.Assignee, ParentID: o.ParentID, DependsOn: deps, Priority: o.Priority,
+		Labels: cloneLabels(o.Labels), Version: 1,
+		CreatedAt: x.now, CreatedBy: x.actor, UpdatedAt: x.now, UpdatedBy: x.actor,
+	}
+	if err := x.tx.PutTask(ctx, t); err != nil {
+		return nil, err
+	}
+	x.emit(EventTaskCreated, taskSubject(t), 1, o.Message)
+	return &t, nil
+}
+
+func (x *exec) task(ctx context.Context, id string) (Task, error) {
+	t, err := x.tx.Task(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return t, fmt.Errorf("task %s: %w", id, ErrNotFound)
+	}
+	return t, err
+}
+
+// claimLapsed reports whether t is in_progress under a claim that has expired.
+func (x *exec) claimLapsed(t Task) bool {
+	return t.Status == TaskInProgress && !t.LeaseExpiresAt.IsZero() && !t.LeaseExpiresAt.After(x.now)
+}
+
+// reap returns a task whose claim lapsed to pending, recorded as task.released.
+func (x *exec) reap(ctx context.Context, t Task) (Task, error) {
+	prev := t.Assignee
+	t.Status, t.Assignee, t.LeaseExpiresAt = TaskPending, "", time.Time{}
+	t.Version++
+	t.UpdatedAt, t.UpdatedBy = x.now, x.actor
+	if err := x.tx.PutTask(ctx, t); err != nil {
+		return t, err
+	}
+	x.emit(EventTaskReleased, taskSubject(t), t.Version, fmt.Sprintf("claim by %s expired", prev))
+	return t, nil
+}
+
+func (x *exec) updateTask(ctx context.Context, o UpdateTaskOp) (*Task, error) {
+	t, err := x.task(ctx, o.ID)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkIfVersion(taskSubject(t), o.IfVersion, t.Version); err != nil {
+		return nil, err
+	}
+	if err := x.checkGuard(ctx, taskResource(t.ID), o.Fence); err != nil {
+		return nil, err
+	}
+	c := o.Change
+	typ := EventTaskUpdated
+	if c.Status != nil && *c.Status != t.Status {
+		next := *c.Status
+		if x.claimLapsed(t) {
+			if t.Assignee == x.actor && next != TaskCancelled {
+				return nil, fmt.Errorf("task %s: claim expired at %s: %w", t.ID, t.LeaseExpiresAt.Format(time.RFC3339Nano), ErrLockLost)
+			}
+			if t, err = x.reap(ctx, t); err != nil {
+				return nil, err
+			}
+		}
+		if next == TaskInProgress {
+			return nil, invalid("status", "a task becomes in_progress only through Claim")
+		}
+		if !t.Status.CanBecome(next) {
+			return nil, invalid("status", "task %s cannot go from %s to %s", t.ID, t.Status, next)
+		}
+		if t.Status == TaskInProgress && next != TaskCancelled && t.Assignee != x.actor {
+			return nil, fmt.Errorf("task %s is claimed by %q: %w", t.ID, t.Assignee, ErrNotHolder)
+		}
+		if t.Status == TaskInProgress {
+			t.LeaseExpiresAt = time.Time{}
+			if next == TaskPending {
+				t.Assignee = ""
+				typ = EventTaskReleased
+			}
+		}
+		t.Status = next
+	}
+	if c.Title != nil {
+		t.Title = *c.Title
+	}
+	if c.Description != nil {
+		t.Description = *c.Description
+	}
+	if c.Assignee != nil {
+		if t.Status == TaskInProgress && *c.Assignee != t.Assignee {
+			return nil, invalid("assignee", "task %s is in progress: release it before reassigning", t.ID)
+		}
+		t.Assignee = *c.Assignee
+	}
+	if c.Priority != nil {
+		t.Priority = *c.Priority
+	}
+	if c.Labels != nil {
+		t.Labels = cloneLabels(c.Labels)
+	}
+	if c.Result != nil {
+		t.Result = TaskResult{Summary: c.Result.Summary, Artifacts: slices.Clone(c.Result.Artifacts)}
+	}
+	t.Version++
+	t.UpdatedAt, t.UpdatedBy = x.now, x.actor
+	if err := x.tx.PutTask(ctx, t); err != nil {
+		return nil, err
+	}
+	msg := o.Message
+	if msg == "" && c.Status != nil {
+		msg = "status " + string(t.Status)
+	}
+	x.emit(typ, taskSubject(t), t.Version, msg)
+	return &t, nil
+}
+
+// claim takes the best ready task for r.Actor. It reaps lapsed claims first.
+func (x *exec) claim(ctx context.Context, r ClaimRequest) (Task, error) {
+	lapsed, err := x.tx.ExpiredClaims(ctx, x.now, 100)
+	if err != nil {
+		return Task{}, err
+	}
+	for _, t := range lapsed {
+		if _, err := x.reap(ctx, t); err != nil {
+			return Task{}, err
+		}
+	}
+	t, err := x.tx.ReadyTask(ctx, r)
+	if errors.Is(err, ErrNotFound) {
+		return Task{}, ErrNoTask
+	}
+	if err != nil {
+		return Task{}, err
+	}
+	t.Status, t.Assignee = TaskInProgress, x.actor
+	t.Attempts++
+	t.LeaseExpiresAt = x.now.Add(r.Lease)
+	t.Version++
+	t.UpdatedAt, t.UpdatedBy = x.now, x.actor
+	if err := x.tx.PutTask(ctx, t); err != nil {
+		return Task{}, err
+	}
+	x.emit(EventTaskClaimed, taskSubject(t), t.Version, fmt.Sprintf("attempt %d", t.Attempts))
+	return t, nil
+}
+
+func (x *exec) heartbeat(ctx context.Context, id string, ifVersion int64, lease time.Duration) (Task, error) {
+	t, err := x.task(ctx, id)
+	if err != nil {
+		return t, err
+	}
+	if err := checkIfVersion(taskSubject(t), ifVersion, t.Version); err != nil {
+		return t, err
+	}
+	if t.Status != TaskInProgress || t.Assignee != x.actor || x.claimLapsed(t) {
+		return t, fmt.Errorf("task %s is not claimed by %q (status %s, assignee %q): %w", id, x.actor, t.Status, t.Assignee, ErrLockLost)
+	}
+	t.LeaseExpiresAt = x.now.Add(lease)
+	t.Version++
+	t.UpdatedAt, t.UpdatedBy = x.now, x.actor
+	if err := x.tx.PutTask(ctx, t); err != nil {
+		return t, err
+	}
+	x.emit(EventTaskUpdated, taskSubject(t), t.Version, "heartbeat")
+	return t, nil
+}
+
+func noteSubject(kind, key string) Subject {
+	return Subject{Kind: SubjectNote, ID: kind + "/" + key, Name: key}
+}
+
+func (x *exec) putNote(ctx context.Context, o PutNoteOp) (*Note, error) {
+	subj := noteSubject(o.Kind, o.Key)
+	n, err := x.tx.Note(ctx, o.Kind, o.Key)
+	exists := err == nil
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	if err := checkIfVersion(subj, o.IfVersion, n.Version); err != nil {
+		return nil, err
+	}
+	if err := x.checkGuard(ctx, noteResource(o.Kind, o.Key), o.Fence); err != nil {
+		return nil, err
+	}
+	if !exists {
+		n = Note{Kind: o.Kind, Key: o.Key, Author: x.actor, CreatedAt: x.now}
+	}
+	n.Title, n.Body = o.Title, o.Body
+	n.Version++
+	n.UpdatedAt, n.UpdatedBy = x.now, x.actor
+	if err := x.tx.PutNote(ctx, n); err != nil {
+		return nil, err
+	}
+	x.emit(EventNotePut, subj, n.Version, o.Message)
+	return &n, nil
+}
+
+func (x *exec) deleteNote(ctx context.Context, o DeleteNoteOp) error {
+	subj := noteSubject(o.Kind, o.Key)
+	n, err := x.tx.Note(ctx, o.Kind, o.Key)
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("note %s/%s: %w", o.Kind, o.Key, ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	if err := checkIfVersion(subj, o.IfVersion, n.Version); err != nil {
+		return err
+	}
+	if err := x.checkGuard(ctx, noteResource(o.Kind, o.Key), o.Fence); err != nil {
+		return err
+	}
+	if err := x.tx.DeleteNote(ctx, o.Kind, o.Key); err != nil {
+		return err
+	}
+	x.emit(EventNoteDeleted, subj, n.Version, o.Message)
+	return nil
+}
+
+func lockSubject(resource string) Subject {
+	return Subject{Kind: SubjectLock, ID: resource, Name: resource}
+}
+
+func (x *exec) live(l Lease) bool { return l.Owner != "" && l.ExpiresAt.After(x.now) }
+
+func (x *exec) acquire(ctx context.Context, r AcquireRequest) (Lease, error) {
+	l, err := x.tx.Lease(ctx, r.Resource)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return Lease{}, err
+	}
+	subj := lockSubject(r.Resource)
+	if x.live(l) {
+		if l.Owner != r.Owner {
+			return Lease{}, &LockedError{Resource: r.Resource, Holder: l.Owner, Token: l.Token, ExpiresAt: l.ExpiresAt}
+		}
+		l.ExpiresAt = x.now.Add(r.TTL)
+		if err := x.tx.PutLease(ctx, l); err != nil {
+			return Lease{}, err
+		}
+		x.emit(EventLockRenewed, subj, l.Token, r.Message)
+		return l, nil
+	}
+	if l.Owner != "" {
+		x.emit(EventLockExpired, subj, l.Token,
+			fmt.Sprintf("lease of %s (token %d) expired at %s", l.Owner, l.Token, l.ExpiresAt.Format(time.RFC3339Nano)))
+	}
+	next := Lease{Resource: r.Resource, Owner: r.Owner, Token: l.Token + 1, AcquiredAt: x.now, ExpiresAt: x.now.Add(r.TTL)}
+	if err := x.tx.PutLease(ctx, next); err != nil {
+		return Lease{}, err
+	}
+	x.emit(EventLockAcquired, subj, next.Token, r.Message)
+	return next, nil
+}
+
+// holder checks that (owner, token) is the resource's current lease holder.
+func (x *exec) holder(ctx context.Context, resource, owner string, token int64) (Lease, error) {
+	l, err := x.tx.Lease(ctx, resource)
+	if errors.Is(err, ErrNotFound) {
+		return l, fmt.Errorf("lock %q was never acquired: %w", resource, ErrNotHolder)
+	}
+	if err != nil {
+		return l, err
+	}
+	switch {
+	case l.Token > token:
+		return l, fmt.Errorf("lock %q: token %d was superseded by token %d: %w", resource, token, l.Token, ErrLockLost)
+	case l.Token != token || l.Owner != owner:
+		if l.Token == token && l.Owner == "" {
+			return l, fmt.Errorf("lock %q token %d was released: %w", resource, token, ErrLockLost)
+		}
+		return l, fmt.Errorf("lock %q is not held by %q with token %d: %w", resource, owner, token, ErrNotHolder)
+	}
+	return l, nil
+}
+
+func (x *exec) renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	cur, err := x.holder(ctx, l.Resource, l.Owner, l.Token)
+	if err != nil {
+		return Lease{}, err
+	}
+	cur.ExpiresAt = x.now.Add(ttl)
+	if err := x.tx.PutLease(ctx, cur); err != nil {
+		return Lease{}, err
+	}
+	x.emit(EventLockRenewed, lockSubject(l.Resource), cur.Token, "")
+	return cur, nil
+}
+
+func (x *exec) releaseLock(ctx context.Context, resource, owner string, token int64, msg string) error {
+	cur, err := x.holder(ctx, resource, owner, token)
+	if err != nil {
+		return err
+	}
+	cur.Owner, cur.ExpiresAt = "", x.now
+	if err := x.tx.PutLease(ctx, cur); err != nil {
+		return err
+	}
+	x.emit(EventLockReleased, lockSubject(resource), cur.Token, msg)
+	return nil
+}
+
+func (x *exec) forceRelease(ctx context.Context, resource, msg string) error {
+	l, err := x.tx.Lease(ctx, resource)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if !x.live(l) {
+		return fmt.Errorf("lock %q is not held: %w", resource, ErrNotFound)
+	}
+	prev := l.Owner
+	l.Owner, l.ExpiresAt = "", x.now
+	if err := x.tx.PutLease(ctx, l); err != nil {
+		return err
+	}
+	if msg == "" {
+		msg = fmt.Sprintf("forced release of %s's lease (token %d)", prev, l.Token)
+	}
+	x.emit(EventLockForced, lockSubject(resource), l.Token, msg)
+	return nil
+}

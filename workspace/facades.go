@@ -1,0 +1,497 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// run executes fn with an exec in one write transaction and appends its
+// events; it is the path of writes that are not batch ops (claims, leases).
+func (h *handle) run(ctx context.Context, opname, actor string, fn func(x *exec) error) error {
+	if err := h.alive(); err != nil {
+		return err
+	}
+	var evs []Event
+	err := h.st.Update(ctx, func(tx Tx) error {
+		x := &exec{h: h, tx: tx, actor: actor, now: tx.Now()}
+		if err := fn(x); err != nil {
+			return err
+		}
+		if err := x.flush(ctx); err != nil {
+			return err
+		}
+		evs = x.events
+		return nil
+	})
+	if err != nil {
+		return wrapErr(opname, err)
+	}
+	if n := len(evs); n > 0 {
+		h.hub.bump(evs[n-1].Seq)
+	}
+	return nil
+}
+
+type artifacts struct{ h *handle }
+
+func (a artifacts) Create(ctx context.Context, w Write, n NewArtifact) (Artifact, error) {
+	r, err := a.h.single(ctx, "artifacts.create", w, CreateArtifactOp{NewArtifact: n, Message: w.Message})
+	return derefArtifact(r.Artifact), err
+}
+
+func (a artifacts) Update(ctx context.Context, w Write, ref ArtifactRef, c ArtifactChange) (Artifact, error) {
+	r, err := a.h.single(ctx, "artifacts.update", w, UpdateArtifactOp{Ref: ref, Change: c, Cond: condOf(w)})
+	return derefArtifact(r.Artifact), err
+}
+
+func (a artifacts) Delete(ctx context.Context, w Write, ref ArtifactRef) error {
+	_, err := a.h.single(ctx, "artifacts.delete", w, DeleteArtifactOp{Ref: ref, Cond: condOf(w)})
+	return err
+}
+
+func (a artifacts) Rollback(ctx context.Context, w Write, ref ArtifactRef, to int64) (Artifact, error) {
+	r, err := a.h.single(ctx, "artifacts.rollback", w, RollbackArtifactOp{Ref: ref, To: to, Cond: condOf(w)})
+	return derefArtifact(r.Artifact), err
+}
+
+func (a artifacts) Get(ctx context.Context, ref ArtifactRef) (Artifact, error) {
+	if err := checkRef(ref); err != nil {
+		return Artifact{}, err
+	}
+	var out Artifact
+	err := a.h.view(ctx, "artifacts.get", func(tx ReadTx) error {
+		var err error
+		if ref.ID != "" && ref.Version != 0 {
+			out, err = tx.ArtifactVersion(ctx, ref.ID, ref.Version)
+		} else {
+			out, err = tx.Artifact(ctx, ArtifactRef{ID: ref.ID, Name: ref.Name})
+			if err == nil && ref.Version != 0 && ref.Version != out.Version {
+				out, err = tx.ArtifactVersion(ctx, out.ID, ref.Version)
+			}
+		}
+		if errors.Is(err, ErrNotFound) {
+			if ref.Version != 0 {
+				return fmt.Errorf("artifact %s version %d: %w", refLabel(ref), ref.Version, ErrNotFound)
+			}
+			return fmt.Errorf("artifact %s: %w", refLabel(ref), ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		out.Content, err = tx.Content(ctx, out.ID, out.SHA256)
+		if err != nil {
+			return fmt.Errorf("artifact %s version %d content: %w", refLabel(ref), out.Version, err)
+		}
+		if out.Content == nil {
+			out.Content = []byte{}
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (a artifacts) Versions(ctx context.Context, ref ArtifactRef) ([]Artifact, error) {
+	if err := checkRef(ref); err != nil {
+		return nil, err
+	}
+	var out []Artifact
+	err := a.h.view(ctx, "artifacts.versions", func(tx ReadTx) error {
+		id := ref.ID
+		if id == "" {
+			head, err := tx.Artifact(ctx, ArtifactRef{Name: ref.Name})
+			if errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("artifact %q: %w", ref.Name, ErrNotFound)
+			}
+			if err != nil {
+				return err
+			}
+			id = head.ID
+		}
+		var err error
+		out, err = tx.ArtifactVersions(ctx, id)
+		if err == nil && len(out) == 0 {
+			err = fmt.Errorf("artifact %s: %w", refLabel(ref), ErrNotFound)
+		}
+		return err
+	})
+	return out, err
+}
+
+func (a artifacts) List(ctx context.Context, f ArtifactFilter) (ArtifactPage, error) {
+	limit, err := checkLimit("limit", f.Limit, maxPageLimit)
+	if err != nil {
+		return ArtifactPage{}, err
+	}
+	f.Limit = limit
+	if f.Kind != "" {
+		if err := checkKind("kind", f.Kind); err != nil {
+			return ArtifactPage{}, err
+		}
+	}
+	if err := checkText("name prefix", f.NamePrefix, MaxNameLen); err != nil {
+		return ArtifactPage{}, err
+	}
+	if err := checkText("after", f.After, MaxNameLen); err != nil {
+		return ArtifactPage{}, err
+	}
+	if err := checkText("owner", f.Owner, MaxActorLen); err != nil {
+		return ArtifactPage{}, err
+	}
+	if err := checkOptionalID("task id", f.TaskID); err != nil {
+		return ArtifactPage{}, err
+	}
+	if err := checkLabels("labels", f.Labels); err != nil {
+		return ArtifactPage{}, err
+	}
+	var page ArtifactPage
+	err = a.h.view(ctx, "artifacts.list", func(tx ReadTx) error {
+		var err error
+		page.Artifacts, err = tx.ListArtifacts(ctx, f)
+		return err
+	})
+	if n := len(page.Artifacts); n == f.Limit {
+		page.Next = page.Artifacts[n-1].Name
+	}
+	return page, err
+}
+
+func derefArtifact(a *Artifact) Artifact {
+	if a == nil {
+		return Artifact{}
+	}
+	return *a
+}
+
+func condOf(w Write) Cond { return Cond{IfVersion: w.IfVersion, Fence: w.Fence, Message: w.Message} }
+
+type tasks struct{ h *handle }
+
+func (t tasks) Create(ctx context.Context, w Write, n NewTask) (Task, error) {
+	r, err := t.h.single(ctx, "tasks.create", w, CreateTaskOp{NewTask: n, Message: w.Message})
+	return derefTask(r.Task), err
+}
+
+func (t tasks) Update(ctx context.Context, w Write, id string, c TaskChange) (Task, error) {
+	r, err := t.h.single(ctx, "tasks.update", w, UpdateTaskOp{ID: id, Change: c, Cond: condOf(w)})
+	return derefTask(r.Task), err
+}
+
+func (t tasks) setStatus(ctx context.Context, op string, w Write, id string, s TaskStatus, res *TaskResult) (Task, error) {
+	r, err := t.h.single(ctx, op, w, UpdateTaskOp{ID: id, Change: TaskChange{Status: &s, Result: res}, Cond: condOf(w)})
+	return derefTask(r.Task), err
+}
+
+func (t tasks) Complete(ctx context.Context, w Write, id string, r TaskResult) (Task, error) {
+	return t.setStatus(ctx, "tasks.complete", w, id, TaskDone, &r)
+}
+
+func (t tasks) Fail(ctx context.Context, w Write, id string, r TaskResult) (Task, error) {
+	return t.setStatus(ctx, "tasks.fail", w, id, TaskFailed, &r)
+}
+
+func (t tasks) Release(ctx context.Context, w Write, id string) (Task, error) {
+	return t.setStatus(ctx, "tasks.release", w, id, TaskPending, nil)
+}
+
+func (t tasks) Get(ctx context.Context, id string) (Task, error) {
+	if err := checkID("task id", id); err != nil {
+		return Task{}, err
+	}
+	var out Task
+	err := t.h.view(ctx, "tasks.get", func(tx ReadTx) error {
+		var err error
+		out, err = tx.Task(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("task %s: %w", id, ErrNotFound)
+		}
+		return err
+	})
+	return out, err
+}
+
+func (t tasks) Claim(ctx context.Context, r ClaimRequest) (Task, error) {
+	if err := checkActor(r.Actor); err != nil {
+		return Task{}, err
+	}
+	if r.Lease == 0 {
+		r.Lease = DefaultClaimLease
+	}
+	if err := checkTTL("lease", r.Lease); err != nil {
+		return Task{}, err
+	}
+	if err := checkLabels("labels", r.Labels); err != nil {
+		return Task{}, err
+	}
+	if err := checkOptionalID("parent id", r.ParentID); err != nil {
+		return Task{}, err
+	}
+	for {
+		wake := t.h.hub.watch()
+		var out Task
+		err := t.h.run(ctx, "tasks.claim", r.Actor, func(x *exec) error {
+			var err error
+			out, err = x.claim(ctx, r)
+			return err
+		})
+		if err == nil || !r.Wait || !errors.Is(err, ErrNoTask) {
+			return out, err
+		}
+		if err := t.h.hub.wait(ctx, wake, time.Time{}); err != nil {
+			return Task{}, err
+		}
+	}
+}
+
+func (t tasks) Heartbeat(ctx context.Context, w Write, id string, lease time.Duration) (Task, error) {
+	if err := checkActor(w.Actor); err != nil {
+		return Task{}, err
+	}
+	if err := checkID("task id", id); err != nil {
+		return Task{}, err
+	}
+	if lease == 0 {
+		lease = DefaultClaimLease
+	}
+	if err := checkTTL("lease", lease); err != nil {
+		return Task{}, err
+	}
+	if err := checkVersion("if-version", w.IfVersion); err != nil {
+		return Task{}, err
+	}
+	var out Task
+	err := t.h.run(ctx, "tasks.heartbeat", w.Actor, func(x *exec) error {
+		var err error
+		out, err = x.heartbeat(ctx, id, w.IfVersion, lease)
+		return err
+	})
+	return out, err
+}
+
+func (t tasks) List(ctx context.Context, f TaskFilter) (TaskPage, error) {
+	limit, err := checkLimit("limit", f.Limit, maxPageLimit)
+	if err != nil {
+		return TaskPage{}, err
+	}
+	f.Limit = limit
+	if f.Status != "" && !f.Status.Valid() {
+		return TaskPage{}, invalid("status", "%q is not a task status", f.Status)
+	}
+	if f.After != "" {
+		if err := checkID("after", f.After); err != nil {
+			return TaskPage{}, err
+		}
+	}
+	if err := checkOptionalID("parent id", f.ParentID); err != nil {
+		return TaskPage{}, err
+	}
+	if err := checkText("assignee", f.Assignee, MaxActorLen); err != nil {
+		return TaskPage{}, err
+	}
+	if err := checkLabels("labels", f.Labels); err != nil {
+		return TaskPage{}, err
+	}
+	var page TaskPage
+	err = t.h.view(ctx, "tasks.list", func(tx ReadTx) error {
+		var err error
+		page.Tasks, err = tx.ListTasks(ctx, f)
+		return err
+	})
+	if n := len(page.Tasks); n == f.Limit {
+		page.Next = page.Tasks[n-1].ID
+	}
+	return page, err
+}
+
+func derefTask(t *Task) Task {
+	if t == nil {
+		return Task{}
+	}
+	return *t
+}
+
+type notes struct{ h *handle }
+
+func (n notes) Put(ctx context.Context, w Write, p NotePut) (Note, error) {
+	r, err := n.h.single(ctx, "notes.put", w, PutNoteOp{NotePut: p, Cond: condOf(w)})
+	if r.Note == nil {
+		return Note{}, err
+	}
+	return *r.Note, err
+}
+
+func (n notes) Delete(ctx context.Context, w Write, kind, key string) error {
+	_, err := n.h.single(ctx, "notes.delete", w, DeleteNoteOp{Kind: kind, Key: key, Cond: condOf(w)})
+	return err
+}
+
+func (n notes) Get(ctx context.Context, kind, key string) (Note, error) {
+	if err := checkKind("note kind", kind); err != nil {
+		return Note{}, err
+	}
+	if err := checkKey("note key", key, MaxKeyLen); err != nil {
+		return Note{}, err
+	}
+	var out Note
+	err := n.h.view(ctx, "notes.get", func(tx ReadTx) error {
+		var err error
+		out, err = tx.Note(ctx, kind, key)
+		if errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("note %s/%s: %w", kind, key, ErrNotFound)
+		}
+		return err
+	})
+	return out, err
+}
+
+func (n notes) List(ctx context.Context, f NoteFilter) (NotePage, error) {
+	limit, err := checkLimit("limit", f.Limit, maxPageLimit)
+	if err != nil {
+		return NotePage{}, err
+	}
+	q := NoteQuery{Kind: f.Kind, Limit: limit}
+	if f.Kind != "" {
+		if err := checkKind("note kind", f.Kind); err != nil {
+			return NotePage{}, err
+		}
+	}
+	if f.After != "" {
+		kind, key, ok := strings.Cut(f.After, "/")
+		if !ok || checkKind("after", kind) != nil || checkKey("after", key, MaxKeyLen) != nil {
+			return NotePage{}, invalid("after", "%q is not a note cursor (KIND/KEY)", truncate(f.After, 64))
+		}
+		q.AfterKind, q.AfterKey = kind, key
+	}
+	var page NotePage
+	err = n.h.view(ctx, "notes.list", func(tx ReadTx) error {
+		var err error
+		page.Notes, err = tx.ListNotes(ctx, q)
+		return err
+	})
+	if c := len(page.Notes); c == limit {
+		last := page.Notes[c-1]
+		page.Next = last.Kind + "/" + last.Key
+	}
+	return page, err
+}
+
+type locks struct{ h *handle }
+
+func checkResource(r string) error { return checkKey("resource", r, MaxNameLen) }
+
+func (l locks) Acquire(ctx context.Context, r AcquireRequest) (Lease, error) {
+	if err := checkResource(r.Resource); err != nil {
+		return Lease{}, err
+	}
+	if err := checkActor(r.Owner); err != nil {
+		return Lease{}, err
+	}
+	if err := checkTTL("ttl", r.TTL); err != nil {
+		return Lease{}, err
+	}
+	if err := checkText("message", r.Message, MaxTextLen); err != nil {
+		return Lease{}, err
+	}
+	for {
+		wake := l.h.hub.watch()
+		var out Lease
+		err := l.h.run(ctx, "locks.acquire", r.Owner, func(x *exec) error {
+			var err error
+			out, err = x.acquire(ctx, r)
+			return err
+		})
+		var le *LockedError
+		if err == nil || !r.Wait || !errors.As(err, &le) {
+			return out, err
+		}
+		// Woken by any commit (the release, in-process or seen by the
+		// watcher) or by the holder's expiry, whichever comes first.
+		if err := l.h.hub.wait(ctx, wake, le.ExpiresAt); err != nil {
+			return Lease{}, err
+		}
+	}
+}
+
+func (l locks) Renew(ctx context.Context, lease Lease, ttl time.Duration) (Lease, error) {
+	if err := checkLease(lease); err != nil {
+		return Lease{}, err
+	}
+	if err := checkTTL("ttl", ttl); err != nil {
+		return Lease{}, err
+	}
+	var out Lease
+	err := l.h.run(ctx, "locks.renew", lease.Owner, func(x *exec) error {
+		var err error
+		out, err = x.renew(ctx, lease, ttl)
+		return err
+	})
+	return out, err
+}
+
+func (l locks) Release(ctx context.Context, lease Lease) error {
+	if err := checkLease(lease); err != nil {
+		return err
+	}
+	return l.h.run(ctx, "locks.release", lease.Owner, func(x *exec) error {
+		return x.releaseLock(ctx, lease.Resource, lease.Owner, lease.Token, "")
+	})
+}
+
+func (l locks) ForceRelease(ctx context.Context, w Write, resource string) error {
+	if err := checkActor(w.Actor); err != nil {
+		return err
+	}
+	if err := checkResource(resource); err != nil {
+		return err
+	}
+	if err := checkText("message", w.Message, MaxTextLen); err != nil {
+		return err
+	}
+	return l.h.run(ctx, "locks.force_release", w.Actor, func(x *exec) error {
+		return x.forceRelease(ctx, resource, w.Message)
+	})
+}
+
+func (l locks) Get(ctx context.Context, resource string) (Lease, error) {
+	if err := checkResource(resource); err != nil {
+		return Lease{}, err
+	}
+	var out Lease
+	err := l.h.view(ctx, "locks.get", func(tx ReadTx) error {
+		var err error
+		out, err = tx.Lease(ctx, resource)
+		if err == nil && (out.Owner == "" || !out.ExpiresAt.After(tx.Now())) {
+			err = ErrNotFound
+		}
+		if errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("lock %q is not held: %w", resource, ErrNotFound)
+		}
+		return err
+	})
+	return out, err
+}
+
+func (l locks) List(ctx context.Context) ([]Lease, error) {
+	var out []Lease
+	err := l.h.view(ctx, "locks.list", func(tx ReadTx) error {
+		var err error
+		out, err = tx.ListLeases(ctx, tx.Now())
+		return err
+	})
+	return out, err
+}
+
+func checkLease(l Lease) error {
+	if err := checkResource(l.Resource); err != nil {
+		return err
+	}
+	if err := checkActor(l.Owner); err != nil {
+		return err
+	}
+	if l.Token < 1 {
+		return invalid("token", "%d: a lease token is at least 1", l.Token)
+	}
+	return nil
+}

@@ -1,0 +1,345 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultDSN is the store used when nothing else is configured.
+const DefaultDSN = "sqlite:.agentspace/workspace.db"
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]Driver{}
+)
+
+// importHints names the import that registers each of our schemes.
+var importHints = map[string]string{
+	"sqlite":     "github.com/agentspace/agentspace/backend/sqlite",
+	"json":       "github.com/agentspace/agentspace/backend/json",
+	"postgres":   "github.com/agentspace/agentspace/backend/postgres",
+	"postgresql": "github.com/agentspace/agentspace/backend/postgres",
+}
+
+// Register makes a driver available under scheme. It is meant to be called
+// from a backend's init; registering a scheme twice, or a nil driver, panics.
+func Register(scheme string, d Driver) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if d == nil {
+		panic("workspace: Register driver is nil")
+	}
+	if _, dup := registry[scheme]; dup {
+		panic("workspace: Register called twice for scheme " + scheme)
+	}
+	registry[scheme] = d
+}
+
+// Schemes returns the registered schemes, sorted.
+func Schemes() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	out := make([]string, 0, len(registry))
+	for s := range registry {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// shared ws_ parameters, understood by this package for every backend.
+const (
+	paramPoll            = "ws_poll"
+	paramAutoMigrate     = "ws_automigrate"
+	paramMaxArtifactSize = "ws_max_artifact_size"
+	paramIdempotencyTTL  = "ws_idempotency_ttl"
+)
+
+// Options tune a handle. The zero value means the defaults.
+type Options struct {
+	// MaxArtifactSize limits one artifact version's content (default 32 MiB).
+	MaxArtifactSize int64
+	// IdempotencyTTL is how long idempotency keys are kept (default 24h).
+	IdempotencyTTL time.Duration
+	// PollInterval is how often the store is looked at for other processes'
+	// writes when it cannot notify (default 50ms).
+	PollInterval time.Duration
+	// Logger receives diagnostics (default: slog.Default()).
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxArtifactSize <= 0 {
+		o.MaxArtifactSize = DefaultMaxArtifactSize
+	}
+	if o.IdempotencyTTL <= 0 {
+		o.IdempotencyTTL = DefaultIdempotencyTTL
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// ParsedDSN is a DSN taken apart: the driver and its Config, and the handle's Options.
+type ParsedDSN struct {
+	Driver  Driver
+	Config  Config
+	Options Options
+}
+
+var schemeRE = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*$`)
+
+// ParseDSN splits dsn into its scheme, its ws_ parameters and the rest, and
+// finds the registered driver. Errors never contain a password.
+func ParseDSN(dsn string) (ParsedDSN, error) {
+	var p ParsedDSN
+	scheme, rest, ok := strings.Cut(dsn, ":")
+	if !ok || !schemeRE.MatchString(scheme) {
+		return p, invalid("dsn", "%q has no scheme: want one of %s (e.g. %s)", RedactDSN(dsn), schemeList(), DefaultDSN)
+	}
+	scheme = strings.ToLower(scheme)
+	registryMu.RLock()
+	d := registry[scheme]
+	registryMu.RUnlock()
+	if d == nil {
+		msg := fmt.Sprintf("unknown scheme %q: registered schemes are %s", scheme, schemeList())
+		if imp, ok := importHints[scheme]; ok {
+			msg += fmt.Sprintf("; import _ %q to register it", imp)
+		}
+		return p, invalid("dsn", "%s", msg)
+	}
+
+	var (
+		query string
+		base  string
+	)
+	isURL := strings.HasPrefix(rest, "//")
+	if isURL {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return p, invalid("dsn", "%s is not a valid URL", RedactDSN(dsn))
+		}
+		query = u.RawQuery
+		u.RawQuery = ""
+		base = u.String()
+	} else {
+		base, query, _ = strings.Cut(rest, "?")
+	}
+	values, err := url.ParseQuery(query)
+	if err != nil {
+		return p, invalid("dsn", "bad query in %s: %v", RedactDSN(dsn), err)
+	}
+
+	own := map[string]bool{}
+	for _, name := range d.Params() {
+		own[name] = true
+	}
+	cfg := Config{Scheme: scheme, Params: map[string]string{}, PollInterval: DefaultPollInterval}
+	var opts Options
+	kept := url.Values{}
+	for key, vals := range values {
+		if !strings.HasPrefix(key, "ws_") {
+			kept[key] = vals
+			continue
+		}
+		v := vals[len(vals)-1]
+		switch {
+		case key == paramPoll:
+			dur, err := time.ParseDuration(v)
+			if err != nil || dur < time.Millisecond || dur > time.Minute {
+				return p, invalid("dsn", "%s=%q: want a duration between 1ms and 1m", key, v)
+			}
+			cfg.PollInterval, opts.PollInterval = dur, dur
+		case key == paramAutoMigrate:
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return p, invalid("dsn", "%s=%q: want true or false", key, v)
+			}
+			cfg.AutoMigrate = b
+		case key == paramMaxArtifactSize:
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 || n > 1<<30 {
+				return p, invalid("dsn", "%s=%q: want a byte count between 1 and 1073741824", key, v)
+			}
+			opts.MaxArtifactSize = n
+		case key == paramIdempotencyTTL:
+			dur, err := time.ParseDuration(v)
+			if err != nil || dur < time.Second {
+				return p, invalid("dsn", "%s=%q: want a duration of at least 1s", key, v)
+			}
+			opts.IdempotencyTTL = dur
+		case own[key]:
+			cfg.Params[key] = v
+		default:
+			known := []string{paramAutoMigrate, paramIdempotencyTTL, paramMaxArtifactSize, paramPoll}
+			known = append(known, d.Params()...)
+			sort.Strings(known)
+			return p, invalid("dsn", "unknown parameter %s for scheme %q (known: %s)", key, scheme, strings.Join(known, ", "))
+		}
+	}
+	enc := kept.Encode()
+	if isURL {
+		cfg.DSN = base
+		if enc != "" {
+			cfg.DSN += "?" + enc
+		}
+		cfg.Target = cfg.DSN
+	} else {
+		cfg.Target = base
+		if enc != "" {
+			cfg.Target += "?" + enc
+		}
+		cfg.DSN = scheme + ":" + cfg.Target
+	}
+	p.Driver, p.Config, p.Options = d, cfg, opts
+	return p, nil
+}
+
+func schemeList() string {
+	s := Schemes()
+	if len(s) == 0 {
+		return "(none: import a backend, e.g. _ \"github.com/agentspace/agentspace/backend/sqlite\")"
+	}
+	return strings.Join(s, ", ")
+}
+
+// Open opens the workspace dsn names, e.g. "sqlite:.agentspace/workspace.db",
+// "json:./ws", "postgres://user@host/db?ws_schema=team1". The backend for the
+// scheme must be imported (for its init). opts, if given, override the
+// DSN's ws_ parameters field by field.
+func Open(ctx context.Context, dsn string, opts ...Options) (Workspace, error) {
+	p, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	o := p.Options
+	for _, x := range opts {
+		o = mergeOptions(o, x)
+	}
+	o = o.withDefaults()
+	p.Config.Logger = o.Logger
+	p.Config.PollInterval = o.PollInterval
+	st, err := p.Driver.Open(ctx, p.Config)
+	if err != nil {
+		return nil, redactErr(fmt.Errorf("open %s: %w", RedactDSN(dsn), err), dsn)
+	}
+	return New(st, o), nil
+}
+
+// OpenMigrator opens dsn's store for schema migration only: no schema check.
+func OpenMigrator(ctx context.Context, dsn string) (Migrator, error) {
+	p, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	md, ok := p.Driver.(MigratingDriver)
+	if !ok {
+		return nil, fmt.Errorf("scheme %q does not support migrations", p.Config.Scheme)
+	}
+	p.Config.Logger = slog.Default()
+	m, err := md.OpenMigrator(ctx, p.Config)
+	if err != nil {
+		return nil, redactErr(fmt.Errorf("open %s for migration: %w", RedactDSN(dsn), err), dsn)
+	}
+	return m, nil
+}
+
+func mergeOptions(base, o Options) Options {
+	if o.MaxArtifactSize > 0 {
+		base.MaxArtifactSize = o.MaxArtifactSize
+	}
+	if o.IdempotencyTTL > 0 {
+		base.IdempotencyTTL = o.IdempotencyTTL
+	}
+	if o.PollInterval > 0 {
+		base.PollInterval = o.PollInterval
+	}
+	if o.Logger != nil {
+		base.Logger = o.Logger
+	}
+	return base
+}
+
+var kvPasswordRE = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)`)
+
+// RedactDSN returns dsn with any password replaced by "xxxxx", for messages and logs.
+func RedactDSN(dsn string) string {
+	if scheme, rest, ok := strings.Cut(dsn, ":"); ok && strings.HasPrefix(rest, "//") && schemeRE.MatchString(scheme) {
+		if u, err := url.Parse(dsn); err == nil {
+			if _, has := u.User.Password(); has {
+				u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			}
+			q := u.Query()
+			if q.Has("password") {
+				q.Set("password", "xxxxx")
+				u.RawQuery = q.Encode()
+			}
+			return u.String()
+		}
+		// Unparseable URL: hide everything between "//" and "@".
+		if at := strings.LastIndex(rest, "@"); at > 2 {
+			return scheme + "://xxxxx@" + rest[at+1:]
+		}
+	}
+	return kvPasswordRE.ReplaceAllString(dsn, "${1}xxxxx")
+}
+
+// secrets returns the passwords in dsn, for scrubbing error texts.
+func secrets(dsn string) []string {
+	var out []string
+	if u, err := url.Parse(dsn); err == nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			out = append(out, pw, url.QueryEscape(pw), url.PathEscape(pw))
+		}
+		if pw := u.Query().Get("password"); pw != "" {
+			out = append(out, pw)
+		}
+	}
+	for _, m := range kvPasswordRE.FindAllStringSubmatch(dsn, -1) {
+		if pw := strings.Trim(m[2], "'"); pw != "" {
+			out = append(out, pw)
+		}
+	}
+	return out
+}
+
+// redactErr hides dsn's passwords in err's text while keeping err's chain.
+func redactErr(err error, dsn string) error {
+	s := secrets(dsn)
+	if err == nil || len(s) == 0 {
+		return err
+	}
+	return &redactedError{err: err, secrets: s}
+}
+
+type redactedError struct {
+	err     error
+	secrets []string
+}
+
+func (e *redactedError) Error() string {
+	msg := e.err.Error()
+	for _, s := range e.secrets {
+		if len(s) >= 1 {
+			msg = strings.ReplaceAll(msg, s, "xxxxx")
+		}
+	}
+	return msg
+}
+
+func (e *redactedError) Unwrap() error { return e.err }
+
+// RedactError hides the passwords of dsn in err's text, keeping errors.Is and errors.As working.
+func RedactError(err error, dsn string) error { return redactErr(err, dsn) }

@@ -1,0 +1,193 @@
+package workspace
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Store is what a backend implements: transactional storage of records and
+// the event log. The portable handle (New, Open) does everything else:
+// validation, version checks, locks and fencing, the task state machine,
+// event construction, idempotency, subscriptions. A store trusts its input.
+//
+// Records passed to and returned by a store are plain values: times are UTC
+// and truncated to microseconds (Tx.Now does that), maps and slices may be
+// nil when empty.
+type Store interface {
+	// Update runs fn in a write transaction serialized with every other
+	// Update on the same store, from any handle or process, and commits it
+	// if fn returns nil. If fn returns an error nothing it wrote is kept and
+	// that error is returned as is. The store may run fn again after a
+	// retryable failure (a serialization failure, a busy database), so fn
+	// must have no effects outside tx.
+	Update(ctx context.Context, fn func(tx Tx) error) error
+	// View runs fn on one consistent read-only snapshot.
+	View(ctx context.Context, fn func(tx ReadTx) error) error
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Notifier is an optional Store capability: a hint channel that receives a
+// value (coalesced: capacity 1 is enough) whenever another handle may have
+// committed, and after every reconnect. Stores without it are polled.
+type Notifier interface {
+	Changes() <-chan struct{}
+}
+
+// ReadTx reads inside a transaction. Every method returns an error matching
+// ErrNotFound when the record does not exist.
+type ReadTx interface {
+	// Now is the store's clock (the database's for Postgres), UTC, truncated
+	// to microseconds. It is read once per transaction.
+	Now() time.Time
+
+	// Artifact returns the head metadata (Content nil) of the live artifact
+	// with ref.ID or ref.Name (ref.Version is ignored).
+	Artifact(ctx context.Context, ref ArtifactRef) (Artifact, error)
+	// ArtifactVersion returns the metadata of one version, even of a deleted artifact.
+	ArtifactVersion(ctx context.Context, id string, version int64) (Artifact, error)
+	// ArtifactVersions returns every version's metadata, oldest first.
+	ArtifactVersions(ctx context.Context, id string) ([]Artifact, error)
+	// Content returns the blob stored for (artifact id, sha256).
+	Content(ctx context.Context, id, sha256 string) ([]byte, error)
+	// ListArtifacts returns live heads matching f with Name > f.After,
+	// ordered by name, at most f.Limit.
+	ListArtifacts(ctx context.Context, f ArtifactFilter) ([]Artifact, error)
+
+	Task(ctx context.Context, id string) (Task, error)
+	// ListTasks returns tasks matching f with ID > f.After, ordered by ID
+	// (UUIDv7, so creation order), at most f.Limit.
+	ListTasks(ctx context.Context, f TaskFilter) ([]Task, error)
+	// ReadyTask returns the best claimable task: pending, every DependsOn
+	// done, matching r.Labels and r.ParentID; highest Priority first, then
+	// oldest (lowest ID). ErrNotFound if there is none.
+	ReadyTask(ctx context.Context, r ClaimRequest) (Task, error)
+	// ExpiredClaims returns in_progress tasks whose LeaseExpiresAt <= now, at most limit.
+	ExpiredClaims(ctx context.Context, now time.Time, limit int) ([]Task, error)
+
+	Note(ctx context.Context, kind, key string) (Note, error)
+	// ListNotes returns notes of q.Kind (all kinds if empty) after
+	// (q.AfterKind, q.AfterKey), ordered by kind then key, at most q.Limit.
+	ListNotes(ctx context.Context, q NoteQuery) ([]Note, error)
+
+	// Lease returns the lease row for resource as stored, whether live,
+	// expired or released (Owner empty): its Token is the newest issued.
+	Lease(ctx context.Context, resource string) (Lease, error)
+	// ListLeases returns leases with an Owner and ExpiresAt > now, by resource.
+	ListLeases(ctx context.Context, now time.Time) ([]Lease, error)
+
+	// Events returns events matching q with Seq > q.AfterSeq, ascending, at most q.Limit.
+	Events(ctx context.Context, q EventQuery) ([]Event, error)
+	// Head returns the newest seq, 0 if none was ever written.
+	Head(ctx context.Context) (int64, error)
+	// Floor returns the lowest seq not compacted away (1 if never compacted).
+	Floor(ctx context.Context) (int64, error)
+
+	// Idempotent returns the stored result for key if it has not expired at now.
+	Idempotent(ctx context.Context, key string, now time.Time) ([]byte, error)
+	// Counts returns the number of live artifacts, of notes, and of tasks per status.
+	Counts(ctx context.Context) (Counts, error)
+}
+
+// Tx is a write transaction: ReadTx plus writes, all kept or none.
+type Tx interface {
+	ReadTx
+	// PutArtifact writes version a.Version of artifact a.ID and makes it the
+	// head (creating the artifact if new). content is nil when the blob
+	// (a.ID, a.SHA256) is already stored; otherwise it must be stored once
+	// (a store may keep a blob it already has).
+	PutArtifact(ctx context.Context, a Artifact, content []byte) error
+	// DeleteArtifact removes the artifact from the live set; its versions
+	// and blobs stay readable by ID.
+	DeleteArtifact(ctx context.Context, id string) error
+	// PutTask inserts or replaces the task.
+	PutTask(ctx context.Context, t Task) error
+	// PutNote inserts or replaces the note (Kind, Key).
+	PutNote(ctx context.Context, n Note) error
+	DeleteNote(ctx context.Context, kind, key string) error
+	// PutLease inserts or replaces the lease row; Owner "" marks it released
+	// (the row, with its Token, is kept so tokens keep increasing).
+	PutLease(ctx context.Context, l Lease) error
+	// PutIdempotent stores a result under key until expires.
+	PutIdempotent(ctx context.Context, key string, result []byte, expires time.Time) error
+	// PruneIdempotent drops keys that expired before now.
+	PruneIdempotent(ctx context.Context, now time.Time) error
+	// AppendEvents appends events with seqs head+1, head+2, ... and returns
+	// the first. It is called at most once per transaction, after every
+	// record write (only PutIdempotent may follow it). Events normally come
+	// with Seq 0; an import passes explicit, increasing seqs above the head
+	// (a compacted log starts above 1), and the store keeps them as given
+	// and returns the first.
+	AppendEvents(ctx context.Context, events []Event) (first int64, err error)
+	// CompactEvents deletes events with Seq < floor and records the floor.
+	CompactEvents(ctx context.Context, floor int64) error
+}
+
+// NoteQuery is ListNotes' filter: the public cursor, decoded.
+type NoteQuery struct {
+	Kind      string
+	AfterKind string
+	AfterKey  string
+	Limit     int
+}
+
+// Counts is what Tx.Counts returns.
+type Counts struct {
+	Artifacts int
+	Notes     int
+	Tasks     map[TaskStatus]int
+}
+
+// Driver opens stores for the schemes it is registered under.
+type Driver interface {
+	// Open connects to the store cfg names. An empty store gets the current
+	// schema; an older one gives a *SchemaError unless cfg.AutoMigrate.
+	Open(ctx context.Context, cfg Config) (Store, error)
+	// Params lists the backend's own ws_ DSN parameters; any other ws_
+	// parameter not known to this package is an error.
+	Params() []string
+}
+
+// MigratingDriver is an optional Driver capability used by `wsctl migrate`.
+type MigratingDriver interface {
+	Driver
+	OpenMigrator(ctx context.Context, cfg Config) (Migrator, error)
+}
+
+// Migrator moves a store's schema between versions.
+type Migrator interface {
+	// Version reports the current version (0: none) and whether a migration failed half-way.
+	Version(ctx context.Context) (version uint, dirty bool, err error)
+	// Latest is the newest version this code knows.
+	Latest() uint
+	// Up migrates to Latest. Nothing to do is success.
+	Up(ctx context.Context) error
+	// Down undoes n migrations (all if n <= 0).
+	Down(ctx context.Context, n int) error
+	// Goto migrates up or down to version v.
+	Goto(ctx context.Context, v uint) error
+	// Force sets the version without migrating and clears the dirty flag.
+	Force(ctx context.Context, v int) error
+	Close() error
+}
+
+// Config is what a Driver gets from Open: the DSN with every ws_ parameter
+// removed, and those parameters parsed.
+type Config struct {
+	// Scheme is the DSN's scheme as given ("sqlite", "json", "postgres", ...).
+	Scheme string
+	// DSN is the DSN without ws_ parameters, ready for the driver.
+	DSN string
+	// Target is what follows "scheme:" without ws_ parameters (a path for
+	// sqlite and json). For URL DSNs it equals DSN.
+	Target string
+	// Params holds the backend's own ws_ parameters that were given.
+	Params map[string]string
+	// AutoMigrate (ws_automigrate) lets Open migrate an older schema up.
+	AutoMigrate bool
+	// PollInterval (ws_poll) is how often other processes' writes are looked for.
+	PollInterval time.Duration
+	// Logger receives the backend's diagnostics; never nil.
+	Logger *slog.Logger
+}

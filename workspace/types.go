@@ -1,0 +1,360 @@
+package workspace
+
+import (
+	"time"
+)
+
+// Write says who makes a single-record change and under what conditions.
+type Write struct {
+	// Actor is the agent's id: required, recorded on the record and in the event log.
+	Actor string
+	// IfVersion, when non-zero, makes the write fail with a *ConflictError
+	// unless the record's stored version is exactly IfVersion.
+	IfVersion int64
+	// Fence, when non-zero, makes the write fail with ErrStaleFence if the
+	// record's lock has issued a token newer than Fence.
+	Fence int64
+	// Message is an optional note on why, kept in the event log.
+	Message string
+	// IdempotencyKey, when set, makes a retried write return the first result
+	// and write nothing new, for as long as the key is kept.
+	IdempotencyKey string
+}
+
+// Subject names the record an event is about.
+type Subject struct {
+	Kind string // "artifact", "task", "note", "lock"
+	ID   string // artifact or task id; "KIND/KEY" for notes; the resource for locks
+	Name string // artifact name, task title, note key, lock resource
+}
+
+func (s Subject) label() string {
+	if s.Name != "" {
+		return "\"" + s.Name + "\""
+	}
+	return s.ID
+}
+
+// Subject kinds.
+const (
+	SubjectArtifact = "artifact"
+	SubjectTask     = "task"
+	SubjectNote     = "note"
+	SubjectLock     = "lock"
+)
+
+// Artifact is one version of a piece of versioned content: a plan, code, a
+// review, a test result. Metadata-only reads (List, Versions) leave Content nil.
+type Artifact struct {
+	ID          string            // UUIDv7, fixed for the artifact's life
+	Name        string            // path-like key, unique among live artifacts
+	Kind        string            // design, code, review, test, plan, output, or any lower-case word
+	Owner       string            // the actor that created it, unless changed
+	Version     int64             // 1 on create, +1 on every change
+	Content     []byte            // the bytes of this version
+	ContentType string            // a media type, e.g. text/markdown
+	SHA256      string            // hex SHA-256 of Content
+	Size        int64             // len(Content)
+	Labels      map[string]string // free-form key/value labels
+	TaskID      string            // optional task this artifact belongs to
+	CreatedAt   time.Time
+	CreatedBy   string
+	UpdatedAt   time.Time // when this version was written
+	UpdatedBy   string    // who wrote this version
+}
+
+// ArtifactRef names an artifact by ID or by Name (exactly one), and
+// optionally one of its versions (0: the head).
+type ArtifactRef struct {
+	ID      string
+	Name    string
+	Version int64
+}
+
+// ByName refers to the live artifact called name.
+func ByName(name string) ArtifactRef { return ArtifactRef{Name: name} }
+
+// ByID refers to the artifact with the given id.
+func ByID(id string) ArtifactRef { return ArtifactRef{ID: id} }
+
+// NewArtifact is what Create takes.
+type NewArtifact struct {
+	Name        string
+	Kind        string // default "output"
+	Content     []byte
+	ContentType string // default application/octet-stream
+	Labels      map[string]string
+	TaskID      string
+}
+
+// ArtifactChange is what Update takes: nil fields stay as they are. A non-nil
+// empty Content ([]byte{}) sets the content to empty.
+type ArtifactChange struct {
+	Content     []byte
+	Kind        *string
+	ContentType *string
+	Owner       *string
+	TaskID      *string
+	Labels      map[string]string // replaces all labels when non-nil
+}
+
+// ArtifactFilter selects artifacts for List. Zero fields match everything.
+type ArtifactFilter struct {
+	Kind       string
+	Owner      string
+	NamePrefix string
+	TaskID     string
+	Labels     map[string]string // every pair must match
+	After      string            // cursor: the Next of the previous page
+	Limit      int               // default 100, at most 1000
+}
+
+// ArtifactPage is one page of List, ordered by name.
+type ArtifactPage struct {
+	Artifacts []Artifact
+	Next      string // pass as After for the next page; empty at the end
+}
+
+// TaskStatus is a task's place in its life cycle.
+type TaskStatus string
+
+// Task statuses. The legal transitions are:
+//
+//	pending     -> in_progress (only by Claim), blocked, cancelled
+//	in_progress -> done, failed, pending (release), blocked, cancelled
+//	blocked     -> pending, cancelled
+//	failed      -> pending (retry), cancelled
+//	done, cancelled: final
+//
+// While a claim's lease is live, only its assignee may move the task out of
+// in_progress (others get ErrNotHolder; cancellation is open to anyone).
+const (
+	TaskPending    TaskStatus = "pending"
+	TaskInProgress TaskStatus = "in_progress"
+	TaskBlocked    TaskStatus = "blocked"
+	TaskDone       TaskStatus = "done"
+	TaskFailed     TaskStatus = "failed"
+	TaskCancelled  TaskStatus = "cancelled"
+)
+
+var taskTransitions = map[TaskStatus][]TaskStatus{
+	TaskPending:    {TaskInProgress, TaskBlocked, TaskCancelled},
+	TaskInProgress: {TaskDone, TaskFailed, TaskPending, TaskBlocked, TaskCancelled},
+	TaskBlocked:    {TaskPending, TaskCancelled},
+	TaskFailed:     {TaskPending, TaskCancelled},
+}
+
+// Valid reports whether s is one of the six statuses.
+func (s TaskStatus) Valid() bool {
+	switch s {
+	case TaskPending, TaskInProgress, TaskBlocked, TaskDone, TaskFailed, TaskCancelled:
+		return true
+	}
+	return false
+}
+
+// CanBecome reports whether the state machine allows s -> next.
+func (s TaskStatus) CanBecome(next TaskStatus) bool {
+	for _, t := range taskTransitions[s] {
+		if t == next {
+			return true
+		}
+	}
+	return false
+}
+
+// TaskResult is what a finished (or failed) task produced.
+type TaskResult struct {
+	Summary   string   `json:"summary,omitempty"`
+	Artifacts []string `json:"artifacts,omitempty"` // artifact names
+}
+
+// Task is a unit of work to be claimed and done by an agent.
+type Task struct {
+	ID             string
+	Title          string
+	Description    string
+	Status         TaskStatus
+	Assignee       string
+	ParentID       string
+	DependsOn      []string // ids of tasks that must be done first
+	Priority       int      // higher first
+	Labels         map[string]string
+	Result         TaskResult
+	Attempts       int       // how many times the task was claimed
+	LeaseExpiresAt time.Time // for in_progress tasks: when the claim lapses without a heartbeat
+	Version        int64
+	CreatedAt      time.Time
+	CreatedBy      string
+	UpdatedAt      time.Time
+	UpdatedBy      string
+}
+
+// NewTask is what Tasks.Create takes.
+type NewTask struct {
+	Title       string
+	Description string
+	ParentID    string
+	DependsOn   []string
+	Priority    int
+	Labels      map[string]string
+	Assignee    string // a suggested assignee; Claim may still give it to anyone
+}
+
+// TaskChange is what Tasks.Update takes: nil fields stay as they are.
+type TaskChange struct {
+	Status      *TaskStatus
+	Title       *string
+	Description *string
+	Assignee    *string
+	Priority    *int
+	Labels      map[string]string // replaces all labels when non-nil
+	Result      *TaskResult
+}
+
+// TaskFilter selects tasks for List. Zero fields match everything.
+type TaskFilter struct {
+	Status   TaskStatus
+	Assignee string
+	ParentID string
+	Labels   map[string]string
+	After    string // cursor: the Next of the previous page
+	Limit    int    // default 100, at most 1000
+}
+
+// TaskPage is one page of Tasks.List, ordered by creation (oldest first).
+type TaskPage struct {
+	Tasks []Task
+	Next  string
+}
+
+// ClaimRequest is what Tasks.Claim takes.
+type ClaimRequest struct {
+	Actor string
+	// Lease is how long the claim lives without a heartbeat (default 5m).
+	Lease time.Duration
+	// Labels, when set, restrict the claim to tasks carrying every pair.
+	Labels map[string]string
+	// ParentID, when set, restricts the claim to subtasks of that task.
+	ParentID string
+	// Wait blocks until a task is ready or ctx ends, instead of ErrNoTask.
+	Wait bool
+}
+
+// Note is a piece of shared context: a decision, a constraint, a glossary term.
+type Note struct {
+	Kind      string // decision, constraint, glossary, friction, or any lower-case word
+	Key       string // unique within Kind
+	Title     string
+	Body      string
+	Author    string // who wrote it first
+	Version   int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	UpdatedBy string
+}
+
+// NotePut is what Notes.Put takes.
+type NotePut struct {
+	Kind  string
+	Key   string
+	Title string
+	Body  string
+}
+
+// NoteFilter selects notes for List.
+type NoteFilter struct {
+	Kind  string // empty: every kind
+	After string // cursor
+	Limit int    // default 100, at most 1000
+}
+
+// NotePage is one page of Notes.List, ordered by kind then key.
+type NotePage struct {
+	Notes []Note
+	Next  string
+}
+
+// Lease is a lock on a resource with a fencing token.
+type Lease struct {
+	Resource   string
+	Owner      string
+	Token      int64 // strictly increases each time the resource changes hands
+	AcquiredAt time.Time
+	ExpiresAt  time.Time
+}
+
+// AcquireRequest is what Locks.Acquire takes.
+type AcquireRequest struct {
+	Resource string
+	Owner    string
+	TTL      time.Duration
+	// Wait blocks until the lease is free (woken by its release or expiry) or ctx ends.
+	Wait    bool
+	Message string
+}
+
+// Event is one entry of the workspace's log.
+type Event struct {
+	Seq     int64 // per workspace, from 1, +1 in commit order: no gaps
+	Time    time.Time
+	Actor   string
+	Type    string
+	Subject Subject
+	Version int64 // the record's version after the change (the current one for conflicts; the token for locks)
+	Message string
+}
+
+// Event types.
+const (
+	EventArtifactCreated    = "artifact.created"
+	EventArtifactUpdated    = "artifact.updated"
+	EventArtifactDeleted    = "artifact.deleted"
+	EventArtifactRolledBack = "artifact.rolled_back"
+	EventTaskCreated        = "task.created"
+	EventTaskUpdated        = "task.updated"
+	EventTaskClaimed        = "task.claimed"
+	EventTaskReleased       = "task.released"
+	EventNotePut            = "note.put"
+	EventNoteDeleted        = "note.deleted"
+	EventLockAcquired       = "lock.acquired"
+	EventLockRenewed        = "lock.renewed"
+	EventLockReleased       = "lock.released"
+	EventLockExpired        = "lock.expired"
+	EventLockForced         = "lock.forced"
+	EventConflict           = "conflict"
+)
+
+// EventQuery filters the log for Read and Subscribe. Zero fields match everything.
+type EventQuery struct {
+	AfterSeq    int64    // only events with Seq > AfterSeq
+	Types       []string // any of these types
+	Actor       string
+	SubjectKind string
+	SubjectID   string
+	SubjectName string
+	Since       time.Time // Time >= Since
+	Until       time.Time // Time < Until
+	Limit       int       // Read only: default 100, at most 10000
+}
+
+// EventPage is one page of Read.
+type EventPage struct {
+	Events []Event
+	// Next is the AfterSeq for the next page: the seq of the last event
+	// examined (matching or not). Head is the log's head when read.
+	Next int64
+	Head int64
+}
+
+// Status is the dashboard: what is in the workspace and what is going on.
+type Status struct {
+	Head         int64 // the newest event seq
+	Floor        int64 // the oldest seq still in the log (1 if never compacted)
+	Artifacts    int
+	Notes        int
+	Tasks        map[TaskStatus]int
+	ActiveTasks  []Task  // in_progress
+	Locks        []Lease // live leases
+	RecentEvents []Event // newest last
+}
