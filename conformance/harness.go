@@ -1,0 +1,65 @@
+// Package conformance is the suite every agentspace backend must pass,
+// unchanged, under go test -race. A backend hooks in with one line:
+//
+//	func TestConformance(t *testing.T) { conformance.Run(t, harness{}) }
+//
+// Tests that are about processes re-execute the test binary: when the
+// binary starts as a child, Run plays the child's part and exits, so the
+// same one line covers them.
+package conformance
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// Harness hands out fresh, empty stores.
+type Harness interface {
+	// NewDSN returns the DSN of a new, empty store, removed with t.Cleanup.
+	// The suite opens as many handles on it as it needs.
+	NewDSN(t testing.TB) string
+}
+
+// childEnv carries a child process's role; see processes.go.
+const childEnv = "AGENTSPACE_CONFORMANCE_CHILD"
+
+// Run runs the whole suite against h. Each case gets its own store.
+func Run(t *testing.T, h Harness) {
+	if os.Getenv(childEnv) != "" {
+		runChild(t)
+		return
+	}
+	runCore(t, h)
+	runConcurrency(t, h)
+}
+
+// open opens a handle on dsn, closed with t.Cleanup.
+func open(t testing.TB, dsn string) workspace.Workspace {
+	t.Helper()
+	ws, err := workspace.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatalf("open %s: %v", workspace.RedactDSN(dsn), err)
+	}
+	t.Cleanup(func() { _ = ws.Close() })
+	return ws
+}
+
+// fresh returns a new store's DSN and one handle on it.
+func fresh(t testing.TB, h Harness) (string, workspace.Workspace) {
+	t.Helper()
+	dsn := h.NewDSN(t)
+	return dsn, open(t, dsn)
+}
+
+// testCtx is a context bounded so that a hung backend fails the case
+// instead of the whole run.
+func testCtx(t testing.TB) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
