@@ -96,7 +96,7 @@ func runModel(t *testing.T, h Harness, ops []mop, deadline time.Time, checkEvery
 	}
 	ran := 0
 	for i, o := range ops {
-		if i >= modelMinSteps && time.Now().After(deadline) {
+		if i >= modelMinSteps && !deadline.IsZero() && time.Now().After(deadline) {
 			break
 		}
 		if msg := r.step(o); msg != "" {
@@ -110,7 +110,7 @@ func runModel(t *testing.T, h Harness, ops []mop, deadline time.Time, checkEvery
 		}
 	}
 	if msg := r.checkState(); msg != "" {
-		return ran - 1, "final state: " + msg, ran
+		return max(ran-1, 0), "final state: " + msg, ran
 	}
 	return -1, "", ran
 }
@@ -145,9 +145,11 @@ func shrinkModel(t *testing.T, h Harness, ops []mop, msg string) ([]mop, string)
 
 // modelRun is one sequence being run: two handles and the model.
 type modelRun struct {
-	ctx context.Context
-	hs  [2]workspace.Workspace
-	m   *model
+	ctx  context.Context
+	hs   [2]workspace.Workspace
+	m    *model
+	keys int    // idempotency keys handed out
+	last *keyed // the last write sent with a key
 }
 
 // errClass names err's kind in the model's words.
@@ -172,18 +174,24 @@ func errClass(err error) string {
 	return "other"
 }
 
+// keyed is the last write sent with an idempotency key, for "replay".
+type keyed struct {
+	key     string
+	actor   string
+	ops     []workspace.Op
+	batch   bool
+	done    bool     // it succeeded: a replay returns its results and writes nothing
+	results []string // its results, described
+}
+
 // step runs o on the store and the model and compares them. It returns
 // "" when they agree, else what differs.
 func (r *modelRun) step(o mop) string {
 	ctx, actor, ws := r.ctx, modelActors[o.Actor], r.hs[o.H]
 	next := r.m.clone()
 	var (
-		want    outcome
-		err     error
-		got     []workspace.OpResult // results to compare, one per op
-		wantRes []string
-		failAt  = -1 // the batch op that must fail
-		ops     []workspace.Op
+		want outcome
+		err  error
 	)
 	switch o.Kind {
 	case "task.claim":
@@ -194,66 +202,113 @@ func (r *modelRun) step(o mop) string {
 		if err == nil && idx >= 0 && task.ID != next.tasks[idx].id {
 			return fmt.Sprintf("claimed task %s (%s), want %s (%s)", task.ID, task.Title, next.tasks[idx].id, next.tasks[idx].describe())
 		}
-		got, wantRes = []workspace.OpResult{{Task: &task}}, []string{want.result}
+		if err == nil && want.class == "ok" {
+			if d := describeResult(workspace.OpResult{Task: &task}); d != want.result {
+				return fmt.Sprintf("claimed %q, want %q", d, want.result)
+			}
+		}
+	case "task.heartbeat":
+		id := r.m.taskID(o.Target)
+		want = next.heartbeat(actor, id, condVersion(o.Cond, next.taskVersion(id)))
+		var task workspace.Task
+		task, err = ws.Tasks().Heartbeat(ctx, workspace.Write{Actor: actor, IfVersion: condVersion(o.Cond, r.m.taskVersion(id))}, id, time.Hour)
+		if err == nil && want.class == "ok" {
+			if d := describeResult(workspace.OpResult{Task: &task}); d != want.result {
+				return fmt.Sprintf("heartbeat gave %q, want %q", d, want.result)
+			}
+		}
 	case "lock.acquire":
 		res := modelResources[o.Target%len(modelResources)]
 		want = next.acquire(actor, res)
 		var l workspace.Lease
 		l, err = ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: res, Owner: actor, TTL: time.Hour})
-		if err == nil && (l.Token != next.locks[res].token || l.Owner != actor) {
+		if err == nil && want.class == "ok" && (l.Token != next.locks[res].token || l.Owner != actor) {
 			return fmt.Sprintf("lease %s token %d owner %s, want token %d owner %s", res, l.Token, l.Owner, next.locks[res].token, actor)
 		}
 	case "lock.force":
 		res := modelResources[o.Target%len(modelResources)]
 		want = next.forceRelease(res)
 		err = ws.Locks().ForceRelease(ctx, workspace.Write{Actor: actor}, res)
-	case "batch":
-		var evs []string
-		for i, s := range o.Sub {
-			op := r.m.resolve(s) // every op is resolved before the batch runs
-			ops = append(ops, op)
-			if failAt >= 0 {
-				continue
+	case "replay":
+		c := r.last
+		if c == nil {
+			return "" // nothing was sent with a key yet
+		}
+		if c.done {
+			got, err := runWrite(ctx, ws, c.actor, c.ops, c.batch, c.key)
+			if err != nil {
+				return fmt.Sprintf("replay of key %s: %v, want its first result", c.key, err)
 			}
-			out := next.apply(actor, op)
-			if out.class != "ok" {
-				want, failAt = out, i
-				continue
+			if msg := compareResults(got, c.results); msg != "" {
+				return "replay: " + msg
 			}
-			evs = append(evs, out.events...)
-			wantRes = append(wantRes, out.result)
+			return r.checkEvents(r.m.head, c.actor, nil)
 		}
-		if failAt < 0 {
-			want = ok(evs...)
-		}
-		var res workspace.BatchResult
-		res, err = ws.Commit(ctx, workspace.Batch{Actor: actor, Ops: ops})
-		got = res.Results
-		var be *workspace.BatchError
-		if err != nil && failAt >= 0 && errors.As(err, &be) && be.Index != failAt {
-			return fmt.Sprintf("batch failed at op %d (%v), want op %d to fail", be.Index, err, failAt)
-		}
+		return r.write(c.actor, ws, next, c)
 	default:
-		op := r.m.resolve(o)
-		ops = []workspace.Op{op}
-		want = next.apply(actor, op)
-		var res workspace.OpResult
-		res, err = runSingle(ctx, ws, actor, op)
-		got, wantRes = []workspace.OpResult{res}, []string{want.result}
+		c := &keyed{actor: actor, batch: o.Kind == "batch"}
+		if c.batch {
+			for _, s := range o.Sub {
+				c.ops = append(c.ops, r.m.resolve(s)) // every op is resolved before the batch runs
+			}
+		} else {
+			c.ops = []workspace.Op{r.m.resolve(o)}
+		}
+		if o.Key {
+			r.keys++
+			c.key = fmt.Sprintf("key-%d", r.keys)
+			r.last = c
+		}
+		return r.write(actor, ws, next, c)
 	}
+	return r.settle(next, actor, want, err)
+}
 
+// write runs c's ops on the store (as a batch or through the single-record
+// call) and on next, and compares them.
+func (r *modelRun) write(actor string, ws workspace.Workspace, next *model, c *keyed) string {
+	var (
+		want    outcome
+		wantRes []string
+		evs     []string
+		failAt  = -1 // the batch op that must fail
+	)
+	for i, op := range c.ops {
+		out := next.apply(actor, op)
+		if out.class != "ok" {
+			want, failAt = out, i
+			break
+		}
+		evs = append(evs, out.events...)
+		wantRes = append(wantRes, out.result)
+	}
+	if failAt < 0 {
+		want = ok(evs...)
+	}
+	got, err := runWrite(r.ctx, ws, actor, c.ops, c.batch, c.key)
+	var be *workspace.BatchError
+	if err != nil && failAt >= 0 && len(c.ops) > 1 && errors.As(err, &be) && be.Index != failAt {
+		return fmt.Sprintf("batch failed at op %d (%v), want op %d to fail", be.Index, err, failAt)
+	}
+	if err == nil && want.class == "ok" {
+		if msg := compareResults(got, wantRes); msg != "" {
+			return msg
+		}
+		r.learnTaskIDs(next, c.ops, got)
+		c.done, c.results = true, wantRes
+	}
+	return r.settle(next, actor, want, err)
+}
+
+// settle compares the error with the expected outcome, adopts next on a
+// success, and checks the events the call appended.
+func (r *modelRun) settle(next *model, actor string, want outcome, err error) string {
 	if c := errClass(err); c != want.class {
 		return fmt.Sprintf("got %s (%v), want %s", c, err, want.class)
 	}
 	var evs []string
 	switch want.class {
 	case "ok":
-		for i, res := range got {
-			if d := describeResult(res); d != wantRes[i] {
-				return fmt.Sprintf("result %d is %q, want %q", i, d, wantRes[i])
-			}
-		}
-		r.learnTaskIDs(next, ops, got)
 		evs, r.m = want.events, next
 	case "conflict":
 		ce, _ := asConflict(err)
@@ -265,6 +320,28 @@ func (r *modelRun) step(o mop) string {
 	prev := r.m.head
 	r.m.head += int64(len(evs))
 	return r.checkEvents(prev, actor, evs)
+}
+
+func compareResults(got []workspace.OpResult, want []string) string {
+	if len(got) != len(want) {
+		return fmt.Sprintf("%d results, want %d", len(got), len(want))
+	}
+	for i, res := range got {
+		if d := describeResult(res); d != want[i] {
+			return fmt.Sprintf("result %d is %q, want %q", i, d, want[i])
+		}
+	}
+	return ""
+}
+
+// runWrite sends ops as one batch, or the single op through its own call.
+func runWrite(ctx context.Context, ws workspace.Workspace, actor string, ops []workspace.Op, batch bool, key string) ([]workspace.OpResult, error) {
+	if batch {
+		res, err := ws.Commit(ctx, workspace.Batch{Actor: actor, IdempotencyKey: key, Ops: ops})
+		return res.Results, err
+	}
+	res, err := runSingle(ctx, ws, workspace.Write{Actor: actor, IdempotencyKey: key}, ops[0])
+	return []workspace.OpResult{res}, err
 }
 
 // learnTaskIDs gives the model's new tasks the ids the store chose.
@@ -301,29 +378,29 @@ func (r *modelRun) checkEvents(prev int64, actor string, want []string) string {
 }
 
 // runSingle runs op through the single-record call it stands for.
-func runSingle(ctx context.Context, ws workspace.Workspace, actor string, op workspace.Op) (workspace.OpResult, error) {
+func runSingle(ctx context.Context, ws workspace.Workspace, base workspace.Write, op workspace.Op) (workspace.OpResult, error) {
 	switch o := op.(type) {
 	case workspace.CreateArtifactOp:
-		a, err := ws.Artifacts().Create(ctx, workspace.Write{Actor: actor}, o.NewArtifact)
+		a, err := ws.Artifacts().Create(ctx, base, o.NewArtifact)
 		return workspace.OpResult{Artifact: &a}, err
 	case workspace.UpdateArtifactOp:
-		a, err := ws.Artifacts().Update(ctx, writeOf(actor, o.Cond), o.Ref, o.Change)
+		a, err := ws.Artifacts().Update(ctx, writeOf(base, o.Cond), o.Ref, o.Change)
 		return workspace.OpResult{Artifact: &a}, err
 	case workspace.DeleteArtifactOp:
-		return workspace.OpResult{}, ws.Artifacts().Delete(ctx, writeOf(actor, o.Cond), o.Ref)
+		return workspace.OpResult{}, ws.Artifacts().Delete(ctx, writeOf(base, o.Cond), o.Ref)
 	case workspace.RollbackArtifactOp:
-		a, err := ws.Artifacts().Rollback(ctx, writeOf(actor, o.Cond), o.Ref, o.To)
+		a, err := ws.Artifacts().Rollback(ctx, writeOf(base, o.Cond), o.Ref, o.To)
 		return workspace.OpResult{Artifact: &a}, err
 	case workspace.PutNoteOp:
-		n, err := ws.Notes().Put(ctx, writeOf(actor, o.Cond), o.NotePut)
+		n, err := ws.Notes().Put(ctx, writeOf(base, o.Cond), o.NotePut)
 		return workspace.OpResult{Note: &n}, err
 	case workspace.DeleteNoteOp:
-		return workspace.OpResult{}, ws.Notes().Delete(ctx, writeOf(actor, o.Cond), o.Kind, o.Key)
+		return workspace.OpResult{}, ws.Notes().Delete(ctx, writeOf(base, o.Cond), o.Kind, o.Key)
 	case workspace.CreateTaskOp:
-		t, err := ws.Tasks().Create(ctx, workspace.Write{Actor: actor}, o.NewTask)
+		t, err := ws.Tasks().Create(ctx, base, o.NewTask)
 		return workspace.OpResult{Task: &t}, err
 	case workspace.UpdateTaskOp:
-		w := writeOf(actor, o.Cond)
+		w := writeOf(base, o.Cond)
 		var (
 			t   workspace.Task
 			err error
@@ -340,13 +417,14 @@ func runSingle(ctx context.Context, ws workspace.Workspace, actor string, op wor
 		}
 		return workspace.OpResult{Task: &t}, err
 	case workspace.ReleaseLockOp:
-		return workspace.OpResult{}, ws.Locks().Release(ctx, workspace.Lease{Resource: o.Resource, Owner: actor, Token: o.Token})
+		return workspace.OpResult{}, ws.Locks().Release(ctx, workspace.Lease{Resource: o.Resource, Owner: base.Actor, Token: o.Token})
 	}
 	return workspace.OpResult{}, fmt.Errorf("unmodelled op %T", op)
 }
 
-func writeOf(actor string, c workspace.Cond) workspace.Write {
-	return workspace.Write{Actor: actor, IfVersion: c.IfVersion, Fence: c.Fence, Message: c.Message}
+func writeOf(base workspace.Write, c workspace.Cond) workspace.Write {
+	base.IfVersion, base.Fence, base.Message = c.IfVersion, c.Fence, c.Message
+	return base
 }
 
 // checkState compares the whole store with the model, through the other handle too.

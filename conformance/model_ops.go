@@ -49,11 +49,15 @@ type mop struct {
 	Prio    int
 	Deps    []int
 	Sub     []mop // a batch's ops
+	Key     bool  // sent with a fresh idempotency key (writes other than lock calls)
 }
 
 func (o mop) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "h%d %s %s", o.H, modelActors[o.Actor], o.Kind)
+	if o.Key {
+		b.WriteString(" (keyed)")
+	}
 	switch {
 	case o.Kind == "batch":
 		parts := make([]string, len(o.Sub))
@@ -72,6 +76,8 @@ func (o mop) String() string {
 		fmt.Fprintf(&b, " prio=%d deps=%v", o.Prio, o.Deps)
 	case o.Kind == "task.status":
 		fmt.Fprintf(&b, " #%d -> %s cond=%d", o.Target, o.Status, o.Cond)
+	case o.Kind == "task.heartbeat":
+		fmt.Fprintf(&b, " #%d cond=%d", o.Target, o.Cond)
 	}
 	return b.String()
 }
@@ -82,9 +88,9 @@ var modelWeights = []struct {
 }{
 	{"art.create", 10}, {"art.update", 14}, {"art.delete", 4}, {"art.rollback", 5},
 	{"note.put", 10}, {"note.delete", 4},
-	{"task.create", 10}, {"task.status", 10}, {"task.claim", 8},
+	{"task.create", 10}, {"task.status", 10}, {"task.claim", 8}, {"task.heartbeat", 3},
 	{"lock.acquire", 8}, {"lock.release", 6}, {"lock.force", 2},
-	{"batch", 8},
+	{"batch", 8}, {"replay", 4},
 }
 
 // batchable kinds can be ops of a batch.
@@ -132,13 +138,15 @@ func genOp(rng *rand.Rand, allowBatch bool) mop {
 	for range rng.IntN(3) {
 		o.Deps = append(o.Deps, rng.IntN(16))
 	}
+	o.Key = batchable[kind] && kind != "lock.release" && rng.IntN(4) == 0
 	if kind == "batch" {
+		o.Key = rng.IntN(4) == 0
 		for range 2 + rng.IntN(3) {
 			s := genOp(rng, false)
 			for !batchable[s.Kind] {
 				s = genOp(rng, false)
 			}
-			s.H, s.Actor = o.H, o.Actor
+			s.H, s.Actor, s.Key = o.H, o.Actor, false
 			o.Sub = append(o.Sub, s)
 		}
 	}

@@ -285,6 +285,30 @@ func (m *model) claim(actor string) (int, outcome) {
 	return best, ok(workspace.EventTaskClaimed).with(t.describe())
 }
 
+// heartbeat extends a claim: only its assignee, while in progress.
+func (m *model) heartbeat(actor, id string, ifVersion int64) outcome {
+	i := m.taskIndex(id)
+	if i < 0 {
+		return fail("not_found")
+	}
+	t := m.tasks[i]
+	if ifVersion != 0 && ifVersion != t.version {
+		return conflict(t.version)
+	}
+	if t.status != workspace.TaskInProgress || t.assignee != actor {
+		return fail("lock_lost")
+	}
+	t.version++
+	return ok(workspace.EventTaskUpdated).with(t.describe())
+}
+
+func (m *model) taskVersion(id string) int64 {
+	if i := m.taskIndex(id); i >= 0 {
+		return m.tasks[i].version
+	}
+	return 0
+}
+
 func (m *model) acquire(actor, resource string) outcome {
 	l, found := m.locks[resource]
 	if found && l.owner != "" {
