@@ -25,6 +25,7 @@ func runConcurrency(t *testing.T, h Harness) {
 	t.Run("ContendedLockHasOneHolderAndIncreasingTokens", func(t *testing.T) { testLockContention(t, h) })
 	t.Run("SubscribersSeeEveryEventOnceWhileHandlesWrite", func(t *testing.T) { testSubscribersUnderWrites(t, h) })
 	t.Run("ChildProcessesLoseNoUpdateAndDoubleClaimNothing", func(t *testing.T) { testProcesses(t, h) })
+	t.Run("KilledProcessBlocksNobodyLongerThanItsLeases", func(t *testing.T) { testKilledProcess(t, h) })
 	t.Run("RandomOperationsMatchTheModel", func(t *testing.T) { testModel(t, h) })
 }
 

@@ -38,13 +38,15 @@ const (
 	roleIncrement = "increment" // add 1 to artifact "counter" COUNT times, IfVersion with retries
 	roleClaim     = "claim"     // claim and complete tasks until none is ready
 	roleLock      = "lock"      // COUNT times: wait for the lease on lockedName, add 1 under its fence, release
+	roleHold      = "hold"      // take holdResource and a claim, both for COUNT ms, then wait to be killed
 )
 
 // The artifacts the children race on: counterName with IfVersion,
 // lockedName under its lease.
 const (
-	counterName = "counter"
-	lockedName  = "locked-counter"
+	counterName  = "counter"
+	lockedName   = "locked-counter"
+	holdResource = "role:lead"
 )
 
 // runChild plays a child process's part and returns; Run returns right
@@ -108,6 +110,28 @@ func runChild(t *testing.T) {
 			}
 			say("token %d", lease.Token)
 		}
+	case roleHold:
+		ttl := time.Duration(count) * time.Millisecond
+		lease, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: holdResource, Owner: actor, TTL: ttl})
+		if err != nil {
+			t.Fatalf("child %s: acquire: %v", actor, err)
+		}
+		task, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: actor, Lease: ttl})
+		if err != nil {
+			t.Fatalf("child %s: claim: %v", actor, err)
+		}
+		say("holding %d %s", lease.Token, task.ID)
+		// Until killed; the end of stdin (a dead parent) or the deadline also ends it.
+		eof := make(chan struct{})
+		go func() {
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			close(eof)
+		}()
+		select {
+		case <-eof:
+		case <-ctx.Done():
+		}
+		return
 	default:
 		t.Fatalf("unknown child role %q", role)
 	}
@@ -140,7 +164,8 @@ type child struct {
 	stdin  io.WriteCloser
 	ready  chan struct{}
 	mu     sync.Mutex
-	lines  []string // what it printed after childPrefix
+	lines  []string    // what it printed after childPrefix
+	said   chan string // the same lines, as they come
 	output bytes.Buffer
 	done   chan struct{} // closed when its stdout is drained
 	err    error         // from Wait, after done
@@ -160,7 +185,7 @@ func startChild(t *testing.T, ctx context.Context, dsn, role, actor string, coun
 		childDeadlineEnv+"="+deadline.UTC().Format(time.RFC3339Nano),
 	)
 	cmd.WaitDelay = 5 * time.Second
-	c := &child{name: actor, role: role, cmd: cmd, ready: make(chan struct{}), done: make(chan struct{})}
+	c := &child{name: actor, role: role, cmd: cmd, ready: make(chan struct{}), done: make(chan struct{}), said: make(chan string, 1000)}
 	var err error
 	c.stdin, err = cmd.StdinPipe()
 	require.NoError(t, err)
@@ -181,6 +206,10 @@ func startChild(t *testing.T, ctx context.Context, dsn, role, actor string, coun
 					readyOnce()
 				} else {
 					c.lines = append(c.lines, rest)
+					select {
+					case c.said <- rest:
+					default:
+					}
 				}
 			}
 			c.mu.Unlock()
