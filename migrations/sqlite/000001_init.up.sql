@@ -127,7 +127,3 @@ CREATE TABLE events (
     version      INTEGER NOT NULL DEFAULT 0,
     message      TEXT NOT NULL DEFAULT ''
 );
-CREATE INDEX events_type ON events (type, seq);
-CREATE INDEX events_actor ON events (actor, seq);
-CREATE INDEX events_subject ON events (subject_id, seq);
-CREATE INDEX events_subject_name ON events (subject_name, seq);
