@@ -71,12 +71,13 @@ CREATE TABLE tasks (
     updated_at       INTEGER NOT NULL,
     updated_by       TEXT NOT NULL
 ) WITHOUT ROWID;
--- Claim: pending tasks, highest priority then oldest id.
-CREATE INDEX tasks_ready ON tasks (priority DESC, id) WHERE status = 'pending';
+-- Claim walks pending tasks in claim order (highest priority, then oldest
+-- id) and stops at the first ready one: no sort.
+CREATE INDEX tasks_ready ON tasks (status, priority DESC, id);
 CREATE INDEX tasks_status ON tasks (status, id);
 CREATE INDEX tasks_assignee ON tasks (assignee, id) WHERE assignee <> '';
 CREATE INDEX tasks_parent ON tasks (parent_id, id) WHERE parent_id <> '';
-CREATE INDEX tasks_claim_expiry ON tasks (lease_expires_at) WHERE status = 'in_progress';
+CREATE INDEX tasks_claim_expiry ON tasks (status, lease_expires_at);
 
 -- The dependency edges of tasks.depends_on, for the readiness query.
 CREATE TABLE task_deps (
