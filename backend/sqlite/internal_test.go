@@ -74,7 +74,7 @@ func TestHotQueriesUseIndexesWithoutSorting(t *testing.T) {
 	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
 	for _, tc := range []struct {
 		name, query, index string
-		args           []any
+		args               []any
 	}{
 		{"ready task", qReadyTask + ` ORDER BY t.priority DESC, t.id LIMIT 1`, "tasks_ready", nil},
 		{"expired claims", qExpiredClaims, "tasks_claim_expiry", []any{1, 10}},
