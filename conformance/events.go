@@ -47,11 +47,15 @@ func testEventOnePerChange(t *testing.T, h Harness) {
 		{"artifact update", ws2, func() error {
 			_, err := ws2.Artifacts().Update(ctx, workspace.Write{Actor: "coder", Message: "why"}, workspace.ByID(art.ID), workspace.ArtifactChange{Content: []byte("x")})
 			return err
-		}, func() want { return want{workspace.EventArtifactUpdated, "coder", "artifact", art.ID, "plans/p.md", 2, "why"} }},
+		}, func() want {
+			return want{workspace.EventArtifactUpdated, "coder", "artifact", art.ID, "plans/p.md", 2, "why"}
+		}},
 		{"artifact rollback", ws1, func() error {
 			_, err := ws1.Artifacts().Rollback(ctx, workspace.Write{Actor: "lead", Message: "undo"}, workspace.ByID(art.ID), 1)
 			return err
-		}, func() want { return want{workspace.EventArtifactRolledBack, "lead", "artifact", art.ID, "plans/p.md", 3, "undo"} }},
+		}, func() want {
+			return want{workspace.EventArtifactRolledBack, "lead", "artifact", art.ID, "plans/p.md", 3, "undo"}
+		}},
 		{"artifact conflict", ws2, func() error {
 			_, err := ws2.Artifacts().Update(ctx, asAt("racer", 1), workspace.ByID(art.ID), workspace.ArtifactChange{Content: []byte("y")})
 			if assert.ErrorIs(t, err, workspace.ErrConflict) {
@@ -60,7 +64,9 @@ func testEventOnePerChange(t *testing.T, h Harness) {
 			return err
 		}, func() want { return want{workspace.EventConflict, "racer", "artifact", art.ID, "plans/p.md", 3, ""} }},
 		{"artifact delete", ws2, func() error { return ws2.Artifacts().Delete(ctx, as("lead"), workspace.ByID(art.ID)) },
-			func() want { return want{workspace.EventArtifactDeleted, "lead", "artifact", art.ID, "plans/p.md", 3, ""} }},
+			func() want {
+				return want{workspace.EventArtifactDeleted, "lead", "artifact", art.ID, "plans/p.md", 3, ""}
+			}},
 		{"task create", ws1, func() (err error) {
 			task, err = ws1.Tasks().Create(ctx, as("lead"), workspace.NewTask{Title: "build"})
 			return err
@@ -94,20 +100,26 @@ func testEventOnePerChange(t *testing.T, h Harness) {
 		{"lock acquire", ws1, func() (err error) {
 			l, err = ws1.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:a", Owner: "alice", TTL: time.Minute, Message: "editing"})
 			return err
-		}, func() want { return want{workspace.EventLockAcquired, "alice", "lock", "file:a", "file:a", l.Token, "editing"} }},
+		}, func() want {
+			return want{workspace.EventLockAcquired, "alice", "lock", "file:a", "file:a", l.Token, "editing"}
+		}},
 		{"lock renew", ws2, func() (err error) {
 			_, err = ws2.Locks().Renew(ctx, l, time.Minute)
 			return err
 		}, func() want { return want{workspace.EventLockRenewed, "alice", "lock", "file:a", "file:a", l.Token, ""} }},
 		{"lock release", ws2, func() error { return ws2.Locks().Release(ctx, l) },
-			func() want { return want{workspace.EventLockReleased, "alice", "lock", "file:a", "file:a", l.Token, ""} }},
+			func() want {
+				return want{workspace.EventLockReleased, "alice", "lock", "file:a", "file:a", l.Token, ""}
+			}},
 		{"lock acquire again", ws2, func() (err error) {
 			l, err = ws2.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:a", Owner: "bob", TTL: time.Minute})
 			return err
 		}, func() want { return want{workspace.EventLockAcquired, "bob", "lock", "file:a", "file:a", l.Token, ""} }},
 		{"lock forced", ws1, func() error {
 			return ws1.Locks().ForceRelease(ctx, workspace.Write{Actor: "admin", Message: "stuck"}, "file:a")
-		}, func() want { return want{workspace.EventLockForced, "admin", "lock", "file:a", "file:a", l.Token, "stuck"} }},
+		}, func() want {
+			return want{workspace.EventLockForced, "admin", "lock", "file:a", "file:a", l.Token, "stuck"}
+		}},
 	}
 	var prev time.Time
 	for i, s := range steps {

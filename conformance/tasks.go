@@ -322,7 +322,9 @@ func testTaskOnlyAssigneeFinishes(t *testing.T, h Harness) {
 		"complete": func() (workspace.Task, error) {
 			return ws2.Tasks().Complete(ctx, as("other"), a.ID, workspace.TaskResult{Summary: "mine"})
 		},
-		"fail":    func() (workspace.Task, error) { return ws2.Tasks().Fail(ctx, as("other"), a.ID, workspace.TaskResult{}) },
+		"fail": func() (workspace.Task, error) {
+			return ws2.Tasks().Fail(ctx, as("other"), a.ID, workspace.TaskResult{})
+		},
 		"release": func() (workspace.Task, error) { return ws2.Tasks().Release(ctx, as("other"), a.ID) },
 		"block": func() (workspace.Task, error) {
 			return ws2.Tasks().Update(ctx, as("other"), a.ID, workspace.TaskChange{Status: ptr(workspace.TaskBlocked)})
