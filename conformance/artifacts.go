@@ -220,6 +220,12 @@ func testArtifactContentRoundTrips(t *testing.T, h Harness) {
 		assert.NotNil(t, got.Content, "%s: Get returns content, empty or not", c.name)
 		assert.True(t, bytes.Equal(c.content, got.Content), "%s: content differs (len %d, want %d)", c.name, len(got.Content), len(c.content))
 		assert.Equal(t, sha(c.content), got.SHA256, c.name)
+		for j := range got.Content {
+			got.Content[j] ^= 0xff // nor may it hand out its own copy
+		}
+		got, err = ws2.Artifacts().Get(ctx, workspace.ByName(name))
+		require.NoError(t, err, c.name)
+		assert.True(t, bytes.Equal(c.content, got.Content), "%s: content changed by a caller's edit of a read", c.name)
 
 		// The same bytes as a later version, over different content.
 		_, err = ws.Artifacts().Update(ctx, as("w"), workspace.ByName(name), workspace.ArtifactChange{Content: []byte("between")})

@@ -359,8 +359,12 @@ func testBadDSN(t *testing.T, h Harness) {
 		}
 		assert.ErrorIs(t, err, workspace.ErrInvalid, "%s=%s", c.key, c.value)
 	}
-	ws := open(t, base)
-	assert.Equal(t, int64(0), headOf(t, ws), "the refused opens wrote nothing")
+	ws, err := workspace.Open(testCtx(t), "nosuchscheme:"+t.TempDir())
+	if ws != nil {
+		_ = ws.Close()
+	}
+	assert.ErrorIs(t, err, workspace.ErrInvalid, "an unknown scheme")
+	assert.Equal(t, int64(0), headOf(t, open(t, base)), "the refused opens wrote nothing")
 }
 
 // testClosedHandle: every call on a closed handle is ErrClosed; other

@@ -26,7 +26,7 @@ func testBatchAllOrNothing(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	old := acquire(t, ws1, "artifact:fenced", "bob", time.Hour)
 	require.NoError(t, ws1.Locks().Release(ctx, old))
-	acquire(t, ws1, "artifact:fenced", "carol", time.Millisecond) // a newer token, expired at once
+	require.NoError(t, ws1.Locks().Release(ctx, acquire(t, ws1, "artifact:fenced", "carol", time.Hour))) // a newer token
 	task, err := ws1.Tasks().Create(ctx, as("alice"), workspace.NewTask{Title: "t"})
 	require.NoError(t, err)
 	_, err = ws1.Tasks().Update(ctx, as("alice"), task.ID, workspace.TaskChange{Status: ptr(workspace.TaskCancelled)})
@@ -108,14 +108,17 @@ func testBatchConsecutiveSeqs(t *testing.T, h Harness) {
 	rb, err := recv(t, b)
 	require.NoError(t, err)
 
-	log := eventsAfter(t, ws1, 0)
+	log := map[int64]workspace.Event{}
+	for _, e := range eventsAfter(t, ws1, 0) {
+		log[e.Seq] = e
+	}
 	require.Len(t, log, 60)
 	for _, r := range append(ra, rb...) {
 		require.Len(t, r.Events, 3)
 		require.Len(t, r.Results, 3)
 		for i, e := range r.Events {
 			assert.Equal(t, r.Events[0].Seq+int64(i), e.Seq, "a batch's seqs are consecutive")
-			assert.Equal(t, e, log[e.Seq-1], "the result's events are the log's")
+			assert.Equal(t, e, log[e.Seq], "the result's events are the log's")
 			assert.Equal(t, r.Results[i].Note.Key, e.Subject.Name)
 		}
 	}

@@ -70,6 +70,7 @@ var coreCases = []coreCase{
 	{"EventSubscribeBacklogThenLive", testEventSubscribeBacklogThenLive},
 	{"EventSubscribeResumesFromSavedSeq", testEventSubscribeResume},
 	{"EventSubscribeIdleHeartbeats", testEventSubscribeHeartbeat},
+	{"EventSlowSubscriberMissesNothing", testEventSlowSubscriber},
 	{"EventCompactedBelowFloor", testEventCompact},
 	// batches.go
 	{"BatchIsAllOrNothing", testBatchAllOrNothing},

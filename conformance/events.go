@@ -479,3 +479,29 @@ func testEventCompact(t *testing.T, h Harness) {
 	writeNotes(t, ws1, "c", 1)
 	assert.Equal(t, []int64{13}, seqs(eventsAfter(t, ws2, 12)))
 }
+
+// testEventSlowSubscriber: a subscriber that reads nothing does not hold up
+// writers, and when it reads it gets every event, in order: it fell back to
+// the log, it did not drop anything.
+func testEventSlowSubscriber(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	dsn, ws1 := fresh(t, h)
+	ws2 := open(t, dsn)
+	sub, err := ws2.Events().Subscribe(ctx, workspace.SubscribeRequest{Heartbeat: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Close() })
+	const batches, per = 6, 100
+	for i := range batches {
+		var ops []workspace.Op
+		for j := range per {
+			ops = append(ops, workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("k%d-%d", i, j)}})
+		}
+		_, err := ws1.Commit(ctx, workspace.Batch{Actor: "writer", Ops: ops})
+		require.NoError(t, err, "a writer is not held up by an idle subscriber")
+	}
+	// The subscriber's handle writes too, so its own fan-out is exercised.
+	_, err = ws2.Notes().Put(ctx, as("reader"), workspace.NotePut{Kind: "decision", Key: "last"})
+	require.NoError(t, err)
+	got := collect(t, sub, batches*per+1)
+	assert.Equal(t, seqRange(1, batches*per+1), seqs(got))
+}
