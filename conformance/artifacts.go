@@ -112,6 +112,22 @@ func testArtifactCreateGetUpdate(t *testing.T, h Harness) {
 	}
 	_, err = ws1.Artifacts().Versions(ctx, workspace.ByName("plans/none.md"))
 	assert.ErrorIs(t, err, workspace.ErrNotFound)
+	_, err = ws1.Artifacts().Create(ctx, as("planner"), workspace.NewArtifact{Name: "orphan", TaskID: "01900000-0000-7000-8000-000000000000"})
+	assert.ErrorIs(t, err, workspace.ErrNotFound, "an artifact's task must exist")
+
+	// Defaults, and an empty label map clearing the labels.
+	d, err := ws2.Artifacts().Create(ctx, as("planner"), workspace.NewArtifact{Name: "defaults", Labels: map[string]string{"a": "b"}})
+	require.NoError(t, err)
+	assert.Equal(t, "output", d.Kind, "the default kind")
+	assert.Equal(t, "application/octet-stream", d.ContentType, "the default content type")
+	assert.Equal(t, int64(0), d.Size)
+	assert.Equal(t, sha(nil), d.SHA256)
+	_, err = ws1.Artifacts().Update(ctx, as("planner"), workspace.ByName("defaults"), workspace.ArtifactChange{Labels: map[string]string{}})
+	require.NoError(t, err)
+	cleared, err := ws2.Artifacts().Get(ctx, workspace.ByName("defaults"))
+	require.NoError(t, err)
+	assert.Empty(t, cleared.Labels, "a non-nil empty label map replaces the labels with none")
+	assert.Equal(t, int64(2), cleared.Version)
 	_, err = ws1.Artifacts().Update(ctx, as("worker"), workspace.ByName("plans/none.md"), workspace.ArtifactChange{Content: []byte("x")})
 	assert.ErrorIs(t, err, workspace.ErrNotFound)
 }

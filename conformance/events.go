@@ -490,7 +490,7 @@ func testEventSlowSubscriber(t *testing.T, h Harness) {
 	sub, err := ws2.Events().Subscribe(ctx, workspace.SubscribeRequest{Heartbeat: -1})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sub.Close() })
-	const batches, per = 6, 100
+	const batches, per = 4, 100 // more than a subscription buffers
 	for i := range batches {
 		var ops []workspace.Op
 		for j := range per {
