@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -562,4 +564,78 @@ func testArtifactSizeLimit(t *testing.T, h Harness) {
 	got, err := ws.Artifacts().Get(ctx, workspace.ByID(a.ID))
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), got.Version)
+}
+
+// testArtifactNamesAreExact: names, labels and text with characters that
+// mean something to SQL, to a file system or to a shell are stored and
+// matched exactly; List orders by byte order, and a prefix is literal.
+func testArtifactNamesAreExact(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	dsn, ws := fresh(t, h)
+	ws2 := open(t, dsn)
+	names := []string{
+		"100%/done", "100x/not", "a_b/x", "aXb/y", "Zeta", "alpha", "Beta", "ärger/ü.md", "日本/計画.md",
+		"with space/file name.txt", "quote'and\"double", "semi;colon", "a..b/c", ".hidden/.env", "dash-/x",
+		"star*/q?", "back`tick$(x)", "emoji/🚀", "UPPER/lower", "upper/LOWER",
+		strings.Repeat("seg/", 200) + strings.Repeat("x", workspace.MaxNameLen-800),
+	}
+	labels := map[string]string{"k=v": "a,b;c", "ключ": "значение", "'": "\""}
+	var ops []workspace.Op
+	for _, n := range names {
+		ops = append(ops, workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: n, Content: []byte(n), Labels: labels}})
+	}
+	_, err := ws.Commit(ctx, workspace.Batch{Actor: "agent/7 (ü)", Ops: ops})
+	require.NoError(t, err)
+
+	for _, n := range names {
+		got, err := ws2.Artifacts().Get(ctx, workspace.ByName(n))
+		require.NoError(t, err, "%q", n)
+		assert.Equal(t, n, got.Name)
+		assert.Equal(t, n, string(got.Content))
+		assert.Equal(t, labels, got.Labels)
+		assert.Equal(t, "agent/7 (ü)", got.Owner)
+	}
+	_, err = ws2.Artifacts().Get(ctx, workspace.ByName("upper/lower"))
+	assert.ErrorIs(t, err, workspace.ErrNotFound, "names are case-sensitive")
+	_, err = ws2.Artifacts().Get(ctx, workspace.ByName("a%b/x"))
+	assert.ErrorIs(t, err, workspace.ErrNotFound, "no wildcards in names")
+
+	sorted := slices.Clone(names)
+	slices.Sort(sorted)
+	list := func(f workspace.ArtifactFilter) []string {
+		var out []string
+		for pages := 0; ; pages++ {
+			require.Less(t, pages, 100)
+			page, err := ws2.Artifacts().List(ctx, f)
+			require.NoError(t, err)
+			for _, a := range page.Artifacts {
+				out = append(out, a.Name)
+			}
+			if page.Next == "" {
+				return out
+			}
+			f.After = page.Next
+		}
+	}
+	assert.Equal(t, sorted, list(workspace.ArtifactFilter{}), "ordered by bytes, not by a locale")
+	assert.Equal(t, sorted, list(workspace.ArtifactFilter{Limit: 4}), "pages follow the same order")
+	for prefix, want := range map[string][]string{
+		"100%":   {"100%/done"},
+		"a_b":    {"a_b/x"},
+		"a_":     {"a_b/x"},
+		"upper":  {"upper/LOWER"},
+		"UPPER":  {"UPPER/lower"},
+		"日本/":    {"日本/計画.md"},
+		"star*":  {"star*/q?"},
+		"quote'": {"quote'and\"double"},
+	} {
+		assert.Equal(t, want, list(workspace.ArtifactFilter{NamePrefix: prefix}), "prefix %q is literal", prefix)
+	}
+	assert.Len(t, list(workspace.ArtifactFilter{Labels: map[string]string{"k=v": "a,b;c"}}), len(names))
+	assert.Empty(t, list(workspace.ArtifactFilter{Labels: map[string]string{"k=v": "a,b"}}), "label values match exactly")
+	assert.Len(t, list(workspace.ArtifactFilter{Owner: "agent/7 (ü)"}), len(names))
+
+	evs := readAll(t, ws2, workspace.EventQuery{SubjectName: "a_b/x"})
+	require.Len(t, evs, 1, "subject names match exactly")
+	assert.Equal(t, "a_b/x", evs[0].Subject.Name)
 }

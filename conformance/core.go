@@ -37,6 +37,7 @@ var coreCases = []coreCase{
 	{"ArtifactListFilters", testArtifactListFilters},
 	{"ArtifactListPagesWithoutGapsOrDuplicates", testArtifactListPagination},
 	{"ArtifactOverSizeLimitIsTooLarge", testArtifactSizeLimit},
+	{"ArtifactNamesAndLabelsAreExact", testArtifactNamesAreExact},
 	// notes.go
 	{"NotePutGetUpdateWithIfVersion", testNotePutGetUpdate},
 	{"NoteDelete", testNoteDelete},
