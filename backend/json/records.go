@@ -152,23 +152,23 @@ func decodeArtifact(file string, data []byte) (*artRec, error) {
 
 // taskJSON is tasks/ID.json.
 type taskJSON struct {
-	ID             string                `json:"id"`
-	Title          string                `json:"title"`
-	Description    string                `json:"description,omitempty"`
-	Status         workspace.TaskStatus  `json:"status"`
-	Assignee       string                `json:"assignee,omitempty"`
-	ParentID       string                `json:"parent_id,omitempty"`
-	DependsOn      []string              `json:"depends_on,omitempty"`
-	Priority       int                   `json:"priority"`
-	Labels         map[string]string     `json:"labels,omitempty"`
-	Result         workspace.TaskResult  `json:"result,omitzero"`
-	Attempts       int                   `json:"attempts"`
-	LeaseExpiresAt time.Time             `json:"lease_expires_at,omitzero"`
-	Version        int64                 `json:"version"`
-	CreatedAt      time.Time             `json:"created_at"`
-	CreatedBy      string                `json:"created_by"`
-	UpdatedAt      time.Time             `json:"updated_at"`
-	UpdatedBy      string                `json:"updated_by"`
+	ID             string               `json:"id"`
+	Title          string               `json:"title"`
+	Description    string               `json:"description,omitempty"`
+	Status         workspace.TaskStatus `json:"status"`
+	Assignee       string               `json:"assignee,omitempty"`
+	ParentID       string               `json:"parent_id,omitempty"`
+	DependsOn      []string             `json:"depends_on,omitempty"`
+	Priority       int                  `json:"priority"`
+	Labels         map[string]string    `json:"labels,omitempty"`
+	Result         workspace.TaskResult `json:"result,omitzero"`
+	Attempts       int                  `json:"attempts"`
+	LeaseExpiresAt time.Time            `json:"lease_expires_at,omitzero"`
+	Version        int64                `json:"version"`
+	CreatedAt      time.Time            `json:"created_at"`
+	CreatedBy      string               `json:"created_by"`
+	UpdatedAt      time.Time            `json:"updated_at"`
+	UpdatedBy      string               `json:"updated_by"`
 }
 
 func encodeTask(t workspace.Task) ([]byte, error) {
