@@ -97,6 +97,12 @@ func openFormat(dir string) (*formatHandle, error) {
 	return &formatHandle{dir: dir, root: root, lockf: lockf}, nil
 }
 
+// hasFormat reports whether FORMAT exists (a new workspace has none).
+func (f *formatHandle) hasFormat() bool {
+	_, err := f.root.Lstat(formatFile)
+	return err == nil
+}
+
 func (f *formatHandle) close() error {
 	return errors.Join(f.lockf.Close(), f.root.Close())
 }

@@ -117,7 +117,7 @@ func (s *store) openLocked(f *formatHandle, autoMigrate bool) error {
 		return &workspace.SchemaError{Current: int64(v), Want: latestFormat, Dirty: true}
 	case v > latestFormat:
 		return &workspace.SchemaError{Current: int64(v), Want: latestFormat}
-	case v == 0:
+	case v == 0 && !f.hasFormat():
 		if err := f.checkEmpty(); err != nil {
 			return err
 		}
