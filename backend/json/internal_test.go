@@ -3,6 +3,7 @@ package jsonstore
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -86,4 +87,76 @@ func TestReplayOfAnAppliedRecordChangesNothing(t *testing.T) {
 	assert.Len(t, page.Events, 2, "events already in the log are not appended again")
 	_, err = ws2.Notes().Get(ctx, "decision", "k")
 	assert.NoError(t, err)
+}
+
+// commitNote commits one note write through s and returns its record.
+func commitNote(t *testing.T, s *store, key string) *record {
+	t.Helper()
+	ctx := context.Background()
+	var rec *record
+	err := s.Update(ctx, func(wtx workspace.Tx) error {
+		tx := wtx.(*tx)
+		n := workspace.Note{Kind: "decision", Key: key, Version: 1, Author: "a", UpdatedBy: "a", CreatedAt: tx.Now(), UpdatedAt: tx.Now()}
+		if err := tx.PutNote(ctx, n); err != nil {
+			return err
+		}
+		if _, err := tx.AppendEvents(ctx, []workspace.Event{{Time: tx.Now(), Actor: "a", Type: workspace.EventNotePut, Subject: workspace.Subject{Kind: "note", ID: "decision/" + key, Name: key}, Version: 1}}); err != nil {
+			return err
+		}
+		var err error
+		rec, err = tx.record()
+		return err
+	})
+	require.NoError(t, err)
+	return rec
+}
+
+func TestTornJournalIsDroppedAndTornLogLineIsRepaired(t *testing.T) {
+	ctx := context.Background()
+	t.Run("torn journal", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "ws")
+		s := openTestStore(t, dir)
+		rec := commitNote(t, s, "k1")
+		rec.Events[0].Seq = 2
+		rec.Writes[0].Path = "notes/decision/never.json"
+		b, err := encodeJournal(rec)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, journalFile), b[:len(b)-5], 0o600))
+
+		other := openTestStore(t, dir)
+		ws := workspace.New(other, workspace.Options{})
+		head, err := ws.Events().Head(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), head, "an incomplete record is not applied")
+		_, err = os.Stat(filepath.Join(dir, "notes", "decision", "never.json"))
+		assert.ErrorIs(t, err, os.ErrNotExist)
+		fi, err := os.Stat(filepath.Join(dir, journalFile))
+		require.NoError(t, err)
+		assert.Zero(t, fi.Size())
+	})
+	t.Run("torn log line under a complete record", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "ws")
+		s := openTestStore(t, dir)
+		commitNote(t, s, "k1")
+		rec := commitNote(t, s, "k2")
+		// The second commit's writer "died" half-way through its log line.
+		logPath := filepath.Join(dir, eventsFile)
+		data, err := os.ReadFile(logPath)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(logPath, data[:len(data)-10], 0o600))
+		require.NoError(t, s.writeJournal(rec))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "notes", "decision", tmpPrefix+"stray"), []byte("x"), 0o600))
+
+		other := openTestStore(t, dir)
+		ws := workspace.New(other, workspace.Options{})
+		page, err := ws.Events().Read(ctx, workspace.EventQuery{})
+		require.NoError(t, err)
+		require.Len(t, page.Events, 2)
+		assert.Equal(t, "k2", page.Events[1].Subject.Name)
+		after, err := os.ReadFile(logPath)
+		require.NoError(t, err)
+		assert.Equal(t, data, after, "the torn line was cut and the event appended once")
+		_, err = os.Stat(filepath.Join(dir, "notes", "decision", tmpPrefix+"stray"))
+		assert.ErrorIs(t, err, os.ErrNotExist, "temp files are swept")
+	})
 }
