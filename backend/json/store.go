@@ -478,24 +478,42 @@ func (s *store) readDir(dir string) ([]fs.DirEntry, error) {
 	return slices.DeleteFunc(ents, func(e fs.DirEntry) bool { return strings.HasPrefix(e.Name(), tmpPrefix) }), nil
 }
 
-// load reads the whole tree into a new state.
-func (s *store) load() error {
-	st := newState()
-	ents, err := s.readDir(metaDir)
+// eachFile calls fn with every regular file of dir (temporary files
+// aside), read through a root on dir so each read is one open.
+func (s *store) eachFile(dir string, fn func(name string, data []byte) error) error {
+	ents, err := s.readDir(dir)
+	if err != nil || len(ents) == 0 {
+		return err
+	}
+	r, err := s.root.OpenRoot(dir)
 	if err != nil {
 		return err
 	}
+	defer r.Close()
 	for _, e := range ents {
-		name := path.Join(metaDir, e.Name())
-		data, err := s.root.ReadFile(name)
+		if !e.Type().IsRegular() {
+			continue
+		}
+		data, err := r.ReadFile(e.Name())
 		if err != nil {
+			return fmt.Errorf("read %s: %w", path.Join(dir, e.Name()), err)
+		}
+		if err := fn(path.Join(dir, e.Name()), data); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// load reads the whole tree into a new state.
+func (s *store) load() error {
+	st := newState()
+	err := s.eachFile(metaDir, func(name string, data []byte) error {
 		r, err := decodeArtifact(name, data)
 		if err != nil {
 			return err
 		}
-		if e.Name() != r.id+jsonSuffix {
+		if path.Base(name) != r.id+jsonSuffix {
 			return corrupt(name, "holds artifact %s", r.id)
 		}
 		st.arts[r.id] = r
@@ -507,23 +525,23 @@ func (s *store) load() error {
 			st.folded[fold(n)] = r.id
 			st.names = append(st.names, n)
 		}
-	}
-	slices.Sort(st.names)
-	if ents, err = s.readDir(tasksDir); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	for _, e := range ents {
-		name := path.Join(tasksDir, e.Name())
-		data, err := s.root.ReadFile(name)
-		if err != nil {
-			return err
-		}
+	slices.Sort(st.names)
+	err = s.eachFile(tasksDir, func(name string, data []byte) error {
 		t, err := decodeTask(name, data)
 		if err != nil {
 			return err
 		}
 		st.tasks[t.ID] = t
 		st.taskIDs = append(st.taskIDs, t.ID)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	slices.Sort(st.taskIDs)
 	kinds, err := s.readDir(notesDir)
@@ -534,37 +552,28 @@ func (s *store) load() error {
 		if !k.IsDir() {
 			continue
 		}
-		dir := path.Join(notesDir, k.Name())
-		if ents, err = s.readDir(dir); err != nil {
-			return err
-		}
-		for _, e := range ents {
-			name := path.Join(dir, e.Name())
-			data, err := s.root.ReadFile(name)
-			if err != nil {
-				return err
-			}
+		err := s.eachFile(path.Join(notesDir, k.Name()), func(name string, data []byte) error {
 			n, err := decodeNote(name, data)
 			if err != nil {
 				return err
 			}
 			st.notes[noteKey{n.Kind, n.Key}] = n
-		}
-	}
-	if ents, err = s.readDir(leasesDir); err != nil {
-		return err
-	}
-	for _, e := range ents {
-		name := path.Join(leasesDir, e.Name())
-		data, err := s.root.ReadFile(name)
+			return nil
+		})
 		if err != nil {
 			return err
 		}
+	}
+	err = s.eachFile(leasesDir, func(name string, data []byte) error {
 		l, err := decodeLease(name, data)
 		if err != nil {
 			return err
 		}
 		st.leases[l.Resource] = l
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if data, err := s.readRecord(floorFile); err != nil {
 		return err
