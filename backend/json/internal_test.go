@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -159,4 +160,44 @@ func TestTornJournalIsDroppedAndTornLogLineIsRepaired(t *testing.T) {
 		_, err = os.Stat(filepath.Join(dir, "notes", "decision", tmpPrefix+"stray"))
 		assert.ErrorIs(t, err, os.ErrNotExist, "temp files are swept")
 	})
+}
+
+func TestImportedEventsKeepTheirSeqs(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "ws")
+	s := openTestStore(t, dir)
+	ev := func(seq int64) workspace.Event {
+		return workspace.Event{Seq: seq, Time: time.Now().UTC().Truncate(time.Microsecond), Actor: "importer", Type: workspace.EventNotePut,
+			Subject: workspace.Subject{Kind: "note", ID: "decision/k", Name: "k"}, Version: 1}
+	}
+	err := s.Update(ctx, func(tx workspace.Tx) error {
+		first, err := tx.AppendEvents(ctx, []workspace.Event{ev(10), ev(11)})
+		assert.Equal(t, int64(10), first)
+		return err
+	})
+	require.NoError(t, err)
+	err = s.Update(ctx, func(tx workspace.Tx) error {
+		_, err := tx.AppendEvents(ctx, []workspace.Event{ev(11)})
+		return err
+	})
+	assert.Error(t, err, "an explicit seq at or below the head is refused")
+
+	other := openTestStore(t, dir)
+	err = other.Update(ctx, func(tx workspace.Tx) error {
+		first, err := tx.AppendEvents(ctx, []workspace.Event{ev(0)})
+		assert.Equal(t, int64(12), first, "numbering continues after the imported seqs")
+		return err
+	})
+	require.NoError(t, err)
+	err = s.View(ctx, func(tx workspace.ReadTx) error {
+		evs, err := tx.Events(ctx, workspace.EventQuery{})
+		require.NoError(t, err)
+		var seqs []int64
+		for _, e := range evs {
+			seqs = append(seqs, e.Seq)
+		}
+		assert.Equal(t, []int64{10, 11, 12}, seqs)
+		return nil
+	})
+	require.NoError(t, err)
 }
