@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,11 +18,14 @@ import (
 
 func openDir(t *testing.T, dir string) workspace.Workspace {
 	t.Helper()
-	ws, err := workspace.Open(context.Background(), "json:"+dir)
+	ws, err := workspace.Open(context.Background(), "json:"+dir, workspace.Options{Logger: quiet})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })
 	return ws
 }
+
+// quiet drops the warnings of skipped readable copies, which tests provoke.
+var quiet = slog.New(slog.DiscardHandler)
 
 var writer = workspace.Write{Actor: "tester"}
 
@@ -144,7 +148,7 @@ func TestSymlinksPlantedInTheTreeAreNotFollowed(t *testing.T) {
 	assert.Empty(t, ents, "nothing was written through a link")
 }
 
-func TestNameThatIsAlsoADirectoryStillWorks(t *testing.T) {
+func TestNamesWithoutAReadableCopyStillWork(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ws")
 	ws := openDir(t, dir)
 	ctx := context.Background()
@@ -156,6 +160,12 @@ func TestNameThatIsAlsoADirectoryStillWorks(t *testing.T) {
 	inner, err := os.ReadFile(filepath.Join(dir, "artifacts", "a", "b"))
 	require.NoError(t, err)
 	assert.Equal(t, "inner", string(inner))
+
+	long := "docs/" + strings.Repeat("x", 300) + ".md" // a segment too long for a file name
+	create(t, ws, long, "long")
+	got, err = ws.Artifacts().Get(ctx, workspace.ByName(long))
+	require.NoError(t, err)
+	assert.Equal(t, "long", string(got.Content))
 }
 
 func TestCorruptFilesAreReportedWithFileAndLine(t *testing.T) {
