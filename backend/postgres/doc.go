@@ -1,0 +1,33 @@
+// Package postgres is agentspace's PostgreSQL backend, on jackc/pgx/v5.
+// Importing it registers the "postgres" and "postgresql" schemes:
+//
+//	import _ "github.com/agentspace/agentspace/backend/postgres"
+//
+//	ws, err := workspace.Open(ctx, "postgres://agent@db.internal/team?sslmode=require&ws_schema=team1")
+//
+// Everything pgx understands may be in the DSN (pool_max_conns, sslmode,
+// default_query_exec_mode, ...). The backend's own parameters:
+//
+//   - ws_schema: the schema that holds the workspace (default "agentspace"),
+//     so many workspaces can share one database. Lower-case letters, digits
+//     and underscores, starting with a letter or underscore, at most 48 bytes.
+//   - ws_listen_dsn: where the LISTEN connection goes, for deployments whose
+//     main DSN points at a transaction-mode pooler (pgbouncer), which cannot
+//     hold LISTEN. Defaults to the main DSN.
+//   - ws_listen: "off" turns LISTEN/NOTIFY off; other handles' writes are
+//     then found by polling every ws_poll.
+//
+// Each Update is one transaction that first takes a transaction-scoped
+// advisory lock derived from the schema (pg_advisory_xact_lock), so writers
+// of one workspace are serialized across hosts and no lock outlives its
+// transaction, even through a pooler. The event log's seqs come from a
+// counter row, so they are gap-free in commit order; pg_notify in the same
+// transaction wakes the other handles' listeners on commit. Times, leases
+// included, come from the database's clock.
+//
+// Every statement names no schema: each transaction sets search_path locally
+// (set_config(..., true)), which also works through transaction poolers.
+// A role that owns only its schema is enough; creating the schema on first
+// open needs the CREATE privilege on the database, or an administrator
+// creates it beforehand (CREATE SCHEMA team1 AUTHORIZATION agent).
+package postgres
