@@ -11,9 +11,11 @@
 //   - ws_schema: the schema that holds the workspace (default "agentspace"),
 //     so many workspaces can share one database. Lower-case letters, digits
 //     and underscores, starting with a letter or underscore, at most 48 bytes.
-//   - ws_listen_dsn: where the LISTEN connection goes, for deployments whose
-//     main DSN points at a transaction-mode pooler (pgbouncer), which cannot
-//     hold LISTEN. Defaults to the main DSN.
+//   - ws_listen_dsn: a URL-encoded DSN of a session connection (the server
+//     itself, or a session-mode pooler) for LISTEN and for schema
+//     migrations, whose golang-migrate lock is session-scoped. Deployments
+//     whose main DSN points at a transaction-mode pooler (pgbouncer) need
+//     it. Defaults to the main DSN.
 //   - ws_listen: "off" turns LISTEN/NOTIFY off; other handles' writes are
 //     then found by polling every ws_poll.
 //

@@ -36,8 +36,9 @@ func init() {
 type Options struct {
 	// Schema holds the workspace (default DefaultSchema).
 	Schema string
-	// ListenDSN, when set, is where the LISTEN connection goes (a session
-	// connection, not a transaction-mode pooler). Default: the pool's config.
+	// ListenDSN, when set, is where the LISTEN connection and schema
+	// migrations go: a session connection, not a transaction-mode pooler.
+	// Default: the pool's config.
 	ListenDSN string
 	// NoListen turns LISTEN/NOTIFY off: other handles' writes are polled for.
 	NoListen bool
@@ -103,13 +104,18 @@ func (driver) OpenMigrator(ctx context.Context, cfg workspace.Config) (workspace
 	if err != nil {
 		return nil, err
 	}
-	ccfg, err := pgx.ParseConfig(cfg.DSN)
+	// golang-migrate's lock is session-scoped: use the session DSN if there is one.
+	dsn := cfg.DSN
+	if opts.ListenDSN != "" {
+		dsn = opts.ListenDSN
+	}
+	ccfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, workspace.RedactError(fmt.Errorf("parse dsn: %w", err), cfg.DSN)
+		return nil, workspace.RedactError(fmt.Errorf("parse dsn: %w", err), dsn)
 	}
 	m, err := newMigrator(ctx, ccfg, opts.Schema)
 	if err != nil {
-		return nil, workspace.RedactError(err, cfg.DSN)
+		return nil, workspace.RedactError(err, dsn)
 	}
 	return m, nil
 }

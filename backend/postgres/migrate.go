@@ -94,8 +94,10 @@ func readSchemaState(ctx context.Context, pool *pgxpool.Pool, schema string) (sc
 }
 
 // checkSchemaVersion creates the current schema in an empty one, migrates
-// an older one if auto, and refuses dirty, older or newer ones.
-func checkSchemaVersion(ctx context.Context, pool *pgxpool.Pool, schema string, auto bool) error {
+// an older one if auto, and refuses dirty, older or newer ones. Migrations
+// run on a connection made from session: golang-migrate's lock is
+// session-scoped, so it must not go through a transaction pooler.
+func checkSchemaVersion(ctx context.Context, pool *pgxpool.Pool, session *pgx.ConnConfig, schema string, auto bool) error {
 	want := int64(latest)
 	for pass := 0; ; pass++ {
 		st, err := readSchemaState(ctx, pool, schema)
@@ -125,7 +127,7 @@ func checkSchemaVersion(ctx context.Context, pool *pgxpool.Pool, schema string, 
 		if !migrateUp {
 			return nil
 		}
-		m, err := newMigrator(ctx, pool.Config().ConnConfig, schema)
+		m, err := newMigrator(ctx, session, schema)
 		if err != nil {
 			return err
 		}

@@ -61,12 +61,14 @@ func collect[T any](rows pgx.Rows, err error, scan func(pgx.Row) (T, error)) ([]
 }
 
 // labelsJSON encodes labels for a jsonb parameter; nil is the empty object.
-func labelsJSON(m map[string]string) []byte {
+// JSON goes as a string: every query exec mode, the simple protocol
+// (poolers) included, sends a string as text that casts to jsonb.
+func labelsJSON(m map[string]string) string {
 	if len(m) == 0 {
-		return []byte("{}")
+		return "{}"
 	}
 	b, _ := json.Marshal(m) // a map of strings always encodes
-	return b
+	return string(b)
 }
 
 func nilIfEmpty(m map[string]string) map[string]string {
@@ -294,7 +296,7 @@ func (t *writeTx) PutTask(ctx context.Context, task workspace.Task) error {
 		lease = &task.LeaseExpiresAt
 	}
 	_, err = t.q.Exec(ctx, putTask, task.ID, task.Title, task.Description, string(task.Status), task.Assignee,
-		task.ParentID, deps, task.Priority, labelsJSON(task.Labels), result, task.Attempts, lease,
+		task.ParentID, deps, task.Priority, labelsJSON(task.Labels), string(result), task.Attempts, lease,
 		task.Version, task.CreatedAt, task.CreatedBy, task.UpdatedAt, task.UpdatedBy)
 	if err != nil {
 		return fmt.Errorf("postgres: put task %s: %w", task.ID, err)

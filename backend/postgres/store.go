@@ -50,18 +50,20 @@ func openStore(ctx context.Context, pool *pgxpool.Pool, ownPool bool, opts Optio
 		channel: channelName(opts.Schema),
 		log:     opts.Logger,
 	}
-	if err := checkSchemaVersion(ctx, pool, opts.Schema, opts.AutoMigrate); err != nil {
-		return nil, err
+	// Migrations hold a session advisory lock and LISTEN needs a session:
+	// both go to ListenDSN when set, the pool's server otherwise.
+	session := pool.Config().ConnConfig
+	if opts.ListenDSN != "" {
+		var err error
+		if session, err = pgx.ParseConfig(opts.ListenDSN); err != nil {
+			return nil, workspace.RedactError(fmt.Errorf("parse %s: %w", paramListenDSN, err), opts.ListenDSN)
+		}
+	}
+	if err := checkSchemaVersion(ctx, pool, session, opts.Schema, opts.AutoMigrate); err != nil {
+		return nil, workspace.RedactError(err, opts.ListenDSN)
 	}
 	if !opts.NoListen {
-		lcfg := pool.Config().ConnConfig.Copy()
-		if opts.ListenDSN != "" {
-			var err error
-			if lcfg, err = pgx.ParseConfig(opts.ListenDSN); err != nil {
-				return nil, workspace.RedactError(fmt.Errorf("parse %s: %w", paramListenDSN, err), opts.ListenDSN)
-			}
-		}
-		s.listener = startListener(lcfg, s.channel, s.log)
+		s.listener = startListener(session, s.channel, s.log)
 	}
 	return s, nil
 }
