@@ -410,3 +410,12 @@ func TestOpenPoolUsesTheCallersPoolAndLeavesItOpen(t *testing.T) {
 	require.NoError(t, ws.Close())
 	require.NoError(t, pool.Ping(ctx), "closing the workspace leaves the caller's pool open")
 }
+
+func TestErrorsNeverShowTheListenDSNPassword(t *testing.T) {
+	ctx := ctxFor(t)
+	const secret = "l1sten-pw"
+	listen := url.QueryEscape("postgres://agent:" + secret + "@127.0.0.1:1/test?sslmode=disable&connect_timeout=2")
+	_, err := workspace.Open(ctx, "postgres://agent@127.0.0.1:1/test?sslmode=disable&connect_timeout=2&ws_listen_dsn="+listen)
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), secret)
+}
