@@ -113,14 +113,17 @@ func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (i
 	}
 	if events[0].Seq != 0 {
 		last := events[n-1].Seq
-		err := t.q.QueryRow(ctx, importEvents, last, times, actors, types, kinds, ids, names, versions, messages, t.channel, seqs).Scan(nil)
+		err := t.pl.flush(ctx, importEvents, []any{last, times, actors, types, kinds, ids, names, versions, messages, t.channel, seqs},
+			func(row pgx.Row) error { return row.Scan(nil) })
 		if err != nil {
 			return 0, fmt.Errorf("postgres: import events: %w", err)
 		}
 		return events[0].Seq, nil
 	}
 	var first int64
-	err := t.q.QueryRow(ctx, appendEvents, int64(n), times, actors, types, kinds, ids, names, versions, messages, t.channel).Scan(&first, nil)
+	// The writes queued so far go in the same round trip.
+	err := t.pl.flush(ctx, appendEvents, []any{int64(n), times, actors, types, kinds, ids, names, versions, messages, t.channel},
+		func(row pgx.Row) error { return row.Scan(&first, nil) })
 	if err != nil {
 		return 0, fmt.Errorf("postgres: append events: %w", err)
 	}

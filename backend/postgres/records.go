@@ -27,9 +27,10 @@ type readTx struct {
 	now time.Time
 }
 
-// writeTx adds the writes.
+// writeTx adds the writes, which it queues on its pipeline (readTx.q).
 type writeTx struct {
 	readTx
+	pl      *pipeline
 	channel string
 }
 

@@ -145,15 +145,17 @@ func (s *store) updateOnce(ctx context.Context, fn func(tx workspace.Tx) error) 
 		s.abort(conn)
 		return retryable(conn, err), fmt.Errorf("postgres: begin: %w", err)
 	}
-	tx := &writeTx{readTx{q: conn, now: clock(now)}, s.channel}
+	pl := newPipeline(conn)
+	tx := &writeTx{readTx: readTx{q: pl, now: clock(now)}, pl: pl, channel: s.channel}
 	if err := fn(tx); err != nil {
 		s.abort(conn)
 		return retryable(conn, err), err
 	}
-	tag, err := conn.Exec(ctx, commitStmt)
+	tag, err := pl.commit(ctx)
 	if err != nil {
 		s.abort(conn)
-		// Only a refusal from the server proves the commit did not happen.
+		// The queued writes went with the COMMIT: only a refusal from the
+		// server proves that nothing was committed.
 		var pe *pgconn.PgError
 		return errors.As(err, &pe) && retryableCode(pe.Code), fmt.Errorf("postgres: commit: %w", err)
 	}
