@@ -7,13 +7,11 @@
 //  1. AGENTSPACE_TEST_POSTGRES, a URL DSN (postgres://user:pw@host:port/db?sslmode=disable)
 //     of a role that may create schemas and roles (to test as a non-superuser);
 //  2. postgres://postgres@127.0.0.1:5432/test?sslmode=disable, if it answers;
-//  3. otherwise the tests skip with one loud line, or fail when
+//  3. a throwaway container (testcontainers-go's postgres module, image
+//     postgres:16-alpine) where Docker runs; its reaper removes it when the
+//     test process exits;
+//  4. otherwise the tests skip with one loud line, or fail when
 //     AGENTSPACE_TEST_REQUIRE_POSTGRES=1.
-//
-// There is no testcontainers fallback: testcontainers-go's dependency tree
-// is far larger than the rest of the module's, so a machine without a local
-// server sets AGENTSPACE_TEST_POSTGRES, e.g. to a container started with
-// `docker run -d -p 5432:5432 -e POSTGRES_HOST_AUTH_METHOD=trust -e POSTGRES_DB=test postgres:16`.
 package pgtest
 
 import (
@@ -54,7 +52,12 @@ func find() {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, localDSN)
 	if err != nil {
-		whyNot = fmt.Sprintf("no PostgreSQL: %s is not set and 127.0.0.1:5432 does not answer (%v)", EnvDSN, err)
+		dsn, cerr := startContainer()
+		if cerr != nil {
+			whyNot = fmt.Sprintf("no PostgreSQL: %s is not set, 127.0.0.1:5432 does not answer (%v), and no container (%v)", EnvDSN, err, cerr)
+			return
+		}
+		found = dsn
 		return
 	}
 	_ = conn.Close(ctx)
