@@ -303,14 +303,18 @@ func TestMigratorGoesDownAndUpAgain(t *testing.T) {
 	require.NoError(t, putNotes(ctx, ws, "a", 1))
 }
 
-func TestOpenRefusesDirtyAndNewerSchemas(t *testing.T) {
+func TestOpenRefusesDirtyNewerAndUnmigratedOlderSchemas(t *testing.T) {
 	cases := []struct {
-		name      string
-		sql       string
-		wantDirty bool
+		name        string
+		sql         string
+		autoMigrate string
+		wantDirty   bool
+		wantCurrent int64 // relative to the latest version
 	}{
-		{"dirty", `UPDATE %s SET dirty = true`, true},
-		{"newer", `UPDATE %s SET version = version + 1`, false},
+		{"dirty", `UPDATE %s SET dirty = true`, "true", true, 0},
+		{"newer", `UPDATE %s SET version = version + 1`, "true", false, 1},
+		// Version 0 is older than every migration, and golang-migrate cannot start from it.
+		{"older", `UPDATE %s SET version = 0`, "false", false, -latestVersion(t)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -320,13 +324,24 @@ func TestOpenRefusesDirtyAndNewerSchemas(t *testing.T) {
 			admin := pgtest.Connect(t)
 			_, err := admin.Exec(ctx, fmt.Sprintf(c.sql, pgx.Identifier{schemaOf(t, dsn), "schema_migrations"}.Sanitize()))
 			require.NoError(t, err)
-			_, err = workspace.Open(ctx, pgtest.WithParams(t, dsn, "ws_automigrate", "true"))
+			_, err = workspace.Open(ctx, pgtest.WithParams(t, dsn, "ws_automigrate", c.autoMigrate))
 			var se *workspace.SchemaError
 			require.ErrorAs(t, err, &se)
 			assert.ErrorIs(t, err, workspace.ErrSchema)
 			assert.Equal(t, c.wantDirty, se.Dirty)
+			assert.Equal(t, latestVersion(t)+c.wantCurrent, se.Current)
+			assert.Equal(t, latestVersion(t), se.Want)
 		})
 	}
+}
+
+// latestVersion is the newest migration this binary carries.
+func latestVersion(t *testing.T) int64 {
+	t.Helper()
+	m, err := workspace.OpenMigrator(ctxFor(t), pgtest.NewDSN(t))
+	require.NoError(t, err)
+	defer m.Close()
+	return int64(m.Latest())
 }
 
 func TestOpenRefusesASchemaHoldingOtherTables(t *testing.T) {
