@@ -27,8 +27,20 @@
 // transaction wakes the other handles' listeners on commit. Times, leases
 // included, come from the database's clock.
 //
+// A transaction's writes are queued and sent in one round trip with its
+// next read, its event append, or its COMMIT; a failed Update (a
+// serialization failure, a deadlock, a connection lost before the COMMIT
+// was sent) is run again, a bounded number of times.
+//
 // Every statement names no schema: each transaction sets search_path locally
-// (set_config(..., true)), which also works through transaction poolers.
+// (set_config(..., true)), which also works through transaction poolers and
+// on a pool shared with other code (OpenPool). Behind pgbouncer in
+// transaction mode, also add default_query_exec_mode=exec (or
+// simple_protocol) to the DSN unless the pooler tracks prepared statements.
+//
+// Schema migrations (migrations/postgres) run with golang-migrate, whose
+// session advisory lock makes concurrent `migrate up` safe; an empty schema
+// is migrated on open, an older one only with ws_automigrate=true.
 // A role that owns only its schema is enough; creating the schema on first
 // open needs the CREATE privilege on the database, or an administrator
 // creates it beforehand (CREATE SCHEMA team1 AUTHORIZATION agent).
