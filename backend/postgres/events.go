@@ -75,6 +75,9 @@ func (t *readTx) Events(ctx context.Context, q workspace.EventQuery) ([]workspac
 }
 
 func (t *readTx) Head(ctx context.Context) (int64, error) {
+	if t.snapshot {
+		return t.head, nil
+	}
 	var n int64
 	if err := t.q.QueryRow(ctx, readHead).Scan(&n); err != nil {
 		return 0, fmt.Errorf("postgres: read head: %w", err)
@@ -83,6 +86,9 @@ func (t *readTx) Head(ctx context.Context) (int64, error) {
 }
 
 func (t *readTx) Floor(ctx context.Context) (int64, error) {
+	if t.snapshot {
+		return t.floor, nil
+	}
 	var n int64
 	if err := t.q.QueryRow(ctx, readFloor).Scan(&n); err != nil {
 		return 0, fmt.Errorf("postgres: read floor: %w", err)

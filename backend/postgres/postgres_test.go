@@ -434,3 +434,34 @@ func TestErrorsNeverShowTheListenDSNPassword(t *testing.T) {
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), secret)
 }
+
+func TestTwoWorkspacesOnOnePoolConnectionStayApart(t *testing.T) {
+	ctx := ctxFor(t)
+	// One connection: both schemas' statements share its prepared-statement cache.
+	pool, err := pgxpool.New(ctx, pgtest.WithParams(t, pgtest.ServerDSN(t), "pool_max_conns", "1"))
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	var wss []workspace.Workspace
+	for range 2 {
+		ws, err := postgres.OpenPool(ctx, pool, postgres.Options{Schema: pgtest.Schema(t), NoListen: true}, workspace.Options{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = ws.Close() })
+		wss = append(wss, ws)
+	}
+	for round := range 3 {
+		for i, ws := range wss {
+			require.NoError(t, putNotes(ctx, ws, fmt.Sprintf("ws%d-round%d", i, round), 1))
+		}
+	}
+	for i, ws := range wss {
+		page, err := ws.Notes().List(ctx, workspace.NoteFilter{})
+		require.NoError(t, err)
+		require.Len(t, page.Notes, 3)
+		for _, n := range page.Notes {
+			assert.True(t, strings.HasPrefix(n.Key, fmt.Sprintf("ws%d-", i)), n.Key)
+		}
+		head, err := ws.Events().Head(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, int64(3), head)
+	}
+}

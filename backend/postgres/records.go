@@ -25,6 +25,9 @@ type querier interface {
 type readTx struct {
 	q   querier
 	now time.Time
+	// snapshot is set in a View, whose head and floor were read with its snapshot.
+	snapshot    bool
+	head, floor int64
 }
 
 // writeTx adds the writes, which it queues on its pipeline (readTx.q).

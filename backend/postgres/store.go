@@ -17,14 +17,18 @@ import (
 
 // store is the workspace.Store of one schema, on a pgx pool.
 type store struct {
-	pool     *pgxpool.Pool
-	ownPool  bool
-	schema   string
-	path     string // the schema as a search_path value
-	key      int64  // the writers' advisory lock
-	channel  string // the NOTIFY channel
-	listener *listener
-	log      *slog.Logger
+	pool    *pgxpool.Pool
+	ownPool bool
+	schema  string
+	path    string // the schema as a search_path value
+	key     int64  // the writers' advisory lock
+	// startRead takes a View's snapshot; head and floor come with it, as
+	// reads ask for them all the time. It names the schema: a batch is
+	// prepared before its set_config runs.
+	startRead string
+	channel   string // the NOTIFY channel
+	listener  *listener
+	log       *slog.Logger
 }
 
 // maxAttempts bounds how often Update and View run fn after retryable failures.
@@ -47,6 +51,8 @@ func openStore(ctx context.Context, pool *pgxpool.Pool, ownPool bool, opts Optio
 		schema:  opts.Schema,
 		path:    pgx.Identifier{opts.Schema}.Sanitize(),
 		key:     lockKey(opts.Schema),
+		startRead: `SELECT set_config('search_path', $1, true), clock_timestamp(), seq, floor FROM ` +
+			pgx.Identifier{opts.Schema, "counters"}.Sanitize(),
 		channel: channelName(opts.Schema),
 		log:     opts.Logger,
 	}
@@ -125,7 +131,6 @@ const (
 	lockWrite  = `SELECT set_config('search_path', $1, true), pg_advisory_xact_lock($2)`
 	readClock  = `SELECT clock_timestamp()`
 	beginRead  = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
-	startRead  = `SELECT set_config('search_path', $1, true), clock_timestamp()`
 	commitStmt = `COMMIT`
 )
 
@@ -173,13 +178,16 @@ func (s *store) viewOnce(ctx context.Context, fn func(tx workspace.ReadTx) error
 	defer conn.Release()
 	b := &pgx.Batch{}
 	b.Queue(beginRead)
-	var now time.Time
-	b.Queue(startRead, s.path).QueryRow(func(row pgx.Row) error { return row.Scan(nil, &now) })
+	var (
+		now         time.Time
+		head, floor int64
+	)
+	b.Queue(s.startRead, s.path).QueryRow(func(row pgx.Row) error { return row.Scan(nil, &now, &head, &floor) })
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		s.abort(conn)
 		return retryable(conn, err), fmt.Errorf("postgres: begin: %w", err)
 	}
-	if err := fn(&readTx{q: conn, now: clock(now)}); err != nil {
+	if err := fn(&readTx{q: conn, now: clock(now), snapshot: true, head: head, floor: floor}); err != nil {
 		s.abort(conn)
 		return retryable(conn, err), err
 	}
