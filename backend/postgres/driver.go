@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -156,5 +155,3 @@ func lockKey(schema string) int64 {
 
 // channelName is the NOTIFY channel of one schema's workspace.
 func channelName(schema string) string { return "agentspace." + schema }
-
-var errClosed = errors.New("postgres store closed")

@@ -19,7 +19,6 @@ import (
 type store struct {
 	pool    *pgxpool.Pool
 	ownPool bool
-	schema  string
 	path    string // the schema as a search_path value
 	key     int64  // the writers' advisory lock
 	// startRead takes a View's snapshot; head and floor come with it, as
@@ -48,7 +47,6 @@ func openStore(ctx context.Context, pool *pgxpool.Pool, ownPool bool, opts Optio
 	s := &store{
 		pool:    pool,
 		ownPool: ownPool,
-		schema:  opts.Schema,
 		path:    pgx.Identifier{opts.Schema}.Sanitize(),
 		key:     lockKey(opts.Schema),
 		startRead: `SELECT set_config('search_path', $1, true), clock_timestamp(), seq, floor FROM ` +
