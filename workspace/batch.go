@@ -119,6 +119,7 @@ type BatchError struct {
 	Err   error
 }
 
+// Error describes the failure in one line.
 func (e *BatchError) Error() string {
 	return fmt.Sprintf("batch op %d (%s): %v", e.Index, opName(e.Op), e.Err)
 }

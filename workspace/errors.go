@@ -46,6 +46,7 @@ type ConflictError struct {
 	Current  int64   // the version stored (0 if the record does not exist)
 }
 
+// Error describes the failure in one line.
 func (e *ConflictError) Error() string {
 	return fmt.Sprintf("%s %s: version conflict: expected version %d, current is %d",
 		e.Subject.Kind, e.Subject.label(), e.Expected, e.Current)
@@ -63,6 +64,7 @@ type LockedError struct {
 	ExpiresAt time.Time
 }
 
+// Error describes the failure in one line.
 func (e *LockedError) Error() string {
 	return fmt.Sprintf("%s is locked by %q (token %d) until %s",
 		e.Resource, e.Holder, e.Token, e.ExpiresAt.UTC().Format(time.RFC3339Nano))
@@ -79,6 +81,7 @@ type StaleFenceError struct {
 	Newest   int64 // the newest token issued for Resource
 }
 
+// Error describes the failure in one line.
 func (e *StaleFenceError) Error() string {
 	return fmt.Sprintf("%s: stale fencing token %d (newest is %d)", e.Resource, e.Fence, e.Newest)
 }
@@ -92,6 +95,7 @@ type CompactedError struct {
 	Floor     int64 // the lowest seq still kept; resume from Floor-1 after re-reading state
 }
 
+// Error describes the failure in one line.
 func (e *CompactedError) Error() string {
 	return fmt.Sprintf("events after seq %d were compacted: the log starts at seq %d", e.Requested, e.Floor)
 }
@@ -107,6 +111,7 @@ type InvalidError struct {
 	TooLarge bool
 }
 
+// Error describes the failure in one line.
 func (e *InvalidError) Error() string {
 	if e.TooLarge {
 		return fmt.Sprintf("too large: %s: %s", e.Field, e.Reason)
@@ -130,6 +135,7 @@ type SchemaError struct {
 	Dirty   bool  // a migration failed half-way
 }
 
+// Error describes the failure in one line.
 func (e *SchemaError) Error() string {
 	switch {
 	case e.Dirty:

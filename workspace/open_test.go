@@ -1,0 +1,132 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// recordingDriver records the Config it was opened with and fails the open:
+// these tests are about DSN handling, not storage.
+type recordingDriver struct {
+	params []string
+	got    *Config
+	err    error
+}
+
+func (d *recordingDriver) Open(_ context.Context, cfg Config) (Store, error) {
+	*d.got = cfg
+	return nil, d.err
+}
+
+func (d *recordingDriver) Params() []string { return d.params }
+
+func registerTestDriver(t *testing.T, scheme string, params ...string) *Config {
+	t.Helper()
+	var got Config
+	registryMu.Lock()
+	registry[scheme] = &recordingDriver{params: params, got: &got, err: errors.New("test driver: no store")}
+	registryMu.Unlock()
+	t.Cleanup(func() {
+		registryMu.Lock()
+		delete(registry, scheme)
+		registryMu.Unlock()
+	})
+	return &got
+}
+
+func TestParseDSNStripsOwnParameters(t *testing.T) {
+	registerTestDriver(t, "testfile", "ws_extra")
+	p, err := ParseDSN("testfile:dir/ws.db?ws_poll=10ms&mode=ro&ws_extra=1&ws_automigrate=true")
+	require.NoError(t, err)
+	assert.Equal(t, "testfile", p.Config.Scheme)
+	assert.Equal(t, "dir/ws.db?mode=ro", p.Config.Target)
+	assert.Equal(t, "testfile:dir/ws.db?mode=ro", p.Config.DSN)
+	assert.Equal(t, map[string]string{"ws_extra": "1"}, p.Config.Params)
+	assert.True(t, p.Config.AutoMigrate)
+	assert.Equal(t, "10ms", p.Options.PollInterval.String())
+}
+
+func TestParseDSNURLForm(t *testing.T) {
+	registerTestDriver(t, "testurl", "ws_schema")
+	p, err := ParseDSN("testurl://u:secret@host:5432/db?sslmode=disable&ws_schema=team1")
+	require.NoError(t, err)
+	assert.Equal(t, "testurl://u:secret@host:5432/db?sslmode=disable", p.Config.DSN)
+	assert.Equal(t, p.Config.DSN, p.Config.Target)
+	assert.Equal(t, "team1", p.Config.Params["ws_schema"])
+}
+
+func TestParseDSNRejectsUnknownOwnParameter(t *testing.T) {
+	registerTestDriver(t, "testfile")
+	_, err := ParseDSN("testfile:x?ws_pol=10ms")
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Contains(t, err.Error(), "ws_pol")
+	assert.Contains(t, err.Error(), "ws_poll", "the error lists the known parameters")
+}
+
+func TestParseDSNBadValues(t *testing.T) {
+	registerTestDriver(t, "testfile")
+	for _, dsn := range []string{
+		"testfile:x?ws_poll=fast",
+		"testfile:x?ws_poll=0s",
+		"testfile:x?ws_automigrate=maybe",
+		"testfile:x?ws_max_artifact_size=-1",
+		"testfile:x?ws_idempotency_ttl=1ms",
+		"testfile:x?%zz",
+	} {
+		_, err := ParseDSN(dsn)
+		assert.ErrorIs(t, err, ErrInvalid, dsn)
+	}
+}
+
+func TestParseDSNUnknownSchemeNamesTheImport(t *testing.T) {
+	_, err := ParseDSN("postgres://u@h/db")
+	if errors.Is(err, ErrInvalid) { // the postgres backend is not linked into this test
+		assert.Contains(t, err.Error(), "backend/postgres")
+	}
+	_, err = ParseDSN("nosuch:x")
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Contains(t, err.Error(), `"nosuch"`)
+	_, err = ParseDSN("no scheme at all")
+	require.ErrorIs(t, err, ErrInvalid)
+}
+
+func TestOpenNeverPrintsThePassword(t *testing.T) {
+	got := registerTestDriver(t, "testurl")
+	_, err := Open(context.Background(), "testurl://alice:hunter2@db.example:5432/ws?sslmode=disable")
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "hunter2")
+	assert.Equal(t, "testurl://alice:hunter2@db.example:5432/ws?sslmode=disable", got.DSN, "the driver still gets the password")
+
+	_, err = Open(context.Background(), "testurl://alice:hunter2@db.example/ws?ws_bogus=1")
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "hunter2")
+}
+
+func TestRedactDSN(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://alice:hunter2@h:5432/db?sslmode=disable": "postgres://alice:xxxxx@h:5432/db?sslmode=disable",
+		"postgres://alice@h/db":                              "postgres://alice@h/db",
+		"postgres://h/db?password=hunter2&user=a":            "postgres://h/db?password=xxxxx&user=a",
+		"host=h user=a password=hunter2 dbname=d":            "host=h user=a password=xxxxx dbname=d",
+		"host=h password='hun ter2' dbname=d":                "host=h password=xxxxx dbname=d",
+		"sqlite:.agentspace/workspace.db":                    "sqlite:.agentspace/workspace.db",
+	} {
+		assert.Equal(t, want, RedactDSN(in), in)
+	}
+}
+
+func TestRedactErrorKeepsTheChain(t *testing.T) {
+	err := RedactError(errors.Join(ErrSchema, errors.New("auth failed for hunter2")), "postgres://a:hunter2@h/db")
+	assert.ErrorIs(t, err, ErrSchema)
+	assert.False(t, strings.Contains(err.Error(), "hunter2"))
+}
+
+func TestRegisterTwicePanics(t *testing.T) {
+	registerTestDriver(t, "testdup")
+	assert.Panics(t, func() { Register("testdup", &recordingDriver{}) })
+}
