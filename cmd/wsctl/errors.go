@@ -65,7 +65,7 @@ func classify(err error) error {
 		c.hint = "your lease was taken over: acquire the lock again and write with the new token"
 	case errors.Is(err, workspace.ErrLockLost):
 		c.code = exitLocked
-		c.hint = "your lease expired and was taken over: acquire (or claim) again"
+		c.hint = "the lease or claim is no longer yours: acquire (or claim) again"
 	case errors.Is(err, workspace.ErrNotHolder):
 		c.code = exitLocked
 	case errors.Is(err, workspace.ErrNotFound):

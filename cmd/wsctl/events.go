@@ -47,7 +47,7 @@ With --json, one JSON event per line (NDJSON).`,
 						}
 						q.AfterSeq = head
 					}
-					return a.follow(ctx, ws, q)
+					return a.follow(ctx, ws, q, limit)
 				}
 				printed := 0
 				for {
@@ -74,15 +74,16 @@ With --json, one JSON event per line (NDJSON).`,
 	f.Int64Var(&after, "after", 0, "only events with a seq above SEQ")
 	f.StringArrayVar(&types, "type", nil, "only events of this type, e.g. task.claimed (repeatable)")
 	f.StringVar(&actor, "actor", "", "only events by this actor")
-	f.IntVar(&limit, "limit", 0, "without --follow: at most N events (default: all)")
+	f.IntVar(&limit, "limit", 0, "at most N events, then exit (default: all; with --follow: until interrupted)")
 	f.BoolVar(&follow, "follow", false, "keep streaming new events until interrupted")
 	return cmd
 }
 
 // follow streams events until ctx ends. A transient failure (a restarting
 // server) keeps the cursor and resubscribes, so nothing is missed or repeated.
-func (a *app) follow(ctx context.Context, ws workspace.Workspace, q workspace.EventQuery) error {
+func (a *app) follow(ctx context.Context, ws workspace.Workspace, q workspace.EventQuery, limit int) error {
 	backoff := 100 * time.Millisecond
+	printed := 0
 	for {
 		sub, err := ws.Events().Subscribe(ctx, workspace.SubscribeRequest{Query: q})
 		if err == nil {
@@ -102,6 +103,10 @@ func (a *app) follow(ctx context.Context, ws workspace.Workspace, q workspace.Ev
 					return perr
 				}
 				q.AfterSeq = m.Event.Seq
+				if printed++; limit > 0 && printed >= limit {
+					sub.Close()
+					return nil
+				}
 			}
 			sub.Close()
 		}
