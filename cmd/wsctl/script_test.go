@@ -53,14 +53,17 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	},
 }
 
-// scriptParams runs the scripts with AGENTSPACE_DSN set by dsn (given $WORK).
-func scriptParams(dir string, dsn func(work string) string) testscript.Params {
+// scriptParams runs the scripts with AGENTSPACE_DSN, WS2_DSN and WS3_DSN
+// naming three fresh stores, made by dsn from $WORK and a name.
+func scriptParams(dir string, dsn func(work, name string) string) testscript.Params {
 	return testscript.Params{
 		Dir:                 dir,
 		Cmds:                scriptCmds,
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
-			env.Setenv("AGENTSPACE_DSN", dsn(env.WorkDir))
+			env.Setenv("AGENTSPACE_DSN", dsn(env.WorkDir, "ws"))
+			env.Setenv("WS2_DSN", dsn(env.WorkDir, "ws2"))
+			env.Setenv("WS3_DSN", dsn(env.WorkDir, "ws3"))
 			env.Setenv("AGENTSPACE_ACTOR", "")
 			env.Setenv("AGENTSPACE_ENV", "")
 			return nil
@@ -70,5 +73,5 @@ func scriptParams(dir string, dsn func(work string) string) testscript.Params {
 
 // TestScriptsWithoutBackend checks what needs no store: usage errors and configuration.
 func TestScriptsWithoutBackend(t *testing.T) {
-	testscript.Run(t, scriptParams("testdata/noback", func(work string) string { return "" }))
+	testscript.Run(t, scriptParams("testdata/noback", func(work, name string) string { return "" }))
 }
