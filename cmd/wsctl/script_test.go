@@ -66,6 +66,9 @@ func scriptParams(dir string, dsn func(work, name string) string) testscript.Par
 			env.Setenv("WS3_DSN", dsn(env.WorkDir, "ws3"))
 			env.Setenv("AGENTSPACE_ACTOR", "")
 			env.Setenv("AGENTSPACE_ENV", "")
+			// A race-enabled binary sleeps 1s at exit by default: every
+			// wsctl call would, and the scripts make hundreds.
+			env.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 			return nil
 		},
 	}
