@@ -36,6 +36,13 @@ func TestScriptsOnEveryBackend(t *testing.T) {
 	}
 }
 
+// TestScriptsOnSQLite runs what only sqlite can show today: a schema with
+// more than one migration.
+func TestScriptsOnSQLite(t *testing.T) {
+	requireScheme(t, "sqlite")
+	testscript.Run(t, scriptParams("testdata/sqlite", fileStores["sqlite"]))
+}
+
 // TestArchiveRoundTripAcrossBackends moves one workspace sqlite -> json ->
 // sqlite -> postgres with export and import, and requires every export to
 // be the same bytes.
