@@ -58,9 +58,10 @@ const (
 	stageEnd
 )
 
-const (
+// How much one import transaction writes at most (variables for tests).
+var (
 	importChunkRecords = 10000
-	importChunkBytes   = 64 << 20
+	importChunkBytes   = int64(64 << 20)
 )
 
 type importer struct {

@@ -190,3 +190,29 @@ func TestImportRejectsBrokenArchivesAndWritesNothing(t *testing.T) {
 		})
 	}
 }
+
+func TestImportInSeveralTransactionsRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	src := openSQLite(t, "src")
+	populate(t, src)
+	first := export(t, src)
+
+	t.Cleanup(workspace.SetImportChunk(3, 1))
+	dst := openSQLite(t, "dst")
+	_, err := workspace.Import(ctx, dst, bytes.NewReader(first), workspace.ArchiveOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, string(first), string(export(t, dst)))
+}
+
+func TestImportThatFailsAfterACommitSaysTheStoreIsPartial(t *testing.T) {
+	ctx := context.Background()
+	src := openSQLite(t, "src")
+	populate(t, src)
+	broken := strings.Replace(string(export(t, src)), `"type":"event","seq":3,`, `"type":"event","seq":33,`, 1)
+
+	t.Cleanup(workspace.SetImportChunk(3, 1))
+	dst := openSQLite(t, "dst")
+	_, err := workspace.Import(ctx, dst, strings.NewReader(broken), workspace.ArchiveOptions{})
+	require.ErrorIs(t, err, workspace.ErrInvalid)
+	assert.Contains(t, err.Error(), "the store holds a partial import: empty it before importing again")
+}
