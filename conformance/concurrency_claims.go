@@ -146,7 +146,7 @@ func testConcurrentClaims(t *testing.T, h Harness) {
 	// The log: one claim per task, after each dependency's done event.
 	claimSeq := map[string]int64{}
 	doneSeq := map[string]int64{}
-	for _, ev := range readAll(t, ctx, hs[1], workspace.EventQuery{AfterSeq: head0, SubjectKind: workspace.SubjectTask}) {
+	for _, ev := range readAll(t, hs[1], workspace.EventQuery{AfterSeq: head0, SubjectKind: workspace.SubjectTask}) {
 		id := ev.Subject.ID
 		switch ev.Type {
 		case workspace.EventTaskClaimed:

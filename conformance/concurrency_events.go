@@ -21,10 +21,10 @@ type received struct {
 	err      error
 }
 
-// collect reads sub until it delivers an event with seq >= until (or, for
+// collectFrom reads sub until it delivers an event with seq >= until (or, for
 // a filtered stream, a heartbeat with Head >= until), or until max events
 // when max > 0.
-func collect(ctx context.Context, sub *workspace.Subscription, from, until int64, max int) received {
+func collectFrom(ctx context.Context, sub *workspace.Subscription, from, until int64, max int) received {
 	var r received
 	last := from
 	for {
@@ -93,9 +93,9 @@ func testSubscribersUnderWrites(t *testing.T, h Harness) {
 			defer wg.Done()
 			switch i {
 			case 1:
-				got[i] = collect(ctx, sub, middle, head, 0)
+				got[i] = collectFrom(ctx, sub, middle, head, 0)
 			case 2:
-				got[i] = collect(ctx, sub, 0, head, firstPart)
+				got[i] = collectFrom(ctx, sub, 0, head, firstPart)
 				_ = sub.Close()
 				if got[i].err != nil || len(got[i].events) == 0 {
 					return
@@ -108,9 +108,9 @@ func testSubscribersUnderWrites(t *testing.T, h Harness) {
 					return
 				}
 				defer again.Close()
-				resumed = collect(ctx, again, last, head, 0)
+				resumed = collectFrom(ctx, again, last, head, 0)
 			default:
-				got[i] = collect(ctx, sub, 0, head, 0)
+				got[i] = collectFrom(ctx, sub, 0, head, 0)
 			}
 		}()
 	}
@@ -151,12 +151,12 @@ func testSubscribersUnderWrites(t *testing.T, h Harness) {
 	gotHead, err := hs[0].Events().Head(ctx)
 	require.NoError(t, err)
 	require.Equal(t, head, gotHead, "one event per write, three per batch")
-	log := readAll(t, ctx, hs[0], workspace.EventQuery{})
+	log := readAll(t, hs[0], workspace.EventQuery{})
 	require.Len(t, log, int(head))
 	for i, ev := range log {
 		require.Equal(t, int64(i+1), ev.Seq, "the log's seqs run 1, 2, 3, ...")
 	}
-	filtered := readAll(t, ctx, hs[0], artifactsOnly)
+	filtered := readAll(t, hs[0], artifactsOnly)
 	require.Len(t, filtered, writers*perWriter/5)
 
 	require.NoError(t, got[0].err, "subscriber from 0")

@@ -16,14 +16,14 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// testLockContention: lockers over several handles take turns on the
+// testLockHandOvers: lockers over several handles take turns on the
 // lease guarding one artifact (waiting for each other's release), and
 // each does an unconditional read-modify-write of it under its fence.
 // At most one holds the lease at any time: an in-test detector (atomics,
 // no mutex) sees no overlap, the log shows acquire/release pairs with
 // tokens 1, 2, 3, ... and every write inside its writer's pair, and no
 // increment is lost.
-func testLockContention(t *testing.T, h Harness) {
+func testLockHandOvers(t *testing.T, h Harness) {
 	const (
 		lockers = 6
 		rounds  = 5
@@ -115,7 +115,7 @@ func testLockContention(t *testing.T, h Harness) {
 		lastTok int64
 		writes  int
 	)
-	for _, ev := range readAll(t, ctx, hs[2], workspace.EventQuery{AfterSeq: head0}) {
+	for _, ev := range readAll(t, hs[2], workspace.EventQuery{AfterSeq: head0}) {
 		switch {
 		case ev.Type == workspace.EventLockAcquired && ev.Subject.ID == resource:
 			assert.Zero(t, held, "seq %d: token %d acquired while token %d was held", ev.Seq, ev.Version, held)
