@@ -381,7 +381,7 @@ func testProcesses(t *testing.T, h Harness) {
 	// The parent's subscription saw every child's event, once, in order.
 	head, err := ws.Events().Head(ctx)
 	require.NoError(t, err)
-	log := readAll(t, ctx, ws, workspace.EventQuery{AfterSeq: start})
+	log := readAll(t, ws, workspace.EventQuery{AfterSeq: start})
 	require.Len(t, log, int(head-start))
 	var live []workspace.Event
 	for len(live) < len(log) {

@@ -63,7 +63,7 @@ func testKilledProcess(t *testing.T, h Harness) {
 	assert.Equal(t, token+1, lease.Token, "the fencing token moves past the dead holder's")
 
 	var types []string
-	for _, ev := range readAll(t, ctx, ws, workspace.EventQuery{AfterSeq: head}) {
+	for _, ev := range readAll(t, ws, workspace.EventQuery{AfterSeq: head}) {
 		types = append(types, ev.Type)
 		assert.Equal(t, "survivor", ev.Actor, "seq %d (%s): the taker-over writes the expiry", ev.Seq, ev.Type)
 	}
