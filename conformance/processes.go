@@ -325,7 +325,7 @@ func testProcesses(t *testing.T, h Harness) {
 		require.NoError(t, c.err, c.describe())
 	}
 
-	increments := 0
+	increments, conflicts := 0, 0
 	claimedBy := map[string][]string{}
 	tokens := map[int64]string{}
 	for _, c := range kids {
@@ -338,6 +338,10 @@ func testProcesses(t *testing.T, h Harness) {
 			switch {
 			case l == "incremented":
 				increments++
+			case strings.HasPrefix(l, "conflicts "):
+				n, err := strconv.Atoi(strings.TrimPrefix(l, "conflicts "))
+				require.NoError(t, err, l)
+				conflicts += n
 			case strings.HasPrefix(l, "claimed "):
 				id := strings.TrimPrefix(l, "claimed ")
 				claimedBy[id] = append(claimedBy[id], c.name)
@@ -392,4 +396,12 @@ func testProcesses(t *testing.T, h Harness) {
 		live = append(live, ev)
 	}
 	assertSameEvents(t, "parent subscriber", log, live)
+	conflictEvents := 0
+	for _, ev := range log {
+		if ev.Type == workspace.EventConflict {
+			conflictEvents++
+			assert.Equal(t, counterName, ev.Subject.Name, "seq %d: only the IfVersion writers conflict", ev.Seq)
+		}
+	}
+	assert.Equal(t, conflicts, conflictEvents, "one conflict event per conflict the children met")
 }
