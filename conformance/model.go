@@ -33,7 +33,7 @@ const (
 	modelStepsEnv = "AGENTSPACE_MODEL_STEPS"
 
 	modelSteps      = 300
-	modelMinSteps   = 60              // run at least this many, whatever the budget
+	modelMinSteps   = 150             // run at least this many, whatever the budget
 	modelBudget     = 3 * time.Second // per seed: stop drawing new steps after this
 	modelCheckEvery = 25              // full-state comparison period
 	shrinkRuns      = 80

@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -135,6 +137,20 @@ func (r *modelRun) checkState() string {
 		}
 		if want := a.contents[len(a.contents)-1]; string(got.Content) != want {
 			return fmt.Sprintf("artifact %s v%d content %q, want %q", name, got.Version, got.Content, want)
+		}
+		// Every version keeps its own content, rollbacks included.
+		vs, err := r.hs[1].Artifacts().Versions(ctx, workspace.ByName(name))
+		if err != nil {
+			return fmt.Sprintf("versions of %s: %v", name, err)
+		}
+		if len(vs) != len(a.contents) {
+			return fmt.Sprintf("artifact %s has %d versions, want %d", name, len(vs), len(a.contents))
+		}
+		for i, v := range vs {
+			sum := sha256.Sum256([]byte(a.contents[i]))
+			if v.Version != int64(i+1) || v.SHA256 != hex.EncodeToString(sum[:]) {
+				return fmt.Sprintf("artifact %s version %d (listed as v%d) has sha256 %s, want that of %q", name, i+1, v.Version, v.SHA256, a.contents[i])
+			}
 		}
 	}
 	head, err := r.hs[0].Events().Head(ctx)
