@@ -1,0 +1,200 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// artifactCols are one version's metadata, from artifact_versions v.
+const artifactCols = `v.artifact_id, v.version, v.name, v.kind, v.owner, v.content_type, v.sha256,
+	v.size, v.labels, v.task_id, v.created_at, v.created_by, v.updated_at, v.updated_by`
+
+const (
+	qArtifactHead = `SELECT ` + artifactCols + `
+		FROM artifacts h JOIN artifact_versions v ON v.artifact_id = h.id AND v.version = h.version
+		WHERE h.deleted = 0 AND `
+	qArtifactByID    = qArtifactHead + `h.id = ?`
+	qArtifactByName  = qArtifactHead + `h.name = ?`
+	qArtifactVersion = `SELECT ` + artifactCols + ` FROM artifact_versions v
+		WHERE v.artifact_id = ? AND v.version = ?`
+	qArtifactVersions = `SELECT ` + artifactCols + ` FROM artifact_versions v
+		WHERE v.artifact_id = ? ORDER BY v.version`
+	qContent = `SELECT content FROM blobs WHERE artifact_id = ? AND sha256 = ?`
+	qPutHead = `INSERT INTO artifacts (id, name, version, kind, owner, task_id, deleted)
+		VALUES (?, ?, ?, ?, ?, ?, 0)
+		ON CONFLICT (id) DO UPDATE SET name = excluded.name, version = excluded.version,
+		kind = excluded.kind, owner = excluded.owner, task_id = excluded.task_id, deleted = 0`
+	qPutVersion = `INSERT INTO artifact_versions (artifact_id, version, name, kind, owner, content_type,
+		sha256, size, labels, task_id, created_at, created_by, updated_at, updated_by)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qPutBlob        = `INSERT OR IGNORE INTO blobs (artifact_id, sha256, content) VALUES (?, ?, ?)`
+	qDeleteArtifact = `UPDATE artifacts SET deleted = 1 WHERE id = ? AND deleted = 0`
+)
+
+func scanArtifact(sc scanner) (workspace.Artifact, error) {
+	var (
+		a                workspace.Artifact
+		labels           sql.NullString
+		created, updated int64
+	)
+	err := sc.Scan(&a.ID, &a.Version, &a.Name, &a.Kind, &a.Owner, &a.ContentType, &a.SHA256,
+		&a.Size, &labels, &a.TaskID, &created, &a.CreatedBy, &updated, &a.UpdatedBy)
+	if err != nil {
+		return a, err
+	}
+	a.CreatedAt, a.UpdatedAt = fromMicros(created), fromMicros(updated)
+	key := fmt.Sprintf("%s version %d", a.ID, a.Version)
+	if err := decodeJSON(labels, &a.Labels, "artifact_versions", key, "labels"); err != nil {
+		return a, err
+	}
+	return a, nil
+}
+
+func (t *readTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (workspace.Artifact, error) {
+	var row *sql.Row
+	what := ""
+	if ref.ID != "" {
+		row, what = t.q.QueryRowContext(ctx, qArtifactByID, ref.ID), "artifact "+ref.ID
+	} else {
+		row, what = t.q.QueryRowContext(ctx, qArtifactByName, ref.Name), fmt.Sprintf("artifact %q", ref.Name)
+	}
+	a, err := scanArtifact(row)
+	if err != nil {
+		return a, notFound(err, what)
+	}
+	return a, nil
+}
+
+func (t *readTx) ArtifactVersion(ctx context.Context, id string, version int64) (workspace.Artifact, error) {
+	a, err := scanArtifact(t.q.QueryRowContext(ctx, qArtifactVersion, id, version))
+	if err != nil {
+		return a, notFound(err, fmt.Sprintf("artifact %s version %d", id, version))
+	}
+	return a, nil
+}
+
+func (t *readTx) ArtifactVersions(ctx context.Context, id string) ([]workspace.Artifact, error) {
+	rows, err := t.q.QueryContext(ctx, qArtifactVersions, id)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: artifact %s versions: %w", id, err)
+	}
+	return collectArtifacts(rows)
+}
+
+func collectArtifacts(rows *sql.Rows) ([]workspace.Artifact, error) {
+	defer rows.Close()
+	var out []workspace.Artifact
+	for rows.Next() {
+		a, err := scanArtifact(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: artifacts: %w", err)
+	}
+	return out, nil
+}
+
+func (t *readTx) Content(ctx context.Context, id, sha256 string) ([]byte, error) {
+	var b []byte
+	if err := t.q.QueryRowContext(ctx, qContent, id, sha256).Scan(&b); err != nil {
+		return nil, notFound(err, fmt.Sprintf("artifact %s content %s", id, sha256))
+	}
+	return b, nil
+}
+
+// labelClauses returns one EXISTS clause per label pair on the JSON column
+// col, and their arguments; the SQL depends only on how many pairs there are.
+func labelClauses(col string, labels map[string]string) (string, []any) {
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	args := make([]any, 0, 2*len(keys))
+	for _, k := range keys {
+		b.WriteString(` AND EXISTS (SELECT 1 FROM json_each(` + col + `) j WHERE j.key = ? AND j.value = ?)`)
+		args = append(args, k, labels[k])
+	}
+	return b.String(), args
+}
+
+func (t *readTx) ListArtifacts(ctx context.Context, f workspace.ArtifactFilter) ([]workspace.Artifact, error) {
+	var b strings.Builder
+	b.WriteString(qArtifactHead + `h.name > ?`)
+	args := []any{f.After}
+	if f.Kind != "" {
+		b.WriteString(` AND h.kind = ?`)
+		args = append(args, f.Kind)
+	}
+	if f.Owner != "" {
+		b.WriteString(` AND h.owner = ?`)
+		args = append(args, f.Owner)
+	}
+	if f.TaskID != "" {
+		b.WriteString(` AND h.task_id = ?`)
+		args = append(args, f.TaskID)
+	}
+	if f.NamePrefix != "" {
+		// The range lets the name index narrow the scan; substr decides.
+		b.WriteString(` AND h.name >= ? AND substr(h.name, 1, length(?)) = ?`)
+		args = append(args, f.NamePrefix, f.NamePrefix, f.NamePrefix)
+	}
+	lc, largs := labelClauses("v.labels", f.Labels)
+	b.WriteString(lc)
+	args = append(args, largs...)
+	b.WriteString(` ORDER BY h.name LIMIT ?`)
+	args = append(args, limitArg(f.Limit))
+	rows, err := t.q.QueryContext(ctx, b.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list artifacts: %w", err)
+	}
+	return collectArtifacts(rows)
+}
+
+// limitArg maps "no limit" (0 or less) to SQLite's -1.
+func limitArg(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
+func (t *writeTx) PutArtifact(ctx context.Context, a workspace.Artifact, content []byte) error {
+	labels, err := jsonText(a.Labels, len(a.Labels) == 0)
+	if err != nil {
+		return err
+	}
+	if _, err := t.q.ExecContext(ctx, qPutHead, a.ID, a.Name, a.Version, a.Kind, a.Owner, a.TaskID); err != nil {
+		return fmt.Errorf("sqlite: put artifact %s: %w", a.ID, err)
+	}
+	if _, err := t.q.ExecContext(ctx, qPutVersion, a.ID, a.Version, a.Name, a.Kind, a.Owner, a.ContentType,
+		a.SHA256, a.Size, labels, a.TaskID, micros(a.CreatedAt), a.CreatedBy, micros(a.UpdatedAt), a.UpdatedBy); err != nil {
+		return fmt.Errorf("sqlite: put artifact %s version %d: %w", a.ID, a.Version, err)
+	}
+	if content != nil {
+		if _, err := t.q.ExecContext(ctx, qPutBlob, a.ID, a.SHA256, content); err != nil {
+			return fmt.Errorf("sqlite: put artifact %s content: %w", a.ID, err)
+		}
+	}
+	return nil
+}
+
+func (t *writeTx) DeleteArtifact(ctx context.Context, id string) error {
+	res, err := t.q.ExecContext(ctx, qDeleteArtifact, id)
+	if err != nil {
+		return fmt.Errorf("sqlite: delete artifact %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("artifact %s: %w", id, workspace.ErrNotFound)
+	}
+	return nil
+}

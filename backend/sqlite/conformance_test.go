@@ -1,0 +1,19 @@
+package sqlite_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	_ "github.com/agentspace/agentspace/backend/sqlite"
+	"github.com/agentspace/agentspace/conformance"
+)
+
+// harness hands out a fresh database file per case; a short poll interval
+// keeps cross-handle cases quick.
+type harness struct{}
+
+func (harness) NewDSN(t testing.TB) string {
+	return "sqlite:" + filepath.Join(t.TempDir(), "ws.db") + "?ws_poll=10ms"
+}
+
+func TestConformance(t *testing.T) { conformance.Run(t, harness{}) }

@@ -1,0 +1,35 @@
+// Package sqlite is agentspace's embedded default backend: one SQLite file,
+// shared safely by many goroutines and many processes on one machine.
+//
+// Importing it registers the "sqlite" scheme with the workspace package:
+//
+//	import _ "github.com/agentspace/agentspace/backend/sqlite"
+//
+//	ws, err := workspace.Open(ctx, "sqlite:.agentspace/workspace.db")
+//
+// The DSN is "sqlite:PATH", optionally followed by "?" and parameters:
+// workspace's own ws_ parameters, this backend's (ws_synchronous,
+// ws_busy_timeout), and any modernc.org/sqlite parameter, passed through.
+// Missing parent directories are created (0700) and a new database file is
+// created 0600.
+//
+// # How it is built
+//
+// The database runs in WAL mode, so readers never block the writer. Each
+// handle has one writer connection (writes are BEGIN IMMEDIATE transactions,
+// serialized with other processes by SQLite's file lock and waited for with
+// busy_timeout) and a small pool of read connections; a read runs in one
+// read transaction and so sees one snapshot. A write that still finds the
+// database busy after busy_timeout is retried with bounded backoff.
+// synchronous=FULL is the default: an acknowledged write survives a power
+// loss. ws_synchronous=NORMAL trades that for speed (a power loss may undo
+// the last transactions, never corrupt the file).
+//
+// The schema lives in migrations/sqlite and is applied by golang-migrate
+// under a cross-process lock (flock on PATH.migrate.lock): opening a new
+// file creates it, opening an older one is a *workspace.SchemaError unless
+// ws_automigrate=true, and one newer than this code is refused.
+//
+// Other processes' writes are noticed by polling the event head
+// (ws_poll, default 50ms); writes of the same handle wake waiters at once.
+package sqlite

@@ -1,0 +1,301 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentspace/agentspace/workspace"
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// This backend's own DSN parameters.
+const (
+	// ParamSynchronous sets PRAGMA synchronous: FULL (the default), NORMAL or OFF.
+	ParamSynchronous = "ws_synchronous"
+	// ParamBusyTimeout is how long a connection waits for another one's
+	// lock before giving up with SQLITE_BUSY (a duration; default 10s).
+	ParamBusyTimeout = "ws_busy_timeout"
+)
+
+// DefaultBusyTimeout is the busy_timeout used when the DSN sets none.
+const DefaultBusyTimeout = 10 * time.Second
+
+// readConns is the size of a handle's read pool.
+const readConns = 4
+
+func init() {
+	workspace.Register("sqlite", Driver{})
+}
+
+// Driver is the workspace.Driver registered for the "sqlite" scheme. It is
+// also a workspace.MigratingDriver, for `wsctl migrate`.
+type Driver struct{}
+
+// Params lists the backend's ws_ DSN parameters.
+func (Driver) Params() []string { return []string{ParamBusyTimeout, ParamSynchronous} }
+
+// Open opens (creating if needed) the database file cfg.Target names and
+// checks its schema: an empty file gets the current one, an older one is a
+// *workspace.SchemaError unless cfg.AutoMigrate, a newer one is refused.
+func (Driver) Open(ctx context.Context, cfg workspace.Config) (workspace.Store, error) {
+	s, err := parseSettings(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return openFile(ctx, s, cfg.AutoMigrate, cfg.Logger)
+}
+
+// OpenMigrator opens cfg.Target for `wsctl migrate`, without a schema check.
+func (Driver) OpenMigrator(ctx context.Context, cfg workspace.Config) (workspace.Migrator, error) {
+	s, err := parseSettings(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := prepareFile(s.path); err != nil {
+		return nil, err
+	}
+	db, err := openWriter(s)
+	if err != nil {
+		return nil, err
+	}
+	if err := pingDB(ctx, db, s.path); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return &migrator{db: db, lockPath: lockPathFor(s.path), path: s.path, owned: true}, nil
+}
+
+// Open opens the workspace in the SQLite file at path, creating the file and
+// its directories if needed. It is workspace.Open("sqlite:"+path, opts...)
+// without the DSN: path is taken as is, even if it contains '?'.
+func Open(ctx context.Context, path string, opts workspace.Options) (workspace.Workspace, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := settings{path: path, synchronous: "FULL", busyTimeout: DefaultBusyTimeout}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	st, err := openFile(ctx, s, false, opts.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite:%s: %w", path, err)
+	}
+	return workspace.New(st, opts), nil
+}
+
+// OpenDB returns a workspace on a *sql.DB the caller manages, opened with
+// the modernc.org/sqlite driver ("sqlite"). An empty database gets the
+// current schema; an older or newer one gives a *workspace.SchemaError.
+// Closing the workspace does not close db.
+//
+// Every handle must serialize its writes, so configure db as Open does:
+// db.SetMaxOpenConns(1), and a DSN with _txlock=immediate (writes take the
+// write lock when they begin, so they wait for each other with busy_timeout
+// instead of failing on upgrade), _pragma=busy_timeout(10000),
+// _pragma=journal_mode(WAL), _pragma=foreign_keys(1) and
+// _pragma=synchronous(FULL). Reads share db with the writes.
+func OpenDB(ctx context.Context, db *sql.DB, opts workspace.Options) (workspace.Workspace, error) {
+	if db == nil {
+		return nil, &workspace.InvalidError{Field: "db", Reason: "is nil"}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	var path string
+	if err := db.QueryRowContext(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&path); err != nil {
+		return nil, fmt.Errorf("sqlite: open: %w", describe(err, "the database"))
+	}
+	st := &store{w: db, r: db, path: path, log: opts.Logger}
+	if err := ensureSchema(ctx, st, false); err != nil {
+		return nil, err
+	}
+	return workspace.New(st, opts), nil
+}
+
+// settings is what a DSN says about the file and its connections.
+type settings struct {
+	path        string
+	extra       string // the DSN's other query parameters, for the driver
+	synchronous string
+	busyTimeout time.Duration
+}
+
+func parseSettings(cfg workspace.Config) (settings, error) {
+	path, extra, _ := strings.Cut(cfg.Target, "?")
+	s := settings{path: path, extra: extra, synchronous: "FULL", busyTimeout: DefaultBusyTimeout}
+	if v, ok := cfg.Params[ParamSynchronous]; ok {
+		switch up := strings.ToUpper(v); up {
+		case "FULL", "NORMAL", "OFF":
+			s.synchronous = up
+		default:
+			return s, &workspace.InvalidError{Field: "dsn", Reason: fmt.Sprintf("%s=%q: want FULL, NORMAL or OFF", ParamSynchronous, v)}
+		}
+	}
+	if v, ok := cfg.Params[ParamBusyTimeout]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > time.Hour {
+			return s, &workspace.InvalidError{Field: "dsn", Reason: fmt.Sprintf("%s=%q: want a duration between 0 and 1h", ParamBusyTimeout, v)}
+		}
+		s.busyTimeout = d
+	}
+	return s, s.check()
+}
+
+func (s settings) check() error {
+	switch {
+	case s.path == "":
+		return &workspace.InvalidError{Field: "dsn", Reason: "sqlite: needs a file path, e.g. sqlite:.agentspace/workspace.db"}
+	case s.path == ":memory:" || strings.HasPrefix(s.path, "file:"):
+		return &workspace.InvalidError{Field: "dsn", Reason: fmt.Sprintf("sqlite: %q: want a plain file path (in-memory and URI databases are not shared between connections)", s.path)}
+	}
+	return nil
+}
+
+// dsn builds the driver DSN; our parameters come first, so they win where
+// the driver reads only the first value (_txlock).
+func (s settings) dsn(write bool) string {
+	var b strings.Builder
+	b.WriteString(s.path)
+	b.WriteString("?_pragma=busy_timeout(")
+	b.WriteString(strconv.FormatInt(s.busyTimeout.Milliseconds(), 10))
+	b.WriteString(")&_pragma=foreign_keys(1)")
+	if write {
+		b.WriteString("&_pragma=journal_mode(WAL)&_pragma=synchronous(" + s.synchronous + ")&_txlock=immediate")
+	} else {
+		b.WriteString("&_pragma=query_only(1)")
+	}
+	if s.extra != "" {
+		b.WriteString("&" + s.extra)
+	}
+	return b.String()
+}
+
+func openWriter(s settings) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", s.dsn(true))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxIdleTime(0)
+	db.SetConnMaxLifetime(0)
+	return db, nil
+}
+
+func openReader(s settings) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", s.dsn(false))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	db.SetMaxOpenConns(readConns)
+	db.SetMaxIdleConns(readConns)
+	return db, nil
+}
+
+// prepareFile creates the file's directories (0700) and, if the file does
+// not exist, the file itself (0600): SQLite gives its -wal and -shm files
+// the database file's mode. An existing file is never opened here: closing
+// any descriptor of it would drop this process's SQLite locks on it.
+func prepareFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("sqlite: create directory: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: create database file: %w", err)
+	}
+	return f.Close()
+}
+
+// openFile opens the store at s.path and brings its schema to the current
+// version (or reports why not), holding the migration lock meanwhile.
+func openFile(ctx context.Context, s settings, autoMigrate bool, log *slog.Logger) (_ workspace.Store, err error) {
+	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: create directory: %w", err)
+	}
+	unlock, err := lockFile(ctx, lockPathFor(s.path))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := prepareFile(s.path); err != nil {
+		return nil, err
+	}
+	w, err := openWriter(s)
+	if err != nil {
+		return nil, err
+	}
+	r, err := openReader(s)
+	if err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	st := &store{w: w, r: r, path: s.path, owned: true, log: log}
+	defer func() {
+		if err != nil {
+			_ = st.Close()
+		}
+	}()
+	if err := pingDB(ctx, w, s.path); err != nil {
+		return nil, err
+	}
+	if err := checkOrMigrate(ctx, st, autoMigrate); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// pingDB opens the first connection, which is where a file that is not a
+// database shows (setting journal_mode reads its header).
+func pingDB(ctx context.Context, db *sql.DB, path string) error {
+	if err := db.PingContext(ctx); err != nil {
+		return fmt.Errorf("sqlite: open: %w", describe(err, path))
+	}
+	return nil
+}
+
+// describe turns the driver's terse errors about the file into ones that
+// say what is wrong with which file, keeping the cause.
+func describe(err error, path string) error {
+	var se *msqlite.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_NOTADB:
+		return fmt.Errorf("%s is not a SQLite database (or it is encrypted): %w", path, err)
+	case sqlite3.SQLITE_CORRUPT:
+		return fmt.Errorf("%s is corrupt: %w", path, err)
+	case sqlite3.SQLITE_CANTOPEN:
+		return fmt.Errorf("cannot open %s: %w", path, err)
+	case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM:
+		return fmt.Errorf("%s is not writable: %w", path, err)
+	}
+	return err
+}
+
+// isBusy reports whether err is SQLITE_BUSY (or SQLITE_LOCKED): another
+// connection held a lock past busy_timeout, and trying again may work.
+func isBusy(err error) bool {
+	var se *msqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,91 @@
+package sqlite
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+func openStore(t *testing.T, dsn string) *store {
+	t.Helper()
+	p, err := workspace.ParseDSN(dsn)
+	require.NoError(t, err)
+	p.Config.Logger = slog.Default()
+	st, err := p.Driver.Open(context.Background(), p.Config)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	return st.(*store)
+}
+
+func TestSynchronousParamSetsThePragmaOnTheWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ws.db")
+	for _, tc := range []struct {
+		param string
+		want  int // PRAGMA synchronous: 0 OFF, 1 NORMAL, 2 FULL
+	}{
+		{"", 2},
+		{"?ws_synchronous=NORMAL", 1},
+		{"?ws_synchronous=off", 0},
+		{"?ws_synchronous=full", 2},
+	} {
+		st := openStore(t, "sqlite:"+path+tc.param)
+		var got int
+		require.NoError(t, st.w.QueryRow(`PRAGMA synchronous`).Scan(&got))
+		assert.Equal(t, tc.want, got, "synchronous for %q", tc.param)
+		require.NoError(t, st.Close())
+	}
+}
+
+func TestReadPoolCannotWrite(t *testing.T) {
+	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
+	_, err := st.r.Exec(`UPDATE meta SET floor = 5`)
+	assert.Error(t, err)
+}
+
+// queryPlan returns EXPLAIN QUERY PLAN's lines for q.
+func queryPlan(t *testing.T, st *store, q string, args ...any) string {
+	t.Helper()
+	rows, err := st.w.Query(`EXPLAIN QUERY PLAN `+q, args...)
+	require.NoError(t, err)
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var (
+			id, parent, notused int
+			detail              string
+		)
+		require.NoError(t, rows.Scan(&id, &parent, &notused, &detail))
+		lines = append(lines, detail)
+	}
+	require.NoError(t, rows.Err())
+	return strings.Join(lines, "\n")
+}
+
+// The hot queries walk an index in the order they return rows, so they
+// stop after LIMIT rows instead of sorting every candidate.
+func TestHotQueriesUseIndexesWithoutSorting(t *testing.T) {
+	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
+	for _, tc := range []struct {
+		name, query, index string
+		args               []any
+	}{
+		{"ready task", qReadyTask + ` ORDER BY t.priority DESC, t.id LIMIT 1`, "tasks_ready", nil},
+		{"expired claims", qExpiredClaims, "tasks_claim_expiry", []any{1, 10}},
+		{"tasks by status", `SELECT ` + taskCols + ` FROM tasks t WHERE t.id > ? AND t.status = ? ORDER BY t.id LIMIT 10`, "tasks_status", []any{"", "pending"}},
+		{"artifacts by kind", qArtifactHead + `h.name > ? AND h.kind = ? ORDER BY h.name LIMIT 10`, "artifacts_live_kind", []any{"", "plan"}},
+		{"artifact by name", qArtifactByName, "artifacts_live_name", []any{"x"}},
+		{"events by actor", `SELECT ` + eventCols + ` FROM events WHERE seq > ? AND actor = ? ORDER BY seq LIMIT 10`, "events_actor", []any{0, "a"}},
+		{"events by subject", `SELECT ` + eventCols + ` FROM events WHERE seq > ? AND subject_id = ? ORDER BY seq LIMIT 10`, "events_subject", []any{0, "a"}},
+	} {
+		plan := queryPlan(t, st, tc.query, tc.args...)
+		assert.Contains(t, plan, tc.index, "%s:\n%s", tc.name, plan)
+		assert.NotContains(t, plan, "TEMP B-TREE", "%s:\n%s", tc.name, plan)
+	}
+}

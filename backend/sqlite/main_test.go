@@ -1,0 +1,71 @@
+package sqlite_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// Child processes of the multi-process tests re-execute this test binary
+// with childRoleEnv set; TestMain then plays that part and exits.
+const (
+	childRoleEnv = "AGENTSPACE_SQLITE_TEST_CHILD"
+	childPathEnv = "AGENTSPACE_SQLITE_TEST_PATH"
+	childGoEnv   = "AGENTSPACE_SQLITE_TEST_GO"
+	childNameEnv = "AGENTSPACE_SQLITE_TEST_NAME"
+)
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(childRoleEnv); role != "" {
+		if err := runChild(role); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// runChild waits for the go-file (so that every child starts at once),
+// brings the store's schema up (by migrating or by opening), and writes one
+// artifact to prove the store is usable.
+func runChild(role string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	path, goFile := os.Getenv(childPathEnv), os.Getenv(childGoEnv)
+	for {
+		if _, err := os.Stat(goFile); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		time.Sleep(time.Millisecond)
+	}
+	dsn := "sqlite:" + path
+	if role == "migrate" {
+		m, err := workspace.OpenMigrator(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		if err := m.Up(ctx); err != nil {
+			_ = m.Close()
+			return err
+		}
+		if err := m.Close(); err != nil {
+			return err
+		}
+	}
+	ws, err := workspace.Open(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	_, err = ws.Artifacts().Create(ctx, workspace.Write{Actor: "child"},
+		workspace.NewArtifact{Name: "children/" + os.Getenv(childNameEnv), Content: []byte(role)})
+	return err
+}

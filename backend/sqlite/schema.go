@@ -1,0 +1,212 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/agentspace/agentspace/workspace"
+	"github.com/golang-migrate/migrate/v4"
+	msqlitedb "github.com/golang-migrate/migrate/v4/database/sqlite"
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+
+	migrations "github.com/agentspace/agentspace/migrations/sqlite"
+)
+
+// lockPathFor is the sidecar file whose flock serializes migrations (and
+// schema checks) across processes: golang-migrate's own SQLite lock is a
+// flag in one process's memory.
+func lockPathFor(path string) string { return path + ".migrate.lock" }
+
+var latestOnce = sync.OnceValue(func() uint {
+	var latest uint
+	entries, _ := fs.ReadDir(migrations.FS, ".")
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		if !ok || !strings.HasSuffix(e.Name(), ".up.sql") {
+			continue
+		}
+		if v, err := strconv.ParseUint(num, 10, 32); err == nil && uint(v) > latest {
+			latest = uint(v)
+		}
+	}
+	return latest
+})
+
+// LatestVersion is the newest schema version this code knows.
+func LatestVersion() uint { return latestOnce() }
+
+// schemaState is what a database file says about its schema.
+type schemaState struct {
+	version uint
+	dirty   bool
+	empty   bool // no tables besides golang-migrate's
+}
+
+func readSchema(ctx context.Context, db *sql.DB, path string) (schemaState, error) {
+	var st schemaState
+	var others, hasMig int
+	err := db.QueryRowContext(ctx, `
+		SELECT
+		  (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite!_%' ESCAPE '!' AND name <> 'schema_migrations'),
+		  (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations')`).Scan(&others, &hasMig)
+	if err != nil {
+		return st, fmt.Errorf("sqlite: reading the schema: %w", describe(err, path))
+	}
+	st.empty = others == 0
+	if hasMig == 0 {
+		return st, nil
+	}
+	var v int64
+	err = db.QueryRowContext(ctx, `SELECT version, dirty FROM schema_migrations LIMIT 1`).Scan(&v, &st.dirty)
+	if errors.Is(err, sql.ErrNoRows) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("sqlite: reading the schema version: %w", describe(err, path))
+	}
+	if v > 0 {
+		st.version = uint(v)
+	}
+	return st, nil
+}
+
+// ensureSchema checks st's schema under the migration lock (OpenDB's path).
+func ensureSchema(ctx context.Context, st *store, autoMigrate bool) error {
+	if st.path != "" {
+		unlock, err := lockFile(ctx, lockPathFor(st.path))
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	return checkOrMigrate(ctx, st, autoMigrate)
+}
+
+// checkOrMigrate brings an empty store (or, with autoMigrate, an older one)
+// to the latest schema and reports any other mismatch as a
+// *workspace.SchemaError. The caller holds the migration lock.
+func checkOrMigrate(ctx context.Context, st *store, autoMigrate bool) error {
+	s, err := readSchema(ctx, st.w, st.path)
+	if err != nil {
+		return err
+	}
+	latest := LatestVersion()
+	switch {
+	case s.dirty:
+		return &workspace.SchemaError{Current: int64(s.version), Want: int64(latest), Dirty: true}
+	case s.version == latest:
+		return nil
+	case s.version > latest:
+		return &workspace.SchemaError{Current: int64(s.version), Want: int64(latest)}
+	case s.version == 0 && !s.empty:
+		return fmt.Errorf("sqlite: %s has tables but no agentspace schema version: it is not an agentspace store: %w",
+			st.path, &workspace.SchemaError{Want: int64(latest)})
+	case s.version == 0 || autoMigrate:
+		if s.version > 0 {
+			st.log.Info("agentspace: migrating the sqlite schema", "path", st.path, "from", s.version, "to", latest)
+		}
+		return runMigration(st.w, func(m *migrate.Migrate) error { return m.Up() })
+	}
+	return &workspace.SchemaError{Current: int64(s.version), Want: int64(latest)}
+}
+
+// runMigration runs step with a golang-migrate instance on db. ErrNoChange
+// is success. The instance is not closed: that would close db.
+func runMigration(db *sql.DB, step func(m *migrate.Migrate) error) error {
+	src, err := iofs.New(migrations.FS, ".")
+	if err != nil {
+		return fmt.Errorf("sqlite: migrations: %w", err)
+	}
+	drv, err := msqlitedb.WithInstance(db, &msqlitedb.Config{})
+	if err != nil {
+		return fmt.Errorf("sqlite: migrations: %w", err)
+	}
+	m, err := migrate.NewWithInstance("iofs", src, "sqlite", drv)
+	if err != nil {
+		return fmt.Errorf("sqlite: migrations: %w", err)
+	}
+	err = step(m)
+	var de migrate.ErrDirty
+	switch {
+	case err == nil, errors.Is(err, migrate.ErrNoChange):
+		return nil
+	case errors.As(err, &de):
+		return &workspace.SchemaError{Current: int64(de.Version), Want: int64(LatestVersion()), Dirty: true}
+	}
+	return fmt.Errorf("sqlite: migrate: %w", err)
+}
+
+// migrator is the workspace.Migrator for `wsctl migrate`. Every step holds
+// the cross-process migration lock.
+type migrator struct {
+	db       *sql.DB
+	lockPath string
+	path     string
+	owned    bool
+}
+
+func (m *migrator) Version(ctx context.Context) (uint, bool, error) {
+	s, err := readSchema(ctx, m.db, m.path)
+	return s.version, s.dirty, err
+}
+
+func (m *migrator) Latest() uint { return LatestVersion() }
+
+func (m *migrator) locked(ctx context.Context, step func(m *migrate.Migrate) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	unlock, err := lockFile(ctx, m.lockPath)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return runMigration(m.db, step)
+}
+
+func (m *migrator) Up(ctx context.Context) error {
+	return m.locked(ctx, func(g *migrate.Migrate) error { return g.Up() })
+}
+
+func (m *migrator) Down(ctx context.Context, n int) error {
+	return m.locked(ctx, func(g *migrate.Migrate) error {
+		if n <= 0 {
+			return g.Down()
+		}
+		return g.Steps(-n)
+	})
+}
+
+func (m *migrator) Goto(ctx context.Context, v uint) error {
+	return m.locked(ctx, func(g *migrate.Migrate) error {
+		if v == 0 {
+			return g.Down()
+		}
+		return g.Migrate(v)
+	})
+}
+
+func (m *migrator) Force(ctx context.Context, v int) error {
+	if v < 0 || uint(v) > LatestVersion() {
+		return &workspace.InvalidError{Field: "version", Reason: fmt.Sprintf("%d: want a version between 0 and %d", v, LatestVersion())}
+	}
+	return m.locked(ctx, func(g *migrate.Migrate) error {
+		if v == 0 {
+			return g.Force(-1)
+		}
+		return g.Force(v)
+	})
+}
+
+func (m *migrator) Close() error {
+	if m.owned {
+		return m.db.Close()
+	}
+	return nil
+}

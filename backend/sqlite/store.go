@@ -1,0 +1,176 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// maxBusyRetries bounds how often a transaction that found the database
+// busy past busy_timeout is tried again.
+const maxBusyRetries = 8
+
+// store is the workspace.Store on one SQLite file: a one-connection writer
+// pool and a read pool (the same *sql.DB for OpenDB).
+type store struct {
+	w, r  *sql.DB
+	path  string
+	owned bool // Close closes w and r
+	log   *slog.Logger
+}
+
+// querier is what both transactions run statements on.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func (s *store) Close() error {
+	if !s.owned {
+		return nil
+	}
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// Update runs fn in a BEGIN IMMEDIATE transaction on the writer connection.
+func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) error {
+	return s.retry(ctx, "write", func() error {
+		tx, err := s.w.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("sqlite: begin write: %w", describe(err, s.path))
+		}
+		wt := &writeTx{readTx: readTx{q: tx, now: now()}}
+		if err := fn(wt); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("sqlite: commit: %w", describe(err, s.path))
+		}
+		return nil
+	})
+}
+
+// View runs fn in a read transaction. Its first statement reads the floor,
+// which starts the WAL snapshot every later read in fn sees.
+func (s *store) View(ctx context.Context, fn func(tx workspace.ReadTx) error) error {
+	return s.retry(ctx, "read", func() error {
+		tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return fmt.Errorf("sqlite: begin read: %w", describe(err, s.path))
+		}
+		defer func() { _ = tx.Rollback() }()
+		rt := &readTx{q: tx, now: now()}
+		if err := tx.QueryRowContext(ctx, `SELECT floor FROM meta WHERE id = 1`).Scan(&rt.floor); err != nil {
+			return fmt.Errorf("sqlite: read meta: %w", describe(err, s.path))
+		}
+		if err := fn(rt); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+}
+
+// retry runs op until it does not fail with SQLITE_BUSY, at most
+// maxBusyRetries more times, backing off with jitter. op's transaction was
+// rolled back, and Store.Update's fn may be run again by contract.
+func (s *store) retry(ctx context.Context, what string, op func() error) error {
+	delay := 5 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		err := op()
+		if err == nil || !isBusy(err) || attempt == maxBusyRetries || ctx.Err() != nil {
+			return err
+		}
+		s.log.Debug("agentspace: sqlite busy; retrying", "op", what, "attempt", attempt+1, "err", err)
+		t := time.NewTimer(delay/2 + rand.N(delay))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay = min(delay*2, time.Second)
+	}
+}
+
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// readTx implements workspace.ReadTx on one transaction.
+type readTx struct {
+	q     querier
+	now   time.Time
+	floor int64 // set by View's first read; 0: read it when asked
+}
+
+// writeTx implements workspace.Tx.
+type writeTx struct {
+	readTx
+}
+
+func (t *readTx) Now() time.Time { return t.now }
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// Times are stored as microseconds since the epoch; NULL is the zero time.
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func nullMicros(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+func fromNullMicros(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return fromMicros(v.Int64)
+}
+
+// jsonText encodes v for a JSON column, NULL for an empty value.
+func jsonText(v any, empty bool) (any, error) {
+	if empty {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+// decodeJSON decodes a JSON column into v, naming the row if it is corrupt.
+func decodeJSON(s sql.NullString, v any, table, key, column string) error {
+	if !s.Valid || s.String == "" {
+		return nil
+	}
+	if err := json.Unmarshal([]byte(s.String), v); err != nil {
+		return corrupt(table, key, column, err)
+	}
+	return nil
+}
+
+func corrupt(table, key, column string, err error) error {
+	return fmt.Errorf("sqlite: corrupt row in table %s (key %q): column %s: %w", table, key, column, err)
+}
+
+// notFound turns sql.ErrNoRows into workspace.ErrNotFound.
+func notFound(err error, what string) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, workspace.ErrNotFound)
+	}
+	return fmt.Errorf("sqlite: %s: %w", what, err)
+}

@@ -1,0 +1,10 @@
+DROP TABLE events;
+DROP TABLE idempotency;
+DROP TABLE leases;
+DROP TABLE notes;
+DROP TABLE task_deps;
+DROP TABLE tasks;
+DROP TABLE blobs;
+DROP TABLE artifact_versions;
+DROP TABLE artifacts;
+DROP TABLE meta;
