@@ -124,7 +124,7 @@ func testIfVersionOneWinner(t *testing.T, h Harness) {
 func testIncrementNoLostUpdate(t *testing.T, h Harness) {
 	const (
 		goroutines = 8
-		perG       = 8
+		perG       = 5
 	)
 	ctx := testCtx(t)
 	dsn := h.NewDSN(t)

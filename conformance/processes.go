@@ -251,9 +251,9 @@ func testProcesses(t *testing.T, h Harness) {
 		incrementers = 3
 		claimers     = 3
 		lockers      = 2
-		perChild     = 10
+		perChild     = 8
 		rounds       = 5
-		pool         = 40
+		pool         = 30
 	)
 	ctx := caseCtx(t, 90*time.Second)
 	deadline := time.Now().Add(60 * time.Second)
