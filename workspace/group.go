@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -48,9 +49,10 @@ func (j *job) reset() {
 	j.res, j.events, j.conflict, j.message, j.err = BatchResult{}, nil, nil, "", nil
 }
 
-// submit hands j to the committer and waits for its outcome. If ctx ends
-// first, the outcome is unknown (as with any timed-out database call):
-// retry with the same idempotency key to find out.
+// submit hands j to the committer and waits for its outcome, which is
+// always definite: a job whose ctx ends before its transaction starts is not
+// run; once started, the transaction is cancelled only if every caller in
+// its group has given up, and the caller gets what really happened.
 func (h *handle) submit(ctx context.Context, j *job) error {
 	if err := h.alive(); err != nil {
 		return err
@@ -64,12 +66,8 @@ func (h *handle) submit(ctx context.Context, j *job) error {
 	case <-h.hub.ctx.Done():
 		return ErrClosed
 	}
-	select {
-	case <-j.done:
-		return j.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	<-j.done
+	return j.err
 }
 
 // committer runs until the handle closes, then fails what is still queued.
@@ -149,6 +147,19 @@ func (h *handle) runGroup(ctx context.Context, group []*job) {
 			h.runGroup(ctx, []*job{j})
 		}
 		return
+	}
+	// The transaction ends early only when every caller in it has given up.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var waiting atomic.Int64
+	waiting.Store(int64(len(live)))
+	for _, j := range live {
+		stop := context.AfterFunc(j.ctx, func() {
+			if waiting.Add(-1) == 0 {
+				cancel()
+			}
+		})
+		defer stop()
 	}
 	err := h.st.Update(ctx, func(tx Tx) error {
 		now := tx.Now()
