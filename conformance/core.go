@@ -87,6 +87,8 @@ var coreCases = []coreCase{
 	{"BadDSNParamsAreInvalid", testBadDSN},
 	{"ClosedHandleRefusesEveryCall", testClosedHandle},
 	{"StatusReportsTheWorkspace", testStatus},
+	// reopen.go
+	{"ReopenKeepsEverything", testReopenKeepsEverything},
 }
 
 // runCore runs the single-feature cases: artifacts, notes, tasks, locks,
