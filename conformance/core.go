@@ -72,6 +72,7 @@ var coreCases = []coreCase{
 	{"EventSubscribeResumesFromSavedSeq", testEventSubscribeResume},
 	{"EventSubscribeIdleHeartbeats", testEventSubscribeHeartbeat},
 	{"EventSlowSubscriberMissesNothing", testEventSlowSubscriber},
+	{"EventSubscribeEndsWithCauseNeverSkips", testEventSubscribeEnds},
 	{"EventCompactedBelowFloor", testEventCompact},
 	// batches.go
 	{"BatchIsAllOrNothing", testBatchAllOrNothing},

@@ -505,3 +505,53 @@ func testEventSlowSubscriber(t *testing.T, h Harness) {
 	got := collect(t, sub, batches*per+1)
 	assert.Equal(t, seqRange(1, batches*per+1), seqs(got))
 }
+
+// testEventSubscribeEnds: a stream ends with its context's error when the
+// context ends, and with a *CompactedError when the log is compacted past
+// a slow subscriber: events are never skipped silently.
+func testEventSubscribeEnds(t *testing.T, h Harness) {
+	dsn, ws1 := fresh(t, h)
+	ws2 := open(t, dsn)
+	writeNotes(t, ws1, "a", 3)
+
+	sctx, cancel := context.WithCancel(testCtx(t))
+	sub, err := ws2.Events().Subscribe(sctx, workspace.SubscribeRequest{Heartbeat: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Close() })
+	assert.Equal(t, seqRange(1, 3), seqs(collect(t, sub, 3)))
+	cancel()
+	for range sub.C() {
+	}
+	assert.ErrorIs(t, sub.Err(), context.Canceled)
+
+	ctx := testCtx(t)
+	slow, err := ws2.Events().Subscribe(ctx, workspace.SubscribeRequest{Heartbeat: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = slow.Close() })
+	var ops []workspace.Op
+	for i := range 400 {
+		ops = append(ops, workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "glossary", Key: fmt.Sprint(i)}})
+	}
+	_, err = ws1.Commit(ctx, workspace.Batch{Actor: "w", Ops: ops})
+	require.NoError(t, err)
+	require.NoError(t, ws1.Events().Compact(ctx, 350))
+	writeNotes(t, ws1, "b", 1)
+
+	var last int64
+	for {
+		m, err := slow.Next(ctx)
+		if err != nil {
+			require.ErrorIs(t, err, workspace.ErrCompacted, "the stream ends with the compaction, after seq %d", last)
+			var ce *workspace.CompactedError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, int64(350), ce.Floor)
+			assert.Less(t, last, int64(349), "it ended because it fell below the floor")
+			return
+		}
+		require.Equal(t, last+1, m.Event.Seq, "no event is skipped")
+		last = m.Event.Seq
+		if last == 404 {
+			return // it kept up after all: everything was delivered
+		}
+	}
+}

@@ -184,6 +184,9 @@ func testLockRelease(t *testing.T, h Harness) {
 	_, err := ws1.Locks().Get(ctx, "file:x")
 	assert.ErrorIs(t, err, workspace.ErrNotFound)
 	assert.ErrorIs(t, ws1.Locks().Release(ctx, l), workspace.ErrLockLost, "releasing twice")
+	list, err := ws2.Locks().List(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, list, "released leases are not listed")
 
 	b := acquire(t, ws2, "file:x", "bob", time.Minute)
 	assert.Greater(t, b.Token, l.Token)
