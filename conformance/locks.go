@@ -332,7 +332,7 @@ func testLockWaitRelease(t *testing.T, h Harness) {
 	ctx := testCtx(t)
 	held := acquire(t, ws1, "role:leader", "alice", time.Hour)
 
-	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	short, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
 	defer cancel()
 	_, err := ws2.Locks().Acquire(short, workspace.AcquireRequest{Resource: "role:leader", Owner: "bob", TTL: time.Minute, Wait: true})
 	assert.ErrorIs(t, err, context.DeadlineExceeded, "a wait ends with its context")
