@@ -73,6 +73,7 @@ var coreCases = []coreCase{
 	{"EventSubscribeIdleHeartbeats", testEventSubscribeHeartbeat},
 	{"EventSlowSubscriberMissesNothing", testEventSlowSubscriber},
 	{"EventSubscribeEndsWithCauseNeverSkips", testEventSubscribeEnds},
+	{"EventVisibleOnlyAfterCommit", testEventVisibleOnlyAfterCommit},
 	{"EventCompactedBelowFloor", testEventCompact},
 	// batches.go
 	{"BatchIsAllOrNothing", testBatchAllOrNothing},

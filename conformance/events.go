@@ -290,9 +290,9 @@ func collect(t testing.TB, sub *workspace.Subscription, upTo int64) []workspace.
 }
 
 func seqs(evs []workspace.Event) []int64 {
-	out := make([]int64, len(evs))
-	for i, e := range evs {
-		out[i] = e.Seq
+	var out []int64
+	for _, e := range evs {
+		out = append(out, e.Seq)
 	}
 	return out
 }
@@ -554,4 +554,41 @@ func testEventSubscribeEnds(t *testing.T, h Harness) {
 			return // it kept up after all: everything was delivered
 		}
 	}
+}
+
+// testEventVisibleOnlyAfterCommit: a reader on another handle never sees part
+// of a batch: the log it reads always ends on a batch boundary, with the
+// batch's records in place.
+func testEventVisibleOnlyAfterCommit(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	dsn, ws1 := fresh(t, h)
+	ws2 := open(t, dsn)
+	const batches, per = 6, 25
+	writer := goCall(t, func() (struct{}, error) {
+		for i := range batches {
+			var ops []workspace.Op
+			for j := range per {
+				ops = append(ops, workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("%d-%d", i, j)}})
+			}
+			if _, err := ws1.Commit(ctx, workspace.Batch{Actor: "w", Ops: ops}); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	var seen int64
+	for reads := 0; seen < batches*per; reads++ {
+		page, err := ws2.Events().Read(ctx, workspace.EventQuery{AfterSeq: seen, Limit: 10000})
+		require.NoError(t, err)
+		require.Zero(t, page.Head%per, "read %d saw head %d: part of a batch", reads, page.Head)
+		require.Equal(t, seqRange(seen+1, page.Head), seqs(page.Events), "read %d: the events up to the head", reads)
+		if n := len(page.Events); n > 0 {
+			_, err := ws2.Notes().Get(ctx, "decision", page.Events[n-1].Subject.Name)
+			require.NoError(t, err, "an event is visible only with its change")
+		}
+		seen = page.Head
+		time.Sleep(2 * time.Millisecond)
+	}
+	_, err := recv(t, writer)
+	require.NoError(t, err)
 }
