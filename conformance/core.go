@@ -54,7 +54,7 @@ var coreCases = []coreCase{
 	{"TaskClaimWaitWokenByNewTask", testTaskClaimWait},
 	{"TaskListFiltersAndPages", testTaskList},
 	// locks.go
-	{"LockContentionReportsHolder", testLockContention},
+	{"LockContentionReportsHolder", testLockHeldRefusesOthers},
 	{"LockReacquireByOwnerExtendsSameToken", testLockReacquire},
 	{"LockExpiresWithoutCleanup", testLockExpiry},
 	{"LockRenew", testLockRenew},

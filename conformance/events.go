@@ -267,9 +267,9 @@ func testEventReadPaging(t *testing.T, h Harness) {
 	}
 }
 
-// collect reads events from sub until it has seen seq upTo, checking that
+// receiveUpTo reads events from sub until it has seen seq upTo, checking that
 // seqs arrive in order with no duplicate.
-func collect(t testing.TB, sub *workspace.Subscription, upTo int64) []workspace.Event {
+func receiveUpTo(t testing.TB, sub *workspace.Subscription, upTo int64) []workspace.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -343,8 +343,8 @@ func testEventSubscribeBacklogThenLive(t *testing.T, h Harness) {
 		goCall(t, func() (struct{}, error) { return struct{}{}, putNotes(ctx, ws3, "late-a", 15) }),
 		goCall(t, func() (struct{}, error) { return struct{}{}, putNotes(ctx, ws2, "late-b", 15) }),
 	}
-	got0 := collect(t, fromStart, 40)
-	got5 := collect(t, fromMid, 40)
+	got0 := receiveUpTo(t, fromStart, 40)
+	got5 := receiveUpTo(t, fromMid, 40)
 	for _, w := range writers {
 		_, err := recv(t, w)
 		require.NoError(t, err)
@@ -359,7 +359,7 @@ func testEventSubscribeBacklogThenLive(t *testing.T, h Harness) {
 		}
 	}
 	require.Len(t, wantB, 15)
-	gotB := collect(t, filtered, wantB[len(wantB)-1])
+	gotB := receiveUpTo(t, filtered, wantB[len(wantB)-1])
 	assert.Equal(t, wantB, seqs(gotB), "a filtered subscription gets exactly the matching events")
 	assert.Equal(t, eventsAfter(t, ws1, 0), got0, "the stream carries the same events as the log")
 }
@@ -373,7 +373,7 @@ func testEventSubscribeResume(t *testing.T, h Harness) {
 	writeNotes(t, ws1, "a", 8)
 	sub, err := ws2.Events().Subscribe(ctx, workspace.SubscribeRequest{})
 	require.NoError(t, err)
-	first := collect(t, sub, 5)
+	first := receiveUpTo(t, sub, 5)
 	require.NoError(t, sub.Close())
 	for range sub.C() { // Close closes the channel; buffered messages may remain
 	}
@@ -384,7 +384,7 @@ func testEventSubscribeResume(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sub2.Close() })
 	writeNotes(t, ws1, "c", 3)
-	rest := collect(t, sub2, 15)
+	rest := receiveUpTo(t, sub2, 15)
 	assert.Equal(t, seqRange(1, 5), seqs(first))
 	assert.Equal(t, seqRange(6, 15), seqs(rest))
 }
@@ -463,7 +463,7 @@ func testEventCompact(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sub.Close() })
 	writeNotes(t, ws1, "b", 2)
-	assert.Equal(t, seqRange(6, 12), seqs(collect(t, sub, 12)), "seqs continue after compaction")
+	assert.Equal(t, seqRange(6, 12), seqs(receiveUpTo(t, sub, 12)), "seqs continue after compaction")
 
 	require.NoError(t, ws1.Events().Compact(ctx, 3), "a floor below the current one is a no-op")
 	_, err = ws2.Events().Read(ctx, workspace.EventQuery{AfterSeq: 3})
@@ -502,7 +502,7 @@ func testEventSlowSubscriber(t *testing.T, h Harness) {
 	// The subscriber's handle writes too, so its own fan-out is exercised.
 	_, err = ws2.Notes().Put(ctx, as("reader"), workspace.NotePut{Kind: "decision", Key: "last"})
 	require.NoError(t, err)
-	got := collect(t, sub, batches*per+1)
+	got := receiveUpTo(t, sub, batches*per+1)
 	assert.Equal(t, seqRange(1, batches*per+1), seqs(got))
 }
 
@@ -518,7 +518,7 @@ func testEventSubscribeEnds(t *testing.T, h Harness) {
 	sub, err := ws2.Events().Subscribe(sctx, workspace.SubscribeRequest{Heartbeat: -1})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sub.Close() })
-	assert.Equal(t, seqRange(1, 3), seqs(collect(t, sub, 3)))
+	assert.Equal(t, seqRange(1, 3), seqs(receiveUpTo(t, sub, 3)))
 	cancel()
 	for range sub.C() {
 	}

@@ -18,9 +18,9 @@ func acquire(t testing.TB, ws workspace.Workspace, resource, owner string, ttl t
 	return l
 }
 
-// testLockContention: a live lease refuses every other owner, on every
+// testLockHeldRefusesOthers: a live lease refuses every other owner, on every
 // handle, with who holds it and until when.
-func testLockContention(t *testing.T, h Harness) {
+func testLockHeldRefusesOthers(t *testing.T, h Harness) {
 	ctx := testCtx(t)
 	dsn, ws1 := fresh(t, h)
 	ws2 := open(t, dsn)
