@@ -641,7 +641,7 @@ func testArtifactNamesAreExact(t *testing.T, h Harness) {
 	assert.Empty(t, list(workspace.ArtifactFilter{Labels: map[string]string{"k=v": "a,b"}}), "label values match exactly")
 	assert.Len(t, list(workspace.ArtifactFilter{Owner: "agent/7 (ü)"}), len(names))
 
-	evs := readEvents(t, ws2, workspace.EventQuery{SubjectName: "a_b/x"})
+	evs := readAll(t, ws2, workspace.EventQuery{SubjectName: "a_b/x"})
 	require.Len(t, evs, 1, "subject names match exactly")
 	assert.Equal(t, "a_b/x", evs[0].Subject.Name)
 }

@@ -150,7 +150,7 @@ func headOf(t testing.TB, ws workspace.Workspace) int64 {
 }
 
 // readAll reads every event matching q, page by page.
-func readEvents(t testing.TB, ws workspace.Workspace, q workspace.EventQuery) []workspace.Event {
+func readAll(t testing.TB, ws workspace.Workspace, q workspace.EventQuery) []workspace.Event {
 	t.Helper()
 	ctx := testCtx(t)
 	if q.Limit == 0 {
@@ -173,7 +173,7 @@ func readEvents(t testing.TB, ws workspace.Workspace, q workspace.EventQuery) []
 // eventsAfter returns every event with seq > after.
 func eventsAfter(t testing.TB, ws workspace.Workspace, after int64) []workspace.Event {
 	t.Helper()
-	return readEvents(t, ws, workspace.EventQuery{AfterSeq: after})
+	return readAll(t, ws, workspace.EventQuery{AfterSeq: after})
 }
 
 // types lists the events' types.
