@@ -319,8 +319,9 @@ func (e events) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscriptio
 // cursor, deliver it, and when caught up wait for the head to move.
 func (b *hub) follow(ctx context.Context, s *Subscription, q EventQuery, hb time.Duration) {
 	defer b.wg.Done()
-	defer close(s.done)
+	// done closes before ch, so whoever sees ch closed finds Err set.
 	defer close(s.ch)
+	defer close(s.done)
 	end := func(err error) {
 		switch {
 		case b.ctx.Err() != nil:
