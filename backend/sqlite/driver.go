@@ -114,8 +114,11 @@ func OpenDB(ctx context.Context, db *sql.DB, opts workspace.Options) (workspace.
 	if err := db.QueryRowContext(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&path); err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", describe(err, "the database"))
 	}
-	st := &store{w: db, r: db, path: path, log: opts.Logger}
+	st := newStore(db, db, path, false, opts.Logger)
 	if err := ensureSchema(ctx, st, false); err != nil {
+		return nil, err
+	}
+	if err := st.prepare(ctx); err != nil {
 		return nil, err
 	}
 	return workspace.New(st, opts), nil
@@ -242,7 +245,7 @@ func openFile(ctx context.Context, s settings, autoMigrate bool, log *slog.Logge
 		_ = w.Close()
 		return nil, err
 	}
-	st := &store{w: w, r: r, path: s.path, owned: true, log: log}
+	st := newStore(w, r, s.path, true, log)
 	defer func() {
 		if err != nil {
 			_ = st.Close()
@@ -252,6 +255,9 @@ func openFile(ctx context.Context, s settings, autoMigrate bool, log *slog.Logge
 		return nil, err
 	}
 	if err := checkOrMigrate(ctx, st, autoMigrate); err != nil {
+		return nil, err
+	}
+	if err := st.prepare(ctx); err != nil {
 		return nil, err
 	}
 	return st, nil

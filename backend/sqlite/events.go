@@ -11,11 +11,12 @@ import (
 const (
 	eventCols = `seq, time, actor, type, subject_kind, subject_id, subject_name, version, message`
 	// The head survives compaction of the whole log: it is at least floor-1.
-	qHead     = `SELECT max(coalesce((SELECT max(seq) FROM events), 0), floor - 1) FROM meta WHERE id = 1`
-	qFloor    = `SELECT floor FROM meta WHERE id = 1`
-	qPutEvent = `INSERT INTO events (` + eventCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	qCompact  = `DELETE FROM events WHERE seq < ?`
-	qSetFloor = `UPDATE meta SET floor = ? WHERE id = 1`
+	qHead      = `SELECT max(coalesce((SELECT max(seq) FROM events), 0), floor - 1) FROM meta WHERE id = 1`
+	qFloor     = `SELECT floor FROM meta WHERE id = 1`
+	qEventsAll = `SELECT ` + eventCols + ` FROM events WHERE seq > ? ORDER BY seq LIMIT ?`
+	qPutEvent  = `INSERT INTO events (` + eventCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qCompact   = `DELETE FROM events WHERE seq < ?`
+	qSetFloor  = `UPDATE meta SET floor = ? WHERE id = 1`
 )
 
 func (t *readTx) Head(ctx context.Context) (int64, error) {
