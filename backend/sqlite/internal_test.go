@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -40,6 +41,18 @@ func TestSynchronousParamSetsThePragmaOnTheWriter(t *testing.T) {
 		require.NoError(t, st.w.QueryRow(`PRAGMA synchronous`).Scan(&got))
 		assert.Equal(t, tc.want, got, "synchronous for %q", tc.param)
 		require.NoError(t, st.Close())
+	}
+}
+
+func TestDriverParamsPassThroughAndBusyTimeoutApplies(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ws.db")
+	st := openStore(t, "sqlite:"+path+"?_pragma=cache_size(-4000)&ws_busy_timeout=1500ms")
+	for _, db := range []*sql.DB{st.w, st.r} {
+		var cache, busy int
+		require.NoError(t, db.QueryRow(`PRAGMA cache_size`).Scan(&cache))
+		require.NoError(t, db.QueryRow(`PRAGMA busy_timeout`).Scan(&busy))
+		assert.Equal(t, -4000, cache)
+		assert.Equal(t, 1500, busy)
 	}
 }
 
