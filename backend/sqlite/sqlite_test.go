@@ -220,29 +220,13 @@ func TestMigratorMovesBetweenVersions(t *testing.T) {
 func TestMigrateUpRacingInSeveralProcesses(t *testing.T) {
 	ctx := testCtx(t)
 	path := tempPath(t)
-	goFile := filepath.Join(t.TempDir(), "go")
-	exe, err := os.Executable()
-	require.NoError(t, err)
-
 	const n = 4
-	cmds := make([]*exec.Cmd, n)
-	outs := make([]strings.Builder, n)
-	for i := range cmds {
-		role := "open"
+	startChildren(t, ctx, path, n, func(i int) string {
 		if i%2 == 0 {
-			role = "migrate"
+			return "migrate"
 		}
-		cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), childRoleEnv+"="+role, childPathEnv+"="+path,
-			childGoEnv+"="+goFile, fmt.Sprintf("%s=%d", childNameEnv, i))
-		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
-		require.NoError(t, cmd.Start())
-		cmds[i] = cmd
-	}
-	require.NoError(t, os.WriteFile(goFile, nil, 0o600))
-	for i, cmd := range cmds {
-		assert.NoError(t, cmd.Wait(), "child %d: %s", i, outs[i].String())
-	}
+		return "open"
+	})()
 
 	v, dirty := schemaVersion(t, path)
 	assert.Equal(t, int(sqlite.LatestVersion()), v)
@@ -254,6 +238,59 @@ func TestMigrateUpRacingInSeveralProcesses(t *testing.T) {
 	head, err := ws.Events().Head(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(n), head)
+}
+
+// startChildren starts n copies of this test binary playing role on path;
+// they begin together once the returned function is called, which then
+// waits for them all.
+func startChildren(t *testing.T, ctx context.Context, path string, n int, role func(i int) string) (run func()) {
+	t.Helper()
+	goFile := filepath.Join(t.TempDir(), "go")
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmds := make([]*exec.Cmd, n)
+	outs := make([]strings.Builder, n)
+	for i := range cmds {
+		cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
+		cmd.Env = append(os.Environ(), childRoleEnv+"="+role(i), childPathEnv+"="+path,
+			childGoEnv+"="+goFile, fmt.Sprintf("%s=%d", childNameEnv, i))
+		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
+		require.NoError(t, cmd.Start())
+		cmds[i] = cmd
+	}
+	return func() {
+		t.Helper()
+		require.NoError(t, os.WriteFile(goFile, nil, 0o600))
+		for i, cmd := range cmds {
+			assert.NoError(t, cmd.Wait(), "child %d: %s", i, outs[i].String())
+		}
+	}
+}
+
+// Two processes writing at once get interleaved, gap-free seqs, and a
+// subscriber in a third process sees every event exactly once, in order.
+func TestProcessesWritingAtOnceShareOneGapFreeLog(t *testing.T) {
+	ctx := testCtx(t)
+	path := tempPath(t)
+	ws := openWS(t, "sqlite:"+path+"?ws_poll=5ms")
+	sub, err := ws.Events().Subscribe(ctx, workspace.SubscribeRequest{Heartbeat: -1})
+	require.NoError(t, err)
+	defer sub.Close()
+
+	const n = 2
+	startChildren(t, ctx, path, n, func(int) string { return "write" })()
+
+	byActor := map[string]int{}
+	for want := int64(1); want <= n*childWrites; want++ {
+		m, err := sub.Next(ctx)
+		require.NoError(t, err)
+		require.Equal(t, want, m.Event.Seq)
+		byActor[m.Event.Actor]++
+	}
+	assert.Equal(t, map[string]int{"child-0": childWrites, "child-1": childWrites}, byActor)
+	head, err := ws.Events().Head(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(n*childWrites), head)
 }
 
 func TestHandlesOpenedConcurrentlyOnAFreshFileAllWork(t *testing.T) {
