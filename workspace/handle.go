@@ -199,7 +199,8 @@ func (h *handle) recordConflict(ctx context.Context, actor string, c *ConflictEr
 		ev.Message += ": " + msg
 	}
 	var seq int64
-	err := h.st.Update(context.WithoutCancel(ctx), func(tx Tx) error {
+	ctx = context.WithoutCancel(ctx)
+	err := h.st.Update(ctx, func(tx Tx) error {
 		ev.Time = tx.Now()
 		first, err := tx.AppendEvents(ctx, []Event{ev})
 		seq = first
