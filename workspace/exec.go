@@ -362,7 +362,10 @@ func (x *exec) updateTask(ctx context.Context, o UpdateTaskOp) (*Task, error) {
 	}
 	c := o.Change
 	typ := EventTaskUpdated
-	if c.Status != nil && *c.Status != t.Status {
+	// A status equal to the current one is not a transition: it is refused
+	// like any other illegal one, so a late Complete cannot overwrite the
+	// result of a task that is already done.
+	if c.Status != nil {
 		next := *c.Status
 		if x.claimLapsed(t) {
 			if t.Assignee == x.actor && next != TaskCancelled {

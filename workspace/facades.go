@@ -27,6 +27,11 @@ func (h *handle) run(ctx context.Context, opname, actor string, fn func(x *exec)
 		return nil
 	})
 	if err != nil {
+		// A failed IfVersion (a heartbeat's) is recorded, as in commit.
+		var ce *ConflictError
+		if errors.As(err, &ce) {
+			h.recordConflict(ctx, actor, ce, "")
+		}
 		return wrapErr(opname, err)
 	}
 	if n := len(evs); n > 0 {

@@ -126,6 +126,9 @@ type TaskStatus string
 //	failed      -> pending (retry), cancelled
 //	done, cancelled: final
 //
+// No status is a transition to itself: Complete on a task that is done,
+// Fail on a failed one or Release on a pending one is ErrInvalid.
+//
 // While a claim's lease is live, only its assignee may move the task out of
 // in_progress (others get ErrNotHolder; cancellation is open to anyone).
 const (

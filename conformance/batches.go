@@ -1,0 +1,206 @@
+package conformance
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// testBatchAllOrNothing: when op 3 of a batch fails, ops 1 and 2 are not
+// written; the error says which op and matches that op's error.
+func testBatchAllOrNothing(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	dsn, ws1 := fresh(t, h)
+	ws2 := open(t, dsn)
+	x, err := ws1.Artifacts().Create(ctx, as("alice"), workspace.NewArtifact{Name: "x", Content: []byte("x1")})
+	require.NoError(t, err)
+	_, err = ws1.Artifacts().Create(ctx, as("alice"), workspace.NewArtifact{Name: "held"})
+	require.NoError(t, err)
+	acquire(t, ws1, "artifact:held", "alice", time.Hour)
+	_, err = ws1.Artifacts().Create(ctx, as("alice"), workspace.NewArtifact{Name: "fenced"})
+	require.NoError(t, err)
+	old := acquire(t, ws1, "artifact:fenced", "bob", time.Hour)
+	require.NoError(t, ws1.Locks().Release(ctx, old))
+	require.NoError(t, ws1.Locks().Release(ctx, acquire(t, ws1, "artifact:fenced", "carol", time.Hour))) // a newer token
+	task, err := ws1.Tasks().Create(ctx, as("alice"), workspace.NewTask{Title: "t"})
+	require.NoError(t, err)
+	_, err = ws1.Tasks().Update(ctx, as("alice"), task.ID, workspace.TaskChange{Status: ptr(workspace.TaskCancelled)})
+	require.NoError(t, err)
+	missing := "01900000-0000-7000-8000-000000000000"
+
+	cases := []struct {
+		name    string
+		op      workspace.Op
+		wantErr error
+	}{
+		{"stale IfVersion", workspace.UpdateArtifactOp{Ref: workspace.ByName("x"), Change: workspace.ArtifactChange{Content: []byte("no")}, Cond: workspace.Cond{IfVersion: 7}}, workspace.ErrConflict},
+		{"missing artifact", workspace.UpdateArtifactOp{Ref: workspace.ByName("nope"), Change: workspace.ArtifactChange{Content: []byte("no")}}, workspace.ErrNotFound},
+		{"existing name", workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: "x"}}, workspace.ErrAlreadyExists},
+		{"locked artifact", workspace.DeleteArtifactOp{Ref: workspace.ByName("held")}, workspace.ErrLocked},
+		{"stale fence", workspace.UpdateArtifactOp{Ref: workspace.ByName("fenced"), Change: workspace.ArtifactChange{Content: []byte("no")}, Cond: workspace.Cond{Fence: old.Token}}, workspace.ErrStaleFence},
+		{"illegal transition", workspace.UpdateTaskOp{ID: task.ID, Change: workspace.TaskChange{Status: ptr(workspace.TaskPending)}}, workspace.ErrInvalid},
+		{"missing task", workspace.UpdateTaskOp{ID: missing, Change: workspace.TaskChange{Title: ptr("t")}}, workspace.ErrNotFound},
+		{"missing note", workspace.DeleteNoteOp{Kind: "decision", Key: "nope"}, workspace.ErrNotFound},
+		{"note IfVersion", workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: "nope"}, Cond: workspace.Cond{IfVersion: 3}}, workspace.ErrConflict},
+		{"release of a lease not held", workspace.ReleaseLockOp{Resource: "artifact:held", Token: 99}, workspace.ErrNotHolder},
+		{"invalid op", workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: "../escape"}}, workspace.ErrInvalid},
+	}
+	for i, c := range cases {
+		before := snap(t, ws1)
+		name, key := fmt.Sprintf("new-%d", i), fmt.Sprintf("k-%d", i)
+		_, err := ws2.Commit(ctx, workspace.Batch{Actor: "bob", Ops: []workspace.Op{
+			workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: name, Content: []byte("1")}},
+			workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: key}},
+			c.op,
+		}})
+		require.ErrorIs(t, err, c.wantErr, c.name)
+		var be *workspace.BatchError
+		if assert.ErrorAs(t, err, &be, c.name) {
+			assert.Equal(t, 2, be.Index, c.name)
+		}
+		after := snap(t, ws1)
+		if c.wantErr == workspace.ErrConflict {
+			evs := eventsAfter(t, ws1, before.Head)
+			assert.Equal(t, []string{workspace.EventConflict}, types(evs), "%s: only the conflict is logged", c.name)
+			after.Head = before.Head
+		}
+		assert.Equal(t, before, after, "%s: nothing is written", c.name)
+		_, err = ws1.Artifacts().Get(ctx, workspace.ByName(name))
+		assert.ErrorIs(t, err, workspace.ErrNotFound, "%s: op 1 is not written", c.name)
+		_, err = ws1.Notes().Get(ctx, "decision", key)
+		assert.ErrorIs(t, err, workspace.ErrNotFound, "%s: op 2 is not written", c.name)
+	}
+	got, err := ws1.Artifacts().Get(ctx, workspace.ByID(x.ID))
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), got.Version)
+}
+
+// testBatchConsecutiveSeqs: a batch's events get consecutive seqs even when
+// batches from two handles commit at the same time.
+func testBatchConsecutiveSeqs(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	dsn, ws1 := fresh(t, h)
+	ws2 := open(t, dsn)
+	commit := func(ws workspace.Workspace, actor string) ([]workspace.BatchResult, error) {
+		var out []workspace.BatchResult
+		for i := range 10 {
+			var ops []workspace.Op
+			for j := range 3 {
+				ops = append(ops, workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("%s-%d-%d", actor, i, j)}})
+			}
+			r, err := ws.Commit(ctx, workspace.Batch{Actor: actor, Ops: ops})
+			if err != nil {
+				return out, err
+			}
+			out = append(out, r)
+		}
+		return out, nil
+	}
+	a := goCall(t, func() ([]workspace.BatchResult, error) { return commit(ws1, "a") })
+	b := goCall(t, func() ([]workspace.BatchResult, error) { return commit(ws2, "b") })
+	ra, err := recv(t, a)
+	require.NoError(t, err)
+	rb, err := recv(t, b)
+	require.NoError(t, err)
+
+	log := map[int64]workspace.Event{}
+	for _, e := range eventsAfter(t, ws1, 0) {
+		log[e.Seq] = e
+	}
+	require.Len(t, log, 60)
+	for _, r := range append(ra, rb...) {
+		require.Len(t, r.Events, 3)
+		require.Len(t, r.Results, 3)
+		for i, e := range r.Events {
+			assert.Equal(t, r.Events[0].Seq+int64(i), e.Seq, "a batch's seqs are consecutive")
+			assert.Equal(t, e, log[e.Seq], "the result's events are the log's")
+			assert.Equal(t, r.Results[i].Note.Key, e.Subject.Name)
+		}
+	}
+}
+
+// testBatchReadYourWrites: later ops of a batch see the earlier ones.
+func testBatchReadYourWrites(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	dsn, ws1 := fresh(t, h)
+	ws2 := open(t, dsn)
+	before := headOf(t, ws1)
+	res, err := ws1.Commit(ctx, workspace.Batch{Actor: "w", Ops: []workspace.Op{
+		workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: "a", Content: []byte("1")}},
+		workspace.UpdateArtifactOp{Ref: workspace.ByName("a"), Change: workspace.ArtifactChange{Content: []byte("2")}, Cond: workspace.Cond{IfVersion: 1}},
+		&workspace.UpdateArtifactOp{Ref: workspace.ByName("a"), Change: workspace.ArtifactChange{Content: []byte("3")}, Cond: workspace.Cond{IfVersion: 2}},
+		workspace.RollbackArtifactOp{Ref: workspace.ByName("a"), To: 2, Cond: workspace.Cond{IfVersion: 3}},
+		workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: "k", Body: "1"}},
+		workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: "k", Body: "2"}, Cond: workspace.Cond{IfVersion: 1}},
+		workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: "tmp"}},
+		workspace.DeleteArtifactOp{Ref: workspace.ByName("tmp")},
+		workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: "tmp", Content: []byte("again")}},
+	}})
+	require.NoError(t, err)
+	require.Len(t, res.Results, 9)
+	for i, v := range []int64{1, 2, 3, 4} {
+		require.NotNil(t, res.Results[i].Artifact)
+		assert.Equal(t, v, res.Results[i].Artifact.Version)
+	}
+	assert.Equal(t, int64(2), res.Results[5].Note.Version)
+	assert.NotEqual(t, res.Results[6].Artifact.ID, res.Results[8].Artifact.ID)
+	assert.Equal(t, []string{
+		workspace.EventArtifactCreated, workspace.EventArtifactUpdated, workspace.EventArtifactUpdated,
+		workspace.EventArtifactRolledBack, workspace.EventNotePut, workspace.EventNotePut,
+		workspace.EventArtifactCreated, workspace.EventArtifactDeleted, workspace.EventArtifactCreated,
+	}, types(res.Events))
+	assert.Equal(t, seqRange(before+1, before+9), seqs(res.Events))
+
+	got, err := ws2.Artifacts().Get(ctx, workspace.ByName("a"))
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), got.Version)
+	assert.Equal(t, "2", string(got.Content))
+	n, err := ws2.Notes().Get(ctx, "decision", "k")
+	require.NoError(t, err)
+	assert.Equal(t, "2", n.Body)
+	tmp, err := ws2.Artifacts().Get(ctx, workspace.ByName("tmp"))
+	require.NoError(t, err)
+	assert.Equal(t, "again", string(tmp.Content))
+}
+
+// testBatchReleasesLock: "publish the output, mark the task done, release
+// the lock" happens as one, and only for the lock's holder.
+func testBatchReleasesLock(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	dsn, ws1 := fresh(t, h)
+	ws2 := open(t, dsn)
+	_, err := ws1.Tasks().Create(ctx, as("lead"), workspace.NewTask{Title: "report"})
+	require.NoError(t, err)
+	task, err := ws1.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "worker", Lease: time.Minute})
+	require.NoError(t, err)
+	l := acquire(t, ws1, "artifact:out/report.md", "worker", time.Minute)
+	ops := func(token int64) []workspace.Op {
+		return []workspace.Op{
+			workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: "out/report.md", Content: []byte("done"), TaskID: task.ID}},
+			workspace.UpdateTaskOp{ID: task.ID, Change: workspace.TaskChange{Status: ptr(workspace.TaskDone), Result: &workspace.TaskResult{Summary: "ok", Artifacts: []string{"out/report.md"}}}},
+			workspace.ReleaseLockOp{Resource: "artifact:out/report.md", Token: token},
+		}
+	}
+	before := snap(t, ws1)
+	_, err = ws2.Commit(ctx, workspace.Batch{Actor: "worker", Ops: ops(l.Token + 1)})
+	require.ErrorIs(t, err, workspace.ErrNotHolder, "a wrong token fails the whole batch")
+	assert.Equal(t, before, snap(t, ws1))
+
+	res, err := ws2.Commit(ctx, workspace.Batch{Actor: "worker", Ops: ops(l.Token)})
+	require.NoError(t, err)
+	assert.Equal(t, []string{workspace.EventArtifactCreated, workspace.EventTaskUpdated, workspace.EventLockReleased}, types(res.Events))
+	_, err = ws1.Locks().Get(ctx, "artifact:out/report.md")
+	assert.ErrorIs(t, err, workspace.ErrNotFound, "the lock is free")
+	got, err := ws1.Tasks().Get(ctx, task.ID)
+	require.NoError(t, err)
+	assert.Equal(t, workspace.TaskDone, got.Status)
+	assert.Equal(t, []string{"out/report.md"}, got.Result.Artifacts)
+	a, err := ws1.Artifacts().Get(ctx, workspace.ByName("out/report.md"))
+	require.NoError(t, err)
+	assert.Equal(t, task.ID, a.TaskID)
+}
