@@ -47,8 +47,11 @@ func runChild(role string) error {
 		time.Sleep(time.Millisecond)
 	}
 	dsn := "sqlite:" + path
-	if role == "write" {
+	switch role {
+	case "write":
 		return writeNotes(ctx, dsn, os.Getenv(childNameEnv))
+	case "write-until-killed":
+		return writeUntilKilled(ctx, dsn)
 	}
 	if role == "migrate" {
 		m, err := workspace.OpenMigrator(ctx, dsn)
@@ -89,4 +92,21 @@ func writeNotes(ctx context.Context, dsn, name string) error {
 		}
 	}
 	return nil
+}
+
+// writeUntilKilled puts notes k0, k1, ... and reports each acknowledged
+// one on stdout, until the parent kills the process.
+func writeUntilKilled(ctx context.Context, dsn string) error {
+	ws, err := workspace.Open(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	for i := 0; ; i++ {
+		if _, err := ws.Notes().Put(ctx, workspace.Write{Actor: "doomed"},
+			workspace.NotePut{Kind: "decision", Key: fmt.Sprint("k", i), Body: "x"}); err != nil {
+			return err
+		}
+		fmt.Println(i)
+	}
 }

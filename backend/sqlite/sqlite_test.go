@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -291,6 +293,53 @@ func TestProcessesWritingAtOnceShareOneGapFreeLog(t *testing.T) {
 	head, err := ws.Events().Head(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(n*childWrites), head)
+}
+
+// A process killed with SIGKILL in the middle of writing loses no
+// acknowledged write, and the log and the records agree after reopening.
+func TestKilledWriterLosesNoAcknowledgedWrite(t *testing.T) {
+	ctx := testCtx(t)
+	path := tempPath(t)
+	openWS(t, "sqlite:"+path).Close() // create the schema before the child starts
+	goFile := filepath.Join(t.TempDir(), "go")
+	require.NoError(t, os.WriteFile(goFile, nil, 0o600))
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), childRoleEnv+"=write-until-killed", childPathEnv+"="+path, childGoEnv+"="+goFile)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+
+	acked := -1
+	lines := bufio.NewScanner(stdout)
+	for acked < 30 && lines.Scan() {
+		acked, err = strconv.Atoi(lines.Text())
+		require.NoError(t, err)
+	}
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	require.GreaterOrEqual(t, acked, 30, "child output ended early: %s", stderr.String())
+
+	var check string
+	require.NoError(t, rawDB(t, path).QueryRow(`PRAGMA integrity_check`).Scan(&check))
+	assert.Equal(t, "ok", check)
+
+	ws := openWS(t, "sqlite:"+path)
+	for i := 0; i <= acked; i++ {
+		_, err := ws.Notes().Get(ctx, "decision", fmt.Sprint("k", i))
+		require.NoError(t, err, "acknowledged note k%d", i)
+	}
+	st, err := ws.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(st.Notes), st.Head, "one event per note put, none more, none less")
+	page, err := ws.Events().Read(ctx, workspace.EventQuery{Limit: 10000})
+	require.NoError(t, err)
+	for i, e := range page.Events {
+		require.Equal(t, int64(i+1), e.Seq)
+	}
 }
 
 func TestHandlesOpenedConcurrentlyOnAFreshFileAllWork(t *testing.T) {
