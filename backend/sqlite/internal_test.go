@@ -102,3 +102,50 @@ func TestHotQueriesUseIndexesWithoutSorting(t *testing.T) {
 		assert.NotContains(t, plan, "TEMP B-TREE", "%s:\n%s", tc.name, plan)
 	}
 }
+
+// An import writes events with their original seqs above the head (a
+// compacted log starts above 1); later appends continue from there.
+func TestAppendEventsKeepsExplicitSeqs(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
+	ev := func(seq int64) workspace.Event {
+		return workspace.Event{Seq: seq, Actor: "import", Type: workspace.EventNotePut, Time: now()}
+	}
+	var first, next int64
+	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+		if err := tx.CompactEvents(ctx, 5); err != nil {
+			return err
+		}
+		head, err := tx.Head(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, int64(4), head, "an empty log compacted to floor 5 has head 4")
+		first, err = tx.AppendEvents(ctx, []workspace.Event{ev(5), ev(6)})
+		return err
+	}))
+	assert.Equal(t, int64(5), first)
+	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+		var err error
+		next, err = tx.AppendEvents(ctx, []workspace.Event{ev(0)})
+		return err
+	}))
+	assert.Equal(t, int64(7), next)
+	err := st.Update(ctx, func(tx workspace.Tx) error {
+		_, err := tx.AppendEvents(ctx, []workspace.Event{ev(7)})
+		return err
+	})
+	assert.ErrorIs(t, err, workspace.ErrInvalid, "a seq at or below the head")
+
+	require.NoError(t, st.View(ctx, func(tx workspace.ReadTx) error {
+		floor, err := tx.Floor(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, int64(5), floor)
+		evs, err := tx.Events(ctx, workspace.EventQuery{})
+		require.NoError(t, err)
+		var seqs []int64
+		for _, e := range evs {
+			seqs = append(seqs, e.Seq)
+		}
+		assert.Equal(t, []int64{5, 6, 7}, seqs)
+		return nil
+	}))
+}
