@@ -95,6 +95,8 @@ func TestHotQueriesUseIndexesWithoutSorting(t *testing.T) {
 		{"artifacts by kind", qArtifactHead + `h.name > ? AND h.kind = ? ORDER BY h.name LIMIT 10`, "artifacts_live_kind", []any{"", "plan"}},
 		{"artifact by name", qArtifactByName, "artifacts_live_name", []any{"x"}},
 		{"events by actor", `SELECT ` + eventCols + ` FROM events WHERE seq > ? AND actor = ? ORDER BY seq LIMIT 10`, "events_actor", []any{0, "a"}},
+		{"events of one type", `SELECT ` + eventCols + ` FROM events WHERE seq > ? AND type = ? ORDER BY seq LIMIT 10`, "events_type", []any{0, "a"}},
+		{"events of several types", `SELECT ` + eventCols + ` FROM events WHERE seq > ? AND +type IN (?, ?) ORDER BY seq LIMIT 10`, "PRIMARY KEY", []any{0, "a", "b"}},
 		{"events by subject", `SELECT ` + eventCols + ` FROM events WHERE seq > ? AND subject_id = ? ORDER BY seq LIMIT 10`, "events_subject", []any{0, "a"}},
 	} {
 		plan := queryPlan(t, st, tc.query, tc.args...)
