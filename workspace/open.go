@@ -282,8 +282,19 @@ func RedactDSN(dsn string) string {
 				u.User = url.UserPassword(u.User.Username(), "xxxxx")
 			}
 			q := u.Query()
-			if q.Has("password") {
+			changed := q.Has("password")
+			if changed {
 				q.Set("password", "xxxxx")
+			}
+			// A parameter may itself be a DSN (ws_listen_dsn) with its own password.
+			for k, vs := range q {
+				for i, v := range vs {
+					if r := RedactDSN(v); k != "password" && r != v {
+						vs[i], changed = r, true
+					}
+				}
+			}
+			if changed {
 				u.RawQuery = q.Encode()
 			}
 			return u.String()
@@ -305,6 +316,13 @@ func secrets(dsn string) []string {
 		}
 		if pw := u.Query().Get("password"); pw != "" {
 			out = append(out, pw)
+		}
+		for k, vs := range u.Query() {
+			for _, v := range vs {
+				if k != "password" && v != dsn {
+					out = append(out, secrets(v)...)
+				}
+			}
 		}
 	}
 	for _, m := range kvPasswordRE.FindAllStringSubmatch(dsn, -1) {

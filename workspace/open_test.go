@@ -109,15 +109,21 @@ func TestOpenNeverPrintsThePassword(t *testing.T) {
 
 func TestRedactDSN(t *testing.T) {
 	for in, want := range map[string]string{
-		"postgres://alice:hunter2@h:5432/db?sslmode=disable": "postgres://alice:xxxxx@h:5432/db?sslmode=disable",
-		"postgres://alice@h/db":                              "postgres://alice@h/db",
-		"postgres://h/db?password=hunter2&user=a":            "postgres://h/db?password=xxxxx&user=a",
-		"host=h user=a password=hunter2 dbname=d":            "host=h user=a password=xxxxx dbname=d",
-		"host=h password='hun ter2' dbname=d":                "host=h password=xxxxx dbname=d",
-		"sqlite:.agentspace/workspace.db":                    "sqlite:.agentspace/workspace.db",
+		"postgres://alice:hunter2@h:5432/db?sslmode=disable":                   "postgres://alice:xxxxx@h:5432/db?sslmode=disable",
+		"postgres://alice@h/db":                                                "postgres://alice@h/db",
+		"postgres://h/db?password=hunter2&user=a":                              "postgres://h/db?password=xxxxx&user=a",
+		"host=h user=a password=hunter2 dbname=d":                              "host=h user=a password=xxxxx dbname=d",
+		"host=h password='hun ter2' dbname=d":                                  "host=h password=xxxxx dbname=d",
+		"sqlite:.agentspace/workspace.db":                                      "sqlite:.agentspace/workspace.db",
+		"postgres://h/db?ws_listen_dsn=postgres%3A%2F%2Fa%3Ahunter2%40h2%2Fdb": "postgres://h/db?ws_listen_dsn=postgres%3A%2F%2Fa%3Axxxxx%40h2%2Fdb",
 	} {
 		assert.Equal(t, want, RedactDSN(in), in)
 	}
+}
+
+func TestRedactErrorHidesThePasswordOfADSNInAParameter(t *testing.T) {
+	err := RedactError(errors.New("listen: auth failed for hunter2"), "postgres://h/db?ws_listen_dsn=postgres%3A%2F%2Fa%3Ahunter2%40h2%2Fdb")
+	assert.NotContains(t, err.Error(), "hunter2")
 }
 
 func TestRedactErrorKeepsTheChain(t *testing.T) {

@@ -1,0 +1,47 @@
+// Package postgres is agentspace's PostgreSQL backend, on jackc/pgx/v5.
+// Importing it registers the "postgres" and "postgresql" schemes:
+//
+//	import _ "github.com/agentspace/agentspace/backend/postgres"
+//
+//	ws, err := workspace.Open(ctx, "postgres://agent@db.internal/team?sslmode=require&ws_schema=team1")
+//
+// Everything pgx understands may be in the DSN (pool_max_conns, sslmode,
+// default_query_exec_mode, ...). The backend's own parameters:
+//
+//   - ws_schema: the schema that holds the workspace (default "agentspace"),
+//     so many workspaces can share one database. Lower-case letters, digits
+//     and underscores, starting with a letter or underscore, at most 48 bytes.
+//   - ws_listen_dsn: a URL-encoded DSN of a session connection (the server
+//     itself, or a session-mode pooler) for LISTEN and for schema
+//     migrations, whose golang-migrate lock is session-scoped. Deployments
+//     whose main DSN points at a transaction-mode pooler (pgbouncer) need
+//     it. Defaults to the main DSN.
+//   - ws_listen: "off" turns LISTEN/NOTIFY off; other handles' writes are
+//     then found by polling every ws_poll.
+//
+// Each Update is one transaction that first takes a transaction-scoped
+// advisory lock derived from the schema (pg_advisory_xact_lock), so writers
+// of one workspace are serialized across hosts and no lock outlives its
+// transaction, even through a pooler. The event log's seqs come from a
+// counter row, so they are gap-free in commit order; pg_notify in the same
+// transaction wakes the other handles' listeners on commit. Times, leases
+// included, come from the database's clock.
+//
+// A transaction's writes are queued and sent in one round trip with its
+// next read, its event append, or its COMMIT; a failed Update (a
+// serialization failure, a deadlock, a connection lost before the COMMIT
+// was sent) is run again, a bounded number of times.
+//
+// Every statement names no schema: each transaction sets search_path locally
+// (set_config(..., true)), which also works through transaction poolers and
+// on a pool shared with other code (OpenPool). Behind pgbouncer in
+// transaction mode, also add default_query_exec_mode=exec (or
+// simple_protocol) to the DSN unless the pooler tracks prepared statements.
+//
+// Schema migrations (migrations/postgres) run with golang-migrate, whose
+// session advisory lock makes concurrent `migrate up` safe; an empty schema
+// is migrated on open, an older one only with ws_automigrate=true.
+// A role that owns only its schema is enough; creating the schema on first
+// open needs the CREATE privilege on the database, or an administrator
+// creates it beforehand (CREATE SCHEMA team1 AUTHORIZATION agent).
+package postgres

@@ -1,0 +1,157 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"regexp"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// DefaultSchema is the schema a workspace lives in when ws_schema is not given.
+const DefaultSchema = "agentspace"
+
+// The backend's own DSN parameters.
+const (
+	paramSchema    = "ws_schema"
+	paramListenDSN = "ws_listen_dsn"
+	paramListen    = "ws_listen"
+)
+
+func init() {
+	d := driver{}
+	workspace.Register("postgres", d)
+	workspace.Register("postgresql", d)
+}
+
+// Options configure a store opened with OpenPool. The zero value is the
+// default schema with LISTEN on the pool's own server.
+type Options struct {
+	// Schema holds the workspace (default DefaultSchema).
+	Schema string
+	// ListenDSN, when set, is where the LISTEN connection and schema
+	// migrations go: a session connection, not a transaction-mode pooler.
+	// Default: the pool's config.
+	ListenDSN string
+	// NoListen turns LISTEN/NOTIFY off: other handles' writes are polled for.
+	NoListen bool
+	// AutoMigrate lets OpenPool migrate an older schema up.
+	AutoMigrate bool
+	// Logger receives diagnostics (default slog.Default()).
+	Logger *slog.Logger
+}
+
+var schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,47}$`)
+
+// checkSchema accepts names that need no quoting and cannot be a system schema.
+func checkSchema(name string) error {
+	if !schemaRE.MatchString(name) || strings.HasPrefix(name, "pg_") || name == "information_schema" {
+		return &workspace.InvalidError{Field: paramSchema, Reason: fmt.Sprintf(
+			"%q: want lower-case letters, digits and underscores, starting with a letter or underscore, at most 48 bytes, not pg_*", name)}
+	}
+	return nil
+}
+
+// OpenPool opens the workspace in opts.Schema of the database pool reaches,
+// for programs that manage their own pool. The pool stays the caller's:
+// closing the workspace does not close it. An empty schema gets the current
+// tables; an older one is a *workspace.SchemaError unless opts.AutoMigrate.
+func OpenPool(ctx context.Context, pool *pgxpool.Pool, opts Options, wsOpts workspace.Options) (workspace.Workspace, error) {
+	if opts.Logger == nil {
+		opts.Logger = wsOpts.Logger
+	}
+	st, err := openStore(ctx, pool, false, opts)
+	if err != nil {
+		return nil, err
+	}
+	return workspace.New(st, wsOpts), nil
+}
+
+type driver struct{}
+
+func (driver) Params() []string { return []string{paramSchema, paramListenDSN, paramListen} }
+
+func (driver) Open(ctx context.Context, cfg workspace.Config) (workspace.Store, error) {
+	opts, err := optionsOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	pcfg, err := pgxpool.ParseConfig(cfg.DSN)
+	if err != nil {
+		return nil, workspace.RedactError(fmt.Errorf("parse dsn: %w", err), cfg.DSN)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, workspace.RedactError(fmt.Errorf("connect: %w", err), cfg.DSN)
+	}
+	st, err := openStore(ctx, pool, true, opts)
+	if err != nil {
+		pool.Close()
+		return nil, workspace.RedactError(err, cfg.DSN)
+	}
+	return st, nil
+}
+
+func (driver) OpenMigrator(ctx context.Context, cfg workspace.Config) (workspace.Migrator, error) {
+	opts, err := optionsOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// golang-migrate's lock is session-scoped: use the session DSN if there is one.
+	dsn := cfg.DSN
+	if opts.ListenDSN != "" {
+		dsn = opts.ListenDSN
+	}
+	ccfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, workspace.RedactError(fmt.Errorf("parse dsn: %w", err), dsn)
+	}
+	m, err := newMigrator(ctx, ccfg, opts.Schema)
+	if err != nil {
+		return nil, workspace.RedactError(err, dsn)
+	}
+	return m, nil
+}
+
+// optionsOf reads the ws_ parameters of a parsed DSN.
+func optionsOf(cfg workspace.Config) (Options, error) {
+	opts := Options{
+		Schema:      cfg.Params[paramSchema],
+		ListenDSN:   cfg.Params[paramListenDSN],
+		AutoMigrate: cfg.AutoMigrate,
+		Logger:      cfg.Logger,
+	}
+	if opts.Schema == "" {
+		opts.Schema = DefaultSchema
+	}
+	if err := checkSchema(opts.Schema); err != nil {
+		return opts, err
+	}
+	switch v := strings.ToLower(cfg.Params[paramListen]); v {
+	case "", "on", "true", "1":
+	case "off", "false", "0":
+		opts.NoListen = true
+	default:
+		return opts, &workspace.InvalidError{Field: paramListen, Reason: fmt.Sprintf("%q: want on or off", v)}
+	}
+	if opts.NoListen && opts.ListenDSN != "" {
+		return opts, &workspace.InvalidError{Field: paramListenDSN, Reason: "is set but ws_listen is off"}
+	}
+	return opts, nil
+}
+
+// lockKey is the advisory lock that serializes the writers of one schema.
+func lockKey(schema string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("agentspace\x00" + schema))
+	return int64(h.Sum64())
+}
+
+// channelName is the NOTIFY channel of one schema's workspace.
+func channelName(schema string) string { return "agentspace." + schema }

@@ -1,0 +1,144 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+const eventCols = `seq, time, actor, type, subject_kind, subject_id, subject_name, version, message`
+
+func scanEvent(row pgx.Row) (workspace.Event, error) {
+	var e workspace.Event
+	err := row.Scan(&e.Seq, &e.Time, &e.Actor, &e.Type, &e.Subject.Kind, &e.Subject.ID, &e.Subject.Name, &e.Version, &e.Message)
+	e.Time = e.Time.UTC()
+	return e, err
+}
+
+const (
+	readEvents = `SELECT ` + eventCols + ` FROM events
+		WHERE seq > $1
+		  AND (cardinality($2::text[]) = 0 OR type = ANY ($2::text[]))
+		  AND ($3 = '' OR actor = $3) AND ($4 = '' OR subject_kind = $4)
+		  AND ($5 = '' OR subject_id = $5) AND ($6 = '' OR subject_name = $6)
+		  AND ($7::timestamptz IS NULL OR time >= $7::timestamptz)
+		  AND ($8::timestamptz IS NULL OR time < $8::timestamptz)
+		ORDER BY seq LIMIT $9`
+	readHead  = `SELECT seq FROM counters`
+	readFloor = `SELECT floor FROM counters`
+
+	// appendEvents hands out the seqs from the counter row (its row lock is
+	// held to the commit, so seqs are gap-free in commit order), inserts the
+	// events and notifies the listeners, which hear it on commit.
+	appendEvents = `WITH c AS (
+		UPDATE counters SET seq = seq + $1 RETURNING seq - $1 AS base
+	), ins AS (
+		INSERT INTO events (` + eventCols + `)
+		SELECT c.base + e.n, e.time, e.actor, e.type, e.kind, e.id, e.name, e.version, e.message
+		FROM c, unnest($2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[])
+			WITH ORDINALITY AS e(time, actor, type, kind, id, name, version, message, n)
+	)
+	SELECT c.base + 1, pg_notify($10, (c.base + $1)::text) FROM c`
+	// importEvents keeps the seqs given (an import), moving the head to the last.
+	importEvents = `WITH c AS (
+		UPDATE counters SET seq = greatest(seq, $1) RETURNING seq
+	), ins AS (
+		INSERT INTO events (` + eventCols + `)
+		SELECT * FROM unnest($11::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[])
+	)
+	SELECT pg_notify($10, c.seq::text) FROM c`
+	compactEvents = `WITH d AS (DELETE FROM events WHERE seq < $1) UPDATE counters SET floor = $1`
+)
+
+func (t *readTx) Events(ctx context.Context, q workspace.EventQuery) ([]workspace.Event, error) {
+	types := q.Types
+	if types == nil {
+		types = []string{}
+	}
+	var since, until *time.Time
+	if !q.Since.IsZero() {
+		since = &q.Since
+	}
+	if !q.Until.IsZero() {
+		until = &q.Until
+	}
+	rows, err := t.q.Query(ctx, readEvents, q.AfterSeq, types, q.Actor, q.SubjectKind, q.SubjectID, q.SubjectName, since, until, q.Limit)
+	out, err := collect(rows, err, scanEvent)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read events: %w", err)
+	}
+	return out, nil
+}
+
+func (t *readTx) Head(ctx context.Context) (int64, error) {
+	if t.snapshot {
+		return t.head, nil
+	}
+	var n int64
+	if err := t.q.QueryRow(ctx, readHead).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: read head: %w", err)
+	}
+	return n, nil
+}
+
+func (t *readTx) Floor(ctx context.Context) (int64, error) {
+	if t.snapshot {
+		return t.floor, nil
+	}
+	var n int64
+	if err := t.q.QueryRow(ctx, readFloor).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: read floor: %w", err)
+	}
+	return n, nil
+}
+
+func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (int64, error) {
+	if len(events) == 0 {
+		return 0, nil
+	}
+	n := len(events)
+	var (
+		seqs     = make([]int64, n)
+		times    = make([]time.Time, n)
+		actors   = make([]string, n)
+		types    = make([]string, n)
+		kinds    = make([]string, n)
+		ids      = make([]string, n)
+		names    = make([]string, n)
+		versions = make([]int64, n)
+		messages = make([]string, n)
+	)
+	for i, e := range events {
+		seqs[i], times[i], actors[i], types[i] = e.Seq, e.Time, e.Actor, e.Type
+		kinds[i], ids[i], names[i] = e.Subject.Kind, e.Subject.ID, e.Subject.Name
+		versions[i], messages[i] = e.Version, e.Message
+	}
+	if events[0].Seq != 0 {
+		last := events[n-1].Seq
+		err := t.pl.flush(ctx, importEvents, []any{last, times, actors, types, kinds, ids, names, versions, messages, t.channel, seqs},
+			func(row pgx.Row) error { return row.Scan(nil) })
+		if err != nil {
+			return 0, fmt.Errorf("postgres: import events: %w", err)
+		}
+		return events[0].Seq, nil
+	}
+	var first int64
+	// The writes queued so far go in the same round trip.
+	err := t.pl.flush(ctx, appendEvents, []any{int64(n), times, actors, types, kinds, ids, names, versions, messages, t.channel},
+		func(row pgx.Row) error { return row.Scan(&first, nil) })
+	if err != nil {
+		return 0, fmt.Errorf("postgres: append events: %w", err)
+	}
+	return first, nil
+}
+
+func (t *writeTx) CompactEvents(ctx context.Context, floor int64) error {
+	if _, err := t.q.Exec(ctx, compactEvents, floor); err != nil {
+		return fmt.Errorf("postgres: compact events: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+package postgres
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Listener timings. A blocked read cannot see a half-open TCP connection,
+// so an idle listener pings the server every listenPing.
+const (
+	listenPing       = 15 * time.Second
+	listenPingWait   = 5 * time.Second
+	listenBackoffMin = 50 * time.Millisecond
+	listenBackoffMax = 5 * time.Second
+)
+
+// listener holds one dedicated session connection that LISTENs on the
+// workspace's channel, and turns every notification, and every
+// (re)connect, into a coalesced hint on changes. Notifications sent while it
+// was disconnected are lost; the hint after reconnecting makes the engine
+// catch up from the log.
+type listener struct {
+	cfg     *pgx.ConnConfig
+	channel string
+	log     *slog.Logger
+	changes chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
+
+	mu  sync.Mutex
+	pid uint32 // the backend of the current connection, for tests
+}
+
+func startListener(cfg *pgx.ConnConfig, channel string, log *slog.Logger) *listener {
+	cfg = cfg.Copy()
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	cfg.RuntimeParams["application_name"] = "agentspace-listen:" + channel
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &listener{cfg: cfg, channel: channel, log: log, changes: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	go l.run(ctx)
+	return l
+}
+
+// close stops the goroutine and waits for it.
+func (l *listener) close() {
+	l.cancel()
+	<-l.done
+}
+
+// signal sends a hint without blocking: one pending hint is enough.
+func (l *listener) signal() {
+	select {
+	case l.changes <- struct{}{}:
+	default:
+	}
+}
+
+func (l *listener) run(ctx context.Context) {
+	defer close(l.done)
+	backoff := listenBackoffMin
+	for ctx.Err() == nil {
+		conn, err := l.connect(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			l.log.Warn("agentspace: postgres listener cannot connect; retrying", "in", backoff, "err", err)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return
+			}
+			backoff = min(backoff*2, listenBackoffMax)
+			continue
+		}
+		backoff = listenBackoffMin
+		// Whatever was committed while we were not listening is in the log.
+		l.signal()
+		err = l.listen(ctx, conn)
+		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = conn.Close(closeCtx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		l.log.Warn("agentspace: postgres listener lost its connection; reconnecting", "err", err)
+	}
+}
+
+func (l *listener) connect(ctx context.Context) (*pgx.Conn, error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(cctx, l.cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(cctx, "LISTEN "+pgx.Identifier{l.channel}.Sanitize()); err != nil {
+		_ = conn.Close(context.Background())
+		return nil, err
+	}
+	l.mu.Lock()
+	l.pid = conn.PgConn().PID()
+	l.mu.Unlock()
+	return conn, nil
+}
+
+// listen waits for notifications until the connection fails or ctx ends.
+func (l *listener) listen(ctx context.Context, conn *pgx.Conn) error {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, listenPing)
+		_, err := conn.WaitForNotification(wctx)
+		timedOut := wctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		switch {
+		case err == nil:
+			l.signal()
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case timedOut && !conn.IsClosed():
+			pctx, cancel := context.WithTimeout(ctx, listenPingWait)
+			err = conn.Ping(pctx)
+			cancel()
+			if err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+}
+
+// backendPID is the listening connection's server process (0 before the first connect).
+func (l *listener) backendPID() uint32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pid
+}

@@ -1,0 +1,271 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+
+	"github.com/golang-migrate/migrate/v4"
+	migratedb "github.com/golang-migrate/migrate/v4/database"
+	pgxmigrate "github.com/golang-migrate/migrate/v4/database/pgx/v5"
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	pgmigrations "github.com/agentspace/agentspace/migrations/postgres"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// migrationsTable is golang-migrate's version table, inside the workspace's schema.
+const migrationsTable = "schema_migrations"
+
+// latest is the newest migration version embedded in this binary.
+var latest = func() uint {
+	names, _ := fs.Glob(pgmigrations.FS, "*.up.sql")
+	var v uint
+	for _, n := range names {
+		num, _, _ := strings.Cut(n, "_")
+		if x, err := strconv.ParseUint(num, 10, 32); err == nil && uint(x) > v {
+			v = uint(x)
+		}
+	}
+	return v
+}()
+
+// schemaState is what a schema holds, as far as the version check cares.
+type schemaState struct {
+	exists  bool // the schema exists
+	others  int  // tables in it besides the version table
+	version int64
+	dirty   bool
+	hasRow  bool // a version is recorded
+}
+
+// migrateLockID is golang-migrate's advisory lock for the schema: holding it
+// (even transaction-scoped) waits out a migration in progress elsewhere.
+func migrateLockID(database, schema string) (int64, error) {
+	id, err := migratedb.GenerateAdvisoryLockId(database, schema, migrationsTable)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(id, 10, 64)
+}
+
+// readSchemaState reads the schema's version while no migration runs.
+func readSchemaState(ctx context.Context, pool *pgxpool.Pool, schema string) (schemaState, error) {
+	var st schemaState
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var db string
+		if err := tx.QueryRow(ctx, `SELECT current_database()`).Scan(&db); err != nil {
+			return err
+		}
+		id, err := migrateLockID(db, schema)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, id); err != nil {
+			return err
+		}
+		var hasTable bool
+		err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1),
+			(SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename <> $2),
+			EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = $2)`,
+			schema, migrationsTable).Scan(&st.exists, &st.others, &hasTable)
+		if err != nil || !hasTable {
+			return err
+		}
+		q := `SELECT version, dirty FROM ` + pgx.Identifier{schema, migrationsTable}.Sanitize() + ` LIMIT 1`
+		err = tx.QueryRow(ctx, q).Scan(&st.version, &st.dirty)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		st.hasRow = err == nil
+		return err
+	})
+	if err != nil {
+		return st, fmt.Errorf("postgres: read schema version of %q: %w", schema, err)
+	}
+	return st, nil
+}
+
+// checkSchemaVersion creates the current schema in an empty one, migrates
+// an older one if auto, and refuses dirty, older or newer ones. Migrations
+// run on a connection made from session: golang-migrate's lock is
+// session-scoped, so it must not go through a transaction pooler.
+func checkSchemaVersion(ctx context.Context, pool *pgxpool.Pool, session *pgx.ConnConfig, schema string, auto bool) error {
+	want := int64(latest)
+	for pass := 0; ; pass++ {
+		st, err := readSchemaState(ctx, pool, schema)
+		if err != nil {
+			return err
+		}
+		migrateUp := false
+		switch {
+		case !st.hasRow && st.others > 0:
+			return fmt.Errorf("postgres: schema %q holds tables but no agentspace schema version: refusing to touch it", schema)
+		case !st.hasRow:
+			migrateUp = true
+		case st.dirty:
+			return &workspace.SchemaError{Current: st.version, Want: want, Dirty: true}
+		case st.version > want:
+			return &workspace.SchemaError{Current: st.version, Want: want}
+		case st.version < want && !auto:
+			return &workspace.SchemaError{Current: st.version, Want: want}
+		case st.version < want:
+			migrateUp = true
+		default:
+			return nil
+		}
+		if pass > 0 {
+			return fmt.Errorf("postgres: schema %q is at version %d after migrating, want %d", schema, st.version, want)
+		}
+		if !migrateUp {
+			return nil
+		}
+		m, err := newMigrator(ctx, session, schema)
+		if err != nil {
+			return err
+		}
+		err = m.Up(ctx)
+		if cerr := m.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// migrator is the workspace.Migrator of one schema, on golang-migrate.
+type migrator struct {
+	m  *migrate.Migrate
+	db *sql.DB
+}
+
+// newMigrator opens golang-migrate on a connection whose search_path is the
+// schema, creating the schema first if it does not exist.
+func newMigrator(ctx context.Context, ccfg *pgx.ConnConfig, schema string) (*migrator, error) {
+	if err := checkSchema(schema); err != nil {
+		return nil, err
+	}
+	cfg := ccfg.Copy()
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	cfg.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	db := stdlib.OpenDB(*cfg)
+	if err := ensureSchema(ctx, db, schema); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	drv, err := pgxmigrate.WithInstance(db, &pgxmigrate.Config{SchemaName: schema, MigrationsTable: migrationsTable})
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("postgres: migrations: %w", err)
+	}
+	src, err := iofs.New(pgmigrations.FS, ".")
+	if err != nil {
+		_ = drv.Close()
+		return nil, fmt.Errorf("postgres: migrations: %w", err)
+	}
+	m, err := migrate.NewWithInstance("iofs", src, "pgx5", drv)
+	if err != nil {
+		_ = drv.Close()
+		return nil, fmt.Errorf("postgres: migrations: %w", err)
+	}
+	return &migrator{m: m, db: db}, nil
+}
+
+// ensureSchema creates the schema unless it exists. Only creating needs the
+// CREATE privilege on the database; a role given a ready schema needs none.
+func ensureSchema(ctx context.Context, db *sql.DB, schema string) error {
+	var exists bool
+	if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&exists); err != nil {
+		return fmt.Errorf("postgres: look for schema %q: %w", schema, err)
+	}
+	if exists {
+		return nil
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("postgres: create schema %q: %w", schema, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	// Two processes creating the schema at once would race in the catalog.
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey(schema)); err != nil {
+		return fmt.Errorf("postgres: create schema %q: %w", schema, err)
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{schema}.Sanitize()); err != nil {
+		return fmt.Errorf("postgres: create schema %q (the role needs CREATE on the database, or create the schema for it): %w", schema, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("postgres: create schema %q: %w", schema, err)
+	}
+	return nil
+}
+
+// run runs op, stopping golang-migrate after its current step if ctx ends.
+func (m *migrator) run(ctx context.Context, op func() error) error {
+	stop := context.AfterFunc(ctx, func() {
+		select {
+		case m.m.GracefulStop <- true:
+		default:
+		}
+	})
+	defer stop()
+	err := op()
+	if errors.Is(err, migrate.ErrNoChange) {
+		return nil
+	}
+	var de migrate.ErrDirty
+	if errors.As(err, &de) {
+		return &workspace.SchemaError{Current: int64(de.Version), Want: int64(latest), Dirty: true}
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	return ctx.Err()
+}
+
+func (m *migrator) Version(ctx context.Context) (uint, bool, error) {
+	v, dirty, err := m.m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("postgres: migration version: %w", err)
+	}
+	return v, dirty, nil
+}
+
+func (m *migrator) Latest() uint { return latest }
+
+func (m *migrator) Up(ctx context.Context) error { return m.run(ctx, m.m.Up) }
+
+func (m *migrator) Down(ctx context.Context, n int) error {
+	if n <= 0 {
+		return m.run(ctx, m.m.Down)
+	}
+	return m.run(ctx, func() error { return m.m.Steps(-n) })
+}
+
+func (m *migrator) Goto(ctx context.Context, v uint) error {
+	if v == 0 {
+		return m.run(ctx, m.m.Down)
+	}
+	return m.run(ctx, func() error { return m.m.Migrate(v) })
+}
+
+func (m *migrator) Force(ctx context.Context, v int) error {
+	return m.run(ctx, func() error { return m.m.Force(v) })
+}
+
+func (m *migrator) Close() error {
+	srcErr, dbErr := m.m.Close()
+	return errors.Join(srcErr, dbErr)
+}

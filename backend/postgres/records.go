@@ -1,0 +1,456 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// querier is what a transaction's statements run on: one pool connection.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// readTx implements workspace.ReadTx inside a transaction begun by the store.
+type readTx struct {
+	q   querier
+	now time.Time
+	// snapshot is set in a View, whose head and floor were read with its snapshot.
+	snapshot    bool
+	head, floor int64
+}
+
+// writeTx adds the writes, which it queues on its pipeline (readTx.q).
+type writeTx struct {
+	readTx
+	pl      *pipeline
+	channel string
+}
+
+func (t *readTx) Now() time.Time { return t.now }
+
+// notFound maps pgx's no-rows to workspace.ErrNotFound and wraps the rest.
+func notFound(what string, err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, workspace.ErrNotFound)
+	}
+	return fmt.Errorf("postgres: %s: %w", what, err)
+}
+
+// collect scans every row with scan.
+func collect[T any](rows pgx.Rows, err error, scan func(pgx.Row) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// labelsJSON encodes labels for a jsonb parameter; nil is the empty object.
+// JSON goes as a string: every query exec mode, the simple protocol
+// (poolers) included, sends a string as text that casts to jsonb.
+func labelsJSON(m map[string]string) string {
+	if len(m) == 0 {
+		return "{}"
+	}
+	b, _ := json.Marshal(m) // a map of strings always encodes
+	return string(b)
+}
+
+func nilIfEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// likePrefix turns a name prefix into a LIKE pattern ("" for none).
+func likePrefix(p string) string {
+	if p == "" {
+		return ""
+	}
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(p) + "%"
+}
+
+// Artifacts.
+
+const artifactCols = `id, name, kind, owner, version, content_type, sha256, size, labels, task_id, created_at, created_by, updated_at, updated_by`
+
+const versionCols = `artifact_id, name, kind, owner, version, content_type, sha256, size, labels, task_id, created_at, created_by, updated_at, updated_by`
+
+func scanArtifact(row pgx.Row) (workspace.Artifact, error) {
+	var a workspace.Artifact
+	err := row.Scan(&a.ID, &a.Name, &a.Kind, &a.Owner, &a.Version, &a.ContentType, &a.SHA256, &a.Size,
+		&a.Labels, &a.TaskID, &a.CreatedAt, &a.CreatedBy, &a.UpdatedAt, &a.UpdatedBy)
+	a.Labels = nilIfEmpty(a.Labels)
+	a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
+	return a, err
+}
+
+const (
+	artifactByID   = `SELECT ` + artifactCols + ` FROM artifacts WHERE id = $1 AND NOT deleted`
+	artifactByName = `SELECT ` + artifactCols + ` FROM artifacts WHERE name = $1 AND NOT deleted`
+	artifactVer    = `SELECT ` + versionCols + ` FROM artifact_versions WHERE artifact_id = $1 AND version = $2`
+	artifactVers   = `SELECT ` + versionCols + ` FROM artifact_versions WHERE artifact_id = $1 ORDER BY version`
+	blobContent    = `SELECT content FROM blobs WHERE artifact_id = $1 AND sha256 = $2`
+	listArtifacts  = `SELECT ` + artifactCols + ` FROM artifacts
+		WHERE NOT deleted AND name > $1
+		  AND ($2 = '' OR kind = $2) AND ($3 = '' OR owner = $3)
+		  AND ($4 = '' OR name LIKE $4) AND ($5 = '' OR task_id = $5)
+		  AND labels @> $6::jsonb
+		ORDER BY name LIMIT $7`
+	// putArtifact writes the head, the version and (when given) the blob in one statement.
+	putArtifact = `WITH head AS (
+		INSERT INTO artifacts (` + artifactCols + `, deleted)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13, $14, false)
+		ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, kind = EXCLUDED.kind, owner = EXCLUDED.owner,
+			version = EXCLUDED.version, content_type = EXCLUDED.content_type, sha256 = EXCLUDED.sha256,
+			size = EXCLUDED.size, labels = EXCLUDED.labels, task_id = EXCLUDED.task_id,
+			created_at = EXCLUDED.created_at, created_by = EXCLUDED.created_by,
+			updated_at = EXCLUDED.updated_at, updated_by = EXCLUDED.updated_by, deleted = false
+	), ver AS (
+		INSERT INTO artifact_versions (` + versionCols + `)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13, $14)
+	)
+	INSERT INTO blobs (artifact_id, sha256, content)
+	SELECT $1::text, $7::text, $15::bytea WHERE $15::bytea IS NOT NULL
+	ON CONFLICT DO NOTHING`
+	deleteArtifact = `UPDATE artifacts SET deleted = true WHERE id = $1`
+)
+
+func (t *readTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (workspace.Artifact, error) {
+	var a workspace.Artifact
+	var err error
+	if ref.ID != "" {
+		a, err = scanArtifact(t.q.QueryRow(ctx, artifactByID, ref.ID))
+	} else {
+		a, err = scanArtifact(t.q.QueryRow(ctx, artifactByName, ref.Name))
+	}
+	if err != nil {
+		return a, notFound("artifact", err)
+	}
+	return a, nil
+}
+
+func (t *readTx) ArtifactVersion(ctx context.Context, id string, version int64) (workspace.Artifact, error) {
+	a, err := scanArtifact(t.q.QueryRow(ctx, artifactVer, id, version))
+	if err != nil {
+		return a, notFound("artifact version", err)
+	}
+	return a, nil
+}
+
+func (t *readTx) ArtifactVersions(ctx context.Context, id string) ([]workspace.Artifact, error) {
+	rows, err := t.q.Query(ctx, artifactVers, id)
+	out, err := collect(rows, err, scanArtifact)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: artifact versions: %w", err)
+	}
+	return out, nil
+}
+
+func (t *readTx) Content(ctx context.Context, id, sha256 string) ([]byte, error) {
+	var b []byte
+	if err := t.q.QueryRow(ctx, blobContent, id, sha256).Scan(&b); err != nil {
+		return nil, notFound("content", err)
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	return b, nil
+}
+
+func (t *readTx) ListArtifacts(ctx context.Context, f workspace.ArtifactFilter) ([]workspace.Artifact, error) {
+	rows, err := t.q.Query(ctx, listArtifacts, f.After, f.Kind, f.Owner, likePrefix(f.NamePrefix), f.TaskID, labelsJSON(f.Labels), f.Limit)
+	out, err := collect(rows, err, scanArtifact)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list artifacts: %w", err)
+	}
+	return out, nil
+}
+
+func (t *writeTx) PutArtifact(ctx context.Context, a workspace.Artifact, content []byte) error {
+	_, err := t.q.Exec(ctx, putArtifact, a.ID, a.Name, a.Kind, a.Owner, a.Version, a.ContentType, a.SHA256, a.Size,
+		labelsJSON(a.Labels), a.TaskID, a.CreatedAt, a.CreatedBy, a.UpdatedAt, a.UpdatedBy, content)
+	if err != nil {
+		return fmt.Errorf("postgres: put artifact %s version %d: %w", a.ID, a.Version, err)
+	}
+	return nil
+}
+
+func (t *writeTx) DeleteArtifact(ctx context.Context, id string) error {
+	if _, err := t.q.Exec(ctx, deleteArtifact, id); err != nil {
+		return fmt.Errorf("postgres: delete artifact %s: %w", id, err)
+	}
+	return nil
+}
+
+// Tasks.
+
+const taskCols = `id, title, description, status, assignee, parent_id, depends_on, priority, labels, result, attempts, lease_expires_at, version, created_at, created_by, updated_at, updated_by`
+
+func scanTask(row pgx.Row) (workspace.Task, error) {
+	var (
+		t      workspace.Task
+		status string
+		lease  *time.Time
+	)
+	err := row.Scan(&t.ID, &t.Title, &t.Description, &status, &t.Assignee, &t.ParentID, &t.DependsOn, &t.Priority,
+		&t.Labels, &t.Result, &t.Attempts, &lease, &t.Version, &t.CreatedAt, &t.CreatedBy, &t.UpdatedAt, &t.UpdatedBy)
+	t.Status = workspace.TaskStatus(status)
+	t.Labels = nilIfEmpty(t.Labels)
+	if len(t.DependsOn) == 0 {
+		t.DependsOn = nil
+	}
+	if lease != nil {
+		t.LeaseExpiresAt = lease.UTC()
+	}
+	t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()
+	return t, err
+}
+
+const (
+	taskByID  = `SELECT ` + taskCols + ` FROM tasks WHERE id = $1`
+	listTasks = `SELECT ` + taskCols + ` FROM tasks
+		WHERE id > $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR assignee = $3)
+		  AND ($4 = '' OR parent_id = $4) AND labels @> $5::jsonb
+		ORDER BY id LIMIT $6`
+	// readyTask is the claim query: pending, every dependency done, best first.
+	readyTask = `SELECT ` + taskCols + ` FROM tasks t
+		WHERE t.status = 'pending' AND ($1 = '' OR t.parent_id = $1) AND t.labels @> $2::jsonb
+		  AND NOT EXISTS (SELECT 1 FROM tasks d WHERE d.id = ANY (t.depends_on) AND d.status <> 'done')
+		ORDER BY t.priority DESC, t.id LIMIT 1`
+	expiredClaims = `SELECT ` + taskCols + ` FROM tasks
+		WHERE status = 'in_progress' AND lease_expires_at <= $1
+		ORDER BY lease_expires_at, id LIMIT $2`
+	putTask = `INSERT INTO tasks (` + taskCols + `)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11, $12, $13, $14, $15, $16, $17)
+		ON CONFLICT (id) DO UPDATE SET title = EXCLUDED.title, description = EXCLUDED.description,
+			status = EXCLUDED.status, assignee = EXCLUDED.assignee, parent_id = EXCLUDED.parent_id,
+			depends_on = EXCLUDED.depends_on, priority = EXCLUDED.priority, labels = EXCLUDED.labels,
+			result = EXCLUDED.result, attempts = EXCLUDED.attempts, lease_expires_at = EXCLUDED.lease_expires_at,
+			version = EXCLUDED.version, created_at = EXCLUDED.created_at, created_by = EXCLUDED.created_by,
+			updated_at = EXCLUDED.updated_at, updated_by = EXCLUDED.updated_by`
+)
+
+func (t *readTx) Task(ctx context.Context, id string) (workspace.Task, error) {
+	task, err := scanTask(t.q.QueryRow(ctx, taskByID, id))
+	if err != nil {
+		return task, notFound("task", err)
+	}
+	return task, nil
+}
+
+func (t *readTx) ListTasks(ctx context.Context, f workspace.TaskFilter) ([]workspace.Task, error) {
+	rows, err := t.q.Query(ctx, listTasks, f.After, string(f.Status), f.Assignee, f.ParentID, labelsJSON(f.Labels), f.Limit)
+	out, err := collect(rows, err, scanTask)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list tasks: %w", err)
+	}
+	return out, nil
+}
+
+func (t *readTx) ReadyTask(ctx context.Context, r workspace.ClaimRequest) (workspace.Task, error) {
+	task, err := scanTask(t.q.QueryRow(ctx, readyTask, r.ParentID, labelsJSON(r.Labels)))
+	if err != nil {
+		return task, notFound("ready task", err)
+	}
+	return task, nil
+}
+
+func (t *readTx) ExpiredClaims(ctx context.Context, now time.Time, limit int) ([]workspace.Task, error) {
+	rows, err := t.q.Query(ctx, expiredClaims, now, limit)
+	out, err := collect(rows, err, scanTask)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: expired claims: %w", err)
+	}
+	return out, nil
+}
+
+func (t *writeTx) PutTask(ctx context.Context, task workspace.Task) error {
+	deps := task.DependsOn
+	if deps == nil {
+		deps = []string{}
+	}
+	result, err := json.Marshal(task.Result)
+	if err != nil {
+		return fmt.Errorf("postgres: put task %s: %w", task.ID, err)
+	}
+	var lease *time.Time
+	if !task.LeaseExpiresAt.IsZero() {
+		lease = &task.LeaseExpiresAt
+	}
+	_, err = t.q.Exec(ctx, putTask, task.ID, task.Title, task.Description, string(task.Status), task.Assignee,
+		task.ParentID, deps, task.Priority, labelsJSON(task.Labels), string(result), task.Attempts, lease,
+		task.Version, task.CreatedAt, task.CreatedBy, task.UpdatedAt, task.UpdatedBy)
+	if err != nil {
+		return fmt.Errorf("postgres: put task %s: %w", task.ID, err)
+	}
+	return nil
+}
+
+// Notes.
+
+const noteCols = `kind, key, title, body, author, version, created_at, updated_at, updated_by`
+
+func scanNote(row pgx.Row) (workspace.Note, error) {
+	var n workspace.Note
+	err := row.Scan(&n.Kind, &n.Key, &n.Title, &n.Body, &n.Author, &n.Version, &n.CreatedAt, &n.UpdatedAt, &n.UpdatedBy)
+	n.CreatedAt, n.UpdatedAt = n.CreatedAt.UTC(), n.UpdatedAt.UTC()
+	return n, err
+}
+
+const (
+	noteByKey = `SELECT ` + noteCols + ` FROM notes WHERE kind = $1 AND key = $2`
+	listNotes = `SELECT ` + noteCols + ` FROM notes
+		WHERE ($1 = '' OR kind = $1) AND (kind, key) > ($2, $3)
+		ORDER BY kind, key LIMIT $4`
+	putNote = `INSERT INTO notes (` + noteCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (kind, key) DO UPDATE SET title = EXCLUDED.title, body = EXCLUDED.body,
+			author = EXCLUDED.author, version = EXCLUDED.version, created_at = EXCLUDED.created_at,
+			updated_at = EXCLUDED.updated_at, updated_by = EXCLUDED.updated_by`
+	deleteNote = `DELETE FROM notes WHERE kind = $1 AND key = $2`
+)
+
+func (t *readTx) Note(ctx context.Context, kind, key string) (workspace.Note, error) {
+	n, err := scanNote(t.q.QueryRow(ctx, noteByKey, kind, key))
+	if err != nil {
+		return n, notFound("note", err)
+	}
+	return n, nil
+}
+
+func (t *readTx) ListNotes(ctx context.Context, q workspace.NoteQuery) ([]workspace.Note, error) {
+	rows, err := t.q.Query(ctx, listNotes, q.Kind, q.AfterKind, q.AfterKey, q.Limit)
+	out, err := collect(rows, err, scanNote)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list notes: %w", err)
+	}
+	return out, nil
+}
+
+func (t *writeTx) PutNote(ctx context.Context, n workspace.Note) error {
+	_, err := t.q.Exec(ctx, putNote, n.Kind, n.Key, n.Title, n.Body, n.Author, n.Version, n.CreatedAt, n.UpdatedAt, n.UpdatedBy)
+	if err != nil {
+		return fmt.Errorf("postgres: put note %s/%s: %w", n.Kind, n.Key, err)
+	}
+	return nil
+}
+
+func (t *writeTx) DeleteNote(ctx context.Context, kind, key string) error {
+	if _, err := t.q.Exec(ctx, deleteNote, kind, key); err != nil {
+		return fmt.Errorf("postgres: delete note %s/%s: %w", kind, key, err)
+	}
+	return nil
+}
+
+// Leases.
+
+const leaseCols = `resource, owner, token, acquired_at, expires_at`
+
+func scanLease(row pgx.Row) (workspace.Lease, error) {
+	var l workspace.Lease
+	err := row.Scan(&l.Resource, &l.Owner, &l.Token, &l.AcquiredAt, &l.ExpiresAt)
+	l.AcquiredAt, l.ExpiresAt = l.AcquiredAt.UTC(), l.ExpiresAt.UTC()
+	return l, err
+}
+
+const (
+	leaseByResource = `SELECT ` + leaseCols + ` FROM leases WHERE resource = $1`
+	liveLeases      = `SELECT ` + leaseCols + ` FROM leases WHERE owner <> '' AND expires_at > $1 ORDER BY resource`
+	putLease        = `INSERT INTO leases (` + leaseCols + `) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (resource) DO UPDATE SET owner = EXCLUDED.owner, token = EXCLUDED.token,
+			acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at`
+)
+
+func (t *readTx) Lease(ctx context.Context, resource string) (workspace.Lease, error) {
+	l, err := scanLease(t.q.QueryRow(ctx, leaseByResource, resource))
+	if err != nil {
+		return l, notFound("lease", err)
+	}
+	return l, nil
+}
+
+func (t *readTx) ListLeases(ctx context.Context, now time.Time) ([]workspace.Lease, error) {
+	rows, err := t.q.Query(ctx, liveLeases, now)
+	out, err := collect(rows, err, scanLease)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list leases: %w", err)
+	}
+	return out, nil
+}
+
+func (t *writeTx) PutLease(ctx context.Context, l workspace.Lease) error {
+	if _, err := t.q.Exec(ctx, putLease, l.Resource, l.Owner, l.Token, l.AcquiredAt, l.ExpiresAt); err != nil {
+		return fmt.Errorf("postgres: put lease %q: %w", l.Resource, err)
+	}
+	return nil
+}
+
+// Idempotency keys and counts.
+
+const (
+	idempotent      = `SELECT result FROM idempotency WHERE key = $1 AND expires_at > $2`
+	putIdempotent   = `INSERT INTO idempotency (key, result, expires_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO UPDATE SET result = EXCLUDED.result, expires_at = EXCLUDED.expires_at`
+	pruneIdempotent = `DELETE FROM idempotency WHERE expires_at < $1`
+	counts          = `SELECT
+		(SELECT count(*) FROM artifacts WHERE NOT deleted),
+		(SELECT count(*) FROM notes),
+		(SELECT coalesce(jsonb_object_agg(status, n), '{}') FROM (SELECT status, count(*) AS n FROM tasks GROUP BY status) s)`
+)
+
+func (t *readTx) Idempotent(ctx context.Context, key string, now time.Time) ([]byte, error) {
+	var b []byte
+	if err := t.q.QueryRow(ctx, idempotent, key, now).Scan(&b); err != nil {
+		return nil, notFound("idempotency key", err)
+	}
+	return b, nil
+}
+
+func (t *writeTx) PutIdempotent(ctx context.Context, key string, result []byte, expires time.Time) error {
+	if _, err := t.q.Exec(ctx, putIdempotent, key, result, expires); err != nil {
+		return fmt.Errorf("postgres: put idempotency key: %w", err)
+	}
+	return nil
+}
+
+func (t *writeTx) PruneIdempotent(ctx context.Context, now time.Time) error {
+	if _, err := t.q.Exec(ctx, pruneIdempotent, now); err != nil {
+		return fmt.Errorf("postgres: prune idempotency keys: %w", err)
+	}
+	return nil
+}
+
+func (t *readTx) Counts(ctx context.Context) (workspace.Counts, error) {
+	var (
+		c     workspace.Counts
+		tasks map[string]int
+	)
+	if err := t.q.QueryRow(ctx, counts).Scan(&c.Artifacts, &c.Notes, &tasks); err != nil {
+		return c, fmt.Errorf("postgres: counts: %w", err)
+	}
+	c.Tasks = make(map[workspace.TaskStatus]int, len(tasks))
+	for s, n := range tasks {
+		c.Tasks[workspace.TaskStatus(s)] = n
+	}
+	return c, nil
+}

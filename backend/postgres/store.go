@@ -1,0 +1,236 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// store is the workspace.Store of one schema, on a pgx pool.
+type store struct {
+	pool    *pgxpool.Pool
+	ownPool bool
+	path    string // the schema as a search_path value
+	key     int64  // the writers' advisory lock
+	// startRead takes a View's snapshot; head and floor come with it, as
+	// reads ask for them all the time. It names the schema: a batch is
+	// prepared before its set_config runs.
+	startRead string
+	channel   string // the NOTIFY channel
+	listener  *listener
+	log       *slog.Logger
+}
+
+// maxAttempts bounds how often Update and View run fn after retryable failures.
+const maxAttempts = 8
+
+// openStore checks (or creates) the schema and starts the listener.
+func openStore(ctx context.Context, pool *pgxpool.Pool, ownPool bool, opts Options) (*store, error) {
+	if opts.Schema == "" {
+		opts.Schema = DefaultSchema
+	}
+	if err := checkSchema(opts.Schema); err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &store{
+		pool:    pool,
+		ownPool: ownPool,
+		path:    pgx.Identifier{opts.Schema}.Sanitize(),
+		key:     lockKey(opts.Schema),
+		startRead: `SELECT set_config('search_path', $1, true), clock_timestamp(), seq, floor FROM ` +
+			pgx.Identifier{opts.Schema, "counters"}.Sanitize(),
+		channel: channelName(opts.Schema),
+		log:     opts.Logger,
+	}
+	// Migrations hold a session advisory lock and LISTEN needs a session:
+	// both go to ListenDSN when set, the pool's server otherwise.
+	session := pool.Config().ConnConfig
+	if opts.ListenDSN != "" {
+		var err error
+		if session, err = pgx.ParseConfig(opts.ListenDSN); err != nil {
+			return nil, workspace.RedactError(fmt.Errorf("parse %s: %w", paramListenDSN, err), opts.ListenDSN)
+		}
+	}
+	if err := checkSchemaVersion(ctx, pool, session, opts.Schema, opts.AutoMigrate); err != nil {
+		return nil, workspace.RedactError(err, opts.ListenDSN)
+	}
+	if !opts.NoListen {
+		s.listener = startListener(session, s.channel, s.log)
+	}
+	return s, nil
+}
+
+// Changes implements workspace.Notifier. It is nil when LISTEN is off, and
+// the engine then polls.
+func (s *store) Changes() <-chan struct{} {
+	if s.listener == nil {
+		return nil
+	}
+	return s.listener.changes
+}
+
+func (s *store) Close() error {
+	if s.listener != nil {
+		s.listener.close()
+	}
+	if s.ownPool {
+		s.pool.Close()
+	}
+	return nil
+}
+
+// Update runs fn in a transaction that holds the schema's advisory lock,
+// retrying serialization failures, deadlocks and connections lost before
+// the commit was sent.
+func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) error {
+	return s.retry(ctx, "update", func() (bool, error) { return s.updateOnce(ctx, fn) })
+}
+
+// View runs fn in a REPEATABLE READ READ ONLY transaction: one snapshot.
+func (s *store) View(ctx context.Context, fn func(tx workspace.ReadTx) error) error {
+	return s.retry(ctx, "view", func() (bool, error) { return s.viewOnce(ctx, fn) })
+}
+
+func (s *store) retry(ctx context.Context, op string, once func() (bool, error)) error {
+	backoff := 5 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		retryable, err := once()
+		if err == nil || !retryable || attempt == maxAttempts || ctx.Err() != nil {
+			return err
+		}
+		s.log.Debug("agentspace: postgres transaction failed; retrying", "op", op, "attempt", attempt, "err", err)
+		sleep := backoff/2 + rand.N(backoff)
+		select {
+		case <-time.After(sleep):
+		case <-ctx.Done():
+			return err
+		}
+		backoff = min(backoff*2, 500*time.Millisecond)
+	}
+}
+
+const (
+	beginWrite = `BEGIN ISOLATION LEVEL READ COMMITTED`
+	// lockWrite scopes the search_path to the transaction and serializes the
+	// schema's writers; the clock is read in the next statement, after the
+	// lock is held, so Now never goes back from one writer to the next.
+	lockWrite  = `SELECT set_config('search_path', $1, true), pg_advisory_xact_lock($2)`
+	readClock  = `SELECT clock_timestamp()`
+	beginRead  = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
+	commitStmt = `COMMIT`
+)
+
+// updateOnce runs one attempt of Update; it reports whether a failure may be retried.
+func (s *store) updateOnce(ctx context.Context, fn func(tx workspace.Tx) error) (bool, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return ctx.Err() == nil, fmt.Errorf("postgres: acquire connection: %w", err)
+	}
+	defer conn.Release()
+	b := &pgx.Batch{}
+	b.Queue(beginWrite)
+	b.Queue(lockWrite, s.path, s.key)
+	var now time.Time
+	b.Queue(readClock).QueryRow(func(row pgx.Row) error { return row.Scan(&now) })
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		s.abort(conn)
+		return retryable(conn, err), fmt.Errorf("postgres: begin: %w", err)
+	}
+	pl := newPipeline(conn)
+	tx := &writeTx{readTx: readTx{q: pl, now: clock(now)}, pl: pl, channel: s.channel}
+	if err := fn(tx); err != nil {
+		s.abort(conn)
+		return retryable(conn, err), err
+	}
+	tag, err := pl.commit(ctx)
+	if err != nil {
+		s.abort(conn)
+		// The queued writes went with the COMMIT: only a refusal from the
+		// server proves that nothing was committed.
+		var pe *pgconn.PgError
+		return errors.As(err, &pe) && retryableCode(pe.Code), fmt.Errorf("postgres: commit: %w", err)
+	}
+	if tag.String() != "COMMIT" {
+		return false, fmt.Errorf("postgres: commit: transaction was rolled back (%s)", tag.String())
+	}
+	return false, nil
+}
+
+func (s *store) viewOnce(ctx context.Context, fn func(tx workspace.ReadTx) error) (bool, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return ctx.Err() == nil, fmt.Errorf("postgres: acquire connection: %w", err)
+	}
+	defer conn.Release()
+	b := &pgx.Batch{}
+	b.Queue(beginRead)
+	var (
+		now         time.Time
+		head, floor int64
+	)
+	b.Queue(s.startRead, s.path).QueryRow(func(row pgx.Row) error { return row.Scan(nil, &now, &head, &floor) })
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		s.abort(conn)
+		return retryable(conn, err), fmt.Errorf("postgres: begin: %w", err)
+	}
+	if err := fn(&readTx{q: conn, now: clock(now), snapshot: true, head: head, floor: floor}); err != nil {
+		s.abort(conn)
+		return retryable(conn, err), err
+	}
+	if _, err := conn.Exec(ctx, commitStmt); err != nil {
+		s.abort(conn)
+		return retryable(conn, err), fmt.Errorf("postgres: end read: %w", err)
+	}
+	return false, nil
+}
+
+// abort rolls back whatever transaction conn is in. A connection that
+// cannot is closed, so the pool never hands out one inside a transaction.
+func (s *store) abort(conn *pgxpool.Conn) {
+	if conn.Conn().IsClosed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+		_ = conn.Conn().Close(ctx)
+	}
+}
+
+// retryable reports whether an attempt that failed before its commit may be
+// run again: the server asked for it, or the connection died under it.
+func retryable(conn *pgxpool.Conn, err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return retryableCode(pe.Code)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	return conn.Conn().IsClosed() || pgconn.SafeToRetry(err)
+}
+
+func retryableCode(code string) bool {
+	switch code {
+	case "40001", "40P01": // serialization_failure, deadlock_detected
+		return true
+	case "57P01", "57P02", "57P03": // admin_shutdown, crash_shutdown, cannot_connect_now
+		return true
+	}
+	return false
+}
+
+// clock normalizes a database time: UTC, microseconds.
+func clock(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }

@@ -1,0 +1,115 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentspace/agentspace/backend/postgres/pgtest"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// openTestStore opens the backend's Store on a fresh schema, without the engine.
+func openTestStore(t *testing.T) *store {
+	t.Helper()
+	p, err := workspace.ParseDSN(pgtest.NewDSN(t))
+	require.NoError(t, err)
+	p.Config.Logger = testLogger(t)
+	st, err := p.Driver.Open(context.Background(), p.Config)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	return st.(*store)
+}
+
+func note(key, body string, now time.Time) workspace.Note {
+	return workspace.Note{Kind: "decision", Key: key, Body: body, Author: "a", Version: 1, CreatedAt: now, UpdatedAt: now, UpdatedBy: "a"}
+}
+
+func TestAQueuedWriteThatFailsFailsTheWholeTransaction(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t)
+	err := st.Update(ctx, func(tx workspace.Tx) error {
+		require.NoError(t, tx.PutNote(ctx, note("ok", "fine", tx.Now())))
+		// PostgreSQL text cannot hold NUL: the server refuses this write.
+		require.NoError(t, tx.PutNote(ctx, note("bad", "nul\x00byte", tx.Now())))
+		_, err := tx.AppendEvents(ctx, []workspace.Event{{Time: tx.Now(), Actor: "a", Type: workspace.EventNotePut}})
+		return err
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "notes")
+	err = st.View(ctx, func(tx workspace.ReadTx) error {
+		_, err := tx.Note(ctx, "decision", "ok")
+		assert.ErrorIs(t, err, workspace.ErrNotFound, "the write before the failing one was rolled back")
+		head, err := tx.Head(ctx)
+		assert.Zero(t, head)
+		return err
+	})
+	require.NoError(t, err)
+}
+
+func TestAnUpdateWhoseFnFailsKeepsNothing(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t)
+	boom := errors.New("boom")
+	err := st.Update(ctx, func(tx workspace.Tx) error {
+		require.NoError(t, tx.PutNote(ctx, note("k", "b", tx.Now())))
+		_, err := tx.Note(ctx, "decision", "k")
+		require.NoError(t, err, "a read sees the transaction's own queued writes")
+		return boom
+	})
+	require.ErrorIs(t, err, boom)
+	require.NoError(t, st.View(ctx, func(tx workspace.ReadTx) error {
+		_, err := tx.Note(ctx, "decision", "k")
+		assert.ErrorIs(t, err, workspace.ErrNotFound)
+		return nil
+	}))
+}
+
+func TestAppendEventsHandsOutConsecutiveSeqsAndKeepsImportedOnes(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t)
+	var first, imported int64
+	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+		var err error
+		first, err = tx.AppendEvents(ctx, []workspace.Event{{Time: tx.Now(), Actor: "a", Type: "x"}, {Time: tx.Now(), Actor: "a", Type: "y"}})
+		return err
+	}))
+	assert.Equal(t, int64(1), first)
+	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+		var err error
+		imported, err = tx.AppendEvents(ctx, []workspace.Event{{Seq: 10, Time: tx.Now(), Actor: "a", Type: "x"}, {Seq: 11, Time: tx.Now(), Actor: "a", Type: "y"}})
+		return err
+	}))
+	assert.Equal(t, int64(10), imported)
+	require.NoError(t, st.View(ctx, func(tx workspace.ReadTx) error {
+		head, err := tx.Head(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, int64(11), head)
+		evs, err := tx.Events(ctx, workspace.EventQuery{Limit: 10})
+		require.NoError(t, err)
+		var seqs []int64
+		for _, e := range evs {
+			seqs = append(seqs, e.Seq)
+		}
+		assert.Equal(t, []int64{1, 2, 10, 11}, seqs)
+		return nil
+	}))
+}
+
+func TestNowComesFromTheDatabaseInMicroseconds(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t)
+	var now, db time.Time
+	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+		now = tx.Now()
+		return nil
+	}))
+	require.NoError(t, st.pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&db))
+	assert.Equal(t, time.UTC, now.Location())
+	assert.Equal(t, now, now.Truncate(time.Microsecond))
+	assert.False(t, now.After(db.UTC()), "Now was read from the server's clock before this query")
+}
