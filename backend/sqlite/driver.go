@@ -75,8 +75,8 @@ func (Driver) OpenMigrator(ctx context.Context, cfg workspace.Config) (workspace
 }
 
 // Open opens the workspace in the SQLite file at path, creating the file and
-// its directories if needed. It is workspace.Open("sqlite:"+path, opts...)
-// without the DSN: path is taken as is, even if it contains '?'.
+// its directories if needed, with the defaults of workspace.Open("sqlite:"+path).
+// path is a plain file path: DSN parameters need workspace.Open.
 func Open(ctx context.Context, path string, opts workspace.Options) (workspace.Workspace, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -84,6 +84,9 @@ func Open(ctx context.Context, path string, opts workspace.Options) (workspace.W
 	s := settings{path: path, synchronous: "FULL", busyTimeout: DefaultBusyTimeout}
 	if err := s.check(); err != nil {
 		return nil, err
+	}
+	if strings.Contains(path, "?") {
+		return nil, &workspace.InvalidError{Field: "path", Reason: fmt.Sprintf("%q contains '?': pass DSN parameters to workspace.Open", path)}
 	}
 	st, err := openFile(ctx, s, false, opts.Logger)
 	if err != nil {

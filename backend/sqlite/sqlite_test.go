@@ -158,6 +158,9 @@ func TestOpenByPath(t *testing.T) {
 	defer ws.Close()
 	_, err = ws.Notes().Put(ctx, workspace.Write{Actor: "a"}, workspace.NotePut{Kind: "glossary", Key: "k"})
 	assert.NoError(t, err)
+
+	_, err = sqlite.Open(ctx, tempPath(t)+"?ws_poll=1s", workspace.Options{})
+	assert.ErrorIs(t, err, workspace.ErrInvalid, "DSN parameters in a path")
 }
 
 func TestCorruptRowsGiveErrorsNamingTheRow(t *testing.T) {
