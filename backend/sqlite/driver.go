@@ -226,18 +226,36 @@ func prepareFile(path string) error {
 }
 
 // openFile opens the store at s.path and brings its schema to the current
-// version (or reports why not), holding the migration lock meanwhile.
+// version (or reports why not). Creating the file and migrating happen
+// under the migration lock; opening an existing, current store does not
+// wait for it, so many agents can open one store at once.
 func openFile(ctx context.Context, s settings, autoMigrate bool, log *slog.Logger) (_ workspace.Store, err error) {
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
-		return nil, fmt.Errorf("sqlite: create directory: %w", err)
+	var unlock func()
+	defer func() {
+		if unlock != nil {
+			unlock()
+		}
+	}()
+	lock := func() error {
+		if unlock != nil {
+			return nil
+		}
+		if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+			return fmt.Errorf("sqlite: create directory: %w", err)
+		}
+		u, err := lockFile(ctx, lockPathFor(s.path))
+		unlock = u
+		return err
 	}
-	unlock, err := lockFile(ctx, lockPathFor(s.path))
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	if err := prepareFile(s.path); err != nil {
-		return nil, err
+	if _, err := os.Stat(s.path); err != nil {
+		// The file is created under the lock: closing our descriptor of
+		// it must not happen while another handle here has it open.
+		if err := lock(); err != nil {
+			return nil, err
+		}
+		if err := prepareFile(s.path); err != nil {
+			return nil, err
+		}
 	}
 	w, err := openWriter(s)
 	if err != nil {
@@ -257,8 +275,18 @@ func openFile(ctx context.Context, s settings, autoMigrate bool, log *slog.Logge
 	if err := pingDB(ctx, w, s.path); err != nil {
 		return nil, err
 	}
-	if err := checkOrMigrate(ctx, st, autoMigrate); err != nil {
+	cur, err := readSchema(ctx, w, s.path)
+	if err != nil {
 		return nil, err
+	}
+	if cur.dirty || cur.version != LatestVersion() {
+		// Empty, older, newer, or mid-migration: decide under the lock.
+		if err := lock(); err != nil {
+			return nil, err
+		}
+		if err := checkOrMigrate(ctx, st, autoMigrate); err != nil {
+			return nil, err
+		}
 	}
 	if err := st.prepare(ctx); err != nil {
 		return nil, err
@@ -267,9 +295,11 @@ func openFile(ctx context.Context, s settings, autoMigrate bool, log *slog.Logge
 }
 
 // pingDB opens the first connection, which is where a file that is not a
-// database shows (setting journal_mode reads its header).
+// database shows (setting journal_mode reads its header). Switching a new
+// file to WAL takes an exclusive lock without waiting for busy_timeout when
+// that could deadlock, so a busy first connection is retried.
 func pingDB(ctx context.Context, db *sql.DB, path string) error {
-	if err := db.PingContext(ctx); err != nil {
+	if err := retryBusy(ctx, nil, "open", func() error { return db.PingContext(ctx) }); err != nil {
 		return fmt.Errorf("sqlite: open: %w", describe(err, path))
 	}
 	return nil

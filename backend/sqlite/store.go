@@ -102,17 +102,25 @@ func (s *store) View(ctx context.Context, fn func(tx workspace.ReadTx) error) er
 	})
 }
 
-// retry runs op until it does not fail with SQLITE_BUSY, at most
-// maxBusyRetries more times, backing off with jitter. op's transaction was
-// rolled back, and Store.Update's fn may be run again by contract.
+// retry runs op with retryBusy, logging to the store's logger.
 func (s *store) retry(ctx context.Context, what string, op func() error) error {
+	return retryBusy(ctx, s.log, what, op)
+}
+
+// retryBusy runs op until it does not fail with SQLITE_BUSY, at most
+// maxBusyRetries more times, backing off with jitter. A busy op has left
+// nothing behind (its transaction was rolled back), and Store.Update's fn
+// may be run again by contract.
+func retryBusy(ctx context.Context, log *slog.Logger, what string, op func() error) error {
 	delay := 5 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		err := op()
 		if err == nil || !isBusy(err) || attempt == maxBusyRetries || ctx.Err() != nil {
 			return err
 		}
-		s.log.Debug("agentspace: sqlite busy; retrying", "op", what, "attempt", attempt+1, "err", err)
+		if log != nil {
+			log.Debug("agentspace: sqlite busy; retrying", "op", what, "attempt", attempt+1, "err", err)
+		}
 		t := time.NewTimer(delay/2 + rand.N(delay))
 		select {
 		case <-ctx.Done():
