@@ -1,0 +1,83 @@
+// Package jsonstore is the json: backend of agentspace: a workspace kept as
+// a tree of plain files that people and file-tool agents can read with cat,
+// ls and git diff. It lives in directory backend/json but is named
+// jsonstore, so that it does not shadow encoding/json where both are used.
+//
+// Import it for its init, which registers the "json" scheme:
+//
+//	import _ "github.com/agentspace/agentspace/backend/json"
+//
+//	ws, err := workspace.Open(ctx, "json:./team-ws")
+//
+// or call Open with a directory.
+//
+// # The tree
+//
+//	DIR/
+//	  FORMAT                     format version ("1"; "1 dirty" while a migration step runs)
+//	  .lock                      flock target: exclusive for writes, shared for reads
+//	  .journal                   the transaction being applied (empty when idle)
+//	  events.ndjson              the event log: one JSON event per line, seq ascending
+//	  floor.json                 {"floor": N} once the log was compacted below N
+//	  artifacts/NAME             the head content of each live artifact, as a plain file:
+//	                             cat DIR/artifacts/plans/auth-api.md
+//	  meta/artifacts/ID.json     an artifact's name, deleted flag and every version's metadata
+//	  blobs/ID/SHA256            each distinct content of an artifact, once (every version's bytes)
+//	  tasks/ID.json              one task
+//	  notes/KIND/KEY.json        one note (KEY encoded, see below)
+//	  leases/RESOURCE.json       one lock's lease and newest token (RESOURCE encoded)
+//	  idempotency/KEY.json       a stored batch result and its expiry (KEY encoded)
+//
+// Files are 0600 and directories 0700. Keys that are not file names already
+// (note keys, lock resources, idempotency keys) are encoded: a-z, 0-9, '-',
+// '_' and inner '.' stay, every other byte (upper case included) becomes
+// %XX, and a result longer than 180 bytes becomes "~" and the key's SHA-256.
+// Every file holds its key, so the encoding never has to be reversed.
+//
+// # Transactions and crash safety
+//
+// A write transaction takes this handle's mutex and then an exclusive flock
+// on DIR/.lock (each handle opens its own file description, so handles in
+// one process exclude each other too; the kernel drops the lock of a dead
+// process, so there is never a stale lock). It runs on the handle's
+// in-memory state, then commits: the whole transaction (record files, blobs,
+// events) is written to DIR/.journal as one record with a CRC-32C and
+// fsynced (the commit point); then each file is replaced atomically (temp
+// file in the same directory, fsync, rename, fsync of the directory), the
+// events are appended to events.ndjson and fsynced, and the journal is
+// emptied. A writer killed at any instant leaves either an incomplete
+// record (never acknowledged: dropped) or a complete one, which the next
+// lock holder (a reader first upgrades to the exclusive lock) replays
+// idempotently: files are rewritten, events already in the log are
+// skipped, a torn last log line is cut, temp files are swept.
+//
+// Waiting for the file lock does not observe the context: locks are held
+// for the few milliseconds of a commit, and the kernel frees a dead
+// holder's. Readers take the shared flock, so they never see half a commit. Each
+// handle keeps every record in memory and, under the lock, compares the
+// log's size and inode with what it saw: new lines name the records other
+// handles changed, which are read again; a rewritten log (compaction)
+// reloads the tree.
+//
+// # Names
+//
+// Artifact names are validated by the workspace package (relative, no ".."
+// segment, no backslash or control character). The backend further writes
+// readable copies only through an os.Root on DIR/artifacts, so no name
+// resolves outside it, refuses to follow a symbolic link found on a copy's
+// path, reserves segments starting with ".agentspace-tmp-" (its temporary
+// files), and, when the file system ignores case (probed at open), treats
+// names equal but for case as the same name (ErrAlreadyExists). Content is
+// always read from blobs/, never from the copies: a name that cannot get a
+// copy (it is also a directory of another live name, "a" and "a/b") works
+// normally but has no file under artifacts/; a warning is logged.
+//
+// # Limits
+//
+// Every record is held in memory, and the event log too; opening a handle
+// reads the whole tree. A write costs a few fsyncs whatever the size of the
+// workspace, and an artifact's metadata file grows with its versions. Lists
+// are served from memory. See the README for measured figures. Use sqlite:
+// past some tens of thousands of artifacts or for heavy write loads, and
+// postgres: across hosts (flock is not reliable on network file systems).
+package jsonstore

@@ -1,0 +1,183 @@
+package jsonstore
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+)
+
+// Permissions of everything the backend creates: the workspace may hold
+// private plans and code, so only its owner reads it.
+const (
+	fileMode fs.FileMode = 0o600
+	dirMode  fs.FileMode = 0o700
+)
+
+// tmpPrefix starts every temporary file's name. Artifact names with a
+// segment starting with it are refused, so a sweep never removes content.
+const tmpPrefix = ".agentspace-tmp-"
+
+// errSymlink reports a symbolic link found where the backend writes: it
+// never follows one, whoever planted it.
+var errSymlink = errors.New("is a symbolic link: refusing to follow it")
+
+// dirSet collects the directories whose entries changed, to fsync each once.
+type dirSet map[string]struct{}
+
+func randHex() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// mkdirs creates dir and its missing parents inside root, refusing symbolic
+// links and non-directories on the way, and records each parent whose
+// entries changed.
+func mkdirs(root *os.Root, dir string, dirs dirSet) error {
+	if dir == "." || dir == "" {
+		return nil
+	}
+	cur := ""
+	for _, seg := range strings.Split(dir, "/") {
+		parent := cur
+		if parent == "" {
+			parent = "."
+		}
+		cur = path.Join(cur, seg)
+		fi, err := root.Lstat(cur)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if err := root.Mkdir(cur, dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+			dirs[parent] = struct{}{}
+		case err != nil:
+			return err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s %w", cur, errSymlink)
+		case !fi.IsDir():
+			return fmt.Errorf("%s is not a directory", cur)
+		}
+	}
+	return nil
+}
+
+// writeAtomic replaces name with data: a temporary file in the same
+// directory, fsync, rename. The directory is recorded in dirs for the
+// caller to fsync once; readers see the old or the new file, never a part.
+func writeAtomic(root *os.Root, name string, data []byte, dirs dirSet) error {
+	dir := path.Dir(name)
+	if err := mkdirs(root, dir, dirs); err != nil {
+		return err
+	}
+	if fi, err := root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s %w", name, errSymlink)
+		}
+		return fmt.Errorf("%s is not a regular file", name)
+	}
+	tmp := path.Join(dir, tmpPrefix+randHex())
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = root.Rename(tmp, name)
+	}
+	if err != nil {
+		_ = root.Remove(tmp)
+		return err
+	}
+	dirs[dir] = struct{}{}
+	return nil
+}
+
+// removeFile removes name if it is there (a regular file only).
+func removeFile(root *os.Root, name string, dirs dirSet) error {
+	fi, err := root.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file: not removing it", name)
+	}
+	if err := root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	dirs[path.Dir(name)] = struct{}{}
+	return nil
+}
+
+// syncDirs fsyncs every directory in dirs, making renames and removals durable.
+func syncDirs(root *os.Root, dirs dirSet) error {
+	for d := range dirs {
+		f, err := root.Open(d)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since (an emptied mirror directory)
+		}
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		_ = f.Close()
+		if err != nil {
+			return fmt.Errorf("fsync %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// sweepTemps removes temporary files a crashed writer left in dir.
+func sweepTemps(root *os.Root, dir string) {
+	f, err := root.Open(dir)
+	if err != nil {
+		return
+	}
+	names, _ := f.Readdirnames(-1)
+	_ = f.Close()
+	for _, n := range names {
+		if strings.HasPrefix(n, tmpPrefix) {
+			_ = root.Remove(path.Join(dir, n))
+		}
+	}
+}
+
+// encodeKey turns a free-form key (a note key, a lock resource, an
+// idempotency key) into one file name: lower-case letters, digits, '-', '_'
+// and inner '.' stay; every other byte, upper-case letters included, becomes
+// %XX. So distinct keys never share a file, even on a case-insensitive file
+// system, and no key is ".", ".." or hidden. Keys too long for a file name
+// become "~" and their SHA-256; the file's content always holds the key.
+func encodeKey(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_', c == '.' && i > 0:
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	if b.Len() > 180 {
+		sum := sha256.Sum256([]byte(s))
+		return "~" + hex.EncodeToString(sum[:])
+	}
+	return b.String()
+}

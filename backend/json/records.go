@@ -1,0 +1,329 @@
+package jsonstore
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// The on-disk forms of records: snake_case JSON, meant to be read by people
+// and diffed by git. They are converted to and from the workspace types at
+// the edge, so the API can change without changing the files.
+
+// CorruptError reports a file of the tree that cannot be decoded: which
+// file, which line (1-based; 0 when unknown) and why.
+type CorruptError struct {
+	File string
+	Line int
+	Err  error
+}
+
+// Error says which file and line are damaged, and how.
+func (e *CorruptError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("json store: %s:%d: corrupt: %v", e.File, e.Line, e.Err)
+	}
+	return fmt.Sprintf("json store: %s: corrupt: %v", e.File, e.Err)
+}
+
+// Unwrap returns the decoding error.
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// lineOf returns the 1-based line of byte offset off in data.
+func lineOf(data []byte, off int64) int {
+	if off < 0 {
+		return 0
+	}
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	return 1 + bytes.Count(data[:off], []byte{'\n'})
+}
+
+// decodeJSON decodes data (the content of file, starting at line first)
+// into v, rejecting unknown fields and trailing data, and reports errors
+// with the file and line.
+func decodeJSON(file string, first int, data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("trailing data after the JSON value")
+	}
+	if err == nil {
+		return nil
+	}
+	line := 0
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		line = lineOf(data, se.Offset)
+	case errors.As(err, &te):
+		line = lineOf(data, te.Offset)
+	default:
+		line = lineOf(data, dec.InputOffset())
+	}
+	if line > 0 {
+		line += first - 1
+	}
+	return &CorruptError{File: file, Line: line, Err: err}
+}
+
+func corrupt(file string, format string, args ...any) error {
+	return &CorruptError{File: file, Err: fmt.Errorf(format, args...)}
+}
+
+type versionJSON struct {
+	Version     int64             `json:"version"`
+	Name        string            `json:"name"`
+	Kind        string            `json:"kind"`
+	Owner       string            `json:"owner"`
+	ContentType string            `json:"content_type"`
+	SHA256      string            `json:"sha256"`
+	Size        int64             `json:"size"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	TaskID      string            `json:"task_id,omitempty"`
+	CreatedAt   time.Time         `json:"created_at"`
+	CreatedBy   string            `json:"created_by"`
+	UpdatedAt   time.Time         `json:"updated_at"`
+	UpdatedBy   string            `json:"updated_by"`
+}
+
+// artifactFile is meta/artifacts/ID.json: every version's metadata.
+type artifactFile struct {
+	ID       string        `json:"id"`
+	Name     string        `json:"name"`
+	Deleted  bool          `json:"deleted,omitempty"`
+	Versions []versionJSON `json:"versions"`
+}
+
+// artRec is an artifact in memory: every version, oldest first.
+type artRec struct {
+	id       string
+	name     string
+	deleted  bool
+	versions []workspace.Artifact
+}
+
+func (r *artRec) head() workspace.Artifact { return r.versions[len(r.versions)-1] }
+
+func (r *artRec) clone() *artRec {
+	c := *r
+	c.versions = append([]workspace.Artifact(nil), r.versions...)
+	return &c
+}
+
+func encodeArtifact(r *artRec) ([]byte, error) {
+	f := artifactFile{ID: r.id, Name: r.name, Deleted: r.deleted}
+	for _, a := range r.versions {
+		f.Versions = append(f.Versions, versionJSON{
+			Version: a.Version, Name: a.Name, Kind: a.Kind, Owner: a.Owner, ContentType: a.ContentType,
+			SHA256: a.SHA256, Size: a.Size, Labels: a.Labels, TaskID: a.TaskID,
+			CreatedAt: a.CreatedAt, CreatedBy: a.CreatedBy, UpdatedAt: a.UpdatedAt, UpdatedBy: a.UpdatedBy,
+		})
+	}
+	return marshalFile(f)
+}
+
+func decodeArtifact(file string, data []byte) (*artRec, error) {
+	var f artifactFile
+	if err := decodeJSON(file, 1, data, &f); err != nil {
+		return nil, err
+	}
+	if f.ID == "" || f.Name == "" || len(f.Versions) == 0 {
+		return nil, corrupt(file, "an artifact needs an id, a name and at least one version")
+	}
+	r := &artRec{id: f.ID, name: f.Name, deleted: f.Deleted}
+	for i, v := range f.Versions {
+		if v.Version != int64(i+1) {
+			return nil, corrupt(file, "version %d is listed at position %d", v.Version, i+1)
+		}
+		r.versions = append(r.versions, workspace.Artifact{
+			ID: f.ID, Name: v.Name, Kind: v.Kind, Owner: v.Owner, Version: v.Version,
+			ContentType: v.ContentType, SHA256: v.SHA256, Size: v.Size, Labels: v.Labels, TaskID: v.TaskID,
+			CreatedAt: v.CreatedAt.UTC(), CreatedBy: v.CreatedBy, UpdatedAt: v.UpdatedAt.UTC(), UpdatedBy: v.UpdatedBy,
+		})
+	}
+	return r, nil
+}
+
+// taskJSON is tasks/ID.json.
+type taskJSON struct {
+	ID             string               `json:"id"`
+	Title          string               `json:"title"`
+	Description    string               `json:"description,omitempty"`
+	Status         workspace.TaskStatus `json:"status"`
+	Assignee       string               `json:"assignee,omitempty"`
+	ParentID       string               `json:"parent_id,omitempty"`
+	DependsOn      []string             `json:"depends_on,omitempty"`
+	Priority       int                  `json:"priority"`
+	Labels         map[string]string    `json:"labels,omitempty"`
+	Result         workspace.TaskResult `json:"result,omitzero"`
+	Attempts       int                  `json:"attempts"`
+	LeaseExpiresAt time.Time            `json:"lease_expires_at,omitzero"`
+	Version        int64                `json:"version"`
+	CreatedAt      time.Time            `json:"created_at"`
+	CreatedBy      string               `json:"created_by"`
+	UpdatedAt      time.Time            `json:"updated_at"`
+	UpdatedBy      string               `json:"updated_by"`
+}
+
+func encodeTask(t workspace.Task) ([]byte, error) {
+	return marshalFile(taskJSON{
+		ID: t.ID, Title: t.Title, Description: t.Description, Status: t.Status, Assignee: t.Assignee,
+		ParentID: t.ParentID, DependsOn: t.DependsOn, Priority: t.Priority, Labels: t.Labels, Result: t.Result,
+		Attempts: t.Attempts, LeaseExpiresAt: t.LeaseExpiresAt, Version: t.Version,
+		CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy, UpdatedAt: t.UpdatedAt, UpdatedBy: t.UpdatedBy,
+	})
+}
+
+func decodeTask(file string, data []byte) (workspace.Task, error) {
+	var j taskJSON
+	if err := decodeJSON(file, 1, data, &j); err != nil {
+		return workspace.Task{}, err
+	}
+	if j.ID == "" || !j.Status.Valid() {
+		return workspace.Task{}, corrupt(file, "a task needs an id and a valid status")
+	}
+	return workspace.Task{
+		ID: j.ID, Title: j.Title, Description: j.Description, Status: j.Status, Assignee: j.Assignee,
+		ParentID: j.ParentID, DependsOn: j.DependsOn, Priority: j.Priority, Labels: j.Labels, Result: j.Result,
+		Attempts: j.Attempts, LeaseExpiresAt: utc(j.LeaseExpiresAt), Version: j.Version,
+		CreatedAt: j.CreatedAt.UTC(), CreatedBy: j.CreatedBy, UpdatedAt: j.UpdatedAt.UTC(), UpdatedBy: j.UpdatedBy,
+	}, nil
+}
+
+// noteJSON is notes/KIND/KEY.json.
+type noteJSON struct {
+	Kind      string    `json:"kind"`
+	Key       string    `json:"key"`
+	Title     string    `json:"title,omitempty"`
+	Body      string    `json:"body,omitempty"`
+	Author    string    `json:"author"`
+	Version   int64     `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	UpdatedBy string    `json:"updated_by"`
+}
+
+func encodeNote(n workspace.Note) ([]byte, error) {
+	return marshalFile(noteJSON{
+		Kind: n.Kind, Key: n.Key, Title: n.Title, Body: n.Body, Author: n.Author, Version: n.Version,
+		CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt, UpdatedBy: n.UpdatedBy,
+	})
+}
+
+func decodeNote(file string, data []byte) (workspace.Note, error) {
+	var j noteJSON
+	if err := decodeJSON(file, 1, data, &j); err != nil {
+		return workspace.Note{}, err
+	}
+	if j.Kind == "" || j.Key == "" {
+		return workspace.Note{}, corrupt(file, "a note needs a kind and a key")
+	}
+	return workspace.Note{
+		Kind: j.Kind, Key: j.Key, Title: j.Title, Body: j.Body, Author: j.Author, Version: j.Version,
+		CreatedAt: j.CreatedAt.UTC(), UpdatedAt: j.UpdatedAt.UTC(), UpdatedBy: j.UpdatedBy,
+	}, nil
+}
+
+// leaseJSON is leases/RESOURCE.json.
+type leaseJSON struct {
+	Resource   string    `json:"resource"`
+	Owner      string    `json:"owner,omitempty"`
+	Token      int64     `json:"token"`
+	AcquiredAt time.Time `json:"acquired_at,omitzero"`
+	ExpiresAt  time.Time `json:"expires_at,omitzero"`
+}
+
+func encodeLease(l workspace.Lease) ([]byte, error) {
+	return marshalFile(leaseJSON{Resource: l.Resource, Owner: l.Owner, Token: l.Token, AcquiredAt: l.AcquiredAt, ExpiresAt: l.ExpiresAt})
+}
+
+func decodeLease(file string, data []byte) (workspace.Lease, error) {
+	var j leaseJSON
+	if err := decodeJSON(file, 1, data, &j); err != nil {
+		return workspace.Lease{}, err
+	}
+	if j.Resource == "" {
+		return workspace.Lease{}, corrupt(file, "a lease needs a resource")
+	}
+	return workspace.Lease{Resource: j.Resource, Owner: j.Owner, Token: j.Token, AcquiredAt: utc(j.AcquiredAt), ExpiresAt: utc(j.ExpiresAt)}, nil
+}
+
+// idemJSON is idempotency/HASH.json.
+type idemJSON struct {
+	Key     string          `json:"key"`
+	Expires time.Time       `json:"expires"`
+	Result  json.RawMessage `json:"result"`
+}
+
+// eventJSON is one line of events.ndjson.
+type eventJSON struct {
+	Seq     int64       `json:"seq"`
+	Time    time.Time   `json:"time"`
+	Actor   string      `json:"actor"`
+	Type    string      `json:"type"`
+	Subject subjectJSON `json:"subject"`
+	Version int64       `json:"version,omitempty"`
+	Message string      `json:"message,omitempty"`
+}
+
+type subjectJSON struct {
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+}
+
+func toEventJSON(e workspace.Event) eventJSON {
+	return eventJSON{Seq: e.Seq, Time: e.Time, Actor: e.Actor, Type: e.Type,
+		Subject: subjectJSON{Kind: e.Subject.Kind, ID: e.Subject.ID, Name: e.Subject.Name}, Version: e.Version, Message: e.Message}
+}
+
+func fromEventJSON(j eventJSON) workspace.Event {
+	return workspace.Event{Seq: j.Seq, Time: j.Time.UTC(), Actor: j.Actor, Type: j.Type,
+		Subject: workspace.Subject{Kind: j.Subject.Kind, ID: j.Subject.ID, Name: j.Subject.Name}, Version: j.Version, Message: j.Message}
+}
+
+// encodeEventLine returns the event as one line of the log, newline included.
+func encodeEventLine(e workspace.Event) ([]byte, error) {
+	b, err := json.Marshal(toEventJSON(e))
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// decodeEventLine decodes line number n of file.
+func decodeEventLine(file string, n int, line []byte) (workspace.Event, error) {
+	var j eventJSON
+	if err := decodeJSON(file, n, line, &j); err != nil {
+		return workspace.Event{}, err
+	}
+	if j.Seq < 1 || j.Type == "" {
+		return workspace.Event{}, &CorruptError{File: file, Line: n, Err: errors.New("an event needs a positive seq and a type")}
+	}
+	return fromEventJSON(j), nil
+}
+
+// marshalFile is the indented JSON of a record file, newline-terminated so
+// that cat and git diff show it well.
+func marshalFile(v any) ([]byte, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
+}

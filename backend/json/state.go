@@ -1,0 +1,181 @@
+package jsonstore
+
+import (
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// noteKey identifies a note.
+type noteKey struct{ kind, key string }
+
+// state is a handle's in-memory copy of the tree: every record and the
+// event log, with the indexes reads need. It is loaded once, then kept
+// current from the log's new events (see store.refresh). Writes in a
+// transaction change it directly and keep an undo list, so reads inside
+// Update see the transaction's own writes.
+type state struct {
+	arts   map[string]*artRec // by id, live and deleted
+	byName map[string]string  // live name -> id
+	names  []string           // live names, sorted
+	folded map[string]string  // case-folded live name -> id
+
+	tasks   map[string]workspace.Task
+	taskIDs []string // sorted (UUIDv7: creation order)
+
+	notes  map[noteKey]workspace.Note
+	leases map[string]workspace.Lease
+
+	events []workspace.Event // ascending seq, all >= floor
+	floor  int64
+}
+
+func newState() *state {
+	return &state{
+		arts: map[string]*artRec{}, byName: map[string]string{}, folded: map[string]string{},
+		tasks: map[string]workspace.Task{}, notes: map[noteKey]workspace.Note{},
+		leases: map[string]workspace.Lease{}, floor: 1,
+	}
+}
+
+func fold(name string) string { return strings.ToLower(name) }
+
+func (s *state) head() int64 {
+	if n := len(s.events); n > 0 {
+		return s.events[n-1].Seq
+	}
+	return s.floor - 1
+}
+
+func (s *state) liveName(r *artRec) (string, bool) {
+	if r == nil || r.deleted {
+		return "", false
+	}
+	return r.name, true
+}
+
+// setArt makes r (nil: forget) the artifact id's record, keeping the name
+// indexes right, and returns how to undo it.
+func (s *state) setArt(id string, r *artRec) func() {
+	old := s.arts[id]
+	if oldName, ok := s.liveName(old); ok && s.byName[oldName] == id {
+		delete(s.byName, oldName)
+		delete(s.folded, fold(oldName))
+		if i, found := slices.BinarySearch(s.names, oldName); found {
+			s.names = slices.Delete(s.names, i, i+1)
+		}
+	}
+	if r == nil {
+		delete(s.arts, id)
+	} else {
+		s.arts[id] = r
+	}
+	if name, ok := s.liveName(r); ok {
+		s.byName[name] = id
+		s.folded[fold(name)] = id
+		if i, found := slices.BinarySearch(s.names, name); !found {
+			s.names = slices.Insert(s.names, i, name)
+		}
+	}
+	return func() { s.setArt(id, old) }
+}
+
+func (s *state) setTask(t workspace.Task) func() {
+	old, had := s.tasks[t.ID]
+	s.tasks[t.ID] = t
+	if !had {
+		if i, found := slices.BinarySearch(s.taskIDs, t.ID); !found {
+			s.taskIDs = slices.Insert(s.taskIDs, i, t.ID)
+		}
+	}
+	return func() {
+		if had {
+			s.tasks[t.ID] = old
+			return
+		}
+		delete(s.tasks, t.ID)
+		if i, found := slices.BinarySearch(s.taskIDs, t.ID); found {
+			s.taskIDs = slices.Delete(s.taskIDs, i, i+1)
+		}
+	}
+}
+
+// setNote stores n, or deletes the note k when n is nil.
+func (s *state) setNote(k noteKey, n *workspace.Note) func() {
+	old, had := s.notes[k]
+	if n == nil {
+		delete(s.notes, k)
+	} else {
+		s.notes[k] = *n
+	}
+	return func() {
+		if had {
+			s.notes[k] = old
+		} else {
+			delete(s.notes, k)
+		}
+	}
+}
+
+// setLease stores l, or forgets resource when l is nil.
+func (s *state) setLease(resource string, l *workspace.Lease) func() {
+	old, had := s.leases[resource]
+	if l == nil {
+		delete(s.leases, resource)
+	} else {
+		s.leases[resource] = *l
+	}
+	return func() {
+		if had {
+			s.leases[resource] = old
+		} else {
+			delete(s.leases, resource)
+		}
+	}
+}
+
+func (s *state) appendEvents(evs []workspace.Event) func() {
+	n := len(s.events)
+	s.events = append(s.events, evs...)
+	return func() { s.events = s.events[:n:n] }
+}
+
+func (s *state) compact(floor int64) func() {
+	oldEvents, oldFloor := s.events, s.floor
+	i := sort.Search(len(s.events), func(i int) bool { return s.events[i].Seq >= floor })
+	s.events = slices.Clone(s.events[i:])
+	s.floor = floor
+	return func() { s.events, s.floor = oldEvents, oldFloor }
+}
+
+// eventsAfter returns the index of the first event with Seq > seq.
+func (s *state) eventsAfter(seq int64) int {
+	return sort.Search(len(s.events), func(i int) bool { return s.events[i].Seq > seq })
+}
+
+// Copies handed out, so that a caller changing a returned map or slice
+// never changes the store's state.
+
+func copyArtifact(a workspace.Artifact) workspace.Artifact {
+	a.Labels = maps.Clone(a.Labels)
+	return a
+}
+
+func copyTask(t workspace.Task) workspace.Task {
+	t.Labels = maps.Clone(t.Labels)
+	t.DependsOn = slices.Clone(t.DependsOn)
+	t.Result.Artifacts = slices.Clone(t.Result.Artifacts)
+	return t
+}
+
+func labelsMatch(have, want map[string]string) bool {
+	for k, v := range want {
+		if hv, ok := have[k]; !ok || hv != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,324 @@
+package jsonstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// Names in DIR. See doc.go for the whole tree.
+const (
+	formatFile  = "FORMAT"
+	lockFile    = ".lock"
+	eventsFile  = "events.ndjson"
+	floorFile   = "floor.json"
+	artsDir     = "artifacts"
+	metaDir     = "meta/artifacts"
+	blobsDir    = "blobs"
+	tasksDir    = "tasks"
+	notesDir    = "notes"
+	leasesDir   = "leases"
+	idemDir     = "idempotency"
+	jsonSuffix  = ".json"
+	probeSuffix = ".probe"
+)
+
+type floorJSON struct {
+	Floor int64 `json:"floor"`
+}
+
+// logIdent identifies the event log's content as last seen: an append
+// grows size; a compaction replaces the file (a new inode).
+type logIdent struct {
+	ino   uint64
+	size  int64
+	mtime time.Time
+}
+
+// store is one handle's view of a directory. Its mutex serializes the
+// handle's transactions; the flock on DIR/.lock (this handle's own open
+// file description) serializes them with every other handle and process.
+type store struct {
+	dir     string
+	root    *os.Root // DIR: every path the store touches is resolved inside it
+	mirror  *os.Root // DIR/artifacts: readable copies never leave it
+	lockf   *os.File
+	journal *os.File
+	log     *slog.Logger
+	// foldCase is set when the file system ignores case: names that differ
+	// only in case would share a file, so they count as the same name.
+	foldCase bool
+
+	mu       sync.Mutex
+	closed   bool
+	st       *state // nil: load everything at the next transaction
+	diskLast int64  // last seq in events.ndjson
+	logID    logIdent
+	logLines int
+}
+
+// openStore opens (creating if needed) the workspace in dir.
+func openStore(ctx context.Context, cfg workspace.Config) (*store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dir := cfg.Target
+	if dir == "" {
+		return nil, &workspace.InvalidError{Field: "dsn", Reason: "json: needs a directory, e.g. json:./ws"}
+	}
+	f, err := openFormat(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &store{dir: dir, root: f.root, lockf: f.lockf, log: cfg.Logger}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = s.Close()
+		}
+	}()
+	if err := flock(s.lockf, true); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path.Join(dir, lockFile), err)
+	}
+	err = s.openLocked(f, cfg.AutoMigrate)
+	if uerr := funlock(s.lockf); err == nil {
+		err = uerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	ok = true
+	return s, nil
+}
+
+func (s *store) openLocked(f *formatHandle, autoMigrate bool) error {
+	v, dirty, err := f.version()
+	if err != nil {
+		return err
+	}
+	switch {
+	case dirty:
+		return &workspace.SchemaError{Current: int64(v), Want: latestFormat, Dirty: true}
+	case v > latestFormat:
+		return &workspace.SchemaError{Current: int64(v), Want: latestFormat}
+	case v == 0 && !f.hasFormat():
+		if err := f.checkEmpty(); err != nil {
+			return err
+		}
+		if err := f.migrate(latestFormat); err != nil {
+			return err
+		}
+	case v < latestFormat:
+		if !autoMigrate {
+			return &workspace.SchemaError{Current: int64(v), Want: latestFormat}
+		}
+		if err := f.migrate(latestFormat); err != nil {
+			return err
+		}
+	}
+	fi, err := s.root.Lstat(artsDir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: %w", path.Join(s.dir, artsDir), errors.New("not a directory (a symbolic link is refused)"))
+	}
+	if s.mirror, err = s.root.OpenRoot(artsDir); err != nil {
+		return err
+	}
+	if s.journal, err = s.root.OpenFile(journalFile, os.O_RDWR|os.O_CREATE, fileMode); err != nil {
+		return err
+	}
+	s.foldCase = probeFoldCase(s.root)
+	if pending, err := s.journalPending(); err != nil {
+		return err
+	} else if pending {
+		if err := s.recoverJournal(); err != nil {
+			return err
+		}
+	}
+	return s.load()
+}
+
+// probeFoldCase reports whether the file system ignores case, by looking
+// FORMAT up in lower case.
+func probeFoldCase(root *os.Root) bool {
+	a, err := root.Stat(formatFile)
+	if err != nil {
+		return false
+	}
+	b, err := root.Stat(strings.ToLower(formatFile))
+	return err == nil && os.SameFile(a, b)
+}
+
+// Close releases the handle's files; its locks go with them.
+func (s *store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for _, c := range []io.Closer{s.journal, s.lockf, s.mirror, s.root} {
+		if c != nil && !isNilCloser(c) {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func isNilCloser(c io.Closer) bool {
+	switch v := c.(type) {
+	case *os.File:
+		return v == nil
+	case *os.Root:
+		return v == nil
+	}
+	return false
+}
+
+// Update runs fn in a write transaction: this handle's mutex, then the
+// exclusive flock, then a replay of any transaction a dead writer left,
+// then fn on the current state. Commit is journal + fsync, then the files.
+func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return workspace.ErrClosed
+	}
+	if err := flock(s.lockf, true); err != nil {
+		return fmt.Errorf("lock %s: %w", lockFile, err)
+	}
+	defer func() { _ = funlock(s.lockf) }()
+	if pending, err := s.journalPending(); err != nil {
+		return err
+	} else if pending {
+		if err := s.recoverJournal(); err != nil {
+			return err
+		}
+	}
+	if err := s.refresh(); err != nil {
+		return err
+	}
+	t := newTx(s, true)
+	if err := fn(t); err != nil {
+		t.rollback()
+		return err
+	}
+	rec, err := t.record()
+	if err != nil {
+		t.rollback()
+		return err
+	}
+	if rec == nil {
+		return nil
+	}
+	if err := s.writeJournal(rec); err != nil {
+		t.rollback()
+		s.st = nil
+		return err
+	}
+	if err := s.apply(rec, s.diskLast); err != nil {
+		// Committed: the record stays in the journal and the next
+		// transaction (of any handle) replays it.
+		s.st = nil
+		return fmt.Errorf("json store: applying a committed transaction (it will be replayed): %w", err)
+	}
+	if err := s.clearJournal(); err != nil {
+		s.log.Warn("json store: emptying the journal failed; the transaction will be replayed", "err", err)
+	}
+	return s.noteLog(len(rec.Events))
+}
+
+// View runs fn on the state under the shared flock. If a writer died
+// mid-commit it first takes the exclusive lock to finish that commit.
+func (s *store) View(ctx context.Context, fn func(tx workspace.ReadTx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return workspace.ErrClosed
+	}
+	for {
+		if err := flock(s.lockf, false); err != nil {
+			return fmt.Errorf("lock %s: %w", lockFile, err)
+		}
+		pending, err := s.journalPending()
+		if err != nil || !pending {
+			if err != nil {
+				_ = funlock(s.lockf)
+				return err
+			}
+			break
+		}
+		if err := flock(s.lockf, true); err != nil {
+			_ = funlock(s.lockf)
+			return err
+		}
+		err = nil
+		if pending, _ := s.journalPending(); pending {
+			err = s.recoverJournal()
+		}
+		_ = funlock(s.lockf)
+		if err != nil {
+			return err
+		}
+	}
+	defer func() { _ = funlock(s.lockf) }()
+	if err := s.refresh(); err != nil {
+		return err
+	}
+	return fn(newTx(s, false))
+}
+
+// noteLog records the log's identity after this handle appended n events
+// (or compacted), so that the next refresh reads nothing.
+func (s *store) noteLog(n int) error {
+	fi, err := s.root.Stat(eventsFile)
+	if err != nil {
+		s.st = nil
+		return nil
+	}
+	id := logIdent{ino: fileID(fi), size: fi.Size(), mtime: fi.ModTime()}
+	if id.ino != s.logID.ino {
+		s.logLines = len(s.st.events) // rewritten: one line per kept event
+	} else {
+		s.logLines += n
+	}
+	s.logID = id
+	return nil
+}
+
+var (
+	idRE   = regexp.MustCompile(`^[0-9a-fA-F-]{1,64}$`)
+	kindRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	shaRE  = regexp.MustCompile(`^[0-9a-f]{64}$`)
+)
+
+func artifactPath(id string) string { return metaDir + "/" + id + jsonSuffix }
+func taskPath(id string) string     { return tasksDir + "/" + id + jsonSuffix }
+func notePath(k noteKey) string     { return notesDir + "/" + k.kind + "/" + encodeKey(k.key) + jsonSuffix }
+func leasePath(r string) string     { return leasesDir + "/" + encodeKey(r) + jsonSuffix }
+func idemPath(k string) string      { return idemDir + "/" + encodeKey(k) + jsonSuffix }
+func blobPath(id, sha string) string {
+	return blobsDir + "/" + id + "/" + sha
+}

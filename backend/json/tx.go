@@ -1,0 +1,311 @@
+package jsonstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+type blobKey struct{ id, sha string }
+
+// tx is a transaction on a store's state. Reads come from the state (which
+// holds the transaction's own writes); writes change the state, push an
+// undo step, and mark what the commit record must carry.
+type tx struct {
+	s     *store
+	st    *state
+	now   time.Time
+	write bool
+
+	undo   []func()
+	arts   map[string]*artRec // changed artifacts: their record before the transaction (nil if new)
+	blobs  map[blobKey][]byte
+	tasks  map[string]bool
+	notes  map[noteKey]bool
+	leases map[string]bool
+	idem   map[string]idemJSON
+	prune  time.Time
+	events []workspace.Event
+	floor  int64
+}
+
+func newTx(s *store, write bool) *tx {
+	t := &tx{s: s, st: s.st, now: time.Now().UTC().Truncate(time.Microsecond), write: write}
+	if write {
+		t.arts, t.blobs = map[string]*artRec{}, map[blobKey][]byte{}
+		t.tasks, t.notes, t.leases = map[string]bool{}, map[noteKey]bool{}, map[string]bool{}
+		t.idem = map[string]idemJSON{}
+	}
+	return t
+}
+
+func (t *tx) rollback() {
+	for i := len(t.undo) - 1; i >= 0; i-- {
+		t.undo[i]()
+	}
+	t.undo = nil
+}
+
+var errNotFound = workspace.ErrNotFound
+
+func (t *tx) Now() time.Time { return t.now }
+
+func (t *tx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (workspace.Artifact, error) {
+	id := ref.ID
+	if id == "" {
+		var ok bool
+		if id, ok = t.st.byName[ref.Name]; !ok {
+			return workspace.Artifact{}, errNotFound
+		}
+	}
+	r := t.st.arts[id]
+	if r == nil || r.deleted {
+		return workspace.Artifact{}, errNotFound
+	}
+	return copyArtifact(r.head()), nil
+}
+
+func (t *tx) ArtifactVersion(ctx context.Context, id string, version int64) (workspace.Artifact, error) {
+	r := t.st.arts[id]
+	if r == nil || version < 1 || version > int64(len(r.versions)) {
+		return workspace.Artifact{}, errNotFound
+	}
+	return copyArtifact(r.versions[version-1]), nil
+}
+
+func (t *tx) ArtifactVersions(ctx context.Context, id string) ([]workspace.Artifact, error) {
+	r := t.st.arts[id]
+	if r == nil {
+		return nil, errNotFound
+	}
+	out := make([]workspace.Artifact, len(r.versions))
+	for i, a := range r.versions {
+		out[i] = copyArtifact(a)
+	}
+	return out, nil
+}
+
+func (t *tx) Content(ctx context.Context, id, sha string) ([]byte, error) {
+	if b, ok := t.blobs[blobKey{id, sha}]; ok {
+		return slices.Clone(b), nil
+	}
+	if !idRE.MatchString(id) || !shaRE.MatchString(sha) {
+		return nil, errNotFound
+	}
+	data, err := t.s.root.ReadFile(blobPath(id, sha))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", blobPath(id, sha), errNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+func (t *tx) ListArtifacts(ctx context.Context, f workspace.ArtifactFilter) ([]workspace.Artifact, error) {
+	names := t.st.names
+	start := sort.SearchStrings(names, f.NamePrefix)
+	if f.After >= f.NamePrefix {
+		start = sort.Search(len(names), func(i int) bool { return names[i] > f.After })
+	}
+	var out []workspace.Artifact
+	for _, name := range names[start:] {
+		if !strings.HasPrefix(name, f.NamePrefix) {
+			break
+		}
+		a := t.st.arts[t.st.byName[name]].head()
+		if (f.Kind != "" && a.Kind != f.Kind) || (f.Owner != "" && a.Owner != f.Owner) ||
+			(f.TaskID != "" && a.TaskID != f.TaskID) || !labelsMatch(a.Labels, f.Labels) {
+			continue
+		}
+		out = append(out, copyArtifact(a))
+		if f.Limit > 0 && len(out) == f.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+func (t *tx) Task(ctx context.Context, id string) (workspace.Task, error) {
+	task, ok := t.st.tasks[id]
+	if !ok {
+		return workspace.Task{}, errNotFound
+	}
+	return copyTask(task), nil
+}
+
+func (t *tx) ListTasks(ctx context.Context, f workspace.TaskFilter) ([]workspace.Task, error) {
+	ids := t.st.taskIDs
+	start := sort.Search(len(ids), func(i int) bool { return ids[i] > f.After })
+	var out []workspace.Task
+	for _, id := range ids[start:] {
+		task := t.st.tasks[id]
+		if (f.Status != "" && task.Status != f.Status) || (f.Assignee != "" && task.Assignee != f.Assignee) ||
+			(f.ParentID != "" && task.ParentID != f.ParentID) || !labelsMatch(task.Labels, f.Labels) {
+			continue
+		}
+		out = append(out, copyTask(task))
+		if f.Limit > 0 && len(out) == f.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+func (t *tx) ReadyTask(ctx context.Context, r workspace.ClaimRequest) (workspace.Task, error) {
+	var best *workspace.Task
+	for _, id := range t.st.taskIDs {
+		task := t.st.tasks[id]
+		if task.Status != workspace.TaskPending || (r.ParentID != "" && task.ParentID != r.ParentID) || !labelsMatch(task.Labels, r.Labels) {
+			continue
+		}
+		ready := true
+		for _, d := range task.DependsOn {
+			if dep, ok := t.st.tasks[d]; !ok || dep.Status != workspace.TaskDone {
+				ready = false
+				break
+			}
+		}
+		// ids ascend, so the first task of the highest priority is the oldest.
+		if ready && (best == nil || task.Priority > best.Priority) {
+			best = &task
+		}
+	}
+	if best == nil {
+		return workspace.Task{}, errNotFound
+	}
+	return copyTask(*best), nil
+}
+
+func (t *tx) ExpiredClaims(ctx context.Context, now time.Time, limit int) ([]workspace.Task, error) {
+	var out []workspace.Task
+	for _, id := range t.st.taskIDs {
+		task := t.st.tasks[id]
+		if task.Status == workspace.TaskInProgress && !task.LeaseExpiresAt.IsZero() && !task.LeaseExpiresAt.After(now) {
+			out = append(out, copyTask(task))
+			if limit > 0 && len(out) == limit {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+func (t *tx) Note(ctx context.Context, kind, key string) (workspace.Note, error) {
+	n, ok := t.st.notes[noteKey{kind, key}]
+	if !ok {
+		return workspace.Note{}, errNotFound
+	}
+	return n, nil
+}
+
+func (t *tx) ListNotes(ctx context.Context, q workspace.NoteQuery) ([]workspace.Note, error) {
+	var out []workspace.Note
+	for k, n := range t.st.notes {
+		if q.Kind != "" && k.kind != q.Kind {
+			continue
+		}
+		if q.AfterKind != "" && (k.kind < q.AfterKind || (k.kind == q.AfterKind && k.key <= q.AfterKey)) {
+			continue
+		}
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b workspace.Note) int {
+		if c := strings.Compare(a.Kind, b.Kind); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	return out, nil
+}
+
+func (t *tx) Lease(ctx context.Context, resource string) (workspace.Lease, error) {
+	l, ok := t.st.leases[resource]
+	if !ok {
+		return workspace.Lease{}, errNotFound
+	}
+	return l, nil
+}
+
+func (t *tx) ListLeases(ctx context.Context, now time.Time) ([]workspace.Lease, error) {
+	var out []workspace.Lease
+	for _, l := range t.st.leases {
+		if l.Owner != "" && l.ExpiresAt.After(now) {
+			out = append(out, l)
+		}
+	}
+	slices.SortFunc(out, func(a, b workspace.Lease) int { return strings.Compare(a.Resource, b.Resource) })
+	return out, nil
+}
+
+func (t *tx) Events(ctx context.Context, q workspace.EventQuery) ([]workspace.Event, error) {
+	var out []workspace.Event
+	for _, e := range t.st.events[t.st.eventsAfter(q.AfterSeq):] {
+		if !eventMatches(e, q) {
+			continue
+		}
+		out = append(out, e)
+		if q.Limit > 0 && len(out) == q.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+func eventMatches(e workspace.Event, q workspace.EventQuery) bool {
+	switch {
+	case len(q.Types) > 0 && !slices.Contains(q.Types, e.Type),
+		q.Actor != "" && e.Actor != q.Actor,
+		q.SubjectKind != "" && e.Subject.Kind != q.SubjectKind,
+		q.SubjectID != "" && e.Subject.ID != q.SubjectID,
+		q.SubjectName != "" && e.Subject.Name != q.SubjectName,
+		!q.Since.IsZero() && e.Time.Before(q.Since),
+		!q.Until.IsZero() && !e.Time.Before(q.Until):
+		return false
+	}
+	return true
+}
+
+func (t *tx) Head(ctx context.Context) (int64, error)  { return t.st.head(), nil }
+func (t *tx) Floor(ctx context.Context) (int64, error) { return t.st.floor, nil }
+
+func (t *tx) Idempotent(ctx context.Context, key string, now time.Time) ([]byte, error) {
+	j, ok := t.idem[key]
+	if !ok {
+		data, err := t.s.readRecord(idemPath(key))
+		if err != nil {
+			return nil, err
+		}
+		if data == nil {
+			return nil, errNotFound
+		}
+		if err := decodeJSON(idemPath(key), 1, data, &j); err != nil {
+			return nil, err
+		}
+		if j.Key != key {
+			return nil, errNotFound // another key with the same hashed file name
+		}
+	}
+	if !j.Expires.After(now) {
+		return nil, errNotFound
+	}
+	return slices.Clone([]byte(j.Result)), nil
+}
+
+func (t *tx) Counts(ctx context.Context) (workspace.Counts, error) {
+	c := workspace.Counts{Artifacts: len(t.st.byName), Notes: len(t.st.notes), Tasks: map[workspace.TaskStatus]int{}}
+	for _, task := range t.st.tasks {
+		c.Tasks[task.Status]++
+	}
+	return c, nil
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// app is one invocation of wsctl: its streams, environment and global flags.
+type app struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+
+	dsnFlag    string
+	configFlag string
+	envFlag    string
+	actorFlag  string
+	jsonOut    bool
+
+	// dsn is the resolved DSN once a command asked for it, for redacting errors.
+	dsn string
+}
+
+// run executes wsctl with args and returns the process's exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	code, msg := a.report(err)
+	fmt.Fprintln(stderr, "wsctl: "+msg)
+	return code
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "wsctl",
+		Short: "Read and write an agentspace workspace",
+		Long: `wsctl reads and writes an agentspace workspace: artifacts (versioned content),
+tasks (a claimable queue), notes (shared context), locks (leases with fencing
+tokens) and the event log.
+
+The workspace is chosen by --dsn, else AGENTSPACE_DSN, else agentspace.toml
+(in the working directory or --config; environment from --env or
+AGENTSPACE_ENV), else ` + workspace.DefaultDSN + `. Writes need an actor:
+--as or AGENTSPACE_ACTOR.
+
+Exit codes: 0 ok, 1 error, 2 usage, 3 conflict, 4 locked, 5 not found,
+6 no task ready.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.dsnFlag, "dsn", "", "workspace DSN, e.g. sqlite:ws.db, json:./ws, postgres://host/db (env AGENTSPACE_DSN)")
+	pf.StringVar(&a.configFlag, "config", "", "config file (default ./agentspace.toml if present)")
+	pf.StringVar(&a.envFlag, "env", "", "environment of the config file to use (env AGENTSPACE_ENV)")
+	pf.StringVar(&a.actorFlag, "as", "", "who is acting: the agent's id, required for writes (env AGENTSPACE_ACTOR)")
+	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable output: one JSON document, or NDJSON for streams")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErrorf("%v; see '%s --help'", err, c.CommandPath())
+	})
+
+	root.AddCommand(
+		a.configCmd(),
+		a.initCmd(),
+		a.migrateCmd(),
+		a.artifactCmd(),
+		a.taskCmd(),
+		a.noteCmd(),
+		a.lockCmd(),
+		a.eventsCmd(),
+		a.statusCmd(),
+		a.exportCmd(),
+		a.importCmd(),
+	)
+	return root
+}
+
+// group returns a command that only holds subcommands: alone it prints its
+// help; with an unknown subcommand it is a usage error.
+func group(use, short string, subs ...*cobra.Command) *cobra.Command {
+	c := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unknown command %q for %q; see '%s --help'", args[0], cmd.CommandPath(), cmd.CommandPath())
+			}
+			return cmd.Help()
+		},
+	}
+	c.AddCommand(subs...)
+	return c
+}
+
+// action adapts a command body to cobra, classifying its error so that run
+// can tell it from cobra's own (usage) errors.
+func (a *app) action(fn func(ctx context.Context, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := fn(cmd.Context(), cmd, args); err != nil {
+			return classify(err)
+		}
+		return nil
+	}
+}
+
+// open resolves the DSN and opens the workspace. Diagnostics from the
+// library (retries of a live tail) go to stderr at warning level.
+func (a *app) open(ctx context.Context) (workspace.Workspace, error) {
+	res, err := a.resolve()
+	if err != nil {
+		return nil, err
+	}
+	a.dsn = res.DSN
+	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return workspace.Open(ctx, res.DSN, workspace.Options{Logger: logger})
+}
+
+// with opens the workspace, runs fn, and closes it.
+func (a *app) with(ctx context.Context, fn func(ws workspace.Workspace) error) error {
+	ws, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	err = fn(ws)
+	if cerr := ws.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return err
+}
+
+// actor returns who is acting, or a usage error saying how to say it.
+func (a *app) actor() (string, error) {
+	if a.actorFlag != "" {
+		return a.actorFlag, nil
+	}
+	if v := a.getenv("AGENTSPACE_ACTOR"); v != "" {
+		return v, nil
+	}
+	return "", usageErrorf("this command writes: say who you are with --as NAME or AGENTSPACE_ACTOR=NAME")
+}
+
+// printJSON writes v as one indented JSON document.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// table returns a tabwriter on stdout; the caller flushes it.
+func (a *app) table() *tabwriter.Writer {
+	return tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+}
+
+// stamp formats a time for people: UTC, to the second.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// orDash shows an empty string as "-" in tables.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// parseLabels turns repeated k=v flags into a map.
+func parseLabels(flag string, pairs []string) (map[string]string, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, usageErrorf("--%s %q: want KEY=VALUE", flag, p)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// formatLabels shows labels as k=v,k=v in key order.
+func formatLabels(m map[string]string) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	"github.com/spf13/cobra"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// defaultConfigFile is looked for in the working directory.
+const defaultConfigFile = "agentspace.toml"
+
+// fileConfig is agentspace.toml:
+//
+//	default_env = "dev"              # optional: the env used without --env / AGENTSPACE_ENV
+//	dsn = "sqlite:team.db"           # optional: the DSN used when no env is picked
+//
+//	[env.dev]
+//	dsn = "sqlite:.agentspace/workspace.db"
+//
+//	[env.prod]
+//	dsn = "postgres://agent@db.internal/agentspace?sslmode=require"
+type fileConfig struct {
+	DefaultEnv string               `toml:"default_env"`
+	DSN        string               `toml:"dsn"`
+	Env        map[string]envConfig `toml:"env"`
+}
+
+type envConfig struct {
+	DSN string `toml:"dsn"`
+}
+
+// resolution is which DSN won, and why.
+type resolution struct {
+	DSN        string `json:"dsn"` // redacted when shown
+	Source     string `json:"source"`
+	Env        string `json:"env,omitempty"`
+	ConfigFile string `json:"config_file,omitempty"`
+}
+
+// resolve applies the precedence: --dsn, AGENTSPACE_DSN, the config file's
+// environment (--env, AGENTSPACE_ENV, default_env) or top-level dsn, then
+// workspace.DefaultDSN.
+func (a *app) resolve() (resolution, error) {
+	if a.dsnFlag != "" {
+		return resolution{DSN: a.dsnFlag, Source: "--dsn flag"}, nil
+	}
+	if v := a.getenv("AGENTSPACE_DSN"); v != "" {
+		return resolution{DSN: v, Source: "AGENTSPACE_DSN"}, nil
+	}
+	envName, envSource := a.envFlag, "--env"
+	if envName == "" {
+		envName, envSource = a.getenv("AGENTSPACE_ENV"), "AGENTSPACE_ENV"
+	}
+	path, explicit := a.configFlag, true
+	if path == "" {
+		path, explicit = defaultConfigFile, false
+	}
+	cfg, err := readConfig(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !explicit:
+		if envName != "" {
+			return resolution{}, usageErrorf("environment %q was asked for (%s) but there is no %s: create it or pass --config FILE", envName, envSource, defaultConfigFile)
+		}
+		return resolution{DSN: workspace.DefaultDSN, Source: "default (no --dsn, AGENTSPACE_DSN or " + defaultConfigFile + ")"}, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return resolution{}, usageErrorf("config file %s does not exist", path)
+	case err != nil:
+		return resolution{}, usageErrorf("%v", err)
+	}
+	if envName == "" && cfg.DefaultEnv != "" {
+		envName, envSource = cfg.DefaultEnv, "default_env"
+	}
+	if envName != "" {
+		e, ok := cfg.Env[envName]
+		if !ok {
+			return resolution{}, usageErrorf("%s has no [env.%s] (from %s); it has: %s", path, envName, envSource, envNames(cfg))
+		}
+		if e.DSN == "" {
+			return resolution{}, usageErrorf("%s: [env.%s] has no dsn", path, envName)
+		}
+		return resolution{DSN: e.DSN, Source: fmt.Sprintf("%s [env.%s] (picked by %s)", path, envName, envSource), Env: envName, ConfigFile: path}, nil
+	}
+	if cfg.DSN != "" {
+		return resolution{DSN: cfg.DSN, Source: path + " (top-level dsn)", ConfigFile: path}, nil
+	}
+	return resolution{DSN: workspace.DefaultDSN, Source: "default (" + path + " names no dsn; pick an env with --env or AGENTSPACE_ENV)", ConfigFile: path}, nil
+}
+
+func readConfig(path string) (fileConfig, error) {
+	var cfg fileConfig
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, err
+	}
+	md, err := toml.Decode(string(b), &cfg)
+	if err != nil {
+		return cfg, fmt.Errorf("config file %s: %w", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return cfg, fmt.Errorf("config file %s: unknown keys %s (known: default_env, dsn, [env.NAME] dsn)", path, strings.Join(keys, ", "))
+	}
+	return cfg, nil
+}
+
+func envNames(cfg fileConfig) string {
+	if len(cfg.Env) == 0 {
+		return "no environments"
+	}
+	return strings.Join(slices.Sorted(maps.Keys(cfg.Env)), ", ")
+}
+
+func (a *app) configCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "config",
+		Short: "Show which workspace DSN and actor are used, and why",
+		Args:  cobra.NoArgs,
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			res, err := a.resolve()
+			if err != nil {
+				return err
+			}
+			res.DSN = workspace.RedactDSN(res.DSN)
+			actor, actorSource := a.actorFlag, "--as flag"
+			if actor == "" {
+				actor, actorSource = a.getenv("AGENTSPACE_ACTOR"), "AGENTSPACE_ACTOR"
+			}
+			if actor == "" {
+				actorSource = "none: set --as or AGENTSPACE_ACTOR to write"
+			}
+			schemes := workspace.Schemes()
+			if a.jsonOut {
+				return a.printJSON(struct {
+					resolution
+					Actor       string   `json:"actor"`
+					ActorSource string   `json:"actor_source"`
+					Schemes     []string `json:"schemes"`
+				}{res, actor, actorSource, schemes})
+			}
+			tw := a.table()
+			fmt.Fprintf(tw, "dsn:\t%s\n", res.DSN)
+			fmt.Fprintf(tw, "source:\t%s\n", res.Source)
+			if actor != "" {
+				fmt.Fprintf(tw, "actor:\t%s (%s)\n", actor, actorSource)
+			} else {
+				fmt.Fprintf(tw, "actor:\t%s\n", actorSource)
+			}
+			fmt.Fprintf(tw, "schemes:\t%s\n", strings.Join(schemes, ", "))
+			return tw.Flush()
+		}),
+	}
+}

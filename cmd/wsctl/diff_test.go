@@ -1,0 +1,72 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestUnifiedDiffOfEqualTextsIsEmpty(t *testing.T) {
+	assert.Equal(t, "", unifiedDiff("a", "b", "x\ny\n", "x\ny\n", 3))
+}
+
+func TestUnifiedDiffShowsChangedLineWithContext(t *testing.T) {
+	a := "1\n2\n3\n4\n5\n6\n7\n8\n9\n"
+	b := "1\n2\n3\n4\nfive\n6\n7\n8\n9\n"
+	want := "--- f@1\n+++ f@2\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n"
+	assert.Equal(t, want, unifiedDiff("f@1", "f@2", a, b, 3))
+}
+
+func TestUnifiedDiffSplitsDistantChangesIntoHunks(t *testing.T) {
+	var a, b strings.Builder
+	for i := 0; i < 20; i++ {
+		line := string(rune('a'+i)) + "\n"
+		a.WriteString(line)
+		if i == 1 || i == 18 {
+			line = "X\n"
+		}
+		b.WriteString(line)
+	}
+	got := unifiedDiff("a", "b", a.String(), b.String(), 3)
+	assert.Equal(t, 2, strings.Count(got, "@@ -"), got)
+	assert.Contains(t, got, "@@ -1,5 +1,5 @@\n a\n-b\n+X\n c\n d\n e\n")
+	assert.Contains(t, got, "@@ -16,5 +16,5 @@\n p\n q\n r\n-s\n+X\n t\n")
+}
+
+func TestUnifiedDiffMarksMissingFinalNewline(t *testing.T) {
+	got := unifiedDiff("a", "b", "x\n", "x\ny", 3)
+	assert.Equal(t, "--- a\n+++ b\n@@ -1 +1,2 @@\n x\n+y\n\\ No newline at end of file\n", got)
+}
+
+func TestUnifiedDiffFromEmpty(t *testing.T) {
+	got := unifiedDiff("a", "b", "", "x\ny\n", 3)
+	assert.Equal(t, "--- a\n+++ b\n@@ -0,0 +1,2 @@\n+x\n+y\n", got)
+}
+
+func TestDiffLinesAppliesToTarget(t *testing.T) {
+	cases := [][2]string{
+		{"a\nb\nc\nd\n", "b\nc\ne\nd\nf\n"},
+		{"x\n", ""},
+		{"a\na\nb\na\n", "a\nb\na\na\n"},
+		{"1\n2\n3\n", "3\n2\n1\n"},
+	}
+	for _, c := range cases {
+		la, lb := splitLines(c[0]), splitLines(c[1])
+		var rebuiltA, rebuiltB []string
+		for _, e := range diffLines(la, lb) {
+			switch e.kind {
+			case opEqual:
+				assert.Equal(t, la[e.a], lb[e.b])
+				rebuiltA = append(rebuiltA, la[e.a])
+				rebuiltB = append(rebuiltB, lb[e.b])
+			case opDel:
+				rebuiltA = append(rebuiltA, la[e.a])
+			case opIns:
+				rebuiltB = append(rebuiltB, lb[e.b])
+			}
+		}
+		assert.Equal(t, c[0], strings.Join(rebuiltA, ""))
+		assert.Equal(t, c[1], strings.Join(rebuiltB, ""))
+	}
+}

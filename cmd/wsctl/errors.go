@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// Exit codes: the contract with scripts. See the package comment.
+const (
+	exitOK       = 0
+	exitError    = 1
+	exitUsage    = 2
+	exitConflict = 3
+	exitLocked   = 4
+	exitNotFound = 5
+	exitNoTask   = 6
+)
+
+// cliError is an error with the exit code it maps to and, optionally, what
+// the user should do about it.
+type cliError struct {
+	code int
+	err  error
+	hint string
+}
+
+func (e *cliError) Error() string { return e.err.Error() }
+func (e *cliError) Unwrap() error { return e.err }
+
+// usageErrorf is a usage error (exit 2) whose message says what to do.
+func usageErrorf(format string, args ...any) error {
+	return &cliError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// classify maps err to its exit code and a hint. Errors that are already
+// classified keep theirs.
+func classify(err error) error {
+	var ce *cliError
+	if errors.As(err, &ce) {
+		return err
+	}
+	var (
+		conflict *workspace.ConflictError
+		locked   *workspace.LockedError
+		compact  *workspace.CompactedError
+	)
+	c := &cliError{code: exitError, err: err}
+	switch {
+	case errors.As(err, &conflict):
+		c.code = exitConflict
+		if conflict.Current > 0 {
+			c.hint = fmt.Sprintf("re-read it and retry with --if-version %d", conflict.Current)
+		}
+	case errors.Is(err, workspace.ErrAlreadyExists):
+		c.code = exitConflict
+	case errors.As(err, &locked):
+		c.code = exitLocked
+		c.hint = "retry after it is released or expires (lock acquire --wait waits for it)"
+	case errors.Is(err, workspace.ErrStaleFence):
+		c.code = exitLocked
+		c.hint = "your lease was taken over: acquire the lock again and write with the new token"
+	case errors.Is(err, workspace.ErrLockLost):
+		c.code = exitLocked
+		c.hint = "the lease or claim is no longer yours: acquire (or claim) again"
+	case errors.Is(err, workspace.ErrNotHolder):
+		c.code = exitLocked
+	case errors.Is(err, workspace.ErrNotFound):
+		c.code = exitNotFound
+	case errors.Is(err, workspace.ErrNoTask):
+		c.code = exitNoTask
+		c.hint = "add one with 'wsctl task add', or wait for one with 'wsctl task claim --wait'"
+	case errors.Is(err, workspace.ErrInvalid), errors.Is(err, workspace.ErrTooLarge):
+		c.code = exitUsage
+	case errors.As(err, &compact):
+		c.hint = fmt.Sprintf("re-read the current state, then follow from --after %d", compact.Floor-1)
+	case errors.Is(err, context.Canceled):
+		c.err = errors.New("interrupted")
+	case errors.Is(err, context.DeadlineExceeded):
+		c.hint = "the timeout ran out"
+	}
+	return c
+}
+
+// report turns an error returned by the command tree into the exit code
+// and the one line printed on stderr, with every password hidden.
+func (a *app) report(err error) (int, string) {
+	var ce *cliError
+	if !errors.As(err, &ce) {
+		// Cobra's own errors: unknown commands, flags, wrong argument counts.
+		ce = &cliError{code: exitUsage, err: err}
+		if !strings.Contains(err.Error(), "--help") {
+			ce.hint = "see 'wsctl --help'"
+		}
+	}
+	msg := ce.err.Error()
+	if a.dsn != "" {
+		msg = workspace.RedactError(ce.err, a.dsn).Error()
+	}
+	if ce.hint != "" {
+		msg += ": " + ce.hint
+	}
+	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", " ")), " ")
+	return ce.code, msg
+}

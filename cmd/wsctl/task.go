@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+func (a *app) taskCmd() *cobra.Command {
+	return group("task", "The work queue: add, claim, heartbeat, done, fail, release, ls, show",
+		a.taskAddCmd(),
+		a.taskClaimCmd(),
+		a.taskHeartbeatCmd(),
+		a.taskFinishCmd("done", "Mark a claimed task done with its result", workspace.TaskDone),
+		a.taskFinishCmd("fail", "Mark a claimed task failed with its result", workspace.TaskFailed),
+		a.taskReleaseCmd(),
+		a.taskLsCmd(),
+		a.taskShowCmd(),
+	)
+}
+
+// printTask prints the task as JSON, or its id for people and scripts.
+func (a *app) printTaskID(t workspace.Task) error {
+	if a.jsonOut {
+		return a.printJSON(t)
+	}
+	_, err := fmt.Fprintln(a.stdout, t.ID)
+	return err
+}
+
+func (a *app) taskAddCmd() *cobra.Command {
+	var (
+		n       workspace.NewTask
+		labels  []string
+		message string
+	)
+	cmd := &cobra.Command{
+		Use:   "add TITLE",
+		Short: "Add a pending task; prints its id",
+		Args:  cobra.ExactArgs(1),
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			actor, err := a.actor()
+			if err != nil {
+				return err
+			}
+			if n.Labels, err = parseLabels("label", labels); err != nil {
+				return err
+			}
+			n.Title = args[0]
+			return a.with(ctx, func(ws workspace.Workspace) error {
+				t, err := ws.Tasks().Create(ctx, workspace.Write{Actor: actor, Message: message}, n)
+				if err != nil {
+					return err
+				}
+				return a.printTaskID(t)
+			})
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVarP(&n.Description, "description", "d", "", "what is to be done, in detail")
+	f.IntVar(&n.Priority, "priority", 0, "higher is claimed first")
+	f.StringArrayVar(&n.DependsOn, "depends-on", nil, "id of a task that must be done first (repeatable)")
+	f.StringVar(&n.ParentID, "parent", "", "id of the parent task")
+	f.StringVar(&n.Assignee, "assignee", "", "suggested assignee")
+	f.StringArrayVar(&labels, "label", nil, "label KEY=VALUE (repeatable)")
+	f.StringVarP(&message, "message", "m", "", "why: kept in the event log")
+	return cmd
+}
+
+func (a *app) taskClaimCmd() *cobra.Command {
+	var (
+		lease   time.Duration
+		wait    bool
+		timeout time.Duration
+		labels  []string
+		parent  string
+	)
+	cmd := &cobra.Command{
+		Use:   "claim",
+		Short: "Claim the best ready task; prints its id (exit 6 if none is ready)",
+		Long: `Claim the best ready task (pending, every dependency done; highest priority,
+then oldest) for yourself, under a lease: heartbeat before it lapses or the
+task returns to pending. Prints the task id; exit 6 if no task is ready,
+unless --wait.`,
+		Args: cobra.NoArgs,
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			actor, err := a.actor()
+			if err != nil {
+				return err
+			}
+			lbl, err := parseLabels("label", labels)
+			if err != nil {
+				return err
+			}
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			return a.with(ctx, func(ws workspace.Workspace) error {
+				t, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: actor, Lease: lease, Labels: lbl, ParentID: parent, Wait: wait})
+				if err != nil {
+					if wait && timeout > 0 && ctx.Err() == context.DeadlineExceeded {
+						return fmt.Errorf("no task became ready within %s: %w", timeout, workspace.ErrNoTask)
+					}
+					return err
+				}
+				return a.printTaskID(t)
+			})
+		}),
+	}
+	f := cmd.Flags()
+	f.DurationVar(&lease, "lease", workspace.DefaultClaimLease, "how long the claim lives without a heartbeat")
+	f.BoolVar(&wait, "wait", false, "wait until a task is ready instead of exiting 6")
+	f.DurationVar(&timeout, "timeout", 0, "with --wait: give up (exit 6) after this long")
+	f.StringArrayVar(&labels, "label", nil, "only tasks with label KEY=VALUE (repeatable)")
+	f.StringVar(&parent, "parent", "", "only subtasks of this task")
+	return cmd
+}
+
+func (a *app) taskHeartbeatCmd() *cobra.Command {
+	var lease time.Duration
+	cmd := &cobra.Command{
+		Use:   "heartbeat ID",
+		Short: "Extend your claim on a task; prints the new lease expiry (exit 4 if it lapsed)",
+		Args:  cobra.ExactArgs(1),
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			actor, err := a.actor()
+			if err != nil {
+				return err
+			}
+			return a.with(ctx, func(ws workspace.Workspace) error {
+				t, err := ws.Tasks().Heartbeat(ctx, workspace.Write{Actor: actor}, args[0], lease)
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(t)
+				}
+				_, err = fmt.Fprintln(a.stdout, stamp(t.LeaseExpiresAt))
+				return err
+			})
+		}),
+	}
+	cmd.Flags().DurationVar(&lease, "lease", workspace.DefaultClaimLease, "new lease length from now")
+	return cmd
+}
+
+func (a *app) taskFinishCmd(use, short string, status workspace.TaskStatus) *cobra.Command {
+	var (
+		wf        writeFlags
+		summary   string
+		artifacts []string
+	)
+	cmd := &cobra.Command{
+		Use:   use + " ID",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			actor, err := a.actor()
+			if err != nil {
+				return err
+			}
+			res := workspace.TaskResult{Summary: summary, Artifacts: artifacts}
+			return a.with(ctx, func(ws workspace.Workspace) error {
+				var (
+					t   workspace.Task
+					err error
+				)
+				if status == workspace.TaskDone {
+					t, err = ws.Tasks().Complete(ctx, wf.write(actor), args[0], res)
+				} else {
+					t, err = ws.Tasks().Fail(ctx, wf.write(actor), args[0], res)
+				}
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(t)
+				}
+				return nil
+			})
+		}),
+	}
+	wf.add(cmd)
+	cmd.Flags().StringVar(&summary, "summary", "", "what came of it")
+	cmd.Flags().StringArrayVar(&artifacts, "artifact", nil, "name of an artifact it produced (repeatable)")
+	return cmd
+}
+
+func (a *app) taskReleaseCmd() *cobra.Command {
+	var wf writeFlags
+	cmd := &cobra.Command{
+		Use:   "release ID",
+		Short: "Give a claimed task back: it returns to pending",
+		Args:  cobra.ExactArgs(1),
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			actor, err := a.actor()
+			if err != nil {
+				return err
+			}
+			return a.with(ctx, func(ws workspace.Workspace) error {
+				t, err := ws.Tasks().Release(ctx, wf.write(actor), args[0])
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(t)
+				}
+				return nil
+			})
+		}),
+	}
+	wf.add(cmd)
+	return cmd
+}
+
+func (a *app) taskLsCmd() *cobra.Command {
+	var (
+		f      workspace.TaskFilter
+		status string
+		labels []string
+		limit  int
+	)
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List tasks, oldest first",
+		Args:  cobra.NoArgs,
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			lbl, err := parseLabels("label", labels)
+			if err != nil {
+				return err
+			}
+			f.Labels, f.Status = lbl, workspace.TaskStatus(status)
+			if limit < 0 {
+				return usageErrorf("--limit %d is negative", limit)
+			}
+			return a.with(ctx, func(ws workspace.Workspace) error {
+				all := []workspace.Task{}
+				for {
+					f.Limit = pageSize(limit, len(all))
+					page, err := ws.Tasks().List(ctx, f)
+					if err != nil {
+						return err
+					}
+					all = append(all, page.Tasks...)
+					if page.Next == "" || (limit > 0 && len(all) >= limit) {
+						break
+					}
+					f.After = page.Next
+				}
+				if a.jsonOut {
+					return a.printJSON(all)
+				}
+				tw := a.table()
+				fmt.Fprintln(tw, "ID\tSTATUS\tPRIORITY\tASSIGNEE\tTITLE")
+				for _, t := range all {
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", t.ID, t.Status, t.Priority, orDash(t.Assignee), t.Title)
+				}
+				return tw.Flush()
+			})
+		}),
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&status, "status", "", "only this status: pending, in_progress, blocked, done, failed, cancelled")
+	fl.StringVar(&f.Assignee, "assignee", "", "only tasks assigned to this actor")
+	fl.StringVar(&f.ParentID, "parent", "", "only subtasks of this task")
+	fl.StringArrayVar(&labels, "label", nil, "only tasks with label KEY=VALUE (repeatable)")
+	fl.IntVar(&limit, "limit", 0, "at most N (default: all)")
+	return cmd
+}
+
+func (a *app) taskShowCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one task in full",
+		Args:  cobra.ExactArgs(1),
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			return a.with(ctx, func(ws workspace.Workspace) error {
+				t, err := ws.Tasks().Get(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(t)
+				}
+				tw := a.table()
+				fmt.Fprintf(tw, "id:\t%s\n", t.ID)
+				fmt.Fprintf(tw, "title:\t%s\n", t.Title)
+				fmt.Fprintf(tw, "status:\t%s\n", t.Status)
+				fmt.Fprintf(tw, "assignee:\t%s\n", orDash(t.Assignee))
+				if t.Status == workspace.TaskInProgress {
+					fmt.Fprintf(tw, "lease expires:\t%s\n", stamp(t.LeaseExpiresAt))
+				}
+				fmt.Fprintf(tw, "priority:\t%d\n", t.Priority)
+				fmt.Fprintf(tw, "attempts:\t%d\n", t.Attempts)
+				fmt.Fprintf(tw, "parent:\t%s\n", orDash(t.ParentID))
+				fmt.Fprintf(tw, "depends on:\t%s\n", orDash(strings.Join(t.DependsOn, ", ")))
+				fmt.Fprintf(tw, "labels:\t%s\n", formatLabels(t.Labels))
+				fmt.Fprintf(tw, "version:\t%d\n", t.Version)
+				fmt.Fprintf(tw, "created:\t%s by %s\n", stamp(t.CreatedAt), t.CreatedBy)
+				fmt.Fprintf(tw, "updated:\t%s by %s\n", stamp(t.UpdatedAt), t.UpdatedBy)
+				if t.Result.Summary != "" || len(t.Result.Artifacts) > 0 {
+					fmt.Fprintf(tw, "result:\t%s\n", orDash(t.Result.Summary))
+					fmt.Fprintf(tw, "result artifacts:\t%s\n", orDash(strings.Join(t.Result.Artifacts, ", ")))
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				if t.Description != "" {
+					_, err = fmt.Fprintf(a.stdout, "\n%s\n", strings.TrimRight(t.Description, "\n"))
+				}
+				return err
+			})
+		}),
+	}
+}

@@ -1,0 +1,265 @@
+package workspace
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+)
+
+const archivePage = 1000
+
+// Export writes the whole workspace to w as an archive (see the format
+// above), read from one consistent snapshot. It returns what it wrote.
+func Export(ctx context.Context, ws Workspace, w io.Writer, opts ArchiveOptions) (ArchiveStats, error) {
+	h, err := handleOf("Export", ws)
+	if err != nil {
+		return ArchiveStats{}, err
+	}
+	p := &progress{opts: opts}
+	err = h.view(ctx, "export", func(tx ReadTx) error {
+		p.stats = ArchiveStats{}
+		bw := bufio.NewWriterSize(w, 1<<16)
+		enc := json.NewEncoder(bw)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(archiveHeader{Type: recHeader, Format: ArchiveFormat, Version: ArchiveVersion}); err != nil {
+			return err
+		}
+		if err := exportTasks(ctx, tx, enc, p); err != nil {
+			return err
+		}
+		if err := exportNotes(ctx, tx, enc, p); err != nil {
+			return err
+		}
+		floor, err := tx.Floor(ctx)
+		if err != nil {
+			return err
+		}
+		head, err := tx.Head(ctx)
+		if err != nil {
+			return err
+		}
+		// The log names the artifacts and lock resources that no live
+		// listing shows any more: deleted artifacts, released leases.
+		ids, resources := map[string]bool{}, map[string]bool{}
+		if err := eachEvent(ctx, tx, floor, func(ev Event) error {
+			switch ev.Subject.Kind {
+			case SubjectArtifact:
+				if ev.Subject.ID != "" {
+					ids[ev.Subject.ID] = false
+				}
+			case SubjectLock:
+				resources[ev.Subject.ID] = true
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := exportArtifacts(ctx, tx, enc, p, ids); err != nil {
+			return err
+		}
+		if err := exportLeases(ctx, tx, enc, p, resources); err != nil {
+			return err
+		}
+		if err := enc.Encode(archiveLog{Type: recLog, Floor: floor, Head: head}); err != nil {
+			return err
+		}
+		if err := eachEvent(ctx, tx, floor, func(ev Event) error {
+			p.stats.Events++
+			p.tick()
+			return enc.Encode(archiveEvent{
+				Type: recEvent, Seq: ev.Seq, Time: archiveTime(ev.Time), Actor: ev.Actor, Event: ev.Type,
+				Subject: archiveSubject(ev.Subject), Version: ev.Version, Message: ev.Message,
+			})
+		}); err != nil {
+			return err
+		}
+		if err := enc.Encode(archiveEnd{Type: recEnd, Counts: p.stats}); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
+	if err != nil {
+		return p.stats, err
+	}
+	p.done()
+	return p.stats, nil
+}
+
+func eachEvent(ctx context.Context, tx ReadTx, floor int64, fn func(Event) error) error {
+	after := max(floor-1, 0)
+	for {
+		evs, err := tx.Events(ctx, EventQuery{AfterSeq: after, Limit: archivePage})
+		if err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			if err := fn(ev); err != nil {
+				return err
+			}
+			after = ev.Seq
+		}
+		if len(evs) < archivePage {
+			return nil
+		}
+	}
+}
+
+func exportTasks(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress) error {
+	f := TaskFilter{Limit: archivePage}
+	for {
+		ts, err := tx.ListTasks(ctx, f)
+		if err != nil {
+			return err
+		}
+		for _, t := range ts {
+			rec := archiveTask{
+				Type: recTask, ID: t.ID, Title: t.Title, Description: t.Description, Status: t.Status,
+				Assignee: t.Assignee, ParentID: t.ParentID, DependsOn: t.DependsOn, Priority: t.Priority,
+				Labels: t.Labels, Attempts: t.Attempts, LeaseExpiresAt: archiveTime(t.LeaseExpiresAt),
+				Version: t.Version, CreatedAt: archiveTime(t.CreatedAt), CreatedBy: t.CreatedBy,
+				UpdatedAt: archiveTime(t.UpdatedAt), UpdatedBy: t.UpdatedBy,
+			}
+			if t.Result.Summary != "" || len(t.Result.Artifacts) > 0 {
+				rec.Result = &archiveResult{Summary: t.Result.Summary, Artifacts: t.Result.Artifacts}
+			}
+			if err := enc.Encode(rec); err != nil {
+				return err
+			}
+			p.stats.Tasks++
+			p.tick()
+		}
+		if len(ts) < archivePage {
+			return nil
+		}
+		f.After = ts[len(ts)-1].ID
+	}
+}
+
+func exportNotes(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress) error {
+	q := NoteQuery{Limit: archivePage}
+	for {
+		ns, err := tx.ListNotes(ctx, q)
+		if err != nil {
+			return err
+		}
+		for _, n := range ns {
+			if err := enc.Encode(archiveNote{
+				Type: recNote, Kind: n.Kind, Key: n.Key, Title: n.Title, Body: n.Body, Author: n.Author,
+				Version: n.Version, CreatedAt: archiveTime(n.CreatedAt), UpdatedAt: archiveTime(n.UpdatedAt),
+				UpdatedBy: n.UpdatedBy,
+			}); err != nil {
+				return err
+			}
+			p.stats.Notes++
+			p.tick()
+		}
+		if len(ns) < archivePage {
+			return nil
+		}
+		q.AfterKind, q.AfterKey = ns[len(ns)-1].Kind, ns[len(ns)-1].Key
+	}
+}
+
+// exportArtifacts writes every version of the artifacts in ids (true:
+// live) plus every live one, by id.
+func exportArtifacts(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress, ids map[string]bool) error {
+	f := ArtifactFilter{Limit: archivePage}
+	for {
+		as, err := tx.ListArtifacts(ctx, f)
+		if err != nil {
+			return err
+		}
+		for _, a := range as {
+			ids[a.ID] = true
+		}
+		if len(as) < archivePage {
+			break
+		}
+		f.After = as[len(as)-1].Name
+	}
+	order := make([]string, 0, len(ids))
+	for id := range ids {
+		order = append(order, id)
+	}
+	slices.Sort(order)
+	for _, id := range order {
+		versions, err := tx.ArtifactVersions(ctx, id)
+		if errors.Is(err, ErrNotFound) || (err == nil && len(versions) == 0) {
+			continue // named by a conflict event only, or removed by retention
+		}
+		if err != nil {
+			return fmt.Errorf("artifact %s versions: %w", id, err)
+		}
+		p.stats.Artifacts++
+		seen := map[string]bool{}
+		for _, v := range versions {
+			rec := archiveArtifact{
+				Type: recArtifact, ID: id, Name: v.Name, Version: v.Version, Kind: v.Kind, Owner: v.Owner,
+				ContentType: v.ContentType, SHA256: v.SHA256, Size: v.Size, Labels: v.Labels, TaskID: v.TaskID,
+				CreatedAt: archiveTime(v.CreatedAt), CreatedBy: v.CreatedBy,
+				UpdatedAt: archiveTime(v.UpdatedAt), UpdatedBy: v.UpdatedBy,
+			}
+			if !seen[v.SHA256] {
+				seen[v.SHA256] = true
+				content, err := tx.Content(ctx, id, v.SHA256)
+				if err != nil {
+					return fmt.Errorf("artifact %s version %d content: %w", id, v.Version, err)
+				}
+				s := base64.StdEncoding.EncodeToString(content)
+				rec.Content = &s
+				p.stats.ContentBytes += int64(len(content))
+			}
+			if err := enc.Encode(rec); err != nil {
+				return err
+			}
+			p.stats.Versions++
+			p.tick()
+		}
+		if !ids[id] {
+			if err := enc.Encode(archiveDeleted{Type: recDeleted, ID: id}); err != nil {
+				return err
+			}
+			p.stats.DeletedArtifacts++
+			p.tick()
+		}
+	}
+	return nil
+}
+
+func exportLeases(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress, resources map[string]bool) error {
+	live, err := tx.ListLeases(ctx, tx.Now())
+	if err != nil {
+		return err
+	}
+	for _, l := range live {
+		resources[l.Resource] = true
+	}
+	order := make([]string, 0, len(resources))
+	for r := range resources {
+		order = append(order, r)
+	}
+	slices.Sort(order)
+	for _, r := range order {
+		l, err := tx.Lease(ctx, r)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("lease %q: %w", r, err)
+		}
+		if err := enc.Encode(archiveLease{
+			Type: recLease, Resource: l.Resource, Owner: l.Owner, Token: l.Token,
+			AcquiredAt: archiveTime(l.AcquiredAt), ExpiresAt: archiveTime(l.ExpiresAt),
+		}); err != nil {
+			return err
+		}
+		p.stats.Leases++
+		p.tick()
+	}
+	return nil
+}

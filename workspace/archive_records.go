@@ -1,0 +1,281 @@
+package workspace
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"time"
+)
+
+// Each archive record is validated here before it is queued for the store.
+
+// time parses a record's time field.
+func (im *importer) time(field, s string, required bool) (time.Time, error) {
+	if required && s == "" {
+		return time.Time{}, im.errf("%s is missing", field)
+	}
+	t, err := parseArchiveTime(field, s)
+	if err != nil {
+		return time.Time{}, im.errf("%v", err)
+	}
+	return t, nil
+}
+
+// checkRecord returns the first validation error, placed at the line.
+func (im *importer) checkRecord(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return im.errf("%v", err)
+		}
+	}
+	return nil
+}
+
+func checkVersionFrom1(v int64) error {
+	if v < 1 {
+		return invalid("version", "%d: versions start at 1", v)
+	}
+	return nil
+}
+
+func (im *importer) task(ctx context.Context, r archiveTask) error {
+	if err := im.checkRecord(
+		checkID("task id", r.ID),
+		checkKey("title", r.Title, MaxTitleLen),
+		checkText("description", r.Description, MaxTextLen),
+		checkOptionalID("parent id", r.ParentID),
+		checkLabels("labels", r.Labels),
+		checkPriority(r.Priority),
+		checkVersionFrom1(r.Version),
+	); err != nil {
+		return err
+	}
+	if !r.Status.Valid() {
+		return im.errf("task %s: status %q is not a task status", r.ID, r.Status)
+	}
+	if r.ID <= im.lastTask {
+		return im.errf("task %s is out of order or repeated (tasks come by id)", r.ID)
+	}
+	if r.ParentID != "" && !im.tasks[r.ParentID] {
+		return im.errf("task %s: parent %s is not earlier in the archive", r.ID, r.ParentID)
+	}
+	for _, d := range r.DependsOn {
+		if err := checkID("depends on", d); err != nil {
+			return im.errf("%v", err)
+		}
+		if !im.tasks[d] {
+			return im.errf("task %s: dependency %s is not earlier in the archive", r.ID, d)
+		}
+	}
+	t := Task{
+		ID: r.ID, Title: r.Title, Description: r.Description, Status: r.Status, Assignee: r.Assignee,
+		ParentID: r.ParentID, DependsOn: r.DependsOn, Priority: r.Priority, Labels: r.Labels,
+		Attempts: r.Attempts, Version: r.Version, CreatedBy: r.CreatedBy, UpdatedBy: r.UpdatedBy,
+	}
+	if r.Result != nil {
+		t.Result = TaskResult{Summary: r.Result.Summary, Artifacts: r.Result.Artifacts}
+	}
+	var err error
+	if t.LeaseExpiresAt, err = im.time("lease_expires_at", r.LeaseExpiresAt, false); err != nil {
+		return err
+	}
+	if t.CreatedAt, err = im.time("created_at", r.CreatedAt, true); err != nil {
+		return err
+	}
+	if t.UpdatedAt, err = im.time("updated_at", r.UpdatedAt, true); err != nil {
+		return err
+	}
+	im.lastTask = r.ID
+	im.tasks[r.ID] = true
+	im.p.stats.Tasks++
+	return im.add(ctx, 0, func(ctx context.Context, tx Tx) error { return tx.PutTask(ctx, t) })
+}
+
+func (im *importer) note(ctx context.Context, r archiveNote) error {
+	if err := im.checkRecord(
+		checkKind("note kind", r.Kind),
+		checkKey("note key", r.Key, MaxKeyLen),
+		checkText("note title", r.Title, MaxTitleLen),
+		checkText("note body", r.Body, MaxTextLen),
+		checkVersionFrom1(r.Version),
+	); err != nil {
+		return err
+	}
+	k := [2]string{r.Kind, r.Key}
+	if im.p.stats.Notes > 0 && (k[0] < im.lastNote[0] || k[0] == im.lastNote[0] && k[1] <= im.lastNote[1]) {
+		return im.errf("note %s/%s is out of order or repeated (notes come by kind, then key)", r.Kind, r.Key)
+	}
+	n := Note{Kind: r.Kind, Key: r.Key, Title: r.Title, Body: r.Body, Author: r.Author, Version: r.Version, UpdatedBy: r.UpdatedBy}
+	var err error
+	if n.CreatedAt, err = im.time("created_at", r.CreatedAt, true); err != nil {
+		return err
+	}
+	if n.UpdatedAt, err = im.time("updated_at", r.UpdatedAt, true); err != nil {
+		return err
+	}
+	im.lastNote = k
+	im.p.stats.Notes++
+	return im.add(ctx, 0, func(ctx context.Context, tx Tx) error { return tx.PutNote(ctx, n) })
+}
+
+// closeArtifact ends the artifact being read: a live one holds its name.
+func (im *importer) closeArtifact() {
+	if im.art != nil && !im.artDone {
+		im.live[im.art.Name] = im.art.ID
+	}
+	im.art, im.artDone, im.blobs = nil, false, nil
+}
+
+func (im *importer) artifact(ctx context.Context, r archiveArtifact) error {
+	if err := im.checkRecord(
+		checkID("artifact id", r.ID),
+		checkName("name", r.Name),
+		checkKind("kind", r.Kind),
+		checkContentType(r.ContentType),
+		checkLabels("labels", r.Labels),
+		checkOptionalID("task id", r.TaskID),
+		checkVersionFrom1(r.Version),
+	); err != nil {
+		return err
+	}
+	if im.art == nil || im.art.ID != r.ID {
+		// A new artifact: versions start at 1, ids ascend, names of live ones are unique.
+		im.closeArtifact()
+		if r.ID <= im.lastArt {
+			return im.errf("artifact %s is out of order or repeated (artifacts come by id)", r.ID)
+		}
+		if r.Version != 1 {
+			return im.errf("artifact %s starts at version %d, not 1", r.ID, r.Version)
+		}
+		if other, ok := im.live[r.Name]; ok {
+			return im.errf("artifact %s: name %q is already held by live artifact %s", r.ID, r.Name, other)
+		}
+		im.lastArt = r.ID
+		im.blobs = map[string]int64{}
+		im.p.stats.Artifacts++
+	} else {
+		if im.artDone {
+			return im.errf("artifact %s has a version after its deletion", r.ID)
+		}
+		if r.Version != im.art.Version+1 {
+			return im.errf("artifact %s: version %d follows version %d", r.ID, r.Version, im.art.Version)
+		}
+		if r.Name != im.art.Name {
+			return im.errf("artifact %s: version %d is named %q, version 1 %q", r.ID, r.Version, r.Name, im.art.Name)
+		}
+	}
+	if r.TaskID != "" && !im.tasks[r.TaskID] {
+		return im.errf("artifact %s: task %s is not in the archive", r.ID, r.TaskID)
+	}
+	if len(r.SHA256) != 64 {
+		return im.errf("artifact %s version %d: sha256 %q is not a hex SHA-256", r.ID, r.Version, truncate(r.SHA256, 80))
+	}
+	var content []byte
+	size, stored := im.blobs[r.SHA256]
+	switch {
+	case r.Content != nil:
+		b, err := base64.StdEncoding.DecodeString(*r.Content)
+		if err != nil {
+			return im.errf("artifact %s version %d: content is not base64: %v", r.ID, r.Version, err)
+		}
+		sum := sha256.Sum256(b)
+		if hex.EncodeToString(sum[:]) != r.SHA256 || int64(len(b)) != r.Size {
+			return im.errf("artifact %s version %d: content does not match its sha256 and size", r.ID, r.Version)
+		}
+		if int64(len(b)) > im.h.opts.MaxArtifactSize {
+			return tooLarge("content", "archive line %d: artifact %q version %d is %d bytes, over this store's limit of %d (raise ws_max_artifact_size)", im.line, r.Name, r.Version, len(b), im.h.opts.MaxArtifactSize)
+		}
+		if !stored {
+			content = b
+			im.blobs[r.SHA256] = r.Size
+			im.p.stats.ContentBytes += r.Size
+		}
+	case !stored:
+		return im.errf("artifact %s version %d: no content for sha256 %s", r.ID, r.Version, r.SHA256)
+	case size != r.Size:
+		return im.errf("artifact %s version %d: size %d differs from %d for the same sha256", r.ID, r.Version, r.Size, size)
+	}
+	a := Artifact{
+		ID: r.ID, Name: r.Name, Kind: r.Kind, Owner: r.Owner, Version: r.Version, ContentType: r.ContentType,
+		SHA256: r.SHA256, Size: r.Size, Labels: r.Labels, TaskID: r.TaskID, CreatedBy: r.CreatedBy, UpdatedBy: r.UpdatedBy,
+	}
+	var err error
+	if a.CreatedAt, err = im.time("created_at", r.CreatedAt, true); err != nil {
+		return err
+	}
+	if a.UpdatedAt, err = im.time("updated_at", r.UpdatedAt, true); err != nil {
+		return err
+	}
+	im.art = &a
+	im.p.stats.Versions++
+	return im.add(ctx, int64(len(content)), func(ctx context.Context, tx Tx) error { return tx.PutArtifact(ctx, a, content) })
+}
+
+func (im *importer) deleted(ctx context.Context, r archiveDeleted) error {
+	if im.art == nil || im.art.ID != r.ID || im.artDone {
+		return im.errf("artifact_deleted %s does not follow that artifact's versions", truncate(r.ID, 64))
+	}
+	im.artDone = true
+	im.p.stats.DeletedArtifacts++
+	id := r.ID
+	return im.add(ctx, 0, func(ctx context.Context, tx Tx) error { return tx.DeleteArtifact(ctx, id) })
+}
+
+func (im *importer) lease(ctx context.Context, r archiveLease) error {
+	if err := im.checkRecord(checkResource(r.Resource)); err != nil {
+		return err
+	}
+	if r.Owner != "" {
+		if err := im.checkRecord(checkActor(r.Owner)); err != nil {
+			return err
+		}
+	}
+	if r.Token < 1 {
+		return im.errf("lease %q: token %d is not at least 1", r.Resource, r.Token)
+	}
+	if im.p.stats.Leases > 0 && r.Resource <= im.lastRes {
+		return im.errf("lease %q is out of order or repeated (leases come by resource)", r.Resource)
+	}
+	l := Lease{Resource: r.Resource, Owner: r.Owner, Token: r.Token}
+	var err error
+	if l.AcquiredAt, err = im.time("acquired_at", r.AcquiredAt, false); err != nil {
+		return err
+	}
+	if l.ExpiresAt, err = im.time("expires_at", r.ExpiresAt, false); err != nil {
+		return err
+	}
+	im.lastRes = r.Resource
+	im.p.stats.Leases++
+	return im.add(ctx, 0, func(ctx context.Context, tx Tx) error { return tx.PutLease(ctx, l) })
+}
+
+func (im *importer) event(ctx context.Context, r archiveEvent) error {
+	if r.Seq != im.nextSeq {
+		return im.errf("event seq %d where %d was due: the log must be gap-free from its floor", r.Seq, im.nextSeq)
+	}
+	if r.Seq > im.head {
+		return im.errf("event seq %d is past the log's head %d", r.Seq, im.head)
+	}
+	if err := im.checkRecord(
+		checkKey("event type", r.Event, MaxKindLen),
+		checkText("actor", r.Actor, MaxActorLen),
+		checkText("subject kind", r.Subject.Kind, MaxKindLen),
+		checkText("subject id", r.Subject.ID, MaxNameLen+MaxKeyLen),
+		checkText("subject name", r.Subject.Name, MaxNameLen+MaxTitleLen),
+		checkText("message", r.Message, MaxTextLen),
+	); err != nil {
+		return err
+	}
+	t, err := im.time("time", r.Time, true)
+	if err != nil {
+		return err
+	}
+	im.events = append(im.events, Event{
+		Seq: r.Seq, Time: t, Actor: r.Actor, Type: r.Event, Subject: Subject(r.Subject), Version: r.Version, Message: r.Message,
+	})
+	im.nextSeq++
+	im.p.stats.Events++
+	im.p.tick()
+	return im.maybeFlush(ctx)
+}

@@ -1,0 +1,218 @@
+package workspace_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/agentspace/agentspace/backend/sqlite"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+func openSQLite(t *testing.T, name string) workspace.Workspace {
+	t.Helper()
+	ws, err := workspace.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), name+".db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ws.Close() })
+	return ws
+}
+
+// populate writes one of everything the archive must carry: versions with
+// repeated content, a rollback, a deleted artifact whose name was reused,
+// tasks with dependencies and results, notes, live and released leases,
+// and a conflict event.
+func populate(t *testing.T, ws workspace.Workspace) {
+	t.Helper()
+	ctx := context.Background()
+	w := workspace.Write{Actor: "alice"}
+	arts := ws.Artifacts()
+	_, err := arts.Create(ctx, w, workspace.NewArtifact{Name: "plans/a.md", Kind: "plan", Content: []byte("one\n"), Labels: map[string]string{"team": "core"}})
+	require.NoError(t, err)
+	_, err = arts.Update(ctx, w, workspace.ByName("plans/a.md"), workspace.ArtifactChange{Content: []byte("two\n")})
+	require.NoError(t, err)
+	_, err = arts.Rollback(ctx, w, workspace.ByName("plans/a.md"), 1)
+	require.NoError(t, err)
+	_, err = arts.Create(ctx, w, workspace.NewArtifact{Name: "tmp/x.bin", Content: []byte{0, 1, 2}})
+	require.NoError(t, err)
+	require.NoError(t, arts.Delete(ctx, w, workspace.ByName("tmp/x.bin")))
+	_, err = arts.Create(ctx, w, workspace.NewArtifact{Name: "tmp/x.bin", Content: []byte{}})
+	require.NoError(t, err)
+
+	t1, err := ws.Tasks().Create(ctx, w, workspace.NewTask{Title: "first", Description: "d", Priority: 2})
+	require.NoError(t, err)
+	_, err = ws.Tasks().Create(ctx, w, workspace.NewTask{Title: "second", DependsOn: []string{t1.ID}, ParentID: t1.ID, Labels: map[string]string{"k": "v"}})
+	require.NoError(t, err)
+	claimed, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "bob"})
+	require.NoError(t, err)
+	_, err = ws.Tasks().Complete(ctx, workspace.Write{Actor: "bob"}, claimed.ID, workspace.TaskResult{Summary: "ok", Artifacts: []string{"plans/a.md"}})
+	require.NoError(t, err)
+
+	_, err = ws.Notes().Put(ctx, w, workspace.NotePut{Kind: "decision", Key: "db", Title: "DB", Body: "sqlite"})
+	require.NoError(t, err)
+	_, err = ws.Notes().Put(ctx, w, workspace.NotePut{Kind: "glossary", Key: "fence", Body: "a token"})
+	require.NoError(t, err)
+
+	l, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:a.go", Owner: "alice", TTL: time.Minute})
+	require.NoError(t, err)
+	require.NoError(t, ws.Locks().Release(ctx, l))
+	_, err = ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "role:lead", Owner: "alice", TTL: time.Hour})
+	require.NoError(t, err)
+
+	_, err = arts.Update(ctx, workspace.Write{Actor: "bob", IfVersion: 1}, workspace.ByName("plans/a.md"), workspace.ArtifactChange{Content: []byte("x")})
+	require.ErrorIs(t, err, workspace.ErrConflict)
+}
+
+func export(t *testing.T, ws workspace.Workspace) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	_, err := workspace.Export(context.Background(), ws, &buf, workspace.ArchiveOptions{})
+	require.NoError(t, err)
+	return buf.Bytes()
+}
+
+func TestArchiveRoundTripIsByteIdentical(t *testing.T) {
+	ctx := context.Background()
+	src := openSQLite(t, "src")
+	populate(t, src)
+	first := export(t, src)
+
+	dst := openSQLite(t, "dst")
+	var calls int
+	st, err := workspace.Import(ctx, dst, bytes.NewReader(first), workspace.ArchiveOptions{
+		ProgressEvery: 5, Progress: func(workspace.ArchiveStats) { calls++ },
+	})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), st.Tasks)
+	assert.Equal(t, int64(3), st.Artifacts)
+	assert.Equal(t, int64(1), st.DeletedArtifacts)
+	assert.Greater(t, calls, 1, "progress is reported along the way and at the end")
+
+	assert.Equal(t, string(first), string(export(t, dst)))
+
+	// The imported store carries on where the source stopped.
+	srcHead, err := src.Events().Head(ctx)
+	require.NoError(t, err)
+	a, err := dst.Artifacts().Get(ctx, workspace.ByName("plans/a.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "one\n", string(a.Content))
+	assert.Equal(t, int64(3), a.Version)
+	l, err := dst.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:a.go", Owner: "carol", TTL: time.Minute})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), l.Token, "tokens keep growing after an import")
+	dstHead, err := dst.Events().Head(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, srcHead+1, dstHead, "seqs continue from the imported head")
+	_, err = dst.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "role:lead", Owner: "carol", TTL: time.Minute})
+	assert.ErrorIs(t, err, workspace.ErrLocked, "a live lease stays live")
+}
+
+func TestArchiveKeepsACompactedLogsFloor(t *testing.T) {
+	ctx := context.Background()
+	src := openSQLite(t, "src")
+	populate(t, src)
+	require.NoError(t, src.Events().Compact(ctx, 5))
+	first := export(t, src)
+	assert.Contains(t, string(first), `{"type":"log","floor":5,`)
+
+	dst := openSQLite(t, "dst")
+	_, err := workspace.Import(ctx, dst, bytes.NewReader(first), workspace.ArchiveOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, string(first), string(export(t, dst)))
+	_, err = dst.Events().Read(ctx, workspace.EventQuery{AfterSeq: 1})
+	assert.ErrorIs(t, err, workspace.ErrCompacted)
+}
+
+func TestImportRefusesANonEmptyStore(t *testing.T) {
+	ctx := context.Background()
+	src := openSQLite(t, "src")
+	populate(t, src)
+	archive := export(t, src)
+	_, err := workspace.Import(ctx, src, bytes.NewReader(archive), workspace.ArchiveOptions{})
+	require.ErrorIs(t, err, workspace.ErrInvalid)
+	assert.Contains(t, err.Error(), "not empty")
+	assert.Equal(t, string(archive), string(export(t, src)), "nothing was written")
+}
+
+func TestImportRejectsBrokenArchivesAndWritesNothing(t *testing.T) {
+	src := openSQLite(t, "src")
+	populate(t, src)
+	good := string(export(t, src))
+	lines := strings.SplitAfter(good, "\n")
+	without := func(match string) string {
+		var b strings.Builder
+		dropped := false
+		for _, l := range lines {
+			if !dropped && strings.Contains(l, match) {
+				dropped = true
+				continue
+			}
+			b.WriteString(l)
+		}
+		return b.String()
+	}
+	cases := []struct {
+		name    string
+		archive string
+		want    string
+	}{
+		{"empty", "", "is empty"},
+		{"not an archive", "hello\n", "not a JSON object"},
+		{"newer version", strings.Replace(good, `"version":1}`, `"version":2}`, 1), "archive version 2"},
+		{"truncated", strings.Join(lines[:len(lines)-2], ""), "truncated"},
+		{"gap in the log", without(`"type":"event","seq":3,`), "seq 4 where 3 was due"},
+		{"wrong content", strings.Replace(good, `"content":"b25lCg=="`, `"content":"dHdvCg=="`, 1), "does not match its sha256"},
+		{"escaping name", strings.ReplaceAll(good, `"name":"tmp/x.bin"`, `"name":"../x.bin"`), "invalid name"},
+		{"unknown field", strings.Replace(good, `{"type":"note",`, `{"type":"note","color":"red",`, 1), "unknown field"},
+		{"records out of order", without(`"type":"header"`), "first line must be the header"},
+		{"counts disagree", without(`"type":"note","kind":"glossary"`), "end record counts"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			dst := openSQLite(t, "dst")
+			_, err := workspace.Import(ctx, dst, strings.NewReader(c.archive), workspace.ArchiveOptions{})
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, workspace.ErrInvalid), "%v", err)
+			assert.Contains(t, err.Error(), c.want)
+			head, err := dst.Events().Head(ctx)
+			require.NoError(t, err)
+			assert.Zero(t, head)
+			st, err := dst.Status(ctx)
+			require.NoError(t, err)
+			assert.Zero(t, st.Artifacts+st.Notes)
+		})
+	}
+}
+
+func TestImportInSeveralTransactionsRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	src := openSQLite(t, "src")
+	populate(t, src)
+	first := export(t, src)
+
+	t.Cleanup(workspace.SetImportChunk(3, 1))
+	dst := openSQLite(t, "dst")
+	_, err := workspace.Import(ctx, dst, bytes.NewReader(first), workspace.ArchiveOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, string(first), string(export(t, dst)))
+}
+
+func TestImportThatFailsAfterACommitSaysTheStoreIsPartial(t *testing.T) {
+	ctx := context.Background()
+	src := openSQLite(t, "src")
+	populate(t, src)
+	broken := strings.Replace(string(export(t, src)), `"type":"event","seq":3,`, `"type":"event","seq":33,`, 1)
+
+	t.Cleanup(workspace.SetImportChunk(3, 1))
+	dst := openSQLite(t, "dst")
+	_, err := workspace.Import(ctx, dst, strings.NewReader(broken), workspace.ArchiveOptions{})
+	require.ErrorIs(t, err, workspace.ErrInvalid)
+	assert.Contains(t, err.Error(), "the store holds a partial import: empty it before importing again")
+}
