@@ -101,8 +101,13 @@ func (b *hub) watchLoop() {
 		case <-b.ctx.Done():
 			return
 		case <-b.kick:
-			continue
+			// Someone started waiting: a change skipped meanwhile counts now.
 		case <-b.changes:
+			// Waiters read the store after taking their wake channel, so
+			// with none, a change needs no read.
+			if b.interest.Load() == 0 {
+				continue
+			}
 		case <-tick:
 		}
 		var head int64
