@@ -8,36 +8,18 @@ import (
 	"time"
 )
 
-// run executes fn with an exec in one write transaction and appends its
-// events; it is the path of writes that are not batch ops (claims, leases).
+// run executes fn with an exec in a write transaction (shared with other
+// writers by group commit) and appends its events; it is the path of writes
+// that are not batch ops (claims, leases).
 func (h *handle) run(ctx context.Context, opname, actor string, fn func(x *exec) error) error {
-	if err := h.alive(); err != nil {
+	j := &job{actor: actor}
+	j.apply = func(ctx context.Context, x *exec) error {
+		err := fn(x)
+		// A failed IfVersion (a heartbeat's) is recorded, as in Commit.
+		errors.As(err, &j.conflict)
 		return err
 	}
-	var evs []Event
-	err := h.st.Update(ctx, func(tx Tx) error {
-		x := &exec{h: h, tx: tx, actor: actor, now: tx.Now()}
-		if err := fn(x); err != nil {
-			return err
-		}
-		if err := x.flush(ctx); err != nil {
-			return err
-		}
-		evs = x.events
-		return nil
-	})
-	if err != nil {
-		// A failed IfVersion (a heartbeat's) is recorded, as in commit.
-		var ce *ConflictError
-		if errors.As(err, &ce) {
-			h.recordConflict(ctx, actor, ce, "")
-		}
-		return wrapErr(opname, err)
-	}
-	if n := len(evs); n > 0 {
-		h.hub.bump(evs[n-1].Seq)
-	}
-	return nil
+	return wrapErr(opname, h.submit(ctx, j))
 }
 
 type artifacts struct{ h *handle }
@@ -174,6 +156,10 @@ func condOf(w Write) Cond { return Cond{IfVersion: w.IfVersion, Fence: w.Fence, 
 
 type tasks struct{ h *handle }
 
+// claimRecheck bounds how long a waiting Claim goes without looking for
+// tasks whose claim lapsed.
+const claimRecheck = time.Second
+
 func (t tasks) Create(ctx context.Context, w Write, n NewTask) (Task, error) {
 	r, err := t.h.single(ctx, "tasks.create", w, CreateTaskOp{NewTask: n, Message: w.Message})
 	return derefTask(r.Task), err
@@ -244,7 +230,9 @@ func (t tasks) Claim(ctx context.Context, r ClaimRequest) (Task, error) {
 		if err == nil || !r.Wait || !errors.Is(err, ErrNoTask) {
 			return out, err
 		}
-		if err := t.h.hub.wait(ctx, wake, time.Time{}); err != nil {
+		// A lapsed claim frees its task without a commit that would wake
+		// us, so look again now and then too.
+		if err := t.h.hub.wait(ctx, wake, time.Now().Add(claimRecheck)); err != nil {
 			return Task{}, err
 		}
 	}

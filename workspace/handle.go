@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -16,10 +15,12 @@ type handle struct {
 	opts Options
 	hub  *hub
 
-	closed    atomic.Bool
-	closeOnce sync.Once
-	closeErr  error
-	commits   atomic.Uint64
+	closed     atomic.Bool
+	closeOnce  sync.Once
+	closeErr   error
+	commits    atomic.Uint64
+	jobs       chan *job    // to the committer (group.go)
+	savepoints atomic.Int32 // savepointsUnknown, Yes or No
 }
 
 // New wraps a backend's store in the portable handle every Workspace is.
@@ -32,6 +33,9 @@ func New(st Store, opts Options) Workspace {
 		changes = n.Changes()
 	}
 	h.hub = newHub(h, changes)
+	h.jobs = make(chan *job)
+	h.hub.wg.Add(1)
+	go h.committer()
 	return h
 }
 
@@ -117,92 +121,37 @@ func (h *handle) commit(ctx context.Context, opname string, b Batch) (BatchResul
 	}
 	prune := b.IdempotencyKey != "" && h.commits.Add(1)%64 == 1
 
-	var (
-		res      BatchResult
-		conflict *ConflictError
-		message  string
-	)
-	err := h.st.Update(ctx, func(tx Tx) error {
-		res, conflict, message = BatchResult{}, nil, ""
-		now := tx.Now()
-		if b.IdempotencyKey != "" {
-			stored, err := tx.Idempotent(ctx, b.IdempotencyKey, now)
-			switch {
-			case err == nil:
-				if err := json.Unmarshal(stored, &res); err != nil {
-					return fmt.Errorf("idempotency key %q: stored result is corrupt: %w", b.IdempotencyKey, err)
-				}
-				res.Replayed = true
-				return nil
-			case !errors.Is(err, ErrNotFound):
-				return err
-			}
-		}
-		x := &exec{h: h, tx: tx, actor: b.Actor, now: now}
+	j := &job{actor: b.Actor, idemKey: b.IdempotencyKey, prune: prune}
+	j.apply = func(ctx context.Context, x *exec) error {
 		for i, op := range ops {
 			r, err := x.apply(ctx, op)
 			if err != nil {
-				if errors.As(err, &conflict) {
-					message = opMessage(op)
+				if errors.As(err, &j.conflict) {
+					j.message = opMessage(op)
 				}
 				if len(ops) == 1 {
 					return err
 				}
 				return &BatchError{Index: i, Op: b.Ops[i], Err: err}
 			}
-			res.Results = append(res.Results, r)
-		}
-		if err := x.flush(ctx); err != nil {
-			return err
-		}
-		res.Events = x.events
-		if b.IdempotencyKey != "" {
-			enc, err := json.Marshal(res)
-			if err != nil {
-				return err
-			}
-			if prune {
-				if err := tx.PruneIdempotent(ctx, now); err != nil {
-					return err
-				}
-			}
-			if err := tx.PutIdempotent(ctx, b.IdempotencyKey, enc, now.Add(h.opts.IdempotencyTTL)); err != nil {
-				return err
-			}
+			j.res.Results = append(j.res.Results, r)
 		}
 		return nil
-	})
-	if err != nil {
-		if conflict != nil {
-			h.recordConflict(ctx, b.Actor, conflict, message)
-		}
+	}
+	if err := h.submit(ctx, j); err != nil {
 		return BatchResult{}, wrapErr(opname, err)
 	}
-	if n := len(res.Events); n > 0 && !res.Replayed {
-		h.hub.bump(res.Events[n-1].Seq)
-	}
-	return res, nil
+	return j.res, nil
 }
 
 // recordConflict appends the conflict event of a rejected write, in its own
 // transaction (the write's was rolled back). It is best effort: the caller
 // already has its error.
 func (h *handle) recordConflict(ctx context.Context, actor string, c *ConflictError, msg string) {
-	ev := Event{
-		Actor:   actor,
-		Type:    EventConflict,
-		Subject: c.Subject,
-		Version: c.Current,
-		Message: fmt.Sprintf("expected version %d, current is %d", c.Expected, c.Current),
-	}
-	if msg != "" {
-		ev.Message += ": " + msg
-	}
 	var seq int64
 	ctx = context.WithoutCancel(ctx)
 	err := h.st.Update(ctx, func(tx Tx) error {
-		ev.Time = tx.Now()
-		first, err := tx.AppendEvents(ctx, []Event{ev})
+		first, err := tx.AppendEvents(ctx, []Event{conflictEvent(actor, tx.Now(), c, msg)})
 		seq = first
 		return err
 	})

@@ -124,6 +124,18 @@ type Tx interface {
 	CompactEvents(ctx context.Context, floor int64) error
 }
 
+// Savepointer is an optional Tx capability: nested points to roll back to.
+// With it, a handle commits concurrent writes in one transaction (group
+// commit), each job in its own savepoint; without it, one per transaction.
+// Savepoints nest as a stack: each Savepoint is ended by exactly one
+// RollbackSavepoint (undo the writes since, and pop) or ReleaseSavepoint
+// (keep them, and pop). A store without true savepoints must not claim this.
+type Savepointer interface {
+	Savepoint(ctx context.Context) error
+	RollbackSavepoint(ctx context.Context) error
+	ReleaseSavepoint(ctx context.Context) error
+}
+
 // NoteQuery is ListNotes' filter: the public cursor, decoded.
 type NoteQuery struct {
 	Kind      string

@@ -144,6 +144,7 @@ type readTx struct {
 // writeTx implements workspace.Tx.
 type writeTx struct {
 	readTx
+	depth int // open savepoints
 }
 
 func (t *readTx) Now() time.Time { return t.now }

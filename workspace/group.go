@@ -1,0 +1,329 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// Group commit. Every write of a handle goes through one committer
+// goroutine as a job. The committer takes every job that is waiting and runs
+// them in one store transaction, each inside its own savepoint, so N
+// concurrent writers share one commit (one fsync, one NOTIFY) while each job
+// keeps its own conditions, its own result and its own error. A store whose
+// Tx cannot take savepoints gets one job per transaction.
+
+// maxGroup bounds how many jobs share one transaction.
+const maxGroup = 128
+
+// Whether the store's transactions take savepoints, learnt from the first one.
+const (
+	savepointsUnknown = iota
+	savepointsYes
+	savepointsNo
+)
+
+// job is one unit of work for the committer: a batch, or a single write
+// that is not a batch op (a claim, a lease).
+type job struct {
+	ctx     context.Context
+	actor   string
+	idemKey string
+	prune   bool
+	// apply runs the job's writes on x and records its results in the job.
+	apply func(ctx context.Context, x *exec) error
+
+	// Set by the committer before done is closed.
+	res      BatchResult
+	events   []Event
+	conflict *ConflictError
+	message  string
+	err      error
+	done     chan struct{}
+}
+
+func (j *job) reset() {
+	j.res, j.events, j.conflict, j.message, j.err = BatchResult{}, nil, nil, "", nil
+}
+
+// submit hands j to the committer and waits for its outcome, which is
+// always definite: a job whose ctx ends before its transaction starts is not
+// run; once started, the transaction is cancelled only if every caller in
+// its group has given up, and the caller gets what really happened.
+func (h *handle) submit(ctx context.Context, j *job) error {
+	if err := h.alive(); err != nil {
+		return err
+	}
+	j.ctx = ctx
+	j.done = make(chan struct{})
+	select {
+	case h.jobs <- j:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-h.hub.ctx.Done():
+		return ErrClosed
+	}
+	<-j.done
+	return j.err
+}
+
+// committer runs until the handle closes, then fails what is still queued.
+func (h *handle) committer() {
+	defer h.hub.wg.Done()
+	ctx := h.hub.ctx
+	var carry *job
+	for {
+		group := make([]*job, 0, 8)
+		if carry != nil {
+			group, carry = append(group, carry), nil
+		} else {
+			select {
+			case j := <-h.jobs:
+				group = append(group, j)
+			case <-ctx.Done():
+				h.drain()
+				return
+			}
+		}
+		keys := map[string]bool{}
+		if k := group[0].idemKey; k != "" {
+			keys[k] = true
+		}
+	fill:
+		for len(group) < maxGroup {
+			select {
+			case j := <-h.jobs:
+				// Two jobs with one idempotency key never share a
+				// transaction: the second must see the first's result.
+				if j.idemKey != "" && keys[j.idemKey] {
+					carry = j
+					break fill
+				}
+				if j.idemKey != "" {
+					keys[j.idemKey] = true
+				}
+				group = append(group, j)
+			default:
+				break fill
+			}
+		}
+		h.runGroup(ctx, group)
+	}
+}
+
+func (h *handle) drain() {
+	for {
+		select {
+		case j := <-h.jobs:
+			j.err = ErrClosed
+			close(j.done)
+		default:
+			return
+		}
+	}
+}
+
+// runGroup commits the live jobs of group in one transaction.
+func (h *handle) runGroup(ctx context.Context, group []*job) {
+	live := group[:0:0]
+	for _, j := range group {
+		if err := j.ctx.Err(); err != nil {
+			j.err = err
+			close(j.done)
+			continue
+		}
+		live = append(live, j)
+	}
+	if len(live) == 0 {
+		return
+	}
+	if len(live) > 1 && h.savepoints.Load() != savepointsYes {
+		// Until a transaction has shown it takes savepoints, and forever
+		// if it does not, each job gets a transaction of its own.
+		for _, j := range live {
+			h.runGroup(ctx, []*job{j})
+		}
+		return
+	}
+	// The transaction ends early only when every caller in it has given up.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var waiting atomic.Int64
+	waiting.Store(int64(len(live)))
+	for _, j := range live {
+		stop := context.AfterFunc(j.ctx, func() {
+			if waiting.Add(-1) == 0 {
+				cancel()
+			}
+		})
+		defer stop()
+	}
+	err := h.st.Update(ctx, func(tx Tx) error {
+		now := tx.Now()
+		sp, ok := tx.(Savepointer)
+		if ok {
+			h.savepoints.Store(savepointsYes)
+		} else {
+			h.savepoints.Store(savepointsNo)
+		}
+		if len(live) == 1 {
+			sp = nil // nothing to isolate it from
+		}
+		var (
+			all    []Event
+			starts = make([]int, len(live))
+		)
+		for i, j := range live {
+			j.reset()
+			starts[i] = len(all)
+			if err := h.runJob(ctx, tx, sp, now, j); err != nil {
+				if sp == nil {
+					return err
+				}
+				j.err = err
+				if j.conflict != nil {
+					all = append(all, conflictEvent(j.actor, now, j.conflict, j.message))
+				}
+				continue
+			}
+			if !j.res.Replayed {
+				all = append(all, j.events...)
+			}
+		}
+		if len(all) > 0 {
+			first, err := tx.AppendEvents(ctx, all)
+			if err != nil {
+				return err
+			}
+			for i, j := range live {
+				if j.err != nil || j.res.Replayed {
+					continue
+				}
+				for k := range j.events {
+					j.events[k].Seq = first + int64(starts[i]+k)
+				}
+			}
+		}
+		prune := false
+		for _, j := range live {
+			if j.err != nil || j.idemKey == "" || j.res.Replayed {
+				continue
+			}
+			j.res.Events = j.events
+			enc, err := json.Marshal(j.res)
+			if err != nil {
+				return err
+			}
+			if j.prune && !prune {
+				prune = true
+				if err := tx.PruneIdempotent(ctx, now); err != nil {
+					return err
+				}
+			}
+			if err := tx.PutIdempotent(ctx, j.idemKey, enc, now.Add(h.opts.IdempotencyTTL)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var head int64
+	for _, j := range live {
+		switch {
+		case err != nil && len(live) == 1:
+			j.err = err
+			if j.conflict != nil {
+				h.recordConflict(ctx, j.actor, j.conflict, j.message)
+			}
+		case err != nil && j.err == nil:
+			j.err = err
+		case j.err == nil && !j.res.Replayed:
+			j.res.Events = j.events
+			if n := len(j.events); n > 0 {
+				head = max(head, j.events[n-1].Seq)
+			}
+		}
+	}
+	if err == nil {
+		// Conflict events of failed jobs were committed with the group.
+		h.bumpAfterGroup(ctx, head, live)
+	}
+	for _, j := range live {
+		close(j.done)
+	}
+}
+
+// bumpAfterGroup wakes waiters; the group's last seq may belong to a
+// conflict event, so when any job failed the head is read back.
+func (h *handle) bumpAfterGroup(ctx context.Context, head int64, live []*job) {
+	for _, j := range live {
+		if j.err != nil && j.conflict != nil {
+			_ = h.st.View(ctx, func(tx ReadTx) error {
+				v, err := tx.Head(ctx)
+				head = max(head, v)
+				return err
+			})
+			break
+		}
+	}
+	if head > 0 {
+		h.hub.bump(head)
+	}
+}
+
+// runJob runs one job inside the group's transaction, in a savepoint when sp
+// is set. On error its writes are rolled back and the error returned.
+func (h *handle) runJob(ctx context.Context, tx Tx, sp Savepointer, now time.Time, j *job) error {
+	if j.idemKey != "" {
+		stored, err := tx.Idempotent(ctx, j.idemKey, now)
+		switch {
+		case err == nil:
+			if err := json.Unmarshal(stored, &j.res); err != nil {
+				return fmt.Errorf("idempotency key %q: stored result is corrupt: %w", j.idemKey, err)
+			}
+			j.res.Replayed = true
+			j.events = j.res.Events
+			return nil
+		case !errors.Is(err, ErrNotFound):
+			return err
+		}
+	}
+	if sp != nil {
+		if err := sp.Savepoint(ctx); err != nil {
+			return err
+		}
+	}
+	x := &exec{h: h, tx: tx, actor: j.actor, now: now}
+	if err := j.apply(ctx, x); err != nil {
+		if sp != nil {
+			if rerr := sp.RollbackSavepoint(ctx); rerr != nil {
+				return errors.Join(err, rerr)
+			}
+		}
+		return err
+	}
+	if sp != nil {
+		if err := sp.ReleaseSavepoint(ctx); err != nil {
+			return err
+		}
+	}
+	j.events = x.events
+	return nil
+}
+
+func conflictEvent(actor string, now time.Time, c *ConflictError, msg string) Event {
+	ev := Event{
+		Time:    now,
+		Actor:   actor,
+		Type:    EventConflict,
+		Subject: c.Subject,
+		Version: c.Current,
+		Message: fmt.Sprintf("expected version %d, current is %d", c.Expected, c.Current),
+	}
+	if msg != "" {
+		ev.Message += ": " + msg
+	}
+	return ev
+}
