@@ -58,3 +58,34 @@ func BenchmarkClaim(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNotePutManyHandles is BenchmarkNotePut with each goroutine on its
+// own handle, as separate agents in one process would be: writers then
+// meet at SQLite's file lock rather than in one handle's connection pool.
+func BenchmarkNotePutManyHandles(b *testing.B) {
+	dsn := "sqlite:" + filepath.Join(b.TempDir(), "ws.db") + "?ws_synchronous=NORMAL"
+	ctx := context.Background()
+	first, err := workspace.Open(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = first.Close() })
+	var n atomic.Int64
+	b.SetParallelism(2)
+	b.RunParallel(func(pb *testing.PB) {
+		ws, err := workspace.Open(ctx, dsn)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer ws.Close()
+		for pb.Next() {
+			i := n.Add(1)
+			if _, err := ws.Notes().Put(ctx, workspace.Write{Actor: "bench"},
+				workspace.NotePut{Kind: "decision", Key: fmt.Sprint("k", i), Body: "body"}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

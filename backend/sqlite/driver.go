@@ -100,12 +100,15 @@ func Open(ctx context.Context, path string, opts workspace.Options) (workspace.W
 // current schema; an older or newer one gives a *workspace.SchemaError.
 // Closing the workspace does not close db.
 //
-// Every handle must serialize its writes, so configure db as Open does:
-// db.SetMaxOpenConns(1), and a DSN with _txlock=immediate (writes take the
-// write lock when they begin, so they wait for each other with busy_timeout
-// instead of failing on upgrade), _pragma=busy_timeout(10000),
-// _pragma=journal_mode(WAL), _pragma=foreign_keys(1) and
-// _pragma=synchronous(FULL). Reads share db with the writes.
+// Configure db as Open configures its writer: a DSN with _txlock=immediate
+// (writes take the write lock when they begin, so they queue with
+// busy_timeout instead of failing when a read upgrades to a write),
+// _pragma=busy_timeout(10000), _pragma=journal_mode(WAL),
+// _pragma=foreign_keys(1) and _pragma=synchronous(FULL), and
+// db.SetMaxOpenConns(1) so that the handle's writes queue in the pool
+// rather than at the file lock. Reads share db with the writes. Without
+// _txlock=immediate writes stay correct but fail busy more often, and are
+// retried.
 func OpenDB(ctx context.Context, db *sql.DB, opts workspace.Options) (workspace.Workspace, error) {
 	if db == nil {
 		return nil, &workspace.InvalidError{Field: "db", Reason: "is nil"}
