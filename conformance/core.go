@@ -83,6 +83,7 @@ var coreCases = []coreCase{
 	{"IdempotentRetryReturnsFirstResult", testIdempotentRetry},
 	{"IdempotentBatchReplays", testIdempotentBatch},
 	{"IdempotencyKeysExpire", testIdempotencyKeysExpire},
+	{"IdempotencyKeysArePerActorAndRequest", testIdempotencyKeysArePerActorAndRequest},
 	// badinput.go
 	{"BadInputIsInvalidAndWritesNothing", testBadInput},
 	{"BadDSNParamsAreInvalid", testBadDSN},

@@ -17,7 +17,8 @@ type Write struct {
 	// Message is an optional note on why, kept in the event log.
 	Message string
 	// IdempotencyKey, when set, makes a retried write return the first result
-	// and write nothing new, for as long as the key is kept.
+	// and write nothing new, for as long as the key is kept. Keys are per
+	// actor; the same key with a different request is ErrInvalid.
 	IdempotencyKey string
 }
 
