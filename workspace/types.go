@@ -132,6 +132,11 @@ type TaskStatus string
 //
 // While a claim's lease is live, only its assignee may move the task out of
 // in_progress (others get ErrNotHolder; cancellation is open to anyone).
+// A claim whose lease lapsed is free at once: the next Claim (or status
+// change) returns the task to pending, recorded as task.released, and the
+// late assignee gets ErrLockLost. Until then Get and List show the task as
+// stored: in_progress with LeaseExpiresAt in the past (Status leaves it out
+// of ActiveTasks).
 const (
 	TaskPending    TaskStatus = "pending"
 	TaskInProgress TaskStatus = "in_progress"
@@ -358,7 +363,7 @@ type Status struct {
 	Artifacts    int
 	Notes        int
 	Tasks        map[TaskStatus]int
-	ActiveTasks  []Task  // in_progress
+	ActiveTasks  []Task  // in_progress under a live claim
 	Locks        []Lease // live leases
 	RecentEvents []Event // newest last
 }
