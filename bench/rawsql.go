@@ -37,6 +37,8 @@ type rawSQL struct {
 	listen func(ctx context.Context) (wait func(ctx context.Context) (time.Time, error), stop func(), err error)
 	syncs  func(ctx context.Context) (int64, bool)
 	prefix string
+	// w3Loaded is how many W3 rows are loaded (once per run).
+	w3Loaded int
 }
 
 const (
@@ -291,7 +293,7 @@ func (r *rawSQL) op(ctx context.Context, s spec) (op, func(), error) {
 // loadArts inserts n rows named as W3's artifacts, 1000 per transaction.
 func (r *rawSQL) loadArts(ctx context.Context, n int) error {
 	const per = 1000
-	for i := 0; i < n; i += per {
+	for i := r.w3Loaded; i < n; i += per {
 		err := r.db.tx(ctx, 0, func(q sqlQ) error {
 			for k := i; k < min(n, i+per); k++ {
 				name := w3Name(r.prefix, k)
@@ -304,6 +306,7 @@ func (r *rawSQL) loadArts(ctx context.Context, n int) error {
 		if err != nil {
 			return fmt.Errorf("raw W3 load: %w", err)
 		}
+		r.w3Loaded = min(n, i+per)
 	}
 	return nil
 }
