@@ -113,6 +113,7 @@ type readTx struct {
 // writeTx implements workspace.Tx.
 type writeTx struct {
 	readTx
+	depth int // open savepoints
 }
 
 func (t *readTx) Now() time.Time { return t.now }
