@@ -37,8 +37,8 @@ type rawSQL struct {
 	listen func(ctx context.Context) (wait func(ctx context.Context) (time.Time, error), stop func(), err error)
 	syncs  func(ctx context.Context) (int64, bool)
 	prefix string
-	// w3Loaded is how many W3 rows are loaded (once per run).
-	w3Loaded int
+	// w3Loaded and w5Loaded count the rows loaded once per run.
+	w3Loaded, w5Loaded int
 }
 
 const (
@@ -193,11 +193,10 @@ func (r *rawSQL) op(ctx context.Context, s spec) (op, func(), error) {
 			})
 		}), nothing, nil
 	case "W5":
-		grp, base, err := r.loadTasks(ctx, s)
+		grp, err := r.loadTasks(ctx, s.n)
 		if err != nil {
 			return nil, nil, err
 		}
-		_ = base
 		return plain(func(ctx context.Context, w int) error {
 			var id int64
 			err := r.db.tx(ctx, w, func(q sqlQ) error {
@@ -311,27 +310,27 @@ func (r *rawSQL) loadArts(ctx context.Context, n int) error {
 	return nil
 }
 
-// loadTasks inserts W5's pool for s: task i >= 1000 depends on task i-1000.
-func (r *rawSQL) loadTasks(ctx context.Context, s spec) (string, int64, error) {
-	grp := fmt.Sprintf("%s-c%d", r.prefix, s.c)
-	base := int64(s.c) * 10_000_000
+// loadTasks inserts W5's pool once per run: task i >= 1000 depends on task i-1000.
+func (r *rawSQL) loadTasks(ctx context.Context, n int) (string, error) {
+	grp := r.prefix + "-w5"
 	const per = 1000
-	for i := 0; i < s.n; i += per {
+	for i := r.w5Loaded; i < n; i += per {
 		err := r.db.tx(ctx, 0, func(q sqlQ) error {
-			for k := i; k < min(s.n, i+per); k++ {
+			for k := i; k < min(n, i+per); k++ {
 				var dep any
 				if k >= 1000 {
-					dep = base + int64(k-1000)
+					dep = int64(k - 1000)
 				}
-				if _, err := q.exec(ctx, rawAddTask, base+int64(k), grp, dep); err != nil {
+				if _, err := q.exec(ctx, rawAddTask, int64(k), grp, dep); err != nil {
 					return err
 				}
 			}
 			return nil
 		})
 		if err != nil {
-			return "", 0, fmt.Errorf("raw W5 load: %w", err)
+			return "", fmt.Errorf("raw W5 load: %w", err)
 		}
+		r.w5Loaded = min(n, i+per)
 	}
-	return grp, base, nil
+	return grp, nil
 }

@@ -79,8 +79,12 @@ func cases(ctx context.Context, e *env, r rawStore, cfg Config, name string) ([]
 			}})
 		}
 	case "W5":
+		pool, err := w5(ctx, e, cfg.Tasks, progressFunc(cfg.Progress))
+		if err != nil {
+			return nil, nil, err
+		}
 		each("", cfg.Tasks, fmt.Sprintf("pool=%d", cfg.Tasks), func(ctx context.Context, c int) (op, error) {
-			return w5(ctx, e, c, cfg.Tasks, progressFunc(cfg.Progress))
+			return pool, nil
 		})
 	case "W6":
 		for _, v := range []string{"same handle", "other handle", "resume"} {
@@ -262,10 +266,11 @@ func w4handover(e *env, other bool) op {
 	}
 }
 
-// w5: claim the best ready task of a fresh pool of n, and complete it.
-// Task i >= 1000 depends on task i-1000, so 1000 are ready at first.
-func w5(ctx context.Context, e *env, c, n int, progress func(string)) (op, error) {
-	label := map[string]string{"bench": fmt.Sprintf("%s-c%d", e.prefix, c)}
+// w5: claim the best ready task of a pool of n, and complete it. Every
+// concurrency level draws from the same pool, so the store holds no other
+// pending tasks. Task i >= 1000 depends on task i-1000: 1000 are ready at first.
+func w5(ctx context.Context, e *env, n int, progress func(string)) (op, error) {
+	label := map[string]string{"bench": e.prefix + "-w5"}
 	ids := make([]string, 0, n)
 	const per = 200
 	for i := 0; i < n; i += per {
@@ -285,7 +290,7 @@ func w5(ctx context.Context, e *env, c, n int, progress func(string)) (op, error
 			ids = append(ids, r.Task.ID)
 		}
 		if progress != nil && i%(per*10) == 0 {
-			progress(fmt.Sprintf("W5 c=%d: loading tasks %d/%d", c, i, n))
+			progress(fmt.Sprintf("W5: loading tasks %d/%d", i, n))
 		}
 	}
 	return plain(func(ctx context.Context, w int) error {
