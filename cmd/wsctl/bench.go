@@ -25,6 +25,7 @@ func (a *app) benchCmd() *cobra.Command {
 		conc       string
 		artifacts  int
 		tasks      int
+		handles    int
 		cpuProfile string
 	)
 	c := &cobra.Command{
@@ -73,7 +74,7 @@ three-op batch.`,
 			}
 			cfg := bench.Config{
 				DSN: res.DSN, Duration: duration, Workloads: ws, Concurrency: levels,
-				Artifacts: artifacts, Tasks: tasks, Progress: a.stderr,
+				Handles: handles, Artifacts: artifacts, Tasks: tasks, Progress: a.stderr,
 			}
 			if a.jsonOut {
 				enc := json.NewEncoder(a.stdout)
@@ -95,6 +96,7 @@ three-op batch.`,
 	f.StringVar(&conc, "concurrency", "1,4,16", "comma-separated goroutine counts")
 	f.IntVar(&artifacts, "artifacts", 10000, "W3: artifacts under the listed prefix")
 	f.IntVar(&tasks, "tasks", 10000, "W5: tasks in each pool")
+	f.IntVar(&handles, "handles", 4, "workspace handles the goroutines share (group commit coalesces within a handle)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	return c
 }
