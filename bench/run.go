@@ -11,7 +11,7 @@ import (
 
 // rounds is how many times ours and the raw baseline alternate within a row,
 // so that a burst of noise from other processes hits both alike.
-const rounds = 2
+const rounds = 4
 
 // RunAll measures cfg's workloads against cfg.DSN and returns one Row per
 // workload, variant and concurrency, in order. emit, if not nil, gets each
