@@ -195,7 +195,7 @@ func loadArtifacts(ctx context.Context, e *env, n int, progress func(string)) er
 		if _, err := e.ws(i/per).Commit(ctx, b); err != nil {
 			return fmt.Errorf("W3: load: %w", err)
 		}
-		if progress != nil && i%(per*50) == 0 {
+		if progress != nil {
 			progress(fmt.Sprintf("W3: loading artifacts %d/%d", i, n))
 		}
 	}
@@ -289,7 +289,7 @@ func w5(ctx context.Context, e *env, n int, progress func(string)) (op, error) {
 		for _, r := range res.Results {
 			ids = append(ids, r.Task.ID)
 		}
-		if progress != nil && i%(per*10) == 0 {
+		if progress != nil {
 			progress(fmt.Sprintf("W5: loading tasks %d/%d", i, n))
 		}
 	}
