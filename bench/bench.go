@@ -40,6 +40,10 @@ type Config struct {
 	Artifacts int
 	// Tasks is W5's pool size (default 10000).
 	Tasks int
+	// Settle is how long to wait after loading W3's artifacts or W5's pool
+	// before measuring, so that background work the load started (Postgres'
+	// autovacuum analyzing the fresh rows) is done, as in a steady state.
+	Settle time.Duration
 	// Progress, if set, receives one line per measurement ("\r"-updated).
 	Progress io.Writer
 }

@@ -66,6 +66,9 @@ func cases(ctx context.Context, e *env, r rawStore, cfg Config, name string) ([]
 		if err := loadArtifacts(ctx, e, cfg.Artifacts, progressFunc(cfg.Progress)); err != nil {
 			return nil, nil, err
 		}
+		if err := settle(ctx, cfg); err != nil {
+			return nil, nil, err
+		}
 		each("", cfg.Artifacts, fmt.Sprintf("N=%d", cfg.Artifacts), func(ctx context.Context, c int) (op, error) {
 			return w3(e, cfg.Artifacts), nil
 		})
@@ -81,6 +84,9 @@ func cases(ctx context.Context, e *env, r rawStore, cfg Config, name string) ([]
 	case "W5":
 		pool, err := w5(ctx, e, cfg.Tasks, progressFunc(cfg.Progress))
 		if err != nil {
+			return nil, nil, err
+		}
+		if err := settle(ctx, cfg); err != nil {
 			return nil, nil, err
 		}
 		each("", cfg.Tasks, fmt.Sprintf("pool=%d", cfg.Tasks), func(ctx context.Context, c int) (op, error) {
@@ -112,6 +118,20 @@ func cases(ctx context.Context, e *env, r rawStore, cfg Config, name string) ([]
 		return nil, nil, fmt.Errorf("%w %q", ErrUnknownWorkload, name)
 	}
 	return out, nothing, nil
+}
+
+// settle waits cfg.Settle after a load.
+func settle(ctx context.Context, cfg Config) error {
+	if cfg.Settle <= 0 {
+		return nil
+	}
+	progressFunc(cfg.Progress)(fmt.Sprintf("settling for %s after the load", cfg.Settle))
+	select {
+	case <-time.After(cfg.Settle):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // drain attaches a subscriber to ws that reads everything until cleanup.

@@ -26,6 +26,7 @@ func (a *app) benchCmd() *cobra.Command {
 		artifacts  int
 		tasks      int
 		handles    int
+		settle     time.Duration
 		cpuProfile string
 	)
 	c := &cobra.Command{
@@ -74,7 +75,7 @@ three-op batch.`,
 			}
 			cfg := bench.Config{
 				DSN: res.DSN, Duration: duration, Workloads: ws, Concurrency: levels,
-				Handles: handles, Artifacts: artifacts, Tasks: tasks, Progress: a.stderr,
+				Handles: handles, Settle: settle, Artifacts: artifacts, Tasks: tasks, Progress: a.stderr,
 			}
 			if a.jsonOut {
 				enc := json.NewEncoder(a.stdout)
@@ -97,6 +98,7 @@ three-op batch.`,
 	f.IntVar(&artifacts, "artifacts", 10000, "W3: artifacts under the listed prefix")
 	f.IntVar(&tasks, "tasks", 10000, "W5: tasks in each pool")
 	f.IntVar(&handles, "handles", 4, "workspace handles the goroutines share (group commit coalesces within a handle)")
+	f.DurationVar(&settle, "settle", 0, "wait this long after loading W3/W5 data before measuring (lets autovacuum analyze it)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	return c
 }
