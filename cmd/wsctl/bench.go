@@ -13,9 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentspace/agentspace/bench"
-	// bench measures whichever backend the DSN names.
-	_ "github.com/agentspace/agentspace/backend/json"
-	_ "github.com/agentspace/agentspace/backend/postgres"
 )
 
 func (a *app) benchCmd() *cobra.Command {
