@@ -101,8 +101,13 @@ func (b *hub) watchLoop() {
 		case <-b.ctx.Done():
 			return
 		case <-b.kick:
-			continue
+			// Someone started waiting: a change skipped meanwhile counts now.
 		case <-b.changes:
+			// Waiters read the store after taking their wake channel, so
+			// with none, a change needs no read.
+			if b.interest.Load() == 0 {
+				continue
+			}
 		case <-tick:
 		}
 		var head int64
@@ -319,8 +324,9 @@ func (e events) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscriptio
 // cursor, deliver it, and when caught up wait for the head to move.
 func (b *hub) follow(ctx context.Context, s *Subscription, q EventQuery, hb time.Duration) {
 	defer b.wg.Done()
-	defer close(s.done)
+	// done closes before ch, so whoever sees ch closed finds Err set.
 	defer close(s.ch)
+	defer close(s.done)
 	end := func(err error) {
 		switch {
 		case b.ctx.Err() != nil:

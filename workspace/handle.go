@@ -149,7 +149,8 @@ func (h *handle) commit(ctx context.Context, opname string, b Batch) (BatchResul
 // already has its error.
 func (h *handle) recordConflict(ctx context.Context, actor string, c *ConflictError, msg string) {
 	var seq int64
-	err := h.st.Update(context.WithoutCancel(ctx), func(tx Tx) error {
+	ctx = context.WithoutCancel(ctx)
+	err := h.st.Update(ctx, func(tx Tx) error {
 		first, err := tx.AppendEvents(ctx, []Event{conflictEvent(actor, tx.Now(), c, msg)})
 		seq = first
 		return err
