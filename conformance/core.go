@@ -84,6 +84,7 @@ var coreCases = []coreCase{
 	{"IdempotencyKeysExpire", testIdempotencyKeysExpire},
 	// badinput.go
 	{"BadInputIsInvalidAndWritesNothing", testBadInput},
+	{"InjectionShapedInputIsExactOrInvalid", testInjectionShapedInput}, // injection.go
 	{"BadDSNParamsAreInvalid", testBadDSN},
 	{"ClosedHandleRefusesEveryCall", testClosedHandle},
 	{"StatusReportsTheWorkspace", testStatus},
