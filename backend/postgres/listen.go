@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,9 +29,6 @@ type listener struct {
 	changes chan struct{}
 	cancel  context.CancelFunc
 	done    chan struct{}
-
-	mu  sync.Mutex
-	pid uint32 // the backend of the current connection, for tests
 }
 
 func startListener(cfg *pgx.ConnConfig, channel string, log *slog.Logger) *listener {
@@ -104,9 +100,6 @@ func (l *listener) connect(ctx context.Context) (*pgx.Conn, error) {
 		_ = conn.Close(context.Background())
 		return nil, err
 	}
-	l.mu.Lock()
-	l.pid = conn.PgConn().PID()
-	l.mu.Unlock()
 	return conn, nil
 }
 
@@ -133,11 +126,4 @@ func (l *listener) listen(ctx context.Context, conn *pgx.Conn) error {
 			return err
 		}
 	}
-}
-
-// backendPID is the listening connection's server process (0 before the first connect).
-func (l *listener) backendPID() uint32 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.pid
 }
