@@ -90,7 +90,7 @@ func (s *store) retry(ctx context.Context, what string, op func() error) error {
 			return err
 		}
 		s.log.Debug("agentspace: sqlite busy; retrying", "op", what, "attempt", attempt+1, "err", err)
-		t := time.NewTimer(delay/2 + rand.N(delay))
+		t := time.NewTimer(delay/2 + rand.N(delay)) // #nosec G404 -- retry jitter needs no unpredictability
 		select {
 		case <-ctx.Done():
 			t.Stop()
