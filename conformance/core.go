@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -305,10 +304,4 @@ func notYet[T any](t testing.TB, ch <-chan result[T], what string) {
 		t.Fatalf("%s returned early: %+v, %v", what, r.v, r.err)
 	default:
 	}
-}
-
-// ctxWithCancel is testCtx with its own cancel.
-func ctxWithCancel(t testing.TB) (context.Context, context.CancelFunc) {
-	t.Helper()
-	return context.WithCancel(testCtx(t))
 }
