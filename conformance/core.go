@@ -86,6 +86,7 @@ var coreCases = []coreCase{
 	{"IdempotencyKeysArePerActorAndRequest", testIdempotencyKeysArePerActorAndRequest},
 	// badinput.go
 	{"BadInputIsInvalidAndWritesNothing", testBadInput},
+	{"InjectionShapedInputIsExactOrInvalid", testInjectionShapedInput}, // injection.go
 	{"BadDSNParamsAreInvalid", testBadDSN},
 	{"ClosedHandleRefusesEveryCall", testClosedHandle},
 	{"StatusReportsTheWorkspace", testStatus},
