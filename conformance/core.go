@@ -83,8 +83,10 @@ var coreCases = []coreCase{
 	{"IdempotentRetryReturnsFirstResult", testIdempotentRetry},
 	{"IdempotentBatchReplays", testIdempotentBatch},
 	{"IdempotencyKeysExpire", testIdempotencyKeysExpire},
+	{"IdempotencyKeysArePerActorAndRequest", testIdempotencyKeysArePerActorAndRequest},
 	// badinput.go
 	{"BadInputIsInvalidAndWritesNothing", testBadInput},
+	{"InjectionShapedInputIsExactOrInvalid", testInjectionShapedInput}, // injection.go
 	{"BadDSNParamsAreInvalid", testBadDSN},
 	{"ClosedHandleRefusesEveryCall", testClosedHandle},
 	{"StatusReportsTheWorkspace", testStatus},

@@ -175,7 +175,7 @@ type child struct {
 func startChild(t *testing.T, ctx context.Context, dsn, role, actor string, count int, deadline time.Time) *child {
 	t.Helper()
 	root, _, _ := strings.Cut(t.Name(), "/")
-	cmd := exec.CommandContext(ctx, os.Args[0],
+	cmd := exec.CommandContext(ctx, os.Args[0], // #nosec G204 -- re-runs this test binary itself as a child
 		"-test.run=^"+regexp.QuoteMeta(root)+"$", "-test.count=1", "-test.timeout="+time.Until(deadline).Round(time.Second).String())
 	cmd.Env = append(os.Environ(),
 		childEnv+"="+role,

@@ -52,7 +52,7 @@ func testReopenKeepsEverything(t *testing.T, h Harness) {
 	v1, err := ws2.Artifacts().Get(ctx, workspace.ArtifactRef{ID: a.ID, Version: 1})
 	require.NoError(t, err)
 	assert.Equal(t, []byte{0, 1, 2}, v1.Content)
-	again, err := ws2.Artifacts().Create(ctx, workspace.Write{Actor: "a", IdempotencyKey: "once"}, workspace.NewArtifact{Name: "keep.bin"})
+	again, err := ws2.Artifacts().Create(ctx, workspace.Write{Actor: "a", IdempotencyKey: "once"}, workspace.NewArtifact{Name: "keep.bin", Content: []byte{0, 1, 2}, Labels: map[string]string{"x": "y"}})
 	require.NoError(t, err, "idempotency keys are kept")
 	assert.Equal(t, a.ID, again.ID)
 

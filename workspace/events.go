@@ -420,8 +420,14 @@ func (h *handle) Status(ctx context.Context) (Status, error) {
 		if st.Tasks == nil {
 			st.Tasks = map[TaskStatus]int{}
 		}
-		if st.ActiveTasks, err = tx.ListTasks(ctx, TaskFilter{Status: TaskInProgress, Limit: maxPageLimit}); err != nil {
+		active, err := tx.ListTasks(ctx, TaskFilter{Status: TaskInProgress, Limit: maxPageLimit})
+		if err != nil {
 			return err
+		}
+		for _, t := range active {
+			if t.LeaseExpiresAt.IsZero() || t.LeaseExpiresAt.After(tx.Now()) {
+				st.ActiveTasks = append(st.ActiveTasks, t)
+			}
 		}
 		if st.Locks, err = tx.ListLeases(ctx, tx.Now()); err != nil {
 			return err

@@ -121,7 +121,10 @@ func (h *handle) commit(ctx context.Context, opname string, b Batch) (BatchResul
 	}
 	prune := b.IdempotencyKey != "" && h.commits.Add(1)%64 == 1
 
-	j := &job{actor: b.Actor, idemKey: b.IdempotencyKey, prune: prune}
+	j := &job{actor: b.Actor, prune: prune}
+	if b.IdempotencyKey != "" {
+		j.idemKey, j.fingerprint = idemScope(b.Actor, b.IdempotencyKey), fingerprint(ops)
+	}
 	j.apply = func(ctx context.Context, x *exec) error {
 		for i, op := range ops {
 			r, err := x.apply(ctx, op)

@@ -113,7 +113,7 @@ func (s *store) openLocked(f *formatHandle, autoMigrate bool) error {
 	case dirty:
 		return &workspace.SchemaError{Current: int64(v), Want: latestFormat, Dirty: true}
 	case v > latestFormat:
-		return &workspace.SchemaError{Current: int64(v), Want: latestFormat}
+		return &workspace.SchemaError{Current: int64(v), Want: latestFormat} // #nosec G115 -- schema versions are small counts (our migrations number a handful)
 	case v == 0 && !f.hasFormat():
 		if err := f.checkEmpty(); err != nil {
 			return err

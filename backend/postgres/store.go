@@ -111,7 +111,7 @@ func (s *store) retry(ctx context.Context, op string, once func() (bool, error))
 			return err
 		}
 		s.log.Debug("agentspace: postgres transaction failed; retrying", "op", op, "attempt", attempt, "err", err)
-		sleep := backoff/2 + rand.N(backoff)
+		sleep := backoff/2 + rand.N(backoff) // #nosec G404 -- retry jitter needs no unpredictability
 		select {
 		case <-time.After(sleep):
 		case <-ctx.Done():

@@ -121,7 +121,7 @@ func retryBusy(ctx context.Context, log *slog.Logger, what string, op func() err
 		if log != nil {
 			log.Debug("agentspace: sqlite busy; retrying", "op", what, "attempt", attempt+1, "err", err)
 		}
-		t := time.NewTimer(delay/2 + rand.N(delay))
+		t := time.NewTimer(delay/2 + rand.N(delay)) // #nosec G404 -- retry jitter needs no unpredictability
 		select {
 		case <-ctx.Done():
 			t.Stop()

@@ -81,15 +81,15 @@ func writeAtomic(path string, fn func(w io.Writer) error) error {
 	defer os.Remove(f.Name())
 	bw := bufio.NewWriterSize(f, 1<<16)
 	if err := fn(bw); err != nil {
-		f.Close()
+		_ = f.Close() // the write's error is the one to report
 		return err
 	}
 	if err := bw.Flush(); err != nil {
-		f.Close()
+		_ = f.Close() // the write's error is the one to report
 		return err
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
+		_ = f.Close() // the write's error is the one to report
 		return err
 	}
 	if err := f.Close(); err != nil {
@@ -113,7 +113,7 @@ empty. Progress goes to stderr (--quiet: none).`,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			var r io.Reader = a.stdin
 			if in != "" && in != "-" {
-				f, err := os.Open(in)
+				f, err := os.Open(in) // #nosec G304 -- the archive the user named with -i
 				if err != nil {
 					return err
 				}

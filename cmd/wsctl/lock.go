@@ -176,5 +176,5 @@ func (a *app) printLeases(ls []workspace.Lease) {
 	for _, l := range ls {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", l.Resource, l.Owner, l.Token, stamp(l.ExpiresAt))
 	}
-	tw.Flush()
+	_ = tw.Flush() // a failed write to the terminal has nowhere better to go
 }
