@@ -109,7 +109,7 @@ func (a *app) benchFollower(dsn string) func(ctx context.Context, after int64) *
 		return nil
 	}
 	return func(ctx context.Context, after int64) *exec.Cmd {
-		cmd := exec.CommandContext(ctx, self, "events", "--follow", "--json", "--after", strconv.FormatInt(after, 10))
+		cmd := exec.CommandContext(ctx, self, "events", "--follow", "--json", "--after", strconv.FormatInt(after, 10)) // #nosec G204 -- this wsctl binary itself, with fixed arguments
 		cmd.Env = append(os.Environ(), "AGENTSPACE_DSN="+dsn)
 		cmd.Stderr = a.stderr
 		return cmd
