@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -44,6 +45,11 @@ type Config struct {
 	// before measuring, so that background work the load started (Postgres'
 	// autovacuum analyzing the fresh rows) is done, as in a steady state.
 	Settle time.Duration
+	// Follower, if set, starts another process that follows the log from
+	// after seq and prints each event as a JSON line with its "Seq" on
+	// stdout (`wsctl events --follow --json --after SEQ`): W6 then also
+	// measures the latency to another process.
+	Follower func(ctx context.Context, after int64) *exec.Cmd
 	// Progress, if set, receives one line per measurement ("\r"-updated).
 	Progress io.Writer
 }

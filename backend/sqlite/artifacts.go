@@ -127,6 +127,16 @@ func labelClauses(col string, labels map[string]string) (string, []any) {
 	return b.String(), args
 }
 
+// ListArtifacts' pieces. A list filtered by nothing but a name prefix (the
+// common case) has a fixed text, qListArtifactsAll or qListArtifactsPrefix,
+// so it is prepared once like the other fixed queries.
+const (
+	qListPrefix          = ` AND h.name >= ? AND substr(h.name, 1, length(?)) = ?`
+	qListOrder           = ` ORDER BY h.name LIMIT ?`
+	qListArtifactsAll    = qArtifactHead + `h.name > ?` + qListOrder
+	qListArtifactsPrefix = qArtifactHead + `h.name > ?` + qListPrefix + qListOrder
+)
+
 func (t *readTx) ListArtifacts(ctx context.Context, f workspace.ArtifactFilter) ([]workspace.Artifact, error) {
 	var b strings.Builder
 	b.WriteString(qArtifactHead + `h.name > ?`)
@@ -145,13 +155,13 @@ func (t *readTx) ListArtifacts(ctx context.Context, f workspace.ArtifactFilter) 
 	}
 	if f.NamePrefix != "" {
 		// The range lets the name index narrow the scan; substr decides.
-		b.WriteString(` AND h.name >= ? AND substr(h.name, 1, length(?)) = ?`)
+		b.WriteString(qListPrefix)
 		args = append(args, f.NamePrefix, f.NamePrefix, f.NamePrefix)
 	}
 	lc, largs := labelClauses("v.labels", f.Labels)
 	b.WriteString(lc)
 	args = append(args, largs...)
-	b.WriteString(` ORDER BY h.name LIMIT ?`)
+	b.WriteString(qListOrder)
 	args = append(args, limitArg(f.Limit))
 	rows, err := t.q.QueryContext(ctx, b.String(), args...)
 	if err != nil {

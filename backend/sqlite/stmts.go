@@ -41,6 +41,7 @@ func (c *stmtCache) close() {
 var (
 	readQueries = []string{
 		qArtifactByID, qArtifactByName, qArtifactVersion, qArtifactVersions, qContent,
+		qListArtifactsAll, qListArtifactsPrefix,
 		qTask, qReadyTaskAny, qExpiredClaims, qCounts, qTaskCounts,
 		qNote, qListNotes, qLease, qListLeases, qIdempotent,
 		qHead, qFloor, qEventsAll,
