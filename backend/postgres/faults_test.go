@@ -30,7 +30,7 @@ func TestTerminatedConnectionsLoseNoAcknowledgedWriteOrEvent(t *testing.T) {
 		writersPer    = 3
 		writesEach    = 40
 		subscribers   = 2
-		terminations  = 12
+		terminations  = 20
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
@@ -107,7 +107,7 @@ func TestTerminatedConnectionsLoseNoAcknowledgedWriteOrEvent(t *testing.T) {
 			select {
 			case <-writersDone:
 				return
-			case <-time.After(150 * time.Millisecond):
+			case <-time.After(75 * time.Millisecond):
 			}
 			var n int
 			if err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name IN ($1, $2)`,
