@@ -40,7 +40,7 @@ const (
 	loadAgentsPerHndl  = 7
 	loadProcesses      = 4
 	loadAgentsPerProc  = 2
-	loadCounters       = 4
+	loadCounters       = 16
 	loadLocks          = 4
 	loadInitialTasks   = 200
 	loadMaxOpsPerAgent = 20000
