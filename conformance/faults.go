@@ -56,6 +56,8 @@ func runRelChild(t *testing.T) {
 		pausedHolderChild(t, dsn, arg, in, say)
 	case roleLoadAgent:
 		loadAgentChild(t, dsn, arg, in, say)
+	case roleLinClient:
+		linClientChild(t, dsn, arg, in, say)
 	case roleBatchWriter:
 		batchWriterChild(t, dsn, arg, say)
 	default:

@@ -1,7 +1,9 @@
 package conformance
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -9,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,22 +23,25 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// The linearizability test: clients over several handles run a random mix
-// of artifact reads and IfVersion writes, lock acquire/release/get, and task
-// claim/release on a small key space, recording when each call started and
+// The linearizability test: clients over several handles, and in child
+// processes, run a random mix of artifact reads and IfVersion writes, lock
+// acquire/release/get, and task claim/release on a small key space, recording when each call started and
 // returned and what it returned. Porcupine then searches for a sequential
 // order, consistent with real time, in which every outcome is what the
 // sequential model (linModel) says it must be. The history is partitioned by
 // key: each artifact, each lock resource, and the task pool is checked alone.
 
 const (
-	linHandles       = 4
-	linClients       = 8
-	linOpsPerClient  = 60
-	linTasks         = 24
-	linCheckTimeout  = 2 * time.Minute
-	linArtifactStart = "init"
-	linKeyTasks      = "tasks"
+	linHandles        = 4
+	linClients        = 8 // goroutines, over linHandles handles
+	linProcesses      = 2
+	linClientsPerProc = 2
+	roleLinClient     = "lin-client"
+	linOpsPerClient   = 50
+	linTasks          = 24
+	linCheckTimeout   = 2 * time.Minute
+	linArtifactStart  = "init"
+	linKeyTasks       = "tasks"
 )
 
 var (
@@ -286,32 +292,33 @@ func testLinearizable(t *testing.T, h Harness) {
 
 	seed := time.Now().UnixNano()
 	t.Logf("linearizability seed %d", seed)
+	// Child processes run clients of their own; everyone stamps calls with
+	// the wall clock, which all processes on this host share.
+	kids := make([]*relKid, linProcesses)
+	for p := range kids {
+		first := linClients + p*linClientsPerProc
+		kids[p] = startRelChild(t, ctx, subtestPattern(t), roleLinClient, fmt.Sprintf("lin-%d", p), dsn,
+			fmt.Sprintf("%d,%d", seed, first), 2*time.Minute)
+	}
+	for _, k := range kids {
+		k.expect(t, ctx, "ready")
+	}
 	start := time.Now()
+	for _, k := range kids {
+		k.send(t, "go")
+	}
 	var (
 		mu      sync.Mutex
 		history []porcupine.Operation
 		wg      sync.WaitGroup
 	)
 	for i := range linClients {
-		c := &linClient{
-			id: i, actor: fmt.Sprintf("client-%d", i), ws: hs[i%linHandles],
-			rng:  rand.New(rand.NewPCG(uint64(seed), uint64(i))),
-			seen: map[string]int64{}, tokens: map[string]int64{},
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var mine []porcupine.Operation
-			for n := range linOpsPerClient {
-				in := c.next(n)
-				call := time.Since(start).Nanoseconds()
-				out, err := c.do(ctx, in)
-				ret := time.Since(start).Nanoseconds()
-				if err != nil {
-					t.Errorf("client %d op %d %s: unexpected error: %v", c.id, n, describeLinOp(in, linOutput{}), err)
-					break
-				}
-				mine = append(mine, porcupine.Operation{ClientId: c.id, Input: in, Call: call, Output: out, Return: ret})
+			mine, err := runLinClient(ctx, hs[i%linHandles], i, seed)
+			if err != nil {
+				t.Error(err)
 			}
 			mu.Lock()
 			history = append(history, mine...)
@@ -319,13 +326,100 @@ func testLinearizable(t *testing.T, h Harness) {
 		}()
 	}
 	wg.Wait()
+	for _, k := range kids {
+		for {
+			line := k.next(t, ctx)
+			if line == "done" {
+				break
+			}
+			rest, ok := strings.CutPrefix(line, "op ")
+			require.True(t, ok, "child %s said %q\n%s", k.name, line, k.describe())
+			var rec linRecord
+			require.NoError(t, json.Unmarshal([]byte(rest), &rec))
+			history = append(history, porcupine.Operation{ClientId: rec.Client, Input: rec.In, Call: rec.Call, Output: rec.Out, Return: rec.Return})
+		}
+		k.wait(t, ctx)
+	}
 	if t.Failed() {
 		return
 	}
-	t.Logf("%d operations by %d clients in %s", len(history), linClients, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d operations by %d clients (%d in %d processes) in %s", len(history), linClients+linProcesses*linClientsPerProc,
+		linProcesses*linClientsPerProc, linProcesses, time.Since(start).Round(time.Millisecond))
 	checkStart := time.Now()
 	checkLinearizable(t, linModel(pending, order), history)
 	t.Logf("checked in %s", time.Since(checkStart).Round(time.Millisecond))
+}
+
+// linRecord is one operation as a child process reports it.
+type linRecord struct {
+	Client       int
+	In           linInput
+	Out          linOutput
+	Call, Return int64
+}
+
+// runLinClient runs client id's calls on ws and returns its history,
+// stamped with the wall clock in nanoseconds. An error outside the model
+// ends it early.
+func runLinClient(ctx context.Context, ws workspace.Workspace, id int, seed int64) ([]porcupine.Operation, error) {
+	c := &linClient{
+		id: id, actor: fmt.Sprintf("client-%d", id), ws: ws,
+		rng:  rand.New(rand.NewPCG(uint64(seed), uint64(id))),
+		seen: map[string]int64{}, tokens: map[string]int64{},
+	}
+	var mine []porcupine.Operation
+	for n := range linOpsPerClient {
+		in := c.next(n)
+		call := time.Now().UnixNano()
+		out, err := c.do(ctx, in)
+		ret := time.Now().UnixNano()
+		if err != nil {
+			return mine, fmt.Errorf("client %d op %d %s: unexpected error: %w", c.id, n, describeLinOp(in, linOutput{}), err)
+		}
+		mine = append(mine, porcupine.Operation{ClientId: c.id, Input: in, Call: call, Output: out, Return: ret})
+	}
+	return mine, nil
+}
+
+// linClientChild runs linClientsPerProc clients on one handle once told
+// "go", and prints every operation as a JSON line, then "done".
+func linClientChild(t *testing.T, dsn, arg string, in *bufio.Scanner, say func(string, ...any)) {
+	seedS, firstS, _ := strings.Cut(arg, ",")
+	seed, err := strconv.ParseInt(seedS, 10, 64)
+	require.NoError(t, err)
+	first, err := strconv.Atoi(firstS)
+	require.NoError(t, err)
+	ctx := testCtx(t)
+	ws := open(t, dsn)
+	say("ready")
+	cmd, err := readLine(in)
+	require.NoError(t, err)
+	require.Equal(t, "go", cmd)
+	var (
+		mu  sync.Mutex
+		all []porcupine.Operation
+		wg  sync.WaitGroup
+	)
+	for i := range linClientsPerProc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mine, err := runLinClient(ctx, ws, first+i, seed)
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			all = append(all, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, op := range all {
+		b, err := json.Marshal(linRecord{Client: op.ClientId, In: op.Input.(linInput), Out: op.Output.(linOutput), Call: op.Call, Return: op.Return})
+		require.NoError(t, err)
+		say("op %s", b)
+	}
+	say("done")
 }
 
 // next picks the client's n-th call.
