@@ -59,6 +59,8 @@ type loadTally struct {
 	Created    int               // tasks created
 	Errors     []string          // unexpected errors (the first few)
 	ErrorCount int
+	// MaxOp is the slowest single operation (an increment counts its retries).
+	MaxOp      time.Duration
 	PeakRSSKiB int64 `json:",omitempty"`
 }
 
@@ -85,6 +87,7 @@ func (t *loadTally) merge(o *loadTally) {
 	t.Locks += o.Locks
 	t.Created += o.Created
 	t.ErrorCount += o.ErrorCount
+	t.MaxOp = max(t.MaxOp, o.MaxOp)
 	for _, e := range o.Errors {
 		if len(t.Errors) < 10 {
 			t.Errors = append(t.Errors, e)
@@ -270,11 +273,11 @@ func testLoad(t *testing.T, h Harness) {
 	closeAll()
 	goleak.VerifyNone(t, leaks)
 
-	t.Logf("load: %d agents for %s: %d operations (%.0f/s), %d increments, %d claims, %d tasks created, %d batches, %d lock hand-overs, %d events; "+
+	t.Logf("load: %d agents for %s: %d operations (%.0f/s), %d increments, %d claims, %d tasks created, %d batches, %d lock hand-overs, %d events, slowest operation %s; "+
 		"heap in use peak %s (first half) / %s (second half); peak RSS %s (this process), children %v KiB",
 		loadHandles*loadAgentsPerHndl+loadProcesses*loadAgentsPerProc, elapsed.Round(time.Millisecond), total.Ops,
 		float64(total.Ops)/elapsed.Seconds(), sum(total.Increments), len(total.Claimed), total.Created, len(total.Batches),
-		total.Locks, head, mib(heapFirst), mib(heapSecond), kib(peakRSSKiB()), childRSS)
+		total.Locks, head, total.MaxOp.Round(time.Millisecond), mib(heapFirst), mib(heapSecond), kib(peakRSSKiB()), childRSS)
 	// Flat: what the second half needed is no more than the first half's
 	// peak plus slack; a leak per operation grows without bound instead.
 	assert.LessOrEqual(t, heapSecond, 2*heapFirst+64<<20, "heap grew: samples %v", samples)
@@ -284,83 +287,90 @@ func testLoad(t *testing.T, h Harness) {
 func runLoadAgent(ctx context.Context, ws workspace.Workspace, actor string, seed uint64, stopAt time.Time) *loadTally {
 	tally := newLoadTally()
 	rng := rand.New(rand.NewPCG(seed, uint64(time.Now().UnixNano())))
-	noteKey := actor
 	for n := 0; n < loadMaxOpsPerAgent && time.Now().Before(stopAt) && ctx.Err() == nil; n++ {
 		tally.Ops++
-		switch r := rng.IntN(100); {
-		case r < 25:
-			name := counterNameN(rng.IntN(loadCounters))
-			if _, err := incrementOnce(ctx, ws, actor, name); err != nil {
-				tally.fail("%s: increment %s: %v", actor, name, err)
-				continue
-			}
-			tally.Increments[name]++
-		case r < 45:
-			task, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: actor})
-			if errors.Is(err, workspace.ErrNoTask) {
-				continue
-			}
-			if err != nil {
-				tally.fail("%s: claim: %v", actor, err)
-				continue
-			}
-			if prev, ok := tally.Claimed[task.ID]; ok {
-				tally.DoubleBy = append(tally.DoubleBy, fmt.Sprintf("task %s by %s and %s", task.ID, prev, actor))
-			}
-			tally.Claimed[task.ID] = actor
-			if _, err := ws.Tasks().Complete(ctx, workspace.Write{Actor: actor}, task.ID, workspace.TaskResult{Summary: "done"}); err != nil {
-				tally.fail("%s: complete %s: %v", actor, task.ID, err)
-			}
-		case r < 55:
-			if _, err := ws.Tasks().Create(ctx, workspace.Write{Actor: actor}, workspace.NewTask{Title: fmt.Sprintf("%s %d", actor, n), Priority: rng.IntN(4)}); err != nil {
-				tally.fail("%s: create task: %v", actor, err)
-				continue
-			}
-			tally.Created++
-		case r < 70:
-			body := strconv.Itoa(n)
-			if _, err := ws.Notes().Put(ctx, workspace.Write{Actor: actor}, workspace.NotePut{Kind: "progress", Key: noteKey, Body: body}); err != nil {
-				tally.fail("%s: note: %v", actor, err)
-				continue
-			}
-			tally.Notes[noteKey] = body
-		case r < 80:
-			res := fmt.Sprintf("load:lock-%d", rng.IntN(loadLocks))
-			lease, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: res, Owner: actor, TTL: time.Minute})
-			if errors.Is(err, workspace.ErrLocked) {
-				continue
-			}
-			if err != nil {
-				tally.fail("%s: acquire %s: %v", actor, res, err)
-				continue
-			}
-			_, err = ws.Commit(ctx, workspace.Batch{Actor: actor, Ops: []workspace.Op{
-				workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "guarded", Key: res, Body: actor}, Cond: workspace.Cond{Fence: lease.Token}},
-				workspace.ReleaseLockOp{Resource: res, Token: lease.Token},
-			}})
-			if err != nil {
-				tally.fail("%s: fenced write and release %s: %v", actor, res, err)
-				continue
-			}
-			tally.Locks++
-		case r < 90:
-			name := fmt.Sprintf("load/%s/%d", actor, n)
-			_, err := ws.Commit(ctx, workspace.Batch{Actor: actor, Ops: []workspace.Op{
-				workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: name, Content: []byte(name)}},
-				workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "batch", Key: name, Body: name}},
-			}})
-			if err != nil {
-				tally.fail("%s: batch %s: %v", actor, name, err)
-				continue
-			}
-			tally.Batches = append(tally.Batches, name)
-		default:
-			if _, err := ws.Artifacts().List(ctx, workspace.ArtifactFilter{NamePrefix: "load/counter-"}); err != nil {
-				tally.fail("%s: list: %v", actor, err)
-			}
-		}
+		began := time.Now()
+		runLoadOp(ctx, ws, actor, n, rng, tally)
+		tally.MaxOp = max(tally.MaxOp, time.Since(began))
 	}
 	return tally
+}
+
+// runLoadOp does one operation of the mix and records its outcome.
+func runLoadOp(ctx context.Context, ws workspace.Workspace, actor string, n int, rng *rand.Rand, tally *loadTally) {
+	noteKey := actor
+	switch r := rng.IntN(100); {
+	case r < 25:
+		name := counterNameN(rng.IntN(loadCounters))
+		if _, err := incrementOnce(ctx, ws, actor, name); err != nil {
+			tally.fail("%s: increment %s: %v", actor, name, err)
+			return
+		}
+		tally.Increments[name]++
+	case r < 45:
+		task, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: actor})
+		if errors.Is(err, workspace.ErrNoTask) {
+			return
+		}
+		if err != nil {
+			tally.fail("%s: claim: %v", actor, err)
+			return
+		}
+		if prev, ok := tally.Claimed[task.ID]; ok {
+			tally.DoubleBy = append(tally.DoubleBy, fmt.Sprintf("task %s by %s and %s", task.ID, prev, actor))
+		}
+		tally.Claimed[task.ID] = actor
+		if _, err := ws.Tasks().Complete(ctx, workspace.Write{Actor: actor}, task.ID, workspace.TaskResult{Summary: "done"}); err != nil {
+			tally.fail("%s: complete %s: %v", actor, task.ID, err)
+		}
+	case r < 55:
+		if _, err := ws.Tasks().Create(ctx, workspace.Write{Actor: actor}, workspace.NewTask{Title: fmt.Sprintf("%s %d", actor, n), Priority: rng.IntN(4)}); err != nil {
+			tally.fail("%s: create task: %v", actor, err)
+			return
+		}
+		tally.Created++
+	case r < 70:
+		body := strconv.Itoa(n)
+		if _, err := ws.Notes().Put(ctx, workspace.Write{Actor: actor}, workspace.NotePut{Kind: "progress", Key: noteKey, Body: body}); err != nil {
+			tally.fail("%s: note: %v", actor, err)
+			return
+		}
+		tally.Notes[noteKey] = body
+	case r < 80:
+		res := fmt.Sprintf("load:lock-%d", rng.IntN(loadLocks))
+		lease, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: res, Owner: actor, TTL: time.Minute})
+		if errors.Is(err, workspace.ErrLocked) {
+			return
+		}
+		if err != nil {
+			tally.fail("%s: acquire %s: %v", actor, res, err)
+			return
+		}
+		_, err = ws.Commit(ctx, workspace.Batch{Actor: actor, Ops: []workspace.Op{
+			workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "guarded", Key: res, Body: actor}, Cond: workspace.Cond{Fence: lease.Token}},
+			workspace.ReleaseLockOp{Resource: res, Token: lease.Token},
+		}})
+		if err != nil {
+			tally.fail("%s: fenced write and release %s: %v", actor, res, err)
+			return
+		}
+		tally.Locks++
+	case r < 90:
+		name := fmt.Sprintf("load/%s/%d", actor, n)
+		_, err := ws.Commit(ctx, workspace.Batch{Actor: actor, Ops: []workspace.Op{
+			workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: name, Content: []byte(name)}},
+			workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "batch", Key: name, Body: name}},
+		}})
+		if err != nil {
+			tally.fail("%s: batch %s: %v", actor, name, err)
+			return
+		}
+		tally.Batches = append(tally.Batches, name)
+	default:
+		if _, err := ws.Artifacts().List(ctx, workspace.ArtifactFilter{NamePrefix: "load/counter-"}); err != nil {
+			tally.fail("%s: list: %v", actor, err)
+		}
+	}
 }
 
 // checkLoadStore checks the store against what was acknowledged.
