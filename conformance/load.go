@@ -61,6 +61,7 @@ type loadTally struct {
 	ErrorCount int
 	// MaxOp is the slowest single operation (an increment counts its retries).
 	MaxOp      time.Duration
+	MaxOpKind  string
 	PeakRSSKiB int64 `json:",omitempty"`
 }
 
@@ -87,7 +88,9 @@ func (t *loadTally) merge(o *loadTally) {
 	t.Locks += o.Locks
 	t.Created += o.Created
 	t.ErrorCount += o.ErrorCount
-	t.MaxOp = max(t.MaxOp, o.MaxOp)
+	if o.MaxOp > t.MaxOp {
+		t.MaxOp, t.MaxOpKind = o.MaxOp, o.MaxOpKind
+	}
 	for _, e := range o.Errors {
 		if len(t.Errors) < 10 {
 			t.Errors = append(t.Errors, e)
@@ -273,11 +276,11 @@ func testLoad(t *testing.T, h Harness) {
 	closeAll()
 	goleak.VerifyNone(t, leaks)
 
-	t.Logf("load: %d agents for %s: %d operations (%.0f/s), %d increments, %d claims, %d tasks created, %d batches, %d lock hand-overs, %d events, slowest operation %s; "+
+	t.Logf("load: %d agents for %s: %d operations (%.0f/s), %d increments, %d claims, %d tasks created, %d batches, %d lock hand-overs, %d events, slowest operation %s (%s); "+
 		"heap in use peak %s (first half) / %s (second half); peak RSS %s (this process), children %v KiB",
 		loadHandles*loadAgentsPerHndl+loadProcesses*loadAgentsPerProc, elapsed.Round(time.Millisecond), total.Ops,
 		float64(total.Ops)/elapsed.Seconds(), sum(total.Increments), len(total.Claimed), total.Created, len(total.Batches),
-		total.Locks, head, total.MaxOp.Round(time.Millisecond), mib(heapFirst), mib(heapSecond), kib(peakRSSKiB()), childRSS)
+		total.Locks, head, total.MaxOp.Round(time.Millisecond), total.MaxOpKind, mib(heapFirst), mib(heapSecond), kib(peakRSSKiB()), childRSS)
 	// Flat: what the second half needed is no more than the first half's
 	// peak plus slack; a leak per operation grows without bound instead.
 	assert.LessOrEqual(t, heapSecond, 2*heapFirst+64<<20, "heap grew: samples %v", samples)
@@ -290,31 +293,36 @@ func runLoadAgent(ctx context.Context, ws workspace.Workspace, actor string, see
 	for n := 0; n < loadMaxOpsPerAgent && time.Now().Before(stopAt) && ctx.Err() == nil; n++ {
 		tally.Ops++
 		began := time.Now()
-		runLoadOp(ctx, ws, actor, n, rng, tally)
-		tally.MaxOp = max(tally.MaxOp, time.Since(began))
+		kind := runLoadOp(ctx, ws, actor, n, rng, tally)
+		if d := time.Since(began); d > tally.MaxOp {
+			tally.MaxOp, tally.MaxOpKind = d, kind
+		}
 	}
 	return tally
 }
 
 // runLoadOp does one operation of the mix and records its outcome.
-func runLoadOp(ctx context.Context, ws workspace.Workspace, actor string, n int, rng *rand.Rand, tally *loadTally) {
+func runLoadOp(ctx context.Context, ws workspace.Workspace, actor string, n int, rng *rand.Rand, tally *loadTally) string {
 	noteKey := actor
+	var kind string
 	switch r := rng.IntN(100); {
 	case r < 25:
+		kind = "increment"
 		name := counterNameN(rng.IntN(loadCounters))
 		if _, err := incrementOnce(ctx, ws, actor, name); err != nil {
 			tally.fail("%s: increment %s: %v", actor, name, err)
-			return
+			return kind
 		}
 		tally.Increments[name]++
 	case r < 45:
+		kind = "claim"
 		task, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: actor})
 		if errors.Is(err, workspace.ErrNoTask) {
-			return
+			return kind
 		}
 		if err != nil {
 			tally.fail("%s: claim: %v", actor, err)
-			return
+			return kind
 		}
 		if prev, ok := tally.Claimed[task.ID]; ok {
 			tally.DoubleBy = append(tally.DoubleBy, fmt.Sprintf("task %s by %s and %s", task.ID, prev, actor))
@@ -324,27 +332,30 @@ func runLoadOp(ctx context.Context, ws workspace.Workspace, actor string, n int,
 			tally.fail("%s: complete %s: %v", actor, task.ID, err)
 		}
 	case r < 55:
+		kind = "create task"
 		if _, err := ws.Tasks().Create(ctx, workspace.Write{Actor: actor}, workspace.NewTask{Title: fmt.Sprintf("%s %d", actor, n), Priority: rng.IntN(4)}); err != nil {
 			tally.fail("%s: create task: %v", actor, err)
-			return
+			return kind
 		}
 		tally.Created++
 	case r < 70:
+		kind = "note"
 		body := strconv.Itoa(n)
 		if _, err := ws.Notes().Put(ctx, workspace.Write{Actor: actor}, workspace.NotePut{Kind: "progress", Key: noteKey, Body: body}); err != nil {
 			tally.fail("%s: note: %v", actor, err)
-			return
+			return kind
 		}
 		tally.Notes[noteKey] = body
 	case r < 80:
+		kind = "lock"
 		res := fmt.Sprintf("load:lock-%d", rng.IntN(loadLocks))
 		lease, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: res, Owner: actor, TTL: time.Minute})
 		if errors.Is(err, workspace.ErrLocked) {
-			return
+			return kind
 		}
 		if err != nil {
 			tally.fail("%s: acquire %s: %v", actor, res, err)
-			return
+			return kind
 		}
 		_, err = ws.Commit(ctx, workspace.Batch{Actor: actor, Ops: []workspace.Op{
 			workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "guarded", Key: res, Body: actor}, Cond: workspace.Cond{Fence: lease.Token}},
@@ -352,10 +363,11 @@ func runLoadOp(ctx context.Context, ws workspace.Workspace, actor string, n int,
 		}})
 		if err != nil {
 			tally.fail("%s: fenced write and release %s: %v", actor, res, err)
-			return
+			return kind
 		}
 		tally.Locks++
 	case r < 90:
+		kind = "batch"
 		name := fmt.Sprintf("load/%s/%d", actor, n)
 		_, err := ws.Commit(ctx, workspace.Batch{Actor: actor, Ops: []workspace.Op{
 			workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: name, Content: []byte(name)}},
@@ -363,14 +375,16 @@ func runLoadOp(ctx context.Context, ws workspace.Workspace, actor string, n int,
 		}})
 		if err != nil {
 			tally.fail("%s: batch %s: %v", actor, name, err)
-			return
+			return kind
 		}
 		tally.Batches = append(tally.Batches, name)
 	default:
+		kind = "list"
 		if _, err := ws.Artifacts().List(ctx, workspace.ArtifactFilter{NamePrefix: "load/counter-"}); err != nil {
 			tally.fail("%s: list: %v", actor, err)
 		}
 	}
+	return kind
 }
 
 // checkLoadStore checks the store against what was acknowledged.
