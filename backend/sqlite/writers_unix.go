@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -24,12 +23,6 @@ type writers struct {
 	turn     chan struct{} // one writer of this handle at a time: flock cannot tell them apart
 	file     *os.File
 	patience time.Duration
-
-	// A waiter that gave up leaves its flock call behind; the file is
-	// closed when the last user is done with it, not under its feet.
-	mu     sync.Mutex
-	users  int
-	closed bool
 }
 
 func openWriters(dbPath string, patience time.Duration) (*writers, error) {
@@ -52,10 +45,6 @@ func (w *writers) lock(ctx context.Context) (unlock func(), err error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	if !w.use() {
-		<-w.turn
-		return func() {}, nil
-	}
 	got := make(chan error, 1)
 	go func() {
 		for {
@@ -70,7 +59,6 @@ func (w *writers) lock(ctx context.Context) (unlock func(), err error) {
 		if err == nil {
 			_ = syscall.Flock(int(w.file.Fd()), syscall.LOCK_UN)
 		}
-		w.done()
 		<-w.turn
 	}
 	select {
@@ -89,32 +77,4 @@ func (w *writers) lock(ctx context.Context) (unlock func(), err error) {
 	}
 }
 
-// use registers a user of the file; false once it is closed.
-func (w *writers) use() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return false
-	}
-	w.users++
-	return true
-}
-
-func (w *writers) done() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.users--
-	if w.closed && w.users == 0 {
-		_ = w.file.Close()
-	}
-}
-
-func (w *writers) close() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.closed = true
-	if w.users == 0 {
-		return w.file.Close()
-	}
-	return nil
-}
+func (w *writers) close() error { return w.file.Close() }
