@@ -251,9 +251,6 @@ func openFile(ctx context.Context, s settings, autoMigrate bool, log *slog.Logge
 	if err := pingDB(ctx, w, s.path); err != nil {
 		return nil, err
 	}
-	if st.queue, err = openWriters(s.path, s.busyTimeout); err != nil {
-		return nil, err
-	}
 	if err := checkOrMigrate(ctx, st, autoMigrate); err != nil {
 		return nil, err
 	}

@@ -24,7 +24,6 @@ type store struct {
 	path  string
 	owned bool // Close closes w and r
 	log   *slog.Logger
-	queue *writers // nil: writers wait in SQLite's busy handler only
 }
 
 // querier is what both transactions run statements on.
@@ -35,25 +34,14 @@ type querier interface {
 }
 
 func (s *store) Close() error {
-	var qerr error
-	if s.queue != nil {
-		qerr = s.queue.close()
-	}
 	if !s.owned {
-		return qerr
+		return nil
 	}
-	return errors.Join(s.r.Close(), s.w.Close(), qerr)
+	return errors.Join(s.r.Close(), s.w.Close())
 }
 
 // Update runs fn in a BEGIN IMMEDIATE transaction on the writer connection.
 func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) error {
-	if s.queue != nil {
-		unlock, err := s.queue.lock(ctx)
-		if err != nil {
-			return err
-		}
-		defer unlock()
-	}
 	return s.retry(ctx, "write", func() error {
 		tx, err := s.w.BeginTx(ctx, nil)
 		if err != nil {
