@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -54,7 +53,7 @@ var coreCases = []coreCase{
 	{"TaskClaimWaitWokenByNewTask", testTaskClaimWait},
 	{"TaskListFiltersAndPages", testTaskList},
 	// locks.go
-	{"LockContentionReportsHolder", testLockContention},
+	{"LockContentionReportsHolder", testLockHeldRefusesOthers},
 	{"LockReacquireByOwnerExtendsSameToken", testLockReacquire},
 	{"LockExpiresWithoutCleanup", testLockExpiry},
 	{"LockRenew", testLockRenew},
@@ -72,6 +71,8 @@ var coreCases = []coreCase{
 	{"EventSubscribeResumesFromSavedSeq", testEventSubscribeResume},
 	{"EventSubscribeIdleHeartbeats", testEventSubscribeHeartbeat},
 	{"EventSlowSubscriberMissesNothing", testEventSlowSubscriber},
+	{"EventSubscribeEndsWithCauseNeverSkips", testEventSubscribeEnds},
+	{"EventVisibleOnlyAfterCommit", testEventVisibleOnlyAfterCommit},
 	{"EventCompactedBelowFloor", testEventCompact},
 	// batches.go
 	{"BatchIsAllOrNothing", testBatchAllOrNothing},
@@ -82,11 +83,15 @@ var coreCases = []coreCase{
 	{"IdempotentRetryReturnsFirstResult", testIdempotentRetry},
 	{"IdempotentBatchReplays", testIdempotentBatch},
 	{"IdempotencyKeysExpire", testIdempotencyKeysExpire},
+	{"IdempotencyKeysArePerActorAndRequest", testIdempotencyKeysArePerActorAndRequest},
 	// badinput.go
 	{"BadInputIsInvalidAndWritesNothing", testBadInput},
+	{"InjectionShapedInputIsExactOrInvalid", testInjectionShapedInput}, // injection.go
 	{"BadDSNParamsAreInvalid", testBadDSN},
 	{"ClosedHandleRefusesEveryCall", testClosedHandle},
 	{"StatusReportsTheWorkspace", testStatus},
+	// reopen.go
+	{"ReopenKeepsEverything", testReopenKeepsEverything},
 }
 
 // runCore runs the single-feature cases: artifacts, notes, tasks, locks,
@@ -304,10 +309,4 @@ func notYet[T any](t testing.TB, ch <-chan result[T], what string) {
 		t.Fatalf("%s returned early: %+v, %v", what, r.v, r.err)
 	default:
 	}
-}
-
-// ctxWithCancel is testCtx with its own cancel.
-func ctxWithCancel(t testing.TB) (context.Context, context.CancelFunc) {
-	t.Helper()
-	return context.WithCancel(testCtx(t))
 }

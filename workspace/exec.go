@@ -28,21 +28,6 @@ func (x *exec) emit(typ string, subj Subject, version int64, msg string) {
 	})
 }
 
-// flush appends the collected events; it is the last write of the batch.
-func (x *exec) flush(ctx context.Context) error {
-	if len(x.events) == 0 {
-		return nil
-	}
-	first, err := x.tx.AppendEvents(ctx, x.events)
-	if err != nil {
-		return err
-	}
-	for i := range x.events {
-		x.events[i].Seq = first + int64(i)
-	}
-	return nil
-}
-
 func (x *exec) apply(ctx context.Context, op Op) (OpResult, error) {
 	switch o := op.(type) {
 	case CreateArtifactOp:

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync/atomic"
 )
 
 // Permissions of everything the backend creates: the workspace may hold
@@ -26,6 +27,19 @@ const tmpPrefix = ".agentspace-tmp-"
 // errSymlink reports a symbolic link found where the backend writes: it
 // never follows one, whoever planted it.
 var errSymlink = errors.New("is a symbolic link: refusing to follow it")
+
+// writeFault is nil outside tests. A test sets it to fail the backend's
+// writes as a full disk would (see diskfull_test.go): before each write of
+// name, a non-nil error from it makes the write stop half-way with that error.
+var writeFault atomic.Pointer[func(name string) error]
+
+// injectedFault returns the error a test asked for writing name, if any.
+func injectedFault(name string) error {
+	if f := writeFault.Load(); f != nil {
+		return (*f)(name)
+	}
+	return nil
+}
 
 // dirSet collects the directories whose entries changed, to fsync each once.
 type dirSet map[string]struct{}
@@ -87,7 +101,11 @@ func writeAtomic(root *os.Root, name string, data []byte, dirs dirSet) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	if err = injectedFault(name); err != nil {
+		_, _ = f.Write(data[:len(data)/2])
+	} else {
+		_, err = f.Write(data)
+	}
 	if err == nil {
 		err = f.Sync()
 	}

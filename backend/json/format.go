@@ -200,7 +200,7 @@ func (f *formatHandle) migrate(target uint) error {
 		return &workspace.SchemaError{Current: int64(v), Want: int64(target), Dirty: true}
 	}
 	if v > latestFormat {
-		return &workspace.SchemaError{Current: int64(v), Want: latestFormat}
+		return &workspace.SchemaError{Current: int64(v), Want: latestFormat} // #nosec G115 -- schema versions are small counts (our migrations number a handful)
 	}
 	for v < target {
 		if err := f.step(v, v+1, migrations[v].up); err != nil {
@@ -281,7 +281,7 @@ func (m *migrator) Down(ctx context.Context, n int) error {
 		}
 		target := uint(0)
 		if n > 0 && uint(n) < v {
-			target = v - uint(n)
+			target = v - uint(n) // #nosec G115 -- n > 0 is checked above
 		}
 		return m.f.migrate(target)
 	})
@@ -295,7 +295,7 @@ func (m *migrator) Force(ctx context.Context, v int) error {
 	if v < 0 || v > latestFormat {
 		return &workspace.InvalidError{Field: "version", Reason: fmt.Sprintf("%d: the json format has versions 0 to %d", v, latestFormat)}
 	}
-	return m.locked(true, func() error { return m.f.setVersion(uint(v), false) })
+	return m.locked(true, func() error { return m.f.setVersion(uint(v), false) }) // #nosec G115 -- v is in [0, latestFormat], checked above
 }
 
 func (m *migrator) Close() error { return m.f.close() }

@@ -148,6 +148,10 @@ func (s *store) writeJournal(rec *record) error {
 	if err != nil {
 		return err
 	}
+	if err := injectedFault(journalFile); err != nil {
+		_, _ = s.journal.WriteAt(b[:len(b)/2], 0)
+		return fmt.Errorf("write %s: %w", journalFile, err)
+	}
 	if _, err := s.journal.WriteAt(b, 0); err != nil {
 		return fmt.Errorf("write %s: %w", journalFile, err)
 	}
@@ -263,7 +267,11 @@ func (s *store) appendEventLines(evs []eventJSON, diskLast int64) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(b.Bytes())
+	if err = injectedFault(eventsFile); err != nil {
+		_, _ = f.Write(b.Bytes()[:b.Len()/2])
+	} else {
+		_, err = f.Write(b.Bytes())
+	}
 	if err == nil {
 		err = f.Sync()
 	}

@@ -99,21 +99,21 @@ func checkOrMigrate(ctx context.Context, st *store, autoMigrate bool) error {
 	latest := LatestVersion()
 	switch {
 	case s.dirty:
-		return &workspace.SchemaError{Current: int64(s.version), Want: int64(latest), Dirty: true}
+		return &workspace.SchemaError{Current: int64(s.version), Want: int64(latest), Dirty: true} // #nosec G115 -- schema versions are small counts (our migrations number a handful)
 	case s.version == latest:
 		return nil
 	case s.version > latest:
-		return &workspace.SchemaError{Current: int64(s.version), Want: int64(latest)}
+		return &workspace.SchemaError{Current: int64(s.version), Want: int64(latest)} // #nosec G115 -- schema versions are small counts (our migrations number a handful)
 	case s.version == 0 && !s.empty:
 		return fmt.Errorf("sqlite: %s has tables but no agentspace schema version: it is not an agentspace store: %w",
-			st.path, &workspace.SchemaError{Want: int64(latest)})
+			st.path, &workspace.SchemaError{Want: int64(latest)}) // #nosec G115 -- schema versions are small counts (our migrations number a handful)
 	case s.version == 0 || autoMigrate:
 		if s.version > 0 {
 			st.log.Info("agentspace: migrating the sqlite schema", "path", st.path, "from", s.version, "to", latest)
 		}
 		return runMigration(st.w, func(m *migrate.Migrate) error { return m.Up() })
 	}
-	return &workspace.SchemaError{Current: int64(s.version), Want: int64(latest)}
+	return &workspace.SchemaError{Current: int64(s.version), Want: int64(latest)} // #nosec G115 -- schema versions are small counts (our migrations number a handful)
 }
 
 // runMigration runs step with a golang-migrate instance on db. ErrNoChange
@@ -137,7 +137,7 @@ func runMigration(db *sql.DB, step func(m *migrate.Migrate) error) error {
 	case err == nil, errors.Is(err, migrate.ErrNoChange):
 		return nil
 	case errors.As(err, &de):
-		return &workspace.SchemaError{Current: int64(de.Version), Want: int64(LatestVersion()), Dirty: true}
+		return &workspace.SchemaError{Current: int64(de.Version), Want: int64(LatestVersion()), Dirty: true} // #nosec G115 -- schema versions are small counts (our migrations number a handful)
 	}
 	return fmt.Errorf("sqlite: migrate: %w", err)
 }

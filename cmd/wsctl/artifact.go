@@ -155,7 +155,7 @@ func (a *app) readInput(file string) ([]byte, error) {
 	if file == "" || file == "-" {
 		b, err = io.ReadAll(a.stdin)
 	} else {
-		b, err = os.ReadFile(file)
+		b, err = os.ReadFile(file) // #nosec G304 -- the input file the user named on the command line
 	}
 	if err != nil {
 		return nil, err
@@ -222,7 +222,7 @@ With --json, print its metadata with the content in base64.`,
 					return a.printJSON(art)
 				}
 				if out != "" {
-					return os.WriteFile(out, art.Content, 0o644)
+					return os.WriteFile(out, art.Content, 0o600) // the content may be private, like the workspace it came from
 				}
 				_, err = a.stdout.Write(art.Content)
 				return err

@@ -1,7 +1,8 @@
 package main
 
 // The backends wsctl links. Each registers its DSN schemes in init.
-// backend/json and backend/postgres join when they land on main.
 import (
+	_ "github.com/agentspace/agentspace/backend/json"
+	_ "github.com/agentspace/agentspace/backend/postgres"
 	_ "github.com/agentspace/agentspace/backend/sqlite"
 )

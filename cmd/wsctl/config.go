@@ -98,7 +98,7 @@ func (a *app) resolve() (resolution, error) {
 
 func readConfig(path string) (fileConfig, error) {
 	var cfg fileConfig
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(path) // #nosec G304 -- the config file the user named with --config (or agentspace.toml)
 	if err != nil {
 		return cfg, err
 	}

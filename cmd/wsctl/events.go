@@ -99,16 +99,16 @@ func (a *app) follow(ctx context.Context, ws workspace.Workspace, q workspace.Ev
 					continue
 				}
 				if perr := a.printEvent(m.Event); perr != nil {
-					sub.Close()
+					_ = sub.Close()
 					return perr
 				}
 				q.AfterSeq = m.Event.Seq
 				if printed++; limit > 0 && printed >= limit {
-					sub.Close()
+					_ = sub.Close()
 					return nil
 				}
 			}
-			sub.Close()
+			_ = sub.Close()
 		}
 		switch {
 		case ctx.Err() != nil:
