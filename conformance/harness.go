@@ -35,6 +35,7 @@ func Run(t *testing.T, h Harness) {
 	}
 	runCore(t, h)
 	runConcurrency(t, h)
+	runReliability(t, h)
 }
 
 // open opens a handle on dsn, closed with t.Cleanup.
