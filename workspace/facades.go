@@ -5,40 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 )
 
 // run executes fn with an exec in a write transaction (shared with other
 // writers by group commit) and appends its events; it is the path of writes
 // that are not batch ops (claims, leases).
-//
-// fn writes its result into the caller's variables. A caller whose ctx ends
-// stops waiting while the committer may still run fn, so fn runs under mu,
-// and once the caller has given up (gone set) it is not run again: after
-// run returns, fn is done with the caller's variables.
 func (h *handle) run(ctx context.Context, opname, actor string, fn func(x *exec) error) error {
 	j := &job{actor: actor}
-	var (
-		mu   sync.Mutex
-		gone bool
-	)
 	j.apply = func(ctx context.Context, x *exec) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if gone {
-			return context.Canceled
-		}
 		err := fn(x)
 		// A failed IfVersion (a heartbeat's) is recorded, as in Commit.
 		errors.As(err, &j.conflict)
 		return err
 	}
-	err := h.submit(ctx, j)
-	mu.Lock()
-	gone = true
-	mu.Unlock()
-	return wrapErr(opname, err)
+	return wrapErr(opname, h.submit(ctx, j))
 }
 
 type artifacts struct{ h *handle }
