@@ -337,6 +337,12 @@ func testArtifactDelete(t *testing.T, h Harness) {
 	got, err = arts.Get(ctx, workspace.ArtifactRef{ID: old.ID, Version: 1})
 	require.NoError(t, err)
 	assert.Equal(t, "old1", string(got.Content), "the old artifact's history is its own")
+	vs, err = ws1.Artifacts().Versions(ctx, workspace.ByName("d/x"))
+	require.NoError(t, err)
+	require.Len(t, vs, 1, "by name, the live artifact's versions")
+	assert.Equal(t, fresh2.ID, vs[0].ID)
+	_, err = ws1.Artifacts().Rollback(ctx, as("a"), workspace.ByID(old.ID), 1)
+	assert.ErrorIs(t, err, workspace.ErrNotFound, "a deleted artifact cannot be rolled back")
 }
 
 // testArtifactIfVersionConflict: a stale IfVersion fails with the current

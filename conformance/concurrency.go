@@ -25,6 +25,7 @@ func runConcurrency(t *testing.T, h Harness) {
 	t.Run("ContendedLockHasOneHolderAndIncreasingTokens", func(t *testing.T) { testLockHandOvers(t, h) })
 	t.Run("SubscribersSeeEveryEventOnceWhileHandlesWrite", func(t *testing.T) { testSubscribersUnderWrites(t, h) })
 	t.Run("ChildProcessesLoseNoUpdateAndDoubleClaimNothing", func(t *testing.T) { testProcesses(t, h) })
+	t.Run("KilledProcessBlocksNobodyLongerThanItsLeases", func(t *testing.T) { testKilledProcess(t, h) })
 	t.Run("RandomOperationsMatchTheModel", func(t *testing.T) { testModel(t, h) })
 }
 
@@ -123,7 +124,7 @@ func testIfVersionOneWinner(t *testing.T, h Harness) {
 func testIncrementNoLostUpdate(t *testing.T, h Harness) {
 	const (
 		goroutines = 8
-		perG       = 8
+		perG       = 5
 	)
 	ctx := testCtx(t)
 	dsn := h.NewDSN(t)

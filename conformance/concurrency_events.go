@@ -56,7 +56,7 @@ func collectFrom(ctx context.Context, sub *workspace.Subscription, from, until i
 func testSubscribersUnderWrites(t *testing.T, h Harness) {
 	const (
 		writers   = 4
-		perWriter = 20 // every 5th is a batch of 3
+		perWriter = 15 // every 5th is a batch of 3
 		backlog   = 30
 		middle    = 15
 		firstPart = 40 // the resuming subscriber stops after this many events

@@ -53,7 +53,7 @@ var coreCases = []coreCase{
 	{"TaskClaimWaitWokenByNewTask", testTaskClaimWait},
 	{"TaskListFiltersAndPages", testTaskList},
 	// locks.go
-	{"LockContentionReportsHolder", testLockContention},
+	{"LockContentionReportsHolder", testLockHeldRefusesOthers},
 	{"LockReacquireByOwnerExtendsSameToken", testLockReacquire},
 	{"LockExpiresWithoutCleanup", testLockExpiry},
 	{"LockRenew", testLockRenew},
@@ -71,6 +71,8 @@ var coreCases = []coreCase{
 	{"EventSubscribeResumesFromSavedSeq", testEventSubscribeResume},
 	{"EventSubscribeIdleHeartbeats", testEventSubscribeHeartbeat},
 	{"EventSlowSubscriberMissesNothing", testEventSlowSubscriber},
+	{"EventSubscribeEndsWithCauseNeverSkips", testEventSubscribeEnds},
+	{"EventVisibleOnlyAfterCommit", testEventVisibleOnlyAfterCommit},
 	{"EventCompactedBelowFloor", testEventCompact},
 	// batches.go
 	{"BatchIsAllOrNothing", testBatchAllOrNothing},
@@ -81,12 +83,15 @@ var coreCases = []coreCase{
 	{"IdempotentRetryReturnsFirstResult", testIdempotentRetry},
 	{"IdempotentBatchReplays", testIdempotentBatch},
 	{"IdempotencyKeysExpire", testIdempotencyKeysExpire},
+	{"IdempotencyKeysArePerActorAndRequest", testIdempotencyKeysArePerActorAndRequest},
 	// badinput.go
 	{"BadInputIsInvalidAndWritesNothing", testBadInput},
 	{"InjectionShapedInputIsExactOrInvalid", testInjectionShapedInput}, // injection.go
 	{"BadDSNParamsAreInvalid", testBadDSN},
 	{"ClosedHandleRefusesEveryCall", testClosedHandle},
 	{"StatusReportsTheWorkspace", testStatus},
+	// reopen.go
+	{"ReopenKeepsEverything", testReopenKeepsEverything},
 }
 
 // runCore runs the single-feature cases: artifacts, notes, tasks, locks,

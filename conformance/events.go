@@ -267,9 +267,9 @@ func testEventReadPaging(t *testing.T, h Harness) {
 	}
 }
 
-// collect reads events from sub until it has seen seq upTo, checking that
+// receiveUpTo reads events from sub until it has seen seq upTo, checking that
 // seqs arrive in order with no duplicate.
-func collect(t testing.TB, sub *workspace.Subscription, upTo int64) []workspace.Event {
+func receiveUpTo(t testing.TB, sub *workspace.Subscription, upTo int64) []workspace.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -290,9 +290,9 @@ func collect(t testing.TB, sub *workspace.Subscription, upTo int64) []workspace.
 }
 
 func seqs(evs []workspace.Event) []int64 {
-	out := make([]int64, len(evs))
-	for i, e := range evs {
-		out[i] = e.Seq
+	var out []int64
+	for _, e := range evs {
+		out = append(out, e.Seq)
 	}
 	return out
 }
@@ -343,8 +343,8 @@ func testEventSubscribeBacklogThenLive(t *testing.T, h Harness) {
 		goCall(t, func() (struct{}, error) { return struct{}{}, putNotes(ctx, ws3, "late-a", 15) }),
 		goCall(t, func() (struct{}, error) { return struct{}{}, putNotes(ctx, ws2, "late-b", 15) }),
 	}
-	got0 := collect(t, fromStart, 40)
-	got5 := collect(t, fromMid, 40)
+	got0 := receiveUpTo(t, fromStart, 40)
+	got5 := receiveUpTo(t, fromMid, 40)
 	for _, w := range writers {
 		_, err := recv(t, w)
 		require.NoError(t, err)
@@ -359,7 +359,7 @@ func testEventSubscribeBacklogThenLive(t *testing.T, h Harness) {
 		}
 	}
 	require.Len(t, wantB, 15)
-	gotB := collect(t, filtered, wantB[len(wantB)-1])
+	gotB := receiveUpTo(t, filtered, wantB[len(wantB)-1])
 	assert.Equal(t, wantB, seqs(gotB), "a filtered subscription gets exactly the matching events")
 	assert.Equal(t, eventsAfter(t, ws1, 0), got0, "the stream carries the same events as the log")
 }
@@ -373,7 +373,7 @@ func testEventSubscribeResume(t *testing.T, h Harness) {
 	writeNotes(t, ws1, "a", 8)
 	sub, err := ws2.Events().Subscribe(ctx, workspace.SubscribeRequest{})
 	require.NoError(t, err)
-	first := collect(t, sub, 5)
+	first := receiveUpTo(t, sub, 5)
 	require.NoError(t, sub.Close())
 	for range sub.C() { // Close closes the channel; buffered messages may remain
 	}
@@ -384,7 +384,7 @@ func testEventSubscribeResume(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sub2.Close() })
 	writeNotes(t, ws1, "c", 3)
-	rest := collect(t, sub2, 15)
+	rest := receiveUpTo(t, sub2, 15)
 	assert.Equal(t, seqRange(1, 5), seqs(first))
 	assert.Equal(t, seqRange(6, 15), seqs(rest))
 }
@@ -463,7 +463,7 @@ func testEventCompact(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sub.Close() })
 	writeNotes(t, ws1, "b", 2)
-	assert.Equal(t, seqRange(6, 12), seqs(collect(t, sub, 12)), "seqs continue after compaction")
+	assert.Equal(t, seqRange(6, 12), seqs(receiveUpTo(t, sub, 12)), "seqs continue after compaction")
 
 	require.NoError(t, ws1.Events().Compact(ctx, 3), "a floor below the current one is a no-op")
 	_, err = ws2.Events().Read(ctx, workspace.EventQuery{AfterSeq: 3})
@@ -502,6 +502,93 @@ func testEventSlowSubscriber(t *testing.T, h Harness) {
 	// The subscriber's handle writes too, so its own fan-out is exercised.
 	_, err = ws2.Notes().Put(ctx, as("reader"), workspace.NotePut{Kind: "decision", Key: "last"})
 	require.NoError(t, err)
-	got := collect(t, sub, batches*per+1)
+	got := receiveUpTo(t, sub, batches*per+1)
 	assert.Equal(t, seqRange(1, batches*per+1), seqs(got))
+}
+
+// testEventSubscribeEnds: a stream ends with its context's error when the
+// context ends, and with a *CompactedError when the log is compacted past
+// a slow subscriber: events are never skipped silently.
+func testEventSubscribeEnds(t *testing.T, h Harness) {
+	dsn, ws1 := fresh(t, h)
+	ws2 := open(t, dsn)
+	writeNotes(t, ws1, "a", 3)
+
+	sctx, cancel := context.WithCancel(testCtx(t))
+	sub, err := ws2.Events().Subscribe(sctx, workspace.SubscribeRequest{Heartbeat: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Close() })
+	assert.Equal(t, seqRange(1, 3), seqs(receiveUpTo(t, sub, 3)))
+	cancel()
+	for range sub.C() {
+	}
+	assert.ErrorIs(t, sub.Err(), context.Canceled)
+
+	ctx := testCtx(t)
+	slow, err := ws2.Events().Subscribe(ctx, workspace.SubscribeRequest{Heartbeat: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = slow.Close() })
+	var ops []workspace.Op
+	for i := range 300 { // more than a subscription reads ahead
+		ops = append(ops, workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "glossary", Key: fmt.Sprint(i)}})
+	}
+	_, err = ws1.Commit(ctx, workspace.Batch{Actor: "w", Ops: ops})
+	require.NoError(t, err)
+	require.NoError(t, ws1.Events().Compact(ctx, 290))
+	writeNotes(t, ws1, "b", 1)
+
+	var last int64
+	for {
+		m, err := slow.Next(ctx)
+		if err != nil {
+			require.ErrorIs(t, err, workspace.ErrCompacted, "the stream ends with the compaction, after seq %d", last)
+			var ce *workspace.CompactedError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, int64(290), ce.Floor)
+			assert.Less(t, last, int64(289), "it ended because it fell below the floor")
+			return
+		}
+		require.Equal(t, last+1, m.Event.Seq, "no event is skipped")
+		last = m.Event.Seq
+		if last == 304 {
+			return // it kept up after all: everything was delivered
+		}
+	}
+}
+
+// testEventVisibleOnlyAfterCommit: a reader on another handle never sees part
+// of a batch: the log it reads always ends on a batch boundary, with the
+// batch's records in place.
+func testEventVisibleOnlyAfterCommit(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	dsn, ws1 := fresh(t, h)
+	ws2 := open(t, dsn)
+	const batches, per = 6, 25
+	writer := goCall(t, func() (struct{}, error) {
+		for i := range batches {
+			var ops []workspace.Op
+			for j := range per {
+				ops = append(ops, workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("%d-%d", i, j)}})
+			}
+			if _, err := ws1.Commit(ctx, workspace.Batch{Actor: "w", Ops: ops}); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	})
+	var seen int64
+	for reads := 0; seen < batches*per; reads++ {
+		page, err := ws2.Events().Read(ctx, workspace.EventQuery{AfterSeq: seen, Limit: 10000})
+		require.NoError(t, err)
+		require.Zero(t, page.Head%per, "read %d saw head %d: part of a batch", reads, page.Head)
+		require.Equal(t, seqRange(seen+1, page.Head), seqs(page.Events), "read %d: the events up to the head", reads)
+		if n := len(page.Events); n > 0 {
+			_, err := ws2.Notes().Get(ctx, "decision", page.Events[n-1].Subject.Name)
+			require.NoError(t, err, "an event is visible only with its change")
+		}
+		seen = page.Head
+		time.Sleep(2 * time.Millisecond)
+	}
+	_, err := recv(t, writer)
+	require.NoError(t, err)
 }

@@ -114,3 +114,29 @@ func testIdempotencyKeysExpire(t *testing.T, h Harness) {
 		return true
 	})
 }
+
+// testIdempotencyKeysArePerActorAndRequest: two actors may use one key
+// without receiving each other's results, and one actor reusing a key for a
+// different request gets ErrInvalid, not the first request's result.
+func testIdempotencyKeysArePerActorAndRequest(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	_, ws := fresh(t, h)
+	put := func(actor, body string) (workspace.Note, error) {
+		return ws.Notes().Put(ctx, workspace.Write{Actor: actor, IdempotencyKey: "same-key"},
+			workspace.NotePut{Kind: "decision", Key: actor, Body: body})
+	}
+	a, err := put("alice", "a")
+	require.NoError(t, err)
+	b, err := put("bob", "b")
+	require.NoError(t, err, "another actor's key is its own")
+	assert.Equal(t, "bob", b.Key)
+	assert.Equal(t, "alice", a.Key)
+
+	head := headOf(t, ws)
+	_, err = put("alice", "something else")
+	require.ErrorIs(t, err, workspace.ErrInvalid, "a reused key with another request")
+	assert.Equal(t, head, headOf(t, ws), "nothing written")
+	again, err := put("alice", "a")
+	require.NoError(t, err)
+	assert.Equal(t, a.Version, again.Version, "the original request still replays")
+}

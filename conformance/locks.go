@@ -18,9 +18,9 @@ func acquire(t testing.TB, ws workspace.Workspace, resource, owner string, ttl t
 	return l
 }
 
-// testLockContention: a live lease refuses every other owner, on every
+// testLockHeldRefusesOthers: a live lease refuses every other owner, on every
 // handle, with who holds it and until when.
-func testLockContention(t *testing.T, h Harness) {
+func testLockHeldRefusesOthers(t *testing.T, h Harness) {
 	ctx := testCtx(t)
 	dsn, ws1 := fresh(t, h)
 	ws2 := open(t, dsn)
@@ -184,6 +184,9 @@ func testLockRelease(t *testing.T, h Harness) {
 	_, err := ws1.Locks().Get(ctx, "file:x")
 	assert.ErrorIs(t, err, workspace.ErrNotFound)
 	assert.ErrorIs(t, ws1.Locks().Release(ctx, l), workspace.ErrLockLost, "releasing twice")
+	list, err := ws2.Locks().List(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, list, "released leases are not listed")
 
 	b := acquire(t, ws2, "file:x", "bob", time.Minute)
 	assert.Greater(t, b.Token, l.Token)
@@ -329,7 +332,7 @@ func testLockWaitRelease(t *testing.T, h Harness) {
 	ctx := testCtx(t)
 	held := acquire(t, ws1, "role:leader", "alice", time.Hour)
 
-	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	short, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
 	defer cancel()
 	_, err := ws2.Locks().Acquire(short, workspace.AcquireRequest{Resource: "role:leader", Owner: "bob", TTL: time.Minute, Wait: true})
 	assert.ErrorIs(t, err, context.DeadlineExceeded, "a wait ends with its context")

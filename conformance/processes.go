@@ -37,10 +37,17 @@ const (
 
 	roleIncrement = "increment" // add 1 to artifact "counter" COUNT times, IfVersion with retries
 	roleClaim     = "claim"     // claim and complete tasks until none is ready
+	roleLock      = "lock"      // COUNT times: wait for the lease on lockedName, add 1 under its fence, release
+	roleHold      = "hold"      // take holdResource and a claim, both for COUNT ms, then wait to be killed
 )
 
-// counterName is the artifact the incrementing children race on.
-const counterName = "counter"
+// The artifacts the children race on: counterName with IfVersion,
+// lockedName under its lease.
+const (
+	counterName  = "counter"
+	lockedName   = "locked-counter"
+	holdResource = "role:lead"
+)
 
 // runChild plays a child process's part and returns; Run returns right
 // after, so the child's test passes unless the role failed.
@@ -87,6 +94,44 @@ func runChild(t *testing.T) {
 				t.Fatalf("child %s: complete %s: %v", actor, task.ID, err)
 			}
 		}
+	case roleLock:
+		for range count {
+			lease, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{
+				Resource: "artifact:" + lockedName, Owner: actor, TTL: time.Minute, Wait: true,
+			})
+			if err != nil {
+				t.Fatalf("child %s: acquire: %v", actor, err)
+			}
+			if err := fencedIncrement(ctx, ws, actor, lockedName, lease.Token); err != nil {
+				t.Fatalf("child %s: %v", actor, err)
+			}
+			if err := ws.Locks().Release(ctx, lease); err != nil {
+				t.Fatalf("child %s: release token %d: %v", actor, lease.Token, err)
+			}
+			say("token %d", lease.Token)
+		}
+	case roleHold:
+		ttl := time.Duration(count) * time.Millisecond
+		lease, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: holdResource, Owner: actor, TTL: ttl})
+		if err != nil {
+			t.Fatalf("child %s: acquire: %v", actor, err)
+		}
+		task, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: actor, Lease: ttl})
+		if err != nil {
+			t.Fatalf("child %s: claim: %v", actor, err)
+		}
+		say("holding %d %s", lease.Token, task.ID)
+		// Until killed; the end of stdin (a dead parent) or the deadline also ends it.
+		eof := make(chan struct{})
+		go func() {
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			close(eof)
+		}()
+		select {
+		case <-eof:
+		case <-ctx.Done():
+		}
+		return
 	default:
 		t.Fatalf("unknown child role %q", role)
 	}
@@ -119,7 +164,8 @@ type child struct {
 	stdin  io.WriteCloser
 	ready  chan struct{}
 	mu     sync.Mutex
-	lines  []string // what it printed after childPrefix
+	lines  []string    // what it printed after childPrefix
+	said   chan string // the same lines, as they come
 	output bytes.Buffer
 	done   chan struct{} // closed when its stdout is drained
 	err    error         // from Wait, after done
@@ -139,7 +185,7 @@ func startChild(t *testing.T, ctx context.Context, dsn, role, actor string, coun
 		childDeadlineEnv+"="+deadline.UTC().Format(time.RFC3339Nano),
 	)
 	cmd.WaitDelay = 5 * time.Second
-	c := &child{name: actor, role: role, cmd: cmd, ready: make(chan struct{}), done: make(chan struct{})}
+	c := &child{name: actor, role: role, cmd: cmd, ready: make(chan struct{}), done: make(chan struct{}), said: make(chan string, 1000)}
 	var err error
 	c.stdin, err = cmd.StdinPipe()
 	require.NoError(t, err)
@@ -160,6 +206,10 @@ func startChild(t *testing.T, ctx context.Context, dsn, role, actor string, coun
 					readyOnce()
 				} else {
 					c.lines = append(c.lines, rest)
+					select {
+					case c.said <- rest:
+					default:
+					}
 				}
 			}
 			c.mu.Unlock()
@@ -191,27 +241,55 @@ func (c *child) describe() string {
 	return fmt.Sprintf("child %s (%s) output:\n%s", c.name, c.role, c.output.String())
 }
 
-// testProcesses: child processes race IfVersion increments on one artifact
-// and claims on one task pool. No update is lost, no task is claimed twice.
+// testProcesses: child processes race IfVersion increments on one
+// artifact, claims on one task pool and a lease guarding another artifact,
+// while the parent follows the log live. No update is lost, no task is
+// claimed twice, no token is issued twice, and the parent sees every
+// event of the children, once, in order.
 func testProcesses(t *testing.T, h Harness) {
 	const (
 		incrementers = 3
 		claimers     = 3
-		perChild     = 10
-		pool         = 40
+		lockers      = 2
+		perChild     = 8
+		rounds       = 5
+		pool         = 30
 	)
 	ctx := caseCtx(t, 90*time.Second)
 	deadline := time.Now().Add(60 * time.Second)
 	dsn, ws := fresh(t, h)
-	_, err := ws.Artifacts().Create(ctx, workspace.Write{Actor: "setup"},
-		workspace.NewArtifact{Name: counterName, Content: []byte("0")})
-	require.NoError(t, err)
+	for _, name := range []string{counterName, lockedName} {
+		_, err := ws.Artifacts().Create(ctx, workspace.Write{Actor: "setup"},
+			workspace.NewArtifact{Name: name, Content: []byte("0")})
+		require.NoError(t, err)
+	}
 	ops := make([]workspace.Op, pool)
 	for i := range ops {
 		ops[i] = workspace.CreateTaskOp{NewTask: workspace.NewTask{Title: fmt.Sprintf("job %d", i), Priority: i % 3}}
 	}
 	res, err := ws.Commit(ctx, workspace.Batch{Actor: "setup", Ops: ops})
 	require.NoError(t, err)
+	start, err := ws.Events().Head(ctx)
+	require.NoError(t, err)
+
+	// Follow the log live while the children write; the channel holds
+	// every event the children can write, so the follower never blocks.
+	sub, err := ws.Events().Subscribe(ctx, workspace.SubscribeRequest{Query: workspace.EventQuery{AfterSeq: start}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Close() })
+	seen := make(chan workspace.Event, 100_000)
+	go func() {
+		defer close(seen)
+		for {
+			m, err := sub.Next(ctx)
+			if err != nil {
+				return
+			}
+			if !m.Progress {
+				seen <- m.Event
+			}
+		}
+	}()
 
 	var kids []*child
 	for i := range incrementers {
@@ -219,6 +297,9 @@ func testProcesses(t *testing.T, h Harness) {
 	}
 	for i := range claimers {
 		kids = append(kids, startChild(t, ctx, dsn, roleClaim, fmt.Sprintf("claim-%d", i), 0, deadline))
+	}
+	for i := range lockers {
+		kids = append(kids, startChild(t, ctx, dsn, roleLock, fmt.Sprintf("lock-%d", i), rounds, deadline))
 	}
 	// Start them together, once every child has the store open.
 	for _, c := range kids {
@@ -244,23 +325,35 @@ func testProcesses(t *testing.T, h Harness) {
 		require.NoError(t, c.err, c.describe())
 	}
 
-	increments := 0
+	increments, conflicts := 0, 0
 	claimedBy := map[string][]string{}
+	tokens := map[int64]string{}
 	for _, c := range kids {
 		c.mu.Lock()
 		lines := c.lines
 		c.mu.Unlock()
+		require.NotEmpty(t, lines, c.describe())
 		assert.Equal(t, "finished", lines[len(lines)-1], c.describe())
 		for _, l := range lines {
 			switch {
 			case l == "incremented":
 				increments++
+			case strings.HasPrefix(l, "conflicts "):
+				n, err := strconv.Atoi(strings.TrimPrefix(l, "conflicts "))
+				require.NoError(t, err, l)
+				conflicts += n
 			case strings.HasPrefix(l, "claimed "):
 				id := strings.TrimPrefix(l, "claimed ")
 				claimedBy[id] = append(claimedBy[id], c.name)
+			case strings.HasPrefix(l, "token "):
+				tok, err := strconv.ParseInt(strings.TrimPrefix(l, "token "), 10, 64)
+				require.NoError(t, err, l)
+				assert.NotContains(t, tokens, tok, "token %d issued to %s and %s", tok, tokens[tok], c.name)
+				tokens[tok] = c.name
 			}
 		}
 	}
+
 	assert.Equal(t, incrementers*perChild, increments)
 	got, err := ws.Artifacts().Get(ctx, workspace.ByName(counterName))
 	require.NoError(t, err)
@@ -280,4 +373,35 @@ func testProcesses(t *testing.T, h Harness) {
 			assert.Equal(t, by[0], task.Assignee, "task %s", task.Title)
 		}
 	}
+
+	assert.Len(t, tokens, lockers*rounds, "one token per hand-over")
+	for tok := int64(1); tok <= lockers*rounds; tok++ {
+		assert.Contains(t, tokens, tok, "tokens run 1, 2, 3, ...")
+	}
+	locked, err := ws.Artifacts().Get(ctx, workspace.ByName(lockedName))
+	require.NoError(t, err)
+	assert.Equal(t, strconv.Itoa(lockers*rounds), string(locked.Content), "no increment lost under the lease")
+
+	// The parent's subscription saw every child's event, once, in order.
+	head, err := ws.Events().Head(ctx)
+	require.NoError(t, err)
+	log := readAll(t, ws, workspace.EventQuery{AfterSeq: start})
+	require.Len(t, log, int(head-start))
+	var live []workspace.Event
+	for len(live) < len(log) {
+		ev, ok := <-seen
+		if !ok {
+			require.Fail(t, "the subscription ended early", "after %d of %d events: %v", len(live), len(log), sub.Err())
+		}
+		live = append(live, ev)
+	}
+	assertSameEvents(t, "parent subscriber", log, live)
+	conflictEvents := 0
+	for _, ev := range log {
+		if ev.Type == workspace.EventConflict {
+			conflictEvents++
+			assert.Equal(t, counterName, ev.Subject.Name, "seq %d: only the IfVersion writers conflict", ev.Seq)
+		}
+	}
+	assert.Equal(t, conflicts, conflictEvents, "one conflict event per conflict the children met")
 }

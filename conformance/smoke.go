@@ -4,6 +4,9 @@ import (
 	"os"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -14,27 +17,16 @@ func childRole() string { return os.Getenv(childEnv) }
 func testSmoke(t *testing.T, h Harness) {
 	ctx := testCtx(t)
 	_, ws := fresh(t, h)
-	w := workspace.Write{Actor: "planner"}
-	a, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "plans/a.md", Kind: "plan", Content: []byte("hello")})
-	if err != nil {
-		t.Fatalf("create: %v", err)
-	}
-	if a.Version != 1 {
-		t.Fatalf("version = %d, want 1", a.Version)
-	}
+	a, err := ws.Artifacts().Create(ctx, as("planner"), workspace.NewArtifact{Name: "plans/a.md", Kind: "plan", Content: []byte("hello")})
+	require.NoError(t, err, "create")
+	assert.Equal(t, int64(1), a.Version)
 	got, err := ws.Artifacts().Get(ctx, workspace.ByName("plans/a.md"))
-	if err != nil || string(got.Content) != "hello" {
-		t.Fatalf("get = %q, %v", got.Content, err)
-	}
-	w.IfVersion = 1
-	if _, err := ws.Artifacts().Update(ctx, w, workspace.ByName("plans/a.md"), workspace.ArtifactChange{Content: []byte("v2")}); err != nil {
-		t.Fatalf("update: %v", err)
-	}
+	require.NoError(t, err, "get")
+	assert.Equal(t, "hello", string(got.Content))
+	_, err = ws.Artifacts().Update(ctx, asAt("planner", 1), workspace.ByName("plans/a.md"), workspace.ArtifactChange{Content: []byte("v2")})
+	require.NoError(t, err, "update")
 	page, err := ws.Events().Read(ctx, workspace.EventQuery{})
-	if err != nil {
-		t.Fatalf("read: %v", err)
-	}
-	if len(page.Events) != 2 || page.Events[0].Seq != 1 || page.Events[1].Seq != 2 {
-		t.Fatalf("events = %+v", page.Events)
-	}
+	require.NoError(t, err, "read")
+	assert.Equal(t, []int64{1, 2}, seqs(page.Events))
+	assert.Equal(t, []string{workspace.EventArtifactCreated, workspace.EventArtifactUpdated}, types(page.Events))
 }

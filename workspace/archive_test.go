@@ -12,13 +12,21 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	_ "github.com/agentspace/agentspace/backend/json"
+	_ "github.com/agentspace/agentspace/backend/postgres"
+	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	_ "github.com/agentspace/agentspace/backend/sqlite"
 	"github.com/agentspace/agentspace/workspace"
 )
 
 func openSQLite(t *testing.T, name string) workspace.Workspace {
 	t.Helper()
-	ws, err := workspace.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), name+".db"))
+	return openDSN(t, "sqlite:"+filepath.Join(t.TempDir(), name+".db"))
+}
+
+func openDSN(t *testing.T, dsn string) workspace.Workspace {
+	t.Helper()
+	ws, err := workspace.Open(context.Background(), dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })
 	return ws
@@ -111,6 +119,27 @@ func TestArchiveRoundTripIsByteIdentical(t *testing.T) {
 	assert.Equal(t, srcHead+1, dstHead, "seqs continue from the imported head")
 	_, err = dst.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "role:lead", Owner: "carol", TTL: time.Minute})
 	assert.ErrorIs(t, err, workspace.ErrLocked, "a live lease stays live")
+}
+
+func TestArchiveMovesBetweenEveryBackendByteForByte(t *testing.T) {
+	ctx := context.Background()
+	src := openSQLite(t, "src")
+	populate(t, src)
+	require.NoError(t, src.Events().Compact(ctx, 3))
+	want := string(export(t, src))
+
+	stores := map[string]func(t testing.TB) string{
+		"json":     func(t testing.TB) string { return "json:" + filepath.Join(t.TempDir(), "ws") },
+		"postgres": pgtest.NewDSN,
+	}
+	for name, dsn := range stores {
+		t.Run(name, func(t *testing.T) {
+			dst := openDSN(t, dsn(t))
+			_, err := workspace.Import(ctx, dst, strings.NewReader(want), workspace.ArchiveOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, want, string(export(t, dst)))
+		})
+	}
 }
 
 func TestArchiveKeepsACompactedLogsFloor(t *testing.T) {

@@ -10,7 +10,8 @@ import (
 type Batch struct {
 	Actor string
 	// IdempotencyKey, when set, makes a retried batch return the first
-	// result and write nothing new.
+	// result and write nothing new. Keys are per actor; the same key with
+	// different ops is ErrInvalid.
 	IdempotencyKey string
 	Ops            []Op
 }

@@ -101,8 +101,13 @@ func (b *hub) watchLoop() {
 		case <-b.ctx.Done():
 			return
 		case <-b.kick:
-			continue
+			// Someone started waiting: a change skipped meanwhile counts now.
 		case <-b.changes:
+			// Waiters read the store after taking their wake channel, so
+			// with none, a change needs no read.
+			if b.interest.Load() == 0 {
+				continue
+			}
 		case <-tick:
 		}
 		var head int64
@@ -319,8 +324,9 @@ func (e events) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscriptio
 // cursor, deliver it, and when caught up wait for the head to move.
 func (b *hub) follow(ctx context.Context, s *Subscription, q EventQuery, hb time.Duration) {
 	defer b.wg.Done()
-	defer close(s.done)
+	// done closes before ch, so whoever sees ch closed finds Err set.
 	defer close(s.ch)
+	defer close(s.done)
 	end := func(err error) {
 		switch {
 		case b.ctx.Err() != nil:
@@ -414,8 +420,14 @@ func (h *handle) Status(ctx context.Context) (Status, error) {
 		if st.Tasks == nil {
 			st.Tasks = map[TaskStatus]int{}
 		}
-		if st.ActiveTasks, err = tx.ListTasks(ctx, TaskFilter{Status: TaskInProgress, Limit: maxPageLimit}); err != nil {
+		active, err := tx.ListTasks(ctx, TaskFilter{Status: TaskInProgress, Limit: maxPageLimit})
+		if err != nil {
 			return err
+		}
+		for _, t := range active {
+			if t.LeaseExpiresAt.IsZero() || t.LeaseExpiresAt.After(tx.Now()) {
+				st.ActiveTasks = append(st.ActiveTasks, t)
+			}
 		}
 		if st.Locks, err = tx.ListLeases(ctx, tx.Now()); err != nil {
 			return err

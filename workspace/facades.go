@@ -156,6 +156,10 @@ func condOf(w Write) Cond { return Cond{IfVersion: w.IfVersion, Fence: w.Fence, 
 
 type tasks struct{ h *handle }
 
+// claimRecheck bounds how long a waiting Claim goes without looking for
+// tasks whose claim lapsed.
+const claimRecheck = time.Second
+
 func (t tasks) Create(ctx context.Context, w Write, n NewTask) (Task, error) {
 	r, err := t.h.single(ctx, "tasks.create", w, CreateTaskOp{NewTask: n, Message: w.Message})
 	return derefTask(r.Task), err
@@ -226,7 +230,9 @@ func (t tasks) Claim(ctx context.Context, r ClaimRequest) (Task, error) {
 		if err == nil || !r.Wait || !errors.Is(err, ErrNoTask) {
 			return out, err
 		}
-		if err := t.h.hub.wait(ctx, wake, time.Time{}); err != nil {
+		// A lapsed claim frees its task without a commit that would wake
+		// us, so look again now and then too.
+		if err := t.h.hub.wait(ctx, wake, time.Now().Add(claimRecheck)); err != nil {
 			return Task{}, err
 		}
 	}

@@ -2,9 +2,12 @@ package workspace
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,8 +33,11 @@ const (
 type job struct {
 	ctx     context.Context
 	actor   string
-	idemKey string
-	prune   bool
+	idemKey string // scoped to the actor: see idemScope
+	// fingerprint identifies the request, so a key reused for another
+	// request is refused rather than answered with the wrong result.
+	fingerprint string
+	prune       bool
 	// apply runs the job's writes on x and records its results in the job.
 	apply func(ctx context.Context, x *exec) error
 
@@ -48,9 +54,10 @@ func (j *job) reset() {
 	j.res, j.events, j.conflict, j.message, j.err = BatchResult{}, nil, nil, "", nil
 }
 
-// submit hands j to the committer and waits for its outcome. If ctx ends
-// first, the outcome is unknown (as with any timed-out database call):
-// retry with the same idempotency key to find out.
+// submit hands j to the committer and waits for its outcome, which is
+// always definite: a job whose ctx ends before its transaction starts is not
+// run; once started, the transaction is cancelled only if every caller in
+// its group has given up, and the caller gets what really happened.
 func (h *handle) submit(ctx context.Context, j *job) error {
 	if err := h.alive(); err != nil {
 		return err
@@ -64,12 +71,8 @@ func (h *handle) submit(ctx context.Context, j *job) error {
 	case <-h.hub.ctx.Done():
 		return ErrClosed
 	}
-	select {
-	case <-j.done:
-		return j.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	<-j.done
+	return j.err
 }
 
 // committer runs until the handle closes, then fails what is still queued.
@@ -150,6 +153,19 @@ func (h *handle) runGroup(ctx context.Context, group []*job) {
 		}
 		return
 	}
+	// The transaction ends early only when every caller in it has given up.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var waiting atomic.Int64
+	waiting.Store(int64(len(live)))
+	for _, j := range live {
+		stop := context.AfterFunc(j.ctx, func() {
+			if waiting.Add(-1) == 0 {
+				cancel()
+			}
+		})
+		defer stop()
+	}
 	err := h.st.Update(ctx, func(tx Tx) error {
 		now := tx.Now()
 		sp, ok := tx.(Savepointer)
@@ -202,7 +218,7 @@ func (h *handle) runGroup(ctx context.Context, group []*job) {
 				continue
 			}
 			j.res.Events = j.events
-			enc, err := json.Marshal(j.res)
+			enc, err := json.Marshal(idemRecord{Fingerprint: j.fingerprint, Result: j.res})
 			if err != nil {
 				return err
 			}
@@ -269,9 +285,14 @@ func (h *handle) runJob(ctx context.Context, tx Tx, sp Savepointer, now time.Tim
 		stored, err := tx.Idempotent(ctx, j.idemKey, now)
 		switch {
 		case err == nil:
-			if err := json.Unmarshal(stored, &j.res); err != nil {
-				return fmt.Errorf("idempotency key %q: stored result is corrupt: %w", j.idemKey, err)
+			var rec idemRecord
+			if err := json.Unmarshal(stored, &rec); err != nil {
+				return fmt.Errorf("idempotency key: stored result is corrupt: %w", err)
 			}
+			if rec.Fingerprint != j.fingerprint {
+				return invalid("idempotency key", "was used by %q for a different request within its retention", j.actor)
+			}
+			j.res = rec.Result
 			j.res.Replayed = true
 			j.events = j.res.Events
 			return nil
@@ -315,4 +336,30 @@ func conflictEvent(actor string, now time.Time, c *ConflictError, msg string) Ev
 		ev.Message += ": " + msg
 	}
 	return ev
+}
+
+// idemRecord is what a batch with an idempotency key stores.
+type idemRecord struct {
+	Fingerprint string      `json:"fingerprint"`
+	Result      BatchResult `json:"result"`
+}
+
+// idemScope makes idempotency keys per actor: two agents that happen to
+// pick the same key never receive each other's results. Neither part can
+// hold a control character, so the separator is unambiguous.
+func idemScope(actor, key string) string { return actor + "\x1f" + key }
+
+// fingerprint hashes a batch's ops, types included.
+func fingerprint(ops []Op) string {
+	h := sha256.New()
+	for _, op := range ops {
+		fmt.Fprintf(h, "%T\n", op)
+		enc, err := json.Marshal(op)
+		if err != nil { // ops are plain data; this cannot happen
+			enc = []byte(err.Error())
+		}
+		h.Write(enc)
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -121,7 +121,10 @@ func (h *handle) commit(ctx context.Context, opname string, b Batch) (BatchResul
 	}
 	prune := b.IdempotencyKey != "" && h.commits.Add(1)%64 == 1
 
-	j := &job{actor: b.Actor, idemKey: b.IdempotencyKey, prune: prune}
+	j := &job{actor: b.Actor, prune: prune}
+	if b.IdempotencyKey != "" {
+		j.idemKey, j.fingerprint = idemScope(b.Actor, b.IdempotencyKey), fingerprint(ops)
+	}
 	j.apply = func(ctx context.Context, x *exec) error {
 		for i, op := range ops {
 			r, err := x.apply(ctx, op)
@@ -149,7 +152,8 @@ func (h *handle) commit(ctx context.Context, opname string, b Batch) (BatchResul
 // already has its error.
 func (h *handle) recordConflict(ctx context.Context, actor string, c *ConflictError, msg string) {
 	var seq int64
-	err := h.st.Update(context.WithoutCancel(ctx), func(tx Tx) error {
+	ctx = context.WithoutCancel(ctx)
+	err := h.st.Update(ctx, func(tx Tx) error {
 		first, err := tx.AppendEvents(ctx, []Event{conflictEvent(actor, tx.Now(), c, msg)})
 		seq = first
 		return err

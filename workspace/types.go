@@ -17,7 +17,8 @@ type Write struct {
 	// Message is an optional note on why, kept in the event log.
 	Message string
 	// IdempotencyKey, when set, makes a retried write return the first result
-	// and write nothing new, for as long as the key is kept.
+	// and write nothing new, for as long as the key is kept. Keys are per
+	// actor; the same key with a different request is ErrInvalid.
 	IdempotencyKey string
 }
 
@@ -131,6 +132,11 @@ type TaskStatus string
 //
 // While a claim's lease is live, only its assignee may move the task out of
 // in_progress (others get ErrNotHolder; cancellation is open to anyone).
+// A claim whose lease lapsed is free at once: the next Claim (or status
+// change) returns the task to pending, recorded as task.released, and the
+// late assignee gets ErrLockLost. Until then Get and List show the task as
+// stored: in_progress with LeaseExpiresAt in the past (Status leaves it out
+// of ActiveTasks).
 const (
 	TaskPending    TaskStatus = "pending"
 	TaskInProgress TaskStatus = "in_progress"
@@ -357,7 +363,7 @@ type Status struct {
 	Artifacts    int
 	Notes        int
 	Tasks        map[TaskStatus]int
-	ActiveTasks  []Task  // in_progress
+	ActiveTasks  []Task  // in_progress under a live claim
 	Locks        []Lease // live leases
 	RecentEvents []Event // newest last
 }

@@ -51,7 +51,9 @@
 // idempotently: files are rewritten, events already in the log are
 // skipped, a torn last log line is cut, temp files are swept.
 //
-// Readers take the shared flock, so they never see half a commit. Each
+// Waiting for the file lock does not observe the context: locks are held
+// for the few milliseconds of a commit, and the kernel frees a dead
+// holder's. Readers take the shared flock, so they never see half a commit. Each
 // handle keeps every record in memory and, under the lock, compares the
 // log's size and inode with what it saw: new lines name the records other
 // handles changed, which are read again; a rewritten log (compaction)

@@ -22,6 +22,7 @@ type CorruptError struct {
 	Err  error
 }
 
+// Error says which file and line are damaged, and how.
 func (e *CorruptError) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("json store: %s:%d: corrupt: %v", e.File, e.Line, e.Err)
@@ -29,6 +30,7 @@ func (e *CorruptError) Error() string {
 	return fmt.Sprintf("json store: %s: corrupt: %v", e.File, e.Err)
 }
 
+// Unwrap returns the decoding error.
 func (e *CorruptError) Unwrap() error { return e.Err }
 
 // lineOf returns the 1-based line of byte offset off in data.

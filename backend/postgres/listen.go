@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,22 +24,31 @@ const (
 // was disconnected are lost; the hint after reconnecting makes the engine
 // catch up from the log.
 type listener struct {
-	cfg     *pgx.ConnConfig
-	channel string
-	log     *slog.Logger
-	changes chan struct{}
-	cancel  context.CancelFunc
-	done    chan struct{}
+	cfg      *pgx.ConnConfig
+	ping     time.Duration // silence after which the connection is pinged
+	pingWait time.Duration // how long a ping may take before the connection counts as dead
+	channel  string
+	log      *slog.Logger
+	changes  chan struct{}
+	cancel   context.CancelFunc
+	done     chan struct{}
+
+	mu  sync.Mutex
+	pid uint32 // the backend of the current connection, for tests
 }
 
 func startListener(cfg *pgx.ConnConfig, channel string, log *slog.Logger) *listener {
+	return startListenerTimed(cfg, channel, log, listenPing, listenPingWait)
+}
+
+func startListenerTimed(cfg *pgx.ConnConfig, channel string, log *slog.Logger, ping, pingWait time.Duration) *listener {
 	cfg = cfg.Copy()
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
 	}
 	cfg.RuntimeParams["application_name"] = "agentspace-listen:" + channel
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &listener{cfg: cfg, channel: channel, log: log, changes: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	l := &listener{cfg: cfg, ping: ping, pingWait: pingWait, channel: channel, log: log, changes: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	go l.run(ctx)
 	return l
 }
@@ -100,13 +110,16 @@ func (l *listener) connect(ctx context.Context) (*pgx.Conn, error) {
 		_ = conn.Close(context.Background())
 		return nil, err
 	}
+	l.mu.Lock()
+	l.pid = conn.PgConn().PID()
+	l.mu.Unlock()
 	return conn, nil
 }
 
 // listen waits for notifications until the connection fails or ctx ends.
 func (l *listener) listen(ctx context.Context, conn *pgx.Conn) error {
 	for {
-		wctx, cancel := context.WithTimeout(ctx, listenPing)
+		wctx, cancel := context.WithTimeout(ctx, l.ping)
 		_, err := conn.WaitForNotification(wctx)
 		timedOut := wctx.Err() != nil && ctx.Err() == nil
 		cancel()
@@ -116,7 +129,7 @@ func (l *listener) listen(ctx context.Context, conn *pgx.Conn) error {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case timedOut && !conn.IsClosed():
-			pctx, cancel := context.WithTimeout(ctx, listenPingWait)
+			pctx, cancel := context.WithTimeout(ctx, l.pingWait)
 			err = conn.Ping(pctx)
 			cancel()
 			if err != nil {
@@ -126,4 +139,11 @@ func (l *listener) listen(ctx context.Context, conn *pgx.Conn) error {
 			return err
 		}
 	}
+}
+
+// backendPID is the listening connection's server process (0 before the first connect).
+func (l *listener) backendPID() uint32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pid
 }

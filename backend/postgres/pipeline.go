@@ -95,7 +95,12 @@ func (p *pipeline) commit(ctx context.Context) (pgconn.CommandTag, error) {
 			tag = ct
 		}
 	}
-	return tag, br.Close()
+	err := br.Close()
+	if tag.String() == "COMMIT" {
+		// Committed: a failure after that (the backend terminated) changes nothing.
+		return tag, nil
+	}
+	return tag, err
 }
 
 // summary names a statement for an error: its first words, up to the table.

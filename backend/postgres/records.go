@@ -35,6 +35,8 @@ type writeTx struct {
 	readTx
 	pl      *pipeline
 	channel string
+	// savepoints is the depth of open savepoints (see savepoint.go).
+	savepoints int
 }
 
 func (t *readTx) Now() time.Time { return t.now }

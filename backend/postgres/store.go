@@ -160,7 +160,7 @@ func (s *store) updateOnce(ctx context.Context, fn func(tx workspace.Tx) error) 
 		// The queued writes went with the COMMIT: only a refusal from the
 		// server proves that nothing was committed.
 		var pe *pgconn.PgError
-		return errors.As(err, &pe) && retryableCode(pe.Code), fmt.Errorf("postgres: commit: %w", err)
+		return errors.As(err, &pe) && abortedCode(pe.Code), fmt.Errorf("postgres: commit: %w", err)
 	}
 	if tag.String() != "COMMIT" {
 		return false, fmt.Errorf("postgres: commit: transaction was rolled back (%s)", tag.String())
@@ -222,6 +222,8 @@ func retryable(conn *pgxpool.Conn, err error) bool {
 	return conn.Conn().IsClosed() || pgconn.SafeToRetry(err)
 }
 
+// retryableCode reports whether the server aborted the transaction for a
+// reason that a new attempt may not meet, before COMMIT was processed.
 func retryableCode(code string) bool {
 	switch code {
 	case "40001", "40P01": // serialization_failure, deadlock_detected
@@ -231,6 +233,11 @@ func retryableCode(code string) bool {
 	}
 	return false
 }
+
+// abortedCode reports whether an error received in reply to a COMMIT batch
+// proves that the transaction did not commit. A terminated backend
+// (57P01) may have committed before it died, so it is not proof.
+func abortedCode(code string) bool { return code == "40001" || code == "40P01" }
 
 // clock normalizes a database time: UTC, microseconds.
 func clock(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }

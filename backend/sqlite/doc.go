@@ -23,7 +23,8 @@
 // database busy after busy_timeout is retried with bounded backoff.
 // synchronous=FULL is the default: an acknowledged write survives a power
 // loss. ws_synchronous=NORMAL trades that for speed (a power loss may undo
-// the last transactions, never corrupt the file).
+// the last transactions, never corrupt the file); ws_synchronous=OFF leaves
+// syncing to the OS (a power loss may corrupt the file: scratch use only).
 //
 // The schema lives in migrations/sqlite and is applied by golang-migrate
 // under a cross-process lock (flock on PATH.migrate.lock): opening a new

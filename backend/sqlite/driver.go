@@ -75,8 +75,8 @@ func (Driver) OpenMigrator(ctx context.Context, cfg workspace.Config) (workspace
 }
 
 // Open opens the workspace in the SQLite file at path, creating the file and
-// its directories if needed. It is workspace.Open("sqlite:"+path, opts...)
-// without the DSN: path is taken as is, even if it contains '?'.
+// its directories if needed, with the defaults of workspace.Open("sqlite:"+path).
+// path is a plain file path: DSN parameters need workspace.Open.
 func Open(ctx context.Context, path string, opts workspace.Options) (workspace.Workspace, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -84,6 +84,9 @@ func Open(ctx context.Context, path string, opts workspace.Options) (workspace.W
 	s := settings{path: path, synchronous: "FULL", busyTimeout: DefaultBusyTimeout}
 	if err := s.check(); err != nil {
 		return nil, err
+	}
+	if strings.Contains(path, "?") {
+		return nil, &workspace.InvalidError{Field: "path", Reason: fmt.Sprintf("%q contains '?': pass DSN parameters to workspace.Open", path)}
 	}
 	st, err := openFile(ctx, s, false, opts.Logger)
 	if err != nil {
@@ -97,12 +100,15 @@ func Open(ctx context.Context, path string, opts workspace.Options) (workspace.W
 // current schema; an older or newer one gives a *workspace.SchemaError.
 // Closing the workspace does not close db.
 //
-// Every handle must serialize its writes, so configure db as Open does:
-// db.SetMaxOpenConns(1), and a DSN with _txlock=immediate (writes take the
-// write lock when they begin, so they wait for each other with busy_timeout
-// instead of failing on upgrade), _pragma=busy_timeout(10000),
-// _pragma=journal_mode(WAL), _pragma=foreign_keys(1) and
-// _pragma=synchronous(FULL). Reads share db with the writes.
+// Configure db as Open configures its writer: a DSN with _txlock=immediate
+// (writes take the write lock when they begin, so they queue with
+// busy_timeout instead of failing when a read upgrades to a write),
+// _pragma=busy_timeout(10000), _pragma=journal_mode(WAL),
+// _pragma=foreign_keys(1) and _pragma=synchronous(FULL), and
+// db.SetMaxOpenConns(1) so that the handle's writes queue in the pool
+// rather than at the file lock. Reads share db with the writes. Without
+// _txlock=immediate writes stay correct but fail busy more often, and are
+// retried.
 func OpenDB(ctx context.Context, db *sql.DB, opts workspace.Options) (workspace.Workspace, error) {
 	if db == nil {
 		return nil, &workspace.InvalidError{Field: "db", Reason: "is nil"}
@@ -114,8 +120,11 @@ func OpenDB(ctx context.Context, db *sql.DB, opts workspace.Options) (workspace.
 	if err := db.QueryRowContext(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&path); err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", describe(err, "the database"))
 	}
-	st := &store{w: db, r: db, path: path, log: opts.Logger}
+	st := newStore(db, db, path, false, opts.Logger)
 	if err := ensureSchema(ctx, st, false); err != nil {
+		return nil, err
+	}
+	if err := st.prepare(ctx); err != nil {
 		return nil, err
 	}
 	return workspace.New(st, opts), nil
@@ -220,18 +229,36 @@ func prepareFile(path string) error {
 }
 
 // openFile opens the store at s.path and brings its schema to the current
-// version (or reports why not), holding the migration lock meanwhile.
+// version (or reports why not). Creating the file and migrating happen
+// under the migration lock; opening an existing, current store does not
+// wait for it, so many agents can open one store at once.
 func openFile(ctx context.Context, s settings, autoMigrate bool, log *slog.Logger) (_ workspace.Store, err error) {
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
-		return nil, fmt.Errorf("sqlite: create directory: %w", err)
+	var unlock func()
+	defer func() {
+		if unlock != nil {
+			unlock()
+		}
+	}()
+	lock := func() error {
+		if unlock != nil {
+			return nil
+		}
+		if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+			return fmt.Errorf("sqlite: create directory: %w", err)
+		}
+		u, err := lockFile(ctx, lockPathFor(s.path))
+		unlock = u
+		return err
 	}
-	unlock, err := lockFile(ctx, lockPathFor(s.path))
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	if err := prepareFile(s.path); err != nil {
-		return nil, err
+	if _, err := os.Stat(s.path); err != nil {
+		// The file is created under the lock: closing our descriptor of
+		// it must not happen while another handle here has it open.
+		if err := lock(); err != nil {
+			return nil, err
+		}
+		if err := prepareFile(s.path); err != nil {
+			return nil, err
+		}
 	}
 	w, err := openWriter(s)
 	if err != nil {
@@ -242,7 +269,7 @@ func openFile(ctx context.Context, s settings, autoMigrate bool, log *slog.Logge
 		_ = w.Close()
 		return nil, err
 	}
-	st := &store{w: w, r: r, path: s.path, owned: true, log: log}
+	st := newStore(w, r, s.path, true, log)
 	defer func() {
 		if err != nil {
 			_ = st.Close()
@@ -251,16 +278,31 @@ func openFile(ctx context.Context, s settings, autoMigrate bool, log *slog.Logge
 	if err := pingDB(ctx, w, s.path); err != nil {
 		return nil, err
 	}
-	if err := checkOrMigrate(ctx, st, autoMigrate); err != nil {
+	cur, err := readSchema(ctx, w, s.path)
+	if err != nil {
+		return nil, err
+	}
+	if cur.dirty || cur.version != LatestVersion() {
+		// Empty, older, newer, or mid-migration: decide under the lock.
+		if err := lock(); err != nil {
+			return nil, err
+		}
+		if err := checkOrMigrate(ctx, st, autoMigrate); err != nil {
+			return nil, err
+		}
+	}
+	if err := st.prepare(ctx); err != nil {
 		return nil, err
 	}
 	return st, nil
 }
 
 // pingDB opens the first connection, which is where a file that is not a
-// database shows (setting journal_mode reads its header).
+// database shows (setting journal_mode reads its header). Switching a new
+// file to WAL takes an exclusive lock without waiting for busy_timeout when
+// that could deadlock, so a busy first connection is retried.
 func pingDB(ctx context.Context, db *sql.DB, path string) error {
-	if err := db.PingContext(ctx); err != nil {
+	if err := retryBusy(ctx, nil, "open", func() error { return db.PingContext(ctx) }); err != nil {
 		return fmt.Errorf("sqlite: open: %w", describe(err, path))
 	}
 	return nil

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -40,6 +41,18 @@ func TestSynchronousParamSetsThePragmaOnTheWriter(t *testing.T) {
 		require.NoError(t, st.w.QueryRow(`PRAGMA synchronous`).Scan(&got))
 		assert.Equal(t, tc.want, got, "synchronous for %q", tc.param)
 		require.NoError(t, st.Close())
+	}
+}
+
+func TestDriverParamsPassThroughAndBusyTimeoutApplies(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ws.db")
+	st := openStore(t, "sqlite:"+path+"?_pragma=cache_size(-4000)&ws_busy_timeout=1500ms")
+	for _, db := range []*sql.DB{st.w, st.r} {
+		var cache, busy int
+		require.NoError(t, db.QueryRow(`PRAGMA cache_size`).Scan(&cache))
+		require.NoError(t, db.QueryRow(`PRAGMA busy_timeout`).Scan(&busy))
+		assert.Equal(t, -4000, cache)
+		assert.Equal(t, 1500, busy)
 	}
 }
 
@@ -82,10 +95,59 @@ func TestHotQueriesUseIndexesWithoutSorting(t *testing.T) {
 		{"artifacts by kind", qArtifactHead + `h.name > ? AND h.kind = ? ORDER BY h.name LIMIT 10`, "artifacts_live_kind", []any{"", "plan"}},
 		{"artifact by name", qArtifactByName, "artifacts_live_name", []any{"x"}},
 		{"events by actor", `SELECT ` + eventCols + ` FROM events WHERE seq > ? AND actor = ? ORDER BY seq LIMIT 10`, "events_actor", []any{0, "a"}},
+		{"events of one type", `SELECT ` + eventCols + ` FROM events WHERE seq > ? AND type = ? ORDER BY seq LIMIT 10`, "events_type", []any{0, "a"}},
+		{"events of several types", `SELECT ` + eventCols + ` FROM events WHERE seq > ? AND +type IN (?, ?) ORDER BY seq LIMIT 10`, "PRIMARY KEY", []any{0, "a", "b"}},
 		{"events by subject", `SELECT ` + eventCols + ` FROM events WHERE seq > ? AND subject_id = ? ORDER BY seq LIMIT 10`, "events_subject", []any{0, "a"}},
 	} {
 		plan := queryPlan(t, st, tc.query, tc.args...)
 		assert.Contains(t, plan, tc.index, "%s:\n%s", tc.name, plan)
 		assert.NotContains(t, plan, "TEMP B-TREE", "%s:\n%s", tc.name, plan)
 	}
+}
+
+// An import writes events with their original seqs above the head (a
+// compacted log starts above 1); later appends continue from there.
+func TestAppendEventsKeepsExplicitSeqs(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
+	ev := func(seq int64) workspace.Event {
+		return workspace.Event{Seq: seq, Actor: "import", Type: workspace.EventNotePut, Time: now()}
+	}
+	var first, next int64
+	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+		if err := tx.CompactEvents(ctx, 5); err != nil {
+			return err
+		}
+		head, err := tx.Head(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, int64(4), head, "an empty log compacted to floor 5 has head 4")
+		first, err = tx.AppendEvents(ctx, []workspace.Event{ev(5), ev(6)})
+		return err
+	}))
+	assert.Equal(t, int64(5), first)
+	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+		var err error
+		next, err = tx.AppendEvents(ctx, []workspace.Event{ev(0)})
+		return err
+	}))
+	assert.Equal(t, int64(7), next)
+	err := st.Update(ctx, func(tx workspace.Tx) error {
+		_, err := tx.AppendEvents(ctx, []workspace.Event{ev(7)})
+		return err
+	})
+	assert.ErrorIs(t, err, workspace.ErrInvalid, "a seq at or below the head")
+
+	require.NoError(t, st.View(ctx, func(tx workspace.ReadTx) error {
+		floor, err := tx.Floor(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, int64(5), floor)
+		evs, err := tx.Events(ctx, workspace.EventQuery{})
+		require.NoError(t, err)
+		var seqs []int64
+		for _, e := range evs {
+			seqs = append(seqs, e.Seq)
+		}
+		assert.Equal(t, []int64{5, 6, 7}, seqs)
+		return nil
+	}))
 }

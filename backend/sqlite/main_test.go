@@ -47,6 +47,12 @@ func runChild(role string) error {
 		time.Sleep(time.Millisecond)
 	}
 	dsn := "sqlite:" + path
+	switch role {
+	case "write":
+		return writeNotes(ctx, dsn, os.Getenv(childNameEnv))
+	case "write-until-killed":
+		return writeUntilKilled(ctx, dsn)
+	}
 	if role == "migrate" {
 		m, err := workspace.OpenMigrator(ctx, dsn)
 		if err != nil {
@@ -68,4 +74,39 @@ func runChild(role string) error {
 	_, err = ws.Artifacts().Create(ctx, workspace.Write{Actor: "child"},
 		workspace.NewArtifact{Name: "children/" + os.Getenv(childNameEnv), Content: []byte(role)})
 	return err
+}
+
+// childWrites is how many notes a "write" child puts, one transaction each.
+const childWrites = 40
+
+func writeNotes(ctx context.Context, dsn, name string) error {
+	ws, err := workspace.Open(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	for i := range childWrites {
+		if _, err := ws.Notes().Put(ctx, workspace.Write{Actor: "child-" + name},
+			workspace.NotePut{Kind: "friction", Key: fmt.Sprintf("%s-%d", name, i), Body: "x"}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeUntilKilled puts notes k0, k1, ... and reports each acknowledged
+// one on stdout, until the parent kills the process.
+func writeUntilKilled(ctx context.Context, dsn string) error {
+	ws, err := workspace.Open(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	for i := 0; ; i++ {
+		if _, err := ws.Notes().Put(ctx, workspace.Write{Actor: "doomed"},
+			workspace.NotePut{Kind: "decision", Key: fmt.Sprint("k", i), Body: "x"}); err != nil {
+			return err
+		}
+		fmt.Println(i)
+	}
 }

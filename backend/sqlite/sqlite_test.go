@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -112,178 +111,6 @@ func TestOpenRejectsInMemoryAndEmptyPaths(t *testing.T) {
 	}
 }
 
-func TestSchemaOlderThanCodeNeedsMigration(t *testing.T) {
-	ctx := testCtx(t)
-	path := tempPath(t)
-	m, err := workspace.OpenMigrator(ctx, "sqlite:"+path)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close() })
-	require.NoError(t, m.Goto(ctx, 1))
-
-	_, err = workspace.Open(ctx, "sqlite:"+path)
-	var se *workspace.SchemaError
-	require.ErrorAs(t, err, &se)
-	assert.ErrorIs(t, err, workspace.ErrSchema)
-	assert.Equal(t, int64(1), se.Current)
-	assert.Equal(t, int64(sqlite.LatestVersion()), se.Want)
-	assert.False(t, se.Dirty)
-	assert.Contains(t, err.Error(), "wsctl migrate up")
-
-	ws := openWS(t, "sqlite:"+path+"?ws_automigrate=true")
-	_, err = ws.Events().Head(ctx)
-	require.NoError(t, err)
-	v, dirty := schemaVersion(t, path)
-	assert.Equal(t, int(sqlite.LatestVersion()), v)
-	assert.False(t, dirty)
-}
-
-func TestSchemaNewerThanCodeIsRefused(t *testing.T) {
-	path := tempPath(t)
-	openWS(t, "sqlite:"+path).Close()
-	_, err := rawDB(t, path).Exec(`UPDATE schema_migrations SET version = 99`)
-	require.NoError(t, err)
-
-	for _, dsn := range []string{"sqlite:" + path, "sqlite:" + path + "?ws_automigrate=true"} {
-		_, err = workspace.Open(testCtx(t), dsn)
-		var se *workspace.SchemaError
-		require.ErrorAs(t, err, &se, dsn)
-		assert.Equal(t, int64(99), se.Current)
-		assert.Equal(t, int64(sqlite.LatestVersion()), se.Want)
-		assert.Contains(t, err.Error(), "newer")
-	}
-}
-
-func TestDirtySchemaIsReportedWithTheForceCommand(t *testing.T) {
-	ctx := testCtx(t)
-	path := tempPath(t)
-	openWS(t, "sqlite:"+path).Close()
-	_, err := rawDB(t, path).Exec(`UPDATE schema_migrations SET dirty = 1`)
-	require.NoError(t, err)
-
-	_, err = workspace.Open(ctx, "sqlite:"+path+"?ws_automigrate=true")
-	var se *workspace.SchemaError
-	require.ErrorAs(t, err, &se)
-	assert.True(t, se.Dirty)
-	assert.Contains(t, err.Error(), fmt.Sprintf("wsctl migrate force %d", sqlite.LatestVersion()))
-
-	m, err := workspace.OpenMigrator(ctx, "sqlite:"+path)
-	require.NoError(t, err)
-	defer m.Close()
-	_, dirty, err := m.Version(ctx)
-	require.NoError(t, err)
-	assert.True(t, dirty)
-	assert.ErrorIs(t, m.Up(ctx), workspace.ErrSchema, "up on a dirty schema")
-	require.NoError(t, m.Force(ctx, int(sqlite.LatestVersion())))
-	openWS(t, "sqlite:"+path)
-}
-
-func TestMigratorMovesBetweenVersions(t *testing.T) {
-	ctx := testCtx(t)
-	path := tempPath(t)
-	m, err := workspace.OpenMigrator(ctx, "sqlite:"+path)
-	require.NoError(t, err)
-	defer m.Close()
-	latest := m.Latest()
-	require.Equal(t, sqlite.LatestVersion(), latest)
-	require.GreaterOrEqual(t, latest, uint(2))
-
-	version := func() uint {
-		t.Helper()
-		v, dirty, err := m.Version(ctx)
-		require.NoError(t, err)
-		require.False(t, dirty)
-		return v
-	}
-	assert.Equal(t, uint(0), version())
-	require.NoError(t, m.Up(ctx))
-	assert.Equal(t, latest, version())
-	require.NoError(t, m.Up(ctx), "nothing to do is success")
-	require.NoError(t, m.Down(ctx, 1))
-	assert.Equal(t, latest-1, version())
-	require.NoError(t, m.Goto(ctx, latest))
-	assert.Equal(t, latest, version())
-	require.NoError(t, m.Down(ctx, 0))
-	assert.Equal(t, uint(0), version())
-	require.NoError(t, m.Goto(ctx, latest))
-	assert.Equal(t, latest, version())
-	assert.ErrorIs(t, m.Force(ctx, int(latest)+1), workspace.ErrInvalid)
-
-	// The store migrated back up is usable.
-	ws := openWS(t, "sqlite:"+path)
-	_, err = ws.Tasks().Create(ctx, workspace.Write{Actor: "a"}, workspace.NewTask{Title: "t"})
-	require.NoError(t, err)
-}
-
-// Several processes opening and migrating one fresh file at once: the
-// cross-process lock lets exactly one create the schema, and every one of
-// them ends up with a usable store.
-func TestMigrateUpRacingInSeveralProcesses(t *testing.T) {
-	ctx := testCtx(t)
-	path := tempPath(t)
-	goFile := filepath.Join(t.TempDir(), "go")
-	exe, err := os.Executable()
-	require.NoError(t, err)
-
-	const n = 4
-	cmds := make([]*exec.Cmd, n)
-	outs := make([]strings.Builder, n)
-	for i := range cmds {
-		role := "open"
-		if i%2 == 0 {
-			role = "migrate"
-		}
-		cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), childRoleEnv+"="+role, childPathEnv+"="+path,
-			childGoEnv+"="+goFile, fmt.Sprintf("%s=%d", childNameEnv, i))
-		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
-		require.NoError(t, cmd.Start())
-		cmds[i] = cmd
-	}
-	require.NoError(t, os.WriteFile(goFile, nil, 0o600))
-	for i, cmd := range cmds {
-		assert.NoError(t, cmd.Wait(), "child %d: %s", i, outs[i].String())
-	}
-
-	v, dirty := schemaVersion(t, path)
-	assert.Equal(t, int(sqlite.LatestVersion()), v)
-	assert.False(t, dirty)
-	ws := openWS(t, "sqlite:"+path)
-	page, err := ws.Artifacts().List(ctx, workspace.ArtifactFilter{NamePrefix: "children/"})
-	require.NoError(t, err)
-	assert.Len(t, page.Artifacts, n)
-	head, err := ws.Events().Head(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, int64(n), head)
-}
-
-func TestHandlesOpenedConcurrentlyOnAFreshFileAllWork(t *testing.T) {
-	ctx := testCtx(t)
-	path := tempPath(t)
-	const n = 6
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ws, err := workspace.Open(ctx, "sqlite:"+path)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			defer ws.Close()
-			_, errs[i] = ws.Tasks().Create(ctx, workspace.Write{Actor: "a"}, workspace.NewTask{Title: fmt.Sprint(i)})
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		assert.NoError(t, err, "handle %d", i)
-	}
-	page, err := openWS(t, "sqlite:"+path).Tasks().List(ctx, workspace.TaskFilter{})
-	require.NoError(t, err)
-	assert.Len(t, page.Tasks, n)
-}
-
 func TestSynchronousParamIsValidated(t *testing.T) {
 	path := tempPath(t)
 	for _, v := range []string{"FULL", "normal", "OFF"} {
@@ -331,6 +158,9 @@ func TestOpenByPath(t *testing.T) {
 	defer ws.Close()
 	_, err = ws.Notes().Put(ctx, workspace.Write{Actor: "a"}, workspace.NotePut{Kind: "glossary", Key: "k"})
 	assert.NoError(t, err)
+
+	_, err = sqlite.Open(ctx, tempPath(t)+"?ws_poll=1s", workspace.Options{})
+	assert.ErrorIs(t, err, workspace.ErrInvalid, "DSN parameters in a path")
 }
 
 func TestCorruptRowsGiveErrorsNamingTheRow(t *testing.T) {

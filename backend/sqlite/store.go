@@ -20,10 +20,29 @@ const maxBusyRetries = 8
 // store is the workspace.Store on one SQLite file: a one-connection writer
 // pool and a read pool (the same *sql.DB for OpenDB).
 type store struct {
-	w, r  *sql.DB
-	path  string
-	owned bool // Close closes w and r
-	log   *slog.Logger
+	w, r   *sql.DB
+	ws, rs *stmtCache // prepared statements of w and r (the same cache if w == r)
+	path   string
+	owned  bool // Close closes w and r
+	log    *slog.Logger
+}
+
+func newStore(w, r *sql.DB, path string, owned bool, log *slog.Logger) *store {
+	return &store{w: w, r: r, path: path, owned: owned, log: log}
+}
+
+// prepare compiles the fixed queries; the schema must be in place.
+func (s *store) prepare(ctx context.Context) error {
+	var err error
+	if s.ws, err = prepareAll(ctx, s.w, writeQueries); err != nil {
+		return err
+	}
+	if s.r == s.w {
+		s.rs = s.ws
+		return nil
+	}
+	s.rs, err = prepareAll(ctx, s.r, readQueries)
+	return err
 }
 
 // querier is what both transactions run statements on.
@@ -34,6 +53,10 @@ type querier interface {
 }
 
 func (s *store) Close() error {
+	s.ws.close()
+	if s.rs != s.ws {
+		s.rs.close()
+	}
 	if !s.owned {
 		return nil
 	}
@@ -47,7 +70,7 @@ func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) erro
 		if err != nil {
 			return fmt.Errorf("sqlite: begin write: %w", describe(err, s.path))
 		}
-		wt := &writeTx{readTx: readTx{q: tx, now: now()}}
+		wt := &writeTx{readTx: readTx{q: txq{tx: tx, cache: s.ws}, now: now()}}
 		if err := fn(wt); err != nil {
 			_ = tx.Rollback()
 			return err
@@ -68,8 +91,8 @@ func (s *store) View(ctx context.Context, fn func(tx workspace.ReadTx) error) er
 			return fmt.Errorf("sqlite: begin read: %w", describe(err, s.path))
 		}
 		defer func() { _ = tx.Rollback() }()
-		rt := &readTx{q: tx, now: now()}
-		if err := tx.QueryRowContext(ctx, `SELECT floor FROM meta WHERE id = 1`).Scan(&rt.floor); err != nil {
+		rt := &readTx{q: txq{tx: tx, cache: s.rs}, now: now()}
+		if err := rt.q.QueryRowContext(ctx, qFloor).Scan(&rt.floor); err != nil {
 			return fmt.Errorf("sqlite: read meta: %w", describe(err, s.path))
 		}
 		if err := fn(rt); err != nil {
@@ -79,17 +102,25 @@ func (s *store) View(ctx context.Context, fn func(tx workspace.ReadTx) error) er
 	})
 }
 
-// retry runs op until it does not fail with SQLITE_BUSY, at most
-// maxBusyRetries more times, backing off with jitter. op's transaction was
-// rolled back, and Store.Update's fn may be run again by contract.
+// retry runs op with retryBusy, logging to the store's logger.
 func (s *store) retry(ctx context.Context, what string, op func() error) error {
+	return retryBusy(ctx, s.log, what, op)
+}
+
+// retryBusy runs op until it does not fail with SQLITE_BUSY, at most
+// maxBusyRetries more times, backing off with jitter. A busy op has left
+// nothing behind (its transaction was rolled back), and Store.Update's fn
+// may be run again by contract.
+func retryBusy(ctx context.Context, log *slog.Logger, what string, op func() error) error {
 	delay := 5 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		err := op()
 		if err == nil || !isBusy(err) || attempt == maxBusyRetries || ctx.Err() != nil {
 			return err
 		}
-		s.log.Debug("agentspace: sqlite busy; retrying", "op", what, "attempt", attempt+1, "err", err)
+		if log != nil {
+			log.Debug("agentspace: sqlite busy; retrying", "op", what, "attempt", attempt+1, "err", err)
+		}
 		t := time.NewTimer(delay/2 + rand.N(delay)) // #nosec G404 -- retry jitter needs no unpredictability
 		select {
 		case <-ctx.Done():
@@ -113,6 +144,7 @@ type readTx struct {
 // writeTx implements workspace.Tx.
 type writeTx struct {
 	readTx
+	depth int // open savepoints
 }
 
 func (t *readTx) Now() time.Time { return t.now }

@@ -33,7 +33,9 @@ const (
 		WHERE t.status = 'pending'
 		AND NOT EXISTS (SELECT 1 FROM task_deps d LEFT JOIN tasks dt ON dt.id = d.dep_id
 			WHERE d.task_id = t.id AND (dt.status IS NULL OR dt.status <> 'done'))`
-	qExpiredClaims = `SELECT ` + taskCols + ` FROM tasks t
+	qReadyTaskOrder = ` ORDER BY t.priority DESC, t.id LIMIT 1`
+	qReadyTaskAny   = qReadyTask + qReadyTaskOrder
+	qExpiredClaims  = `SELECT ` + taskCols + ` FROM tasks t
 		WHERE t.status = 'in_progress' AND t.lease_expires_at <= ?
 		ORDER BY t.lease_expires_at LIMIT ?`
 	qCounts = `SELECT
@@ -132,7 +134,7 @@ func (t *readTx) ReadyTask(ctx context.Context, r workspace.ClaimRequest) (works
 	lc, largs := labelClauses("t.labels", r.Labels)
 	b.WriteString(lc)
 	args = append(args, largs...)
-	b.WriteString(` ORDER BY t.priority DESC, t.id LIMIT 1`)
+	b.WriteString(qReadyTaskOrder)
 	task, err := scanTask(t.q.QueryRowContext(ctx, b.String(), args...))
 	if err != nil {
 		return task, notFound(err, "ready task")

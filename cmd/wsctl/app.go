@@ -95,6 +95,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 conflict, 4 locked, 5 not found,
 		a.statusCmd(),
 		a.exportCmd(),
 		a.importCmd(),
+		a.benchCmd(),
 	)
 	return root
 }

@@ -41,7 +41,8 @@ func (a *app) exportCmd() *cobra.Command {
 content, lease and event) as a versioned NDJSON archive, read from one
 consistent snapshot. Import it into an empty store of any backend with
 'wsctl import'; exporting that store again gives the same bytes.
-Progress goes to stderr (--quiet: none).`,
+Progress goes to stderr (--quiet: none). The archive itself is NDJSON; with
+-o FILE, --json prints the record counts.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			return a.with(ctx, func(ws workspace.Workspace) error {
@@ -52,10 +53,16 @@ Progress goes to stderr (--quiet: none).`,
 					}
 					return bw.Flush()
 				}
-				return writeAtomic(out, func(w io.Writer) error {
-					_, err := workspace.Export(ctx, ws, w, a.progress("export", quiet))
+				var st workspace.ArchiveStats
+				err := writeAtomic(out, func(w io.Writer) error {
+					var err error
+					st, err = workspace.Export(ctx, ws, w, a.progress("export", quiet))
 					return err
 				})
+				if err != nil || !a.jsonOut {
+					return err
+				}
+				return a.printJSON(st)
 			})
 		}),
 	}

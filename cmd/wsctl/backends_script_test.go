@@ -8,6 +8,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -28,12 +29,17 @@ func requireScheme(t *testing.T, scheme string) {
 // TestScriptsOnEveryBackend runs testdata/script/*.txtar against fresh
 // stores of each backend: the same commands, outputs and exit codes everywhere.
 func TestScriptsOnEveryBackend(t *testing.T) {
-	for _, scheme := range []string{"sqlite"} {
+	for _, scheme := range []string{"sqlite", "json"} {
 		t.Run(scheme, func(t *testing.T) {
 			requireScheme(t, scheme)
 			testscript.Run(t, scriptParams("testdata/script", fileStores[scheme]))
 		})
 	}
+	t.Run("postgres", func(t *testing.T) {
+		requireScheme(t, "postgres")
+		pgtest.ServerDSN(t) // skips with one loud line, or fails under AGENTSPACE_TEST_REQUIRE_POSTGRES=1
+		testscript.Run(t, scriptParams("testdata/script", func(string, string) string { return pgtest.NewDSN(t) }))
+	})
 }
 
 // TestScriptsOnSQLite runs what only sqlite can show today: a schema with
@@ -47,7 +53,16 @@ func TestScriptsOnSQLite(t *testing.T) {
 // sqlite -> postgres with export and import, and requires every export to
 // be the same bytes.
 func TestArchiveRoundTripAcrossBackends(t *testing.T) {
-	requireScheme(t, "sqlite")
+	for _, scheme := range []string{"sqlite", "json", "postgres"} {
+		requireScheme(t, scheme)
+	}
+	// The server is looked for in a subtest, so that its absence skips
+	// only the postgres leg (loudly; a failure under AGENTSPACE_TEST_REQUIRE_POSTGRES=1).
+	pg, server := "", ""
+	t.Run("postgres-server", func(t *testing.T) { server = pgtest.ServerDSN(t) })
+	if server != "" {
+		pg = pgtest.NewDSN(t)
+	}
 	p := scriptParams("testdata/roundtrip", fileStores["sqlite"])
 	setup := p.Setup
 	p.Setup = func(env *testscript.Env) error {
@@ -56,12 +71,15 @@ func TestArchiveRoundTripAcrossBackends(t *testing.T) {
 		}
 		env.Setenv("JSON_DSN", fileStores["json"](env.WorkDir, "b"))
 		env.Setenv("SQLITE2_DSN", fileStores["sqlite"](env.WorkDir, "c"))
+		env.Setenv("PG_DSN", pg)
 		return nil
 	}
 	p.Condition = func(cond string) (bool, error) {
 		switch cond {
-		case "json", "postgres":
-			return false, nil
+		case "json":
+			return true, nil
+		case "postgres":
+			return pg != "", nil
 		}
 		return false, fmt.Errorf("unknown condition %q", cond)
 	}

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestUnifiedDiffOfEqualTextsIsEmpty(t *testing.T) {
@@ -69,4 +72,67 @@ func TestDiffLinesAppliesToTarget(t *testing.T) {
 		assert.Equal(t, c[0], strings.Join(rebuiltA, ""))
 		assert.Equal(t, c[1], strings.Join(rebuiltB, ""))
 	}
+}
+
+// TestDiffLinesIsMinimal checks, on random texts from a fixed seed, that
+// the edit script rebuilds both texts and keeps a longest common
+// subsequence (computed by dynamic programming).
+func TestDiffLinesIsMinimal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	randLines := func() []string {
+		n := rng.IntN(30)
+		out := make([]string, n)
+		for i := range out {
+			out[i] = string(rune('a'+rng.IntN(4))) + "\n"
+		}
+		return out
+	}
+	for i := 0; i < 500; i++ {
+		a, b := randLines(), randLines()
+		kept := 0
+		var ra, rb []string
+		for _, e := range diffLines(a, b) {
+			switch e.kind {
+			case opEqual:
+				require.Equal(t, a[e.a], b[e.b])
+				ra, rb = append(ra, a[e.a]), append(rb, b[e.b])
+				kept++
+			case opDel:
+				ra = append(ra, a[e.a])
+			case opIns:
+				rb = append(rb, b[e.b])
+			}
+		}
+		require.Equal(t, strings.Join(a, ""), strings.Join(ra, ""), "case %d", i)
+		require.Equal(t, strings.Join(b, ""), strings.Join(rb, ""), "case %d", i)
+		require.Equal(t, lcsLen(a, b), kept, "case %d: %q -> %q", i, a, b)
+	}
+}
+
+func lcsLen(a, b []string) int {
+	dp := make([][]int, len(a)+1)
+	for i := range dp {
+		dp[i] = make([]int, len(b)+1)
+	}
+	for i := len(a) - 1; i >= 0; i-- {
+		for j := len(b) - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				dp[i][j] = dp[i+1][j+1] + 1
+			} else {
+				dp[i][j] = max(dp[i+1][j], dp[i][j+1])
+			}
+		}
+	}
+	return dp[0][0]
+}
+
+func TestDiffOfVeryDifferentTextsFallsBackToAReplacement(t *testing.T) {
+	var a, b strings.Builder
+	for i := 0; i < maxEditCost; i++ {
+		fmt.Fprintf(&a, "a%d\n", i)
+		fmt.Fprintf(&b, "b%d\n", i)
+	}
+	got := unifiedDiff("a", "b", a.String(), b.String(), 3)
+	assert.True(t, strings.HasPrefix(got, fmt.Sprintf("--- a\n+++ b\n@@ -1,%d +1,%d @@\n-a0\n", maxEditCost, maxEditCost)), got[:80])
+	assert.Equal(t, 2*maxEditCost, strings.Count(got, "\n")-3)
 }

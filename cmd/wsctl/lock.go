@@ -39,12 +39,14 @@ it and keeps the token. Held by someone else: exit 4, unless --wait.`,
 			if err != nil {
 				return err
 			}
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
-			}
 			return a.with(ctx, func(ws workspace.Workspace) error {
+				// The timeout bounds the wait, not opening the store.
+				ctx := ctx
+				if timeout > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, timeout)
+					defer cancel()
+				}
 				l, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: args[0], Owner: actor, TTL: ttl, Wait: wait, Message: message})
 				if err != nil {
 					if wait && timeout > 0 && ctx.Err() == context.DeadlineExceeded {

@@ -97,12 +97,14 @@ unless --wait.`,
 			if err != nil {
 				return err
 			}
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
-			}
 			return a.with(ctx, func(ws workspace.Workspace) error {
+				// The timeout bounds the wait, not opening the store.
+				ctx := ctx
+				if timeout > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, timeout)
+					defer cancel()
+				}
 				t, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: actor, Lease: lease, Labels: lbl, ParentID: parent, Wait: wait})
 				if err != nil {
 					if wait && timeout > 0 && ctx.Err() == context.DeadlineExceeded {

@@ -1,0 +1,298 @@
+package jsonstore
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// The write half of tx: each write changes the state, pushes its undo and
+// marks what the commit record must carry; record builds that record.
+
+func (t *tx) markArt(id string) *artRec {
+	old := t.st.arts[id]
+	if _, seen := t.arts[id]; !seen {
+		t.arts[id] = old
+	}
+	return old
+}
+
+func (t *tx) PutArtifact(ctx context.Context, a workspace.Artifact, content []byte) error {
+	if !idRE.MatchString(a.ID) {
+		return fmt.Errorf("json store: artifact id %q cannot be a file name", a.ID)
+	}
+	old := t.st.arts[a.ID]
+	var r *artRec
+	if old == nil || old.deleted {
+		if err := t.checkNewName(a.Name, a.ID); err != nil {
+			return err
+		}
+	}
+	if old == nil {
+		r = &artRec{id: a.ID, name: a.Name}
+	} else {
+		r = old.clone()
+		r.deleted = false
+	}
+	a.Content = nil
+	switch n := int64(len(r.versions)); {
+	case a.Version == n+1:
+		r.versions = append(r.versions, a)
+	case a.Version >= 1 && a.Version <= n:
+		r.versions[a.Version-1] = a
+	default:
+		return fmt.Errorf("json store: artifact %s: version %d after %d", a.ID, a.Version, n)
+	}
+	r.name = a.Name
+	if content != nil {
+		t.blobs[blobKey{a.ID, a.SHA256}] = content
+	}
+	t.markArt(a.ID)
+	t.undo = append(t.undo, t.st.setArt(a.ID, r))
+	return nil
+}
+
+// checkNewName refuses names this backend cannot give a readable copy of
+// its own: a segment that could be taken for our temporary files, and (on a
+// case-insensitive file system) a live name equal but for case, which
+// would share the copy's file. A symbolic link on the copy's path is
+// refused too.
+func (t *tx) checkNewName(name, id string) error {
+	for _, seg := range strings.Split(name, "/") {
+		if strings.HasPrefix(seg, tmpPrefix) {
+			return &workspace.InvalidError{Field: "name", Reason: fmt.Sprintf("%q: segments starting with %q are reserved by the json backend", name, tmpPrefix)}
+		}
+	}
+	if t.s.foldCase {
+		if other, ok := t.st.folded[fold(name)]; ok && other != id {
+			return fmt.Errorf("artifact %q: the name of artifact %q differs only in case on this case-insensitive file system: %w",
+				name, t.st.arts[other].name, workspace.ErrAlreadyExists)
+		}
+	}
+	cur := ""
+	for _, seg := range strings.Split(name, "/") {
+		cur += seg
+		fi, err := t.s.mirror.Lstat(cur)
+		if err != nil {
+			break
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("artifact %q: %s/%s %w", name, artsDir, cur, errSymlink)
+		}
+		cur += "/"
+	}
+	return nil
+}
+
+func (t *tx) DeleteArtifact(ctx context.Context, id string) error {
+	old := t.st.arts[id]
+	if old == nil {
+		return errNotFound
+	}
+	r := old.clone()
+	r.deleted = true
+	t.markArt(id)
+	t.undo = append(t.undo, t.st.setArt(id, r))
+	return nil
+}
+
+func (t *tx) PutTask(ctx context.Context, task workspace.Task) error {
+	if !idRE.MatchString(task.ID) {
+		return fmt.Errorf("json store: task id %q cannot be a file name", task.ID)
+	}
+	t.tasks[task.ID] = true
+	t.undo = append(t.undo, t.st.setTask(copyTask(task)))
+	return nil
+}
+
+func (t *tx) PutNote(ctx context.Context, n workspace.Note) error {
+	if !kindRE.MatchString(n.Kind) {
+		return fmt.Errorf("json store: note kind %q cannot be a directory name", n.Kind)
+	}
+	k := noteKey{n.Kind, n.Key}
+	t.notes[k] = true
+	t.undo = append(t.undo, t.st.setNote(k, &n))
+	return nil
+}
+
+func (t *tx) DeleteNote(ctx context.Context, kind, key string) error {
+	k := noteKey{kind, key}
+	if _, ok := t.st.notes[k]; !ok {
+		return errNotFound
+	}
+	t.notes[k] = true
+	t.undo = append(t.undo, t.st.setNote(k, nil))
+	return nil
+}
+
+func (t *tx) PutLease(ctx context.Context, l workspace.Lease) error {
+	t.leases[l.Resource] = true
+	t.undo = append(t.undo, t.st.setLease(l.Resource, &l))
+	return nil
+}
+
+func (t *tx) PutIdempotent(ctx context.Context, key string, result []byte, expires time.Time) error {
+	t.idem[key] = idemJSON{Key: key, Expires: expires, Result: slices.Clone(result)}
+	return nil
+}
+
+func (t *tx) PruneIdempotent(ctx context.Context, now time.Time) error {
+	t.prune = now
+	return nil
+}
+
+func (t *tx) AppendEvents(ctx context.Context, evs []workspace.Event) (int64, error) {
+	if len(evs) == 0 {
+		return t.st.head() + 1, nil
+	}
+	evs = slices.Clone(evs)
+	head := t.st.head()
+	if evs[0].Seq == 0 {
+		for i := range evs {
+			evs[i].Seq = head + 1 + int64(i)
+		}
+	} else {
+		prev := head
+		for _, e := range evs {
+			if e.Seq <= prev {
+				return 0, fmt.Errorf("json store: explicit seq %d is not above %d", e.Seq, prev)
+			}
+			prev = e.Seq
+		}
+	}
+	t.events = append(t.events, evs...)
+	t.undo = append(t.undo, t.st.appendEvents(evs))
+	return evs[0].Seq, nil
+}
+
+func (t *tx) CompactEvents(ctx context.Context, floor int64) error {
+	t.floor = floor
+	t.undo = append(t.undo, t.st.compact(floor))
+	return nil
+}
+
+// record builds the commit record from what the transaction changed: nil
+// if it changed nothing.
+func (t *tx) record() (*record, error) {
+	rec := &record{Floor: t.floor}
+	var removes, writes []mirrorOp
+	for _, id := range sortedKeys(t.arts) {
+		before, r := t.arts[id], t.st.arts[id]
+		if r == nil {
+			continue
+		}
+		data, err := encodeArtifact(r)
+		if err != nil {
+			return nil, err
+		}
+		rec.Writes = append(rec.Writes, fileWrite{Path: artifactPath(id), Data: data})
+		oldName, wasLive := t.st.liveName(before)
+		newName, isLive := t.st.liveName(r)
+		if wasLive && (!isLive || oldName != newName) {
+			removes = append(removes, mirrorOp{Name: oldName})
+		}
+		if isLive && (!wasLive || oldName != newName || before.head().SHA256 != r.head().SHA256) {
+			writes = append(writes, mirrorOp{Name: newName, Blob: blobPath(id, r.head().SHA256)})
+		}
+	}
+	rec.Mirror = append(removes, writes...)
+	for _, k := range sortedKeys(t.blobs) {
+		rec.Writes = append(rec.Writes, fileWrite{Path: blobPath(k.id, k.sha), Data: t.blobs[k]})
+	}
+	// Blobs first: a record file never names content that is not there.
+	slices.SortStableFunc(rec.Writes, func(a, b fileWrite) int {
+		return boolInt(!strings.HasPrefix(a.Path, blobsDir+"/")) - boolInt(!strings.HasPrefix(b.Path, blobsDir+"/"))
+	})
+	for _, id := range sortedKeys(t.tasks) {
+		data, err := encodeTask(t.st.tasks[id])
+		if err != nil {
+			return nil, err
+		}
+		rec.Writes = append(rec.Writes, fileWrite{Path: taskPath(id), Data: data})
+	}
+	for _, k := range sortedKeys(t.notes) {
+		n, ok := t.st.notes[k]
+		if !ok {
+			rec.Removes = append(rec.Removes, notePath(k))
+			continue
+		}
+		data, err := encodeNote(n)
+		if err != nil {
+			return nil, err
+		}
+		rec.Writes = append(rec.Writes, fileWrite{Path: notePath(k), Data: data})
+	}
+	for _, res := range sortedKeys(t.leases) {
+		data, err := encodeLease(t.st.leases[res])
+		if err != nil {
+			return nil, err
+		}
+		rec.Writes = append(rec.Writes, fileWrite{Path: leasePath(res), Data: data})
+	}
+	if !t.prune.IsZero() {
+		expired, err := t.expiredIdem(t.prune)
+		if err != nil {
+			return nil, err
+		}
+		rec.Removes = append(rec.Removes, expired...)
+	}
+	for _, k := range sortedKeys(t.idem) {
+		data, err := marshalFile(t.idem[k])
+		if err != nil {
+			return nil, err
+		}
+		rec.Writes = append(rec.Writes, fileWrite{Path: idemPath(k), Data: data})
+	}
+	for _, e := range t.events {
+		rec.Events = append(rec.Events, toEventJSON(e))
+	}
+	if len(rec.Writes) == 0 && len(rec.Removes) == 0 && len(rec.Events) == 0 && rec.Floor == 0 {
+		return nil, nil
+	}
+	return rec, nil
+}
+
+// expiredIdem lists the idempotency files whose keys expired before now.
+func (t *tx) expiredIdem(now time.Time) ([]string, error) {
+	ents, err := t.s.readDir(idemDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		name := idemDir + "/" + e.Name()
+		data, err := t.s.readRecord(name)
+		if err != nil || data == nil {
+			continue
+		}
+		var j idemJSON
+		if decodeJSON(name, 1, data, &j) != nil {
+			continue // a damaged key file is reported when its key is used
+		}
+		if _, rewritten := t.idem[j.Key]; !rewritten && !j.Expires.After(now) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func sortedKeys[K comparable, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b K) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+	return keys
+}

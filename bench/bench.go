@@ -1,0 +1,310 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// Workloads lists the workload names in the order they run.
+var Workloads = []string{"W1", "W2", "W3", "W4", "W5", "W6", "W7"}
+
+// DefaultConcurrency is the goroutine counts each workload runs at.
+var DefaultConcurrency = []int{1, 4, 16}
+
+// Config is what RunAll measures and how long.
+type Config struct {
+	// DSN names the workspace to measure (any registered scheme).
+	DSN string
+	// Duration is how long each row measures ours and, interleaved, the raw
+	// baseline (each gets about half). Default 4s.
+	Duration time.Duration
+	// Workloads to run (default all of Workloads).
+	Workloads []string
+	// Concurrency levels (default DefaultConcurrency).
+	Concurrency []int
+	// Handles is how many workspace handles the goroutines share (default 4).
+	Handles int
+	// Artifacts is W3's N: the artifacts under the listed prefix (default 10000).
+	Artifacts int
+	// Tasks is W5's pool size (default 10000).
+	Tasks int
+	// Settle is how long to wait after loading W3's artifacts or W5's pool
+	// before measuring, so that background work the load started (Postgres'
+	// autovacuum analyzing the fresh rows) is done, as in a steady state.
+	Settle time.Duration
+	// Progress, if set, receives one line per measurement ("\r"-updated).
+	Progress io.Writer
+}
+
+func (c Config) withDefaults() Config {
+	if c.Duration <= 0 {
+		c.Duration = 4 * time.Second
+	}
+	if len(c.Workloads) == 0 {
+		c.Workloads = Workloads
+	}
+	if len(c.Concurrency) == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.Handles <= 0 {
+		c.Handles = 4
+	}
+	if c.Artifacts <= 0 {
+		c.Artifacts = 10000
+	}
+	if c.Tasks <= 0 {
+		c.Tasks = 10000
+	}
+	return c
+}
+
+// Row is one measurement: a workload on a backend at one concurrency, ours
+// next to the raw baseline. Latencies are per operation, in microseconds.
+type Row struct {
+	Workload     string  `json:"workload"`
+	Variant      string  `json:"variant,omitempty"`
+	Backend      string  `json:"backend"`
+	Concurrency  int     `json:"concurrency"`
+	OpsPerSec    float64 `json:"ops_per_sec"`
+	P50us        float64 `json:"p50_us"`
+	P99us        float64 `json:"p99_us"`
+	RawOpsPerSec float64 `json:"raw_ops_per_sec"`
+	// Ratio is OpsPerSec / RawOpsPerSec; for latency workloads (W6, the
+	// W4 hand-over) it is the raw p99 over ours. 0 without a baseline.
+	Ratio    float64 `json:"ratio"`
+	RawP50us float64 `json:"raw_p50_us,omitempty"`
+	RawP99us float64 `json:"raw_p99_us,omitempty"`
+	// CommitsPerOp is store transactions per op (below 1: group commit).
+	CommitsPerOp float64 `json:"commits_per_op,omitempty"`
+	// WALSyncsPerOp is Postgres' pg_stat_wal.wal_sync per op, server-wide.
+	WALSyncsPerOp    float64 `json:"wal_syncs_per_op,omitempty"`
+	RawWALSyncsPerOp float64 `json:"raw_wal_syncs_per_op,omitempty"`
+	// Note says what the numbers mean where the columns do not.
+	Note string `json:"note,omitempty"`
+}
+
+// op is one operation of a workload, run by goroutine w. It returns the
+// latency to record, or a negative one to record its own duration.
+type op func(ctx context.Context, w int) (time.Duration, error)
+
+// plain makes an op whose latency is its duration.
+func plain(f func(ctx context.Context, w int) error) op {
+	return func(ctx context.Context, w int) (time.Duration, error) { return -1, f(ctx, w) }
+}
+
+// errStop ends a measurement early without failing it (a pool ran dry).
+var errStop = errors.New("bench: stop")
+
+// result is what measure saw.
+type result struct {
+	ops     int
+	elapsed time.Duration
+	lat     []time.Duration
+}
+
+func (r *result) add(o result) {
+	r.ops += o.ops
+	r.elapsed += o.elapsed
+	r.lat = append(r.lat, o.lat...)
+}
+
+func (r result) rate() float64 {
+	if r.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.ops) / r.elapsed.Seconds()
+}
+
+// percentile returns the p-th percentile (0..1) of r's latencies in µs.
+func (r result) percentile(p float64) float64 {
+	if len(r.lat) == 0 {
+		return 0
+	}
+	s := slices.Clone(r.lat)
+	slices.Sort(s)
+	i := int(p * float64(len(s)-1))
+	return float64(s[i].Nanoseconds()) / 1e3
+}
+
+// measure runs f from c goroutines until d has passed (d > 0) or, with
+// d == 0, n operations in all. The first error stops every goroutine.
+func measure(ctx context.Context, c int, d time.Duration, n int, f op) (result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+		left     atomic.Int64
+		all      result
+	)
+	left.Store(int64(n))
+	deadline := time.Now().Add(d)
+	start := time.Now()
+	for w := range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lat := make([]time.Duration, 0, 1024)
+			for ctx.Err() == nil {
+				if d > 0 {
+					if time.Now().After(deadline) {
+						break
+					}
+				} else if left.Add(-1) < 0 {
+					break
+				}
+				t0 := time.Now()
+				l, err := f(ctx, w)
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil && ctx.Err() == nil && !errors.Is(err, errStop) {
+						firstErr = err
+					}
+					mu.Unlock()
+					cancel()
+					break
+				}
+				if l < 0 {
+					l = time.Since(t0)
+				}
+				lat = append(lat, l)
+			}
+			mu.Lock()
+			all.ops += len(lat)
+			all.lat = append(all.lat, lat...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	all.elapsed = time.Since(start)
+	return all, firstErr
+}
+
+// env is one run's workspace side: handles on the store, a prefix that
+// keeps the run's records apart, and a count of store transactions.
+type env struct {
+	dsn     string
+	backend string
+	prefix  string
+	handles []workspace.Workspace
+	updates atomic.Int64
+	content []byte
+}
+
+func newEnv(ctx context.Context, dsn string, handles int) (*env, error) {
+	p, err := workspace.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	var id [4]byte
+	_, _ = rand.Read(id[:])
+	e := &env{dsn: dsn, backend: p.Config.Scheme, prefix: "bench-" + hex.EncodeToString(id[:])}
+	if e.backend == "postgresql" {
+		e.backend = "postgres"
+	}
+	e.content = make([]byte, 1024)
+	_, _ = rand.Read(e.content)
+	for range handles {
+		ws, err := e.open(ctx)
+		if err != nil {
+			e.close()
+			return nil, err
+		}
+		e.handles = append(e.handles, ws)
+	}
+	return e, nil
+}
+
+// open opens one more handle whose store transactions are counted.
+func (e *env) open(ctx context.Context) (workspace.Workspace, error) {
+	p, err := workspace.ParseDSN(e.dsn)
+	if err != nil {
+		return nil, err
+	}
+	p.Config.Logger = slog.Default()
+	p.Config.PollInterval = p.Options.PollInterval
+	if p.Config.PollInterval <= 0 {
+		p.Config.PollInterval = workspace.DefaultPollInterval
+	}
+	st, err := p.Driver.Open(ctx, p.Config)
+	if err != nil {
+		return nil, workspace.RedactError(fmt.Errorf("open %s: %w", workspace.RedactDSN(e.dsn), err), e.dsn)
+	}
+	return workspace.New(countStore(st, &e.updates), p.Options), nil
+}
+
+func (e *env) close() {
+	for _, ws := range e.handles {
+		_ = ws.Close()
+	}
+	e.handles = nil
+}
+
+// ws is the handle goroutine w uses.
+func (e *env) ws(w int) workspace.Workspace { return e.handles[w%len(e.handles)] }
+
+// body returns 1 KiB of content that differs for every n (identical
+// content would be deduplicated).
+func (e *env) body(w, n int) []byte {
+	b := slices.Clone(e.content)
+	copy(b, fmt.Sprintf("%08d:%08d:", w, n))
+	return b
+}
+
+// countingStore counts Update calls: the store transactions (commits) the
+// engine asks for, to report commits per op.
+type countingStore struct {
+	workspace.Store
+	n *atomic.Int64
+}
+
+func (s countingStore) Update(ctx context.Context, fn func(tx workspace.Tx) error) error {
+	s.n.Add(1)
+	return s.Store.Update(ctx, fn)
+}
+
+// notifyingStore keeps the Notifier capability of the store it counts.
+type notifyingStore struct {
+	countingStore
+	workspace.Notifier
+}
+
+func countStore(st workspace.Store, n *atomic.Int64) workspace.Store {
+	c := countingStore{Store: st, n: n}
+	if nt, ok := st.(workspace.Notifier); ok {
+		return notifyingStore{countingStore: c, Notifier: nt}
+	}
+	return c
+}
+
+// ErrUnknownWorkload is returned for a workload name not in Workloads.
+var ErrUnknownWorkload = errors.New("bench: unknown workload")
+
+// ParseWorkloads splits "W1,W4" into names, checking each.
+func ParseWorkloads(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, w := range strings.Split(s, ",") {
+		w = strings.ToUpper(strings.TrimSpace(w))
+		if !slices.Contains(Workloads, w) {
+			return nil, fmt.Errorf("%w %q: want some of %s", ErrUnknownWorkload, w, strings.Join(Workloads, ","))
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}

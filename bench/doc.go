@@ -1,0 +1,20 @@
+// Package bench is agentspace's benchmark suite: the workloads of issue 7
+// (W1-W7), run against a workspace and, side by side in the same run, against
+// the bare driver doing the same minimal statements on the same kind of
+// store (the raw baseline). The machine is noisy, so what matters is the
+// ratio of the two, not absolute times.
+//
+// A backend hooks in with one line in a _test.go file:
+//
+//	func BenchmarkSuite(b *testing.B) { bench.Run(b, bench.Harness{NewDSN: newDSN}) }
+//
+// and `wsctl bench --dsn DSN` runs the same workloads for a duration each
+// with RunAll, printing one Row per workload, backend and concurrency.
+//
+// The workloads write only under names, labels and resources that start
+// with a per-run prefix ("bench-<id>"), so a run against a live workspace
+// never touches its other records (it does add records and events). The
+// raw baselines use their own tables: a sibling file for sqlite, a
+// temporary schema for postgres, a temporary directory next to the store
+// for json.
+package bench

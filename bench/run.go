@@ -1,0 +1,215 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rounds is how many times ours and the raw baseline alternate within a row,
+// so that a burst of noise from other processes hits both alike.
+const rounds = 4
+
+// RunAll measures cfg's workloads against cfg.DSN and returns one Row per
+// workload, variant and concurrency, in order. emit, if not nil, gets each
+// row as soon as it is measured.
+func RunAll(ctx context.Context, cfg Config, emit func(Row)) ([]Row, error) {
+	cfg = cfg.withDefaults()
+	progress := progressFunc(cfg.Progress)
+	e, err := newEnv(ctx, cfg.DSN, cfg.Handles)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	r, err := openRaw(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	var rows []Row
+	for _, name := range cfg.Workloads {
+		progress(name + ": preparing")
+		cs, cleanup, err := cases(ctx, e, r, cfg, name)
+		if err != nil {
+			return rows, err
+		}
+		for _, c := range cs {
+			row, err := runCase(ctx, e, r, c, cfg.Duration, progress)
+			if err != nil {
+				cleanup()
+				return rows, fmt.Errorf("%s %s c=%d: %w", c.workload, c.variant, c.c, err)
+			}
+			rows = append(rows, row)
+			if emit != nil {
+				emit(row)
+			}
+		}
+		cleanup()
+	}
+	progress("")
+	return rows, nil
+}
+
+// runCase measures one row for d: ours and raw alternate, each for d/(2*rounds).
+func runCase(ctx context.Context, e *env, r rawStore, c bcase, d time.Duration, progress func(string)) (Row, error) {
+	label := strings.Join(strings.Fields(fmt.Sprintf("%s %s c=%d", c.workload, c.variant, c.c)), " ")
+	progress(label + ": setup")
+	ours, raw, cleanup, err := c.setup(ctx)
+	if err != nil {
+		return Row{}, err
+	}
+	defer cleanup()
+	slice := d / (2 * rounds)
+	var (
+		o, rw               result
+		commits             int64
+		oursSyncs, rawSyncs int64
+		haveSyncs           = true
+	)
+	for i := range rounds {
+		progress(fmt.Sprintf("%s: ours (round %d/%d)", label, i+1, rounds))
+		before := e.updates.Load()
+		s0, ok0 := r.walSyncs(ctx)
+		res, err := measure(ctx, c.c, slice, 0, ours)
+		if err != nil {
+			return Row{}, err
+		}
+		s1, ok1 := r.walSyncs(ctx)
+		commits += e.updates.Load() - before
+		oursSyncs += s1 - s0
+		haveSyncs = haveSyncs && ok0 && ok1
+		o.add(res)
+		if raw == nil {
+			continue
+		}
+		progress(fmt.Sprintf("%s: raw (round %d/%d)", label, i+1, rounds))
+		s0, ok0 = r.walSyncs(ctx)
+		res, err = measure(ctx, c.c, slice, 0, raw)
+		if err != nil {
+			return Row{}, fmt.Errorf("raw: %w", err)
+		}
+		s1, ok1 = r.walSyncs(ctx)
+		rawSyncs += s1 - s0
+		haveSyncs = haveSyncs && ok0 && ok1
+		rw.add(res)
+	}
+	row := Row{
+		Workload: c.workload, Variant: c.variant, Backend: e.backend, Concurrency: c.c,
+		OpsPerSec: o.rate(), P50us: o.percentile(0.50), P99us: o.percentile(0.99), Note: c.note,
+	}
+	if o.ops > 0 && !c.latency {
+		row.CommitsPerOp = float64(commits) / float64(o.ops)
+	}
+	if raw != nil {
+		row.RawOpsPerSec = rw.rate()
+		row.RawP50us, row.RawP99us = rw.percentile(0.50), rw.percentile(0.99)
+		switch {
+		case c.latency && row.P99us > 0:
+			row.Ratio = row.RawP99us / row.P99us
+		case !c.latency && row.RawOpsPerSec > 0:
+			row.Ratio = row.OpsPerSec / row.RawOpsPerSec
+		}
+	}
+	if haveSyncs && o.ops > 0 && !c.latency {
+		row.WALSyncsPerOp = float64(oursSyncs) / float64(o.ops)
+		if rw.ops > 0 {
+			row.RawWALSyncsPerOp = float64(rawSyncs) / float64(rw.ops)
+		}
+	}
+	return row, nil
+}
+
+// Harness is what a backend's benchmark hook gives Run.
+type Harness struct {
+	// NewDSN returns the DSN of a fresh, empty store (cleaned up by tb).
+	NewDSN func(tb testing.TB) string
+	// Config tunes sizes; its DSN, Duration and Progress are ignored.
+	Config Config
+}
+
+// Run runs every workload as sub-benchmarks of b, ours and raw side by
+// side: BenchmarkX/W1/c=4/ours and BenchmarkX/W1/c=4/raw. Each reports
+// p50-us and p99-us, and ours commits/op.
+func Run(b *testing.B, h Harness) {
+	cfg := h.Config
+	if cfg.Artifacts <= 0 {
+		cfg.Artifacts = 10000
+	}
+	if cfg.Tasks <= 0 {
+		cfg.Tasks = 10000
+	}
+	cfg = cfg.withDefaults()
+	cfg.Progress = nil
+	ctx := context.Background()
+	for _, name := range cfg.Workloads {
+		b.Run(name, func(b *testing.B) {
+			e, err := newEnv(ctx, h.NewDSN(b), cfg.Handles)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(e.close)
+			r, err := openRaw(ctx, e)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(r.close)
+			cs, cleanup, err := cases(ctx, e, r, cfg, name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(cleanup)
+			for _, c := range cs {
+				sub := fmt.Sprintf("c=%d", c.c)
+				if c.variant != "" {
+					sub = strings.ReplaceAll(c.variant, " ", "_") + "/" + sub
+				}
+				b.Run(sub, func(b *testing.B) {
+					ours, raw, cleanup, err := c.setup(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Cleanup(cleanup)
+					b.Run("ours", func(b *testing.B) { benchOp(b, ctx, e, c.c, ours) })
+					if raw != nil {
+						b.Run("raw", func(b *testing.B) { benchOp(b, ctx, nil, c.c, raw) })
+					}
+				})
+			}
+		})
+	}
+}
+
+func benchOp(b *testing.B, ctx context.Context, e *env, c int, f op) {
+	var before int64
+	if e != nil {
+		before = e.updates.Load()
+	}
+	b.ResetTimer()
+	res, err := measure(ctx, c, 0, b.N, f)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(res.percentile(0.50), "p50-us")
+	b.ReportMetric(res.percentile(0.99), "p99-us")
+	if e != nil && res.ops > 0 {
+		b.ReportMetric(float64(e.updates.Load()-before)/float64(res.ops), "commits/op")
+	}
+}
+
+// progressFunc returns a func that rewrites one status line on w.
+func progressFunc(w io.Writer) func(string) {
+	if w == nil {
+		return func(string) {}
+	}
+	return func(s string) {
+		if s == "" {
+			fmt.Fprint(w, "\r\033[K")
+			return
+		}
+		fmt.Fprintf(w, "\r\033[K%s", s)
+	}
+}

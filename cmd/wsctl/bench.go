@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentspace/agentspace/bench"
+)
+
+func (a *app) benchCmd() *cobra.Command {
+	var (
+		duration   time.Duration
+		workloads  string
+		conc       string
+		artifacts  int
+		tasks      int
+		handles    int
+		settle     time.Duration
+		cpuProfile string
+	)
+	c := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure the workspace against the raw driver (W1-W7)",
+		Long: `bench runs the benchmark workloads of agentspace against the workspace the
+DSN names, each next to a raw baseline (the bare driver doing the same minimal
+statements on the same kind of store, in its own tables: a sibling file for
+sqlite, a temporary schema for postgres, a sibling directory for json),
+interleaved in the same run, and prints ops/s, p50, p99 and the ratio to the
+baseline. The machine is noisy: compare ratios, not absolute times.
+
+It writes records, events and tasks under names and labels starting with
+"bench-", so point it at a scratch workspace when you can.
+
+Workloads: W1 conditional 1 KiB artifact update (with a subscriber), W2 get
+by name, W3 one page of 100 by prefix among --artifacts, W4 lease acquire +
+release (and the hand-over latency to a waiter), W5 claim + done from a pool
+of --tasks with dependencies, W6 event latency (commit to subscriber), W7 a
+three-op batch.`,
+		Args: cobra.NoArgs,
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			ws, err := bench.ParseWorkloads(workloads)
+			if err != nil {
+				return usageErrorf("--workloads: %v", err)
+			}
+			levels, err := parseLevels(conc)
+			if err != nil {
+				return err
+			}
+			res, err := a.resolve()
+			if err != nil {
+				return err
+			}
+			a.dsn = res.DSN
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
+			cfg := bench.Config{
+				DSN: res.DSN, Duration: duration, Workloads: ws, Concurrency: levels,
+				Handles: handles, Settle: settle, Artifacts: artifacts, Tasks: tasks, Progress: a.stderr,
+			}
+			if a.jsonOut {
+				enc := json.NewEncoder(a.stdout)
+				_, err := bench.RunAll(ctx, cfg, func(r bench.Row) { _ = enc.Encode(r) })
+				return err
+			}
+			rows, err := bench.RunAll(ctx, cfg, nil)
+			if len(rows) > 0 {
+				if werr := a.benchTable(rows); err == nil {
+					err = werr
+				}
+			}
+			return err
+		}),
+	}
+	f := c.Flags()
+	f.DurationVar(&duration, "duration", 4*time.Second, "how long each row measures (ours and the baseline share it)")
+	f.StringVar(&workloads, "workloads", "", "comma-separated workloads to run, e.g. W1,W4 (default all)")
+	f.StringVar(&conc, "concurrency", "1,4,16", "comma-separated goroutine counts")
+	f.IntVar(&artifacts, "artifacts", 10000, "W3: artifacts under the listed prefix")
+	f.IntVar(&tasks, "tasks", 10000, "W5: tasks in each pool")
+	f.IntVar(&handles, "handles", 4, "workspace handles the goroutines share (group commit coalesces within a handle)")
+	f.DurationVar(&settle, "settle", 0, "wait this long after loading W3/W5 data before measuring (lets autovacuum analyze it)")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	return c
+}
+
+func parseLevels(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 1 || n > 1024 {
+			return nil, usageErrorf("--concurrency: %q is not a count between 1 and 1024", p)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// benchTable prints rows for people: one line per row, ratio last.
+func (a *app) benchTable(rows []bench.Row) error {
+	tw := a.table()
+	fmt.Fprintln(tw, "WORKLOAD\tBACKEND\tC\tOPS/S\tP50\tP99\tRAW OPS/S\tRAW P99\tRATIO\tCOMMITS/OP\tNOTE")
+	for _, r := range rows {
+		name := r.Workload
+		if r.Variant != "" {
+			name += " " + r.Variant
+		}
+		raw, rawP99, ratio := "-", "-", "-"
+		if r.RawOpsPerSec > 0 {
+			raw, rawP99 = fmt.Sprintf("%.0f", r.RawOpsPerSec), us(r.RawP99us)
+		}
+		if r.Ratio > 0 {
+			ratio = fmt.Sprintf("%.2fx", r.Ratio)
+		}
+		commits := "-"
+		if r.CommitsPerOp > 0 {
+			commits = fmt.Sprintf("%.2f", r.CommitsPerOp)
+			if r.WALSyncsPerOp > 0 {
+				commits += fmt.Sprintf(" (wal_sync %.2f, raw %.2f)", r.WALSyncsPerOp, r.RawWALSyncsPerOp)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			name, r.Backend, r.Concurrency, r.OpsPerSec, us(r.P50us), us(r.P99us), raw, rawP99, ratio, commits, orDash(r.Note))
+	}
+	return tw.Flush()
+}
+
+// us formats microseconds for people.
+func us(v float64) string {
+	switch {
+	case v >= 10000:
+		return fmt.Sprintf("%.1fms", v/1000)
+	case v >= 1000:
+		return fmt.Sprintf("%.2fms", v/1000)
+	default:
+		return fmt.Sprintf("%.0fµs", v)
+	}
+}
