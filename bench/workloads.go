@@ -226,7 +226,7 @@ func loadArtifacts(ctx context.Context, e *env, n int, progress func(string)) er
 func w3(e *env, n int) op {
 	prefix := e.prefix + "/w3/"
 	return plain(func(ctx context.Context, w int) error {
-		i := rand.IntN(max(1, n-100))
+		i := rand.IntN(max(1, n-100)) // #nosec G404 -- which record a benchmark reads needs no unpredictability
 		p, err := e.ws(w).Artifacts().List(ctx, workspace.ArtifactFilter{NamePrefix: prefix, After: w3Name(e.prefix, i), Limit: 100})
 		if err == nil && len(p.Artifacts) != min(100, n-i-1) {
 			err = fmt.Errorf("W3: listed %d, want 100", len(p.Artifacts))

@@ -60,7 +60,7 @@ three-op batch.`,
 			}
 			a.dsn = res.DSN
 			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
+				f, err := os.Create(cpuProfile) // #nosec G304 -- the profile file the user named with --cpuprofile
 				if err != nil {
 					return err
 				}
