@@ -18,7 +18,7 @@ vuln:
 FUZZTIME ?= 2m
 fuzz:
 	for t in FuzzValidateName FuzzParseDSN FuzzImport FuzzCommit; do \
-		go test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./workspace || exit 1; \
+		go test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./workspace || exit 1; \
 	done
 	for t in FuzzParseEvents FuzzDecodeJournal FuzzDecodeRecord; do \
 		go test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./backend/json || exit 1; \

@@ -23,7 +23,7 @@ func openRawFile(target, prefix string) (rawStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("raw json baseline: %w", err)
 	}
-	log, err := os.OpenFile(filepath.Join(dir, "events.ndjson"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600) // #nosec G304 -- a file in the baseline's own temporary directory
+	log, err := os.OpenFile(filepath.Join(dir, "events.ndjson"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600) // #nosec G304 -- a file in the benchmark's own directory
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("raw json baseline: %w", err)

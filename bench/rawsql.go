@@ -155,7 +155,7 @@ func (r *rawSQL) op(ctx context.Context, s spec) (op, func(), error) {
 		}
 		lo, hi := r.prefix+"/w3/", r.prefix+"/w30"
 		return plain(func(ctx context.Context, w int) error {
-			i := rand.IntN(max(1, s.n-100)) // #nosec G404 -- picks a benchmark key, not a secret
+			i := rand.IntN(max(1, s.n-100)) // #nosec G404 -- which record a benchmark reads needs no unpredictability
 			n, err := r.db.countRows(ctx, w, rawListPage, w3Name(r.prefix, i), hi)
 			if err == nil && n != min(100, s.n-i-1) {
 				err = fmt.Errorf("raw W3: listed %d, want 100 (from %s)", n, lo)

@@ -1,14 +1,10 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os/exec"
-	"slices"
 	"sync"
 	"time"
 
@@ -97,18 +93,14 @@ func cases(ctx context.Context, e *env, r rawStore, cfg Config, name string) ([]
 			return pool, nil
 		})
 	case "W6":
-		variants := []string{"same handle", "other handle", "other process", "resume"}
-		if cfg.Follower == nil {
-			variants = slices.DeleteFunc(variants, func(v string) bool { return v == "other process" })
-		}
-		for _, v := range variants {
+		for _, v := range []string{"same handle", "other handle", "resume"} {
 			s := spec{workload: name, variant: v, c: 1}
 			note := "latency: commit -> subscriber receipt"
 			if v == "resume" {
 				note = "latency: Subscribe from an old seq -> first event"
 			}
 			out = append(out, bcase{spec: s, latency: true, note: note, setup: func(ctx context.Context) (op, op, func(), error) {
-				ours, stop, err := w6(ctx, e, v, cfg.Follower)
+				ours, stop, err := w6(ctx, e, v)
 				if err != nil {
 					return nil, nil, nil, err
 				}
@@ -234,7 +226,7 @@ func loadArtifacts(ctx context.Context, e *env, n int, progress func(string)) er
 func w3(e *env, n int) op {
 	prefix := e.prefix + "/w3/"
 	return plain(func(ctx context.Context, w int) error {
-		i := rand.IntN(max(1, n-100)) // #nosec G404 -- picks a benchmark key, not a secret
+		i := rand.IntN(max(1, n-100)) // #nosec G404 -- which record a benchmark reads needs no unpredictability
 		p, err := e.ws(w).Artifacts().List(ctx, workspace.ArtifactFilter{NamePrefix: prefix, After: w3Name(e.prefix, i), Limit: 100})
 		if err == nil && len(p.Artifacts) != min(100, n-i-1) {
 			err = fmt.Errorf("W3: listed %d, want 100", len(p.Artifacts))
@@ -373,58 +365,6 @@ func follow(ctx context.Context, ws workspace.Workspace) (*receipts, error) {
 	return r, nil
 }
 
-// followProcess starts the follower process from ws's head and records
-// when each event's line arrives on its stdout.
-func followProcess(ctx context.Context, ws workspace.Workspace, follower func(context.Context, int64) *exec.Cmd) (*receipts, error) {
-	head, err := ws.Events().Head(ctx)
-	if err != nil {
-		return nil, err
-	}
-	pctx, cancel := context.WithCancel(ctx)
-	cmd := follower(pctx, head)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		cancel()
-		return nil, fmt.Errorf("W6: start follower: %w", err)
-	}
-	r := &receipts{seen: map[int64]time.Time{}, wake: make(chan struct{}, 1)}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			at := time.Now()
-			var ev struct{ Seq int64 }
-			if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Seq == 0 {
-				continue
-			}
-			r.mu.Lock()
-			r.seen[ev.Seq] = at
-			r.mu.Unlock()
-			select {
-			case r.wake <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	r.stop = func() { cancel(); <-done; _ = cmd.Wait() }
-	// Wait until the follower is live: its start-up is not the latency.
-	res, err := ws.Commit(ctx, workspace.Batch{Actor: actor, Ops: []workspace.Op{workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "bench", Key: "w6-warm-up", Body: "x"}}}})
-	if err == nil {
-		_, err = r.await(ctx, res.Events[0].Seq)
-	}
-	if err != nil {
-		r.stop()
-		return nil, fmt.Errorf("W6: follower process: %w", err)
-	}
-	return r, nil
-}
-
 // await returns when seq arrived.
 func (r *receipts) await(ctx context.Context, seq int64) (time.Time, error) {
 	for {
@@ -448,7 +388,7 @@ func (r *receipts) await(ctx context.Context, seq int64) (time.Time, error) {
 // w6: the latency from a commit's return to its event's receipt by a
 // subscriber on the same or another handle; or, for "resume", from
 // Subscribe with an old seq to the first backlog event.
-func w6(ctx context.Context, e *env, variant string, follower func(context.Context, int64) *exec.Cmd) (op, func(), error) {
+func w6(ctx context.Context, e *env, variant string) (op, func(), error) {
 	sub := e.handles[0]
 	if variant == "resume" {
 		return func(ctx context.Context, _ int) (time.Duration, error) {
@@ -477,15 +417,7 @@ func w6(ctx context.Context, e *env, variant string, follower func(context.Conte
 	if variant == "other handle" {
 		writer = e.handles[1%len(e.handles)]
 	}
-	var (
-		r   *receipts
-		err error
-	)
-	if variant == "other process" {
-		r, err = followProcess(ctx, sub, follower)
-	} else {
-		r, err = follow(ctx, sub)
-	}
+	r, err := follow(ctx, sub)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -61,7 +60,7 @@ three-op batch.`,
 			}
 			a.dsn = res.DSN
 			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile) // #nosec G304 -- the profile path the user named on the command line
+				f, err := os.Create(cpuProfile) // #nosec G304 -- the profile file the user named with --cpuprofile
 				if err != nil {
 					return err
 				}
@@ -73,7 +72,7 @@ three-op batch.`,
 			}
 			cfg := bench.Config{
 				DSN: res.DSN, Duration: duration, Workloads: ws, Concurrency: levels,
-				Handles: handles, Settle: settle, Follower: a.benchFollower(res.DSN), Artifacts: artifacts, Tasks: tasks, Progress: a.stderr,
+				Handles: handles, Settle: settle, Artifacts: artifacts, Tasks: tasks, Progress: a.stderr,
 			}
 			if a.jsonOut {
 				enc := json.NewEncoder(a.stdout)
@@ -99,21 +98,6 @@ three-op batch.`,
 	f.DurationVar(&settle, "settle", 0, "wait this long after loading W3/W5 data before measuring (lets autovacuum analyze it)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	return c
-}
-
-// benchFollower runs this wsctl as W6's other process: it follows the log
-// and prints each event as a JSON line.
-func (a *app) benchFollower(dsn string) func(ctx context.Context, after int64) *exec.Cmd {
-	self, err := os.Executable()
-	if err != nil {
-		return nil
-	}
-	return func(ctx context.Context, after int64) *exec.Cmd {
-		cmd := exec.CommandContext(ctx, self, "events", "--follow", "--json", "--after", strconv.FormatInt(after, 10)) // #nosec G204 -- this wsctl binary itself, with fixed arguments
-		cmd.Env = append(os.Environ(), "AGENTSPACE_DSN="+dsn)
-		cmd.Stderr = a.stderr
-		return cmd
-	}
 }
 
 func parseLevels(s string) ([]int, error) {
