@@ -163,15 +163,22 @@ func (x *exec) createArtifact(ctx context.Context, o CreateArtifactOp) (*Artifac
 	return &a, nil
 }
 
-func (x *exec) updateArtifact(ctx context.Context, o UpdateArtifactOp) (*Artifact, error) {
-	head, err := x.artifactHead(ctx, o.Ref)
+// writableHead returns the artifact's head once the write's conditions
+// hold: its IfVersion, and the artifact's lock and fence.
+func (x *exec) writableHead(ctx context.Context, ref ArtifactRef, c Cond) (Artifact, error) {
+	head, err := x.artifactHead(ctx, ref)
 	if err != nil {
-		return nil, err
+		return head, err
 	}
-	if err := checkIfVersion(artifactSubject(head), o.IfVersion, head.Version); err != nil {
-		return nil, err
+	if err := checkIfVersion(artifactSubject(head), c.IfVersion, head.Version); err != nil {
+		return head, err
 	}
-	if err := x.checkGuard(ctx, artifactResource(head.Name), o.Fence); err != nil {
+	return head, x.checkGuard(ctx, artifactResource(head.Name), c.Fence)
+}
+
+func (x *exec) updateArtifact(ctx context.Context, o UpdateArtifactOp) (*Artifact, error) {
+	head, err := x.writableHead(ctx, o.Ref, o.Cond)
+	if err != nil {
 		return nil, err
 	}
 	next := head
@@ -219,14 +226,8 @@ func (x *exec) updateArtifact(ctx context.Context, o UpdateArtifactOp) (*Artifac
 }
 
 func (x *exec) deleteArtifact(ctx context.Context, o DeleteArtifactOp) error {
-	head, err := x.artifactHead(ctx, o.Ref)
+	head, err := x.writableHead(ctx, o.Ref, o.Cond)
 	if err != nil {
-		return err
-	}
-	if err := checkIfVersion(artifactSubject(head), o.IfVersion, head.Version); err != nil {
-		return err
-	}
-	if err := x.checkGuard(ctx, artifactResource(head.Name), o.Fence); err != nil {
 		return err
 	}
 	if err := x.tx.DeleteArtifact(ctx, head.ID); err != nil {
@@ -237,14 +238,8 @@ func (x *exec) deleteArtifact(ctx context.Context, o DeleteArtifactOp) error {
 }
 
 func (x *exec) rollbackArtifact(ctx context.Context, o RollbackArtifactOp) (*Artifact, error) {
-	head, err := x.artifactHead(ctx, o.Ref)
+	head, err := x.writableHead(ctx, o.Ref, o.Cond)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkIfVersion(artifactSubject(head), o.IfVersion, head.Version); err != nil {
-		return nil, err
-	}
-	if err := x.checkGuard(ctx, artifactResource(head.Name), o.Fence); err != nil {
 		return nil, err
 	}
 	if o.To >= head.Version {
