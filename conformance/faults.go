@@ -82,6 +82,7 @@ type relKid struct {
 // ends.
 func startRelChild(t testing.TB, ctx context.Context, pattern, role, name, dsn, arg string, timeout time.Duration) *relKid {
 	t.Helper()
+	// #nosec G204 -- re-executes this test binary with a pattern of our own
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run="+pattern, "-test.count=1",
 		"-test.timeout="+timeout.Round(time.Second).String())
 	cmd.Env = append(os.Environ(), relChildEnv+"="+role, relChildDSNEnv+"="+dsn, relChildArgEnv+"="+arg)

@@ -56,8 +56,8 @@ func RunKilledBatchWriters(t *testing.T, h Harness, kills int) {
 		}
 		pattern.WriteString("^" + regexp.QuoteMeta(part) + "$")
 	}
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
-	acked := make([]int, kills) // per round, how many batches were acknowledged
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7)) // #nosec G404 G115 -- when to kill the child; the conversion only mixes bits
+	acked := make([]int, kills)                                    // per round, how many batches were acknowledged
 	for r := range kills {
 		kid := startRelChild(t, ctx, pattern.String(), roleBatchWriter, fmt.Sprintf("writer-%d", r), dsn, strconv.Itoa(r), time.Minute)
 		kid.expect(t, ctx, "ready")

@@ -233,7 +233,7 @@ func testLoad(t *testing.T, h Harness) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tally := runLoadAgent(ctx, hs[i%loadHandles], fmt.Sprintf("agent-h%d", i), uint64(i), stopAt)
+			tally := runLoadAgent(ctx, hs[i%loadHandles], fmt.Sprintf("agent-h%d", i), uint64(i), stopAt) // #nosec G115 -- a small non-negative agent number
 			mu.Lock()
 			total.merge(tally)
 			mu.Unlock()
@@ -289,7 +289,7 @@ func testLoad(t *testing.T, h Harness) {
 // runLoadAgent does mixed work as actor until stopAt or its op budget.
 func runLoadAgent(ctx context.Context, ws workspace.Workspace, actor string, seed uint64, stopAt time.Time) *loadTally {
 	tally := newLoadTally()
-	rng := rand.New(rand.NewPCG(seed, uint64(time.Now().UnixNano())))
+	rng := rand.New(rand.NewPCG(seed, uint64(time.Now().UnixNano()))) // #nosec G404 G115 -- test workload randomness; the conversion only mixes bits
 	for n := 0; n < loadMaxOpsPerAgent && time.Now().Before(stopAt) && ctx.Err() == nil; n++ {
 		tally.Ops++
 		began := time.Now()
@@ -576,7 +576,7 @@ func loadAgentChild(t *testing.T, dsn, arg string, in *bufio.Scanner, say func(s
 		go func() {
 			defer wg.Done()
 			n, _ := strconv.Atoi(idx)
-			tally := runLoadAgent(ctx, ws, fmt.Sprintf("agent-p%s-%d", idx, i), uint64(1000+10*n+i), stopAt)
+			tally := runLoadAgent(ctx, ws, fmt.Sprintf("agent-p%s-%d", idx, i), uint64(1000+10*n+i), stopAt) // #nosec G115 -- a small non-negative agent number
 			mu.Lock()
 			total.merge(tally)
 			mu.Unlock()
