@@ -254,18 +254,13 @@ func (a *app) artifactLsCmd() *cobra.Command {
 				return usageErrorf("--limit %d is negative", limit)
 			}
 			return a.with(ctx, func(ws workspace.Workspace) error {
-				all := []workspace.Artifact{}
-				for {
-					f.Limit = pageSize(limit, len(all))
+				all, err := listAll(limit, func(n int, after string) ([]workspace.Artifact, string, error) {
+					f.Limit, f.After = n, after
 					page, err := ws.Artifacts().List(ctx, f)
-					if err != nil {
-						return err
-					}
-					all = append(all, page.Artifacts...)
-					if page.Next == "" || (limit > 0 && len(all) >= limit) {
-						break
-					}
-					f.After = page.Next
+					return page.Artifacts, page.Next, err
+				})
+				if err != nil {
+					return err
 				}
 				if a.jsonOut {
 					return a.printJSON(all)
@@ -291,6 +286,24 @@ func (a *app) artifactLsCmd() *cobra.Command {
 
 // pageSize is the page to ask for when limit (0: none) items are wanted
 // and have items already.
+// listAll reads pages from list until it has limit items (every item if
+// limit is 0) or the listing ends.
+func listAll[T any](limit int, list func(n int, after string) ([]T, string, error)) ([]T, error) {
+	all := []T{}
+	after := ""
+	for {
+		items, next, err := list(pageSize(limit, len(all)), after)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, items...)
+		if next == "" || (limit > 0 && len(all) >= limit) {
+			return all, nil
+		}
+		after = next
+	}
+}
+
 func pageSize(limit, have int) int {
 	const max = 1000
 	if limit <= 0 {

@@ -243,18 +243,13 @@ func (a *app) taskLsCmd() *cobra.Command {
 				return usageErrorf("--limit %d is negative", limit)
 			}
 			return a.with(ctx, func(ws workspace.Workspace) error {
-				all := []workspace.Task{}
-				for {
-					f.Limit = pageSize(limit, len(all))
+				all, err := listAll(limit, func(n int, after string) ([]workspace.Task, string, error) {
+					f.Limit, f.After = n, after
 					page, err := ws.Tasks().List(ctx, f)
-					if err != nil {
-						return err
-					}
-					all = append(all, page.Tasks...)
-					if page.Next == "" || (limit > 0 && len(all) >= limit) {
-						break
-					}
-					f.After = page.Next
+					return page.Tasks, page.Next, err
+				})
+				if err != nil {
+					return err
 				}
 				if a.jsonOut {
 					return a.printJSON(all)
