@@ -47,6 +47,11 @@ func testPausedLeaseHolder(t *testing.T, h Harness) {
 			_ = syscall.Kill(kid.cmd.Process.Pid, syscall.SIGCONT)
 		}
 	}()
+	// kill(2) only queues the stop: until every thread of the child has
+	// stopped, "write" could still be read and the late write begun, and a
+	// child frozen inside its transaction rightly holds the store's write
+	// lock (the successor would wait for it, not for the lease).
+	require.NoError(t, waitStopped(ctx, kid.cmd.Process.Pid), "child never stopped")
 	// Queued in the pipe: the child reads it the moment it runs again.
 	kid.send(t, "write")
 
