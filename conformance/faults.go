@@ -28,24 +28,7 @@ func runReliability(t *testing.T, h Harness) {
 	}
 	t.Run("ConcurrentHistoryIsLinearizable", func(t *testing.T) { testLinearizable(t, h) })
 	t.Run("LoadLosesNothingAndLeaksNothing", func(t *testing.T) { testLoad(t, h) })
-}
-
-// RunPausedLeaseHolder is the paused-holder case (a lease holder frozen
-// with SIGSTOP past its TTL is fenced out when it thaws) as a test of its
-// own, for backends that hook it in with one line:
-//
-//	func TestPausedLeaseHolder(t *testing.T) { conformance.RunPausedLeaseHolder(t, harness{}) }
-//
-// It is not part of Run yet: on postgres (twice, in full CI runs) and on
-// sqlite (once, alone under -race) the successor's Acquire waited out its
-// 90 s deadline, as if the frozen child held the store's write lock; only
-// the json backend runs it until that is understood (see the issue 6 note).
-func RunPausedLeaseHolder(t *testing.T, h Harness) {
-	if os.Getenv(relChildEnv) != "" {
-		runRelChild(t)
-		return
-	}
-	testPausedLeaseHolder(t, h)
+	t.Run("PausedLeaseHolderIsFencedOut", func(t *testing.T) { testPausedLeaseHolder(t, h) })
 }
 
 // A reliability child is the test binary run again with relChildEnv set to

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
-	"github.com/agentspace/agentspace/conformance"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -226,10 +225,4 @@ func assertSeqs(t *testing.T, who string, seqs []int64, head int64) {
 			return
 		}
 	}
-}
-
-// TestPausedLeaseHolderIsFencedOutAfterItsTTL freezes a lease holder with
-// SIGSTOP past its TTL: when it thaws, its late writes are rejected.
-func TestPausedLeaseHolderIsFencedOutAfterItsTTL(t *testing.T) {
-	conformance.RunPausedLeaseHolder(t, harness{})
 }

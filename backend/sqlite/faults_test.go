@@ -12,9 +12,3 @@ import (
 func TestKilledBatchWritersKeepWholeBatches(t *testing.T) {
 	conformance.RunKilledBatchWriters(t, harness{}, 50)
 }
-
-// TestPausedLeaseHolderIsFencedOutAfterItsTTL freezes a lease holder with
-// SIGSTOP past its TTL: when it thaws, its late writes are rejected.
-func TestPausedLeaseHolderIsFencedOutAfterItsTTL(t *testing.T) {
-	conformance.RunPausedLeaseHolder(t, harness{})
-}
