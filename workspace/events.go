@@ -38,15 +38,18 @@ func (b *hub) close() {
 	b.wg.Wait()
 }
 
-// bump records that the head reached seq, waking waiters if it advanced.
-func (b *hub) bump(seq int64) {
+// bump records that the head reached seq, waking waiters if it advanced,
+// and reports whether it did.
+func (b *hub) bump(seq int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if seq > b.head {
-		b.head = seq
-		close(b.ch)
-		b.ch = make(chan struct{})
+	if seq <= b.head {
+		return false
 	}
+	b.head = seq
+	close(b.ch)
+	b.ch = make(chan struct{})
+	return true
 }
 
 // watch returns a channel closed at the next advance of the head.
@@ -92,11 +95,28 @@ func (b *hub) watchLoop() {
 	}
 	ticker := time.NewTicker(poll)
 	defer ticker.Stop()
+	// A notification may come before the commit it announces can be read
+	// (a file watcher sees SQLite's WAL written before the commit is
+	// published in its index): one that finds nothing new is followed by
+	// a few reads at growing intervals, up to the poll interval.
+	var (
+		recheck      *time.Timer
+		recheckDelay time.Duration
+	)
+	defer func() {
+		if recheck != nil {
+			recheck.Stop()
+		}
+	}()
 	for {
-		var tick <-chan time.Time
+		var tick, again <-chan time.Time
 		if b.interest.Load() > 0 {
 			tick = ticker.C
+			if recheck != nil {
+				again = recheck.C
+			}
 		}
+		notified := false
 		select {
 		case <-b.ctx.Done():
 			return
@@ -108,6 +128,9 @@ func (b *hub) watchLoop() {
 			if b.interest.Load() == 0 {
 				continue
 			}
+			notified, recheckDelay = true, 0
+		case <-again:
+			notified = true
 		case <-tick:
 		}
 		var head int64
@@ -122,7 +145,19 @@ func (b *hub) watchLoop() {
 			}
 			continue
 		}
-		b.bump(head)
+		if b.bump(head) || !notified {
+			continue
+		}
+		recheckDelay = max(2*recheckDelay, time.Millisecond)
+		if recheckDelay > b.h.opts.PollInterval {
+			recheckDelay = 0
+			continue
+		}
+		if recheck == nil {
+			recheck = time.NewTimer(recheckDelay)
+		} else {
+			recheck.Reset(recheckDelay)
+		}
 	}
 }
 

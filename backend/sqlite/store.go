@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"path/filepath"
 	"time"
 
+	"github.com/agentspace/agentspace/internal/dirwatch"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -25,10 +27,31 @@ type store struct {
 	path   string
 	owned  bool // Close closes w and r
 	log    *slog.Logger
+	watch  *dirwatch.Watcher // nil: other processes' commits are polled for
 }
 
 func newStore(w, r *sql.DB, path string, owned bool, log *slog.Logger) *store {
-	return &store{w: w, r: r, path: path, owned: owned, log: log}
+	s := &store{w: w, r: r, path: path, owned: owned, log: log}
+	if path != "" && path != ":memory:" {
+		// A commit by any process writes the WAL (or, out of WAL mode,
+		// the database file): watching them wakes waiters at once.
+		base := filepath.Base(path)
+		watch, err := dirwatch.New(filepath.Dir(path), base, base+"-wal")
+		if err != nil && !errors.Is(err, dirwatch.ErrUnsupported) {
+			log.Debug("agentspace: cannot watch the database file; polling for other processes' commits", "err", err)
+		}
+		s.watch = watch
+	}
+	return s
+}
+
+// Changes implements workspace.Notifier where the file can be watched; it
+// is nil otherwise, and the engine polls.
+func (s *store) Changes() <-chan struct{} {
+	if s.watch == nil {
+		return nil
+	}
+	return s.watch.C
 }
 
 // prepare compiles the fixed queries; the schema must be in place.
@@ -53,6 +76,7 @@ type querier interface {
 }
 
 func (s *store) Close() error {
+	_ = s.watch.Close()
 	s.ws.close()
 	if s.rs != s.ws {
 		s.rs.close()

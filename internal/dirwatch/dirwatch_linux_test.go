@@ -1,0 +1,59 @@
+package dirwatch
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+func TestAWriteToAWatchedFileWakesTheWatcher(t *testing.T) {
+	dir := t.TempDir()
+	w, err := New(dir, "ws.db-wal")
+	require.NoError(t, err)
+	defer w.Close()
+
+	f, err := os.OpenFile(filepath.Join(dir, "ws.db-wal"), os.O_CREATE|os.O_WRONLY, 0o600)
+	require.NoError(t, err)
+	defer f.Close()
+	for i := range 3 {
+		_, err = f.WriteAt([]byte("page"), int64(i*4))
+		require.NoError(t, err)
+		select {
+		case <-w.C:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("write %d: no wake-up", i)
+		}
+	}
+	require.NoError(t, w.Close())
+	require.NoError(t, w.Close(), "Close twice")
+}
+
+func TestMatchesOnlyWatchedNamesAndOverflows(t *testing.T) {
+	want := map[string]bool{"journal": true}
+	assert.False(t, matches(event(unix.IN_MODIFY, "other"), want))
+	assert.True(t, matches(event(unix.IN_MODIFY, "journal"), want))
+	assert.True(t, matches(append(event(unix.IN_MODIFY, "other"), event(unix.IN_MODIFY, "journal")...), want))
+	assert.True(t, matches(event(unix.IN_Q_OVERFLOW, ""), want), "lost events may hide a write")
+	assert.True(t, matches(event(unix.IN_MODIFY, "other"), nil), "no names: every file counts")
+	assert.True(t, matches(event(unix.IN_MODIFY, "journal")[:unix.SizeofInotifyEvent+2], want), "a torn read counts")
+	assert.False(t, matches(nil, want))
+}
+
+// event encodes one inotify_event as the kernel does, its name NUL-padded.
+func event(mask uint32, name string) []byte {
+	n := len(name)
+	if n > 0 {
+		n = (n + 1 + 15) &^ 15
+	}
+	b := make([]byte, unix.SizeofInotifyEvent+n)
+	binary.NativeEndian.PutUint32(b[4:], mask)
+	binary.NativeEndian.PutUint32(b[12:], uint32(n))
+	copy(b[unix.SizeofInotifyEvent:], name)
+	return b
+}
