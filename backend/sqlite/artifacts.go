@@ -29,6 +29,12 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, 0)
 		ON CONFLICT (id) DO UPDATE SET name = excluded.name, version = excluded.version,
 		kind = excluded.kind, owner = excluded.owner, task_id = excluded.task_id, deleted = 0`
+	// qBumpHead is PutArtifact's common case, a new version of a live head
+	// whose name, kind, owner and task stay: setting only the version
+	// leaves the head's four indexes untouched (a full upsert rewrites
+	// their entries, four more pages in the WAL per commit).
+	qBumpHead = `UPDATE artifacts SET version = ?
+		WHERE id = ? AND name = ? AND kind = ? AND owner = ? AND task_id = ? AND deleted = 0`
 	qPutVersion = `INSERT INTO artifact_versions (artifact_id, version, name, kind, owner, content_type,
 		sha256, size, labels, task_id, created_at, created_by, updated_at, updated_by)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -183,8 +189,14 @@ func (t *writeTx) PutArtifact(ctx context.Context, a workspace.Artifact, content
 	if err != nil {
 		return err
 	}
-	if _, err := t.q.ExecContext(ctx, qPutHead, a.ID, a.Name, a.Version, a.Kind, a.Owner, a.TaskID); err != nil {
+	res, err := t.q.ExecContext(ctx, qBumpHead, a.Version, a.ID, a.Name, a.Kind, a.Owner, a.TaskID)
+	if err != nil {
 		return fmt.Errorf("sqlite: put artifact %s: %w", a.ID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		if _, err := t.q.ExecContext(ctx, qPutHead, a.ID, a.Name, a.Version, a.Kind, a.Owner, a.TaskID); err != nil {
+			return fmt.Errorf("sqlite: put artifact %s: %w", a.ID, err)
+		}
 	}
 	if _, err := t.q.ExecContext(ctx, qPutVersion, a.ID, a.Version, a.Name, a.Kind, a.Owner, a.ContentType,
 		a.SHA256, a.Size, labels, a.TaskID, micros(a.CreatedAt), a.CreatedBy, micros(a.UpdatedAt), a.UpdatedBy); err != nil {

@@ -47,7 +47,7 @@ var (
 		qHead, qFloor, qEventsAll,
 	}
 	writeQueries = append([]string{
-		qPutHead, qPutVersion, qPutBlob, qDeleteArtifact, qPutTask, qPutDep,
+		qPutHead, qBumpHead, qPutVersion, qPutBlob, qDeleteArtifact, qPutTask, qPutDep,
 		qPutNote, qDeleteNote, qPutLease, qPutIdempotent, qPruneIdempotent,
 		qPutEvent, qCompact, qSetFloor,
 	}, readQueries...)
