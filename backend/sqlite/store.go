@@ -28,11 +28,13 @@ type store struct {
 	owned  bool // Close closes w and r
 	log    *slog.Logger
 	watch  *dirwatch.Watcher // nil: other processes' commits are polled for
+	gate   *gate             // this process's writers of the file, in line
 }
 
 func newStore(w, r *sql.DB, path string, owned bool, log *slog.Logger) *store {
 	s := &store{w: w, r: r, path: path, owned: owned, log: log}
 	if path != "" && path != ":memory:" {
+		s.gate = openGate(path)
 		// A commit by any process writes the WAL (or, out of WAL mode,
 		// the database file): watching them wakes waiters at once.
 		base := filepath.Base(path)
@@ -77,6 +79,9 @@ type querier interface {
 
 func (s *store) Close() error {
 	_ = s.watch.Close()
+	if s.gate != nil {
+		closeGate(s.path)
+	}
 	s.ws.close()
 	if s.rs != s.ws {
 		s.rs.close()
@@ -87,8 +92,13 @@ func (s *store) Close() error {
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
-// Update runs fn in a BEGIN IMMEDIATE transaction on the writer connection.
+// Update runs fn in a BEGIN IMMEDIATE transaction on the writer connection,
+// after the writers of other handles on the file in this process.
 func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) error {
+	if err := s.gate.enter(ctx); err != nil {
+		return err
+	}
+	defer s.gate.leave()
 	return s.retry(ctx, "write", func() error {
 		tx, err := s.w.BeginTx(ctx, nil)
 		if err != nil {
