@@ -24,8 +24,15 @@ import (
 
 const crashChildEnv = "JSONSTORE_CRASH_CHILD_DIR"
 
-// crashChild writes in a loop until killed, printing one line per
-// acknowledged write: "ART name version sha", "NOTE key version", "TASK id".
+// crashWorkers is how many goroutines of a crash-test writer share its one
+// handle, so that the handle's group commit puts several jobs (some of them
+// failing, so rolled back to their savepoint) in each transaction.
+const crashWorkers = 4
+
+// crashChild writes from crashWorkers goroutines until killed, printing one
+// line per acknowledged write: "ART name version sha", "NOTE key version",
+// "TASK id", and "GONE key" for a batch that failed on its condition (its
+// friction note KEY must never appear).
 func crashChild(dir string) int {
 	ctx := context.Background()
 	ws, err := workspace.Open(ctx, "json:"+dir)
@@ -33,36 +40,54 @@ func crashChild(dir string) int {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		return 2
 	}
+	var mu sync.Mutex
 	out := bufio.NewWriter(os.Stdout)
 	ack := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
 		fmt.Fprintf(out, format+"\n", args...)
 		_ = out.Flush()
 	}
+	fail := func(what string, err error) {
+		fmt.Fprintln(os.Stderr, what+":", err)
+		os.Exit(3)
+	}
 	ack("READY")
 	me := strconv.Itoa(os.Getpid())
+	var wg sync.WaitGroup
+	for g := range crashWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			crashWorker(ctx, ws, me+"-"+strconv.Itoa(g), ack, fail)
+		}()
+	}
+	wg.Wait()
+	return 0
+}
+
+func crashWorker(ctx context.Context, ws workspace.Workspace, me string, ack func(string, ...any), fail func(string, error)) {
 	w := workspace.Write{Actor: "writer-" + me}
 	for j := 0; ; j++ {
 		name := fmt.Sprintf("docs/f%d.md", j%7)
 		content := []byte(fmt.Sprintf("writer %s write %d\n%s", me, j, strings.Repeat("x", j%300)))
-		switch j % 4 {
+		switch j % 5 {
 		case 0, 1:
 			a, err := ws.Artifacts().Update(ctx, w, workspace.ByName(name), workspace.ArtifactChange{Content: content})
 			if errors.Is(err, workspace.ErrNotFound) {
 				a, err = ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: name, Kind: "doc", Content: content})
 			}
 			if errors.Is(err, workspace.ErrAlreadyExists) {
-				continue // the other writer created it first
+				continue // another writer created it first
 			}
 			if err != nil {
-				fmt.Fprintln(os.Stderr, "artifact:", err)
-				return 3
+				fail("artifact", err)
 			}
 			ack("ART %s %d %s", a.Name, a.Version, a.SHA256)
 		case 2:
 			n, err := ws.Notes().Put(ctx, w, workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("k%d", j%5), Body: string(content)})
 			if err != nil {
-				fmt.Fprintln(os.Stderr, "note:", err)
-				return 3
+				fail("note", err)
 			}
 			ack("NOTE %s %d", n.Key, n.Version)
 		case 3:
@@ -71,10 +96,20 @@ func crashChild(dir string) int {
 				workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "friction", Key: "batch-" + me + "-" + strconv.Itoa(j), Body: "b"}},
 			}})
 			if err != nil {
-				fmt.Fprintln(os.Stderr, "batch:", err)
-				return 3
+				fail("batch", err)
 			}
 			ack("TASK %s", res.Results[0].Task.ID)
+		case 4:
+			key := "gone-" + me + "-" + strconv.Itoa(j)
+			_, err := ws.Commit(ctx, workspace.Batch{Actor: w.Actor, Ops: []workspace.Op{
+				workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "friction", Key: key, Body: "never"}},
+				workspace.CreateTaskOp{NewTask: workspace.NewTask{Title: key}},
+				workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: "k0", Body: "never"}, Cond: workspace.Cond{IfVersion: 1 << 40}},
+			}})
+			if !errors.Is(err, workspace.ErrConflict) {
+				fail("failing batch", fmt.Errorf("want a conflict, got %v", err))
+			}
+			ack("GONE %s", key)
 		}
 	}
 }
@@ -166,6 +201,7 @@ func checkAfterCrashes(t *testing.T, dir string, acked []string) {
 	require.NoError(t, err)
 	defer ws.Close()
 
+	gone := 0
 	for _, l := range acked {
 		f := strings.Fields(l)
 		switch f[0] {
@@ -184,10 +220,15 @@ func checkAfterCrashes(t *testing.T, dir string, acked []string) {
 		case "TASK":
 			_, err := ws.Tasks().Get(ctx, f[1])
 			assert.NoError(t, err, l)
+		case "GONE":
+			_, err := ws.Notes().Get(ctx, "friction", f[1])
+			assert.ErrorIs(t, err, workspace.ErrNotFound, "a failed batch's write: %s", l)
+			gone++
 		default:
 			t.Fatalf("unknown ack %q", l)
 		}
 	}
+	t.Logf("%d failed batches checked absent", gone)
 
 	// The log is contiguous from 1, and every artifact's head is its last event's version.
 	page, err := ws.Events().Read(ctx, workspace.EventQuery{Limit: 10000})

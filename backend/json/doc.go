@@ -51,6 +51,11 @@
 // idempotently: files are rewritten, events already in the log are
 // skipped, a torn last log line is cut, temp files are swept.
 //
+// The write transaction takes savepoints (workspace.Savepointer): every
+// write keeps an undo step, and a savepoint is a position in that list, so
+// the handle's group commit puts concurrent writers in one transaction and
+// one journal record, each rolled back alone if its conditions fail.
+//
 // Waiting for the file lock does not observe the context: locks are held
 // for the few milliseconds of a commit, and the kernel frees a dead
 // holder's. Readers take the shared flock, so they never see half a commit. Each

@@ -16,8 +16,9 @@ import (
 type blobKey struct{ id, sha string }
 
 // tx is a transaction on a store's state. Reads come from the state (which
-// holds the transaction's own writes); writes change the state, push an
-// undo step, and mark what the commit record must carry.
+// holds the transaction's own writes); writes change the state, mark what
+// the commit record must carry, and push one undo step for both, so that
+// rolling back to a savepoint also forgets the marks (see savepoint.go).
 type tx struct {
 	s     *store
 	st    *state
@@ -25,6 +26,7 @@ type tx struct {
 	write bool
 
 	undo   []func()
+	sps    []int              // open savepoints: len(undo) when each was taken
 	arts   map[string]*artRec // changed artifacts: their record before the transaction (nil if new)
 	blobs  map[blobKey][]byte
 	tasks  map[string]bool

@@ -11,15 +11,43 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// The write half of tx: each write changes the state, pushes its undo and
-// marks what the commit record must carry; record builds that record.
+// The write half of tx: each write changes the state, marks what the
+// commit record must carry, and pushes the undo of both; record builds that
+// record.
 
-func (t *tx) markArt(id string) *artRec {
-	old := t.st.arts[id]
-	if _, seen := t.arts[id]; !seen {
-		t.arts[id] = old
+// setMark sets m[k] to v and pushes the step that restores m[k].
+func setMark[K comparable, V any](t *tx, m map[K]V, k K, v V) {
+	old, had := m[k]
+	m[k] = v
+	t.undo = append(t.undo, func() {
+		if had {
+			m[k] = old
+		} else {
+			delete(m, k)
+		}
+	})
+}
+
+// mark records that the commit record must carry k's file.
+func mark[K comparable](t *tx, m map[K]bool, k K) {
+	if !m[k] {
+		setMark(t, m, k, true)
 	}
-	return old
+}
+
+// markArt remembers the artifact's record as it was before the
+// transaction, the first time the transaction changes it.
+func (t *tx) markArt(id string) {
+	if _, seen := t.arts[id]; !seen {
+		setMark(t, t.arts, id, t.st.arts[id])
+	}
+}
+
+// setField sets *p to v and pushes the step that restores it.
+func setField[V any](t *tx, p *V, v V) {
+	old := *p
+	*p = v
+	t.undo = append(t.undo, func() { *p = old })
 }
 
 func (t *tx) PutArtifact(ctx context.Context, a workspace.Artifact, content []byte) error {
@@ -50,7 +78,7 @@ func (t *tx) PutArtifact(ctx context.Context, a workspace.Artifact, content []by
 	}
 	r.name = a.Name
 	if content != nil {
-		t.blobs[blobKey{a.ID, a.SHA256}] = content
+		setMark(t, t.blobs, blobKey{a.ID, a.SHA256}, content)
 	}
 	t.markArt(a.ID)
 	t.undo = append(t.undo, t.st.setArt(a.ID, r))
@@ -105,7 +133,7 @@ func (t *tx) PutTask(ctx context.Context, task workspace.Task) error {
 	if !idRE.MatchString(task.ID) {
 		return fmt.Errorf("json store: task id %q cannot be a file name", task.ID)
 	}
-	t.tasks[task.ID] = true
+	mark(t, t.tasks, task.ID)
 	t.undo = append(t.undo, t.st.setTask(copyTask(task)))
 	return nil
 }
@@ -115,7 +143,7 @@ func (t *tx) PutNote(ctx context.Context, n workspace.Note) error {
 		return fmt.Errorf("json store: note kind %q cannot be a directory name", n.Kind)
 	}
 	k := noteKey{n.Kind, n.Key}
-	t.notes[k] = true
+	mark(t, t.notes, k)
 	t.undo = append(t.undo, t.st.setNote(k, &n))
 	return nil
 }
@@ -125,24 +153,24 @@ func (t *tx) DeleteNote(ctx context.Context, kind, key string) error {
 	if _, ok := t.st.notes[k]; !ok {
 		return errNotFound
 	}
-	t.notes[k] = true
+	mark(t, t.notes, k)
 	t.undo = append(t.undo, t.st.setNote(k, nil))
 	return nil
 }
 
 func (t *tx) PutLease(ctx context.Context, l workspace.Lease) error {
-	t.leases[l.Resource] = true
+	mark(t, t.leases, l.Resource)
 	t.undo = append(t.undo, t.st.setLease(l.Resource, &l))
 	return nil
 }
 
 func (t *tx) PutIdempotent(ctx context.Context, key string, result []byte, expires time.Time) error {
-	t.idem[key] = idemJSON{Key: key, Expires: expires, Result: slices.Clone(result)}
+	setMark(t, t.idem, key, idemJSON{Key: key, Expires: expires, Result: slices.Clone(result)})
 	return nil
 }
 
 func (t *tx) PruneIdempotent(ctx context.Context, now time.Time) error {
-	t.prune = now
+	setField(t, &t.prune, now)
 	return nil
 }
 
@@ -165,13 +193,13 @@ func (t *tx) AppendEvents(ctx context.Context, evs []workspace.Event) (int64, er
 			prev = e.Seq
 		}
 	}
-	t.events = append(t.events, evs...)
+	setField(t, &t.events, append(t.events, evs...))
 	t.undo = append(t.undo, t.st.appendEvents(evs))
 	return evs[0].Seq, nil
 }
 
 func (t *tx) CompactEvents(ctx context.Context, floor int64) error {
-	t.floor = floor
+	setField(t, &t.floor, floor)
 	t.undo = append(t.undo, t.st.compact(floor))
 	return nil
 }
