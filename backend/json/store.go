@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentspace/agentspace/internal/dirwatch"
+	"github.com/agentspace/agentspace/internal/filegate"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -65,6 +67,9 @@ type store struct {
 	diskLast int64  // last seq in events.ndjson
 	logID    logIdent
 	logLines int
+
+	gate  *filegate.Gate    // this process's writers of DIR, in line
+	watch *dirwatch.Watcher // nil: other processes' commits are polled for
 }
 
 // openStore opens (creating if needed) the workspace in dir.
@@ -100,8 +105,24 @@ func openStore(ctx context.Context, cfg workspace.Config) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.gate = filegate.Open(dir)
+	// Every commit writes the journal and appends to the event log:
+	// watching them wakes other processes' waiters at once.
+	s.watch, err = dirwatch.New(dir, journalFile, eventsFile)
+	if err != nil && !errors.Is(err, dirwatch.ErrUnsupported) {
+		s.log.Debug("agentspace: cannot watch the workspace directory; polling for other processes' commits", "err", err)
+	}
 	ok = true
 	return s, nil
+}
+
+// Changes implements workspace.Notifier where the directory can be
+// watched; it is nil otherwise, and the engine polls.
+func (s *store) Changes() <-chan struct{} {
+	if s.watch == nil {
+		return nil
+	}
+	return s.watch.C
 }
 
 func (s *store) openLocked(f *formatHandle, autoMigrate bool) error {
@@ -172,6 +193,10 @@ func (s *store) Close() error {
 		return nil
 	}
 	s.closed = true
+	_ = s.watch.Close()
+	if s.gate != nil {
+		filegate.Close(s.dir)
+	}
 	var errs []error
 	for _, c := range []io.Closer{s.journal, s.lockf, s.mirror, s.root} {
 		if c != nil && !isNilCloser(c) {
@@ -198,6 +223,10 @@ func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := s.gate.Enter(ctx); err != nil {
+		return err
+	}
+	defer s.gate.Leave()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentspace/agentspace/internal/dirwatch"
+	"github.com/agentspace/agentspace/internal/filegate"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -28,13 +29,13 @@ type store struct {
 	owned  bool // Close closes w and r
 	log    *slog.Logger
 	watch  *dirwatch.Watcher // nil: other processes' commits are polled for
-	gate   *gate             // this process's writers of the file, in line
+	gate   *filegate.Gate    // this process's writers of the file, in line
 }
 
 func newStore(w, r *sql.DB, path string, owned bool, log *slog.Logger) *store {
 	s := &store{w: w, r: r, path: path, owned: owned, log: log}
 	if path != "" && path != ":memory:" {
-		s.gate = openGate(path)
+		s.gate = filegate.Open(path)
 		// A commit by any process writes the WAL (or, out of WAL mode,
 		// the database file): watching them wakes waiters at once.
 		base := filepath.Base(path)
@@ -80,7 +81,7 @@ type querier interface {
 func (s *store) Close() error {
 	_ = s.watch.Close()
 	if s.gate != nil {
-		closeGate(s.path)
+		filegate.Close(s.path)
 	}
 	s.ws.close()
 	if s.rs != s.ws {
@@ -95,10 +96,10 @@ func (s *store) Close() error {
 // Update runs fn in a BEGIN IMMEDIATE transaction on the writer connection,
 // after the writers of other handles on the file in this process.
 func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) error {
-	if err := s.gate.enter(ctx); err != nil {
+	if err := s.gate.Enter(ctx); err != nil {
 		return err
 	}
-	defer s.gate.leave()
+	defer s.gate.Leave()
 	return s.retry(ctx, "write", func() error {
 		tx, err := s.w.BeginTx(ctx, nil)
 		if err != nil {
