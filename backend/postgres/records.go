@@ -151,7 +151,12 @@ func (t *readTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (works
 	var err error
 	if ref.ID != "" {
 		err = t.readGuarded(ctx, artifactByID, []any{ref.ID}, scan, leaseOfArtifact, ref.ID,
-			func() string { return artifactResource(a.Name) })
+			func() string {
+				if a.ID == "" {
+					return "" // not found: the lease read found nothing to name
+				}
+				return artifactResource(a.Name)
+			})
 	} else {
 		err = t.readGuarded(ctx, artifactByName, []any{ref.Name}, scan, leaseByResource, artifactResource(ref.Name),
 			func() string { return artifactResource(ref.Name) })
