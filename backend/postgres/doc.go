@@ -28,9 +28,14 @@
 // included, come from the database's clock.
 //
 // A transaction's writes are queued and sent in one round trip with its
-// next read, its event append, or its COMMIT; a failed Update (a
-// serialization failure, a deadlock, a connection lost before the COMMIT
-// was sent) is run again, a bounded number of times.
+// next read or its COMMIT. The event append is queued as well: the writer
+// knows the seqs it hands out from the head it read under the lock. A
+// record's read in a write also reads the lease that guards it. So a
+// single-record write takes three round trips: the lock, the read, the
+// COMMIT. The claim query runs with enable_sort off for its statement, so
+// that it walks the ready index even when the table has no statistics.
+// A failed Update (a serialization failure, a deadlock, a connection lost
+// before the COMMIT was sent) is run again, a bounded number of times.
 //
 // Every statement names no schema: each transaction sets search_path locally
 // (set_config(..., true)), which also works through transaction poolers and

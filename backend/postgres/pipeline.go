@@ -7,77 +7,109 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentspace/agentspace/workspace"
 )
 
-// pipeline is a write transaction's querier: writes (Exec) are queued and
-// sent together, in one round trip, with the next read, the event append or
-// the COMMIT. A queued write's error therefore surfaces at that next call,
-// which fails the transaction as the write itself would have.
+// pipeline is a transaction's querier: writes (Exec) are queued and sent
+// together, in one round trip, with the next read or the COMMIT. A queued
+// write's error therefore surfaces at that next call, which fails the
+// transaction as the write itself would have.
 type pipeline struct {
-	conn   querier
 	sender interface {
 		SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 	}
 	batch *pgx.Batch
 	sqls  []string
+	// ahead is a lease row read in the same round trip as the record it
+	// guards (see leaseAhead); any queued statement drops it.
+	ahead *leaseAhead
+}
+
+// leaseAhead is the lease of resource as read ahead, or err (ErrNoRows).
+type leaseAhead struct {
+	resource string
+	lease    workspace.Lease
+	err      error
 }
 
 func newPipeline(conn interface {
-	querier
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }) *pipeline {
-	return &pipeline{conn: conn, sender: conn, batch: &pgx.Batch{}}
+	return &pipeline{sender: conn, batch: &pgx.Batch{}}
 }
 
-// Exec queues a write.
+// Exec queues a statement.
 func (p *pipeline) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	p.batch.Queue(sql, args...)
 	p.sqls = append(p.sqls, sql)
+	p.ahead = nil
 	return pgconn.CommandTag{}, nil
 }
 
-func (p *pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if err := p.flush(ctx, "", nil, nil); err != nil {
-		return nil, err
-	}
-	return p.conn.Query(ctx, sql, args...)
-}
-
-func (p *pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if err := p.flush(ctx, "", nil, nil); err != nil {
-		return errRow{err}
-	}
-	return p.conn.QueryRow(ctx, sql, args...)
-}
-
-// flush sends the queued writes, followed by sql (if not empty) whose one
-// row goes to scan, in one round trip.
-func (p *pipeline) flush(ctx context.Context, sql string, args []any, scan func(pgx.Row) error) error {
-	if sql == "" && p.batch.Len() == 0 {
-		return nil
-	}
+// send sends the queued statements followed by reads, in one round trip,
+// and returns the results positioned at the first read.
+func (p *pipeline) send(ctx context.Context, reads ...rowQuery) (pgx.BatchResults, error) {
 	b, sqls := p.batch, p.sqls
 	p.batch, p.sqls = &pgx.Batch{}, nil
-	if sql != "" {
-		b.Queue(sql, args...)
+	for _, r := range reads {
+		b.Queue(r.sql, r.args...)
 	}
 	br := p.sender.SendBatch(ctx, b)
 	for _, s := range sqls {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
-			return fmt.Errorf("postgres: %s: %w", summary(s), err)
+			return nil, fmt.Errorf("postgres: %s: %w", summary(s), err)
 		}
 	}
-	if sql != "" {
-		if err := scan(br.QueryRow()); err != nil {
+	return br, nil
+}
+
+// rowQuery is a read of at most one row, for read.
+type rowQuery struct {
+	sql  string
+	args []any
+	// scan gets the row; its error is returned as is.
+	scan func(pgx.Row) error
+}
+
+// read sends the queued statements and the reads in one round trip.
+func (p *pipeline) read(ctx context.Context, reads ...rowQuery) error {
+	br, err := p.send(ctx, reads...)
+	if err != nil {
+		return err
+	}
+	for _, r := range reads {
+		if err := r.scan(br.QueryRow()); err != nil {
 			_ = br.Close()
-			return fmt.Errorf("postgres: %s: %w", summary(sql), err)
+			return err
 		}
 	}
 	return br.Close()
 }
 
-// commit sends the queued writes and COMMIT together.
+func (p *pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	br, err := p.send(ctx, rowQuery{sql: sql, args: args})
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+func (p *pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	br, err := p.send(ctx, rowQuery{sql: sql, args: args})
+	if err != nil {
+		return errRow{err}
+	}
+	return batchRow{br}
+}
+
+// commit sends the queued statements and COMMIT together.
 func (p *pipeline) commit(ctx context.Context) (pgconn.CommandTag, error) {
 	var tag pgconn.CommandTag
 	p.batch.Queue(commitStmt)
@@ -101,6 +133,50 @@ func (p *pipeline) commit(ctx context.Context) (pgconn.CommandTag, error) {
 		return tag, nil
 	}
 	return tag, err
+}
+
+// batchRow is the row of a read sent last in a batch: Scan reads it and
+// ends the batch. Every QueryRow is followed by its Scan.
+type batchRow struct{ br pgx.BatchResults }
+
+func (r batchRow) Scan(dest ...any) error {
+	err := r.br.QueryRow().Scan(dest...)
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// batchRows are the rows of a read sent last in a batch; the batch ends
+// with them.
+type batchRows struct {
+	pgx.Rows
+	br     pgx.BatchResults
+	closed bool
+	err    error
+}
+
+func (r *batchRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
+}
+
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	if !r.closed {
+		r.closed = true
+		r.err = r.br.Close()
+	}
+}
+
+func (r *batchRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
 }
 
 // summary names a statement for an error: its first words, up to the table.

@@ -23,18 +23,21 @@ type querier interface {
 
 // readTx implements workspace.ReadTx inside a transaction begun by the store.
 type readTx struct {
-	q   querier
+	q   querier // pl
+	pl  *pipeline
 	now time.Time
 	// snapshot is set in a View, whose head and floor were read with its snapshot.
 	snapshot    bool
 	head, floor int64
 }
 
-// writeTx adds the writes, which it queues on its pipeline (readTx.q).
+// writeTx adds the writes, which it queues on its pipeline.
 type writeTx struct {
 	readTx
-	pl      *pipeline
 	channel string
+	// seq is the event log's head: read after the writers' lock was taken
+	// and moved by this transaction's appends only (see AppendEvents).
+	seq int64
 	// savepoints is the depth of open savepoints (see savepoint.go).
 	savepoints int
 }
@@ -141,11 +144,22 @@ const (
 
 func (t *readTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (workspace.Artifact, error) {
 	var a workspace.Artifact
+	scan := func(row pgx.Row) (err error) {
+		a, err = scanArtifact(row)
+		return err
+	}
 	var err error
 	if ref.ID != "" {
-		a, err = scanArtifact(t.q.QueryRow(ctx, artifactByID, ref.ID))
+		err = t.readGuarded(ctx, artifactByID, []any{ref.ID}, scan, leaseOfArtifact, ref.ID,
+			func() string {
+				if a.ID == "" {
+					return "" // not found: the lease read found nothing to name
+				}
+				return artifactResource(a.Name)
+			})
 	} else {
-		a, err = scanArtifact(t.q.QueryRow(ctx, artifactByName, ref.Name))
+		err = t.readGuarded(ctx, artifactByName, []any{ref.Name}, scan, leaseByResource, artifactResource(ref.Name),
+			func() string { return artifactResource(ref.Name) })
 	}
 	if err != nil {
 		return a, notFound("artifact", err)
@@ -236,11 +250,24 @@ const (
 		WHERE id > $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR assignee = $3)
 		  AND ($4 = '' OR parent_id = $4) AND labels @> $5::jsonb
 		ORDER BY id LIMIT $6`
-	// readyTask is the claim query: pending, every dependency done, best first.
+	// readyTask is the claim query: pending, every dependency done, best
+	// first. It runs with sorts disabled (sortsOff, then sortsBack), which
+	// leaves the planner one plan: the walk of tasks_ready in its order,
+	// which stops at the first ready task. Otherwise, whenever the table's
+	// statistics are missing or stale (a new workspace, a pool just loaded)
+	// the planner estimates that few tasks are pending and match, and
+	// chooses to fetch every pending task, check each one's dependencies
+	// and sort them all, on every claim.
 	readyTask = `SELECT ` + taskCols + ` FROM tasks t
 		WHERE t.status = 'pending' AND ($1 = '' OR t.parent_id = $1) AND t.labels @> $2::jsonb
 		  AND NOT EXISTS (SELECT 1 FROM tasks d WHERE d.id = ANY (t.depends_on) AND d.status <> 'done')
 		ORDER BY t.priority DESC, t.id LIMIT 1`
+	// sortsOff saves enable_sort and turns it off, for this transaction.
+	// OFFSET 0 keeps the subquery, and so the saving, first.
+	sortsOff = `SELECT set_config('enable_sort', 'off', true)
+		FROM (SELECT set_config('agentspace.enable_sort', current_setting('enable_sort'), true) OFFSET 0) saved`
+	// sortsBack restores what sortsOff saved.
+	sortsBack     = `SELECT set_config('enable_sort', current_setting('agentspace.enable_sort'), true)`
 	expiredClaims = `SELECT ` + taskCols + ` FROM tasks
 		WHERE status = 'in_progress' AND lease_expires_at <= $1
 		ORDER BY lease_expires_at, id LIMIT $2`
@@ -255,7 +282,11 @@ const (
 )
 
 func (t *readTx) Task(ctx context.Context, id string) (workspace.Task, error) {
-	task, err := scanTask(t.q.QueryRow(ctx, taskByID, id))
+	var task workspace.Task
+	err := t.readGuarded(ctx, taskByID, []any{id}, func(row pgx.Row) (err error) {
+		task, err = scanTask(row)
+		return err
+	}, leaseByResource, taskResource(id), func() string { return taskResource(id) })
 	if err != nil {
 		return task, notFound("task", err)
 	}
@@ -272,7 +303,15 @@ func (t *readTx) ListTasks(ctx context.Context, f workspace.TaskFilter) ([]works
 }
 
 func (t *readTx) ReadyTask(ctx context.Context, r workspace.ClaimRequest) (workspace.Task, error) {
+	// Queued: they go in the read's round trip, or the next one.
+	_, _ = t.pl.Exec(ctx, sortsOff)
 	task, err := scanTask(t.q.QueryRow(ctx, readyTask, r.ParentID, labelsJSON(r.Labels)))
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		// The transaction is aborted (or its savepoint is rolled back,
+		// which undoes sortsOff as well): queue nothing more.
+		return task, notFound("ready task", err)
+	}
+	_, _ = t.pl.Exec(ctx, sortsBack)
 	if err != nil {
 		return task, notFound("ready task", err)
 	}
@@ -334,7 +373,11 @@ const (
 )
 
 func (t *readTx) Note(ctx context.Context, kind, key string) (workspace.Note, error) {
-	n, err := scanNote(t.q.QueryRow(ctx, noteByKey, kind, key))
+	var n workspace.Note
+	err := t.readGuarded(ctx, noteByKey, []any{kind, key}, func(row pgx.Row) (err error) {
+		n, err = scanNote(row)
+		return err
+	}, leaseByResource, noteResource(kind, key), func() string { return noteResource(kind, key) })
 	if err != nil {
 		return n, notFound("note", err)
 	}
@@ -367,6 +410,57 @@ func (t *writeTx) DeleteNote(ctx context.Context, kind, key string) error {
 
 // Leases.
 
+// Lease read-ahead. Every write checks the lock that guards the record it
+// has just read (the engine's checkGuard), so in a write transaction the
+// record's read also reads that lease row, in the same round trip, and the
+// Lease call that follows is answered from it unless a statement was queued
+// in between. The resource names are the engine's; were they to change,
+// Lease would simply read the row itself.
+func artifactResource(name string) string { return "artifact:" + name }
+func taskResource(id string) string       { return "task:" + id }
+func noteResource(kind, key string) string {
+	return "note:" + kind + "/" + key
+}
+
+// readGuarded reads a record's row with scan; in a write transaction the
+// lease leaseSQL finds (given leaseArg) comes in the same round trip and is
+// kept for Lease(resource()), resource() being called once the record was
+// read ("" if the lease row cannot be named).
+func (t *readTx) readGuarded(ctx context.Context, sql string, args []any, scan func(pgx.Row) error,
+	leaseSQL, leaseArg string, resource func() string) error {
+	if t.snapshot {
+		return scan(t.q.QueryRow(ctx, sql, args...))
+	}
+	var (
+		scanErr error
+		ahead   leaseAhead
+	)
+	err := t.pl.read(ctx,
+		rowQuery{sql: sql, args: args, scan: func(row pgx.Row) error {
+			scanErr = scan(row)
+			return exceptNoRows(scanErr)
+		}},
+		rowQuery{sql: leaseSQL, args: []any{leaseArg}, scan: func(row pgx.Row) error {
+			ahead.lease, ahead.err = scanLease(row)
+			return exceptNoRows(ahead.err)
+		}})
+	if err != nil {
+		return err
+	}
+	if ahead.resource = resource(); ahead.resource != "" {
+		t.pl.ahead = &ahead
+	}
+	return scanErr
+}
+
+// exceptNoRows is err unless it says that there was no row.
+func exceptNoRows(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	return err
+}
+
 const leaseCols = `resource, owner, token, acquired_at, expires_at`
 
 func scanLease(row pgx.Row) (workspace.Lease, error) {
@@ -378,13 +472,22 @@ func scanLease(row pgx.Row) (workspace.Lease, error) {
 
 const (
 	leaseByResource = `SELECT ` + leaseCols + ` FROM leases WHERE resource = $1`
-	liveLeases      = `SELECT ` + leaseCols + ` FROM leases WHERE owner <> '' AND expires_at > $1 ORDER BY resource`
-	putLease        = `INSERT INTO leases (` + leaseCols + `) VALUES ($1, $2, $3, $4, $5)
+	leaseOfArtifact = `SELECT ` + leaseCols + ` FROM leases
+		WHERE resource = (SELECT 'artifact:' || name FROM artifacts WHERE id = $1 AND NOT deleted)`
+	liveLeases = `SELECT ` + leaseCols + ` FROM leases WHERE owner <> '' AND expires_at > $1 ORDER BY resource`
+	putLease   = `INSERT INTO leases (` + leaseCols + `) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (resource) DO UPDATE SET owner = EXCLUDED.owner, token = EXCLUDED.token,
 			acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at`
 )
 
 func (t *readTx) Lease(ctx context.Context, resource string) (workspace.Lease, error) {
+	if a := t.pl.ahead; a != nil && a.resource == resource {
+		t.pl.ahead = nil
+		if a.err != nil {
+			return a.lease, notFound("lease", a.err)
+		}
+		return a.lease, nil
+	}
 	l, err := scanLease(t.q.QueryRow(ctx, leaseByResource, resource))
 	if err != nil {
 		return l, notFound("lease", err)

@@ -25,9 +25,12 @@ type store struct {
 	// reads ask for them all the time. It names the schema: a batch is
 	// prepared before its set_config runs.
 	startRead string
-	channel   string // the NOTIFY channel
-	listener  *listener
-	log       *slog.Logger
+	// startWrite reads a writer's clock and head once it holds the lock
+	// (see lockWrite). It names the schema for the same reason.
+	startWrite string
+	channel    string // the NOTIFY channel
+	listener   *listener
+	log        *slog.Logger
 }
 
 // maxAttempts bounds how often Update and View run fn after retryable failures.
@@ -51,8 +54,9 @@ func openStore(ctx context.Context, pool *pgxpool.Pool, ownPool bool, opts Optio
 		key:     lockKey(opts.Schema),
 		startRead: `SELECT set_config('search_path', $1, true), clock_timestamp(), seq, floor FROM ` +
 			pgx.Identifier{opts.Schema, "counters"}.Sanitize(),
-		channel: channelName(opts.Schema),
-		log:     opts.Logger,
+		startWrite: `SELECT clock_timestamp(), seq FROM ` + pgx.Identifier{opts.Schema, "counters"}.Sanitize(),
+		channel:    channelName(opts.Schema),
+		log:        opts.Logger,
 	}
 	// Migrations hold a session advisory lock and LISTEN needs a session:
 	// both go to ListenDSN when set, the pool's server otherwise.
@@ -124,10 +128,11 @@ func (s *store) retry(ctx context.Context, op string, once func() (bool, error))
 const (
 	beginWrite = `BEGIN ISOLATION LEVEL READ COMMITTED`
 	// lockWrite scopes the search_path to the transaction and serializes the
-	// schema's writers; the clock is read in the next statement, after the
-	// lock is held, so Now never goes back from one writer to the next.
+	// schema's writers; the clock and the event log's head are read in the
+	// next statement, after the lock is held, so Now never goes back from
+	// one writer to the next and the head stays what it was read as until
+	// the commit: only writers holding the lock move it.
 	lockWrite  = `SELECT set_config('search_path', $1, true), pg_advisory_xact_lock($2)`
-	readClock  = `SELECT clock_timestamp()`
 	beginRead  = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
 	commitStmt = `COMMIT`
 )
@@ -142,14 +147,17 @@ func (s *store) updateOnce(ctx context.Context, fn func(tx workspace.Tx) error) 
 	b := &pgx.Batch{}
 	b.Queue(beginWrite)
 	b.Queue(lockWrite, s.path, s.key)
-	var now time.Time
-	b.Queue(readClock).QueryRow(func(row pgx.Row) error { return row.Scan(&now) })
+	var (
+		now  time.Time
+		head int64
+	)
+	b.Queue(s.startWrite).QueryRow(func(row pgx.Row) error { return row.Scan(&now, &head) })
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		s.abort(conn)
 		return retryable(conn, err), fmt.Errorf("postgres: begin: %w", err)
 	}
 	pl := newPipeline(conn)
-	tx := &writeTx{readTx: readTx{q: pl, now: clock(now)}, pl: pl, channel: s.channel}
+	tx := &writeTx{readTx: readTx{q: pl, pl: pl, now: clock(now)}, channel: s.channel, seq: head}
 	if err := fn(tx); err != nil {
 		s.abort(conn)
 		return retryable(conn, err), err
@@ -185,11 +193,12 @@ func (s *store) viewOnce(ctx context.Context, fn func(tx workspace.ReadTx) error
 		s.abort(conn)
 		return retryable(conn, err), fmt.Errorf("postgres: begin: %w", err)
 	}
-	if err := fn(&readTx{q: conn, now: clock(now), snapshot: true, head: head, floor: floor}); err != nil {
+	pl := newPipeline(conn)
+	if err := fn(&readTx{q: pl, pl: pl, now: clock(now), snapshot: true, head: head, floor: floor}); err != nil {
 		s.abort(conn)
 		return retryable(conn, err), err
 	}
-	if _, err := conn.Exec(ctx, commitStmt); err != nil {
+	if _, err := pl.commit(ctx); err != nil {
 		s.abort(conn)
 		return retryable(conn, err), fmt.Errorf("postgres: end read: %w", err)
 	}

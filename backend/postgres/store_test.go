@@ -3,9 +3,12 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -112,4 +115,50 @@ func TestNowComesFromTheDatabaseInMicroseconds(t *testing.T) {
 	assert.Equal(t, time.UTC, now.Location())
 	assert.Equal(t, now, now.Truncate(time.Microsecond))
 	assert.False(t, now.After(db.UTC()), "Now was read from the server's clock before this query")
+}
+
+// TestTheClaimWalksTheReadyIndexWithoutStatistics checks the claim query's
+// plan on a table never analyzed, where the planner would otherwise sort
+// every pending task on each claim, and that the setting it needs is put
+// back for the rest of the transaction.
+func TestTheClaimWalksTheReadyIndexWithoutStatistics(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t)
+	labels := map[string]string{"pool": "p"}
+	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+		now := tx.Now()
+		for i := range 2000 {
+			task := workspace.Task{ID: fmt.Sprintf("t%05d", i), Title: "t", Status: workspace.TaskPending, Labels: labels,
+				Version: 1, CreatedAt: now, CreatedBy: "a", UpdatedAt: now, UpdatedBy: "a"}
+			if i >= 1000 {
+				task.DependsOn = []string{fmt.Sprintf("t%05d", i-1000)}
+			}
+			if err := tx.PutTask(ctx, task); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+		wt := tx.(*writeTx)
+		_, _ = wt.pl.Exec(ctx, sortsOff)
+		rows, err := wt.q.Query(ctx, "EXPLAIN "+readyTask, "", labelsJSON(labels))
+		plan, err := collect(rows, err, func(row pgx.Row) (string, error) {
+			var line string
+			return line, row.Scan(&line)
+		})
+		require.NoError(t, err)
+		_, _ = wt.pl.Exec(ctx, sortsBack)
+		text := strings.Join(plan, "\n")
+		assert.Contains(t, text, "Index Scan using tasks_ready", text)
+		assert.NotContains(t, text, "Sort", text)
+
+		task, err := tx.ReadyTask(ctx, workspace.ClaimRequest{Labels: labels})
+		require.NoError(t, err)
+		assert.Equal(t, "t00000", task.ID)
+		var sort string
+		require.NoError(t, wt.q.QueryRow(ctx, "SELECT current_setting('enable_sort')").Scan(&sort))
+		assert.Equal(t, "on", sort, "the claim put enable_sort back")
+		return nil
+	}))
 }

@@ -1,0 +1,89 @@
+package postgres_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentspace/agentspace/backend/postgres"
+	"github.com/agentspace/agentspace/backend/postgres/pgtest"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// roundTrips counts what a pool sends that waits for the server: queries,
+// batches and statement preparations.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+func (r *roundTrips) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
+
+// TestRoundTripsPerWrite counts the round trips of the benchmark's writes
+// once their statements are prepared: a conditional artifact update, a
+// claim and a completion.
+func TestRoundTripsPerWrite(t *testing.T) {
+	ctx := ctxFor(t)
+	cfg, err := pgxpool.ParseConfig(pgtest.ServerDSN(t))
+	require.NoError(t, err)
+	rt := &roundTrips{}
+	cfg.ConnConfig.Tracer = rt
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	ws, err := postgres.OpenPool(ctx, pool, postgres.Options{Schema: pgtest.Schema(t), NoListen: true}, workspace.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ws.Close() })
+	w := workspace.Write{Actor: "a"}
+
+	a, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "doc", Content: []byte("v1")})
+	require.NoError(t, err)
+	update := func(i int) {
+		w := workspace.Write{Actor: "a", IfVersion: a.Version}
+		a, err = ws.Artifacts().Update(ctx, w, workspace.ArtifactRef{Name: "doc"}, workspace.ArtifactChange{Content: []byte{byte(i)}})
+		require.NoError(t, err)
+	}
+	update(0)
+	before := rt.n.Load()
+	for i := 1; i <= 4; i++ {
+		update(i)
+	}
+	assert.Equal(t, int64(3), (rt.n.Load()-before)/4, "round trips per conditional update: lock, read, commit")
+
+	for range 3 {
+		_, err := ws.Tasks().Create(ctx, w, workspace.NewTask{Title: "t"})
+		require.NoError(t, err)
+	}
+	claimDone := func() (claim, done int64) {
+		n0 := rt.n.Load()
+		task, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "a", Lease: time.Minute})
+		require.NoError(t, err)
+		n1 := rt.n.Load()
+		_, err = ws.Tasks().Complete(ctx, w, task.ID, workspace.TaskResult{Summary: "ok"})
+		require.NoError(t, err)
+		return n1 - n0, rt.n.Load() - n1
+	}
+	claimDone()
+	claim, done := claimDone()
+	assert.Equal(t, int64(4), claim, "claim: lock, expired claims, ready task, commit")
+	assert.Equal(t, int64(3), done, "complete: lock, read, commit")
+}
