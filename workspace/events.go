@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,11 +14,16 @@ import (
 // once; other handles' commits are seen by the watcher, from the store's
 // notifications or by polling while anyone waits.
 type hub struct {
-	h        *handle
-	changes  <-chan struct{}
-	mu       sync.Mutex
-	head     int64
-	ch       chan struct{} // closed when head advances
+	h       *handle
+	changes <-chan struct{}
+	mu      sync.Mutex
+	head    int64
+	ch      chan struct{} // closed when head advances
+	// recent holds this handle's latest committed events, seqs contiguous
+	// and ending at the last one it committed (at most 2*recentEvents).
+	// While the head is that last seq, a subscriber whose cursor is
+	// inside recent has every event it is missing here.
+	recent   []Event
 	interest atomic.Int64
 	kick     chan struct{}
 	ctx      context.Context
@@ -43,12 +49,83 @@ func (b *hub) close() {
 func (b *hub) bump(seq int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.bumpLocked(seq)
+}
+
+func (b *hub) bumpLocked(seq int64) bool {
 	if seq <= b.head {
 		return false
 	}
 	b.head = seq
 	close(b.ch)
 	b.ch = make(chan struct{})
+	return true
+}
+
+// recentEvents is how many of a handle's own events the hub keeps for its
+// subscribers (between this and twice as many).
+const recentEvents = 1024
+
+// publish records events this handle just committed (numbered, in seq
+// order) and bumps the head to the last.
+func (b *hub) publish(evs []Event) {
+	if len(evs) == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n := len(b.recent); n > 0 && b.recent[n-1].Seq+1 == evs[0].Seq {
+		b.recent = append(b.recent, evs...)
+	} else {
+		// Others' events came between: start again from these.
+		b.recent = append(b.recent[:0:0], evs...)
+	}
+	if n := len(b.recent); n > 2*recentEvents {
+		b.recent = append(b.recent[:0:0], b.recent[n-recentEvents:]...)
+	}
+	b.bumpLocked(evs[len(evs)-1].Seq)
+}
+
+// fromRecent serves the page after q.AfterSeq from memory, when the hub
+// holds every event up to its head past the cursor; it reports whether it
+// could. The page is what readPage would return from the log.
+func (b *hub) fromRecent(q EventQuery) (EventPage, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := len(b.recent)
+	if n == 0 {
+		return EventPage{}, false
+	}
+	first, last := b.recent[0].Seq, b.recent[n-1].Seq
+	if b.head != last || q.AfterSeq+1 < first || q.AfterSeq > last {
+		return EventPage{}, false
+	}
+	page := EventPage{Head: last, Next: last}
+	for _, e := range b.recent[q.AfterSeq+1-first:] {
+		if !q.matches(e) {
+			continue
+		}
+		page.Events = append(page.Events, e)
+		if len(page.Events) == q.Limit {
+			page.Next = e.Seq
+			break
+		}
+	}
+	return page, true
+}
+
+// matches applies q's filters (not AfterSeq) to e, as the stores do.
+func (q EventQuery) matches(e Event) bool {
+	switch {
+	case len(q.Types) > 0 && !slices.Contains(q.Types, e.Type),
+		q.Actor != "" && e.Actor != q.Actor,
+		q.SubjectKind != "" && e.Subject.Kind != q.SubjectKind,
+		q.SubjectID != "" && e.Subject.ID != q.SubjectID,
+		q.SubjectName != "" && e.Subject.Name != q.SubjectName,
+		!q.Since.IsZero() && e.Time.Before(q.Since),
+		!q.Until.IsZero() && !e.Time.Before(q.Until):
+		return false
+	}
 	return true
 }
 
@@ -242,6 +319,9 @@ func checkQuery(q *EventQuery, forRead bool) error {
 	if err := checkText("subject name", q.SubjectName, MaxNameLen); err != nil {
 		return err
 	}
+	// Stores keep event times in microseconds: so do the bounds, so that
+	// every store and the in-memory filter agree on the edges.
+	q.Since, q.Until = q.Since.Truncate(time.Microsecond), q.Until.Truncate(time.Microsecond)
 	if !q.Since.IsZero() && !q.Until.IsZero() && q.Until.Before(q.Since) {
 		return invalid("until", "is before since")
 	}
@@ -376,12 +456,15 @@ func (b *hub) follow(ctx context.Context, s *Subscription, q EventQuery, hb time
 	backoff := 10 * time.Millisecond
 	for {
 		wake := b.watch()
-		var page EventPage
-		err := b.h.st.View(ctx, func(tx ReadTx) error {
-			var err error
-			page, err = readPage(ctx, tx, q)
-			return err
-		})
+		page, ok := b.fromRecent(q)
+		var err error
+		if !ok {
+			err = b.h.st.View(ctx, func(tx ReadTx) error {
+				var err error
+				page, err = readPage(ctx, tx, q)
+				return err
+			})
+		}
 		if err != nil {
 			var ce *CompactedError
 			if errors.As(err, &ce) {

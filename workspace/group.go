@@ -166,7 +166,10 @@ func (h *handle) runGroup(ctx context.Context, group []*job) {
 		})
 		defer stop()
 	}
+	// committed is what the transaction appended to the log, numbered.
+	var committed []Event
 	err := h.st.Update(ctx, func(tx Tx) error {
+		committed = nil
 		now := tx.Now()
 		sp, ok := tx.(Savepointer)
 		if ok {
@@ -203,6 +206,10 @@ func (h *handle) runGroup(ctx context.Context, group []*job) {
 			if err != nil {
 				return err
 			}
+			for k := range all {
+				all[k].Seq = first + int64(k)
+			}
+			committed = all
 			for i, j := range live {
 				if j.err != nil || j.res.Replayed {
 					continue
@@ -234,7 +241,6 @@ func (h *handle) runGroup(ctx context.Context, group []*job) {
 		}
 		return nil
 	})
-	var head int64
 	for _, j := range live {
 		switch {
 		case err != nil && len(live) == 1:
@@ -246,35 +252,16 @@ func (h *handle) runGroup(ctx context.Context, group []*job) {
 			j.err = err
 		case j.err == nil && !j.res.Replayed:
 			j.res.Events = j.events
-			if n := len(j.events); n > 0 {
-				head = max(head, j.events[n-1].Seq)
-			}
 		}
 	}
 	if err == nil {
-		// Conflict events of failed jobs were committed with the group.
-		h.bumpAfterGroup(ctx, head, live)
+		// Every event the group committed, conflict events of failed
+		// jobs included: waiters wake, and subscribers that are caught up
+		// take them from memory.
+		h.hub.publish(committed)
 	}
 	for _, j := range live {
 		close(j.done)
-	}
-}
-
-// bumpAfterGroup wakes waiters; the group's last seq may belong to a
-// conflict event, so when any job failed the head is read back.
-func (h *handle) bumpAfterGroup(ctx context.Context, head int64, live []*job) {
-	for _, j := range live {
-		if j.err != nil && j.conflict != nil {
-			_ = h.st.View(ctx, func(tx ReadTx) error {
-				v, err := tx.Head(ctx)
-				head = max(head, v)
-				return err
-			})
-			break
-		}
-	}
-	if head > 0 {
-		h.hub.bump(head)
 	}
 }
 

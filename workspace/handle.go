@@ -151,18 +151,19 @@ func (h *handle) commit(ctx context.Context, opname string, b Batch) (BatchResul
 // transaction (the write's was rolled back). It is best effort: the caller
 // already has its error.
 func (h *handle) recordConflict(ctx context.Context, actor string, c *ConflictError, msg string) {
-	var seq int64
 	ctx = context.WithoutCancel(ctx)
+	var ev Event
 	err := h.st.Update(ctx, func(tx Tx) error {
-		first, err := tx.AppendEvents(ctx, []Event{conflictEvent(actor, tx.Now(), c, msg)})
-		seq = first
+		ev = conflictEvent(actor, tx.Now(), c, msg)
+		first, err := tx.AppendEvents(ctx, []Event{ev})
+		ev.Seq = first
 		return err
 	})
 	if err != nil {
 		h.opts.Logger.Warn("agentspace: recording a conflict event failed", "err", err)
 		return
 	}
-	h.hub.bump(seq)
+	h.hub.publish([]Event{ev})
 }
 
 func opMessage(op Op) string {

@@ -3,7 +3,9 @@ package postgres
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,27 +32,40 @@ type listener struct {
 	channel  string
 	log      *slog.Logger
 	changes  chan struct{}
-	cancel   context.CancelFunc
-	done     chan struct{}
+	// own is the last seq its store committed, when set: a notification
+	// of a commit no later than that is the store's own (or older), and
+	// the engine has already seen it.
+	own    *atomic.Int64
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
 
 	mu  sync.Mutex
 	pid uint32 // the backend of the current connection, for tests
 }
 
-func startListener(cfg *pgx.ConnConfig, channel string, log *slog.Logger) *listener {
-	return startListenerTimed(cfg, channel, log, listenPing, listenPingWait)
+func startListener(cfg *pgx.ConnConfig, channel string, own *atomic.Int64, log *slog.Logger) *listener {
+	l := newListener(cfg, channel, log, listenPing, listenPingWait)
+	l.own = own
+	go l.run(l.ctx)
+	return l
 }
 
 func startListenerTimed(cfg *pgx.ConnConfig, channel string, log *slog.Logger, ping, pingWait time.Duration) *listener {
+	l := newListener(cfg, channel, log, ping, pingWait)
+	go l.run(l.ctx)
+	return l
+}
+
+func newListener(cfg *pgx.ConnConfig, channel string, log *slog.Logger, ping, pingWait time.Duration) *listener {
 	cfg = cfg.Copy()
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
 	}
 	cfg.RuntimeParams["application_name"] = "agentspace-listen:" + channel
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &listener{cfg: cfg, ping: ping, pingWait: pingWait, channel: channel, log: log, changes: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
-	go l.run(ctx)
-	return l
+	return &listener{cfg: cfg, ping: ping, pingWait: pingWait, channel: channel, log: log,
+		changes: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
 // close stops the goroutine and waits for it.
@@ -120,12 +135,14 @@ func (l *listener) connect(ctx context.Context) (*pgx.Conn, error) {
 func (l *listener) listen(ctx context.Context, conn *pgx.Conn) error {
 	for {
 		wctx, cancel := context.WithTimeout(ctx, l.ping)
-		_, err := conn.WaitForNotification(wctx)
+		n, err := conn.WaitForNotification(wctx)
 		timedOut := wctx.Err() != nil && ctx.Err() == nil
 		cancel()
 		switch {
 		case err == nil:
-			l.signal()
+			if !l.mine(n.Payload) {
+				l.signal()
+			}
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case timedOut && !conn.IsClosed():
@@ -139,6 +156,16 @@ func (l *listener) listen(ctx context.Context, conn *pgx.Conn) error {
 			return err
 		}
 	}
+}
+
+// mine reports whether a notification's payload (the last seq of the
+// commit) is no later than the store's own last commit.
+func (l *listener) mine(payload string) bool {
+	if l.own == nil {
+		return false
+	}
+	seq, err := strconv.ParseInt(payload, 10, 64)
+	return err == nil && seq <= l.own.Load()
 }
 
 // backendPID is the listening connection's server process (0 before the first connect).

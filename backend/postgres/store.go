@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,6 +31,7 @@ type store struct {
 	startWrite string
 	channel    string // the NOTIFY channel
 	listener   *listener
+	own        atomic.Int64 // the last seq this store committed
 	log        *slog.Logger
 }
 
@@ -71,7 +73,7 @@ func openStore(ctx context.Context, pool *pgxpool.Pool, ownPool bool, opts Optio
 		return nil, workspace.RedactError(err, opts.ListenDSN)
 	}
 	if !opts.NoListen {
-		s.listener = startListener(session, s.channel, s.log)
+		s.listener = startListener(session, s.channel, &s.own, s.log)
 	}
 	return s, nil
 }
@@ -172,6 +174,12 @@ func (s *store) updateOnce(ctx context.Context, fn func(tx workspace.Tx) error) 
 	}
 	if tag.String() != "COMMIT" {
 		return false, fmt.Errorf("postgres: commit: transaction was rolled back (%s)", tag.String())
+	}
+	for tx.seq > head {
+		cur := s.own.Load()
+		if tx.seq <= cur || s.own.CompareAndSwap(cur, tx.seq) {
+			break
+		}
 	}
 	return false, nil
 }
