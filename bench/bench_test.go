@@ -14,6 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	_ "github.com/agentspace/agentspace/backend/json"
+	_ "github.com/agentspace/agentspace/backend/postgres"
+	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	_ "github.com/agentspace/agentspace/backend/sqlite"
 	"github.com/agentspace/agentspace/bench"
 )
@@ -122,4 +125,51 @@ func TestParseWorkloadsRejectsAnUnknownName(t *testing.T) {
 	assert.Equal(t, []string{"MEM"}, got)
 	_, err = bench.ParseWorkloads("W1,W9")
 	assert.ErrorIs(t, err, bench.ErrUnknownWorkload)
+}
+
+// TestW6AndMemOnEveryBackend: W6 has its other-process row everywhere and
+// its other-pool row on Postgres, and MEM measures in the child.
+func TestW6AndMemOnEveryBackend(t *testing.T) {
+	dsns := map[string]func(t *testing.T) string{
+		"sqlite":   func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "ws.db") },
+		"json":     func(t *testing.T) string { return "json:" + filepath.Join(t.TempDir(), "ws") },
+		"postgres": func(t *testing.T) string { return pgtest.NewDSN(t) },
+	}
+	for backend, dsn := range dsns {
+		t.Run(backend, func(t *testing.T) {
+			cfg := bench.Config{DSN: dsn(t), Duration: 10 * time.Millisecond, Workloads: []string{"W6", "MEM"}, Child: testChild}
+			rows, err := bench.RunAll(context.Background(), cfg, nil)
+			require.NoError(t, err)
+			seen := map[string]bool{}
+			for _, r := range rows {
+				seen[r.Workload+" "+r.Variant] = true
+				assert.Equal(t, backend, r.Backend)
+				if r.Workload == "W6" {
+					assert.Positive(t, r.OpsPerSec, r.Variant)
+				}
+			}
+			assert.True(t, seen["W6 other process"])
+			assert.Equal(t, backend == "postgres", seen["W6 other pool"])
+			assert.True(t, seen["MEM subscribers after 2000 events"])
+		})
+	}
+}
+
+// TestAnalyzeAfterTheLoadOnPostgres: --analyze runs ANALYZE on the
+// workspace's tables after W3's load, and the row says so.
+func TestAnalyzeAfterTheLoadOnPostgres(t *testing.T) {
+	dsn := pgtest.NewDSN(t)
+	cfg := bench.Config{DSN: dsn, Duration: 10 * time.Millisecond, Workloads: []string{"W3"}, Concurrency: []int{1}, Artifacts: 150, Analyze: true}
+	rows, err := bench.RunAll(context.Background(), cfg, nil)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	assert.Equal(t, "N=150, analyzed", rows[0].Note)
+	// ANALYZE sets pg_class.reltuples, in its own transaction (it is -1
+	// on a table never analyzed or vacuumed).
+	conn := pgtest.Connect(t)
+	var tuples float64
+	require.NoError(t, conn.QueryRow(context.Background(),
+		`SELECT reltuples FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		  WHERE c.relname = 'artifacts' AND n.nspname = substring($1 from 'ws_schema=([a-z0-9_]+)')`, dsn).Scan(&tuples))
+	assert.GreaterOrEqual(t, tuples, 150.0)
 }
