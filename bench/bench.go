@@ -18,8 +18,9 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// Workloads lists the workload names in the order they run.
-var Workloads = []string{"W1", "W2", "W3", "W4", "W5", "W6", "W7"}
+// Workloads lists the workload names in the order they run. MEM is the
+// memory an idle handle and its subscribers hold (see memProbe).
+var Workloads = []string{"W1", "W2", "W3", "W4", "W5", "W6", "W7", "MEM"}
 
 // DefaultConcurrency is the goroutine counts each workload runs at.
 var DefaultConcurrency = []int{1, 4, 16}
@@ -45,11 +46,18 @@ type Config struct {
 	// before measuring, so that background work the load started (Postgres'
 	// autovacuum analyzing the fresh rows) is done, as in a steady state.
 	Settle time.Duration
-	// Follower, if set, starts another process that follows the log from
-	// after seq and prints each event as a JSON line with its "Seq" on
-	// stdout (`wsctl events --follow --json --after SEQ`): W6 then also
-	// measures the latency to another process.
-	Follower func(ctx context.Context, after int64) *exec.Cmd
+	// Analyze runs ANALYZE on the workspace's tables after loading W3's
+	// artifacts or W5's pool (Postgres only), as autovacuum would on a
+	// server where it runs: without statistics the planner may pick plans
+	// a steady state would not.
+	Analyze bool
+	// Child, if set, returns a command for another process that runs
+	// ServeChild on its stdin and stdout (wsctl re-executes itself as
+	// `wsctl bench --serve-child`; a test binary can do the same from
+	// TestMain). W6 then also measures the latency to a subscriber in
+	// another process ("other process"), and MEM measures in a fresh
+	// process instead of this one. The command's context kills it.
+	Child func(ctx context.Context) *exec.Cmd
 	// Progress, if set, receives one line per measurement ("\r"-updated).
 	Progress io.Writer
 }
@@ -97,6 +105,10 @@ type Row struct {
 	// WALSyncsPerOp is Postgres' pg_stat_wal.wal_sync per op, server-wide.
 	WALSyncsPerOp    float64 `json:"wal_syncs_per_op,omitempty"`
 	RawWALSyncsPerOp float64 `json:"raw_wal_syncs_per_op,omitempty"`
+	// RSSKiB and HeapKiB are MEM's figures: the growth of the process's
+	// resident set and of its live Go heap plus goroutine stacks, in KiB.
+	RSSKiB  float64 `json:"rss_kib,omitempty"`
+	HeapKiB float64 `json:"heap_kib,omitempty"`
 	// Note says what the numbers mean where the columns do not.
 	Note string `json:"note,omitempty"`
 }
@@ -217,10 +229,7 @@ func newEnv(ctx context.Context, dsn string, handles int) (*env, error) {
 	}
 	var id [4]byte
 	_, _ = rand.Read(id[:])
-	e := &env{dsn: dsn, backend: p.Config.Scheme, prefix: "bench-" + hex.EncodeToString(id[:])}
-	if e.backend == "postgresql" {
-		e.backend = "postgres"
-	}
+	e := &env{dsn: dsn, backend: backendOf(p.Config.Scheme), prefix: "bench-" + hex.EncodeToString(id[:])}
 	e.content = make([]byte, 1024)
 	_, _ = rand.Read(e.content)
 	for range handles {
@@ -232,6 +241,14 @@ func newEnv(ctx context.Context, dsn string, handles int) (*env, error) {
 		e.handles = append(e.handles, ws)
 	}
 	return e, nil
+}
+
+// backendOf names the backend of a DSN scheme in rows.
+func backendOf(scheme string) string {
+	if scheme == "postgresql" {
+		return "postgres"
+	}
+	return scheme
 }
 
 // open opens one more handle whose store transactions are counted.

@@ -170,3 +170,39 @@ func (c *pgConns) countRows(ctx context.Context, _ int, query string, args ...an
 }
 
 func isPgNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
+// analyzePostgres runs ANALYZE on the tables of e's workspace schema, when
+// e is on Postgres: what autovacuum does after a bulk load on a server
+// where it runs (Config.Analyze).
+func analyzePostgres(ctx context.Context, e *env) error {
+	if e.backend != "postgres" {
+		return nil
+	}
+	p, err := workspace.ParseDSN(e.dsn)
+	if err != nil {
+		return err
+	}
+	schema := p.Config.Params["ws_schema"]
+	if schema == "" {
+		schema = "agentspace" // the backend's default schema
+	}
+	conn, err := pgx.Connect(ctx, p.Config.DSN)
+	if err != nil {
+		return fmt.Errorf("analyze: %w", err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = $1`, schema)
+	if err != nil {
+		return fmt.Errorf("analyze: %w", err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("analyze: %w", err)
+	}
+	for _, t := range tables {
+		if _, err := conn.Exec(ctx, "ANALYZE "+pgx.Identifier{schema, t}.Sanitize()); err != nil {
+			return fmt.Errorf("analyze %s: %w", t, err)
+		}
+	}
+	return nil
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentspace/agentspace/workspace"
 )
 
 // rounds is how many times ours and the raw baseline alternate within a row,
@@ -31,6 +33,20 @@ func RunAll(ctx context.Context, cfg Config, emit func(Row)) ([]Row, error) {
 	defer r.close()
 	var rows []Row
 	for _, name := range cfg.Workloads {
+		if name == "MEM" {
+			progress("MEM: measuring")
+			mem, err := memRows(ctx, e.backend, cfg)
+			if err != nil {
+				return rows, err
+			}
+			for _, row := range mem {
+				rows = append(rows, row)
+				if emit != nil {
+					emit(row)
+				}
+			}
+			continue
+		}
 		progress(name + ": preparing")
 		cs, cleanup, err := cases(ctx, e, r, cfg, name)
 		if err != nil {
@@ -145,6 +161,10 @@ func Run(b *testing.B, h Harness) {
 	cfg.Progress = nil
 	ctx := context.Background()
 	for _, name := range cfg.Workloads {
+		if name == "MEM" {
+			b.Run(name, func(b *testing.B) { benchMem(b, h, cfg) })
+			continue
+		}
 		b.Run(name, func(b *testing.B) {
 			e, err := newEnv(ctx, h.NewDSN(b), cfg.Handles)
 			if err != nil {
@@ -178,6 +198,28 @@ func Run(b *testing.B, h Harness) {
 					}
 				})
 			}
+		})
+	}
+}
+
+// benchMem takes MEM's readings once (in a child process if the harness
+// has one) and reports each row's figures as metrics of a sub-benchmark.
+func benchMem(b *testing.B, h Harness, cfg Config) {
+	cfg.DSN = h.NewDSN(b)
+	p, err := workspace.ParseDSN(cfg.DSN)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows, err := memRows(context.Background(), backendOf(p.Config.Scheme), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range rows {
+		b.Run(fmt.Sprintf("%s/subs=%d", strings.ReplaceAll(r.Variant, " ", "_"), r.Concurrency), func(b *testing.B) {
+			for b.Loop() {
+			}
+			b.ReportMetric(r.RSSKiB, "rss-KiB")
+			b.ReportMetric(r.HeapKiB, "heap-KiB")
 		})
 	}
 }

@@ -2,9 +2,11 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os/exec"
 	"sync"
 	"time"
 
@@ -66,10 +68,10 @@ func cases(ctx context.Context, e *env, r rawStore, cfg Config, name string) ([]
 		if err := loadArtifacts(ctx, e, cfg.Artifacts, progressFunc(cfg.Progress)); err != nil {
 			return nil, nil, err
 		}
-		if err := settle(ctx, cfg); err != nil {
+		if err := settle(ctx, e, cfg); err != nil {
 			return nil, nil, err
 		}
-		each("", cfg.Artifacts, fmt.Sprintf("N=%d", cfg.Artifacts), func(ctx context.Context, c int) (op, error) {
+		each("", cfg.Artifacts, fmt.Sprintf("N=%d", cfg.Artifacts)+analyzed(e, cfg), func(ctx context.Context, c int) (op, error) {
 			return w3(e, cfg.Artifacts), nil
 		})
 	case "W4":
@@ -86,21 +88,34 @@ func cases(ctx context.Context, e *env, r rawStore, cfg Config, name string) ([]
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := settle(ctx, cfg); err != nil {
+		if err := settle(ctx, e, cfg); err != nil {
 			return nil, nil, err
 		}
-		each("", cfg.Tasks, fmt.Sprintf("pool=%d", cfg.Tasks), func(ctx context.Context, c int) (op, error) {
+		each("", cfg.Tasks, fmt.Sprintf("pool=%d", cfg.Tasks)+analyzed(e, cfg), func(ctx context.Context, c int) (op, error) {
 			return pool, nil
 		})
 	case "W6":
-		for _, v := range []string{"same handle", "other handle", "resume"} {
+		variants := []string{"same handle", "other handle"}
+		if e.backend == "postgres" {
+			variants = append(variants, "other pool")
+		}
+		if cfg.Child != nil {
+			variants = append(variants, "other process")
+		}
+		variants = append(variants, "resume")
+		for _, v := range variants {
 			s := spec{workload: name, variant: v, c: 1}
 			note := "latency: commit -> subscriber receipt"
-			if v == "resume" {
+			switch v {
+			case "resume":
 				note = "latency: Subscribe from an old seq -> first event"
+			case "other pool":
+				note += " (a handle with its own pgxpool, woken by LISTEN/NOTIFY)"
+			case "other process":
+				note += " (a child process; both timestamps on this machine's clock)"
 			}
 			out = append(out, bcase{spec: s, latency: true, note: note, setup: func(ctx context.Context) (op, op, func(), error) {
-				ours, stop, err := w6(ctx, e, v)
+				ours, stop, err := w6(ctx, e, v, cfg.Child)
 				if err != nil {
 					return nil, nil, nil, err
 				}
@@ -120,8 +135,14 @@ func cases(ctx context.Context, e *env, r rawStore, cfg Config, name string) ([]
 	return out, nothing, nil
 }
 
-// settle waits cfg.Settle after a load.
-func settle(ctx context.Context, cfg Config) error {
+// settle runs ANALYZE if cfg.Analyze, then waits cfg.Settle after a load.
+func settle(ctx context.Context, e *env, cfg Config) error {
+	if cfg.Analyze {
+		progressFunc(cfg.Progress)("analyzing after the load")
+		if err := analyzePostgres(ctx, e); err != nil {
+			return err
+		}
+	}
 	if cfg.Settle <= 0 {
 		return nil
 	}
@@ -132,6 +153,14 @@ func settle(ctx context.Context, cfg Config) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// analyzed is the note's mark of a load that settle analyzed.
+func analyzed(e *env, cfg Config) string {
+	if cfg.Analyze && e.backend == "postgres" {
+		return ", analyzed"
+	}
+	return ""
 }
 
 // drain attaches a subscriber to ws that reads everything until cleanup.
@@ -385,10 +414,53 @@ func (r *receipts) await(ctx context.Context, seq int64) (time.Time, error) {
 	}
 }
 
+// followProcess starts a child process that subscribes after ws's head
+// and reports when each event arrived there.
+func followProcess(ctx context.Context, e *env, ws workspace.Workspace, start func(context.Context) *exec.Cmd) (*receipts, error) {
+	head, err := ws.Events().Head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := startChild(ctx, start, childRequest{Op: "follow", DSN: e.dsn, After: head})
+	if err != nil {
+		return nil, fmt.Errorf("W6: %w", err)
+	}
+	r := &receipts{seen: map[int64]time.Time{}, wake: make(chan struct{}, 1)}
+	go func() {
+		defer close(c.read)
+		for c.out.Scan() {
+			var rc childReceipt
+			if json.Unmarshal(c.out.Bytes(), &rc) != nil || rc.Seq == 0 {
+				continue
+			}
+			r.mu.Lock()
+			r.seen[rc.Seq] = time.Unix(0, rc.AtNs)
+			r.mu.Unlock()
+			select {
+			case r.wake <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	r.stop = c.stop
+	// Wait until the child is live: its start-up is not the latency.
+	res, err := ws.Commit(ctx, workspace.Batch{Actor: actor, Ops: []workspace.Op{workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "bench", Key: e.prefix + "-w6-warm-up", Body: "x"}}}})
+	if err == nil {
+		_, err = r.await(ctx, res.Events[0].Seq)
+	}
+	if err != nil {
+		r.stop()
+		return nil, fmt.Errorf("W6: child process: %w", err)
+	}
+	return r, nil
+}
+
 // w6: the latency from a commit's return to its event's receipt by a
-// subscriber on the same or another handle; or, for "resume", from
-// Subscribe with an old seq to the first backlog event.
-func w6(ctx context.Context, e *env, variant string) (op, func(), error) {
+// subscriber on the same handle, another handle, a handle opened for the
+// row (Postgres: its own pool, so LISTEN/NOTIFY wakes it), or another
+// process; or, for "resume", from Subscribe with an old seq to the first
+// backlog event.
+func w6(ctx context.Context, e *env, variant string, child func(context.Context) *exec.Cmd) (op, func(), error) {
 	sub := e.handles[0]
 	if variant == "resume" {
 		return func(ctx context.Context, _ int) (time.Duration, error) {
@@ -414,10 +486,30 @@ func w6(ctx context.Context, e *env, variant string) (op, func(), error) {
 		}, func() {}, nil
 	}
 	writer := sub
-	if variant == "other handle" {
+	var (
+		r   *receipts
+		err error
+	)
+	switch variant {
+	case "other handle":
 		writer = e.handles[1%len(e.handles)]
+		r, err = follow(ctx, sub)
+	case "other pool":
+		var own workspace.Workspace
+		if own, err = e.open(ctx); err != nil {
+			return nil, nil, err
+		}
+		if r, err = follow(ctx, own); err != nil {
+			_ = own.Close()
+			return nil, nil, err
+		}
+		stop := r.stop
+		r.stop = func() { stop(); _ = own.Close() }
+	case "other process":
+		r, err = followProcess(ctx, e, sub, child)
+	default:
+		r, err = follow(ctx, sub)
 	}
-	r, err := follow(ctx, sub)
 	if err != nil {
 		return nil, nil, err
 	}

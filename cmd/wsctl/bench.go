@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -24,7 +25,9 @@ func (a *app) benchCmd() *cobra.Command {
 		tasks      int
 		handles    int
 		settle     time.Duration
+		analyze    bool
 		cpuProfile string
+		serveChild bool
 	)
 	c := &cobra.Command{
 		Use:   "bench",
@@ -42,10 +45,15 @@ It writes records, events and tasks under names and labels starting with
 Workloads: W1 conditional 1 KiB artifact update (with a subscriber), W2 get
 by name, W3 one page of 100 by prefix among --artifacts, W4 lease acquire +
 release (and the hand-over latency to a waiter), W5 claim + done from a pool
-of --tasks with dependencies, W6 event latency (commit to subscriber), W7 a
-three-op batch.`,
+of --tasks with dependencies, W6 event latency (commit to subscriber: same
+handle, other handle, on Postgres another pool, another process), W7 a
+three-op batch, MEM the memory an idle handle and 1 and 100 subscribers hold
+(RSS and Go heap growth, measured in a fresh wsctl process).`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			if serveChild {
+				return bench.ServeChild(ctx, a.stdin, a.stdout)
+			}
 			ws, err := bench.ParseWorkloads(workloads)
 			if err != nil {
 				return usageErrorf("--workloads: %v", err)
@@ -72,7 +80,8 @@ three-op batch.`,
 			}
 			cfg := bench.Config{
 				DSN: res.DSN, Duration: duration, Workloads: ws, Concurrency: levels,
-				Handles: handles, Settle: settle, Artifacts: artifacts, Tasks: tasks, Progress: a.stderr,
+				Handles: handles, Settle: settle, Analyze: analyze, Artifacts: artifacts, Tasks: tasks,
+				Child: a.benchChild(), Progress: a.stderr,
 			}
 			if a.jsonOut {
 				enc := json.NewEncoder(a.stdout)
@@ -96,8 +105,25 @@ three-op batch.`,
 	f.IntVar(&tasks, "tasks", 10000, "W5: tasks in each pool")
 	f.IntVar(&handles, "handles", 4, "workspace handles the goroutines share (group commit coalesces within a handle)")
 	f.DurationVar(&settle, "settle", 0, "wait this long after loading W3/W5 data before measuring (lets autovacuum analyze it)")
+	f.BoolVar(&analyze, "analyze", false, "postgres: ANALYZE the workspace's tables after loading W3/W5 data (what autovacuum would do)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	f.BoolVar(&serveChild, "serve-child", false, "internal: be the benchmark's child process (W6 other process, MEM)")
+	_ = f.MarkHidden("serve-child")
 	return c
+}
+
+// benchChild re-executes this wsctl as the benchmark's child process. The
+// request, DSN included, goes over the child's stdin, not its arguments.
+func (a *app) benchChild() func(ctx context.Context) *exec.Cmd {
+	self, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return func(ctx context.Context) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, self, "bench", "--serve-child") // #nosec G204 -- this very executable, fixed arguments
+		cmd.Stderr = a.stderr
+		return cmd
+	}
 }
 
 func parseLevels(s string) ([]int, error) {
@@ -135,8 +161,12 @@ func (a *app) benchTable(rows []bench.Row) error {
 				commits += fmt.Sprintf(" (wal_sync %.2f, raw %.2f)", r.WALSyncsPerOp, r.RawWALSyncsPerOp)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			name, r.Backend, r.Concurrency, r.OpsPerSec, us(r.P50us), us(r.P99us), raw, rawP99, ratio, commits, orDash(r.Note))
+		ops, p50, p99 := fmt.Sprintf("%.0f", r.OpsPerSec), us(r.P50us), us(r.P99us)
+		if r.OpsPerSec == 0 && r.P99us == 0 {
+			ops, p50, p99 = "-", "-", "-" // MEM rows: the figures are in the note
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			name, r.Backend, r.Concurrency, ops, p50, p99, raw, rawP99, ratio, commits, orDash(r.Note))
 	}
 	return tw.Flush()
 }
