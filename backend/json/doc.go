@@ -14,14 +14,15 @@
 // # The tree
 //
 //	DIR/
-//	  FORMAT                     format version ("1"; "1 dirty" while a migration step runs)
+//	  FORMAT                     format version ("2"; "2 dirty" while a migration step runs)
 //	  .lock                      flock target: exclusive for writes, shared for reads
 //	  .journal                   the transaction being applied (empty when idle)
 //	  events.ndjson              the event log: one JSON event per line, seq ascending
 //	  floor.json                 {"floor": N} once the log was compacted below N
 //	  artifacts/NAME             the head content of each live artifact, as a plain file:
 //	                             cat DIR/artifacts/plans/auth-api.md
-//	  meta/artifacts/ID.json     an artifact's name, deleted flag and every version's metadata
+//	  meta/artifacts/ID.json     an artifact's name, deleted flag and its head version's metadata
+//	  meta/versions/ID.ndjson    every version's metadata, one JSON line per version, appended
 //	  blobs/ID/SHA256            each distinct content of an artifact, once (every version's bytes)
 //	  tasks/ID.json              one task
 //	  notes/KIND/KEY.json        one note (KEY encoded, see below)
@@ -81,7 +82,10 @@
 //
 // Every record is held in memory, and the event log too; opening a handle
 // reads the whole tree. A write costs a few fsyncs whatever the size of the
-// workspace, and an artifact's metadata file grows with its versions. Lists
+// workspace or the number of an artifact's versions: an update rewrites the
+// artifact's small head file and appends one line to its versions file
+// (format 2; format 1 rewrote every version's metadata). Another handle
+// reads only the appended lines. Lists
 // are served from memory. See the README for measured figures. Use sqlite:
 // past some tens of thousands of artifacts or for heavy write loads, and
 // postgres: across hosts (flock is not reliable on network file systems).

@@ -123,6 +123,54 @@ func writeAtomic(root *os.Root, name string, data []byte, dirs dirSet) error {
 	return nil
 }
 
+// appendAt writes data at offset at of name (created if missing) and cuts
+// the file just after it, then fsyncs it. at is where the file ended when
+// the append was committed; a file now shorter than that lost committed
+// lines, which is reported rather than papered over with a hole.
+func appendAt(root *os.Root, name string, at int64, data []byte, dirs dirSet) error {
+	dir := path.Dir(name)
+	if err := mkdirs(root, dir, dirs); err != nil {
+		return err
+	}
+	if fi, err := root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s %w", name, errSymlink)
+		}
+		return fmt.Errorf("%s is not a regular file", name)
+	} else if errors.Is(err, fs.ErrNotExist) {
+		dirs[dir] = struct{}{}
+	}
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE, fileMode)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Size() < at {
+		err = corrupt(name, "is %d bytes long, but a committed append starts at byte %d", fi.Size(), at)
+	}
+	if err == nil {
+		if ferr := injectedFault(name); ferr != nil {
+			_, _ = f.WriteAt(data[:len(data)/2], at)
+			err = ferr
+		} else {
+			_, err = f.WriteAt(data, at)
+		}
+	}
+	if end := at + int64(len(data)); err == nil && fi.Size() > end {
+		err = f.Truncate(end)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("append to %s: %w", name, err)
+	}
+	return nil
+}
+
 // removeFile removes name if it is there (a regular file only).
 func removeFile(root *os.Root, name string, dirs dirSet) error {
 	fi, err := root.Lstat(name)

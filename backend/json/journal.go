@@ -33,6 +33,8 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 type record struct {
 	// Writes replace whole files (record JSON, blobs), paths relative to DIR.
 	Writes []fileWrite `json:"writes,omitempty"`
+	// Appends add lines to append-only files (artifacts' versions), after Writes.
+	Appends []fileAppend `json:"appends,omitempty"`
 	// Removes delete files (deleted notes, expired idempotency keys).
 	Removes []string `json:"removes,omitempty"`
 	// Mirror updates the readable copies under artifacts/, after Writes.
@@ -45,6 +47,15 @@ type record struct {
 
 type fileWrite struct {
 	Path string `json:"path"`
+	Data []byte `json:"data"`
+}
+
+// fileAppend writes Data at offset At of Path and cuts the file there: At
+// is the file's size when the transaction committed, so applying it again
+// (a replay) gives the same file.
+type fileAppend struct {
+	Path string `json:"path"`
+	At   int64  `json:"at"`
 	Data []byte `json:"data"`
 }
 
@@ -109,6 +120,11 @@ func decodeJournal(data []byte) (*record, error) {
 	for _, w := range rec.Writes {
 		if !safeRelPath(w.Path) {
 			return nil, corrupt(journalFile, "write to unsafe path %q", w.Path)
+		}
+	}
+	for _, a := range rec.Appends {
+		if !safeRelPath(a.Path) || a.At < 0 {
+			return nil, corrupt(journalFile, "append to unsafe path %q at %d", a.Path, a.At)
 		}
 	}
 	for _, p := range rec.Removes {
@@ -182,6 +198,11 @@ func (s *store) apply(rec *record, diskLast int64) error {
 	dirs := dirSet{}
 	for _, w := range rec.Writes {
 		if err := writeAtomic(s.root, w.Path, w.Data, dirs); err != nil {
+			return err
+		}
+	}
+	for _, a := range rec.Appends {
+		if err := appendAt(s.root, a.Path, a.At, a.Data, dirs); err != nil {
 			return err
 		}
 	}
@@ -358,6 +379,9 @@ func (s *store) recoverJournal() error {
 	sweep("r", ".")
 	for _, w := range rec.Writes {
 		sweep("r", path.Dir(w.Path))
+	}
+	for _, a := range rec.Appends {
+		sweep("r", path.Dir(a.Path))
 	}
 	for _, m := range rec.Mirror {
 		sweep("m", path.Dir(m.Name))

@@ -20,23 +20,32 @@ import (
 
 // Names in DIR. See doc.go for the whole tree.
 const (
-	formatFile  = "FORMAT"
-	lockFile    = ".lock"
-	eventsFile  = "events.ndjson"
-	floorFile   = "floor.json"
-	artsDir     = "artifacts"
-	metaDir     = "meta/artifacts"
-	blobsDir    = "blobs"
-	tasksDir    = "tasks"
-	notesDir    = "notes"
-	leasesDir   = "leases"
-	idemDir     = "idempotency"
-	jsonSuffix  = ".json"
-	probeSuffix = ".probe"
+	formatFile   = "FORMAT"
+	lockFile     = ".lock"
+	eventsFile   = "events.ndjson"
+	floorFile    = "floor.json"
+	artsDir      = "artifacts"
+	metaDir      = "meta/artifacts"
+	versionsDir  = "meta/versions"
+	blobsDir     = "blobs"
+	tasksDir     = "tasks"
+	notesDir     = "notes"
+	leasesDir    = "leases"
+	idemDir      = "idempotency"
+	jsonSuffix   = ".json"
+	ndjsonSuffix = ".ndjson"
+	probeSuffix  = ".probe"
 )
 
 type floorJSON struct {
 	Floor int64 `json:"floor"`
+}
+
+// fileIdent is an append-only file as last read: its inode (a replaced
+// file is read again whole) and how many bytes were read.
+type fileIdent struct {
+	ino  uint64
+	size int64
 }
 
 // logIdent identifies the event log's content as last seen: an append
@@ -67,6 +76,10 @@ type store struct {
 	diskLast int64  // last seq in events.ndjson
 	logID    logIdent
 	logLines int
+	// vfiles is what this handle last saw of each artifact's versions file
+	// (which only grows, or is replaced): a refresh reads only what was
+	// appended since.
+	vfiles map[string]fileIdent
 
 	gate  *filegate.Gate    // this process's writers of DIR, in line
 	watch *dirwatch.Watcher // nil: other processes' commits are polled for
@@ -273,6 +286,7 @@ func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) erro
 	if err := s.clearJournal(); err != nil {
 		s.log.Warn("json store: emptying the journal failed; the transaction will be replayed", "err", err)
 	}
+	s.noteVersions(t.arts)
 	return s.noteLog(len(rec.Events))
 }
 
@@ -344,6 +358,7 @@ var (
 )
 
 func artifactPath(id string) string { return metaDir + "/" + id + jsonSuffix }
+func versionsPath(id string) string { return versionsDir + "/" + id + ndjsonSuffix }
 func taskPath(id string) string     { return tasksDir + "/" + id + jsonSuffix }
 func notePath(k noteKey) string     { return notesDir + "/" + k.kind + "/" + encodeKey(k.key) + jsonSuffix }
 func leasePath(r string) string     { return leasesDir + "/" + encodeKey(r) + jsonSuffix }
