@@ -86,6 +86,13 @@ func mkdirs(root *os.Root, dir string, dirs dirSet) error {
 // directory, fsync, rename. The directory is recorded in dirs for the
 // caller to fsync once; readers see the old or the new file, never a part.
 func writeAtomic(root *os.Root, name string, data []byte, dirs dirSet) error {
+	return replaceFile(root, name, data, dirs, true)
+}
+
+// replaceFile is writeAtomic, without the fsync of the file unless durable
+// is set: a committed transaction's files need none, as the journal holds
+// them until a checkpoint syncs them.
+func replaceFile(root *os.Root, name string, data []byte, dirs dirSet, durable bool) error {
 	dir := path.Dir(name)
 	if err := mkdirs(root, dir, dirs); err != nil {
 		return err
@@ -106,7 +113,7 @@ func writeAtomic(root *os.Root, name string, data []byte, dirs dirSet) error {
 	} else {
 		_, err = f.Write(data)
 	}
-	if err == nil {
+	if err == nil && durable {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -123,23 +130,37 @@ func writeAtomic(root *os.Root, name string, data []byte, dirs dirSet) error {
 	return nil
 }
 
+// overwriteFile writes data as name's whole content in place (creating
+// it), without fsync. Only for files that readers read under the lock.
+func overwriteFile(root *os.Root, name string, data []byte, dirs dirSet) error {
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fileMode)
+	if errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err = injectedFault(name); err != nil {
+		_, _ = f.Write(data[:len(data)/2])
+	} else {
+		_, err = f.Write(data)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	dirs[path.Dir(name)] = struct{}{}
+	return nil
+}
+
 // appendAt writes data at offset at of name (created if missing) and cuts
-// the file just after it, then fsyncs it. at is where the file ended when
+// the file just after it (no fsync: see replaceFile); its directory must
+// exist. at is where the file ended when
 // the append was committed; a file now shorter than that lost committed
 // lines, which is reported rather than papered over with a hole.
 func appendAt(root *os.Root, name string, at int64, data []byte, dirs dirSet) error {
-	dir := path.Dir(name)
-	if err := mkdirs(root, dir, dirs); err != nil {
-		return err
-	}
-	if fi, err := root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("%s %w", name, errSymlink)
-		}
-		return fmt.Errorf("%s is not a regular file", name)
-	} else if errors.Is(err, fs.ErrNotExist) {
-		dirs[dir] = struct{}{}
-	}
 	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE, fileMode)
 	if err != nil {
 		return err
@@ -158,9 +179,6 @@ func appendAt(root *os.Root, name string, at int64, data []byte, dirs dirSet) er
 	}
 	if end := at + int64(len(data)); err == nil && fi.Size() > end {
 		err = f.Truncate(end)
-	}
-	if err == nil {
-		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -207,6 +225,35 @@ func syncDirs(root *os.Root, dirs dirSet) error {
 		}
 	}
 	return nil
+}
+
+// syncFiles fsyncs each file of names that still exists.
+func syncFiles(root *os.Root, names map[string]bool) error {
+	for name := range names {
+		f, err := root.Open(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed by a later transaction
+		}
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		_ = f.Close()
+		if err != nil {
+			return fmt.Errorf("fsync %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// addParents records every directory above name, up to the root.
+func addParents(dirs dirSet, name string) {
+	for d := path.Dir(name); ; d = path.Dir(d) {
+		dirs[d] = struct{}{}
+		if d == "." || d == "/" {
+			return
+		}
+	}
 }
 
 // sweepTemps removes temporary files a crashed writer left in dir.

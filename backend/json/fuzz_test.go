@@ -2,6 +2,7 @@ package jsonstore
 
 import (
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -39,32 +40,38 @@ func FuzzDecodeJournal(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(b)
+	// A write-ahead log: two entries, the first marked applied, the second torn.
+	f.Add(append(append(append(slices.Clone(b), appliedMarker...), b...), b[:len(b)/2]...))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rec, err := decodeJournal(data)
-		if err != nil || rec == nil {
-			return
+		recs, end, err := decodeJournal(data)
+		if end < 0 || end > len(data) || (err == nil && end != len(data)) {
+			t.Fatalf("end %d of %d bytes (err %v)", end, len(data), err)
 		}
-		for _, w := range rec.Writes {
-			if !safeRelPath(w.Path) {
-				t.Fatalf("unsafe path %q accepted", w.Path)
+		var again []byte
+		for _, rec := range recs {
+			for _, w := range rec.Writes {
+				if !safeRelPath(w.Path) {
+					t.Fatalf("unsafe path %q accepted", w.Path)
+				}
 			}
-		}
-		for _, a := range rec.Appends {
-			if !safeRelPath(a.Path) || a.At < 0 {
-				t.Fatalf("unsafe append %q at %d accepted", a.Path, a.At)
+			for _, a := range rec.Appends {
+				if !safeRelPath(a.Path) || a.At < 0 {
+					t.Fatalf("unsafe append %q at %d accepted", a.Path, a.At)
+				}
 			}
-		}
-		for _, m := range rec.Mirror {
-			if !safeRelPath(m.Name) {
-				t.Fatalf("unsafe mirror name %q accepted", m.Name)
+			for _, m := range rec.Mirror {
+				if !safeRelPath(m.Name) {
+					t.Fatalf("unsafe mirror name %q accepted", m.Name)
+				}
 			}
+			b, err := encodeJournal(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again = append(again, b...)
 		}
-		again, err := encodeJournal(rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := decodeJournal(again); err != nil {
-			t.Fatalf("re-encoded record does not decode: %v", err)
+		if back, _, err := decodeJournal(again); err != nil || len(back) != len(recs) {
+			t.Fatalf("re-encoded entries do not decode: %d of %d, %v", len(back), len(recs), err)
 		}
 	})
 }

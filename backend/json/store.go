@@ -65,7 +65,11 @@ type store struct {
 	mirror  *os.Root // DIR/artifacts: readable copies never leave it
 	lockf   *os.File
 	journal *os.File
-	log     *slog.Logger
+	// journalEnd is where this handle's last entry (or marker) ends.
+	journalEnd int64
+	// knownDirs are directories under DIR this handle created or found.
+	knownDirs map[string]bool
+	log       *slog.Logger
 	// foldCase is set when the file system ignores case: names that differ
 	// only in case would share a file, so they count as the same name.
 	foldCase bool
@@ -177,9 +181,11 @@ func (s *store) openLocked(f *formatHandle, autoMigrate bool) error {
 		return err
 	}
 	s.foldCase = probeFoldCase(s.root)
-	if pending, err := s.journalPending(); err != nil {
+	// After a power cut the files of applied entries may be missing: at
+	// open, every entry is replayed, pending or not.
+	if fi, err := s.journal.Stat(); err != nil {
 		return err
-	} else if pending {
+	} else if fi.Size() > 0 {
 		if err := s.recoverJournal(); err != nil {
 			return err
 		}
@@ -198,7 +204,8 @@ func probeFoldCase(root *os.Root) bool {
 	return err == nil && os.SameFile(a, b)
 }
 
-// Close releases the handle's files; its locks go with them.
+// Close checkpoints the journal, then releases the handle's files; its
+// locks go with them.
 func (s *store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -206,6 +213,11 @@ func (s *store) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.journal != nil && s.lockf != nil && s.mirror != nil {
+		if err := s.closeCheckpoint(); err != nil {
+			s.log.Warn("json store: checkpoint at close failed; the journal keeps every transaction", "err", err)
+		}
+	}
 	_ = s.watch.Close()
 	if s.gate != nil {
 		filegate.Close(s.dir)
@@ -217,6 +229,28 @@ func (s *store) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// closeCheckpoint checkpoints a journal holding applied entries, so that a
+// workspace left alone has its files synced and an empty journal. One that
+// ends with a pending entry is left to the next lock holder.
+func (s *store) closeCheckpoint() error {
+	fi, err := s.journal.Stat()
+	if err != nil || fi.Size() == 0 {
+		return err
+	}
+	if err := flock(s.lockf, true); err != nil {
+		return err
+	}
+	defer func() { _ = funlock(s.lockf) }()
+	pending, err := s.journalPending()
+	if err != nil || pending {
+		return err
+	}
+	if fi, err = s.journal.Stat(); err != nil || fi.Size() == 0 {
+		return err
+	}
+	return s.checkpoint()
 }
 
 func isNilCloser(c io.Closer) bool {
@@ -278,13 +312,19 @@ func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) erro
 		return err
 	}
 	if err := s.apply(rec, s.diskLast); err != nil {
-		// Committed: the record stays in the journal and the next
+		// Committed: the entry stays unmarked in the journal and the next
 		// transaction (of any handle) replays it.
 		s.st = nil
 		return fmt.Errorf("json store: applying a committed transaction (it will be replayed): %w", err)
 	}
-	if err := s.clearJournal(); err != nil {
-		s.log.Warn("json store: emptying the journal failed; the transaction will be replayed", "err", err)
+	if err := s.markApplied(); err != nil {
+		s.log.Warn("json store: marking a transaction applied failed; it will be replayed", "err", err)
+	} else if s.journalEnd >= checkpointBytes {
+		if err := s.checkpoint(); err != nil {
+			// The journal keeps every entry: nothing is lost, and the next
+			// commit tries again.
+			s.log.Warn("json store: checkpoint failed", "err", err)
+		}
 	}
 	s.noteVersions(t.arts)
 	return s.noteLog(len(rec.Events))
