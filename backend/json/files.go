@@ -130,10 +130,13 @@ func replaceFile(root *os.Root, name string, data []byte, dirs dirSet, durable b
 	return nil
 }
 
-// overwriteFile writes data as name's whole content in place (creating
-// it), without fsync. Only for files that readers read under the lock.
-func overwriteFile(root *os.Root, name string, data []byte, dirs dirSet) error {
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fileMode)
+// overwriteFile writes data as the whole content of the file rel of root
+// (name relative to DIR) in place, creating it, without fsync. Only for files that readers read under the lock. It
+// writes over the old bytes and cuts what is left, rather than opening
+// with O_TRUNC: truncating to zero makes some file systems (ext4's
+// auto_da_alloc) start writing the file back at once.
+func overwriteFile(root *os.Root, rel, name string, data []byte) error {
+	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE, fileMode)
 	if errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -141,9 +144,16 @@ func overwriteFile(root *os.Root, name string, data []byte, dirs dirSet) error {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	if err = injectedFault(name); err != nil {
-		_, _ = f.Write(data[:len(data)/2])
+		_, _ = f.WriteAt(data[:len(data)/2], 0)
 	} else {
-		_, err = f.Write(data)
+		_, err = f.WriteAt(data, 0)
+	}
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = f.Stat()
+	}
+	if err == nil && fi.Size() > int64(len(data)) {
+		err = f.Truncate(int64(len(data)))
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -151,17 +161,17 @@ func overwriteFile(root *os.Root, name string, data []byte, dirs dirSet) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
-	dirs[path.Dir(name)] = struct{}{}
 	return nil
 }
 
-// appendAt writes data at offset at of name (created if missing) and cuts
+// appendAt writes data at offset at of the file rel of root (name
+// relative to DIR; created if missing) and cuts
 // the file just after it (no fsync: see replaceFile); its directory must
 // exist. at is where the file ended when
 // the append was committed; a file now shorter than that lost committed
 // lines, which is reported rather than papered over with a hole.
-func appendAt(root *os.Root, name string, at int64, data []byte, dirs dirSet) error {
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE, fileMode)
+func appendAt(root *os.Root, rel, name string, at int64, data []byte) error {
+	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE, fileMode)
 	if err != nil {
 		return err
 	}

@@ -238,6 +238,7 @@ func (f *formatHandle) replayJournal() error {
 	}
 	defer mirror.Close()
 	s := &store{dir: f.dir, root: f.root, mirror: mirror, journal: jf, log: slog.Default()}
+	defer s.closeSubRoots()
 	return s.recoverJournal()
 }
 

@@ -360,7 +360,8 @@ func (s *store) applyAppending(rec *record, diskLast int64, superseded map[strin
 		if err := s.ensureDir(path.Dir(a.Path), dirs); err != nil {
 			return err
 		}
-		if err := appendAt(s.root, a.Path, a.At, a.Data, dirs); err != nil {
+		root, rel := s.sub(a.Path)
+		if err := appendAt(root, rel, a.Path, a.At, a.Data); err != nil {
 			return err
 		}
 	}
@@ -390,20 +391,18 @@ func (s *store) writeRecordFile(name string, data []byte, dirs dirSet) error {
 	if err := s.ensureDir(path.Dir(name), dirs); err != nil {
 		return err
 	}
-	write := overwriteFile
+	write := func(root *os.Root, rel string) error { return overwriteFile(root, rel, name, data) }
 	if strings.HasPrefix(name, versionsDir+"/") {
-		write = func(root *os.Root, name string, data []byte, dirs dirSet) error {
-			return replaceFile(root, name, data, dirs, false)
-		}
+		write = func(root *os.Root, rel string) error { return replaceFile(root, rel, data, dirSet{}, false) }
 	}
-	err := write(s.root, name, data, dirs)
+	err := write(s.sub(name))
 	if errors.Is(err, fs.ErrNotExist) {
 		// The directory was removed behind this handle's back: make it again.
 		delete(s.knownDirs, path.Dir(name))
 		if err := s.ensureDir(path.Dir(name), dirs); err != nil {
 			return err
 		}
-		err = write(s.root, name, data, dirs)
+		err = write(s.root, name)
 	}
 	return err
 }
@@ -423,6 +422,25 @@ func (s *store) ensureDir(dir string, dirs dirSet) error {
 	}
 	s.knownDirs[dir] = true
 	return nil
+}
+
+// writeCopy replaces the readable copy artifacts/NAME atomically (temp
+// file and rename, as people read it without the lock), through a root on
+// its directory so that the path is walked once.
+func (s *store) writeCopy(name string, data []byte, dirs dirSet) error {
+	dir := path.Dir(name)
+	if dir == "." {
+		return replaceFile(s.mirror, name, data, dirs, false)
+	}
+	if err := mkdirs(s.mirror, dir, dirs); err != nil {
+		return err
+	}
+	d, err := s.mirror.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return replaceFile(d, path.Base(name), data, dirSet{}, false)
 }
 
 // applyMirror updates the readable copies of artifacts' heads. The copies
@@ -451,9 +469,10 @@ func (s *store) applyMirror(ops []mirrorOp) {
 		if m.Blob == "" {
 			continue
 		}
-		data, err := s.root.ReadFile(m.Blob)
+		broot, rel := s.sub(m.Blob)
+		data, err := broot.ReadFile(rel)
 		if err == nil {
-			err = replaceFile(s.mirror, m.Name, data, dirs, false)
+			err = s.writeCopy(m.Name, data, dirs)
 		}
 		if err != nil {
 			s.log.Warn("json store: the readable copy of an artifact was not written", "name", m.Name, "err", err)

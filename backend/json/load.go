@@ -142,9 +142,13 @@ func (s *store) reloadSubject(subj workspace.Subject) error {
 // appended to its versions file since this handle last read it (all of it
 // if the file was replaced or never read).
 func (s *store) reloadArtifact(id string) error {
-	data, err := s.readRecord(artifactPath(id))
+	hroot, hrel := s.sub(artifactPath(id))
+	data, err := hroot.ReadFile(hrel)
+	if errors.Is(err, fs.ErrNotExist) {
+		data, err = nil, nil
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("read %s: %w", artifactPath(id), err)
 	}
 	if data == nil {
 		s.st.setArt(id, nil)
@@ -156,7 +160,8 @@ func (s *store) reloadArtifact(id string) error {
 		return err
 	}
 	p := versionsPath(id)
-	f, err := s.root.Open(p)
+	vroot, vrel := s.sub(p)
+	f, err := vroot.Open(vrel)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", p, err)
 	}
@@ -200,7 +205,8 @@ func (s *store) reloadArtifact(id string) error {
 // this handle changed, as they are now on disk (the state holds them).
 func (s *store) noteVersions(ids map[string]*artRec) {
 	for id := range ids {
-		fi, err := s.root.Stat(versionsPath(id))
+		vroot, vrel := s.sub(versionsPath(id))
+		fi, err := vroot.Stat(vrel)
 		if err != nil {
 			delete(s.vfiles, id)
 			continue

@@ -69,7 +69,9 @@ type store struct {
 	journalEnd int64
 	// knownDirs are directories under DIR this handle created or found.
 	knownDirs map[string]bool
-	log       *slog.Logger
+	// subRoots are roots on the directories most files are in (see sub).
+	subRoots map[string]*os.Root
+	log      *slog.Logger
 	// foldCase is set when the file system ignores case: names that differ
 	// only in case would share a file, so they count as the same name.
 	foldCase bool
@@ -219,6 +221,7 @@ func (s *store) Close() error {
 		}
 	}
 	_ = s.watch.Close()
+	s.closeSubRoots()
 	if s.gate != nil {
 		filegate.Close(s.dir)
 	}
@@ -251,6 +254,41 @@ func (s *store) closeCheckpoint() error {
 		return err
 	}
 	return s.checkpoint()
+}
+
+// subRootDirs are the directories whose files every commit touches: a
+// root opened on each once saves walking their path on every access.
+var subRootDirs = []string{metaDir, versionsDir, blobsDir}
+
+// sub returns the root to reach p (relative to DIR) through and p relative
+// to it: a root on p's directory among subRootDirs, opened once, or DIR's.
+func (s *store) sub(p string) (*os.Root, string) {
+	for _, d := range subRootDirs {
+		rest, ok := strings.CutPrefix(p, d+"/")
+		if !ok {
+			continue
+		}
+		r := s.subRoots[d]
+		if r == nil {
+			var err error
+			if r, err = s.root.OpenRoot(d); err != nil {
+				return s.root, p
+			}
+			if s.subRoots == nil {
+				s.subRoots = map[string]*os.Root{}
+			}
+			s.subRoots[d] = r
+		}
+		return r, rest
+	}
+	return s.root, p
+}
+
+func (s *store) closeSubRoots() {
+	for d, r := range s.subRoots {
+		_ = r.Close()
+		delete(s.subRoots, d)
+	}
 }
 
 func isNilCloser(c io.Closer) bool {

@@ -103,7 +103,8 @@ func (t *tx) Content(ctx context.Context, id, sha string) ([]byte, error) {
 	if !idRE.MatchString(id) || !shaRE.MatchString(sha) {
 		return nil, errNotFound
 	}
-	data, err := t.s.root.ReadFile(blobPath(id, sha))
+	broot, rel := t.s.sub(blobPath(id, sha))
+	data, err := broot.ReadFile(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", blobPath(id, sha), errNotFound)
 	}

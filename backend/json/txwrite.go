@@ -309,7 +309,8 @@ func (t *tx) recordVersions(rec *record, before, r *artRec) error {
 	if err != nil {
 		return err
 	}
-	fi, err := t.s.root.Stat(p)
+	vroot, rel := t.s.sub(p)
+	fi, err := vroot.Stat(rel)
 	if err != nil {
 		return fmt.Errorf("json store: artifact %s: %w", r.id, err)
 	}
