@@ -145,3 +145,10 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	})
 }
+
+func TestDecodeJournalHugeLengthIsTorn(t *testing.T) {
+	_, _, err := decodeJournal([]byte("agentspace-journal 1 9223372036854775807 00000000\n{}\n"))
+	if !errors.Is(err, errTorn) {
+		t.Fatalf("want a torn entry, got %v", err)
+	}
+}

@@ -142,7 +142,7 @@ func decodeEntry(data []byte) (*record, int, error) {
 		return nil, 0, fmt.Errorf("%s: %w: bad checksum", journalFile, errTorn)
 	}
 	payload := data[nl+1:]
-	if len(payload) < n+1 || payload[n] != '\n' {
+	if n >= len(payload) || payload[n] != '\n' {
 		return nil, 0, fmt.Errorf("%s: %w: %d of %d bytes", journalFile, errTorn, len(payload), n+1)
 	}
 	payload = payload[:n]
