@@ -128,9 +128,14 @@ func (a *acks) add(l string) {
 // startWriter re-executes the test binary as a writer on dir and collects
 // its acknowledgements; ready is closed once it has opened the store.
 func startWriter(t *testing.T, dir string, got *acks) (*exec.Cmd, <-chan struct{}, <-chan struct{}, *strings.Builder) {
+	return startChild(t, crashChildEnv, dir, got)
+}
+
+// startChild re-executes the test binary with env set to dir (see TestMain).
+func startChild(t *testing.T, env, dir string, got *acks) (*exec.Cmd, <-chan struct{}, <-chan struct{}, *strings.Builder) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+	cmd.Env = append(os.Environ(), env+"="+dir)
 	stderr := &strings.Builder{}
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()

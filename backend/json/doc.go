@@ -14,14 +14,15 @@
 // # The tree
 //
 //	DIR/
-//	  FORMAT                     format version ("1"; "1 dirty" while a migration step runs)
+//	  FORMAT                     format version ("2"; "2 dirty" while a migration step runs)
 //	  .lock                      flock target: exclusive for writes, shared for reads
-//	  .journal                   the transaction being applied (empty when idle)
+//	  .journal                   the write-ahead log: transactions since the last checkpoint
 //	  events.ndjson              the event log: one JSON event per line, seq ascending
 //	  floor.json                 {"floor": N} once the log was compacted below N
 //	  artifacts/NAME             the head content of each live artifact, as a plain file:
 //	                             cat DIR/artifacts/plans/auth-api.md
-//	  meta/artifacts/ID.json     an artifact's name, deleted flag and every version's metadata
+//	  meta/artifacts/ID.json     an artifact's name, deleted flag and its head version's metadata
+//	  meta/versions/ID.ndjson    every version's metadata, one JSON line per version, appended
 //	  blobs/ID/SHA256            each distinct content of an artifact, once (every version's bytes)
 //	  tasks/ID.json              one task
 //	  notes/KIND/KEY.json        one note (KEY encoded, see below)
@@ -41,15 +42,26 @@
 // one process exclude each other too; the kernel drops the lock of a dead
 // process, so there is never a stale lock). It runs on the handle's
 // in-memory state, then commits: the whole transaction (record files, blobs,
-// events) is written to DIR/.journal as one record with a CRC-32C and
-// fsynced (the commit point); then each file is replaced atomically (temp
-// file in the same directory, fsync, rename, fsync of the directory), the
-// events are appended to events.ndjson and fsynced, and the journal is
-// emptied. A writer killed at any instant leaves either an incomplete
-// record (never acknowledged: dropped) or a complete one, which the next
-// lock holder (a reader first upgrades to the exclusive lock) replays
-// idempotently: files are rewritten, events already in the log are
-// skipped, a torn last log line is cut, temp files are swept.
+// events) is appended to DIR/.journal, a write-ahead log, as one entry with
+// a CRC-32C and fsynced (the commit point: the one fsync of a commit). Then
+// the files are written without fsync: record files in place, artifacts'
+// versions appended (at the offset the entry names), the readable copies
+// under artifacts/ replaced atomically (temp file, rename) since people read
+// them without the lock, the events appended to events.ndjson; and a marker
+// after the entry says it was applied. Every changed file is visible before
+// the lock is released. Once the journal passes 256 KiB, and when a handle
+// closes, a checkpoint makes the files durable (one syncfs on Linux, else an
+// fsync of every file and directory the entries name) and empties it.
+//
+// Recovery replays the journal's complete entries in order, idempotently:
+// files are rewritten, appends are written again at their offset, events
+// already in the log are skipped, a torn last log line is cut, temp files
+// are swept; then it checkpoints. The next lock holder (a reader first
+// upgrades to the exclusive lock) recovers when the journal ends with an
+// unmarked entry (its writer was killed after the commit point) or a torn
+// one (never acknowledged: dropped). Opening a handle always recovers a
+// non-empty journal, as after a power cut the files of applied entries may
+// be lost: only the journal was fsynced.
 //
 // The write transaction takes savepoints (workspace.Savepointer): every
 // write keeps an undo step, and a savepoint is a position in that list, so
@@ -80,8 +92,12 @@
 // # Limits
 //
 // Every record is held in memory, and the event log too; opening a handle
-// reads the whole tree. A write costs a few fsyncs whatever the size of the
-// workspace, and an artifact's metadata file grows with its versions. Lists
+// reads the whole tree. A write costs one fsync (and a share of a
+// checkpoint) whatever the size of the workspace or the number of an
+// artifact's versions: an update rewrites the
+// artifact's small head file and appends one line to its versions file
+// (format 2; format 1 rewrote every version's metadata). Another handle
+// reads only the appended lines. Lists
 // are served from memory. See the README for measured figures. Use sqlite:
 // past some tens of thousands of artifacts or for heavy write loads, and
 // postgres: across hosts (flock is not reliable on network file systems).

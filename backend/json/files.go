@@ -86,6 +86,13 @@ func mkdirs(root *os.Root, dir string, dirs dirSet) error {
 // directory, fsync, rename. The directory is recorded in dirs for the
 // caller to fsync once; readers see the old or the new file, never a part.
 func writeAtomic(root *os.Root, name string, data []byte, dirs dirSet) error {
+	return replaceFile(root, name, data, dirs, true)
+}
+
+// replaceFile is writeAtomic, without the fsync of the file unless durable
+// is set: a committed transaction's files need none, as the journal holds
+// them until a checkpoint syncs them.
+func replaceFile(root *os.Root, name string, data []byte, dirs dirSet, durable bool) error {
 	dir := path.Dir(name)
 	if err := mkdirs(root, dir, dirs); err != nil {
 		return err
@@ -106,7 +113,7 @@ func writeAtomic(root *os.Root, name string, data []byte, dirs dirSet) error {
 	} else {
 		_, err = f.Write(data)
 	}
-	if err == nil {
+	if err == nil && durable {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -120,6 +127,75 @@ func writeAtomic(root *os.Root, name string, data []byte, dirs dirSet) error {
 		return err
 	}
 	dirs[dir] = struct{}{}
+	return nil
+}
+
+// overwriteFile writes data as the whole content of the file rel of root
+// (name relative to DIR) in place, creating it, without fsync. Only for files that readers read under the lock. It
+// writes over the old bytes and cuts what is left, rather than opening
+// with O_TRUNC: truncating to zero makes some file systems (ext4's
+// auto_da_alloc) start writing the file back at once.
+func overwriteFile(root *os.Root, rel, name string, data []byte) error {
+	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE, fileMode)
+	if errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err = injectedFault(name); err != nil {
+		_, _ = f.WriteAt(data[:len(data)/2], 0)
+	} else {
+		_, err = f.WriteAt(data, 0)
+	}
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = f.Stat()
+	}
+	if err == nil && fi.Size() > int64(len(data)) {
+		err = f.Truncate(int64(len(data)))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
+// appendAt writes data at offset at of the file rel of root (name
+// relative to DIR; created if missing) and cuts
+// the file just after it (no fsync: see replaceFile); its directory must
+// exist. at is where the file ended when
+// the append was committed; a file now shorter than that lost committed
+// lines, which is reported rather than papered over with a hole.
+func appendAt(root *os.Root, rel, name string, at int64, data []byte) error {
+	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE, fileMode)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Size() < at {
+		err = corrupt(name, "is %d bytes long, but a committed append starts at byte %d", fi.Size(), at)
+	}
+	if err == nil {
+		if ferr := injectedFault(name); ferr != nil {
+			_, _ = f.WriteAt(data[:len(data)/2], at)
+			err = ferr
+		} else {
+			_, err = f.WriteAt(data, at)
+		}
+	}
+	if end := at + int64(len(data)); err == nil && fi.Size() > end {
+		err = f.Truncate(end)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("append to %s: %w", name, err)
+	}
 	return nil
 }
 
@@ -159,6 +235,35 @@ func syncDirs(root *os.Root, dirs dirSet) error {
 		}
 	}
 	return nil
+}
+
+// syncFiles fsyncs each file of names that still exists.
+func syncFiles(root *os.Root, names map[string]bool) error {
+	for name := range names {
+		f, err := root.Open(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed by a later transaction
+		}
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		_ = f.Close()
+		if err != nil {
+			return fmt.Errorf("fsync %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// addParents records every directory above name, up to the root.
+func addParents(dirs dirSet, name string) {
+	for d := path.Dir(name); ; d = path.Dir(d) {
+		dirs[d] = struct{}{}
+		if d == "." || d == "/" {
+			return
+		}
+	}
 }
 
 // sweepTemps removes temporary files a crashed writer left in dir.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path"
 	"strconv"
@@ -19,7 +20,7 @@ import (
 // check). Steps are Go functions; each runs under the exclusive flock, so
 // two `migrate up` at once are safe.
 
-const latestFormat = 1
+const latestFormat = 2
 
 // migration moves the tree from version i to i+1 (up) and back (down).
 type migration struct {
@@ -31,9 +32,10 @@ type migration struct {
 // migrations[i] migrates version i to i+1.
 var migrations = []migration{
 	{name: "initial layout", up: createLayout, down: removeLayout},
+	{name: "append-only artifact versions", up: splitVersions, down: joinVersions},
 }
 
-// layoutDirs are the directories of format 1.
+// layoutDirs are the directories of format 1 (format 2 adds versionsDir).
 var layoutDirs = []string{artsDir, metaDir, blobsDir, tasksDir, notesDir, leasesDir, idemDir}
 
 // ownEntries are every top-level name the backend creates.
@@ -71,6 +73,173 @@ func removeLayout(f *formatHandle) error {
 		}
 	}
 	return nil
+}
+
+// Format 1 kept every version's metadata in meta/artifacts/ID.json, which
+// was rewritten whole by each update: a write cost grew with the artifact's
+// versions. Format 2 keeps only the head there and appends each version as
+// one line to meta/versions/ID.ndjson.
+
+// artifactFileV1 is meta/artifacts/ID.json in format 1.
+type artifactFileV1 struct {
+	ID       string        `json:"id"`
+	Name     string        `json:"name"`
+	Deleted  bool          `json:"deleted,omitempty"`
+	Versions []versionJSON `json:"versions"`
+}
+
+// splitVersions moves every artifact to format 2: its versions file
+// (written first), then its head file. A file already in format 2 (a step
+// that stopped half-way and is run again) is left as it is.
+func splitVersions(f *formatHandle) error {
+	if err := f.replayJournal(); err != nil {
+		return err
+	}
+	dirs := dirSet{}
+	if err := mkdirs(f.root, versionsDir, dirs); err != nil {
+		return err
+	}
+	err := f.eachMeta(func(name string, data []byte) error {
+		var old artifactFileV1
+		if err := decodeJSON(name, 1, data, &old); err != nil {
+			if _, err2 := decodeArtifact(name, data); err2 == nil {
+				return nil // already split
+			}
+			return err
+		}
+		if old.ID == "" || old.Name == "" || len(old.Versions) == 0 || path.Base(name) != old.ID+jsonSuffix || !idRE.MatchString(old.ID) {
+			return corrupt(name, "an artifact needs an id (its file's name), a name and at least one version")
+		}
+		r := &artRec{id: old.ID, name: old.Name, deleted: old.Deleted}
+		for i, v := range old.Versions {
+			if v.Version != int64(i+1) {
+				return corrupt(name, "version %d is listed at position %d", v.Version, i+1)
+			}
+			r.versions = append(r.versions, fromVersionJSON(old.ID, v))
+		}
+		vdata, err := encodeVersions(r.versions)
+		if err != nil {
+			return err
+		}
+		head, err := encodeArtifact(r)
+		if err != nil {
+			return err
+		}
+		if err := writeAtomic(f.root, versionsPath(r.id), vdata, dirs); err != nil {
+			return err
+		}
+		return writeAtomic(f.root, name, head, dirs)
+	})
+	if err != nil {
+		return err
+	}
+	return syncDirs(f.root, dirs)
+}
+
+// joinVersions moves every artifact back to format 1, then removes
+// meta/versions.
+func joinVersions(f *formatHandle) error {
+	if err := f.replayJournal(); err != nil {
+		return err
+	}
+	dirs := dirSet{}
+	err := f.eachMeta(func(name string, data []byte) error {
+		r, err := decodeArtifact(name, data)
+		if err != nil {
+			var old artifactFileV1
+			if decodeJSON(name, 1, data, &old) == nil {
+				return nil // already joined
+			}
+			return err
+		}
+		if path.Base(name) != r.id+jsonSuffix || !idRE.MatchString(r.id) {
+			return corrupt(name, "holds artifact %s", r.id)
+		}
+		p := versionsPath(r.id)
+		vdata, err := f.root.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		vs, err := parseVersions(p, r.id, vdata, 1)
+		if err != nil {
+			return err
+		}
+		if r, err = withVersions(p, r, vs); err != nil {
+			return err
+		}
+		old := artifactFileV1{ID: r.id, Name: r.name, Deleted: r.deleted}
+		for _, a := range r.versions {
+			old.Versions = append(old.Versions, toVersionJSON(a))
+		}
+		out, err := marshalFile(old)
+		if err != nil {
+			return err
+		}
+		return writeAtomic(f.root, name, out, dirs)
+	})
+	if err != nil {
+		return err
+	}
+	if err := syncDirs(f.root, dirs); err != nil {
+		return err
+	}
+	return f.root.RemoveAll(versionsDir)
+}
+
+// eachMeta calls fn with every artifact head file.
+func (f *formatHandle) eachMeta(fn func(name string, data []byte) error) error {
+	d, err := f.root.Open(metaDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	names, err := d.Readdirnames(-1)
+	_ = d.Close()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, tmpPrefix) || !strings.HasSuffix(n, jsonSuffix) {
+			continue
+		}
+		name := metaDir + "/" + n
+		data, err := f.root.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		if err := fn(name, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replayJournal finishes a transaction a killed writer left in the journal
+// before a migration step changes the layout under it: the transaction was
+// written in the format the tree had then.
+func (f *formatHandle) replayJournal() error {
+	jf, err := f.root.OpenFile(journalFile, os.O_RDWR, fileMode)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer jf.Close()
+	fi, err := jf.Stat()
+	if err != nil || fi.Size() == 0 {
+		return err
+	}
+	mirror, err := f.root.OpenRoot(artsDir)
+	if err != nil {
+		return err
+	}
+	defer mirror.Close()
+	s := &store{dir: f.dir, root: f.root, mirror: mirror, journal: jf, log: slog.Default()}
+	defer s.closeSubRoots()
+	return s.recoverJournal()
 }
 
 // formatHandle is DIR opened for its format: the root and the lock file.

@@ -2,6 +2,7 @@ package jsonstore
 
 import (
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -32,40 +33,81 @@ func FuzzParseEvents(f *testing.F) {
 
 func FuzzDecodeJournal(f *testing.F) {
 	rec := &record{Writes: []fileWrite{{Path: "tasks/x.json", Data: []byte("{}")}}, Removes: []string{"notes/a/b.json"},
-		Mirror: []mirrorOp{{Name: "a/b", Blob: "blobs/x/y"}}, Events: []eventJSON{{Seq: 1, Type: "t"}}, Floor: 2}
+		Appends: []fileAppend{{Path: "meta/versions/x.ndjson", At: 10, Data: []byte("{}\n")}},
+		Mirror:  []mirrorOp{{Name: "a/b", Blob: "blobs/x/y"}}, Events: []eventJSON{{Seq: 1, Type: "t"}}, Floor: 2}
 	b, err := encodeJournal(rec)
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(b)
+	// A write-ahead log: two entries, the first marked applied, the second torn.
+	f.Add(append(append(append(slices.Clone(b), appliedMarker...), b...), b[:len(b)/2]...))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rec, err := decodeJournal(data)
-		if err != nil || rec == nil {
+		recs, end, err := decodeJournal(data)
+		if end < 0 || end > len(data) || (err == nil && end != len(data)) {
+			t.Fatalf("end %d of %d bytes (err %v)", end, len(data), err)
+		}
+		var again []byte
+		for _, rec := range recs {
+			for _, w := range rec.Writes {
+				if !safeRelPath(w.Path) {
+					t.Fatalf("unsafe path %q accepted", w.Path)
+				}
+			}
+			for _, a := range rec.Appends {
+				if !safeRelPath(a.Path) || a.At < 0 {
+					t.Fatalf("unsafe append %q at %d accepted", a.Path, a.At)
+				}
+			}
+			for _, m := range rec.Mirror {
+				if !safeRelPath(m.Name) {
+					t.Fatalf("unsafe mirror name %q accepted", m.Name)
+				}
+			}
+			b, err := encodeJournal(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again = append(again, b...)
+		}
+		if back, _, err := decodeJournal(again); err != nil || len(back) != len(recs) {
+			t.Fatalf("re-encoded entries do not decode: %d of %d, %v", len(back), len(recs), err)
+		}
+	})
+}
+
+// FuzzParseVersions feeds the decoder of meta/versions/ID.ndjson.
+func FuzzParseVersions(f *testing.F) {
+	f.Add([]byte(`{"version":1,"name":"a.md","kind":"doc","owner":"o","content_type":"text/plain","sha256":"","size":0,"created_at":"2026-01-02T03:04:05Z","created_by":"o","updated_at":"2026-01-02T03:04:05Z","updated_by":"o"}` + "\n" +
+		`{"version":2,"name":"a.md","kind":"doc","owner":"o","content_type":"text/plain","sha256":"","size":0,"labels":{"k":"v"},"created_at":"2026-01-02T03:04:05Z","created_by":"o","updated_at":"2026-01-02T03:04:06Z","updated_by":"p"}` + "\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const file = "meta/versions/x.ndjson"
+		vs, err := parseVersions(file, "x", data, 1)
+		if err != nil {
+			var ce *CorruptError
+			if !errors.As(err, &ce) || ce.File != file || ce.Line < 1 {
+				t.Fatalf("error %v does not name the file and line", err)
+			}
 			return
 		}
-		for _, w := range rec.Writes {
-			if !safeRelPath(w.Path) {
-				t.Fatalf("unsafe path %q accepted", w.Path)
+		for i, a := range vs {
+			if a.Version != int64(i+1) {
+				t.Fatalf("version %d at position %d", a.Version, i+1)
 			}
 		}
-		for _, m := range rec.Mirror {
-			if !safeRelPath(m.Name) {
-				t.Fatalf("unsafe mirror name %q accepted", m.Name)
-			}
-		}
-		again, err := encodeJournal(rec)
+		again, err := encodeVersions(vs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := decodeJournal(again); err != nil {
-			t.Fatalf("re-encoded record does not decode: %v", err)
+		if _, err := parseVersions(file, "x", again, 1); err != nil {
+			t.Fatalf("re-encoded versions do not decode: %v", err)
 		}
 	})
 }
 
 // FuzzDecodeRecord feeds the record decoders; the first byte picks one.
 func FuzzDecodeRecord(f *testing.F) {
-	f.Add([]byte(`a{"id":"0190","name":"a.md","versions":[{"version":1,"name":"a.md","kind":"doc","owner":"o","content_type":"text/plain","sha256":"","size":0,"created_at":"2026-01-02T03:04:05Z","created_by":"o","updated_at":"2026-01-02T03:04:05Z","updated_by":"o"}]}`))
+	f.Add([]byte(`a{"id":"0190","name":"a.md","head":{"version":2,"name":"a.md","kind":"doc","owner":"o","content_type":"text/plain","sha256":"","size":0,"created_at":"2026-01-02T03:04:05Z","created_by":"o","updated_at":"2026-01-02T03:04:05Z","updated_by":"o"}}`))
 	f.Add([]byte(`t{"id":"0190","title":"t","status":"pending","priority":0,"attempts":0,"version":1,"created_at":"2026-01-02T03:04:05Z","created_by":"o","updated_at":"2026-01-02T03:04:05Z","updated_by":"o"}`))
 	f.Add([]byte(`n{"kind":"decision","key":"k","author":"a","version":1,"created_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z","updated_by":"a"}`))
 	f.Add([]byte(`l{"resource":"file:x","owner":"a","token":3,"expires_at":"2026-01-02T03:04:05Z"}`))
@@ -102,4 +144,11 @@ func FuzzDecodeRecord(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestDecodeJournalHugeLengthIsTorn(t *testing.T) {
+	_, _, err := decodeJournal([]byte("agentspace-journal 1 9223372036854775807 00000000\n{}\n"))
+	if !errors.Is(err, errTorn) {
+		t.Fatalf("want a torn entry, got %v", err)
+	}
 }

@@ -201,3 +201,41 @@ func TestImportedEventsKeepTheirSeqs(t *testing.T) {
 	})
 	require.NoError(t, err)
 }
+
+// TestReplaySkipsAppendsALaterRewriteReplaces replays a journal whose first
+// entry appends to a versions file and whose second rewrites that file
+// whole, shorter than where the append starts (an import replacing a
+// version): the append is left out, and the rewrite stands.
+func TestReplaySkipsAppendsALaterRewriteReplaces(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "ws")
+	s := openTestStore(t, dir)
+	ws := workspace.New(s, workspace.Options{})
+	w := workspace.Write{Actor: "a"}
+	a, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "a.md", Content: []byte("v1")})
+	require.NoError(t, err)
+	_, err = ws.Artifacts().Update(ctx, w, workspace.ByID(a.ID), workspace.ArtifactChange{Content: []byte("v2")})
+	require.NoError(t, err)
+	vpath := filepath.Join(dir, filepath.FromSlash(versionsPath(a.ID)))
+	two, err := os.ReadFile(vpath)
+	require.NoError(t, err)
+	one, err := encodeVersions([]workspace.Artifact{a})
+	require.NoError(t, err)
+	head, err := encodeArtifact(&artRec{id: a.ID, name: a.Name, versions: []workspace.Artifact{a}})
+	require.NoError(t, err)
+
+	appendRec := &record{Appends: []fileAppend{{Path: versionsPath(a.ID), At: int64(len(two)), Data: []byte("{}\n")}}}
+	rewriteRec := &record{Writes: []fileWrite{{Path: versionsPath(a.ID), Data: one}, {Path: artifactPath(a.ID), Data: head}}}
+	require.NoError(t, s.checkpoint()) // the journal holds only the two entries
+	require.NoError(t, s.writeJournal(appendRec))
+	require.NoError(t, s.writeJournal(rewriteRec))
+	require.NoError(t, os.WriteFile(vpath, one, 0o600)) // as the rewrite left it
+
+	other := workspace.New(openTestStore(t, dir), workspace.Options{}) // replays at open
+	vs, err := other.Artifacts().Versions(ctx, workspace.ByID(a.ID))
+	require.NoError(t, err)
+	assert.Len(t, vs, 1)
+	after, err := os.ReadFile(vpath)
+	require.NoError(t, err)
+	assert.Equal(t, string(one), string(after))
+}

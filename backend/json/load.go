@@ -87,18 +87,7 @@ func (s *store) reloadSubject(subj workspace.Subject) error {
 		if !idRE.MatchString(subj.ID) {
 			return corrupt(eventsFile, "artifact id %q", subj.ID)
 		}
-		data, err := s.readRecord(artifactPath(subj.ID))
-		if err != nil || data == nil {
-			if data == nil && err == nil {
-				s.st.setArt(subj.ID, nil)
-			}
-			return err
-		}
-		r, err := decodeArtifact(artifactPath(subj.ID), data)
-		if err != nil {
-			return err
-		}
-		s.st.setArt(subj.ID, r)
+		return s.reloadArtifact(subj.ID)
 	case workspace.SubjectTask:
 		if !idRE.MatchString(subj.ID) {
 			return corrupt(eventsFile, "task id %q", subj.ID)
@@ -149,6 +138,83 @@ func (s *store) reloadSubject(subj workspace.Subject) error {
 	return nil
 }
 
+// reloadArtifact reads artifact id's head file again and what was
+// appended to its versions file since this handle last read it (all of it
+// if the file was replaced or never read).
+func (s *store) reloadArtifact(id string) error {
+	hroot, hrel := s.sub(artifactPath(id))
+	data, err := hroot.ReadFile(hrel)
+	if errors.Is(err, fs.ErrNotExist) {
+		data, err = nil, nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", artifactPath(id), err)
+	}
+	if data == nil {
+		s.st.setArt(id, nil)
+		delete(s.vfiles, id)
+		return nil
+	}
+	r, err := decodeArtifact(artifactPath(id), data)
+	if err != nil {
+		return err
+	}
+	p := versionsPath(id)
+	vroot, vrel := s.sub(p)
+	f, err := vroot.Open(vrel)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", p, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	cur := fileIdent{ino: fileID(fi), size: fi.Size()}
+	var vs []workspace.Artifact
+	old, seen := s.st.arts[id], s.vfiles[id]
+	if old != nil && seen.size > 0 && seen.ino == cur.ino && seen.size <= cur.size {
+		tail, err := io.ReadAll(io.NewSectionReader(f, seen.size, cur.size-seen.size))
+		if err != nil {
+			return fmt.Errorf("read %s: %w", p, err)
+		}
+		added, err := parseVersions(p, id, tail, len(old.versions)+1)
+		if err != nil {
+			return err
+		}
+		vs = append(slices.Clip(old.versions), added...)
+	} else {
+		all, err := io.ReadAll(f)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", p, err)
+		}
+		cur.size = int64(len(all))
+		if vs, err = parseVersions(p, id, all, 1); err != nil {
+			return err
+		}
+	}
+	if r, err = withVersions(p, r, vs); err != nil {
+		return err
+	}
+	s.st.setArt(id, r)
+	s.vfiles[id] = cur
+	return nil
+}
+
+// noteVersions records the versions files of the artifacts a commit of
+// this handle changed, as they are now on disk (the state holds them).
+func (s *store) noteVersions(ids map[string]*artRec) {
+	for id := range ids {
+		vroot, vrel := s.sub(versionsPath(id))
+		fi, err := vroot.Stat(vrel)
+		if err != nil {
+			delete(s.vfiles, id)
+			continue
+		}
+		s.vfiles[id] = fileIdent{ino: fileID(fi), size: fi.Size()}
+	}
+}
+
 // readDir lists dir's entries, skipping temporary files.
 func (s *store) readDir(dir string) ([]fs.DirEntry, error) {
 	f, err := s.root.Open(dir)
@@ -196,7 +262,13 @@ func (s *store) eachFile(dir string, fn func(name string, data []byte) error) er
 // load reads the whole tree into a new state.
 func (s *store) load() error {
 	st := newState()
-	err := s.eachFile(metaDir, func(name string, data []byte) error {
+	vfiles := map[string]fileIdent{}
+	vroot, err := s.root.OpenRoot(versionsDir)
+	if err != nil {
+		return err
+	}
+	defer vroot.Close()
+	err = s.eachFile(metaDir, func(name string, data []byte) error {
 		r, err := decodeArtifact(name, data)
 		if err != nil {
 			return err
@@ -204,6 +276,28 @@ func (s *store) load() error {
 		if path.Base(name) != r.id+jsonSuffix {
 			return corrupt(name, "holds artifact %s", r.id)
 		}
+		p := versionsPath(r.id)
+		f, err := vroot.Open(r.id + ndjsonSuffix)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", p, err)
+		}
+		vdata, err := io.ReadAll(f)
+		var fi fs.FileInfo
+		if err == nil {
+			fi, err = f.Stat()
+		}
+		_ = f.Close()
+		if err != nil {
+			return fmt.Errorf("read %s: %w", p, err)
+		}
+		vs, err := parseVersions(p, r.id, vdata, 1)
+		if err != nil {
+			return err
+		}
+		if r, err = withVersions(p, r, vs); err != nil {
+			return err
+		}
+		vfiles[r.id] = fileIdent{ino: fileID(fi), size: int64(len(vdata))}
 		st.arts[r.id] = r
 		if n, ok := st.liveName(r); ok {
 			if other, dup := st.byName[n]; dup {
@@ -301,7 +395,7 @@ func (s *store) load() error {
 			return corrupt(eventsFile, "seq %d is below the floor %d of %s", st.events[0].Seq, st.floor, floorFile)
 		}
 	}
-	s.st, s.logID, s.logLines = st, id, len(st.events)
+	s.st, s.logID, s.logLines, s.vfiles = st, id, len(st.events), vfiles
 	s.diskLast = st.head()
 	if n := len(st.events); n == 0 {
 		s.diskLast = 0

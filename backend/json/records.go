@@ -94,12 +94,14 @@ type versionJSON struct {
 	UpdatedBy   string            `json:"updated_by"`
 }
 
-// artifactFile is meta/artifacts/ID.json: every version's metadata.
+// artifactFile is meta/artifacts/ID.json: the artifact's name, deleted
+// flag and its head version's metadata. It stays small whatever the number
+// of versions; the versions are in meta/versions/ID.ndjson.
 type artifactFile struct {
-	ID       string        `json:"id"`
-	Name     string        `json:"name"`
-	Deleted  bool          `json:"deleted,omitempty"`
-	Versions []versionJSON `json:"versions"`
+	ID      string      `json:"id"`
+	Name    string      `json:"name"`
+	Deleted bool        `json:"deleted,omitempty"`
+	Head    versionJSON `json:"head"`
 }
 
 // artRec is an artifact in memory: every version, oldest first.
@@ -118,37 +120,84 @@ func (r *artRec) clone() *artRec {
 	return &c
 }
 
-func encodeArtifact(r *artRec) ([]byte, error) {
-	f := artifactFile{ID: r.id, Name: r.name, Deleted: r.deleted}
-	for _, a := range r.versions {
-		f.Versions = append(f.Versions, versionJSON{
-			Version: a.Version, Name: a.Name, Kind: a.Kind, Owner: a.Owner, ContentType: a.ContentType,
-			SHA256: a.SHA256, Size: a.Size, Labels: a.Labels, TaskID: a.TaskID,
-			CreatedAt: a.CreatedAt, CreatedBy: a.CreatedBy, UpdatedAt: a.UpdatedAt, UpdatedBy: a.UpdatedBy,
-		})
+func toVersionJSON(a workspace.Artifact) versionJSON {
+	return versionJSON{
+		Version: a.Version, Name: a.Name, Kind: a.Kind, Owner: a.Owner, ContentType: a.ContentType,
+		SHA256: a.SHA256, Size: a.Size, Labels: a.Labels, TaskID: a.TaskID,
+		CreatedAt: a.CreatedAt, CreatedBy: a.CreatedBy, UpdatedAt: a.UpdatedAt, UpdatedBy: a.UpdatedBy,
 	}
-	return marshalFile(f)
 }
 
+func fromVersionJSON(id string, v versionJSON) workspace.Artifact {
+	return workspace.Artifact{
+		ID: id, Name: v.Name, Kind: v.Kind, Owner: v.Owner, Version: v.Version,
+		ContentType: v.ContentType, SHA256: v.SHA256, Size: v.Size, Labels: v.Labels, TaskID: v.TaskID,
+		CreatedAt: v.CreatedAt.UTC(), CreatedBy: v.CreatedBy, UpdatedAt: v.UpdatedAt.UTC(), UpdatedBy: v.UpdatedBy,
+	}
+}
+
+// encodeArtifact returns r's head file (meta/artifacts/ID.json).
+func encodeArtifact(r *artRec) ([]byte, error) {
+	return marshalFile(artifactFile{ID: r.id, Name: r.name, Deleted: r.deleted, Head: toVersionJSON(r.head())})
+}
+
+// decodeArtifact decodes a head file into a record holding only the head
+// version; the caller completes it from the versions file.
 func decodeArtifact(file string, data []byte) (*artRec, error) {
 	var f artifactFile
 	if err := decodeJSON(file, 1, data, &f); err != nil {
 		return nil, err
 	}
-	if f.ID == "" || f.Name == "" || len(f.Versions) == 0 {
-		return nil, corrupt(file, "an artifact needs an id, a name and at least one version")
+	if f.ID == "" || f.Name == "" || f.Head.Version < 1 {
+		return nil, corrupt(file, "an artifact needs an id, a name and a head version")
 	}
-	r := &artRec{id: f.ID, name: f.Name, deleted: f.Deleted}
-	for i, v := range f.Versions {
-		if v.Version != int64(i+1) {
-			return nil, corrupt(file, "version %d is listed at position %d", v.Version, i+1)
+	return &artRec{id: f.ID, name: f.Name, deleted: f.Deleted, versions: []workspace.Artifact{fromVersionJSON(f.ID, f.Head)}}, nil
+}
+
+// encodeVersions returns the lines of meta/versions/ID.ndjson for vs.
+func encodeVersions(vs []workspace.Artifact) ([]byte, error) {
+	var b bytes.Buffer
+	for _, a := range vs {
+		line, err := json.Marshal(toVersionJSON(a))
+		if err != nil {
+			return nil, err
 		}
-		r.versions = append(r.versions, workspace.Artifact{
-			ID: f.ID, Name: v.Name, Kind: v.Kind, Owner: v.Owner, Version: v.Version,
-			ContentType: v.ContentType, SHA256: v.SHA256, Size: v.Size, Labels: v.Labels, TaskID: v.TaskID,
-			CreatedAt: v.CreatedAt.UTC(), CreatedBy: v.CreatedBy, UpdatedAt: v.UpdatedAt.UTC(), UpdatedBy: v.UpdatedBy,
-		})
+		b.Write(line)
+		b.WriteByte('\n')
 	}
+	return b.Bytes(), nil
+}
+
+// parseVersions decodes lines of a versions file (data starts at line
+// first, which must hold version first): complete lines, versions in order.
+func parseVersions(file, id string, data []byte, first int) ([]workspace.Artifact, error) {
+	var out []workspace.Artifact
+	n := first - 1
+	for line := range bytes.Lines(data) {
+		n++
+		if line[len(line)-1] != '\n' {
+			return nil, &CorruptError{File: file, Line: n, Err: errors.New("incomplete last line")}
+		}
+		var v versionJSON
+		if err := decodeJSON(file, n, line, &v); err != nil {
+			return nil, err
+		}
+		if v.Version != int64(n) {
+			return nil, &CorruptError{File: file, Line: n, Err: fmt.Errorf("version %d on line %d", v.Version, n)}
+		}
+		out = append(out, fromVersionJSON(id, v))
+	}
+	return out, nil
+}
+
+// withVersions completes r (decoded from its head file) with the versions
+// read from its versions file, which must end at the head's version.
+func withVersions(file string, r *artRec, vs []workspace.Artifact) (*artRec, error) {
+	want := r.head().Version
+	if int64(len(vs)) != want {
+		return nil, corrupt(file, "holds %d versions, but the head of artifact %s is version %d", len(vs), r.id, want)
+	}
+	r.versions = vs
 	return r, nil
 }
 

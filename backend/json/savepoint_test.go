@@ -160,7 +160,7 @@ func TestRollbackSavepointUndoesEveryKindOfWrite(t *testing.T) {
 	}))
 	assert.Equal(t, "v1", readFile(t, dir, "artifacts/a.md"))
 	assert.Equal(t, string(logBefore), readFile(t, dir, eventsFile), "a transaction with everything rolled back appends nothing")
-	for _, p := range []string{"artifacts/renamed.md", "artifacts/b.md", "blobs/" + spArtB, "meta/artifacts/" + spArtB + ".json",
+	for _, p := range []string{"artifacts/renamed.md", "artifacts/b.md", "blobs/" + spArtB, "meta/artifacts/" + spArtB + ".json", versionsPath(spArtB),
 		taskPath(spTask), notePath(noteKey{"decision", "new"}), leasePath("file:x"), idemPath("key"), floorFile} {
 		_, err := os.Lstat(filepath.Join(dir, p))
 		assert.ErrorIs(t, err, os.ErrNotExist, p)

@@ -55,7 +55,11 @@ func generateTree(b *testing.B, dir string, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for p, data := range map[string][]byte{artifactPath(id): meta, blobPath(id, a.SHA256): content, artsDir + "/" + a.Name: content} {
+		versions, err := encodeVersions([]workspace.Artifact{a})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for p, data := range map[string][]byte{artifactPath(id): meta, versionsPath(id): versions, blobPath(id, a.SHA256): content, artsDir + "/" + a.Name: content} {
 			p = filepath.Join(dir, filepath.FromSlash(p))
 			if err := os.MkdirAll(filepath.Dir(p), dirMode); err != nil {
 				b.Fatal(err)

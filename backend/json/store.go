@@ -20,23 +20,32 @@ import (
 
 // Names in DIR. See doc.go for the whole tree.
 const (
-	formatFile  = "FORMAT"
-	lockFile    = ".lock"
-	eventsFile  = "events.ndjson"
-	floorFile   = "floor.json"
-	artsDir     = "artifacts"
-	metaDir     = "meta/artifacts"
-	blobsDir    = "blobs"
-	tasksDir    = "tasks"
-	notesDir    = "notes"
-	leasesDir   = "leases"
-	idemDir     = "idempotency"
-	jsonSuffix  = ".json"
-	probeSuffix = ".probe"
+	formatFile   = "FORMAT"
+	lockFile     = ".lock"
+	eventsFile   = "events.ndjson"
+	floorFile    = "floor.json"
+	artsDir      = "artifacts"
+	metaDir      = "meta/artifacts"
+	versionsDir  = "meta/versions"
+	blobsDir     = "blobs"
+	tasksDir     = "tasks"
+	notesDir     = "notes"
+	leasesDir    = "leases"
+	idemDir      = "idempotency"
+	jsonSuffix   = ".json"
+	ndjsonSuffix = ".ndjson"
+	probeSuffix  = ".probe"
 )
 
 type floorJSON struct {
 	Floor int64 `json:"floor"`
+}
+
+// fileIdent is an append-only file as last read: its inode (a replaced
+// file is read again whole) and how many bytes were read.
+type fileIdent struct {
+	ino  uint64
+	size int64
 }
 
 // logIdent identifies the event log's content as last seen: an append
@@ -56,7 +65,13 @@ type store struct {
 	mirror  *os.Root // DIR/artifacts: readable copies never leave it
 	lockf   *os.File
 	journal *os.File
-	log     *slog.Logger
+	// journalEnd is where this handle's last entry (or marker) ends.
+	journalEnd int64
+	// knownDirs are directories under DIR this handle created or found.
+	knownDirs map[string]bool
+	// subRoots are roots on the directories most files are in (see sub).
+	subRoots map[string]*os.Root
+	log      *slog.Logger
 	// foldCase is set when the file system ignores case: names that differ
 	// only in case would share a file, so they count as the same name.
 	foldCase bool
@@ -67,6 +82,10 @@ type store struct {
 	diskLast int64  // last seq in events.ndjson
 	logID    logIdent
 	logLines int
+	// vfiles is what this handle last saw of each artifact's versions file
+	// (which only grows, or is replaced): a refresh reads only what was
+	// appended since.
+	vfiles map[string]fileIdent
 
 	gate  *filegate.Gate    // this process's writers of DIR, in line
 	watch *dirwatch.Watcher // nil: other processes' commits are polled for
@@ -164,9 +183,11 @@ func (s *store) openLocked(f *formatHandle, autoMigrate bool) error {
 		return err
 	}
 	s.foldCase = probeFoldCase(s.root)
-	if pending, err := s.journalPending(); err != nil {
+	// After a power cut the files of applied entries may be missing: at
+	// open, every entry is replayed, pending or not.
+	if fi, err := s.journal.Stat(); err != nil {
 		return err
-	} else if pending {
+	} else if fi.Size() > 0 {
 		if err := s.recoverJournal(); err != nil {
 			return err
 		}
@@ -185,7 +206,8 @@ func probeFoldCase(root *os.Root) bool {
 	return err == nil && os.SameFile(a, b)
 }
 
-// Close releases the handle's files; its locks go with them.
+// Close checkpoints the journal, then releases the handle's files; its
+// locks go with them.
 func (s *store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -193,7 +215,13 @@ func (s *store) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.journal != nil && s.lockf != nil && s.mirror != nil {
+		if err := s.closeCheckpoint(); err != nil {
+			s.log.Warn("json store: checkpoint at close failed; the journal keeps every transaction", "err", err)
+		}
+	}
 	_ = s.watch.Close()
+	s.closeSubRoots()
 	if s.gate != nil {
 		filegate.Close(s.dir)
 	}
@@ -204,6 +232,63 @@ func (s *store) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// closeCheckpoint checkpoints a journal holding applied entries, so that a
+// workspace left alone has its files synced and an empty journal. One that
+// ends with a pending entry is left to the next lock holder.
+func (s *store) closeCheckpoint() error {
+	fi, err := s.journal.Stat()
+	if err != nil || fi.Size() == 0 {
+		return err
+	}
+	if err := flock(s.lockf, true); err != nil {
+		return err
+	}
+	defer func() { _ = funlock(s.lockf) }()
+	pending, err := s.journalPending()
+	if err != nil || pending {
+		return err
+	}
+	if fi, err = s.journal.Stat(); err != nil || fi.Size() == 0 {
+		return err
+	}
+	return s.checkpoint()
+}
+
+// subRootDirs are the directories whose files every commit touches: a
+// root opened on each once saves walking their path on every access.
+var subRootDirs = []string{metaDir, versionsDir, blobsDir}
+
+// sub returns the root to reach p (relative to DIR) through and p relative
+// to it: a root on p's directory among subRootDirs, opened once, or DIR's.
+func (s *store) sub(p string) (*os.Root, string) {
+	for _, d := range subRootDirs {
+		rest, ok := strings.CutPrefix(p, d+"/")
+		if !ok {
+			continue
+		}
+		r := s.subRoots[d]
+		if r == nil {
+			var err error
+			if r, err = s.root.OpenRoot(d); err != nil {
+				return s.root, p
+			}
+			if s.subRoots == nil {
+				s.subRoots = map[string]*os.Root{}
+			}
+			s.subRoots[d] = r
+		}
+		return r, rest
+	}
+	return s.root, p
+}
+
+func (s *store) closeSubRoots() {
+	for d, r := range s.subRoots {
+		_ = r.Close()
+		delete(s.subRoots, d)
+	}
 }
 
 func isNilCloser(c io.Closer) bool {
@@ -265,14 +350,21 @@ func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) erro
 		return err
 	}
 	if err := s.apply(rec, s.diskLast); err != nil {
-		// Committed: the record stays in the journal and the next
+		// Committed: the entry stays unmarked in the journal and the next
 		// transaction (of any handle) replays it.
 		s.st = nil
 		return fmt.Errorf("json store: applying a committed transaction (it will be replayed): %w", err)
 	}
-	if err := s.clearJournal(); err != nil {
-		s.log.Warn("json store: emptying the journal failed; the transaction will be replayed", "err", err)
+	if err := s.markApplied(); err != nil {
+		s.log.Warn("json store: marking a transaction applied failed; it will be replayed", "err", err)
+	} else if s.journalEnd >= checkpointBytes {
+		if err := s.checkpoint(); err != nil {
+			// The journal keeps every entry: nothing is lost, and the next
+			// commit tries again.
+			s.log.Warn("json store: checkpoint failed", "err", err)
+		}
 	}
+	s.noteVersions(t.arts)
 	return s.noteLog(len(rec.Events))
 }
 
@@ -344,6 +436,7 @@ var (
 )
 
 func artifactPath(id string) string { return metaDir + "/" + id + jsonSuffix }
+func versionsPath(id string) string { return versionsDir + "/" + id + ndjsonSuffix }
 func taskPath(id string) string     { return tasksDir + "/" + id + jsonSuffix }
 func notePath(k noteKey) string     { return notesDir + "/" + k.kind + "/" + encodeKey(k.key) + jsonSuffix }
 func leasePath(r string) string     { return leasesDir + "/" + encodeKey(r) + jsonSuffix }

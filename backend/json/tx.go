@@ -25,23 +25,25 @@ type tx struct {
 	now   time.Time
 	write bool
 
-	undo   []func()
-	sps    []int              // open savepoints: len(undo) when each was taken
-	arts   map[string]*artRec // changed artifacts: their record before the transaction (nil if new)
-	blobs  map[blobKey][]byte
-	tasks  map[string]bool
-	notes  map[noteKey]bool
-	leases map[string]bool
-	idem   map[string]idemJSON
-	prune  time.Time
-	events []workspace.Event
-	floor  int64
+	undo []func()
+	sps  []int              // open savepoints: len(undo) when each was taken
+	arts map[string]*artRec // changed artifacts: their record before the transaction (nil if new)
+	// rewrites are artifacts with an existing version replaced (not only appended).
+	rewrites map[string]bool
+	blobs    map[blobKey][]byte
+	tasks    map[string]bool
+	notes    map[noteKey]bool
+	leases   map[string]bool
+	idem     map[string]idemJSON
+	prune    time.Time
+	events   []workspace.Event
+	floor    int64
 }
 
 func newTx(s *store, write bool) *tx {
 	t := &tx{s: s, st: s.st, now: time.Now().UTC().Truncate(time.Microsecond), write: write}
 	if write {
-		t.arts, t.blobs = map[string]*artRec{}, map[blobKey][]byte{}
+		t.arts, t.blobs, t.rewrites = map[string]*artRec{}, map[blobKey][]byte{}, map[string]bool{}
 		t.tasks, t.notes, t.leases = map[string]bool{}, map[noteKey]bool{}, map[string]bool{}
 		t.idem = map[string]idemJSON{}
 	}
@@ -101,7 +103,8 @@ func (t *tx) Content(ctx context.Context, id, sha string) ([]byte, error) {
 	if !idRE.MatchString(id) || !shaRE.MatchString(sha) {
 		return nil, errNotFound
 	}
-	data, err := t.s.root.ReadFile(blobPath(id, sha))
+	broot, rel := t.s.sub(blobPath(id, sha))
+	data, err := broot.ReadFile(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", blobPath(id, sha), errNotFound)
 	}

@@ -73,6 +73,7 @@ func (t *tx) PutArtifact(ctx context.Context, a workspace.Artifact, content []by
 		r.versions = append(r.versions, a)
 	case a.Version >= 1 && a.Version <= n:
 		r.versions[a.Version-1] = a
+		mark(t, t.rewrites, a.ID) // not an append: the versions file is written anew
 	default:
 		return fmt.Errorf("json store: artifact %s: version %d after %d", a.ID, a.Version, n)
 	}
@@ -219,6 +220,9 @@ func (t *tx) record() (*record, error) {
 			return nil, err
 		}
 		rec.Writes = append(rec.Writes, fileWrite{Path: artifactPath(id), Data: data})
+		if err := t.recordVersions(rec, before, r); err != nil {
+			return nil, err
+		}
 		oldName, wasLive := t.st.liveName(before)
 		newName, isLive := t.st.liveName(r)
 		if wasLive && (!isLive || oldName != newName) {
@@ -279,10 +283,39 @@ func (t *tx) record() (*record, error) {
 	for _, e := range t.events {
 		rec.Events = append(rec.Events, toEventJSON(e))
 	}
-	if len(rec.Writes) == 0 && len(rec.Removes) == 0 && len(rec.Events) == 0 && rec.Floor == 0 {
+	if len(rec.Writes) == 0 && len(rec.Appends) == 0 && len(rec.Removes) == 0 && len(rec.Events) == 0 && rec.Floor == 0 {
 		return nil, nil
 	}
 	return rec, nil
+}
+
+// recordVersions adds the change of r's versions file to rec: the new
+// versions' lines appended where the file ends now, or the whole file for a
+// new artifact or one whose older versions were replaced (an import).
+func (t *tx) recordVersions(rec *record, before, r *artRec) error {
+	p := versionsPath(r.id)
+	if before == nil || t.rewrites[r.id] {
+		data, err := encodeVersions(r.versions)
+		if err != nil {
+			return err
+		}
+		rec.Writes = append(rec.Writes, fileWrite{Path: p, Data: data})
+		return nil
+	}
+	if len(r.versions) == len(before.versions) {
+		return nil // deleted or undeleted: the head file says so
+	}
+	data, err := encodeVersions(r.versions[len(before.versions):])
+	if err != nil {
+		return err
+	}
+	vroot, rel := t.s.sub(p)
+	fi, err := vroot.Stat(rel)
+	if err != nil {
+		return fmt.Errorf("json store: artifact %s: %w", r.id, err)
+	}
+	rec.Appends = append(rec.Appends, fileAppend{Path: p, At: fi.Size(), Data: data})
+	return nil
 }
 
 // expiredIdem lists the idempotency files whose keys expired before now.
