@@ -31,6 +31,11 @@
 // file creates it, opening an older one is a *workspace.SchemaError unless
 // ws_automigrate=true, and one newer than this code is refused.
 //
-// Other processes' writes are noticed by polling the event head
-// (ws_poll, default 50ms); writes of the same handle wake waiters at once.
+// Writes of the same handle wake its waiters at once. Other handles' and
+// processes' writes are noticed from a watch on the database file and its
+// WAL (inotify, on Linux: within about a millisecond), else by polling the
+// event head (ws_poll, default 50ms). The writers of one file in one
+// process queue in arrival order (and honour their contexts) before they
+// take SQLite's write lock; writers in other processes meet at that lock,
+// where SQLite's busy handler retries for up to ws_busy_timeout.
 package sqlite
