@@ -305,8 +305,17 @@ type notifyingStore struct {
 	workspace.Notifier
 }
 
+// headNotifyingStore keeps the HeadNotifier capability of the store it counts.
+type headNotifyingStore struct {
+	countingStore
+	workspace.HeadNotifier
+}
+
 func countStore(st workspace.Store, n *atomic.Int64) workspace.Store {
 	c := countingStore{Store: st, n: n}
+	if hn, ok := st.(workspace.HeadNotifier); ok {
+		return headNotifyingStore{countingStore: c, HeadNotifier: hn}
+	}
 	if nt, ok := st.(workspace.Notifier); ok {
 		return notifyingStore{countingStore: c, Notifier: nt}
 	}

@@ -205,6 +205,14 @@ func (b *hub) watchLoop() {
 			if b.interest.Load() == 0 {
 				continue
 			}
+			if hn, ok := b.h.st.(HeadNotifier); ok {
+				// The notification says how far the log goes: waking
+				// the waiters is enough, they read what is new.
+				if seq := hn.NotifiedHead(); seq > 0 {
+					b.bump(seq)
+					continue
+				}
+			}
 			notified, recheckDelay = true, 0
 		case <-again:
 			notified = true

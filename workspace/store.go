@@ -35,6 +35,16 @@ type Notifier interface {
 	Changes() <-chan struct{}
 }
 
+// HeadNotifier is an optional Notifier capability for stores whose
+// notifications carry the seq they announce (Postgres's NOTIFY payload).
+// NotifiedHead is the highest seq announced since the last reconnect, or 0
+// when there is none (then a change must be looked up in the store). A
+// notification is sent after its commit, so the seq is readable.
+type HeadNotifier interface {
+	Notifier
+	NotifiedHead() int64
+}
+
 // ReadTx reads inside a transaction. Every method returns an error matching
 // ErrNotFound when the record does not exist.
 type ReadTx interface {

@@ -35,7 +35,10 @@ type listener struct {
 	// own is the last seq its store committed, when set: a notification
 	// of a commit no later than that is the store's own (or older), and
 	// the engine has already seen it.
-	own    *atomic.Int64
+	own *atomic.Int64
+	// heard is the highest seq announced since the last (re)connect, 0
+	// before the first: see workspace.HeadNotifier.
+	heard  atomic.Int64
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -101,7 +104,9 @@ func (l *listener) run(ctx context.Context) {
 			continue
 		}
 		backoff = listenBackoffMin
-		// Whatever was committed while we were not listening is in the log.
+		// Whatever was committed while we were not listening is in the
+		// log, past what was heard: the engine must look it up.
+		l.heard.Store(0)
 		l.signal()
 		err = l.listen(ctx, conn)
 		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -140,7 +145,13 @@ func (l *listener) listen(ctx context.Context, conn *pgx.Conn) error {
 		cancel()
 		switch {
 		case err == nil:
-			if !l.mine(n.Payload) {
+			if seq, ok := l.other(n.Payload); ok {
+				for {
+					cur := l.heard.Load()
+					if seq <= cur || l.heard.CompareAndSwap(cur, seq) {
+						break
+					}
+				}
 				l.signal()
 			}
 		case ctx.Err() != nil:
@@ -158,14 +169,19 @@ func (l *listener) listen(ctx context.Context, conn *pgx.Conn) error {
 	}
 }
 
-// mine reports whether a notification's payload (the last seq of the
-// commit) is no later than the store's own last commit.
-func (l *listener) mine(payload string) bool {
-	if l.own == nil {
-		return false
-	}
+// other reads a notification's payload (the last seq of a commit) and
+// reports whether it is news for the engine: a seq later than its store's
+// own last commit, or an unreadable payload (then the seq is 0 and the
+// engine looks in the store).
+func (l *listener) other(payload string) (int64, bool) {
 	seq, err := strconv.ParseInt(payload, 10, 64)
-	return err == nil && seq <= l.own.Load()
+	if err != nil {
+		return 0, true
+	}
+	if l.own != nil && seq <= l.own.Load() {
+		return seq, false
+	}
+	return seq, true
 }
 
 // backendPID is the listening connection's server process (0 before the first connect).

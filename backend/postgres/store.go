@@ -87,6 +87,14 @@ func (s *store) Changes() <-chan struct{} {
 	return s.listener.changes
 }
 
+// NotifiedHead implements workspace.HeadNotifier.
+func (s *store) NotifiedHead() int64 {
+	if s.listener == nil {
+		return 0
+	}
+	return s.listener.heard.Load()
+}
+
 func (s *store) Close() error {
 	if s.listener != nil {
 		s.listener.close()
