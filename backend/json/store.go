@@ -222,9 +222,7 @@ func (s *store) Close() error {
 	}
 	_ = s.watch.Close()
 	s.closeSubRoots()
-	if s.gate != nil {
-		filegate.Close(s.dir)
-	}
+	s.gate.Close()
 	var errs []error
 	for _, c := range []io.Closer{s.journal, s.lockf, s.mirror, s.root} {
 		if c != nil && !isNilCloser(c) {

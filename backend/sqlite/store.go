@@ -80,9 +80,7 @@ type querier interface {
 
 func (s *store) Close() error {
 	_ = s.watch.Close()
-	if s.gate != nil {
-		filegate.Close(s.path)
-	}
+	s.gate.Close()
 	s.ws.close()
 	if s.rs != s.ws {
 		s.rs.close()

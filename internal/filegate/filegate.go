@@ -19,8 +19,9 @@ import (
 
 // Gate is one store's queue. A nil *Gate lets everyone through.
 type Gate struct {
+	key  string
 	ch   chan struct{}
-	refs int
+	refs int // guarded by gates
 }
 
 var gates = struct {
@@ -38,29 +39,31 @@ func key(path string) string {
 }
 
 // Open returns the gate of the store at path, counting a user of it; each
-// Open is matched by one Close.
+// Open is matched by one Close of the gate it returned.
 func Open(path string) *Gate {
 	gates.Lock()
 	defer gates.Unlock()
 	k := key(path)
 	g := gates.m[k]
 	if g == nil {
-		g = &Gate{ch: make(chan struct{}, 1)}
+		g = &Gate{key: k, ch: make(chan struct{}, 1)}
 		gates.m[k] = g
 	}
 	g.refs++
 	return g
 }
 
-// Close drops a user of path's gate, forgetting the gate with the last.
-func Close(path string) {
+// Close drops the user of g that Open counted, forgetting the gate with
+// the last one. It uses the key Open computed, so a change of working
+// directory in between does not matter.
+func (g *Gate) Close() {
+	if g == nil {
+		return
+	}
 	gates.Lock()
 	defer gates.Unlock()
-	k := key(path)
-	if g := gates.m[k]; g != nil {
-		if g.refs--; g.refs == 0 {
-			delete(gates.m, k)
-		}
+	if g.refs--; g.refs == 0 && gates.m[g.key] == g {
+		delete(gates.m, g.key)
 	}
 }
 

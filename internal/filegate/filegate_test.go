@@ -17,15 +17,31 @@ func TestOneGatePerFileCountedByItsUsers(t *testing.T) {
 	a := Open(filepath.Join(dir, "ws.db"))
 	b := Open(filepath.Join(dir, ".", "x", "..", "ws.db"))
 	assert.Same(t, a, b, "one file, one gate, however it is spelt")
-	assert.NotSame(t, a, Open(filepath.Join(dir, "other.db")))
-	Close(filepath.Join(dir, "other.db"))
-	Close(filepath.Join(dir, "ws.db"))
-	assert.Same(t, a, Open(filepath.Join(dir, "ws.db")), "still used once")
-	Close(filepath.Join(dir, "ws.db"))
-	Close(filepath.Join(dir, "ws.db"))
+	other := Open(filepath.Join(dir, "other.db"))
+	assert.NotSame(t, a, other)
+	other.Close()
+	a.Close()
+	c := Open(filepath.Join(dir, "ws.db"))
+	assert.Same(t, a, c, "still used once")
+	c.Close()
+	b.Close()
 	gates.Lock()
 	defer gates.Unlock()
 	assert.Empty(t, gates.m, "the last Close forgets the gate")
+}
+
+func TestARelativePathIsKeyedByTheDirectoryItWasOpenedIn(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	g := Open("ws.db")
+	defer g.Close()
+	same := Open(filepath.Join(dir, "ws.db"))
+	defer same.Close()
+	assert.Same(t, g, same)
+	t.Chdir(t.TempDir())
+	other := Open("ws.db")
+	defer other.Close()
+	assert.NotSame(t, g, other, "another directory's ws.db")
 }
 
 func TestWritersGoThroughOneAtATime(t *testing.T) {
@@ -37,7 +53,7 @@ func TestWritersGoThroughOneAtATime(t *testing.T) {
 		wg.Go(func() {
 			// Each writer opens the gate as a handle of its own would.
 			g := Open(path)
-			defer Close(path)
+			defer g.Close()
 			for range 200 {
 				if !assert.NoError(t, g.Enter(ctx)) {
 					return
@@ -62,7 +78,7 @@ func TestWritersGoThroughOneAtATime(t *testing.T) {
 func TestAWaiterGivesUpWithItsContext(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ws.db")
 	g := Open(path)
-	defer Close(path)
+	defer g.Close()
 	require.NoError(t, g.Enter(context.Background()))
 	defer g.Leave()
 	ctx, cancel := context.WithCancel(context.Background())
