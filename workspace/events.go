@@ -102,7 +102,7 @@ func (b *hub) fromRecent(q EventQuery) (EventPage, bool) {
 	}
 	page := EventPage{Head: last, Next: last}
 	for _, e := range b.recent[q.AfterSeq+1-first:] {
-		if !q.matches(e) {
+		if !q.Matches(e) {
 			continue
 		}
 		page.Events = append(page.Events, e)
@@ -114,8 +114,11 @@ func (b *hub) fromRecent(q EventQuery) (EventPage, bool) {
 	return page, true
 }
 
-// matches applies q's filters (not AfterSeq) to e, as the stores do.
-func (q EventQuery) matches(e Event) bool {
+// Matches reports whether e passes q's filters (every one but AfterSeq
+// and Limit): the test every store applies, in SQL or in memory. Reads and
+// subscriptions truncate Since and Until to microseconds first, as event
+// times are kept.
+func (q EventQuery) Matches(e Event) bool {
 	switch {
 	case len(q.Types) > 0 && !slices.Contains(q.Types, e.Type),
 		q.Actor != "" && e.Actor != q.Actor,

@@ -256,7 +256,7 @@ func (t *tx) ListLeases(ctx context.Context, now time.Time) ([]workspace.Lease, 
 func (t *tx) Events(ctx context.Context, q workspace.EventQuery) ([]workspace.Event, error) {
 	var out []workspace.Event
 	for _, e := range t.st.events[t.st.eventsAfter(q.AfterSeq):] {
-		if !eventMatches(e, q) {
+		if !q.Matches(e) {
 			continue
 		}
 		out = append(out, e)
@@ -265,20 +265,6 @@ func (t *tx) Events(ctx context.Context, q workspace.EventQuery) ([]workspace.Ev
 		}
 	}
 	return out, nil
-}
-
-func eventMatches(e workspace.Event, q workspace.EventQuery) bool {
-	switch {
-	case len(q.Types) > 0 && !slices.Contains(q.Types, e.Type),
-		q.Actor != "" && e.Actor != q.Actor,
-		q.SubjectKind != "" && e.Subject.Kind != q.SubjectKind,
-		q.SubjectID != "" && e.Subject.ID != q.SubjectID,
-		q.SubjectName != "" && e.Subject.Name != q.SubjectName,
-		!q.Since.IsZero() && e.Time.Before(q.Since),
-		!q.Until.IsZero() && !e.Time.Before(q.Until):
-		return false
-	}
-	return true
 }
 
 func (t *tx) Head(ctx context.Context) (int64, error)  { return t.st.head(), nil }
