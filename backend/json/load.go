@@ -326,6 +326,7 @@ func (s *store) load() error {
 		return err
 	}
 	slices.Sort(st.taskIDs)
+	st.indexTasks()
 	kinds, err := s.readDir(notesDir)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package jsonstore
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"sort"
@@ -25,6 +26,11 @@ type state struct {
 
 	tasks   map[string]workspace.Task
 	taskIDs []string // sorted (UUIDv7: creation order)
+	// ready holds the pending tasks in claim order (highest priority,
+	// then oldest id) and claimed the in-progress ones by id, so a claim
+	// walks candidates instead of every task.
+	ready   []readyKey
+	claimed []string
 
 	notes  map[noteKey]workspace.Note
 	leases map[string]workspace.Lease
@@ -85,15 +91,21 @@ func (s *state) setArt(id string, r *artRec) func() {
 
 func (s *state) setTask(t workspace.Task) func() {
 	old, had := s.tasks[t.ID]
+	if had {
+		s.indexTask(old, false)
+	}
 	s.tasks[t.ID] = t
+	s.indexTask(t, true)
 	if !had {
 		if i, found := slices.BinarySearch(s.taskIDs, t.ID); !found {
 			s.taskIDs = slices.Insert(s.taskIDs, i, t.ID)
 		}
 	}
 	return func() {
+		s.indexTask(t, false)
 		if had {
 			s.tasks[t.ID] = old
+			s.indexTask(old, true)
 			return
 		}
 		delete(s.tasks, t.ID)
@@ -101,6 +113,58 @@ func (s *state) setTask(t workspace.Task) func() {
 			s.taskIDs = slices.Delete(s.taskIDs, i, i+1)
 		}
 	}
+}
+
+// readyKey orders pending tasks as a claim takes them.
+type readyKey struct {
+	priority int
+	id       string
+}
+
+func compareReady(a, b readyKey) int {
+	if a.priority != b.priority {
+		return cmp.Compare(b.priority, a.priority) // highest first
+	}
+	return strings.Compare(a.id, b.id)
+}
+
+// indexTask adds t to (or, with add false, removes it from) the index its
+// status belongs to.
+func (s *state) indexTask(t workspace.Task, add bool) {
+	switch t.Status {
+	case workspace.TaskPending:
+		k := readyKey{t.Priority, t.ID}
+		i, found := slices.BinarySearchFunc(s.ready, k, compareReady)
+		switch {
+		case add && !found:
+			s.ready = slices.Insert(s.ready, i, k)
+		case !add && found:
+			s.ready = slices.Delete(s.ready, i, i+1)
+		}
+	case workspace.TaskInProgress:
+		i, found := slices.BinarySearch(s.claimed, t.ID)
+		switch {
+		case add && !found:
+			s.claimed = slices.Insert(s.claimed, i, t.ID)
+		case !add && found:
+			s.claimed = slices.Delete(s.claimed, i, i+1)
+		}
+	}
+}
+
+// indexTasks builds the task indexes from s.tasks, after a load.
+func (s *state) indexTasks() {
+	s.ready, s.claimed = s.ready[:0], s.claimed[:0]
+	for _, t := range s.tasks {
+		switch t.Status {
+		case workspace.TaskPending:
+			s.ready = append(s.ready, readyKey{t.Priority, t.ID})
+		case workspace.TaskInProgress:
+			s.claimed = append(s.claimed, t.ID)
+		}
+	}
+	slices.SortFunc(s.ready, compareReady)
+	slices.Sort(s.claimed)
 }
 
 // setNote stores n, or deletes the note k when n is nil.

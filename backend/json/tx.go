@@ -165,10 +165,10 @@ func (t *tx) ListTasks(ctx context.Context, f workspace.TaskFilter) ([]workspace
 }
 
 func (t *tx) ReadyTask(ctx context.Context, r workspace.ClaimRequest) (workspace.Task, error) {
-	var best *workspace.Task
-	for _, id := range t.st.taskIDs {
-		task := t.st.tasks[id]
-		if task.Status != workspace.TaskPending || (r.ParentID != "" && task.ParentID != r.ParentID) || !labelsMatch(task.Labels, r.Labels) {
+	// Candidates come in claim order: the first ready one is the answer.
+	for _, k := range t.st.ready {
+		task := t.st.tasks[k.id]
+		if (r.ParentID != "" && task.ParentID != r.ParentID) || !labelsMatch(task.Labels, r.Labels) {
 			continue
 		}
 		ready := true
@@ -178,22 +178,18 @@ func (t *tx) ReadyTask(ctx context.Context, r workspace.ClaimRequest) (workspace
 				break
 			}
 		}
-		// ids ascend, so the first task of the highest priority is the oldest.
-		if ready && (best == nil || task.Priority > best.Priority) {
-			best = &task
+		if ready {
+			return copyTask(task), nil
 		}
 	}
-	if best == nil {
-		return workspace.Task{}, errNotFound
-	}
-	return copyTask(*best), nil
+	return workspace.Task{}, errNotFound
 }
 
 func (t *tx) ExpiredClaims(ctx context.Context, now time.Time, limit int) ([]workspace.Task, error) {
 	var out []workspace.Task
-	for _, id := range t.st.taskIDs {
+	for _, id := range t.st.claimed {
 		task := t.st.tasks[id]
-		if task.Status == workspace.TaskInProgress && !task.LeaseExpiresAt.IsZero() && !task.LeaseExpiresAt.After(now) {
+		if !task.LeaseExpiresAt.IsZero() && !task.LeaseExpiresAt.After(now) {
 			out = append(out, copyTask(task))
 			if limit > 0 && len(out) == limit {
 				break
