@@ -16,6 +16,7 @@ import (
 type hub struct {
 	h       *handle
 	changes <-chan struct{}
+	heads   HeadNotifier // set when the store's notifications carry the seq
 	mu      sync.Mutex
 	head    int64
 	ch      chan struct{} // closed when head advances
@@ -34,6 +35,9 @@ type hub struct {
 func newHub(h *handle, changes <-chan struct{}) *hub {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &hub{h: h, changes: changes, ch: make(chan struct{}), kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+	if hn, ok := h.st.(HeadNotifier); ok && changes != nil {
+		b.heads = hn
+	}
 	b.wg.Add(1)
 	go b.watchLoop()
 	return b
@@ -208,10 +212,10 @@ func (b *hub) watchLoop() {
 			if b.interest.Load() == 0 {
 				continue
 			}
-			if hn, ok := b.h.st.(HeadNotifier); ok {
-				// The notification says how far the log goes: waking
-				// the waiters is enough, they read what is new.
-				if seq := hn.NotifiedHead(); seq > 0 {
+			// A notification that says how far the log goes needs no
+			// read: waking the waiters is enough, they read what is new.
+			if b.heads != nil {
+				if seq := b.heads.NotifiedHead(); seq > 0 {
 					b.bump(seq)
 					continue
 				}

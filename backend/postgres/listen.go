@@ -146,12 +146,7 @@ func (l *listener) listen(ctx context.Context, conn *pgx.Conn) error {
 		switch {
 		case err == nil:
 			if seq, ok := l.other(n.Payload); ok {
-				for {
-					cur := l.heard.Load()
-					if seq <= cur || l.heard.CompareAndSwap(cur, seq) {
-						break
-					}
-				}
+				raise(&l.heard, seq)
 				l.signal()
 			}
 		case ctx.Err() != nil:
@@ -189,4 +184,14 @@ func (l *listener) backendPID() uint32 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.pid
+}
+
+// raise sets a to v if v is larger, atomically.
+func raise(a *atomic.Int64, v int64) {
+	for {
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
+			return
+		}
+	}
 }

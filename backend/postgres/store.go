@@ -183,11 +183,9 @@ func (s *store) updateOnce(ctx context.Context, fn func(tx workspace.Tx) error) 
 	if tag.String() != "COMMIT" {
 		return false, fmt.Errorf("postgres: commit: transaction was rolled back (%s)", tag.String())
 	}
-	for tx.seq > head {
-		cur := s.own.Load()
-		if tx.seq <= cur || s.own.CompareAndSwap(cur, tx.seq) {
-			break
-		}
+	if tx.seq > head {
+		// Only seqs this transaction appended are the store's own.
+		raise(&s.own, tx.seq)
 	}
 	return false, nil
 }
