@@ -38,6 +38,11 @@ type Config struct {
 	Concurrency []int
 	// Handles is how many workspace handles the goroutines share (default 4).
 	Handles int
+	// Shared makes the handles share one store, writer queue and event hub,
+	// as handles that workspace.Open gives out for one DSN in one process
+	// do. By default each handle has a store of its own, as handles in
+	// separate processes have.
+	Shared bool
 	// Artifacts is W3's N: the artifacts under the listed prefix (default 10000).
 	Artifacts int
 	// Tasks is W5's pool size (default 10000).
@@ -222,7 +227,7 @@ type env struct {
 	content []byte
 }
 
-func newEnv(ctx context.Context, dsn string, handles int) (*env, error) {
+func newEnv(ctx context.Context, dsn string, handles int, shared bool) (*env, error) {
 	p, err := workspace.ParseDSN(dsn)
 	if err != nil {
 		return nil, err
@@ -232,8 +237,16 @@ func newEnv(ctx context.Context, dsn string, handles int) (*env, error) {
 	e := &env{dsn: dsn, backend: backendOf(p.Config.Scheme), prefix: "bench-" + hex.EncodeToString(id[:])}
 	e.content = make([]byte, 1024)
 	_, _ = rand.Read(e.content)
-	for range handles {
-		ws, err := e.open(ctx)
+	for i := range handles {
+		var (
+			ws  workspace.Workspace
+			err error
+		)
+		if shared && i > 0 {
+			ws, err = workspace.Attach(e.handles[0])
+		} else {
+			ws, err = e.open(ctx)
+		}
 		if err != nil {
 			e.close()
 			return nil, err

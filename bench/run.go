@@ -21,7 +21,7 @@ const rounds = 4
 func RunAll(ctx context.Context, cfg Config, emit func(Row)) ([]Row, error) {
 	cfg = cfg.withDefaults()
 	progress := progressFunc(cfg.Progress)
-	e, err := newEnv(ctx, cfg.DSN, cfg.Handles)
+	e, err := newEnv(ctx, cfg.DSN, cfg.Handles, cfg.Shared)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func Run(b *testing.B, h Harness) {
 			continue
 		}
 		b.Run(name, func(b *testing.B) {
-			e, err := newEnv(ctx, h.NewDSN(b), cfg.Handles)
+			e, err := newEnv(ctx, h.NewDSN(b), cfg.Handles, cfg.Shared)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -19,11 +19,20 @@ import (
 // processes, and the model-based test. Each case opens several handles on
 // one fresh store, to play several agents.
 func runConcurrency(t *testing.T, h Harness) {
-	t.Run("ConcurrentIfVersionWritersHaveExactlyOneWinner", func(t *testing.T) { testIfVersionOneWinner(t, h) })
-	t.Run("ConcurrentIncrementsWithRetryLoseNoUpdate", func(t *testing.T) { testIncrementNoLostUpdate(t, h) })
-	t.Run("ConcurrentClaimersTakeEveryTaskOnceInDependencyOrder", func(t *testing.T) { testConcurrentClaims(t, h) })
-	t.Run("ContendedLockHasOneHolderAndIncreasingTokens", func(t *testing.T) { testLockHandOvers(t, h) })
-	t.Run("SubscribersSeeEveryEventOnceWhileHandlesWrite", func(t *testing.T) { testSubscribersUnderWrites(t, h) })
+	for _, mode := range []struct {
+		name string
+		h    Harness
+	}{{"SeparateStores", private{h}}, {"SharedStore", h}} {
+		h := mode.h
+		t.Run(mode.name, func(t *testing.T) {
+			t.Run("ConcurrentIfVersionWritersHaveExactlyOneWinner", func(t *testing.T) { testIfVersionOneWinner(t, h) })
+			t.Run("ConcurrentIncrementsWithRetryLoseNoUpdate", func(t *testing.T) { testIncrementNoLostUpdate(t, h) })
+			t.Run("ConcurrentClaimersTakeEveryTaskOnceInDependencyOrder", func(t *testing.T) { testConcurrentClaims(t, h) })
+			t.Run("ContendedLockHasOneHolderAndIncreasingTokens", func(t *testing.T) { testLockHandOvers(t, h) })
+			t.Run("SubscribersSeeEveryEventOnceWhileHandlesWrite", func(t *testing.T) { testSubscribersUnderWrites(t, h) })
+			t.Run("HandlesCloseOnTheirOwn", func(t *testing.T) { testHandlesCloseOnTheirOwn(t, h) })
+		})
+	}
 	t.Run("ChildProcessesLoseNoUpdateAndDoubleClaimNothing", func(t *testing.T) { testProcesses(t, h) })
 	t.Run("KilledProcessBlocksNobodyLongerThanItsLeases", func(t *testing.T) { testKilledProcess(t, h) })
 	t.Run("RandomOperationsMatchTheModel", func(t *testing.T) { testModel(t, h) })

@@ -33,9 +33,22 @@ func Run(t *testing.T, h Harness) {
 		runChild(t)
 		return
 	}
-	runCore(t, h)
+	// Handles on one DSN in one process share one store unless they ask
+	// for their own (workspace.Options.Private). Cases that open several
+	// handles stand in for several agents: the core cases give each its own
+	// store, the harder path (another process's handles take it too); the
+	// concurrent ones run both ways.
+	runCore(t, private{h})
 	runConcurrency(t, h)
 	runReliability(t, h)
+}
+
+// private hands out DSNs whose handles each get a store of their own, as
+// handles in different processes have.
+type private struct{ Harness }
+
+func (p private) NewDSN(t testing.TB) string {
+	return dsnWith(p.Harness.NewDSN(t), "ws_private", "true")
 }
 
 // open opens a handle on dsn, closed with t.Cleanup.

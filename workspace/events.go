@@ -14,7 +14,7 @@ import (
 // once; other handles' commits are seen by the watcher, from the store's
 // notifications or by polling while anyone waits.
 type hub struct {
-	h       *handle
+	h       *core
 	changes <-chan struct{}
 	heads   HeadNotifier // set when the store's notifications carry the seq
 	mu      sync.Mutex
@@ -32,7 +32,7 @@ type hub struct {
 	wg       sync.WaitGroup
 }
 
-func newHub(h *handle, changes <-chan struct{}) *hub {
+func newHub(h *core, changes <-chan struct{}) *hub {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &hub{h: h, changes: changes, ch: make(chan struct{}), kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
 	if hn, ok := h.st.(HeadNotifier); ok && changes != nil {
@@ -144,8 +144,8 @@ func (b *hub) watch() <-chan struct{} {
 }
 
 // wait blocks until wake is closed, deadline passes (if set), ctx ends or
-// the handle closes. Only ctx and close are errors.
-func (b *hub) wait(ctx context.Context, wake <-chan struct{}, deadline time.Time) error {
+// closed (the waiting handle's) is closed. Only ctx and close are errors.
+func (b *hub) wait(ctx context.Context, closed <-chan struct{}, wake <-chan struct{}, deadline time.Time) error {
 	if b.interest.Add(1) == 1 {
 		select {
 		case b.kick <- struct{}{}:
@@ -164,7 +164,7 @@ func (b *hub) wait(ctx context.Context, wake <-chan struct{}, deadline time.Time
 	case <-timer:
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-b.ctx.Done():
+	case <-closed:
 		return ErrClosed
 	}
 	return nil
@@ -444,22 +444,31 @@ func (e events) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscriptio
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	s := &Subscription{ch: make(chan Message, 64), cancel: cancel, done: make(chan struct{})}
-	s.stop = context.AfterFunc(e.h.hub.ctx, cancel)
-	e.h.hub.wg.Add(1)
-	go e.h.hub.follow(sctx, s, q, hb)
+	s.stop = context.AfterFunc(e.h.ctx, cancel)
+	e.h.subs.Add(1)
+	go func() {
+		defer e.h.subs.Done()
+		e.h.hub.follow(sctx, e.h.ctx.Done(), s, q, hb)
+	}()
 	return s, nil
 }
 
 // follow is a subscription's goroutine: read a page from the log after the
-// cursor, deliver it, and when caught up wait for the head to move.
-func (b *hub) follow(ctx context.Context, s *Subscription, q EventQuery, hb time.Duration) {
-	defer b.wg.Done()
+// cursor, deliver it, and when caught up wait for the head to move. closed
+// is the subscribing handle's: the subscription ends when it closes.
+func (b *hub) follow(ctx context.Context, closed <-chan struct{}, s *Subscription, q EventQuery, hb time.Duration) {
 	// done closes before ch, so whoever sees ch closed finds Err set.
 	defer close(s.ch)
 	defer close(s.done)
 	end := func(err error) {
+		isClosed := false
+		select {
+		case <-closed:
+			isClosed = true
+		default:
+		}
 		switch {
-		case b.ctx.Err() != nil:
+		case isClosed:
 			s.err = ErrClosed
 		case err != nil:
 			s.err = err
@@ -493,7 +502,7 @@ func (b *hub) follow(ctx context.Context, s *Subscription, q EventQuery, hb time
 			// A store that is down (a restarting server) is retried: the
 			// cursor is kept, so nothing is missed when it comes back.
 			b.h.opts.Logger.Warn("agentspace: subscription read failed; retrying", "after", q.AfterSeq, "err", err)
-			if err := b.wait(ctx, nil, time.Now().Add(backoff)); err != nil {
+			if err := b.wait(ctx, closed, nil, time.Now().Add(backoff)); err != nil {
 				end(nil)
 				return
 			}
@@ -528,7 +537,7 @@ func (b *hub) follow(ctx context.Context, s *Subscription, q EventQuery, hb time
 		if hb > 0 {
 			deadline = lastSent.Add(hb)
 		}
-		if err := b.wait(ctx, wake, deadline); err != nil {
+		if err := b.wait(ctx, closed, wake, deadline); err != nil {
 			end(nil)
 			return
 		}

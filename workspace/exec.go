@@ -15,7 +15,7 @@ import (
 
 // exec applies ops inside one store transaction and collects their events.
 type exec struct {
-	h      *handle
+	h      *core
 	tx     Tx
 	actor  string
 	now    time.Time

@@ -232,7 +232,7 @@ func (t tasks) Claim(ctx context.Context, r ClaimRequest) (Task, error) {
 		}
 		// A lapsed claim frees its task without a commit that would wake
 		// us, so look again now and then too.
-		if err := t.h.hub.wait(ctx, wake, time.Now().Add(claimRecheck)); err != nil {
+		if err := t.h.hub.wait(ctx, t.h.ctx.Done(), wake, time.Now().Add(claimRecheck)); err != nil {
 			return Task{}, err
 		}
 	}
@@ -401,7 +401,7 @@ func (l locks) Acquire(ctx context.Context, r AcquireRequest) (Lease, error) {
 		}
 		// Woken by any commit (the release, in-process or seen by the
 		// watcher) or by the holder's expiry, whichever comes first.
-		if err := l.h.hub.wait(ctx, wake, le.ExpiresAt); err != nil {
+		if err := l.h.hub.wait(ctx, l.h.ctx.Done(), wake, le.ExpiresAt); err != nil {
 			return Lease{}, err
 		}
 	}

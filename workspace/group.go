@@ -68,7 +68,7 @@ func (h *handle) submit(ctx context.Context, j *job) error {
 	case h.jobs <- j:
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-h.hub.ctx.Done():
+	case <-h.ctx.Done():
 		return ErrClosed
 	}
 	<-j.done
@@ -76,7 +76,7 @@ func (h *handle) submit(ctx context.Context, j *job) error {
 }
 
 // committer runs until the handle closes, then fails what is still queued.
-func (h *handle) committer() {
+func (h *core) committer() {
 	defer h.hub.wg.Done()
 	ctx := h.hub.ctx
 	var carry *job
@@ -119,7 +119,7 @@ func (h *handle) committer() {
 	}
 }
 
-func (h *handle) drain() {
+func (h *core) drain() {
 	for {
 		select {
 		case j := <-h.jobs:
@@ -132,7 +132,7 @@ func (h *handle) drain() {
 }
 
 // runGroup commits the live jobs of group in one transaction.
-func (h *handle) runGroup(ctx context.Context, group []*job) {
+func (h *core) runGroup(ctx context.Context, group []*job) {
 	live := group[:0:0]
 	for _, j := range group {
 		if err := j.ctx.Err(); err != nil {
@@ -267,7 +267,7 @@ func (h *handle) runGroup(ctx context.Context, group []*job) {
 
 // runJob runs one job inside the group's transaction, in a savepoint when sp
 // is set. On error its writes are rolled back and the error returned.
-func (h *handle) runJob(ctx context.Context, tx Tx, sp Savepointer, now time.Time, j *job) error {
+func (h *core) runJob(ctx context.Context, tx Tx, sp Savepointer, now time.Time, j *job) error {
 	if j.idemKey != "" {
 		stored, err := tx.Idempotent(ctx, j.idemKey, now)
 		switch {

@@ -8,34 +8,69 @@ import (
 	"sync/atomic"
 )
 
-// handle is the portable Workspace: it validates, enforces the semantics,
-// and calls the backend's Store inside one transaction per batch.
-type handle struct {
+// core is what every handle on one store shares: the store, the committer
+// that groups the handles' writes into transactions, and the hub that wakes
+// their waiters. Handles that Open gives out for one DSN in one process
+// share one core (see share.go); New makes a core of its own per handle.
+type core struct {
 	st   Store
 	opts Options
 	hub  *hub
 
-	closed     atomic.Bool
-	closeOnce  sync.Once
-	closeErr   error
 	commits    atomic.Uint64
 	jobs       chan *job    // to the committer (group.go)
 	savepoints atomic.Int32 // savepointsUnknown, Yes or No
+
+	// key is the core's entry in the shared registry, "" for one made by
+	// New; refs counts its handles (guarded by sharedMu); ready closes once
+	// the store is open or openErr is set (shared cores only).
+	key     string
+	refs    int
+	ready   chan struct{}
+	openErr error
+}
+
+// handle is the portable Workspace: it validates, enforces the semantics,
+// and calls the backend's Store inside one transaction per batch. Closing
+// a handle ends its own waits and subscriptions; the core closes with the
+// last of its handles.
+type handle struct {
+	*core
+
+	ctx       context.Context // ends when this handle closes
+	cancel    context.CancelFunc
+	closed    atomic.Bool
+	subs      sync.WaitGroup // this handle's subscription goroutines
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // New wraps a backend's store in the portable handle every Workspace is.
 // Backends' own constructors (for a *sql.DB or a *pgxpool.Pool) call it.
 // The handle owns st: Close closes it.
 func New(st Store, opts Options) Workspace {
-	h := &handle{st: st, opts: opts.withDefaults()}
+	c := &core{refs: 1}
+	c.start(st, opts)
+	return c.handle()
+}
+
+// start starts the committer and the hub of c's store st.
+func (c *core) start(st Store, opts Options) {
+	c.st, c.opts = st, opts.withDefaults()
 	var changes <-chan struct{}
 	if n, ok := st.(Notifier); ok {
 		changes = n.Changes()
 	}
-	h.hub = newHub(h, changes)
-	h.jobs = make(chan *job)
-	h.hub.wg.Add(1)
-	go h.committer()
+	c.hub = newHub(c, changes)
+	c.jobs = make(chan *job)
+	c.hub.wg.Add(1)
+	go c.committer()
+}
+
+// handle returns a new handle on c; a shared c has counted it in refs.
+func (c *core) handle() *handle {
+	h := &handle{core: c}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
 	return h
 }
 
@@ -45,13 +80,23 @@ func (h *handle) Notes() Notes         { return notes{h} }
 func (h *handle) Locks() Locks         { return locks{h} }
 func (h *handle) Events() Events       { return events{h} }
 
+// Close ends the handle's waits and subscriptions (they return ErrClosed),
+// then lets go of the core: the last handle on a store closes it and gets
+// the store's error. Writes already handed to the committer finish.
 func (h *handle) Close() error {
 	h.closeOnce.Do(func() {
 		h.closed.Store(true)
-		h.hub.close()
-		h.closeErr = h.st.Close()
+		h.cancel()
+		h.subs.Wait()
+		h.closeErr = h.core.release()
 	})
 	return h.closeErr
+}
+
+// stop closes the core's hub and committer, then its store.
+func (c *core) stop() error {
+	c.hub.close()
+	return c.st.Close()
 }
 
 func (h *handle) alive() error {
@@ -150,20 +195,20 @@ func (h *handle) commit(ctx context.Context, opname string, b Batch) (BatchResul
 // recordConflict appends the conflict event of a rejected write, in its own
 // transaction (the write's was rolled back). It is best effort: the caller
 // already has its error.
-func (h *handle) recordConflict(ctx context.Context, actor string, c *ConflictError, msg string) {
+func (c *core) recordConflict(ctx context.Context, actor string, ce *ConflictError, msg string) {
 	ctx = context.WithoutCancel(ctx)
 	var ev Event
-	err := h.st.Update(ctx, func(tx Tx) error {
-		ev = conflictEvent(actor, tx.Now(), c, msg)
+	err := c.st.Update(ctx, func(tx Tx) error {
+		ev = conflictEvent(actor, tx.Now(), ce, msg)
 		first, err := tx.AppendEvents(ctx, []Event{ev})
 		ev.Seq = first
 		return err
 	})
 	if err != nil {
-		h.opts.Logger.Warn("agentspace: recording a conflict event failed", "err", err)
+		c.opts.Logger.Warn("agentspace: recording a conflict event failed", "err", err)
 		return
 	}
-	h.hub.publish([]Event{ev})
+	c.hub.publish([]Event{ev})
 }
 
 func opMessage(op Op) string {

@@ -61,6 +61,7 @@ const (
 	paramAutoMigrate     = "ws_automigrate"
 	paramMaxArtifactSize = "ws_max_artifact_size"
 	paramIdempotencyTTL  = "ws_idempotency_ttl"
+	paramPrivate         = "ws_private"
 )
 
 // Options tune a handle. The zero value means the defaults.
@@ -74,6 +75,13 @@ type Options struct {
 	PollInterval time.Duration
 	// Logger receives diagnostics (default: slog.Default()).
 	Logger *slog.Logger
+	// Private gives the handle a store of its own (its own connections, its
+	// own writer queue and event hub) rather than sharing one with the
+	// process's other handles opened on the same DSN with the same options
+	// (ws_private=true in the DSN). Shared handles group their writes into
+	// common commits; a private one behaves as a handle in another process
+	// would. Handles from New are always private.
+	Private bool
 }
 
 func (o Options) withDefaults() Options {
@@ -180,10 +188,16 @@ func ParseDSN(dsn string) (ParsedDSN, error) {
 				return p, invalid("dsn", "%s=%q: want a duration of at least 1s", key, v)
 			}
 			opts.IdempotencyTTL = dur
+		case key == paramPrivate:
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return p, invalid("dsn", "%s=%q: want true or false", key, v)
+			}
+			opts.Private = b
 		case own[key]:
 			cfg.Params[key] = v
 		default:
-			known := []string{paramAutoMigrate, paramIdempotencyTTL, paramMaxArtifactSize, paramPoll}
+			known := []string{paramAutoMigrate, paramIdempotencyTTL, paramMaxArtifactSize, paramPoll, paramPrivate}
 			known = append(known, d.Params()...)
 			sort.Strings(known)
 			return p, invalid("dsn", "unknown parameter %s for scheme %q (known: %s)", key, scheme, strings.Join(known, ", "))
@@ -219,6 +233,10 @@ func schemeList() string {
 // "json:./ws", "postgres://user@host/db?ws_schema=team1". The backend for the
 // scheme must be imported (for its init). opts, if given, override the
 // DSN's ws_ parameters field by field.
+//
+// Handles opened on one DSN with the same options in one process share
+// their store, so that their writers share commits; each handle still
+// closes on its own. Options.Private opts out.
 func Open(ctx context.Context, dsn string, opts ...Options) (Workspace, error) {
 	p, err := ParseDSN(dsn)
 	if err != nil {
@@ -231,9 +249,23 @@ func Open(ctx context.Context, dsn string, opts ...Options) (Workspace, error) {
 	o = o.withDefaults()
 	p.Config.Logger = o.Logger
 	p.Config.PollInterval = o.PollInterval
-	st, err := p.Driver.Open(ctx, p.Config)
+	open := func() (Store, error) {
+		st, err := p.Driver.Open(ctx, p.Config)
+		if err != nil {
+			return nil, redactErr(fmt.Errorf("open %s: %w", RedactDSN(dsn), err), dsn)
+		}
+		return st, nil
+	}
+	if !o.Private {
+		key, err := shareKey(p, o)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", RedactDSN(dsn), err)
+		}
+		return openShared(ctx, key, o, open)
+	}
+	st, err := open()
 	if err != nil {
-		return nil, redactErr(fmt.Errorf("open %s: %w", RedactDSN(dsn), err), dsn)
+		return nil, err
 	}
 	return New(st, o), nil
 }
@@ -269,6 +301,7 @@ func mergeOptions(base, o Options) Options {
 	if o.Logger != nil {
 		base.Logger = o.Logger
 	}
+	base.Private = base.Private || o.Private
 	return base
 }
 

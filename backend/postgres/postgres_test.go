@@ -67,9 +67,12 @@ func ctxFor(t *testing.T) context.Context {
 	return ctx
 }
 
+// openWS opens a handle with a store (a pool) of its own, as another
+// process's would be: these tests are about what the backend does between
+// stores.
 func openWS(t *testing.T, dsn string) workspace.Workspace {
 	t.Helper()
-	ws, err := workspace.Open(ctxFor(t), dsn)
+	ws, err := workspace.Open(ctxFor(t), dsn, workspace.Options{Private: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })
 	return ws

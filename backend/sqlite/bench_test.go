@@ -66,10 +66,17 @@ func BenchmarkClaim(b *testing.B) {
 }
 
 // BenchmarkNotePutManyHandles is BenchmarkNotePut with each goroutine on its
-// own handle, as separate agents in one process would be: writers then
-// meet at SQLite's file lock rather than in one handle's connection pool.
+// own handle, as separate agents would be: in one process, handles opened
+// on one DSN share a store and so their commits ("shared"); with stores of
+// their own ("private", as in separate processes) writers meet at SQLite's
+// file lock instead.
 func BenchmarkNotePutManyHandles(b *testing.B) {
-	dsn := "sqlite:" + filepath.Join(b.TempDir(), "ws.db") + "?ws_synchronous=NORMAL"
+	b.Run("shared", func(b *testing.B) { benchNotePutManyHandles(b, "") })
+	b.Run("private", func(b *testing.B) { benchNotePutManyHandles(b, "&ws_private=true") })
+}
+
+func benchNotePutManyHandles(b *testing.B, params string) {
+	dsn := "sqlite:" + filepath.Join(b.TempDir(), "ws.db") + "?ws_synchronous=NORMAL" + params
 	ctx := context.Background()
 	first, err := workspace.Open(ctx, dsn)
 	if err != nil {

@@ -31,9 +31,11 @@ func tempPath(t *testing.T) string {
 	return filepath.Join(t.TempDir(), "ws.db")
 }
 
+// openWS opens a handle with a store of its own, as another process's
+// would be: these tests are about what the backend does between stores.
 func openWS(t *testing.T, dsn string) workspace.Workspace {
 	t.Helper()
-	ws, err := workspace.Open(testCtx(t), dsn)
+	ws, err := workspace.Open(testCtx(t), dsn, workspace.Options{Private: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })
 	return ws

@@ -24,6 +24,7 @@ func (a *app) benchCmd() *cobra.Command {
 		artifacts  int
 		tasks      int
 		handles    int
+		shared     bool
 		settle     time.Duration
 		analyze    bool
 		cpuProfile string
@@ -80,7 +81,7 @@ three-op batch, MEM the memory an idle handle and 1 and 100 subscribers hold
 			}
 			cfg := bench.Config{
 				DSN: res.DSN, Duration: duration, Workloads: ws, Concurrency: levels,
-				Handles: handles, Settle: settle, Analyze: analyze, Artifacts: artifacts, Tasks: tasks,
+				Handles: handles, Shared: shared, Settle: settle, Analyze: analyze, Artifacts: artifacts, Tasks: tasks,
 				Child: a.benchChild(), Progress: a.stderr,
 			}
 			if a.jsonOut {
@@ -104,6 +105,7 @@ three-op batch, MEM the memory an idle handle and 1 and 100 subscribers hold
 	f.IntVar(&artifacts, "artifacts", 10000, "W3: artifacts under the listed prefix")
 	f.IntVar(&tasks, "tasks", 10000, "W5: tasks in each pool")
 	f.IntVar(&handles, "handles", 4, "workspace handles the goroutines share (group commit coalesces within a handle)")
+	f.BoolVar(&shared, "shared", false, "the handles share one store, as handles Open gives out for one DSN in one process do (default: one store each, as in separate processes)")
 	f.DurationVar(&settle, "settle", 0, "wait this long after loading W3/W5 data before measuring (lets autovacuum analyze it)")
 	f.BoolVar(&analyze, "analyze", false, "postgres: ANALYZE the workspace's tables after loading W3/W5 data (what autovacuum would do)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")

@@ -1,0 +1,16 @@
+package workspace
+
+// SameStore reports whether two handles share one store, for the tests of
+// package workspace_test.
+func SameStore(a, b Workspace) bool {
+	ha, ok1 := a.(*handle)
+	hb, ok2 := b.(*handle)
+	return ok1 && ok2 && ha.core == hb.core
+}
+
+// SharedStores is how many stores Open is sharing right now.
+func SharedStores() int {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	return len(sharedCores)
+}
