@@ -16,7 +16,8 @@ import (
 type hub struct {
 	h       *core
 	changes <-chan struct{}
-	heads   HeadNotifier // set when the store's notifications carry the seq
+	heads   HeadNotifier  // set when the store's notifications carry the seq
+	carried EventNotifier // set when they may carry the events too
 	mu      sync.Mutex
 	head    int64
 	ch      chan struct{} // closed when head advances
@@ -37,6 +38,9 @@ func newHub(h *core, changes <-chan struct{}) *hub {
 	b := &hub{h: h, changes: changes, ch: make(chan struct{}), kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
 	if hn, ok := h.st.(HeadNotifier); ok && changes != nil {
 		b.heads = hn
+	}
+	if en, ok := h.st.(EventNotifier); ok && changes != nil {
+		b.carried = en
 	}
 	b.wg.Add(1)
 	go b.watchLoop()
@@ -78,16 +82,50 @@ func (b *hub) publish(evs []Event) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if n := len(b.recent); n > 0 && b.recent[n-1].Seq+1 == evs[0].Seq {
-		b.recent = append(b.recent, evs...)
-	} else {
-		// Others' events came between: start again from these.
-		b.recent = append(b.recent[:0:0], evs...)
+	b.rememberLocked(evs)
+	b.bumpLocked(evs[len(evs)-1].Seq)
+}
+
+// rememberLocked adds committed events, in seq order, to recent: those
+// that continue it are appended; one that is past a gap starts it again
+// (the events in the gap are only in the log); older ones are known.
+func (b *hub) rememberLocked(evs []Event) {
+	for _, e := range evs {
+		n := len(b.recent)
+		switch {
+		case n > 0 && e.Seq <= b.recent[n-1].Seq:
+			continue
+		case n > 0 && e.Seq == b.recent[n-1].Seq+1:
+			b.recent = append(b.recent, e)
+		default:
+			b.recent = append(b.recent[:0:0], e)
+		}
 	}
 	if n := len(b.recent); n > 2*recentEvents {
 		b.recent = append(b.recent[:0:0], b.recent[n-recentEvents:]...)
 	}
-	b.bumpLocked(evs[len(evs)-1].Seq)
+}
+
+// learn takes in what the store's notifications said: the events they
+// carried, then the head they announced.
+func (b *hub) learn() (head int64) {
+	var evs []Event
+	if b.carried != nil {
+		evs = b.carried.NotifiedEvents()
+	}
+	if b.heads != nil {
+		head = b.heads.NotifiedHead()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.rememberLocked(evs)
+	if n := len(evs); n > 0 {
+		head = max(head, evs[n-1].Seq)
+	}
+	if head > 0 {
+		b.bumpLocked(head)
+	}
+	return head
 }
 
 // fromRecent serves the page after q.AfterSeq from memory, when the hub
@@ -205,7 +243,15 @@ func (b *hub) watchLoop() {
 		case <-b.ctx.Done():
 			return
 		case <-b.kick:
-			// Someone started waiting: a change skipped meanwhile counts now.
+			// Someone started waiting: a change skipped meanwhile counts
+			// now. The highest seq notified since the listener last
+			// (re)connected is past every commit it may have missed, so
+			// it will do as the head; without one, the head is read.
+			if b.heads != nil {
+				if seq := b.learn(); seq > 0 {
+					continue
+				}
+			}
 		case <-b.changes:
 			// Waiters read the store after taking their wake channel, so
 			// with none, a change needs no read.
@@ -215,8 +261,7 @@ func (b *hub) watchLoop() {
 			// A notification that says how far the log goes needs no
 			// read: waking the waiters is enough, they read what is new.
 			if b.heads != nil {
-				if seq := b.heads.NotifiedHead(); seq > 0 {
-					b.bump(seq)
+				if seq := b.learn(); seq > 0 {
 					continue
 				}
 			}

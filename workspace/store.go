@@ -45,6 +45,19 @@ type HeadNotifier interface {
 	NotifiedHead() int64
 }
 
+// EventNotifier is an optional HeadNotifier capability for stores whose
+// notifications can carry the events they announce, so that a subscriber
+// on another handle gets them without reading the log. NotifiedEvents
+// returns the events carried by the notifications received since the last
+// call, in the order they were committed. Each notification that carries
+// events carries every event its commit appended to the log, exactly as
+// the log holds them; one that carries none (too large) leaves a gap,
+// and the engine reads what is in it.
+type EventNotifier interface {
+	HeadNotifier
+	NotifiedEvents() []Event
+}
+
 // ReadTx reads inside a transaction. Every method returns an error matching
 // ErrNotFound when the record does not exist.
 type ReadTx interface {

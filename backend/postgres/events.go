@@ -2,7 +2,10 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -33,7 +36,8 @@ const (
 
 	// appendEvents hands out the seqs from the counter row (its row lock is
 	// held to the commit, so seqs are gap-free in commit order), inserts the
-	// events and notifies the listeners, which hear it on commit. It is
+	// events and notifies the listeners, which hear it on commit, with
+	// $12 (see notifyPayload). It is
 	// queued, not waited for: the writer knows the first seq, $11, from the
 	// head it read under the writers' lock. Should the counter say
 	// otherwise, the statement fails (a text that is no number, cast to one)
@@ -46,7 +50,7 @@ const (
 		FROM c, unnest($2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[])
 			WITH ORDINALITY AS e(time, actor, type, kind, id, name, version, message, n)
 	)
-	SELECT CASE WHEN c.base + 1 = $11::bigint THEN pg_notify($10, (c.base + $1)::text)::text
+	SELECT CASE WHEN c.base + 1 = $11::bigint THEN pg_notify($10, $12)::text
 		ELSE ('agentspace: the event log head moved under the writers lock: expected ' ||
 			($11::bigint - 1) || ', found ' || c.base)::bigint::text END
 	FROM c`
@@ -64,7 +68,7 @@ const (
 		INSERT INTO events (` + eventCols + `)
 		SELECT c.base + 1, $1, $2, $3, $4, $5, $6, $7, $8 FROM c
 	)
-	SELECT CASE WHEN c.base + 1 = $10::bigint THEN pg_notify($9, (c.base + 1)::text)::text
+	SELECT CASE WHEN c.base + 1 = $10::bigint THEN pg_notify($9, $11)::text
 		ELSE ('agentspace: the event log head moved under the writers lock: expected ' ||
 			($10::bigint - 1) || ', found ' || c.base)::bigint::text END
 	FROM c LIMIT 1`
@@ -130,7 +134,7 @@ func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (i
 		e := events[0]
 		first := t.seq + 1
 		_, _ = t.pl.Exec(ctx, appendEvent, e.Time, e.Actor, e.Type, e.Subject.Kind, e.Subject.ID, e.Subject.Name,
-			e.Version, e.Message, t.channel, first)
+			e.Version, e.Message, t.channel, first, notifyPayload(first, events))
 		t.seq = first
 		return first, nil
 	}
@@ -161,9 +165,74 @@ func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (i
 		return events[0].Seq, nil
 	}
 	first := t.seq + 1
-	_, _ = t.pl.Exec(ctx, appendEvents, int64(n), times, actors, types, kinds, ids, names, versions, messages, t.channel, first)
+	_, _ = t.pl.Exec(ctx, appendEvents, int64(n), times, actors, types, kinds, ids, names, versions, messages, t.channel, first,
+		notifyPayload(first, events))
 	t.seq += int64(n)
 	return first, nil
+}
+
+// maxPayload keeps a NOTIFY payload under the server's limit of 8000 bytes.
+const maxPayload = 7900
+
+// notifyPayload is what a commit's NOTIFY says about the events it
+// appended, numbered from first: the last seq, and after a space, when they
+// fit, the events themselves as JSON (see payloadEvent), so that listeners
+// can hand them to their subscribers without reading the log. The
+// listener's parsePayload reads it back.
+func notifyPayload(first int64, events []workspace.Event) string {
+	last := first + int64(len(events)) - 1
+	head := strconv.FormatInt(last, 10)
+	out := make([]payloadEvent, len(events))
+	for i, e := range events {
+		out[i] = payloadEvent{Seq: first + int64(i), Time: e.Time, Actor: e.Actor, Type: e.Type,
+			Kind: e.Subject.Kind, ID: e.Subject.ID, Name: e.Subject.Name, Version: e.Version, Message: e.Message}
+	}
+	b, err := json.Marshal(out)
+	if err != nil || len(head)+1+len(b) > maxPayload {
+		return head
+	}
+	return head + " " + string(b)
+}
+
+// payloadEvent is an event in a NOTIFY payload, with short keys: the
+// payload has 8000 bytes.
+type payloadEvent struct {
+	Seq     int64     `json:"s"`
+	Time    time.Time `json:"t"`
+	Actor   string    `json:"a"`
+	Type    string    `json:"y"`
+	Kind    string    `json:"k,omitempty"`
+	ID      string    `json:"i,omitempty"`
+	Name    string    `json:"n,omitempty"`
+	Version int64     `json:"v,omitempty"`
+	Message string    `json:"m,omitempty"`
+}
+
+// parsePayload reads a notification's payload: the last seq it announces
+// (0 when it is not one of ours) and the events, when it carries them and
+// they are numbered up to that seq without a gap.
+func parsePayload(payload string) (int64, []workspace.Event) {
+	head, rest, _ := strings.Cut(payload, " ")
+	seq, err := strconv.ParseInt(head, 10, 64)
+	if err != nil || seq <= 0 {
+		return 0, nil
+	}
+	if rest == "" {
+		return seq, nil
+	}
+	var in []payloadEvent
+	if err := json.Unmarshal([]byte(rest), &in); err != nil || len(in) == 0 || in[len(in)-1].Seq != seq {
+		return seq, nil
+	}
+	evs := make([]workspace.Event, len(in))
+	for i, e := range in {
+		if i > 0 && e.Seq != in[i-1].Seq+1 {
+			return seq, nil
+		}
+		evs[i] = workspace.Event{Seq: e.Seq, Time: e.Time.UTC(), Actor: e.Actor, Type: e.Type,
+			Subject: workspace.Subject{Kind: e.Kind, ID: e.ID, Name: e.Name}, Version: e.Version, Message: e.Message}
+	}
+	return seq, evs
 }
 
 func (t *writeTx) CompactEvents(ctx context.Context, floor int64) error {

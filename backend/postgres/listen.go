@@ -3,12 +3,13 @@ package postgres
 import (
 	"context"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/agentspace/agentspace/workspace"
 )
 
 // Listener timings. A blocked read cannot see a half-open TCP connection,
@@ -38,10 +39,14 @@ type listener struct {
 	own *atomic.Int64
 	// heard is the highest seq announced since the last (re)connect, 0
 	// before the first: see workspace.HeadNotifier.
-	heard  atomic.Int64
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{}
+	heard atomic.Int64
+	// carried holds the events notifications carried since the engine
+	// last took them (see workspace.EventNotifier), at most maxCarried.
+	carriedMu sync.Mutex
+	carried   []workspace.Event
+	ctx       context.Context
+	cancel    context.CancelFunc
+	done      chan struct{}
 
 	mu  sync.Mutex
 	pid uint32 // the backend of the current connection, for tests
@@ -107,6 +112,7 @@ func (l *listener) run(ctx context.Context) {
 		// Whatever was committed while we were not listening is in the
 		// log, past what was heard: the engine must look it up.
 		l.heard.Store(0)
+		l.takeEvents()
 		l.signal()
 		err = l.listen(ctx, conn)
 		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -145,7 +151,8 @@ func (l *listener) listen(ctx context.Context, conn *pgx.Conn) error {
 		cancel()
 		switch {
 		case err == nil:
-			if seq, ok := l.other(n.Payload); ok {
+			if seq, evs, ok := l.other(n.Payload); ok {
+				l.keep(evs)
 				raise(&l.heard, seq)
 				l.signal()
 			}
@@ -164,19 +171,46 @@ func (l *listener) listen(ctx context.Context, conn *pgx.Conn) error {
 	}
 }
 
-// other reads a notification's payload (the last seq of a commit) and
-// reports whether it is news for the engine: a seq later than its store's
-// own last commit, or an unreadable payload (then the seq is 0 and the
-// engine looks in the store).
-func (l *listener) other(payload string) (int64, bool) {
-	seq, err := strconv.ParseInt(payload, 10, 64)
-	if err != nil {
-		return 0, true
+// other reads a notification's payload (see parsePayload) and reports
+// whether it is news for the engine: a seq later than its store's own last
+// commit, or an unreadable payload (then the seq is 0 and the engine looks
+// in the store).
+func (l *listener) other(payload string) (int64, []workspace.Event, bool) {
+	seq, evs := parsePayload(payload)
+	if seq == 0 {
+		return 0, nil, true
 	}
 	if l.own != nil && seq <= l.own.Load() {
-		return seq, false
+		return seq, nil, false
 	}
-	return seq, true
+	return seq, evs, true
+}
+
+// maxCarried bounds the events a listener keeps for an engine that is not
+// taking them (no one is waiting): past it the oldest go, and whoever
+// needs them reads the log.
+const maxCarried = 2048
+
+// keep holds evs for the engine.
+func (l *listener) keep(evs []workspace.Event) {
+	if len(evs) == 0 {
+		return
+	}
+	l.carriedMu.Lock()
+	defer l.carriedMu.Unlock()
+	l.carried = append(l.carried, evs...)
+	if n := len(l.carried); n > maxCarried {
+		l.carried = append(l.carried[:0:0], l.carried[n-maxCarried/2:]...)
+	}
+}
+
+// takeEvents returns the events kept since the last call.
+func (l *listener) takeEvents() []workspace.Event {
+	l.carriedMu.Lock()
+	defer l.carriedMu.Unlock()
+	evs := l.carried
+	l.carried = nil
+	return evs
 }
 
 // backendPID is the listening connection's server process (0 before the first connect).

@@ -95,6 +95,14 @@ func (s *store) NotifiedHead() int64 {
 	return s.listener.heard.Load()
 }
 
+// NotifiedEvents implements workspace.EventNotifier.
+func (s *store) NotifiedEvents() []workspace.Event {
+	if s.listener == nil {
+		return nil
+	}
+	return s.listener.takeEvents()
+}
+
 func (s *store) Close() error {
 	if s.listener != nil {
 		s.listener.close()
