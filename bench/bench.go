@@ -318,6 +318,12 @@ type notifyingStore struct {
 	workspace.Notifier
 }
 
+// eventNotifyingStore keeps the EventNotifier capability of the store it counts.
+type eventNotifyingStore struct {
+	countingStore
+	workspace.EventNotifier
+}
+
 // headNotifyingStore keeps the HeadNotifier capability of the store it counts.
 type headNotifyingStore struct {
 	countingStore
@@ -326,6 +332,9 @@ type headNotifyingStore struct {
 
 func countStore(st workspace.Store, n *atomic.Int64) workspace.Store {
 	c := countingStore{Store: st, n: n}
+	if en, ok := st.(workspace.EventNotifier); ok {
+		return eventNotifyingStore{countingStore: c, EventNotifier: en}
+	}
 	if hn, ok := st.(workspace.HeadNotifier); ok {
 		return headNotifyingStore{countingStore: c, HeadNotifier: hn}
 	}
