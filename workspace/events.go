@@ -230,6 +230,8 @@ func (b *hub) watchLoop() {
 			recheck.Stop()
 		}
 	}()
+	// skipped is set when a change came while no one waited.
+	skipped := false
 	for {
 		var tick, again <-chan time.Time
 		if b.interest.Load() > 0 {
@@ -244,9 +246,14 @@ func (b *hub) watchLoop() {
 			return
 		case <-b.kick:
 			// Someone started waiting: a change skipped meanwhile counts
-			// now. The highest seq notified since the listener last
+			// now. A store that notifies has said so if there was one.
+			// The highest seq notified since the listener last
 			// (re)connected is past every commit it may have missed, so
 			// it will do as the head; without one, the head is read.
+			if b.changes != nil && !skipped {
+				continue
+			}
+			skipped = false
 			if b.heads != nil {
 				if seq := b.learn(); seq > 0 {
 					continue
@@ -254,10 +261,12 @@ func (b *hub) watchLoop() {
 			}
 		case <-b.changes:
 			// Waiters read the store after taking their wake channel, so
-			// with none, a change needs no read.
+			// with none, a change needs no read until one comes.
 			if b.interest.Load() == 0 {
+				skipped = true
 				continue
 			}
+			skipped = false
 			// A notification that says how far the log goes needs no
 			// read: waking the waiters is enough, they read what is new.
 			if b.heads != nil {
