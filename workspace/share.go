@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -55,11 +56,15 @@ func shareKey(p ParsedDSN, o Options) (string, error) {
 // openShared returns a handle on the core registered under key, opening
 // its store with open when there is none. Concurrent opens of one key wait
 // for the first; one whose ctx ends first returns, and its place is given
-// back once the store is open.
+// back once the store is open. A waiter whose ctx is live tries again when
+// the first open failed only because the first opener's ctx ended.
 func openShared(ctx context.Context, key string, o Options, open func() (Store, error)) (Workspace, error) {
-	sharedMu.Lock()
-	c := sharedCores[key]
-	if c != nil {
+	for {
+		sharedMu.Lock()
+		c := sharedCores[key]
+		if c == nil {
+			break
+		}
 		c.refs++
 		sharedMu.Unlock()
 		select {
@@ -73,12 +78,16 @@ func openShared(ctx context.Context, key string, o Options, open func() (Store, 
 			}()
 			return nil, ctx.Err()
 		}
-		if c.openErr != nil {
-			return nil, c.openErr
+		if c.openErr == nil {
+			return c.handle(), nil
 		}
-		return c.handle(), nil
+		if ctx.Err() == nil && (errors.Is(c.openErr, context.Canceled) || errors.Is(c.openErr, context.DeadlineExceeded)) {
+			continue
+		}
+		return nil, c.openErr
 	}
-	c = &core{key: key, refs: 1, ready: make(chan struct{})}
+	// sharedMu is held: register the store being opened.
+	c := &core{key: key, refs: 1, ready: make(chan struct{})}
 	sharedCores[key] = c
 	sharedMu.Unlock()
 

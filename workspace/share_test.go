@@ -2,10 +2,13 @@ package workspace_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -111,4 +114,58 @@ func TestAttach(t *testing.T) {
 	require.NoError(t, b.Close())
 	_, err = b.Events().Head(ctx)
 	assert.ErrorIs(t, err, workspace.ErrClosed)
+}
+
+var gatedRuns atomic.Int64
+
+// gatedDriver is the sqlite driver whose first Open waits for its ctx to
+// end and fails with it, as a slow server would for an opener that gives up.
+type gatedDriver struct {
+	workspace.Driver
+	entered chan struct{}
+	once    sync.Once
+}
+
+func (d *gatedDriver) Open(ctx context.Context, cfg workspace.Config) (workspace.Store, error) {
+	first := false
+	d.once.Do(func() { first = true })
+	if first {
+		close(d.entered)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return d.Driver.Open(ctx, cfg)
+}
+
+func TestAWaiterOpensTheStoreWhenTheFirstOpenerGivesUp(t *testing.T) {
+	p, err := workspace.ParseDSN("sqlite:x.db")
+	require.NoError(t, err)
+	d := &gatedDriver{Driver: p.Driver, entered: make(chan struct{})}
+	// Schemes cannot be unregistered: a new one per run (go test -count).
+	scheme := fmt.Sprintf("gated%d", gatedRuns.Add(1))
+	workspace.Register(scheme, d)
+	dsn := scheme + ":" + filepath.Join(t.TempDir(), "ws.db")
+
+	first, cancel := context.WithCancel(context.Background())
+	firstErr := make(chan error, 1)
+	go func() {
+		_, err := workspace.Open(first, dsn)
+		firstErr <- err
+	}()
+	<-d.entered
+	// A second opener waits for the first one's open of the shared store.
+	second := make(chan error, 1)
+	var ws workspace.Workspace
+	go func() {
+		var err error
+		ws, err = workspace.Open(context.Background(), dsn)
+		second <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	assert.ErrorIs(t, <-firstErr, context.Canceled)
+	require.NoError(t, <-second, "the waiter, whose ctx is live, opens the store itself")
+	defer ws.Close()
+	_, err = ws.Events().Head(context.Background())
+	assert.NoError(t, err)
 }
