@@ -26,7 +26,13 @@ func runReliability(t *testing.T, h Harness) {
 		t.Run(relChildTest, runRelChild)
 		return
 	}
-	t.Run("ConcurrentHistoryIsLinearizable", func(t *testing.T) { testLinearizable(t, h) })
+	t.Run("ConcurrentHistoryIsLinearizable", func(t *testing.T) {
+		// In-process clients on handles with stores of their own, as in
+		// separate processes, and on handles sharing one store (the
+		// default within a process); child processes in both.
+		t.Run("SeparateStores", func(t *testing.T) { testLinearizable(t, private{h}) })
+		t.Run("SharedStore", func(t *testing.T) { testLinearizable(t, h) })
+	})
 	t.Run("LoadLosesNothingAndLeaksNothing", func(t *testing.T) { testLoad(t, h) })
 	t.Run("PausedLeaseHolderIsFencedOut", func(t *testing.T) { testPausedLeaseHolder(t, h) })
 }
