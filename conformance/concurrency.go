@@ -35,7 +35,7 @@ func runConcurrency(t *testing.T, h Harness) {
 	}
 	t.Run("ChildProcessesLoseNoUpdateAndDoubleClaimNothing", func(t *testing.T) { testProcesses(t, h) })
 	t.Run("KilledProcessBlocksNobodyLongerThanItsLeases", func(t *testing.T) { testKilledProcess(t, h) })
-	t.Run("RandomOperationsMatchTheModel", func(t *testing.T) { testModel(t, h) })
+	t.Run("RandomOperationsMatchTheModel", func(t *testing.T) { testModel(t, private{h}) })
 }
 
 // handles opens n handles on dsn (closed with t.Cleanup).
