@@ -80,7 +80,7 @@ func TestRunAllProducesARowPerWorkloadVariantAndLevel(t *testing.T) {
 	for _, w := range bench.Workloads {
 		assert.True(t, seen[w], "no row for %s", w)
 	}
-	for _, v := range []string{"W6 other process", "MEM idle handle", "MEM subscribers", "MEM subscribers after 2000 events"} {
+	for _, v := range []string{"W6 other process", "MEM idle handle", "MEM idle shared handle", "MEM subscribers", "MEM subscribers after 2000 events"} {
 		assert.True(t, seen[v], "no row for %s", v)
 	}
 }
@@ -103,7 +103,7 @@ func TestMemInThisProcessWithoutAChild(t *testing.T) {
 			assert.True(t, strings.HasSuffix(r.Note, "in the bench process") || strings.Contains(r.Note, "no /proc"), r.Note)
 		}
 	}
-	assert.Equal(t, 7, mem, "idle handle, then 3 rows for each of 1 and 100 subscribers")
+	assert.Equal(t, 8, mem, "idle handle, idle shared handle, then 3 rows for each of 1 and 100 subscribers")
 }
 
 func TestRowEncodesTheDocumentedJSONFields(t *testing.T) {

@@ -121,6 +121,19 @@ func memProbe(ctx context.Context, dsn string, subs []int, events int) ([]memRea
 	}
 	read("idle handle", 0, 0)
 
+	// A handle sharing w's store, as a second Open of the DSN in one
+	// process gives.
+	read("before handle", 0, 0)
+	shared, err := workspace.Open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer shared.Close()
+	if _, err := shared.Events().Head(ctx); err != nil {
+		return nil, err
+	}
+	read("idle shared handle", 0, 0)
+
 	for _, n := range subs {
 		read("before subscribers", n, 0)
 		if err := withSubscribers(ctx, w, n, func(waitAll func(context.Context) error) error {
@@ -267,7 +280,7 @@ func memInChild(ctx context.Context, cfg Config) ([]memReading, error) {
 	return ans.Readings, nil
 }
 
-// memToRows turns readings into rows: the idle handle, then per
+// memToRows turns readings into rows: the idle handles, then per
 // subscriber count the growth from attaching them and, after events, the
 // growth since before attaching them (flat if delivery holds nothing).
 func memToRows(rs []memReading, backend, where string) []Row {
@@ -294,7 +307,9 @@ func memToRows(rs []memReading, backend, where string) []Row {
 		case "before handle", "before subscribers":
 			before = x
 		case "idle handle":
-			row("idle handle", 0, before, x, "growth from opening one more handle (used once, then idle)")
+			row("idle handle", 0, before, x, "growth from opening one more handle with a store of its own (used once, then idle)")
+		case "idle shared handle":
+			row("idle shared handle", 0, before, x, "growth from opening one more handle on the same store (used once, then idle)")
 		case "subscribers":
 			row("subscribers", x.Subs, before, x, "growth from attaching them to a handle")
 		case "after events":
