@@ -312,6 +312,17 @@ func (s countingStore) Update(ctx context.Context, fn func(tx workspace.Tx) erro
 	return s.Store.Update(ctx, fn)
 }
 
+// UpdateHinted keeps the HintedUpdater capability of the store it counts
+// (a plain Update for a store without it).
+func (s countingStore) UpdateHinted(ctx context.Context, hint workspace.ReadHint, fn func(tx workspace.Tx) error) error {
+	hu, ok := s.Store.(workspace.HintedUpdater)
+	if !ok {
+		return s.Update(ctx, fn)
+	}
+	s.n.Add(1)
+	return hu.UpdateHinted(ctx, hint, fn)
+}
+
 // notifyingStore keeps the Notifier capability of the store it counts.
 type notifyingStore struct {
 	countingStore

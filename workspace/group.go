@@ -39,6 +39,8 @@ type job struct {
 	// request is refused rather than answered with the wrong result.
 	fingerprint string
 	prune       bool
+	// hint is the record the job's first op reads first, if known.
+	hint ReadHint
 	// apply runs the job's writes on x and records its results in the job.
 	apply func(ctx context.Context, x *exec) error
 
@@ -175,7 +177,13 @@ func (h *core) runGroup(ctx context.Context, group []*job) {
 	}
 	// committed is what the transaction appended to the log, numbered.
 	var committed []Event
-	err := h.st.Update(ctx, func(tx Tx) error {
+	update := h.st.Update
+	if hu, ok := h.st.(HintedUpdater); ok && live[0].hint != (ReadHint{}) {
+		update = func(ctx context.Context, fn func(tx Tx) error) error {
+			return hu.UpdateHinted(ctx, live[0].hint, fn)
+		}
+	}
+	err := update(ctx, func(tx Tx) error {
 		committed = nil
 		now := tx.Now()
 		sp, ok := tx.(Savepointer)

@@ -166,7 +166,7 @@ func (h *handle) commit(ctx context.Context, opname string, b Batch) (BatchResul
 	}
 	prune := b.IdempotencyKey != "" && h.commits.Add(1)%64 == 1
 
-	j := &job{actor: b.Actor, prune: prune}
+	j := &job{actor: b.Actor, prune: prune, hint: readHint(ops[0])}
 	if b.IdempotencyKey != "" {
 		j.idemKey, j.fingerprint = idemScope(b.Actor, b.IdempotencyKey), fingerprint(ops)
 	}
@@ -209,6 +209,17 @@ func (c *core) recordConflict(ctx context.Context, actor string, ce *ConflictErr
 		return
 	}
 	c.hub.publish([]Event{ev})
+}
+
+// readHint names the record op reads first.
+func readHint(op Op) ReadHint {
+	switch o := op.(type) {
+	case UpdateArtifactOp:
+		return ReadHint{Artifact: ArtifactRef{ID: o.Ref.ID, Name: o.Ref.Name}}
+	case CreateArtifactOp:
+		return ReadHint{Artifact: ArtifactRef{Name: o.Name}}
+	}
+	return ReadHint{}
 }
 
 func opMessage(op Op) string {

@@ -28,6 +28,22 @@ type Store interface {
 	Close() error
 }
 
+// ReadHint names the record a write transaction will most likely read
+// first: the one its first op writes.
+type ReadHint struct {
+	Artifact ArtifactRef // by ID or by name, as the op names it
+}
+
+// HintedUpdater is an optional Store capability: UpdateHinted is Update for
+// a transaction whose first read is likely hint's record, which the store
+// may read in the round trip that starts the transaction (Postgres reads it
+// right after taking the writers' lock). A hint never changes a result:
+// only when it is the record then read, and nothing was written in between,
+// is the early read used.
+type HintedUpdater interface {
+	UpdateHinted(ctx context.Context, hint ReadHint, fn func(tx Tx) error) error
+}
+
 // Notifier is an optional Store capability: a hint channel that receives a
 // value (coalesced: capacity 1 is enough) whenever another handle may have
 // committed, and after every reconnect. Stores without it are polled.

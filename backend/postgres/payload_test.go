@@ -50,3 +50,13 @@ func TestParsePayloadRefusesWhatItCannotTrust(t *testing.T) {
 		}
 	}
 }
+
+func TestEarlyReadsNameTheirSchema(t *testing.T) {
+	r := newEarlyReads("team1")
+	for _, q := range []string{r.byName, r.byID, r.lease, r.leaseOfArtifact} {
+		for _, table := range []string{"artifacts", "leases"} {
+			assert.NotContains(t, q, "FROM "+table, "an unqualified table in %q", q)
+		}
+		assert.Contains(t, q, `FROM "team1".`)
+	}
+}

@@ -24,6 +24,18 @@ type pipeline struct {
 	// ahead is a lease row read in the same round trip as the record it
 	// guards (see leaseAhead); any queued statement drops it.
 	ahead *leaseAhead
+	// early is the artifact a hinted transaction read as it started (see
+	// store.UpdateHinted); any queued statement but a savepoint's drops it.
+	early *artifactAhead
+}
+
+// artifactAhead is an artifact row read before it was asked for, with the
+// lease that guards it.
+type artifactAhead struct {
+	ref      workspace.ArtifactRef
+	artifact workspace.Artifact
+	err      error
+	lease    leaseAhead
 }
 
 // leaseAhead is the lease of resource as read ahead, or err (ErrNoRows).
@@ -41,10 +53,16 @@ func newPipeline(conn interface {
 
 // Exec queues a statement.
 func (p *pipeline) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	p.queue(sql, args...)
+	p.ahead, p.early = nil, nil
+	return pgconn.CommandTag{}, nil
+}
+
+// queue queues a statement that changes no row (a savepoint's), keeping
+// what was read ahead.
+func (p *pipeline) queue(sql string, args ...any) {
 	p.batch.Queue(sql, args...)
 	p.sqls = append(p.sqls, sql)
-	p.ahead = nil
-	return pgconn.CommandTag{}, nil
 }
 
 // send sends the queued statements followed by reads, in one round trip,

@@ -152,6 +152,15 @@ func (t *readTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (works
 		a, err = scanArtifact(row)
 		return err
 	}
+	if e := t.takeEarly(ref); e != nil {
+		if e.lease.resource != "" {
+			t.pl.ahead = &e.lease
+		}
+		if e.err != nil {
+			return e.artifact, notFound("artifact", e.err)
+		}
+		return e.artifact, nil
+	}
 	var err error
 	if ref.ID != "" {
 		err = t.readGuarded(ctx, artifactByID, []any{ref.ID}, scan, leaseOfArtifact, ref.ID,
@@ -483,6 +492,66 @@ func (t *readTx) readGuarded(ctx context.Context, sql string, args []any, scan f
 		t.pl.ahead = &ahead
 	}
 	return scanErr
+}
+
+// takeEarly returns the artifact read ahead for ref, once, if there is one.
+func (t *readTx) takeEarly(ref workspace.ArtifactRef) *artifactAhead {
+	if t.pl == nil || t.snapshot {
+		return nil
+	}
+	e := t.pl.early
+	if e == nil || e.ref != ref {
+		return nil
+	}
+	t.pl.early = nil
+	return e
+}
+
+// earlyReads are Artifact's reads of an artifact and of its lease, with
+// the tables named in their schema: they go in the batch that sets the
+// search_path, and a batch is prepared before it runs.
+type earlyReads struct {
+	byName, byID, lease, leaseOfArtifact string
+}
+
+func newEarlyReads(schema string) earlyReads {
+	q := strings.NewReplacer(
+		" FROM artifacts", " FROM "+pgx.Identifier{schema, "artifacts"}.Sanitize(),
+		" FROM leases", " FROM "+pgx.Identifier{schema, "leases"}.Sanitize(),
+	)
+	return earlyReads{
+		byName: q.Replace(artifactByName), byID: q.Replace(artifactByID),
+		lease: q.Replace(leaseByResource), leaseOfArtifact: q.Replace(leaseOfArtifact),
+	}
+}
+
+// queue queues on b the reads of the artifact ref names and of its lease,
+// as Artifact does them, keeping the outcome in e.
+func (r earlyReads) queue(b *pgx.Batch, ref workspace.ArtifactRef, e *artifactAhead) {
+	e.ref = ref
+	sql, arg, leaseSQL, leaseArg := r.byName, ref.Name, r.lease, artifactResource(ref.Name)
+	if ref.ID != "" {
+		sql, arg, leaseSQL, leaseArg = r.byID, ref.ID, r.leaseOfArtifact, ref.ID
+	}
+	b.Queue(sql, arg).QueryRow(func(row pgx.Row) error {
+		e.artifact, e.err = scanArtifact(row)
+		return exceptNoRows(e.err)
+	})
+	b.Queue(leaseSQL, leaseArg).QueryRow(func(row pgx.Row) error {
+		e.lease.lease, e.lease.err = scanLease(row)
+		if err := exceptNoRows(e.lease.err); err != nil {
+			return err
+		}
+		// Named as Artifact names it: by the name, or by the name of
+		// the artifact found by ID (none: nothing to name).
+		switch {
+		case ref.ID == "":
+			e.lease.resource = artifactResource(ref.Name)
+		case e.err == nil:
+			e.lease.resource = artifactResource(e.artifact.Name)
+		}
+		return nil
+	})
 }
 
 // exceptNoRows is err unless it says that there was no row.

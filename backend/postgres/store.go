@@ -29,10 +29,13 @@ type store struct {
 	// startWrite reads a writer's clock and head once it holds the lock
 	// (see lockWrite). It names the schema for the same reason.
 	startWrite string
-	channel    string // the NOTIFY channel
-	listener   *listener
-	own        atomic.Int64 // the last seq this store committed
-	log        *slog.Logger
+	// early holds the reads of a hinted artifact and its lease, naming the
+	// schema for the same reason (see UpdateHinted).
+	early    earlyReads
+	channel  string // the NOTIFY channel
+	listener *listener
+	own      atomic.Int64 // the last seq this store committed
+	log      *slog.Logger
 }
 
 // maxAttempts bounds how often Update and View run fn after retryable failures.
@@ -57,6 +60,7 @@ func openStore(ctx context.Context, pool *pgxpool.Pool, ownPool bool, opts Optio
 		startRead: `SELECT set_config('search_path', $1, true), clock_timestamp(), seq, floor FROM ` +
 			pgx.Identifier{opts.Schema, "counters"}.Sanitize(),
 		startWrite: `SELECT clock_timestamp(), seq FROM ` + pgx.Identifier{opts.Schema, "counters"}.Sanitize(),
+		early:      newEarlyReads(opts.Schema),
 		channel:    channelName(opts.Schema),
 		log:        opts.Logger,
 	}
@@ -117,7 +121,14 @@ func (s *store) Close() error {
 // retrying serialization failures, deadlocks and connections lost before
 // the commit was sent.
 func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) error {
-	return s.retry(ctx, "update", func() (bool, error) { return s.updateOnce(ctx, fn) })
+	return s.retry(ctx, "update", func() (bool, error) { return s.updateOnce(ctx, workspace.ReadHint{}, fn) })
+}
+
+// UpdateHinted implements workspace.HintedUpdater: the hinted artifact and
+// its lease are read in the round trip that takes the writers' lock, after
+// it, so the transaction's first read costs no round trip of its own.
+func (s *store) UpdateHinted(ctx context.Context, hint workspace.ReadHint, fn func(tx workspace.Tx) error) error {
+	return s.retry(ctx, "update", func() (bool, error) { return s.updateOnce(ctx, hint, fn) })
 }
 
 // View runs fn in a REPEATABLE READ READ ONLY transaction: one snapshot.
@@ -156,7 +167,7 @@ const (
 )
 
 // updateOnce runs one attempt of Update; it reports whether a failure may be retried.
-func (s *store) updateOnce(ctx context.Context, fn func(tx workspace.Tx) error) (bool, error) {
+func (s *store) updateOnce(ctx context.Context, hint workspace.ReadHint, fn func(tx workspace.Tx) error) (bool, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return ctx.Err() == nil, fmt.Errorf("postgres: acquire connection: %w", err)
@@ -170,11 +181,17 @@ func (s *store) updateOnce(ctx context.Context, fn func(tx workspace.Tx) error) 
 		head int64
 	)
 	b.Queue(s.startWrite).QueryRow(func(row pgx.Row) error { return row.Scan(&now, &head) })
+	var early *artifactAhead
+	if hint.Artifact != (workspace.ArtifactRef{}) {
+		early = &artifactAhead{}
+		s.early.queue(b, hint.Artifact, early)
+	}
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		s.abort(conn)
 		return retryable(conn, err), fmt.Errorf("postgres: begin: %w", err)
 	}
 	pl := newPipeline(conn)
+	pl.early = early
 	tx := &writeTx{readTx: readTx{q: pl, pl: pl, now: clock(now)}, channel: s.channel, seq: head}
 	if err := fn(tx); err != nil {
 		s.abort(conn)
