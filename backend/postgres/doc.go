@@ -30,9 +30,11 @@
 // A transaction's writes are queued and sent in one round trip with its
 // next read or its COMMIT. The event append is queued as well: the writer
 // knows the seqs it hands out from the head it read under the lock. A
-// record's read in a write also reads the lease that guards it. So a
-// single-record write takes three round trips: the lock, the read, the
-// COMMIT. The claim query runs with enable_sort off for its statement, so
+// record's read in a write also reads the lease that guards it, and the
+// artifact a transaction's first op writes is read, with its lease, in the
+// round trip that takes the lock (workspace.HintedUpdater). So an artifact
+// write takes two round trips, the lock with the read and the COMMIT, and
+// another single-record write three. The claim query runs with enable_sort off for its statement, so
 // that it walks the ready index even when the table has no statistics.
 // A failed Update (a serialization failure, a deadlock, a connection lost
 // before the COMMIT was sent) is run again, a bounded number of times.
