@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// hub tracks the store's head for one handle and wakes whoever waits for a
-// change: subscriptions, lock and claim waiters. Local commits bump it at
-// once; other handles' commits are seen by the watcher, from the store's
+// hub tracks the store's head for the handles of one core and wakes
+// whoever waits for a change: subscriptions, lock and claim waiters. The
+// core's own commits bump it at once; other stores' commits (other
+// processes, private handles) are seen by the watcher, from the store's
 // notifications or by polling while anyone waits.
 type hub struct {
 	h       *core
