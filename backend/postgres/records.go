@@ -161,19 +161,9 @@ func (t *readTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (works
 		}
 		return e.artifact, nil
 	}
-	var err error
-	if ref.ID != "" {
-		err = t.readGuarded(ctx, artifactByID, []any{ref.ID}, scan, leaseOfArtifact, ref.ID,
-			func() string {
-				if a.ID == "" {
-					return "" // not found: the lease read found nothing to name
-				}
-				return artifactResource(a.Name)
-			})
-	} else {
-		err = t.readGuarded(ctx, artifactByName, []any{ref.Name}, scan, leaseByResource, artifactResource(ref.Name),
-			func() string { return artifactResource(ref.Name) })
-	}
+	r := artifactReadsHere.of(ref)
+	err := t.readGuarded(ctx, r.sql, []any{r.arg}, scan, r.leaseSQL, r.leaseArg,
+		func() string { return artifactLeaseName(ref, a, a.ID != "") })
 	if err != nil {
 		return a, notFound("artifact", err)
 	}
@@ -507,49 +497,68 @@ func (t *readTx) takeEarly(ref workspace.ArtifactRef) *artifactAhead {
 	return e
 }
 
-// earlyReads are Artifact's reads of an artifact and of its lease, with
-// the tables named in their schema: they go in the batch that sets the
-// search_path, and a batch is prepared before it runs.
-type earlyReads struct {
+// artifactReads are Artifact's reads of an artifact and of its lease.
+type artifactReads struct {
 	byName, byID, lease, leaseOfArtifact string
 }
 
-func newEarlyReads(schema string) earlyReads {
+// artifactReadsHere name their tables as the search_path finds them.
+var artifactReadsHere = artifactReads{
+	byName: artifactByName, byID: artifactByID, lease: leaseByResource, leaseOfArtifact: leaseOfArtifact,
+}
+
+// newEarlyReads returns the reads with the tables named in their schema:
+// a hinted transaction queues them in the batch that sets the search_path,
+// and a batch is prepared before it runs.
+func newEarlyReads(schema string) artifactReads {
 	q := strings.NewReplacer(
 		" FROM artifacts", " FROM "+pgx.Identifier{schema, "artifacts"}.Sanitize(),
 		" FROM leases", " FROM "+pgx.Identifier{schema, "leases"}.Sanitize(),
 	)
-	return earlyReads{
-		byName: q.Replace(artifactByName), byID: q.Replace(artifactByID),
-		lease: q.Replace(leaseByResource), leaseOfArtifact: q.Replace(leaseOfArtifact),
+	r := artifactReadsHere
+	return artifactReads{byName: q.Replace(r.byName), byID: q.Replace(r.byID),
+		lease: q.Replace(r.lease), leaseOfArtifact: q.Replace(r.leaseOfArtifact)}
+}
+
+// artifactRead is one artifact's read: its row's query and its lease's.
+type artifactRead struct{ sql, arg, leaseSQL, leaseArg string }
+
+// of returns the reads of the artifact ref names, by ID or by name.
+func (r artifactReads) of(ref workspace.ArtifactRef) artifactRead {
+	if ref.ID != "" {
+		return artifactRead{r.byID, ref.ID, r.leaseOfArtifact, ref.ID}
 	}
+	return artifactRead{r.byName, ref.Name, r.lease, artifactResource(ref.Name)}
+}
+
+// artifactLeaseName names the lease read with the artifact ref names, as
+// the engine names it: by the name, or by the name of the artifact found
+// by ID ("" when none was found: nothing to name).
+func artifactLeaseName(ref workspace.ArtifactRef, a workspace.Artifact, found bool) string {
+	switch {
+	case ref.ID == "":
+		return artifactResource(ref.Name)
+	case found:
+		return artifactResource(a.Name)
+	}
+	return ""
 }
 
 // queue queues on b the reads of the artifact ref names and of its lease,
 // as Artifact does them, keeping the outcome in e.
-func (r earlyReads) queue(b *pgx.Batch, ref workspace.ArtifactRef, e *artifactAhead) {
+func (r artifactReads) queue(b *pgx.Batch, ref workspace.ArtifactRef, e *artifactAhead) {
 	e.ref = ref
-	sql, arg, leaseSQL, leaseArg := r.byName, ref.Name, r.lease, artifactResource(ref.Name)
-	if ref.ID != "" {
-		sql, arg, leaseSQL, leaseArg = r.byID, ref.ID, r.leaseOfArtifact, ref.ID
-	}
-	b.Queue(sql, arg).QueryRow(func(row pgx.Row) error {
+	rd := r.of(ref)
+	b.Queue(rd.sql, rd.arg).QueryRow(func(row pgx.Row) error {
 		e.artifact, e.err = scanArtifact(row)
 		return exceptNoRows(e.err)
 	})
-	b.Queue(leaseSQL, leaseArg).QueryRow(func(row pgx.Row) error {
+	b.Queue(rd.leaseSQL, rd.leaseArg).QueryRow(func(row pgx.Row) error {
 		e.lease.lease, e.lease.err = scanLease(row)
 		if err := exceptNoRows(e.lease.err); err != nil {
 			return err
 		}
-		// Named as Artifact names it: by the name, or by the name of
-		// the artifact found by ID (none: nothing to name).
-		switch {
-		case ref.ID == "":
-			e.lease.resource = artifactResource(ref.Name)
-		case e.err == nil:
-			e.lease.resource = artifactResource(e.artifact.Name)
-		}
+		e.lease.resource = artifactLeaseName(ref, e.artifact, e.err == nil)
 		return nil
 	})
 }

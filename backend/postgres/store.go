@@ -31,7 +31,7 @@ type store struct {
 	startWrite string
 	// early holds the reads of a hinted artifact and its lease, naming the
 	// schema for the same reason (see UpdateHinted).
-	early    earlyReads
+	early    artifactReads
 	channel  string // the NOTIFY channel
 	listener *listener
 	own      atomic.Int64 // the last seq this store committed
