@@ -24,6 +24,11 @@ const (
 	// ParamBusyTimeout is how long a connection waits for another one's
 	// lock before giving up with SQLITE_BUSY (a duration; default 10s).
 	ParamBusyTimeout = "ws_busy_timeout"
+	// ParamIndexBatch is how many events the event log's tail holds before
+	// a writer adds them to the filter indexes at once (1 to
+	// MaxIndexBatch; default DefaultIndexBatch). Larger batches write
+	// fewer index pages per event; a filtered read scans the tail.
+	ParamIndexBatch = "ws_index_batch"
 )
 
 // DefaultBusyTimeout is the busy_timeout used when the DSN sets none.
@@ -41,7 +46,7 @@ func init() {
 type Driver struct{}
 
 // Params lists the backend's ws_ DSN parameters.
-func (Driver) Params() []string { return []string{ParamBusyTimeout, ParamSynchronous} }
+func (Driver) Params() []string { return []string{ParamBusyTimeout, ParamIndexBatch, ParamSynchronous} }
 
 // Open opens (creating if needed) the database file cfg.Target names and
 // checks its schema: an empty file gets the current one, an older one is a
@@ -81,7 +86,7 @@ func Open(ctx context.Context, path string, opts workspace.Options) (workspace.W
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := settings{path: path, synchronous: "FULL", busyTimeout: DefaultBusyTimeout}
+	s := settings{path: path, synchronous: "FULL", busyTimeout: DefaultBusyTimeout, indexBatch: DefaultIndexBatch}
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -120,7 +125,7 @@ func OpenDB(ctx context.Context, db *sql.DB, opts workspace.Options) (workspace.
 	if err := db.QueryRowContext(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&path); err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", describe(err, "the database"))
 	}
-	st := newStore(db, db, path, false, opts.Logger)
+	st := newStore(db, db, path, false, DefaultIndexBatch, opts.Logger)
 	if err := ensureSchema(ctx, st, false); err != nil {
 		return nil, err
 	}
@@ -136,11 +141,12 @@ type settings struct {
 	extra       string // the DSN's other query parameters, for the driver
 	synchronous string
 	busyTimeout time.Duration
+	indexBatch  int64
 }
 
 func parseSettings(cfg workspace.Config) (settings, error) {
 	path, extra, _ := strings.Cut(cfg.Target, "?")
-	s := settings{path: path, extra: extra, synchronous: "FULL", busyTimeout: DefaultBusyTimeout}
+	s := settings{path: path, extra: extra, synchronous: "FULL", busyTimeout: DefaultBusyTimeout, indexBatch: DefaultIndexBatch}
 	if v, ok := cfg.Params[ParamSynchronous]; ok {
 		switch up := strings.ToUpper(v); up {
 		case "FULL", "NORMAL", "OFF":
@@ -155,6 +161,13 @@ func parseSettings(cfg workspace.Config) (settings, error) {
 			return s, &workspace.InvalidError{Field: "dsn", Reason: fmt.Sprintf("%s=%q: want a duration between 0 and 1h", ParamBusyTimeout, v)}
 		}
 		s.busyTimeout = d
+	}
+	if v, ok := cfg.Params[ParamIndexBatch]; ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 || n > MaxIndexBatch {
+			return s, &workspace.InvalidError{Field: "dsn", Reason: fmt.Sprintf("%s=%q: want a whole number from 1 to %d", ParamIndexBatch, v, MaxIndexBatch)}
+		}
+		s.indexBatch = n
 	}
 	return s, s.check()
 }
@@ -269,7 +282,7 @@ func openFile(ctx context.Context, s settings, autoMigrate bool, log *slog.Logge
 		_ = w.Close()
 		return nil, err
 	}
-	st := newStore(w, r, s.path, true, log)
+	st := newStore(w, r, s.path, true, s.indexBatch, log)
 	defer func() {
 		if err != nil {
 			_ = st.Close()

@@ -16,8 +16,20 @@ const (
 	qEventsAll = `SELECT ` + eventCols + ` FROM events WHERE seq > ? ORDER BY seq LIMIT ?`
 	qPutEvent  = `INSERT INTO events (` + eventCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qCompact   = `DELETE FROM events WHERE seq < ?`
-	qSetFloor  = `UPDATE meta SET floor = ? WHERE id = 1`
+	// qAppendState is qHead plus where the indexed part of the log ends.
+	qAppendState  = `SELECT max(coalesce((SELECT max(seq) FROM events), 0), floor - 1), indexed_to FROM meta WHERE id = 1`
+	qIndexTail    = `UPDATE events SET indexed = 1 WHERE seq > ? AND seq <= ?`
+	qSetIndexedTo = `UPDATE meta SET indexed_to = ? WHERE id = 1`
+	qSetFloor     = `UPDATE meta SET floor = ? WHERE id = 1`
 )
+
+// DefaultIndexBatch is how many events the log's tail holds before a
+// writer adds them to the filter indexes in one step (ParamIndexBatch).
+const DefaultIndexBatch = 256
+
+// MaxIndexBatch bounds ParamIndexBatch: a filtered read scans up to that
+// many tail events.
+const MaxIndexBatch = 4096
 
 func (t *readTx) Head(ctx context.Context) (int64, error) {
 	var head int64
@@ -38,46 +50,78 @@ func (t *readTx) Floor(ctx context.Context) (int64, error) {
 	return floor, nil
 }
 
-// Events applies every filter of q in SQL, with placeholders.
-func (t *readTx) Events(ctx context.Context, q workspace.EventQuery) ([]workspace.Event, error) {
-	var b strings.Builder
-	b.WriteString(`SELECT ` + eventCols + ` FROM events WHERE seq > ?`)
-	args := []any{q.AfterSeq}
+// eventsQuery builds Events' statement and its arguments. A read filtered
+// by something a filter index serves (one type, an actor, a subject's id or
+// name) has two parts in one statement, so that both see one snapshot: the
+// indexed events through the index, then the log's tail (seqs past
+// meta.indexed_to, see AppendEvents) in seq order. Any other read walks the
+// log in seq order from AfterSeq, filtering as it goes.
+func eventsQuery(q workspace.EventQuery) (string, []any) {
+	var (
+		w       strings.Builder
+		args    []any
+		indexed bool
+	)
 	switch len(q.Types) {
 	case 0:
 	case 1:
-		b.WriteString(` AND type = ?`)
+		w.WriteString(` AND type = ?`)
+		indexed = true
 	default:
 		// "+type" keeps the planner off events_type: merging several types'
 		// index ranges needs a sort of every match past AfterSeq on every
 		// page, while walking seq order stops at Limit matches.
-		b.WriteString(` AND +type IN (?` + strings.Repeat(`, ?`, len(q.Types)-1) + `)`)
+		w.WriteString(` AND +type IN (?` + strings.Repeat(`, ?`, len(q.Types)-1) + `)`)
 	}
 	for _, typ := range q.Types {
 		args = append(args, typ)
 	}
-	for _, f := range []struct{ col, val string }{
-		{"actor", q.Actor},
-		{"subject_kind", q.SubjectKind},
-		{"subject_id", q.SubjectID},
-		{"subject_name", q.SubjectName},
+	for _, f := range []struct {
+		col, val string
+		index    bool
+	}{
+		{"actor", q.Actor, true},
+		{"subject_kind", q.SubjectKind, false},
+		{"subject_id", q.SubjectID, true},
+		{"subject_name", q.SubjectName, true},
 	} {
 		if f.val != "" {
-			b.WriteString(` AND ` + f.col + ` = ?`)
+			w.WriteString(` AND ` + f.col + ` = ?`)
 			args = append(args, f.val)
+			indexed = indexed || f.index
 		}
 	}
 	if !q.Since.IsZero() {
-		b.WriteString(` AND time >= ?`)
+		w.WriteString(` AND time >= ?`)
 		args = append(args, micros(q.Since))
 	}
 	if !q.Until.IsZero() {
-		b.WriteString(` AND time < ?`)
+		w.WriteString(` AND time < ?`)
 		args = append(args, micros(q.Until))
 	}
-	b.WriteString(` ORDER BY seq LIMIT ?`)
-	args = append(args, limitArg(q.Limit))
-	rows, err := t.q.QueryContext(ctx, b.String(), args...)
+	limit := limitArg(q.Limit)
+	all := make([]any, 0, 2*len(args)+5)
+	if !indexed {
+		all = append(append(append(all, q.AfterSeq), args...), limit)
+		return `SELECT ` + eventCols + ` FROM events WHERE seq > ?` + w.String() + ` ORDER BY seq LIMIT ?`, all
+	}
+	// Both arms deliver seq order (the index is on (column, seq); the tail
+	// is a rowid range), so the compound's ORDER BY merges them as they
+	// come and stops at the limit, sorting nothing.
+	arm := `SELECT ` + eventCols + ` FROM events WHERE `
+	query := arm + `indexed = 1 AND seq > ?` + w.String() + `
+		UNION ALL
+		` + arm + `seq > max(?, (SELECT indexed_to FROM meta WHERE id = 1))` + w.String() + `
+		ORDER BY seq LIMIT ?`
+	all = append(append(all, q.AfterSeq), args...)
+	all = append(append(append(all, q.AfterSeq), args...), limit)
+	return query, all
+}
+
+// Events applies every filter of q in SQL, with placeholders.
+func (t *readTx) Events(ctx context.Context, q workspace.EventQuery) ([]workspace.Event, error) {
+	query, args := eventsQuery(q)
+	rows, err := t.q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read events: %w", err)
 	}
@@ -103,13 +147,17 @@ func (t *readTx) Events(ctx context.Context, q workspace.EventQuery) ([]workspac
 
 // AppendEvents numbers events from the head on. The transaction holds the
 // write lock (BEGIN IMMEDIATE), so no other writer can take the same seqs.
+// When the log's tail (the events past meta.indexed_to, which the filter
+// indexes leave out) reaches the store's index batch, it adds the whole
+// tail to the indexes: one UPDATE of a seq range, whose index entries share
+// leaf pages.
 func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (int64, error) {
 	if len(events) == 0 {
 		return 0, nil
 	}
-	head, err := t.Head(ctx)
-	if err != nil {
-		return 0, err
+	var head, indexedTo int64
+	if err := t.q.QueryRowContext(ctx, qAppendState).Scan(&head, &indexedTo); err != nil {
+		return 0, fmt.Errorf("sqlite: event head: %w", err)
 	}
 	var first int64
 	for i, e := range events {
@@ -128,6 +176,14 @@ func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (i
 			return 0, fmt.Errorf("sqlite: append event %d: %w", seq, err)
 		}
 		head = seq
+	}
+	if head-indexedTo >= t.indexBatch {
+		if _, err := t.q.ExecContext(ctx, qIndexTail, indexedTo, head); err != nil {
+			return 0, fmt.Errorf("sqlite: index events %d-%d: %w", indexedTo+1, head, err)
+		}
+		if _, err := t.q.ExecContext(ctx, qSetIndexedTo, head); err != nil {
+			return 0, fmt.Errorf("sqlite: index events %d-%d: %w", indexedTo+1, head, err)
+		}
 	}
 	return first, nil
 }

@@ -81,23 +81,31 @@ func queryPlan(t *testing.T, st *store, q string, args ...any) string {
 	return strings.Join(lines, "\n")
 }
 
+type planCase struct {
+	name, query, index string
+	args               []any
+}
+
+func eventsCase(name string, q workspace.EventQuery, index string) planCase {
+	query, args := eventsQuery(q)
+	return planCase{name, query, index, args}
+}
+
 // The hot queries walk an index in the order they return rows, so they
 // stop after LIMIT rows instead of sorting every candidate.
 func TestHotQueriesUseIndexesWithoutSorting(t *testing.T) {
 	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
-	for _, tc := range []struct {
-		name, query, index string
-		args               []any
-	}{
+	for _, tc := range []planCase{
 		{"ready task", qReadyTask + ` ORDER BY t.priority DESC, t.id LIMIT 1`, "tasks_ready", nil},
 		{"expired claims", qExpiredClaims, "tasks_claim_expiry", []any{1, 10}},
 		{"tasks by status", `SELECT ` + taskCols + ` FROM tasks t WHERE t.id > ? AND t.status = ? ORDER BY t.id LIMIT 10`, "tasks_status", []any{"", "pending"}},
 		{"artifacts by kind", qArtifactHead + `h.name > ? AND h.kind = ? ORDER BY h.name LIMIT 10`, "artifacts_live_kind", []any{"", "plan"}},
 		{"artifact by name", qArtifactByName, "artifacts_live_name", []any{"x"}},
-		{"events by actor", `SELECT ` + eventCols + ` FROM events WHERE seq > ? AND actor = ? ORDER BY seq LIMIT 10`, "events_actor", []any{0, "a"}},
-		{"events of one type", `SELECT ` + eventCols + ` FROM events WHERE seq > ? AND type = ? ORDER BY seq LIMIT 10`, "events_type", []any{0, "a"}},
-		{"events of several types", `SELECT ` + eventCols + ` FROM events WHERE seq > ? AND +type IN (?, ?) ORDER BY seq LIMIT 10`, "PRIMARY KEY", []any{0, "a", "b"}},
-		{"events by subject", `SELECT ` + eventCols + ` FROM events WHERE seq > ? AND subject_id = ? ORDER BY seq LIMIT 10`, "events_subject", []any{0, "a"}},
+		eventsCase("events by actor", workspace.EventQuery{Actor: "a", Limit: 10}, "events_actor"),
+		eventsCase("events of one type", workspace.EventQuery{Types: []string{"a"}, Limit: 10}, "events_type"),
+		eventsCase("events of several types", workspace.EventQuery{Types: []string{"a", "b"}, Limit: 10}, "PRIMARY KEY"),
+		eventsCase("events by subject", workspace.EventQuery{SubjectID: "a", Limit: 10}, "events_subject"),
+		eventsCase("events by subject name", workspace.EventQuery{SubjectName: "a", Limit: 10}, "events_subject_name"),
 	} {
 		plan := queryPlan(t, st, tc.query, tc.args...)
 		assert.Contains(t, plan, tc.index, "%s:\n%s", tc.name, plan)

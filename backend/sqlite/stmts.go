@@ -49,7 +49,7 @@ var (
 	writeQueries = append([]string{
 		qPutHead, qBumpHead, qPutVersion, qPutBlob, qDeleteArtifact, qPutTask, qPutDep,
 		qPutNote, qDeleteNote, qPutLease, qPutIdempotent, qPruneIdempotent,
-		qPutEvent, qCompact, qSetFloor,
+		qPutEvent, qAppendState, qIndexTail, qSetIndexedTo, qCompact, qSetFloor,
 	}, readQueries...)
 )
 

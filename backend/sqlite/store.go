@@ -30,10 +30,13 @@ type store struct {
 	log    *slog.Logger
 	watch  *dirwatch.Watcher // nil: other processes' commits are polled for
 	gate   *filegate.Gate    // this process's writers of the file, in line
+	// indexBatch is the length of the event log's tail at which a writer
+	// indexes it (ParamIndexBatch).
+	indexBatch int64
 }
 
-func newStore(w, r *sql.DB, path string, owned bool, log *slog.Logger) *store {
-	s := &store{w: w, r: r, path: path, owned: owned, log: log}
+func newStore(w, r *sql.DB, path string, owned bool, indexBatch int64, log *slog.Logger) *store {
+	s := &store{w: w, r: r, path: path, owned: owned, indexBatch: indexBatch, log: log}
 	if path != "" && path != ":memory:" {
 		s.gate = filegate.Open(path)
 		// A commit by any process writes the WAL (or, out of WAL mode,
@@ -103,7 +106,7 @@ func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) erro
 		if err != nil {
 			return fmt.Errorf("sqlite: begin write: %w", describe(err, s.path))
 		}
-		wt := &writeTx{readTx: readTx{q: txq{tx: tx, cache: s.ws}, now: now()}}
+		wt := &writeTx{readTx: readTx{q: txq{tx: tx, cache: s.ws}, now: now()}, indexBatch: s.indexBatch}
 		if err := fn(wt); err != nil {
 			_ = tx.Rollback()
 			return err
@@ -178,6 +181,8 @@ type readTx struct {
 type writeTx struct {
 	readTx
 	depth int // open savepoints
+	// indexBatch: see store.indexBatch.
+	indexBatch int64
 }
 
 func (t *readTx) Now() time.Time { return t.now }
