@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agentspace/agentspace/workspace"
 	_ "modernc.org/sqlite" // the bare driver of the SQLite baseline
@@ -29,6 +31,65 @@ type sqliteConns struct {
 	path    string
 	writers []*sql.DB
 	readers []*sql.DB
+	// wstmts[i] and rstmts[i] are writers[i]'s and readers[i]'s statements.
+	wstmts, rstmts []*stmts
+}
+
+// stmts keeps the baseline's statements prepared on one *sql.DB, as a
+// careful user of database/sql does and as the backend does (pgx's raw
+// baseline gets the same from pgx's statement cache): parsing is a large
+// share of a small statement's cost in modernc's SQLite. A statement's
+// first run is unprepared; it is prepared when the DB's connection is
+// free (a writer's only connection is held by its transaction until then).
+type stmts struct {
+	db      *sql.DB
+	mu      sync.Mutex
+	m       map[string]*sql.Stmt
+	pending []string
+}
+
+func newStmts(db *sql.DB) *stmts { return &stmts{db: db, m: map[string]*sql.Stmt{}} }
+
+// get returns q's statement, or nil (then q is prepared by the next flush).
+func (s *stmts) get(q string) *sql.Stmt {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.m[q]
+	if st == nil && !slices.Contains(s.pending, q) {
+		s.pending = append(s.pending, q)
+	}
+	return st
+}
+
+// flush prepares the statements get did not have; one that fails to
+// prepare stays unprepared.
+func (s *stmts) flush(ctx context.Context) {
+	s.mu.Lock()
+	pending := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	for _, q := range pending {
+		st, err := s.db.PrepareContext(ctx, q)
+		if err != nil {
+			continue
+		}
+		s.mu.Lock()
+		if s.m[q] == nil {
+			s.m[q], st = st, nil
+		}
+		s.mu.Unlock()
+		if st != nil {
+			_ = st.Close()
+		}
+	}
+}
+
+func (s *stmts) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.m {
+		_ = st.Close()
+	}
 }
 
 // openRawSQLite creates the baseline's database as a sibling of the store's
@@ -49,6 +110,7 @@ func openRawSQLite(ctx context.Context, cfg workspace.Config, handles int, prefi
 		}
 		w.SetMaxOpenConns(1)
 		c.writers = append(c.writers, w)
+		c.wstmts = append(c.wstmts, newStmts(w))
 		rd, err := sql.Open("sqlite", base+"&_pragma=query_only(1)")
 		if err != nil {
 			c.close()
@@ -57,6 +119,7 @@ func openRawSQLite(ctx context.Context, cfg workspace.Config, handles int, prefi
 		rd.SetMaxOpenConns(4)
 		rd.SetMaxIdleConns(4)
 		c.readers = append(c.readers, rd)
+		c.rstmts = append(c.rstmts, newStmts(rd))
 	}
 	if _, err := c.writers[0].ExecContext(ctx, rawSQLiteSchema); err != nil {
 		c.close()
@@ -66,6 +129,9 @@ func openRawSQLite(ctx context.Context, cfg workspace.Config, handles int, prefi
 }
 
 func (c *sqliteConns) close() {
+	for _, s := range append(c.wstmts, c.rstmts...) {
+		s.close()
+	}
 	for _, db := range append(c.writers, c.readers...) {
 		_ = db.Close()
 	}
@@ -75,11 +141,13 @@ func (c *sqliteConns) close() {
 }
 
 func (c *sqliteConns) tx(ctx context.Context, w int, fn func(q sqlQ) error) error {
-	tx, err := c.writers[w%len(c.writers)].BeginTx(ctx, nil)
+	i := w % len(c.writers)
+	tx, err := c.writers[i].BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if err := fn(sqlTx{tx}); err != nil {
+	defer c.wstmts[i].flush(ctx)
+	if err := fn(sqlTx{tx, c.wstmts[i]}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -87,11 +155,23 @@ func (c *sqliteConns) tx(ctx context.Context, w int, fn func(q sqlQ) error) erro
 }
 
 func (c *sqliteConns) read(ctx context.Context, w int, fn func(q sqlQ) error) error {
-	return fn(sqlDB{c.readers[w%len(c.readers)]})
+	s := c.rstmts[w%len(c.readers)]
+	defer s.flush(ctx)
+	return fn(sqlDB{s})
 }
 
 func (c *sqliteConns) countRows(ctx context.Context, w int, query string, args ...any) (int, error) {
-	rows, err := c.readers[w%len(c.readers)].QueryContext(ctx, query, args...)
+	s := c.rstmts[w%len(c.readers)]
+	defer s.flush(ctx)
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if st := s.get(query); st != nil {
+		rows, err = st.QueryContext(ctx, args...)
+	} else {
+		rows, err = s.db.QueryContext(ctx, query, args...)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -108,20 +188,50 @@ type sqlExecer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-type sqlTx struct{ *sql.Tx }
-type sqlDB struct{ *sql.DB }
+// sqlTx runs statements in a write transaction, prepared where s has them.
+type sqlTx struct {
+	tx *sql.Tx
+	s  *stmts
+}
+
+// sqlDB runs statements on a read pool, prepared where s has them.
+type sqlDB struct{ s *stmts }
+
+func (t sqlTx) on(ctx context.Context, q string) sqlExecer {
+	if st := t.s.get(q); st != nil {
+		return stmtExecer{t.tx.StmtContext(ctx, st)}
+	}
+	return t.tx
+}
+
+func (d sqlDB) on(q string) sqlExecer {
+	if st := d.s.get(q); st != nil {
+		return stmtExecer{st}
+	}
+	return d.s.db
+}
 
 func (t sqlTx) exec(ctx context.Context, q string, args ...any) (int64, error) {
-	return execSQL(ctx, t.Tx, q, args)
+	return execSQL(ctx, t.on(ctx, q), q, args)
 }
 func (t sqlTx) queryRow(ctx context.Context, q string, args []any, dest ...any) error {
-	return t.Tx.QueryRowContext(ctx, q, args...).Scan(dest...)
+	return t.on(ctx, q).QueryRowContext(ctx, q, args...).Scan(dest...)
 }
 func (d sqlDB) exec(ctx context.Context, q string, args ...any) (int64, error) {
-	return execSQL(ctx, d.DB, q, args)
+	return execSQL(ctx, d.on(q), q, args)
 }
 func (d sqlDB) queryRow(ctx context.Context, q string, args []any, dest ...any) error {
-	return d.DB.QueryRowContext(ctx, q, args...).Scan(dest...)
+	return d.on(q).QueryRowContext(ctx, q, args...).Scan(dest...)
+}
+
+// stmtExecer runs a prepared statement; the query text is its own.
+type stmtExecer struct{ st *sql.Stmt }
+
+func (e stmtExecer) ExecContext(ctx context.Context, _ string, args ...any) (sql.Result, error) {
+	return e.st.ExecContext(ctx, args...)
+}
+func (e stmtExecer) QueryRowContext(ctx context.Context, _ string, args ...any) *sql.Row {
+	return e.st.QueryRowContext(ctx, args...)
 }
 
 func execSQL(ctx context.Context, e sqlExecer, q string, args []any) (int64, error) {
