@@ -9,7 +9,8 @@
 //
 // The DSN is "sqlite:PATH", optionally followed by "?" and parameters:
 // workspace's own ws_ parameters, this backend's (ws_synchronous,
-// ws_busy_timeout), and any modernc.org/sqlite parameter, passed through.
+// ws_busy_timeout, ws_index_batch), and any modernc.org/sqlite parameter,
+// passed through.
 // Missing parent directories are created (0700) and a new database file is
 // created 0600.
 //
@@ -30,6 +31,15 @@
 // under a cross-process lock (flock on PATH.migrate.lock): opening a new
 // file creates it, opening an older one is a *workspace.SchemaError unless
 // ws_automigrate=true, and one newer than this code is refused.
+//
+// The event log's filter indexes (by type, actor, subject id and name)
+// take events in batches: a new event is indexed once the log's tail of
+// unindexed events reaches ws_index_batch (default 256), when the writer
+// that brings it there indexes the whole tail in its transaction. Each
+// event's entry in a per-subject index lands on a leaf page of its own, so
+// indexing one event at a time wrote about four more pages to the WAL per
+// commit; a batch writes each touched leaf once. A filtered read takes the
+// indexed events through the index and scans the tail, in one statement.
 //
 // Writes of the same handle wake its waiters at once. Other handles' and
 // processes' writes are noticed from a watch on the database file and its
