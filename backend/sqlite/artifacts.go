@@ -42,14 +42,16 @@ const (
 	qDeleteArtifact = `UPDATE artifacts SET deleted = 1 WHERE id = ? AND deleted = 0`
 )
 
-func scanArtifact(sc scanner) (workspace.Artifact, error) {
+// scanArtifact scans artifactCols, then extra.
+func scanArtifact(sc scanner, extra ...any) (workspace.Artifact, error) {
 	var (
 		a                workspace.Artifact
 		labels           sql.NullString
 		created, updated int64
 	)
-	err := sc.Scan(&a.ID, &a.Version, &a.Name, &a.Kind, &a.Owner, &a.ContentType, &a.SHA256,
-		&a.Size, &labels, &a.TaskID, &created, &a.CreatedBy, &updated, &a.UpdatedBy)
+	dest := append([]any{&a.ID, &a.Version, &a.Name, &a.Kind, &a.Owner, &a.ContentType, &a.SHA256,
+		&a.Size, &labels, &a.TaskID, &created, &a.CreatedBy, &updated, &a.UpdatedBy}, extra...)
+	err := sc.Scan(dest...)
 	if err != nil {
 		return a, err
 	}
@@ -74,6 +76,62 @@ func (t *readTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (works
 		return a, notFound(err, what)
 	}
 	return a, nil
+}
+
+// A write reads the artifact it changes and then the lease that guards it,
+// "artifact:NAME" as the engine names it; in a write transaction one
+// statement reads both (qArtifactLeaseBy*), and Lease answers from it.
+const (
+	qArtifactLeaseHead = `SELECT ` + artifactCols + `, l.resource, l.owner, l.token, l.acquired_at, l.expires_at
+		FROM artifacts h JOIN artifact_versions v ON v.artifact_id = h.id AND v.version = h.version
+		LEFT JOIN leases l ON l.resource = 'artifact:' || h.name
+		WHERE h.deleted = 0 AND `
+	qArtifactLeaseByID   = qArtifactLeaseHead + `h.id = ?`
+	qArtifactLeaseByName = qArtifactLeaseHead + `h.name = ?`
+)
+
+// leaseRead is a lease row a write transaction read with an artifact.
+type leaseRead struct {
+	resource string
+	lease    workspace.Lease
+	found    bool
+}
+
+func (t *writeTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (workspace.Artifact, error) {
+	var row *sql.Row
+	what := ""
+	if ref.ID != "" {
+		row, what = t.q.QueryRowContext(ctx, qArtifactLeaseByID, ref.ID), "artifact "+ref.ID
+	} else {
+		row, what = t.q.QueryRowContext(ctx, qArtifactLeaseByName, ref.Name), fmt.Sprintf("artifact %q", ref.Name)
+	}
+	var (
+		resource, owner          sql.NullString
+		token, acquired, expires sql.NullInt64
+	)
+	a, err := scanArtifact(row, &resource, &owner, &token, &acquired, &expires)
+	if err != nil {
+		return a, notFound(err, what)
+	}
+	lr := &leaseRead{resource: "artifact:" + a.Name, found: resource.Valid}
+	if lr.found {
+		lr.lease = workspace.Lease{Resource: resource.String, Owner: owner.String, Token: token.Int64,
+			AcquiredAt: fromNullMicros(acquired), ExpiresAt: fromNullMicros(expires)}
+	}
+	t.leaseRead = lr
+	return a, nil
+}
+
+// Lease answers from the lease read with the transaction's last artifact
+// when it is the one asked for, else reads it.
+func (t *writeTx) Lease(ctx context.Context, resource string) (workspace.Lease, error) {
+	if lr := t.leaseRead; lr != nil && lr.resource == resource {
+		if !lr.found {
+			return workspace.Lease{}, fmt.Errorf("lease %q: %w", resource, workspace.ErrNotFound)
+		}
+		return lr.lease, nil
+	}
+	return t.readTx.Lease(ctx, resource)
 }
 
 func (t *readTx) ArtifactVersion(ctx context.Context, id string, version int64) (workspace.Artifact, error) {

@@ -2,11 +2,14 @@ package sqlite
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -101,6 +104,7 @@ func TestHotQueriesUseIndexesWithoutSorting(t *testing.T) {
 		{"tasks by status", `SELECT ` + taskCols + ` FROM tasks t WHERE t.id > ? AND t.status = ? ORDER BY t.id LIMIT 10`, "tasks_status", []any{"", "pending"}},
 		{"artifacts by kind", qArtifactHead + `h.name > ? AND h.kind = ? ORDER BY h.name LIMIT 10`, "artifacts_live_kind", []any{"", "plan"}},
 		{"artifact by name", qArtifactByName, "artifacts_live_name", []any{"x"}},
+		{"artifact and its lease by name", qArtifactLeaseByName, "artifacts_live_name", []any{"x"}},
 		eventsCase("events by actor", workspace.EventQuery{Actor: "a", Limit: 10}, "events_actor"),
 		eventsCase("events of one type", workspace.EventQuery{Types: []string{"a"}, Limit: 10}, "events_type"),
 		eventsCase("events of several types", workspace.EventQuery{Types: []string{"a", "b"}, Limit: 10}, "PRIMARY KEY"),
@@ -158,4 +162,58 @@ func TestAppendEventsKeepsExplicitSeqs(t *testing.T) {
 		assert.Equal(t, []int64{5, 6, 7}, seqs)
 		return nil
 	}))
+}
+
+// In a write transaction Artifact reads the artifact's lease with it, and
+// Lease answers from that read until a lease write or a savepoint's
+// rollback makes it stale: every answer equals a read of the row.
+func TestWriteTxReadsTheArtifactsLeaseWithIt(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
+	at := now()
+	a := workspace.Artifact{ID: "a1", Version: 1, Name: "doc", Kind: "plan", Owner: "ann", ContentType: "text/plain",
+		SHA256: hashOf("x"), Size: 1, CreatedAt: at, CreatedBy: "ann", UpdatedAt: at, UpdatedBy: "ann"}
+	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error { return tx.PutArtifact(ctx, a, []byte("x")) }))
+
+	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+		wt := tx.(*writeTx)
+		same := func(resource, owner string) {
+			t.Helper()
+			got, err := tx.Lease(ctx, resource)
+			want, werr := wt.readTx.Lease(ctx, resource)
+			require.Equal(t, werr, err)
+			require.Equal(t, want, got)
+			assert.Equal(t, owner, got.Owner)
+		}
+		lease := func(owner string, token int64) workspace.Lease {
+			return workspace.Lease{Resource: "artifact:doc", Owner: owner, Token: token, AcquiredAt: at, ExpiresAt: at.Add(time.Minute)}
+		}
+		_, err := tx.Artifact(ctx, workspace.ArtifactRef{Name: "doc"})
+		require.NoError(t, err)
+		_, err = tx.Lease(ctx, "artifact:doc")
+		require.ErrorIs(t, err, workspace.ErrNotFound)
+		same("artifact:doc", "")
+
+		require.NoError(t, tx.PutLease(ctx, lease("ann", 1)))
+		same("artifact:doc", "ann")
+		_, err = tx.Artifact(ctx, workspace.ArtifactRef{ID: "a1"})
+		require.NoError(t, err)
+		same("artifact:doc", "ann")
+
+		sp := tx.(workspace.Savepointer)
+		require.NoError(t, sp.Savepoint(ctx))
+		require.NoError(t, tx.PutLease(ctx, lease("bob", 2)))
+		_, err = tx.Artifact(ctx, workspace.ArtifactRef{Name: "doc"})
+		require.NoError(t, err)
+		same("artifact:doc", "bob")
+		require.NoError(t, sp.RollbackSavepoint(ctx))
+		same("artifact:doc", "ann")
+		same("artifact:other", "")
+		return nil
+	}))
+}
+
+func hashOf(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

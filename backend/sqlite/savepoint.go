@@ -16,6 +16,7 @@ func (t *writeTx) Savepoint(ctx context.Context) error {
 }
 
 func (t *writeTx) RollbackSavepoint(ctx context.Context) error {
+	t.leaseRead = nil // it may have been read after a write now undone
 	name := fmt.Sprintf("sp%d", t.depth)
 	t.depth--
 	if _, err := t.q.ExecContext(ctx, "ROLLBACK TO "+name); err != nil {

@@ -183,6 +183,9 @@ type writeTx struct {
 	depth int // open savepoints
 	// indexBatch: see store.indexBatch.
 	indexBatch int64
+	// leaseRead is the lease Artifact read last, until a lease write or a
+	// savepoint's rollback.
+	leaseRead *leaseRead
 }
 
 func (t *readTx) Now() time.Time { return t.now }
