@@ -14,8 +14,10 @@ const (
 	qHead      = `SELECT max(coalesce((SELECT max(seq) FROM events), 0), floor - 1) FROM meta WHERE id = 1`
 	qFloor     = `SELECT floor FROM meta WHERE id = 1`
 	qEventsAll = `SELECT ` + eventCols + ` FROM events WHERE seq > ? ORDER BY seq LIMIT ?`
-	qPutEvent  = `INSERT INTO events (` + eventCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	qCompact   = `DELETE FROM events WHERE seq < ?`
+	// qEventsFrom starts a filtered read of the log (eventsQuery).
+	qEventsFrom = `SELECT ` + eventCols + ` FROM events WHERE `
+	qPutEvent   = `INSERT INTO events (` + eventCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qCompact    = `DELETE FROM events WHERE seq < ?`
 	// qAppendState is qHead plus where the indexed part of the log ends.
 	qAppendState  = `SELECT max(coalesce((SELECT max(seq) FROM events), 0), floor - 1), indexed_to FROM meta WHERE id = 1`
 	qIndexTail    = `UPDATE events SET indexed = 1 WHERE seq > ? AND seq <= ?`
@@ -100,22 +102,30 @@ func eventsQuery(q workspace.EventQuery) (string, []any) {
 		args = append(args, micros(q.Until))
 	}
 	limit := limitArg(q.Limit)
-	all := make([]any, 0, 2*len(args)+5)
+	filters := w.String()
+	all := make([]any, 0, 2*len(args)+3)
+	var b strings.Builder
+	b.WriteString(qEventsFrom)
 	if !indexed {
+		b.WriteString(`seq > ?`)
+		b.WriteString(filters)
+		b.WriteString(` ORDER BY seq LIMIT ?`)
 		all = append(append(append(all, q.AfterSeq), args...), limit)
-		return `SELECT ` + eventCols + ` FROM events WHERE seq > ?` + w.String() + ` ORDER BY seq LIMIT ?`, all
+		return b.String(), all
 	}
 	// Both arms deliver seq order (the index is on (column, seq); the tail
 	// is a rowid range), so the compound's ORDER BY merges them as they
 	// come and stops at the limit, sorting nothing.
-	arm := `SELECT ` + eventCols + ` FROM events WHERE `
-	query := arm + `indexed = 1 AND seq > ?` + w.String() + `
-		UNION ALL
-		` + arm + `seq > max(?, (SELECT indexed_to FROM meta WHERE id = 1))` + w.String() + `
-		ORDER BY seq LIMIT ?`
+	b.WriteString(`indexed = 1 AND seq > ?`)
+	b.WriteString(filters)
+	b.WriteString(` UNION ALL `)
+	b.WriteString(qEventsFrom)
+	b.WriteString(`seq > max(?, (SELECT indexed_to FROM meta WHERE id = 1))`)
+	b.WriteString(filters)
+	b.WriteString(` ORDER BY seq LIMIT ?`)
 	all = append(append(all, q.AfterSeq), args...)
 	all = append(append(append(all, q.AfterSeq), args...), limit)
-	return query, all
+	return b.String(), all
 }
 
 // Events applies every filter of q in SQL, with placeholders.
