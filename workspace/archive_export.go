@@ -206,7 +206,7 @@ func exportArtifacts(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progr
 			}
 			if !seen[v.SHA256] {
 				seen[v.SHA256] = true
-				content, err := tx.Content(ctx, id, v.SHA256)
+				content, err := tx.Content(ctx, id, v.Version, v.SHA256)
 				if err != nil {
 					return fmt.Errorf("artifact %s version %d content: %w", id, v.Version, err)
 				}

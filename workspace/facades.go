@@ -68,7 +68,7 @@ func (a artifacts) Get(ctx context.Context, ref ArtifactRef) (Artifact, error) {
 		if err != nil {
 			return err
 		}
-		out.Content, err = tx.Content(ctx, out.ID, out.SHA256)
+		out.Content, err = tx.Content(ctx, out.ID, out.Version, out.SHA256)
 		if err != nil {
 			return fmt.Errorf("artifact %s version %d content: %w", refLabel(ref), out.Version, err)
 		}

@@ -88,8 +88,9 @@ type ReadTx interface {
 	ArtifactVersion(ctx context.Context, id string, version int64) (Artifact, error)
 	// ArtifactVersions returns every version's metadata, oldest first.
 	ArtifactVersions(ctx context.Context, id string) ([]Artifact, error)
-	// Content returns the blob stored for (artifact id, sha256).
-	Content(ctx context.Context, id, sha256 string) ([]byte, error)
+	// Content returns the content of version version of artifact id, whose
+	// hash is sha256 (a store may find it by either).
+	Content(ctx context.Context, id string, version int64, sha256 string) ([]byte, error)
 	// ListArtifacts returns live heads matching f with Name > f.After,
 	// ordered by name, at most f.Limit.
 	ListArtifacts(ctx context.Context, f ArtifactFilter) ([]Artifact, error)

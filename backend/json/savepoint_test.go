@@ -93,7 +93,7 @@ func takeSnapshot(t *testing.T, tx workspace.ReadTx, now time.Time) snapshot {
 	_, sn.artByName = tx.Artifact(ctx, workspace.ArtifactRef{Name: "renamed.md"})
 	_, sn.artB = tx.Artifact(ctx, workspace.ArtifactRef{ID: spArtB})
 	b, _ := spArtifact(now, spArtB, "b.md", 1, "b")
-	_, sn.blobB = tx.Content(ctx, spArtB, b.SHA256)
+	_, sn.blobB = tx.Content(ctx, spArtB, b.Version, b.SHA256)
 	_, sn.task = tx.Task(ctx, spTask)
 	var err error
 	sn.noteKept, err = tx.Note(ctx, "decision", "kept")

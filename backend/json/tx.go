@@ -96,7 +96,7 @@ func (t *tx) ArtifactVersions(ctx context.Context, id string) ([]workspace.Artif
 	return out, nil
 }
 
-func (t *tx) Content(ctx context.Context, id, sha string) ([]byte, error) {
+func (t *tx) Content(ctx context.Context, id string, _ int64, sha string) ([]byte, error) {
 	if b, ok := t.blobs[blobKey{id, sha}]; ok {
 		return slices.Clone(b), nil
 	}

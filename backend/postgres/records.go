@@ -187,7 +187,7 @@ func (t *readTx) ArtifactVersions(ctx context.Context, id string) ([]workspace.A
 	return out, nil
 }
 
-func (t *readTx) Content(ctx context.Context, id, sha256 string) ([]byte, error) {
+func (t *readTx) Content(ctx context.Context, id string, _ int64, sha256 string) ([]byte, error) {
 	var b []byte
 	if err := t.q.QueryRow(ctx, blobContent, id, sha256).Scan(&b); err != nil {
 		return nil, notFound("content", err)

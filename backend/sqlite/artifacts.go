@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -24,7 +25,9 @@ const (
 		WHERE v.artifact_id = ? AND v.version = ?`
 	qArtifactVersions = `SELECT ` + artifactCols + ` FROM artifact_versions v
 		WHERE v.artifact_id = ? ORDER BY v.version`
-	qContent = `SELECT content FROM blobs WHERE artifact_id = ? AND sha256 = ?`
+	// A version names its content's row (migration 4).
+	qContent = `SELECT b.content FROM artifact_versions v JOIN blobs b ON b.id = v.blob_id
+		WHERE v.artifact_id = ? AND v.version = ? AND v.sha256 = ?`
 	qPutHead = `INSERT INTO artifacts (id, name, version, kind, owner, task_id, deleted)
 		VALUES (?, ?, ?, ?, ?, ?, 0)
 		ON CONFLICT (id) DO UPDATE SET name = excluded.name, version = excluded.version,
@@ -36,9 +39,14 @@ const (
 	qBumpHead = `UPDATE artifacts SET version = ?
 		WHERE id = ? AND name = ? AND kind = ? AND owner = ? AND task_id = ? AND deleted = 0`
 	qPutVersion = `INSERT INTO artifact_versions (artifact_id, version, name, kind, owner, content_type,
-		sha256, size, labels, task_id, created_at, created_by, updated_at, updated_by)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	qPutBlob        = `INSERT OR IGNORE INTO blobs (artifact_id, sha256, content) VALUES (?, ?, ?)`
+		sha256, size, labels, task_id, created_at, created_by, updated_at, updated_by, blob_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qPutBlob = `INSERT INTO blobs (artifact_id, sha256, content) VALUES (?, ?, ?)`
+	// qStoredBlob finds the row of content already stored for the
+	// artifact: the newest version with the hash, which for a
+	// metadata-only update is the head, the first row the walk meets.
+	qStoredBlob = `SELECT blob_id FROM artifact_versions
+		WHERE artifact_id = ? AND sha256 = ? AND blob_id IS NOT NULL ORDER BY version DESC LIMIT 1`
 	qDeleteArtifact = `UPDATE artifacts SET deleted = 1 WHERE id = ? AND deleted = 0`
 )
 
@@ -166,10 +174,10 @@ func collectArtifacts(rows *sql.Rows) ([]workspace.Artifact, error) {
 	return out, nil
 }
 
-func (t *readTx) Content(ctx context.Context, id, sha256 string) ([]byte, error) {
+func (t *readTx) Content(ctx context.Context, id string, version int64, sha256 string) ([]byte, error) {
 	var b []byte
-	if err := t.q.QueryRowContext(ctx, qContent, id, sha256).Scan(&b); err != nil {
-		return nil, notFound(err, fmt.Sprintf("artifact %s content %s", id, sha256))
+	if err := t.q.QueryRowContext(ctx, qContent, id, version, sha256).Scan(&b); err != nil {
+		return nil, notFound(err, fmt.Sprintf("artifact %s version %d content %s", id, version, sha256))
 	}
 	return b, nil
 }
@@ -256,14 +264,27 @@ func (t *writeTx) PutArtifact(ctx context.Context, a workspace.Artifact, content
 			return fmt.Errorf("sqlite: put artifact %s: %w", a.ID, err)
 		}
 	}
-	if _, err := t.q.ExecContext(ctx, qPutVersion, a.ID, a.Version, a.Name, a.Kind, a.Owner, a.ContentType,
-		a.SHA256, a.Size, labels, a.TaskID, micros(a.CreatedAt), a.CreatedBy, micros(a.UpdatedAt), a.UpdatedBy); err != nil {
-		return fmt.Errorf("sqlite: put artifact %s version %d: %w", a.ID, a.Version, err)
-	}
+	// The content's row: new bytes get one; nil content is stored already
+	// (Store.PutArtifact's contract), under an earlier version.
+	var blobID int64
 	if content != nil {
-		if _, err := t.q.ExecContext(ctx, qPutBlob, a.ID, a.SHA256, content); err != nil {
+		res, err := t.q.ExecContext(ctx, qPutBlob, a.ID, a.SHA256, content)
+		if err != nil {
 			return fmt.Errorf("sqlite: put artifact %s content: %w", a.ID, err)
 		}
+		if blobID, err = res.LastInsertId(); err != nil {
+			return fmt.Errorf("sqlite: put artifact %s content: %w", a.ID, err)
+		}
+	} else if err := t.q.QueryRowContext(ctx, qStoredBlob, a.ID, a.SHA256).Scan(&blobID); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: put artifact %s version %d: no stored content with sha256 %s: %w",
+				a.ID, a.Version, a.SHA256, workspace.ErrNotFound)
+		}
+		return fmt.Errorf("sqlite: put artifact %s content: %w", a.ID, err)
+	}
+	if _, err := t.q.ExecContext(ctx, qPutVersion, a.ID, a.Version, a.Name, a.Kind, a.Owner, a.ContentType,
+		a.SHA256, a.Size, labels, a.TaskID, micros(a.CreatedAt), a.CreatedBy, micros(a.UpdatedAt), a.UpdatedBy, blobID); err != nil {
+		return fmt.Errorf("sqlite: put artifact %s version %d: %w", a.ID, a.Version, err)
 	}
 	return nil
 }

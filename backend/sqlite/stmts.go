@@ -47,7 +47,7 @@ var (
 		qHead, qFloor, qEventsAll,
 	}
 	writeQueries = append([]string{
-		qArtifactLeaseByID, qArtifactLeaseByName, qPutHead, qBumpHead, qPutVersion, qPutBlob, qDeleteArtifact, qPutTask, qPutDep,
+		qArtifactLeaseByID, qArtifactLeaseByName, qPutHead, qBumpHead, qPutVersion, qPutBlob, qStoredBlob, qDeleteArtifact, qPutTask, qPutDep,
 		qPutNote, qDeleteNote, qPutLease, qPutIdempotent, qPruneIdempotent,
 		qPutEvent, qAppendState, qIndexTail, qSetIndexedTo, qCompact, qSetFloor,
 	}, readQueries...)
