@@ -134,9 +134,11 @@ type ReadTx interface {
 type Tx interface {
 	ReadTx
 	// PutArtifact writes version a.Version of artifact a.ID and makes it the
-	// head (creating the artifact if new). content is nil when the blob
-	// (a.ID, a.SHA256) is already stored; otherwise it must be stored once
-	// (a store may keep a blob it already has).
+	// head (creating the artifact if new). content is nil when content
+	// with hash a.SHA256 is already stored for an earlier version of a.ID
+	// (the head's, or a rollback's target), and the new version shares it;
+	// otherwise content is stored for the version (a store may keep bytes
+	// it already has once, or again).
 	PutArtifact(ctx context.Context, a Artifact, content []byte) error
 	// DeleteArtifact removes the artifact from the live set; its versions
 	// and blobs stay readable by ID.
