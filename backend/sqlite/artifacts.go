@@ -71,14 +71,16 @@ func scanArtifact(sc scanner, extra ...any) (workspace.Artifact, error) {
 	return a, nil
 }
 
-func (t *readTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (workspace.Artifact, error) {
-	var row *sql.Row
-	what := ""
+// headRow runs byID or byName for ref's head, and names what it looks for.
+func (t *readTx) headRow(ctx context.Context, ref workspace.ArtifactRef, byID, byName string) (*sql.Row, string) {
 	if ref.ID != "" {
-		row, what = t.q.QueryRowContext(ctx, qArtifactByID, ref.ID), "artifact "+ref.ID
-	} else {
-		row, what = t.q.QueryRowContext(ctx, qArtifactByName, ref.Name), fmt.Sprintf("artifact %q", ref.Name)
+		return t.q.QueryRowContext(ctx, byID, ref.ID), "artifact " + ref.ID
 	}
+	return t.q.QueryRowContext(ctx, byName, ref.Name), fmt.Sprintf("artifact %q", ref.Name)
+}
+
+func (t *readTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (workspace.Artifact, error) {
+	row, what := t.headRow(ctx, ref, qArtifactByID, qArtifactByName)
 	a, err := scanArtifact(row)
 	if err != nil {
 		return a, notFound(err, what)
@@ -106,13 +108,7 @@ type leaseRead struct {
 }
 
 func (t *writeTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (workspace.Artifact, error) {
-	var row *sql.Row
-	what := ""
-	if ref.ID != "" {
-		row, what = t.q.QueryRowContext(ctx, qArtifactLeaseByID, ref.ID), "artifact "+ref.ID
-	} else {
-		row, what = t.q.QueryRowContext(ctx, qArtifactLeaseByName, ref.Name), fmt.Sprintf("artifact %q", ref.Name)
-	}
+	row, what := t.headRow(ctx, ref, qArtifactLeaseByID, qArtifactLeaseByName)
 	var (
 		resource, owner          sql.NullString
 		token, acquired, expires sql.NullInt64
