@@ -314,13 +314,13 @@ func (s countingStore) Update(ctx context.Context, fn func(tx workspace.Tx) erro
 
 // UpdateHinted keeps the HintedUpdater capability of the store it counts
 // (a plain Update for a store without it).
-func (s countingStore) UpdateHinted(ctx context.Context, hint workspace.ReadHint, fn func(tx workspace.Tx) error) error {
+func (s countingStore) UpdateHinted(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.Tx) error) error {
 	hu, ok := s.Store.(workspace.HintedUpdater)
 	if !ok {
 		return s.Update(ctx, fn)
 	}
 	s.n.Add(1)
-	return hu.UpdateHinted(ctx, hint, fn)
+	return hu.UpdateHinted(ctx, hints, fn)
 }
 
 // notifyingStore keeps the Notifier capability of the store it counts.

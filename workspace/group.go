@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -178,9 +179,17 @@ func (h *core) runGroup(ctx context.Context, group []*job) {
 	// committed is what the transaction appended to the log, numbered.
 	var committed []Event
 	update := h.st.Update
-	if hu, ok := h.st.(HintedUpdater); ok && live[0].hint != (ReadHint{}) {
-		update = func(ctx context.Context, fn func(tx Tx) error) error {
-			return hu.UpdateHinted(ctx, live[0].hint, fn)
+	if hu, ok := h.st.(HintedUpdater); ok {
+		var hints []ReadHint
+		for _, j := range live {
+			if j.hint != (ReadHint{}) && !slices.Contains(hints, j.hint) {
+				hints = append(hints, j.hint)
+			}
+		}
+		if len(hints) > 0 {
+			update = func(ctx context.Context, fn func(tx Tx) error) error {
+				return hu.UpdateHinted(ctx, hints, fn)
+			}
 		}
 	}
 	err := update(ctx, func(tx Tx) error {

@@ -35,13 +35,14 @@ type ReadHint struct {
 }
 
 // HintedUpdater is an optional Store capability: UpdateHinted is Update for
-// a transaction whose first read is likely hint's record, which the store
-// may read in the round trip that starts the transaction (Postgres reads it
-// right after taking the writers' lock). A hint never changes a result:
-// only when it is the record then read, and nothing was written in between,
-// is the early read used.
+// a transaction that will likely read the hints' records, in that order
+// (a group commit's ops, the first op's first), which the store may read
+// in the round trip that starts the transaction (Postgres reads them right
+// after taking the writers' lock). A hint never changes a result: an early
+// read is used only when it is the record then read, and nothing written
+// since the transaction began has touched it.
 type HintedUpdater interface {
-	UpdateHinted(ctx context.Context, hint ReadHint, fn func(tx Tx) error) error
+	UpdateHinted(ctx context.Context, hints []ReadHint, fn func(tx Tx) error) error
 }
 
 // Notifier is an optional Store capability: a hint channel that receives a

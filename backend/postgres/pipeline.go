@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -24,9 +25,10 @@ type pipeline struct {
 	// ahead is a lease row read in the same round trip as the record it
 	// guards (see leaseAhead); any queued statement drops it.
 	ahead *leaseAhead
-	// early is the artifact a hinted transaction read as it started (see
-	// store.UpdateHinted); any queued statement but a savepoint's drops it.
-	early *artifactAhead
+	// early are the artifacts a hinted transaction read as it started (see
+	// store.UpdateHinted), each taken once; a write that changes an
+	// artifact or a lease drops those it touches (dropEarly).
+	early []*artifactAhead
 }
 
 // artifactAhead is an artifact row read before it was asked for, with the
@@ -54,8 +56,20 @@ func newPipeline(conn interface {
 // Exec queues a statement.
 func (p *pipeline) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	p.queue(sql, args...)
-	p.ahead, p.early = nil, nil
+	p.ahead = nil
 	return pgconn.CommandTag{}, nil
+}
+
+// dropEarly drops the early reads a write makes stale: those of artifact
+// id (by ID, or found by name), of name (found or not: the write may
+// create or rename an artifact to it), and of the lease named resource.
+// Empty arguments match nothing.
+func (p *pipeline) dropEarly(id, name, resource string) {
+	p.early = slices.DeleteFunc(p.early, func(e *artifactAhead) bool {
+		return id != "" && (e.ref.ID == id || (e.err == nil && e.artifact.ID == id)) ||
+			name != "" && e.ref.Name == name ||
+			resource != "" && e.lease.resource == resource
+	})
 }
 
 // queue queues a statement that changes no row (a savepoint's), keeping

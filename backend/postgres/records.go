@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -236,6 +237,7 @@ func prefixEnd(p string) string {
 }
 
 func (t *writeTx) PutArtifact(ctx context.Context, a workspace.Artifact, content []byte) error {
+	t.pl.dropEarly(a.ID, a.Name, "")
 	_, err := t.q.Exec(ctx, putArtifact, a.ID, a.Name, a.Kind, a.Owner, a.Version, a.ContentType, a.SHA256, a.Size,
 		labelsJSON(a.Labels), a.TaskID, a.CreatedAt, a.CreatedBy, a.UpdatedAt, a.UpdatedBy, content)
 	if err != nil {
@@ -245,6 +247,7 @@ func (t *writeTx) PutArtifact(ctx context.Context, a workspace.Artifact, content
 }
 
 func (t *writeTx) DeleteArtifact(ctx context.Context, id string) error {
+	t.pl.dropEarly(id, "", "")
 	if _, err := t.q.Exec(ctx, deleteArtifact, id); err != nil {
 		return fmt.Errorf("postgres: delete artifact %s: %w", id, err)
 	}
@@ -489,11 +492,12 @@ func (t *readTx) takeEarly(ref workspace.ArtifactRef) *artifactAhead {
 	if t.pl == nil || t.snapshot {
 		return nil
 	}
-	e := t.pl.early
-	if e == nil || e.ref != ref {
+	i := slices.IndexFunc(t.pl.early, func(e *artifactAhead) bool { return e.ref == ref })
+	if i < 0 {
 		return nil
 	}
-	t.pl.early = nil
+	e := t.pl.early[i]
+	t.pl.early = slices.Delete(t.pl.early, i, i+1)
 	return e
 }
 
@@ -615,6 +619,7 @@ func (t *readTx) ListLeases(ctx context.Context, now time.Time) ([]workspace.Lea
 }
 
 func (t *writeTx) PutLease(ctx context.Context, l workspace.Lease) error {
+	t.pl.dropEarly("", "", l.Resource)
 	if _, err := t.q.Exec(ctx, putLease, l.Resource, l.Owner, l.Token, l.AcquiredAt, l.ExpiresAt); err != nil {
 		return fmt.Errorf("postgres: put lease %q: %w", l.Resource, err)
 	}

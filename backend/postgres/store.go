@@ -121,15 +121,19 @@ func (s *store) Close() error {
 // retrying serialization failures, deadlocks and connections lost before
 // the commit was sent.
 func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) error {
-	return s.retry(ctx, "update", func() (bool, error) { return s.updateOnce(ctx, workspace.ReadHint{}, fn) })
+	return s.retry(ctx, "update", func() (bool, error) { return s.updateOnce(ctx, nil, fn) })
 }
 
-// UpdateHinted implements workspace.HintedUpdater: the hinted artifact and
-// its lease are read in the round trip that takes the writers' lock, after
-// it, so the transaction's first read costs no round trip of its own.
-func (s *store) UpdateHinted(ctx context.Context, hint workspace.ReadHint, fn func(tx workspace.Tx) error) error {
-	return s.retry(ctx, "update", func() (bool, error) { return s.updateOnce(ctx, hint, fn) })
+// UpdateHinted implements workspace.HintedUpdater: the hinted artifacts
+// (at most maxEarly) and their leases are read in the round trip that takes
+// the writers' lock, after it, so the reads of a group's ops cost no round
+// trips of their own.
+func (s *store) UpdateHinted(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.Tx) error) error {
+	return s.retry(ctx, "update", func() (bool, error) { return s.updateOnce(ctx, hints, fn) })
 }
+
+// maxEarly bounds the artifacts a transaction reads ahead.
+const maxEarly = 32
 
 // View runs fn in a REPEATABLE READ READ ONLY transaction: one snapshot.
 func (s *store) View(ctx context.Context, fn func(tx workspace.ReadTx) error) error {
@@ -167,7 +171,7 @@ const (
 )
 
 // updateOnce runs one attempt of Update; it reports whether a failure may be retried.
-func (s *store) updateOnce(ctx context.Context, hint workspace.ReadHint, fn func(tx workspace.Tx) error) (bool, error) {
+func (s *store) updateOnce(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.Tx) error) (bool, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return ctx.Err() == nil, fmt.Errorf("postgres: acquire connection: %w", err)
@@ -181,10 +185,13 @@ func (s *store) updateOnce(ctx context.Context, hint workspace.ReadHint, fn func
 		head int64
 	)
 	b.Queue(s.startWrite).QueryRow(func(row pgx.Row) error { return row.Scan(&now, &head) })
-	var early *artifactAhead
-	if hint.Artifact != (workspace.ArtifactRef{}) {
-		early = &artifactAhead{}
-		s.early.queue(b, hint.Artifact, early)
+	var early []*artifactAhead
+	for _, h := range hints[:min(len(hints), maxEarly)] {
+		if h.Artifact != (workspace.ArtifactRef{}) {
+			e := &artifactAhead{}
+			s.early.queue(b, h.Artifact, e)
+			early = append(early, e)
+		}
 	}
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		s.abort(conn)

@@ -1,0 +1,148 @@
+package postgres
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentspace/agentspace/backend/postgres/pgtest"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// batches counts the batches and queries a pool sends.
+type batches struct{ n atomic.Int64 }
+
+func (b *batches) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	b.n.Add(1)
+	return ctx
+}
+func (b *batches) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (b *batches) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	b.n.Add(1)
+	return ctx
+}
+func (b *batches) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (b *batches) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// earlyStore opens a store whose pool counts round trips, with artifacts
+// a0..a(n-1) in it.
+func earlyStore(t *testing.T, n int) (*store, *batches, []workspace.Artifact) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	cfg, err := pgxpool.ParseConfig(pgtest.ServerDSN(t))
+	require.NoError(t, err)
+	rt := &batches{}
+	cfg.ConnConfig.Tracer = rt
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	st, err := openStore(ctx, pool, false, Options{Schema: pgtest.Schema(t), NoListen: true})
+	require.NoError(t, err)
+	ws := workspace.New(st, workspace.Options{})
+	t.Cleanup(func() { _ = ws.Close() })
+	var arts []workspace.Artifact
+	for i := range n {
+		a, err := ws.Artifacts().Create(ctx, workspace.Write{Actor: "ann"},
+			workspace.NewArtifact{Name: "a" + string(rune('0'+i)), Content: []byte{byte(i)}})
+		require.NoError(t, err)
+		arts = append(arts, a)
+	}
+	return st, rt, arts
+}
+
+func hintsOf(refs ...workspace.ArtifactRef) []workspace.ReadHint {
+	var hs []workspace.ReadHint
+	for _, r := range refs {
+		hs = append(hs, workspace.ReadHint{Artifact: r})
+	}
+	return hs
+}
+
+// next is a's next version, as the engine writes it.
+func next(a workspace.Artifact, now time.Time) workspace.Artifact {
+	a.Version++
+	a.UpdatedAt, a.UpdatedBy = now, "bob"
+	return a
+}
+
+// A group's ops read every hinted artifact and its lease from the round
+// trip that took the lock: the transaction costs two round trips however
+// many artifacts it reads and writes.
+func TestHintedGroupReadsEveryArtifactAhead(t *testing.T) {
+	ctx := context.Background()
+	st, rt, arts := earlyStore(t, 4)
+	var refs []workspace.ArtifactRef
+	for i, a := range arts {
+		if i%2 == 0 {
+			refs = append(refs, workspace.ArtifactRef{Name: a.Name})
+		} else {
+			refs = append(refs, workspace.ArtifactRef{ID: a.ID})
+		}
+	}
+	before := rt.n.Load()
+	require.NoError(t, st.UpdateHinted(ctx, hintsOf(refs...), func(tx workspace.Tx) error {
+		for i, ref := range refs {
+			a, err := tx.Artifact(ctx, ref)
+			require.NoError(t, err)
+			assert.Equal(t, arts[i].ID, a.ID)
+			_, err = tx.Lease(ctx, "artifact:"+a.Name)
+			require.ErrorIs(t, err, workspace.ErrNotFound)
+			require.NoError(t, tx.PutArtifact(ctx, next(a, tx.Now()), nil))
+		}
+		return nil
+	}))
+	assert.Equal(t, int64(2), rt.n.Load()-before, "the lock with the reads ahead, then the writes with the commit")
+}
+
+// A write drops the early reads it makes stale: of the artifact it writes
+// (by ID, and by a name that found it), of the name it writes (found or
+// not), and of the lease it writes; the reads that follow see the write.
+func TestHintedReadsAheadGoStaleWithWrites(t *testing.T) {
+	ctx := context.Background()
+	st, _, arts := earlyStore(t, 3)
+	a0, a1, a2 := arts[0], arts[1], arts[2]
+	refs := []workspace.ArtifactRef{
+		{Name: a0.Name}, {ID: a0.ID}, // the same artifact both ways
+		{Name: "fresh"}, // not there yet
+		{ID: a1.ID},     // its lease is written
+		{ID: a2.ID},     // untouched
+	}
+	require.NoError(t, st.UpdateHinted(ctx, hintsOf(refs...), func(tx workspace.Tx) error {
+		now := tx.Now()
+		got, err := tx.Artifact(ctx, refs[0])
+		require.NoError(t, err)
+		require.NoError(t, tx.PutArtifact(ctx, next(got, now), nil))
+		got, err = tx.Artifact(ctx, refs[1])
+		require.NoError(t, err)
+		assert.Equal(t, a0.Version+1, got.Version, "read by ID after a write by name")
+
+		fresh := a2
+		fresh.ID, fresh.Name, fresh.Version = "f1", "fresh", 1
+		fresh.CreatedAt, fresh.UpdatedAt = now, now
+		require.NoError(t, tx.PutArtifact(ctx, fresh, []byte{9}))
+		got, err = tx.Artifact(ctx, refs[2])
+		require.NoError(t, err, "created after it was read ahead as missing")
+		assert.Equal(t, "f1", got.ID)
+
+		lease := workspace.Lease{Resource: "artifact:" + a1.Name, Owner: "carol", Token: 7, AcquiredAt: now, ExpiresAt: now.Add(time.Minute)}
+		require.NoError(t, tx.PutLease(ctx, lease))
+		got, err = tx.Artifact(ctx, refs[3])
+		require.NoError(t, err)
+		l, err := tx.Lease(ctx, "artifact:"+got.Name)
+		require.NoError(t, err, "the lease written after the read ahead")
+		assert.Equal(t, "carol", l.Owner)
+
+		got, err = tx.Artifact(ctx, refs[4])
+		require.NoError(t, err)
+		assert.Equal(t, a2.Version, got.Version)
+		return nil
+	}))
+}
