@@ -2,11 +2,9 @@ package postgres
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,30 +13,15 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// batches counts the batches and queries a pool sends.
-type batches struct{ n atomic.Int64 }
-
-func (b *batches) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	b.n.Add(1)
-	return ctx
-}
-func (b *batches) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (b *batches) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	b.n.Add(1)
-	return ctx
-}
-func (b *batches) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (b *batches) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
-
 // earlyStore opens a store whose pool counts round trips, with artifacts
 // a0..a(n-1) in it.
-func earlyStore(t *testing.T, n int) (*store, *batches, []workspace.Artifact) {
+func earlyStore(t *testing.T, n int) (*store, *RoundTrips, []workspace.Artifact) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	cfg, err := pgxpool.ParseConfig(pgtest.ServerDSN(t))
 	require.NoError(t, err)
-	rt := &batches{}
+	rt := &RoundTrips{}
 	cfg.ConnConfig.Tracer = rt
 	cfg.MaxConns = 1
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -87,8 +70,7 @@ func TestHintedGroupReadsEveryArtifactAhead(t *testing.T) {
 			refs = append(refs, workspace.ArtifactRef{ID: a.ID})
 		}
 	}
-	before := rt.n.Load()
-	require.NoError(t, st.UpdateHinted(ctx, hintsOf(refs...), func(tx workspace.Tx) error {
+	group := func(tx workspace.Tx) error {
 		for i, ref := range refs {
 			a, err := tx.Artifact(ctx, ref)
 			require.NoError(t, err)
@@ -98,8 +80,11 @@ func TestHintedGroupReadsEveryArtifactAhead(t *testing.T) {
 			require.NoError(t, tx.PutArtifact(ctx, next(a, tx.Now()), nil))
 		}
 		return nil
-	}))
-	assert.Equal(t, int64(2), rt.n.Load()-before, "the lock with the reads ahead, then the writes with the commit")
+	}
+	require.NoError(t, st.UpdateHinted(ctx, hintsOf(refs...), group)) // prepares the statements
+	before := rt.N.Load()
+	require.NoError(t, st.UpdateHinted(ctx, hintsOf(refs...), group))
+	assert.Equal(t, int64(2), rt.N.Load()-before, "the lock with the reads ahead, then the writes with the commit")
 }
 
 // A write drops the early reads it makes stale: of the artifact it writes

@@ -1,12 +1,9 @@
 package postgres_test
 
 import (
-	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,27 +13,6 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// roundTrips counts what a pool sends that waits for the server: queries,
-// batches and statement preparations.
-type roundTrips struct{ n atomic.Int64 }
-
-func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	r.n.Add(1)
-	return ctx
-}
-func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	r.n.Add(1)
-	return ctx
-}
-func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
-func (r *roundTrips) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
-	r.n.Add(1)
-	return ctx
-}
-func (r *roundTrips) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
-
 // TestRoundTripsPerWrite counts the round trips of the benchmark's writes
 // once their statements are prepared: a conditional artifact update, a
 // claim and a completion.
@@ -44,7 +20,7 @@ func TestRoundTripsPerWrite(t *testing.T) {
 	ctx := ctxFor(t)
 	cfg, err := pgxpool.ParseConfig(pgtest.ServerDSN(t))
 	require.NoError(t, err)
-	rt := &roundTrips{}
+	rt := &postgres.RoundTrips{}
 	cfg.ConnConfig.Tracer = rt
 	cfg.MaxConns = 1
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -63,24 +39,24 @@ func TestRoundTripsPerWrite(t *testing.T) {
 		require.NoError(t, err)
 	}
 	update(0)
-	before := rt.n.Load()
+	before := rt.N.Load()
 	for i := 1; i <= 4; i++ {
 		update(i)
 	}
-	assert.Equal(t, int64(2), (rt.n.Load()-before)/4, "round trips per conditional update: the lock with the hinted read, the commit")
+	assert.Equal(t, int64(2), (rt.N.Load()-before)/4, "round trips per conditional update: the lock with the hinted read, the commit")
 
 	for range 3 {
 		_, err := ws.Tasks().Create(ctx, w, workspace.NewTask{Title: "t"})
 		require.NoError(t, err)
 	}
 	claimDone := func() (claim, done int64) {
-		n0 := rt.n.Load()
+		n0 := rt.N.Load()
 		task, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "a", Lease: time.Minute})
 		require.NoError(t, err)
-		n1 := rt.n.Load()
+		n1 := rt.N.Load()
 		_, err = ws.Tasks().Complete(ctx, w, task.ID, workspace.TaskResult{Summary: "ok"})
 		require.NoError(t, err)
-		return n1 - n0, rt.n.Load() - n1
+		return n1 - n0, rt.N.Load() - n1
 	}
 	claimDone()
 	claim, done := claimDone()
