@@ -341,9 +341,22 @@ type headNotifyingStore struct {
 	workspace.HeadNotifier
 }
 
+// lazyEventNotifyingStore also keeps the LazyNotifier capability: without
+// it the store would listen all the time.
+type lazyEventNotifyingStore struct {
+	eventNotifyingStore
+	lazy workspace.LazyNotifier
+}
+
+func (s lazyEventNotifyingStore) Interest(wanted func() bool) { s.lazy.Interest(wanted) }
+func (s lazyEventNotifyingStore) Wake()                       { s.lazy.Wake() }
+
 func countStore(st workspace.Store, n *atomic.Int64) workspace.Store {
 	c := countingStore{Store: st, n: n}
 	if en, ok := st.(workspace.EventNotifier); ok {
+		if ln, ok := st.(workspace.LazyNotifier); ok {
+			return lazyEventNotifyingStore{eventNotifyingStore{countingStore: c, EventNotifier: en}, ln}
+		}
 		return eventNotifyingStore{countingStore: c, EventNotifier: en}
 	}
 	if hn, ok := st.(workspace.HeadNotifier); ok {

@@ -18,6 +18,7 @@ type hub struct {
 	h       *core
 	changes <-chan struct{}
 	heads   HeadNotifier  // set when the store's notifications carry the seq
+	lazy    LazyNotifier  // set when the store listens only while someone waits
 	carried EventNotifier // set when they may carry the events too
 	mu      sync.Mutex
 	head    int64
@@ -34,13 +35,22 @@ type hub struct {
 	wg       sync.WaitGroup
 }
 
-func newHub(h *core, changes <-chan struct{}) *hub {
+func newHub(h *core) *hub {
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &hub{h: h, changes: changes, ch: make(chan struct{}), kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
-	if hn, ok := h.st.(HeadNotifier); ok && changes != nil {
+	b := &hub{h: h, ch: make(chan struct{}), kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+	// A store that listens only while someone waits learns who does from
+	// interest, before its first Changes.
+	if ln, ok := h.st.(LazyNotifier); ok {
+		b.lazy = ln
+		ln.Interest(func() bool { return b.interest.Load() > 0 })
+	}
+	if n, ok := h.st.(Notifier); ok {
+		b.changes = n.Changes()
+	}
+	if hn, ok := h.st.(HeadNotifier); ok && b.changes != nil {
 		b.heads = hn
 	}
-	if en, ok := h.st.(EventNotifier); ok && changes != nil {
+	if en, ok := h.st.(EventNotifier); ok && b.changes != nil {
 		b.carried = en
 	}
 	b.wg.Add(1)
@@ -189,6 +199,9 @@ func (b *hub) wait(ctx context.Context, closed <-chan struct{}, wake <-chan stru
 		select {
 		case b.kick <- struct{}{}:
 		default:
+		}
+		if b.lazy != nil {
+			b.lazy.Wake()
 		}
 	}
 	defer b.interest.Add(-1)

@@ -57,11 +57,7 @@ func New(st Store, opts Options) Workspace {
 // start starts the committer and the hub of c's store st.
 func (c *core) start(st Store, opts Options) {
 	c.st, c.opts = st, opts.withDefaults()
-	var changes <-chan struct{}
-	if n, ok := st.(Notifier); ok {
-		changes = n.Changes()
-	}
-	c.hub = newHub(c, changes)
+	c.hub = newHub(c)
 	c.jobs = make(chan *job)
 	c.hub.wg.Add(1)
 	go c.committer()

@@ -52,6 +52,22 @@ type Notifier interface {
 	Changes() <-chan struct{}
 }
 
+// LazyNotifier is an optional Notifier capability for stores that need
+// not listen while no one waits for a change (listening costs the store a
+// connection and every commit a wake-up, and lets other stores' writers
+// skip notifying). The engine calls Interest once, before it calls
+// Changes, with a test of whether anyone waits now (safe to call from any
+// goroutine, at any time), and calls Wake each time the answer may have
+// turned true. While it is false the store may stop listening; once it
+// listens again it must send on Changes, as after a reconnect, so that
+// whatever was committed meanwhile is looked up in the store. A store
+// whose engine never calls Interest listens from the first Changes on.
+type LazyNotifier interface {
+	Notifier
+	Interest(wanted func() bool)
+	Wake()
+}
+
 // HeadNotifier is an optional Notifier capability for stores whose
 // notifications carry the seq they announce (Postgres's NOTIFY payload).
 // NotifiedHead is the highest seq announced since the last reconnect, or 0

@@ -24,8 +24,16 @@
 // of one workspace are serialized across hosts and no lock outlives its
 // transaction, even through a pooler. The event log's seqs come from a
 // counter row, so they are gap-free in commit order; pg_notify in the same
-// transaction wakes the other handles' listeners on commit. Times, leases
+// transaction wakes the other stores' listeners on commit. Times, leases
 // included, come from the database's clock.
+//
+// A store listens only while something on it waits for a change (a
+// subscription, a lock or claim wait) and for 10 s after, and while it
+// listens it is registered in the schema's listeners table. A writer
+// notifies only when a store other than its own is registered: that is
+// decided, and registrations are written and refreshed, under the writers'
+// advisory lock, so a writer that did not notify committed before the
+// registration, and the head the listener reads next covers it.
 //
 // A transaction's writes are queued and sent in one round trip with its
 // next read or its COMMIT. The event append is queued as well: the writer

@@ -36,8 +36,8 @@ const (
 
 	// appendEvents hands out the seqs from the counter row (its row lock is
 	// held to the commit, so seqs are gap-free in commit order), inserts the
-	// events and notifies the listeners, which hear it on commit, with
-	// $12 (see notifyPayload). It is
+	// events and, when $13 says another store listens, notifies the
+	// listeners, which hear it on commit, with $12 (see notifyPayload). It is
 	// queued, not waited for: the writer knows the first seq, $11, from the
 	// head it read under the writers' lock. Should the counter say
 	// otherwise, the statement fails (a text that is no number, cast to one)
@@ -50,7 +50,7 @@ const (
 		FROM c, unnest($2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[])
 			WITH ORDINALITY AS e(time, actor, type, kind, id, name, version, message, n)
 	)
-	SELECT CASE WHEN c.base + 1 = $11::bigint THEN pg_notify($10, $12)::text
+	SELECT CASE WHEN c.base + 1 = $11::bigint THEN CASE WHEN $13::boolean THEN pg_notify($10, $12)::text ELSE '' END
 		ELSE ('agentspace: the event log head moved under the writers lock: expected ' ||
 			($11::bigint - 1) || ', found ' || c.base)::bigint::text END
 	FROM c`
@@ -68,7 +68,7 @@ const (
 		INSERT INTO events (` + eventCols + `)
 		SELECT c.base + 1, $1, $2, $3, $4, $5, $6, $7, $8 FROM c
 	)
-	SELECT CASE WHEN c.base + 1 = $10::bigint THEN pg_notify($9, $11)::text
+	SELECT CASE WHEN c.base + 1 = $10::bigint THEN CASE WHEN $12::boolean THEN pg_notify($9, $11)::text ELSE '' END
 		ELSE ('agentspace: the event log head moved under the writers lock: expected ' ||
 			($10::bigint - 1) || ', found ' || c.base)::bigint::text END
 	FROM c LIMIT 1`
@@ -134,7 +134,7 @@ func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (i
 		e := events[0]
 		first := t.seq + 1
 		_, _ = t.pl.Exec(ctx, appendEvent, e.Time, e.Actor, e.Type, e.Subject.Kind, e.Subject.ID, e.Subject.Name,
-			e.Version, e.Message, t.channel, first, notifyPayload(first, events))
+			e.Version, e.Message, t.channel, first, t.payload(first, events), t.notify)
 		t.seq = first
 		return first, nil
 	}
@@ -166,9 +166,18 @@ func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (i
 	}
 	first := t.seq + 1
 	_, _ = t.pl.Exec(ctx, appendEvents, int64(n), times, actors, types, kinds, ids, names, versions, messages, t.channel, first,
-		notifyPayload(first, events))
+		t.payload(first, events), t.notify)
 	t.seq += int64(n)
 	return first, nil
+}
+
+// payload is the NOTIFY payload of events numbered from first, or nothing
+// when the transaction does not notify.
+func (t *writeTx) payload(first int64, events []workspace.Event) string {
+	if !t.notify {
+		return ""
+	}
+	return notifyPayload(first, events)
 }
 
 // maxPayload keeps a NOTIFY payload under the server's limit of 8000 bytes.
@@ -208,16 +217,23 @@ type payloadEvent struct {
 	Message string    `json:"m,omitempty"`
 }
 
+// payloadSeq reads the seq a payload announces (0 when it is not one of
+// ours) and returns the rest, unparsed.
+func payloadSeq(payload string) (int64, string) {
+	head, rest, _ := strings.Cut(payload, " ")
+	seq, err := strconv.ParseInt(head, 10, 64)
+	if err != nil || seq <= 0 {
+		return 0, ""
+	}
+	return seq, rest
+}
+
 // parsePayload reads a notification's payload: the last seq it announces
 // (0 when it is not one of ours) and the events, when it carries them and
 // they are numbered up to that seq without a gap.
 func parsePayload(payload string) (int64, []workspace.Event) {
-	head, rest, _ := strings.Cut(payload, " ")
-	seq, err := strconv.ParseInt(head, 10, 64)
-	if err != nil || seq <= 0 {
-		return 0, nil
-	}
-	if rest == "" {
+	seq, rest := payloadSeq(payload)
+	if seq == 0 || rest == "" {
 		return seq, nil
 	}
 	var in []payloadEvent

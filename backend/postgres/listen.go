@@ -2,48 +2,66 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentspace/agentspace/workspace"
 )
 
 // Listener timings. A blocked read cannot see a half-open TCP connection,
-// so an idle listener pings the server every listenPing.
+// so a listener refreshes its registration, which pings the server, every
+// listenPing; a registration not refreshed for listenTTL lapses.
 const (
 	listenPing       = 15 * time.Second
 	listenPingWait   = 5 * time.Second
+	listenTTL        = 4 * listenPing
+	listenLinger     = 10 * time.Second
 	listenBackoffMin = 50 * time.Millisecond
 	listenBackoffMax = 5 * time.Second
 )
 
 // listener holds one dedicated session connection that LISTENs on the
-// workspace's channel, and turns every notification, and every
-// (re)connect, into a coalesced hint on changes. Notifications sent while it
-// was disconnected are lost; the hint after reconnecting makes the engine
-// catch up from the log.
+// workspace's channel while its engine has someone waiting for a change
+// (and for a while after: see linger), and turns every notification, and
+// every start of listening, into a coalesced hint on changes.
+// Notifications sent while it was not listening are lost; the hint after
+// it starts makes the engine catch up from the log.
+//
+// While it listens, its store is registered in the schema's listeners
+// table, so that other stores' writers notify (see registration). A
+// listener without a registration hears only writers that always notify.
 type listener struct {
 	cfg      *pgx.ConnConfig
-	ping     time.Duration // silence after which the connection is pinged
-	pingWait time.Duration // how long a ping may take before the connection counts as dead
+	ping     time.Duration // how often the registration is refreshed and the connection pinged
+	pingWait time.Duration // how long that may take before the connection counts as dead
+	linger   time.Duration // how long it keeps listening after no one wants it
 	channel  string
+	reg      *registration
 	log      *slog.Logger
 	changes  chan struct{}
+	// wake is poked when the engine may have begun to want changes.
+	wake chan struct{}
+	// wanted reports whether anyone waits for a change; nil: always.
+	wanted func() bool
 	// own is the last seq its store committed, when set: a notification
 	// of a commit no later than that is the store's own (or older), and
 	// the engine has already seen it.
 	own *atomic.Int64
-	// heard is the highest seq announced since the last (re)connect, 0
-	// before the first: see workspace.HeadNotifier.
+	// heard is the highest seq announced since listening last started, 0
+	// before that and while not listening: see workspace.HeadNotifier.
 	heard atomic.Int64
 	// carried holds the events notifications carried since the engine
 	// last took them (see workspace.EventNotifier), at most maxCarried.
 	carriedMu sync.Mutex
 	carried   []workspace.Event
+	startOnce sync.Once
 	ctx       context.Context
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -52,34 +70,101 @@ type listener struct {
 	pid uint32 // the backend of the current connection, for tests
 }
 
-func startListener(cfg *pgx.ConnConfig, channel string, own *atomic.Int64, log *slog.Logger) *listener {
-	l := newListener(cfg, channel, log, listenPing, listenPingWait)
-	l.own = own
-	go l.run(l.ctx)
-	return l
+// registration is a listening store's row in the schema's listeners
+// table. It is written, refreshed and read (by writers deciding whether
+// to notify) under the writers' advisory lock, each time by the
+// database's clock: a writer that did not see it committed before it was
+// written, so the head the engine reads once listening has started covers
+// that writer's commit; every later writer sees it and notifies, until it
+// lapses. A lapse is found at the next refresh, which registers again and
+// hints the engine to look in the log.
+type registration struct {
+	key   int64         // the writers' advisory lock
+	store string        // the registering store's id
+	ttl   time.Duration // how long a registration lasts unrefreshed
+	// upsert writes the store's row and reports whether the row was live
+	// before; rows of stores that died are dropped on the way. It runs
+	// after the writers' lock is taken, in the same transaction.
+	upsert string
+	// drop deletes the store's row.
+	drop string
 }
 
-func startListenerTimed(cfg *pgx.ConnConfig, channel string, log *slog.Logger, ping, pingWait time.Duration) *listener {
-	l := newListener(cfg, channel, log, ping, pingWait)
-	go l.run(l.ctx)
-	return l
+// newRegistration is the registration of store in schema's listeners table.
+func newRegistration(schema string, key int64, store string, ttl time.Duration) *registration {
+	return &registration{key: key, store: store, ttl: ttl,
+		upsert: `WITH old AS (SELECT expires_at > clock_timestamp() AS live FROM ` + pgx.Identifier{schema, "listeners"}.Sanitize() + ` WHERE store = $1),
+			gone AS (DELETE FROM ` + pgx.Identifier{schema, "listeners"}.Sanitize() + ` WHERE expires_at < clock_timestamp() AND store <> $1),
+			up AS (INSERT INTO ` + pgx.Identifier{schema, "listeners"}.Sanitize() + ` (store, expires_at)
+				VALUES ($1, clock_timestamp() + $2::bigint * interval '1 microsecond')
+				ON CONFLICT (store) DO UPDATE SET expires_at = EXCLUDED.expires_at)
+		SELECT coalesce((SELECT live FROM old), false)`,
+		drop: `DELETE FROM ` + pgx.Identifier{schema, "listeners"}.Sanitize() + ` WHERE store = $1`,
+	}
 }
 
-func newListener(cfg *pgx.ConnConfig, channel string, log *slog.Logger, ping, pingWait time.Duration) *listener {
+// register writes or refreshes the registration, under the writers' lock,
+// and reports whether it was still live.
+func (l *listener) register(ctx context.Context, conn *pgx.Conn) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.pingWait)
+	defer cancel()
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(`SELECT pg_advisory_xact_lock($1)`, l.reg.key)
+	var live bool
+	b.Queue(l.reg.upsert, l.reg.store, l.reg.ttl.Microseconds()).QueryRow(func(row pgx.Row) error { return row.Scan(&live) })
+	b.Queue(`COMMIT`)
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return false, fmt.Errorf("register listener: %w", err)
+	}
+	return live, nil
+}
+
+// unregister drops the registration, so writers stop notifying at once
+// rather than when it lapses.
+func (l *listener) unregister(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.pingWait)
+	defer cancel()
+	if _, err := conn.Exec(ctx, l.reg.drop, l.reg.store); err != nil {
+		l.log.Debug("agentspace: postgres listener could not unregister; its registration will lapse", "err", err)
+	}
+}
+
+func newListener(cfg *pgx.ConnConfig, channel string, reg *registration, log *slog.Logger) *listener {
 	cfg = cfg.Copy()
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
 	}
 	cfg.RuntimeParams["application_name"] = "agentspace-listen:" + channel
 	ctx, cancel := context.WithCancel(context.Background())
-	return &listener{cfg: cfg, ping: ping, pingWait: pingWait, channel: channel, log: log,
-		changes: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	return &listener{cfg: cfg, ping: listenPing, pingWait: listenPingWait, linger: listenLinger,
+		channel: channel, reg: reg, log: log,
+		changes: make(chan struct{}, 1), wake: make(chan struct{}, 1),
+		ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
-// close stops the goroutine and waits for it.
+// start starts the listener's goroutine, once; wanted and the timings
+// must be set before.
+func (l *listener) start() {
+	l.startOnce.Do(func() { go l.run(l.ctx) })
+}
+
+// close stops the goroutine, if started, and waits for it.
 func (l *listener) close() {
 	l.cancel()
-	<-l.done
+	started := true
+	l.startOnce.Do(func() { started = false })
+	if started {
+		<-l.done
+	}
+}
+
+// poke tells the listener that it may be wanted now.
+func (l *listener) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
 }
 
 // signal sends a hint without blocking: one pending hint is enough.
@@ -90,10 +175,22 @@ func (l *listener) signal() {
 	}
 }
 
+func (l *listener) isWanted() bool { return l.wanted == nil || l.wanted() }
+
+// errIdle ends a listen that no one has wanted for the linger time.
+var errIdle = errors.New("no one waits for changes")
+
 func (l *listener) run(ctx context.Context) {
 	defer close(l.done)
 	backoff := listenBackoffMin
 	for ctx.Err() == nil {
+		for !l.isWanted() {
+			select {
+			case <-l.wake:
+			case <-ctx.Done():
+				return
+			}
+		}
 		conn, err := l.connect(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -111,20 +208,36 @@ func (l *listener) run(ctx context.Context) {
 		backoff = listenBackoffMin
 		// Whatever was committed while we were not listening is in the
 		// log, past what was heard: the engine must look it up.
-		l.heard.Store(0)
-		l.takeEvents()
-		l.signal()
+		l.restart()
 		err = l.listen(ctx, conn)
+		if (errors.Is(err, errIdle) || ctx.Err() != nil) && l.reg != nil {
+			l.unregister(conn)
+		}
 		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_ = conn.Close(closeCtx)
 		cancel()
+		// Not listening: nothing heard stays current.
+		l.heard.Store(0)
+		l.takeEvents()
 		if ctx.Err() != nil {
 			return
 		}
-		l.log.Warn("agentspace: postgres listener lost its connection; reconnecting", "err", err)
+		if !errors.Is(err, errIdle) {
+			l.log.Warn("agentspace: postgres listener lost its connection; reconnecting", "err", err)
+		}
 	}
 }
 
+// restart forgets what was heard and hints the engine to read the log:
+// listening has (re)started, after a span in which commits went unheard.
+func (l *listener) restart() {
+	l.heard.Store(0)
+	l.takeEvents()
+	l.signal()
+}
+
+// connect opens the session, LISTENs and registers, in that order: a
+// writer that sees the registration notifies a session already listening.
 func (l *listener) connect(ctx context.Context) (*pgx.Conn, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -136,21 +249,51 @@ func (l *listener) connect(ctx context.Context) (*pgx.Conn, error) {
 		_ = conn.Close(context.Background())
 		return nil, err
 	}
+	if l.reg != nil {
+		if _, err := l.register(cctx, conn); err != nil {
+			_ = conn.Close(context.Background())
+			return nil, err
+		}
+	}
 	l.mu.Lock()
 	l.pid = conn.PgConn().PID()
 	l.mu.Unlock()
 	return conn, nil
 }
 
-// listen waits for notifications until the connection fails or ctx ends.
+// listen waits for notifications until the connection fails, ctx ends, or
+// no one has wanted changes for the linger time (errIdle). Every ping it
+// refreshes the registration (or, without one, pings): a lapsed one is
+// written again and the engine hinted to read the log.
 func (l *listener) listen(ctx context.Context, conn *pgx.Conn) error {
+	pinged := time.Now()
+	var idleSince time.Time
 	for {
-		wctx, cancel := context.WithTimeout(ctx, l.ping)
-		n, err := conn.WaitForNotification(wctx)
-		timedOut := wctx.Err() != nil && ctx.Err() == nil
-		cancel()
+		now := time.Now()
+		wait := pinged.Add(l.ping).Sub(now)
+		if l.isWanted() {
+			idleSince = time.Time{}
+		} else {
+			if idleSince.IsZero() {
+				idleSince = now
+			}
+			left := idleSince.Add(l.linger).Sub(now)
+			if left <= 0 {
+				return errIdle
+			}
+			wait = min(wait, left)
+		}
+		var (
+			n   *pgconn.Notification
+			err error
+		)
+		if wait > 0 {
+			wctx, cancel := context.WithTimeout(ctx, wait)
+			n, err = conn.WaitForNotification(wctx)
+			cancel()
+		}
 		switch {
-		case err == nil:
+		case wait > 0 && err == nil:
 			if seq, evs, ok := l.other(n.Payload); ok {
 				l.keep(evs)
 				raise(&l.heard, seq)
@@ -158,30 +301,48 @@ func (l *listener) listen(ctx context.Context, conn *pgx.Conn) error {
 			}
 		case ctx.Err() != nil:
 			return ctx.Err()
-		case timedOut && !conn.IsClosed():
-			pctx, cancel := context.WithTimeout(ctx, l.pingWait)
-			err = conn.Ping(pctx)
-			cancel()
-			if err != nil {
+		case wait > 0 && !pgconn.Timeout(err):
+			return err
+		case conn.IsClosed():
+			return errors.New("connection closed")
+		case time.Since(pinged) >= l.ping:
+			if err := l.refresh(ctx, conn); err != nil {
 				return err
 			}
-		default:
-			return err
+			pinged = time.Now()
 		}
 	}
+}
+
+// refresh extends the registration, or pings when there is none.
+func (l *listener) refresh(ctx context.Context, conn *pgx.Conn) error {
+	if l.reg == nil {
+		pctx, cancel := context.WithTimeout(ctx, l.pingWait)
+		defer cancel()
+		return conn.Ping(pctx)
+	}
+	live, err := l.register(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if !live {
+		l.log.Debug("agentspace: postgres listener registration had lapsed; registered again")
+		l.restart()
+	}
+	return nil
 }
 
 // other reads a notification's payload (see parsePayload) and reports
 // whether it is news for the engine: a seq later than its store's own last
 // commit, or an unreadable payload (then the seq is 0 and the engine looks
-// in the store).
+// in the store). The store's own are dropped before their events are parsed.
 func (l *listener) other(payload string) (int64, []workspace.Event, bool) {
+	if seq, _ := payloadSeq(payload); seq > 0 && l.own != nil && seq <= l.own.Load() {
+		return seq, nil, false
+	}
 	seq, evs := parsePayload(payload)
 	if seq == 0 {
 		return 0, nil, true
-	}
-	if l.own != nil && seq <= l.own.Load() {
-		return seq, nil, false
 	}
 	return seq, evs, true
 }

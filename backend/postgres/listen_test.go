@@ -97,7 +97,9 @@ func TestListenerPingsAfterSilenceAndReconnectsFromAHalfOpenConnection(t *testin
 	cfg.Host, cfg.Port = addr.IP.String(), uint16(addr.Port)
 
 	channel := "agentspace." + pgtest.RandomName("t_")
-	l := startListenerTimed(cfg, channel, testLogger(t), 100*time.Millisecond, 200*time.Millisecond)
+	l := newListener(cfg, channel, nil, testLogger(t))
+	l.ping, l.pingWait = 100*time.Millisecond, 200*time.Millisecond
+	l.start()
 	t.Cleanup(l.close)
 	waitSignal(ctx, t, l) // the signal after connecting
 	first := l.backendPID()

@@ -37,6 +37,9 @@ type readTx struct {
 type writeTx struct {
 	readTx
 	channel string
+	// notify is whether another store listens: when none does, a commit
+	// sends no NOTIFY (see registration).
+	notify bool
 	// seq is the event log's head: read after the writers' lock was taken
 	// and moved by this transaction's appends only (see AppendEvents).
 	seq int64

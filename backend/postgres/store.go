@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -26,9 +27,12 @@ type store struct {
 	// reads ask for them all the time. It names the schema: a batch is
 	// prepared before its set_config runs.
 	startRead string
-	// startWrite reads a writer's clock and head once it holds the lock
-	// (see lockWrite). It names the schema for the same reason.
+	// startWrite reads a writer's clock, the head, and whether another
+	// store listens, once it holds the lock (see lockWrite and
+	// registration). It names the schema for the same reason.
 	startWrite string
+	// id names the store in the listeners table.
+	id string
 	// early holds the reads of a hinted artifact and its lease, naming the
 	// schema for the same reason (see UpdateHinted).
 	early    artifactReads
@@ -59,10 +63,12 @@ func openStore(ctx context.Context, pool *pgxpool.Pool, ownPool bool, opts Optio
 		key:     lockKey(opts.Schema),
 		startRead: `SELECT set_config('search_path', $1, true), clock_timestamp(), seq, floor FROM ` +
 			pgx.Identifier{opts.Schema, "counters"}.Sanitize(),
-		startWrite: `SELECT clock_timestamp(), seq FROM ` + pgx.Identifier{opts.Schema, "counters"}.Sanitize(),
-		early:      newEarlyReads(opts.Schema),
-		channel:    channelName(opts.Schema),
-		log:        opts.Logger,
+		startWrite: `SELECT clock_timestamp(), seq, EXISTS (SELECT 1 FROM ` + pgx.Identifier{opts.Schema, "listeners"}.Sanitize() +
+			` WHERE store <> $1 AND expires_at > clock_timestamp()) FROM ` + pgx.Identifier{opts.Schema, "counters"}.Sanitize(),
+		id:      uuid.NewString(),
+		early:   newEarlyReads(opts.Schema),
+		channel: channelName(opts.Schema),
+		log:     opts.Logger,
 	}
 	// Migrations hold a session advisory lock and LISTEN needs a session:
 	// both go to ListenDSN when set, the pool's server otherwise.
@@ -77,18 +83,37 @@ func openStore(ctx context.Context, pool *pgxpool.Pool, ownPool bool, opts Optio
 		return nil, workspace.RedactError(err, opts.ListenDSN)
 	}
 	if !opts.NoListen {
-		s.listener = startListener(session, s.channel, &s.own, s.log)
+		s.listener = newListener(session, s.channel, newRegistration(opts.Schema, s.key, s.id, listenTTL), s.log)
+		s.listener.own = &s.own
 	}
 	return s, nil
 }
 
 // Changes implements workspace.Notifier. It is nil when LISTEN is off, and
-// the engine then polls.
+// the engine then polls. The first call starts the listener: lazy, when
+// Interest came first; else listening from then on.
 func (s *store) Changes() <-chan struct{} {
 	if s.listener == nil {
 		return nil
 	}
+	s.listener.start()
 	return s.listener.changes
+}
+
+// Interest implements workspace.LazyNotifier: the listener listens (and
+// other stores' writers notify) only while wanted reports true, and for
+// listenLinger after.
+func (s *store) Interest(wanted func() bool) {
+	if s.listener != nil {
+		s.listener.wanted = wanted
+	}
+}
+
+// Wake implements workspace.LazyNotifier.
+func (s *store) Wake() {
+	if s.listener != nil {
+		s.listener.poke()
+	}
 }
 
 // NotifiedHead implements workspace.HeadNotifier.
@@ -181,10 +206,11 @@ func (s *store) updateOnce(ctx context.Context, hints []workspace.ReadHint, fn f
 	b.Queue(beginWrite)
 	b.Queue(lockWrite, s.path, s.key)
 	var (
-		now  time.Time
-		head int64
+		now    time.Time
+		head   int64
+		notify bool
 	)
-	b.Queue(s.startWrite).QueryRow(func(row pgx.Row) error { return row.Scan(&now, &head) })
+	b.Queue(s.startWrite, s.id).QueryRow(func(row pgx.Row) error { return row.Scan(&now, &head, &notify) })
 	var early []*artifactAhead
 	for _, h := range hints[:min(len(hints), maxEarly)] {
 		if h.Artifact != (workspace.ArtifactRef{}) {
@@ -199,7 +225,7 @@ func (s *store) updateOnce(ctx context.Context, hints []workspace.ReadHint, fn f
 	}
 	pl := newPipeline(conn)
 	pl.early = early
-	tx := &writeTx{readTx: readTx{q: pl, pl: pl, now: clock(now)}, channel: s.channel, seq: head}
+	tx := &writeTx{readTx: readTx{q: pl, pl: pl, now: clock(now)}, channel: s.channel, notify: notify, seq: head}
 	if err := fn(tx); err != nil {
 		s.abort(conn)
 		return retryable(conn, err), err
