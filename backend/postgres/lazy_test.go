@@ -288,3 +288,42 @@ func schemaIn(t *testing.T, dsn string) string {
 	require.NoError(t, err)
 	return u.Query().Get("ws_schema")
 }
+
+// Waiters on a store that was not listening are woken by another store's
+// release and task creation: starting to wait starts the listening, and
+// the writer then notifies. Nothing here polls.
+func TestWaitersOnAStoreThatWasNotListeningAreWoken(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn := pgtest.NewDSN(t)
+	holder, _ := lazyHandle(t, dsn, time.Second, 20*time.Millisecond)
+	waiter, _ := lazyHandle(t, dsn, time.Second, 20*time.Millisecond)
+	admin := pgtest.Connect(t)
+
+	for round := range 5 {
+		lease, err := holder.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "role:lead", Owner: "holder", TTL: time.Hour})
+		require.NoError(t, err)
+		waitListeners(ctx, t, admin, dsn, 0) // the waiter's store is idle
+		got := make(chan error, 1)
+		go func() {
+			_, err := waiter.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "role:lead", Owner: "waiter", TTL: time.Hour, Wait: true})
+			got <- err
+		}()
+		waitListeners(ctx, t, admin, dsn, 1)
+		require.NoError(t, holder.Locks().Release(ctx, lease))
+		require.NoError(t, <-got, "round %d: the waiter took the released lease", round)
+		l, err := waiter.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "role:lead", Owner: "waiter", TTL: time.Hour})
+		require.NoError(t, err)
+		require.NoError(t, waiter.Locks().Release(ctx, l))
+
+		claimed := make(chan error, 1)
+		go func() {
+			_, err := waiter.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "waiter", Wait: true})
+			claimed <- err
+		}()
+		waitListeners(ctx, t, admin, dsn, 1)
+		_, err = holder.Tasks().Create(ctx, workspace.Write{Actor: "holder"}, workspace.NewTask{Title: fmt.Sprint("t", round)})
+		require.NoError(t, err)
+		require.NoError(t, <-claimed, "round %d: the waiter claimed the new task", round)
+	}
+}
