@@ -40,8 +40,8 @@ type job struct {
 	// request is refused rather than answered with the wrong result.
 	fingerprint string
 	prune       bool
-	// hint is the record the job's first op reads first, if known.
-	hint ReadHint
+	// hints are the records the job's ops read first, in op order.
+	hints []ReadHint
 	// apply runs the job's writes on x and records its results in the job.
 	apply func(ctx context.Context, x *exec) error
 
@@ -182,8 +182,10 @@ func (h *core) runGroup(ctx context.Context, group []*job) {
 	if hu, ok := h.st.(HintedUpdater); ok {
 		var hints []ReadHint
 		for _, j := range live {
-			if j.hint != (ReadHint{}) && !slices.Contains(hints, j.hint) {
-				hints = append(hints, j.hint)
+			for _, h := range j.hints {
+				if !slices.Contains(hints, h) {
+					hints = append(hints, h)
+				}
 			}
 		}
 		if len(hints) > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -162,7 +163,7 @@ func (h *handle) commit(ctx context.Context, opname string, b Batch) (BatchResul
 	}
 	prune := b.IdempotencyKey != "" && h.commits.Add(1)%64 == 1
 
-	j := &job{actor: b.Actor, prune: prune, hint: readHint(ops[0])}
+	j := &job{actor: b.Actor, prune: prune, hints: readHints(ops)}
 	if b.IdempotencyKey != "" {
 		j.idemKey, j.fingerprint = idemScope(b.Actor, b.IdempotencyKey), fingerprint(ops)
 	}
@@ -214,8 +215,25 @@ func readHint(op Op) ReadHint {
 		return ReadHint{Artifact: ArtifactRef{ID: o.Ref.ID, Name: o.Ref.Name}}
 	case CreateArtifactOp:
 		return ReadHint{Artifact: ArtifactRef{Name: o.Name}}
+	case PutNoteOp:
+		return ReadHint{NoteKind: o.Kind, NoteKey: o.Key}
+	case DeleteNoteOp:
+		return ReadHint{NoteKind: o.Kind, NoteKey: o.Key}
+	case UpdateTaskOp:
+		return ReadHint{Task: o.ID}
 	}
 	return ReadHint{}
+}
+
+// readHints names the records ops read first, each op's, in op order.
+func readHints(ops []Op) []ReadHint {
+	var hints []ReadHint
+	for _, op := range ops {
+		if h := readHint(op); h != (ReadHint{}) && !slices.Contains(hints, h) {
+			hints = append(hints, h)
+		}
+	}
+	return hints
 }
 
 func opMessage(op Op) string {

@@ -28,10 +28,13 @@ type Store interface {
 	Close() error
 }
 
-// ReadHint names the record a write transaction will most likely read
-// first: the one its first op writes.
+// ReadHint names a record a write transaction will most likely read: one
+// its ops write. One of its fields is set.
 type ReadHint struct {
 	Artifact ArtifactRef // by ID or by name, as the op names it
+	NoteKind string      // with NoteKey: a note
+	NoteKey  string
+	Task     string // a task's ID
 }
 
 // HintedUpdater is an optional Store capability: UpdateHinted is Update for

@@ -131,3 +131,90 @@ func TestHintedReadsAheadGoStaleWithWrites(t *testing.T) {
 		return nil
 	}))
 }
+
+// Notes and tasks are read ahead as artifacts are: a batch that writes an
+// artifact, two notes and a task costs two round trips, and a write of a
+// note, a task or its lease drops its read ahead, so that the reads that
+// follow see the write.
+func TestHintedNotesAndTasksAreReadAheadAndGoStaleWithWrites(t *testing.T) {
+	ctx := context.Background()
+	st, rt, arts := earlyStore(t, 1)
+	ws := workspace.New(st, workspace.Options{})
+	t.Cleanup(func() { _ = ws.Close() })
+	w := workspace.Write{Actor: "ann"}
+	task, err := ws.Tasks().Create(ctx, w, workspace.NewTask{Title: "t"})
+	require.NoError(t, err)
+	for _, k := range []string{"k1", "k2", "k3"} {
+		_, err := ws.Notes().Put(ctx, w, workspace.NotePut{Kind: "decision", Key: k, Body: "v1"})
+		require.NoError(t, err)
+	}
+	note := func(k string) workspace.ReadHint { return workspace.ReadHint{NoteKind: "decision", NoteKey: k} }
+	hints := []workspace.ReadHint{{Artifact: workspace.ArtifactRef{Name: arts[0].Name}}, note("k1"), note("k2"), note("k3"), {Task: task.ID}}
+
+	batch := func(tx workspace.Tx) error {
+		a, err := tx.Artifact(ctx, hints[0].Artifact)
+		require.NoError(t, err)
+		require.NoError(t, tx.PutArtifact(ctx, next(a, tx.Now()), nil))
+		for _, k := range []string{"k1", "k2"} {
+			n, err := tx.Note(ctx, "decision", k)
+			require.NoError(t, err)
+			_, err = tx.Lease(ctx, "note:decision/"+k)
+			require.ErrorIs(t, err, workspace.ErrNotFound)
+			n.Version++
+			require.NoError(t, tx.PutNote(ctx, n))
+		}
+		got, err := tx.Task(ctx, task.ID)
+		require.NoError(t, err)
+		_, err = tx.Lease(ctx, "task:"+task.ID)
+		require.ErrorIs(t, err, workspace.ErrNotFound)
+		got.Version++
+		return tx.PutTask(ctx, got)
+	}
+	require.NoError(t, st.UpdateHinted(ctx, hints, batch)) // prepares the statements
+	before := rt.N.Load()
+	require.NoError(t, st.UpdateHinted(ctx, hints, batch))
+	assert.Equal(t, int64(2), rt.N.Load()-before, "the lock with the reads ahead, then the writes with the commit")
+
+	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
+		now := tx.Now()
+		// Written before their reads: the reads see the writes.
+		n := workspace.Note{Kind: "decision", Key: "k1", Body: "written", Author: "bob", Version: 9, CreatedAt: now, UpdatedAt: now, UpdatedBy: "bob"}
+		require.NoError(t, tx.PutNote(ctx, n))
+		got, err := tx.Note(ctx, "decision", "k1")
+		require.NoError(t, err)
+		assert.Equal(t, "written", got.Body)
+
+		require.NoError(t, tx.DeleteNote(ctx, "decision", "k2"))
+		_, err = tx.Note(ctx, "decision", "k2")
+		require.ErrorIs(t, err, workspace.ErrNotFound, "deleted after it was read ahead")
+
+		lease := workspace.Lease{Resource: "note:decision/k3", Owner: "carol", Token: 3, AcquiredAt: now, ExpiresAt: now.Add(time.Minute)}
+		require.NoError(t, tx.PutLease(ctx, lease))
+		_, err = tx.Note(ctx, "decision", "k3")
+		require.NoError(t, err)
+		l, err := tx.Lease(ctx, "note:decision/k3")
+		require.NoError(t, err, "the lease written after the read ahead")
+		assert.Equal(t, "carol", l.Owner)
+
+		tk, err := tx.Task(ctx, task.ID) // the read ahead, untouched
+		require.NoError(t, err)
+		tk.Title, tk.Version = "renamed", tk.Version+1
+		require.NoError(t, tx.PutTask(ctx, tk))
+		again, err := tx.Task(ctx, task.ID)
+		require.NoError(t, err)
+		assert.Equal(t, "renamed", again.Title)
+		return nil
+	}))
+
+	// A task written before its read ahead is taken.
+	require.NoError(t, st.UpdateHinted(ctx, hints[4:], func(tx workspace.Tx) error {
+		tk, err := tx.ReadyTask(ctx, workspace.ClaimRequest{Actor: "ann"})
+		require.NoError(t, err)
+		tk.Title, tk.Version = "claimed", tk.Version+1
+		require.NoError(t, tx.PutTask(ctx, tk))
+		got, err := tx.Task(ctx, task.ID)
+		require.NoError(t, err)
+		assert.Equal(t, "claimed", got.Title)
+		return nil
+	}))
+}

@@ -25,17 +25,19 @@ type pipeline struct {
 	// ahead is a lease row read in the same round trip as the record it
 	// guards (see leaseAhead); any queued statement drops it.
 	ahead *leaseAhead
-	// early are the artifacts a hinted transaction read as it started (see
-	// store.UpdateHinted), each taken once; a write that changes an
-	// artifact or a lease drops those it touches (dropEarly).
-	early []*artifactAhead
+	// early are the records a hinted transaction read as it started (see
+	// store.UpdateHinted), each taken once; a write that changes a record
+	// or a lease drops those it touches (dropEarly, dropEarlyHint).
+	early []*earlyRead
 }
 
-// artifactAhead is an artifact row read before it was asked for, with the
-// lease that guards it.
-type artifactAhead struct {
-	ref      workspace.ArtifactRef
+// earlyRead is a record read before it was asked for, as its hint names
+// it (an artifact, a note or a task), with the lease that guards it.
+type earlyRead struct {
+	hint     workspace.ReadHint
 	artifact workspace.Artifact
+	note     workspace.Note
+	task     workspace.Task
 	err      error
 	lease    leaseAhead
 }
@@ -65,11 +67,17 @@ func (p *pipeline) Exec(_ context.Context, sql string, args ...any) (pgconn.Comm
 // create or rename an artifact to it), and of the lease named resource.
 // Empty arguments match nothing.
 func (p *pipeline) dropEarly(id, name, resource string) {
-	p.early = slices.DeleteFunc(p.early, func(e *artifactAhead) bool {
-		return id != "" && (e.ref.ID == id || (e.err == nil && e.artifact.ID == id)) ||
-			name != "" && e.ref.Name == name ||
+	p.early = slices.DeleteFunc(p.early, func(e *earlyRead) bool {
+		return id != "" && (e.hint.Artifact.ID == id || (e.err == nil && e.artifact.ID == id)) ||
+			name != "" && e.hint.Artifact.Name == name ||
 			resource != "" && e.lease.resource == resource
 	})
+}
+
+// dropEarlyHint drops the early read of the note or task h names: a write
+// of it makes it stale.
+func (p *pipeline) dropEarlyHint(h workspace.ReadHint) {
+	p.early = slices.DeleteFunc(p.early, func(e *earlyRead) bool { return e.hint == h })
 }
 
 // queue queues a statement that changes no row (a savepoint's), keeping

@@ -156,7 +156,7 @@ func (t *readTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (works
 		a, err = scanArtifact(row)
 		return err
 	}
-	if e := t.takeEarly(ref); e != nil {
+	if e := t.takeEarly(workspace.ReadHint{Artifact: ref}); e != nil {
 		if e.lease.resource != "" {
 			t.pl.ahead = &e.lease
 		}
@@ -319,6 +319,15 @@ const (
 )
 
 func (t *readTx) Task(ctx context.Context, id string) (workspace.Task, error) {
+	if e := t.takeEarly(workspace.ReadHint{Task: id}); e != nil {
+		if e.lease.resource != "" {
+			t.pl.ahead = &e.lease
+		}
+		if e.err != nil {
+			return e.task, notFound("task", e.err)
+		}
+		return e.task, nil
+	}
 	var task workspace.Task
 	err := t.readGuarded(ctx, taskByID, []any{id}, func(row pgx.Row) (err error) {
 		task, err = scanTask(row)
@@ -377,6 +386,7 @@ func (t *writeTx) PutTask(ctx context.Context, task workspace.Task) error {
 	if !task.LeaseExpiresAt.IsZero() {
 		lease = &task.LeaseExpiresAt
 	}
+	t.pl.dropEarlyHint(workspace.ReadHint{Task: task.ID})
 	_, err = t.q.Exec(ctx, putTask, task.ID, task.Title, task.Description, string(task.Status), task.Assignee,
 		task.ParentID, deps, task.Priority, labelsJSON(task.Labels), string(result), task.Attempts, lease,
 		task.Version, task.CreatedAt, task.CreatedBy, task.UpdatedAt, task.UpdatedBy)
@@ -410,6 +420,15 @@ const (
 )
 
 func (t *readTx) Note(ctx context.Context, kind, key string) (workspace.Note, error) {
+	if e := t.takeEarly(workspace.ReadHint{NoteKind: kind, NoteKey: key}); e != nil {
+		if e.lease.resource != "" {
+			t.pl.ahead = &e.lease
+		}
+		if e.err != nil {
+			return e.note, notFound("note", e.err)
+		}
+		return e.note, nil
+	}
 	var n workspace.Note
 	err := t.readGuarded(ctx, noteByKey, []any{kind, key}, func(row pgx.Row) (err error) {
 		n, err = scanNote(row)
@@ -431,6 +450,7 @@ func (t *readTx) ListNotes(ctx context.Context, q workspace.NoteQuery) ([]worksp
 }
 
 func (t *writeTx) PutNote(ctx context.Context, n workspace.Note) error {
+	t.pl.dropEarlyHint(workspace.ReadHint{NoteKind: n.Kind, NoteKey: n.Key})
 	_, err := t.q.Exec(ctx, putNote, n.Kind, n.Key, n.Title, n.Body, n.Author, n.Version, n.CreatedAt, n.UpdatedAt, n.UpdatedBy)
 	if err != nil {
 		return fmt.Errorf("postgres: put note %s/%s: %w", n.Kind, n.Key, err)
@@ -439,6 +459,7 @@ func (t *writeTx) PutNote(ctx context.Context, n workspace.Note) error {
 }
 
 func (t *writeTx) DeleteNote(ctx context.Context, kind, key string) error {
+	t.pl.dropEarlyHint(workspace.ReadHint{NoteKind: kind, NoteKey: key})
 	if _, err := t.q.Exec(ctx, deleteNote, kind, key); err != nil {
 		return fmt.Errorf("postgres: delete note %s/%s: %w", kind, key, err)
 	}
@@ -490,12 +511,13 @@ func (t *readTx) readGuarded(ctx context.Context, sql string, args []any, scan f
 	return scanErr
 }
 
-// takeEarly returns the artifact read ahead for ref, once, if there is one.
-func (t *readTx) takeEarly(ref workspace.ArtifactRef) *artifactAhead {
+// takeEarly returns the record read ahead for h, once, if there is one,
+// and keeps its lease for the Lease call that follows.
+func (t *readTx) takeEarly(h workspace.ReadHint) *earlyRead {
 	if t.pl == nil || t.snapshot {
 		return nil
 	}
-	i := slices.IndexFunc(t.pl.early, func(e *artifactAhead) bool { return e.ref == ref })
+	i := slices.IndexFunc(t.pl.early, func(e *earlyRead) bool { return e.hint == h })
 	if i < 0 {
 		return nil
 	}
@@ -514,17 +536,28 @@ var artifactReadsHere = artifactReads{
 	byName: artifactByName, byID: artifactByID, lease: leaseByResource, leaseOfArtifact: leaseOfArtifact,
 }
 
-// newEarlyReads returns the reads with the tables named in their schema:
+// earlyReads are the reads of hinted records: an artifact's (as Artifact
+// reads it), a note's and a task's, with their tables named in their schema:
 // a hinted transaction queues them in the batch that sets the search_path,
 // and a batch is prepared before it runs.
-func newEarlyReads(schema string) artifactReads {
+type earlyReads struct {
+	artifactReads
+	note, task string
+}
+
+func newEarlyReads(schema string) earlyReads {
 	q := strings.NewReplacer(
 		" FROM artifacts", " FROM "+pgx.Identifier{schema, "artifacts"}.Sanitize(),
 		" FROM leases", " FROM "+pgx.Identifier{schema, "leases"}.Sanitize(),
+		" FROM notes", " FROM "+pgx.Identifier{schema, "notes"}.Sanitize(),
+		" FROM tasks", " FROM "+pgx.Identifier{schema, "tasks"}.Sanitize(),
 	)
 	r := artifactReadsHere
-	return artifactReads{byName: q.Replace(r.byName), byID: q.Replace(r.byID),
-		lease: q.Replace(r.lease), leaseOfArtifact: q.Replace(r.leaseOfArtifact)}
+	return earlyReads{
+		artifactReads: artifactReads{byName: q.Replace(r.byName), byID: q.Replace(r.byID),
+			lease: q.Replace(r.lease), leaseOfArtifact: q.Replace(r.leaseOfArtifact)},
+		note: q.Replace(noteByKey), task: q.Replace(taskByID),
+	}
 }
 
 // artifactRead is one artifact's read: its row's query and its lease's.
@@ -553,21 +586,55 @@ func artifactLeaseName(ref workspace.ArtifactRef, a workspace.Artifact, found bo
 
 // queue queues on b the reads of the artifact ref names and of its lease,
 // as Artifact does them, keeping the outcome in e.
-func (r artifactReads) queue(b *pgx.Batch, ref workspace.ArtifactRef, e *artifactAhead) {
-	e.ref = ref
-	rd := r.of(ref)
-	b.Queue(rd.sql, rd.arg).QueryRow(func(row pgx.Row) error {
-		e.artifact, e.err = scanArtifact(row)
-		return exceptNoRows(e.err)
-	})
-	b.Queue(rd.leaseSQL, rd.leaseArg).QueryRow(func(row pgx.Row) error {
+func (r earlyReads) queue(b *pgx.Batch, h workspace.ReadHint) *earlyRead {
+	e := &earlyRead{hint: h}
+	var (
+		leaseArg string
+		resource func() string
+	)
+	switch {
+	case h.Artifact != (workspace.ArtifactRef{}):
+		rd := r.of(h.Artifact)
+		b.Queue(rd.sql, rd.arg).QueryRow(func(row pgx.Row) error {
+			e.artifact, e.err = scanArtifact(row)
+			return exceptNoRows(e.err)
+		})
+		leaseSQL, arg := rd.leaseSQL, rd.leaseArg
+		b.Queue(leaseSQL, arg).QueryRow(func(row pgx.Row) error {
+			e.lease.lease, e.lease.err = scanLease(row)
+			if err := exceptNoRows(e.lease.err); err != nil {
+				return err
+			}
+			e.lease.resource = artifactLeaseName(h.Artifact, e.artifact, e.err == nil)
+			return nil
+		})
+		return e
+	case h.NoteKind != "" || h.NoteKey != "":
+		b.Queue(r.note, h.NoteKind, h.NoteKey).QueryRow(func(row pgx.Row) error {
+			e.note, e.err = scanNote(row)
+			return exceptNoRows(e.err)
+		})
+		leaseArg = noteResource(h.NoteKind, h.NoteKey)
+		resource = func() string { return leaseArg }
+	case h.Task != "":
+		b.Queue(r.task, h.Task).QueryRow(func(row pgx.Row) error {
+			e.task, e.err = scanTask(row)
+			return exceptNoRows(e.err)
+		})
+		leaseArg = taskResource(h.Task)
+		resource = func() string { return leaseArg }
+	default:
+		return nil
+	}
+	b.Queue(r.lease, leaseArg).QueryRow(func(row pgx.Row) error {
 		e.lease.lease, e.lease.err = scanLease(row)
 		if err := exceptNoRows(e.lease.err); err != nil {
 			return err
 		}
-		e.lease.resource = artifactLeaseName(ref, e.artifact, e.err == nil)
+		e.lease.resource = resource()
 		return nil
 	})
+	return e
 }
 
 // exceptNoRows is err unless it says that there was no row.

@@ -33,9 +33,9 @@ type store struct {
 	startWrite string
 	// id names the store in the listeners table.
 	id string
-	// early holds the reads of a hinted artifact and its lease, naming the
+	// early holds the reads of a hinted record and its lease, naming the
 	// schema for the same reason (see UpdateHinted).
-	early    artifactReads
+	early    earlyReads
 	channel  string // the NOTIFY channel
 	listener *listener
 	own      atomic.Int64 // the last seq this store committed
@@ -149,15 +149,15 @@ func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) erro
 	return s.retry(ctx, "update", func() (bool, error) { return s.updateOnce(ctx, nil, fn) })
 }
 
-// UpdateHinted implements workspace.HintedUpdater: the hinted artifacts
-// (at most maxEarly) and their leases are read in the round trip that takes
-// the writers' lock, after it, so the reads of a group's ops cost no round
-// trips of their own.
+// UpdateHinted implements workspace.HintedUpdater: the hinted records
+// (artifacts, notes and tasks, at most maxEarly) and their leases are read
+// in the round trip that takes the writers' lock, after it, so the reads of
+// a group's ops cost no round trips of their own.
 func (s *store) UpdateHinted(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.Tx) error) error {
 	return s.retry(ctx, "update", func() (bool, error) { return s.updateOnce(ctx, hints, fn) })
 }
 
-// maxEarly bounds the artifacts a transaction reads ahead.
+// maxEarly bounds the records a transaction reads ahead.
 const maxEarly = 32
 
 // View runs fn in a REPEATABLE READ READ ONLY transaction: one snapshot.
@@ -211,11 +211,9 @@ func (s *store) updateOnce(ctx context.Context, hints []workspace.ReadHint, fn f
 		notify bool
 	)
 	b.Queue(s.startWrite, s.id).QueryRow(func(row pgx.Row) error { return row.Scan(&now, &head, &notify) })
-	var early []*artifactAhead
+	var early []*earlyRead
 	for _, h := range hints[:min(len(hints), maxEarly)] {
-		if h.Artifact != (workspace.ArtifactRef{}) {
-			e := &artifactAhead{}
-			s.early.queue(b, h.Artifact, e)
+		if e := s.early.queue(b, h); e != nil {
 			early = append(early, e)
 		}
 	}
