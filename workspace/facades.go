@@ -12,7 +12,12 @@ import (
 // writers by group commit) and appends its events; it is the path of writes
 // that are not batch ops (claims, leases).
 func (h *handle) run(ctx context.Context, opname, actor string, fn func(x *exec) error) error {
-	j := &job{actor: actor}
+	return h.runHinted(ctx, opname, actor, nil, fn)
+}
+
+// runHinted is run for a job that will likely read the hints' records.
+func (h *handle) runHinted(ctx context.Context, opname, actor string, hints []ReadHint, fn func(x *exec) error) error {
+	j := &job{actor: actor, hints: hints}
 	j.apply = func(ctx context.Context, x *exec) error {
 		err := fn(x)
 		// A failed IfVersion (a heartbeat's) is recorded, as in Commit.
@@ -219,10 +224,11 @@ func (t tasks) Claim(ctx context.Context, r ClaimRequest) (Task, error) {
 	if err := checkOptionalID("parent id", r.ParentID); err != nil {
 		return Task{}, err
 	}
+	hints := []ReadHint{{Claim: &r}}
 	for {
 		wake := t.h.hub.watch()
 		var out Task
-		err := t.h.run(ctx, "tasks.claim", r.Actor, func(x *exec) error {
+		err := t.h.runHinted(ctx, "tasks.claim", r.Actor, hints, func(x *exec) error {
 			var err error
 			out, err = x.claim(ctx, r)
 			return err

@@ -35,6 +35,9 @@ type ReadHint struct {
 	NoteKind string      // with NoteKey: a note
 	NoteKey  string
 	Task     string // a task's ID
+	// Claim is a claim's first reads: the lapsed claims it reaps and the
+	// ready task it would take, as they are when the transaction starts.
+	Claim *ClaimRequest
 }
 
 // HintedUpdater is an optional Store capability: UpdateHinted is Update for

@@ -39,13 +39,15 @@
 // next read or its COMMIT. The event append is queued as well: the writer
 // knows the seqs it hands out from the head it read under the lock. A
 // record's read in a write also reads the lease that guards it, and the
-// artifacts a transaction's ops write (every op of a group commit, up to
-// 32) are read, with their leases, in the round trip that takes the lock
+// artifacts, notes and tasks a transaction's ops write (every op of a
+// group commit, up to 32), with their leases, and a claim's lapsed claims
+// and ready task, are read in the round trip that takes the lock
 // (workspace.HintedUpdater); a write drops only the reads ahead it makes
-// stale. So an artifact write takes two round trips, the lock with the
-// reads and the COMMIT, however many ops share the transaction, and
-// another single-record write three. The claim query runs with enable_sort off for its statement, so
-// that it walks the ready index even when the table has no statistics.
+// stale (any task's write those of a claim). So a write of artifacts,
+// notes and tasks, or a claim, takes two round trips, the lock with the
+// reads and the COMMIT, however many ops share the transaction. The claim
+// query runs with enable_sort off for its statement, so that it walks the
+// ready index even when the table has no statistics.
 // A failed Update (a serialization failure, a deadlock, a connection lost
 // before the COMMIT was sent) is run again, a bounded number of times.
 //

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -215,6 +216,74 @@ func TestHintedNotesAndTasksAreReadAheadAndGoStaleWithWrites(t *testing.T) {
 		got, err := tx.Task(ctx, task.ID)
 		require.NoError(t, err)
 		assert.Equal(t, "claimed", got.Title)
+		return nil
+	}))
+}
+
+// A claim's lapsed claims and ready task are read ahead with the lock: the
+// lapsed ones are those lapsed by the transaction's clock, not the later
+// one they were read by, and the ready task is read again once a task was
+// written (a reaped claim, an earlier op's write).
+func TestHintedClaimReadsAheadExactlyWhatItWouldRead(t *testing.T) {
+	ctx := context.Background()
+	st, _, _ := earlyStore(t, 0)
+	ws := workspace.New(st, workspace.Options{})
+	t.Cleanup(func() { _ = ws.Close() })
+	w := workspace.Write{Actor: "ann"}
+	var ids []string
+	for i := range 4 {
+		task, err := ws.Tasks().Create(ctx, w, workspace.NewTask{Title: fmt.Sprint("t", i), Priority: 10 - i})
+		require.NoError(t, err)
+		ids = append(ids, task.ID)
+	}
+	// Two claimed tasks whose claims lapsed a minute and a second ago.
+	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+		for i, ago := range []time.Duration{time.Minute, time.Second} {
+			task, err := tx.Task(ctx, ids[i])
+			require.NoError(t, err)
+			task.Status, task.Assignee, task.LeaseExpiresAt, task.Version = workspace.TaskInProgress, "old", tx.Now().Add(-ago), task.Version+1
+			require.NoError(t, tx.PutTask(ctx, task))
+		}
+		return nil
+	}))
+	req := workspace.ClaimRequest{Actor: "bob"}
+	hints := []workspace.ReadHint{{Claim: &req}}
+
+	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
+		// Asked as of 30 s ago, only the claim lapsed a minute ago counts.
+		lapsed, err := tx.ExpiredClaims(ctx, tx.Now().Add(-30*time.Second), 100)
+		require.NoError(t, err)
+		require.Len(t, lapsed, 1)
+		assert.Equal(t, ids[0], lapsed[0].ID)
+		// No task written: the ready task read ahead is the answer.
+		ready, err := tx.ReadyTask(ctx, req)
+		require.NoError(t, err)
+		assert.Equal(t, ids[2], ready.ID)
+		return nil
+	}))
+
+	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
+		lapsed, err := tx.ExpiredClaims(ctx, tx.Now(), 1)
+		require.NoError(t, err)
+		require.Len(t, lapsed, 1, "the limit holds")
+		assert.Equal(t, ids[0], lapsed[0].ID, "oldest first")
+		// The reaped task is pending again and the best: the ready task is read anew.
+		reaped := lapsed[0]
+		reaped.Status, reaped.Assignee, reaped.LeaseExpiresAt, reaped.Version = workspace.TaskPending, "", time.Time{}, reaped.Version+1
+		require.NoError(t, tx.PutTask(ctx, reaped))
+		ready, err := tx.ReadyTask(ctx, req)
+		require.NoError(t, err)
+		assert.Equal(t, ids[0], ready.ID)
+		return nil
+	}))
+
+	// Another claim's request is not answered from this one's read.
+	other := workspace.ClaimRequest{Actor: "bob", Labels: map[string]string{"team": "none"}}
+	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
+		_, err := tx.ExpiredClaims(ctx, tx.Now(), 100)
+		require.NoError(t, err)
+		_, err = tx.ReadyTask(ctx, other)
+		require.ErrorIs(t, err, workspace.ErrNotFound)
 		return nil
 	}))
 }

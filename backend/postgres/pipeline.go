@@ -37,9 +37,14 @@ type earlyRead struct {
 	hint     workspace.ReadHint
 	artifact workspace.Artifact
 	note     workspace.Note
-	task     workspace.Task
+	task     workspace.Task // also a claim's ready task
 	err      error
 	lease    leaseAhead
+	// A claim's: the tasks whose claims had lapsed by a clock no earlier
+	// than the transaction's, at most earlyLapsed of them (expiredTaken
+	// once ExpiredClaims has used them).
+	expired      []workspace.Task
+	expiredTaken bool
 }
 
 // leaseAhead is the lease of resource as read ahead, or err (ErrNoRows).
@@ -75,9 +80,12 @@ func (p *pipeline) dropEarly(id, name, resource string) {
 }
 
 // dropEarlyHint drops the early read of the note or task h names: a write
-// of it makes it stale.
+// of it makes it stale. A task's write also drops a claim's reads, whose
+// answers any task's write may change.
 func (p *pipeline) dropEarlyHint(h workspace.ReadHint) {
-	p.early = slices.DeleteFunc(p.early, func(e *earlyRead) bool { return e.hint == h })
+	p.early = slices.DeleteFunc(p.early, func(e *earlyRead) bool {
+		return e.hint == h || h.Task != "" && e.hint.Claim != nil
+	})
 }
 
 // queue queues a statement that changes no row (a savepoint's), keeping

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -308,6 +309,13 @@ const (
 	expiredClaims = `SELECT ` + taskCols + ` FROM tasks
 		WHERE status = 'in_progress' AND lease_expires_at <= $1
 		ORDER BY lease_expires_at, id LIMIT $2`
+	// lapsedNow is expiredClaims by the statement's clock, for a claim's
+	// read ahead: it runs after the transaction's clock was read, so it
+	// finds every claim lapsed by then, and perhaps a few more (see
+	// ExpiredClaims).
+	lapsedNow = `SELECT ` + taskCols + ` FROM tasks
+		WHERE status = 'in_progress' AND lease_expires_at <= clock_timestamp()
+		ORDER BY lease_expires_at, id LIMIT $1`
 	putTask = `INSERT INTO tasks (` + taskCols + `)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11, $12, $13, $14, $15, $16, $17)
 		ON CONFLICT (id) DO UPDATE SET title = EXCLUDED.title, description = EXCLUDED.description,
@@ -349,6 +357,12 @@ func (t *readTx) ListTasks(ctx context.Context, f workspace.TaskFilter) ([]works
 }
 
 func (t *readTx) ReadyTask(ctx context.Context, r workspace.ClaimRequest) (workspace.Task, error) {
+	if e := t.takeClaim(r); e != nil {
+		if e.err != nil {
+			return e.task, notFound("ready task", e.err)
+		}
+		return e.task, nil
+	}
 	// Queued: they go in the read's round trip, or the next one.
 	_, _ = t.pl.Exec(ctx, sortsOff)
 	task, err := scanTask(t.q.QueryRow(ctx, readyTask, r.ParentID, labelsJSON(r.Labels)))
@@ -365,6 +379,15 @@ func (t *readTx) ReadyTask(ctx context.Context, r workspace.ClaimRequest) (works
 }
 
 func (t *readTx) ExpiredClaims(ctx context.Context, now time.Time, limit int) ([]workspace.Task, error) {
+	if e := t.earlyClaim(); e != nil && !e.expiredTaken && limit <= earlyLapsed {
+		e.expiredTaken = true
+		// They were read by a clock no earlier than now, ordered by
+		// expiry: those lapsed by now are a prefix of them, and the first
+		// limit of the lapsed claims whether or not earlyLapsed cut the
+		// read short.
+		kept := slices.DeleteFunc(slices.Clone(e.expired), func(task workspace.Task) bool { return task.LeaseExpiresAt.After(now) })
+		return kept[:min(limit, len(kept))], nil
+	}
 	rows, err := t.q.Query(ctx, expiredClaims, now, limit)
 	out, err := collect(rows, err, scanTask)
 	if err != nil {
@@ -526,6 +549,39 @@ func (t *readTx) takeEarly(h workspace.ReadHint) *earlyRead {
 	return e
 }
 
+// earlyLapsed is how many lapsed claims a claim's read ahead fetches: what
+// the engine asks ExpiredClaims for.
+const earlyLapsed = 100
+
+// earlyClaim returns the claim's reads ahead, if the transaction has them
+// and no task was written since they were read.
+func (t *readTx) earlyClaim() *earlyRead {
+	if t.pl == nil || t.snapshot {
+		return nil
+	}
+	i := slices.IndexFunc(t.pl.early, func(e *earlyRead) bool { return e.hint.Claim != nil })
+	if i < 0 {
+		return nil
+	}
+	return t.pl.early[i]
+}
+
+// takeClaim returns, once, the claim's reads ahead if they are of a claim
+// like r, after its lapsed claims were asked for.
+func (t *readTx) takeClaim(r workspace.ClaimRequest) *earlyRead {
+	e := t.earlyClaim()
+	if e == nil || !e.expiredTaken || !sameClaim(*e.hint.Claim, r) {
+		return nil
+	}
+	t.pl.early = slices.DeleteFunc(t.pl.early, func(x *earlyRead) bool { return x == e })
+	return e
+}
+
+// sameClaim reports whether a and b ask for the same ready task.
+func sameClaim(a, b workspace.ClaimRequest) bool {
+	return a.ParentID == b.ParentID && maps.Equal(a.Labels, b.Labels)
+}
+
 // artifactReads are Artifact's reads of an artifact and of its lease.
 type artifactReads struct {
 	byName, byID, lease, leaseOfArtifact string
@@ -542,7 +598,7 @@ var artifactReadsHere = artifactReads{
 // and a batch is prepared before it runs.
 type earlyReads struct {
 	artifactReads
-	note, task string
+	note, task, lapsed, ready string
 }
 
 func newEarlyReads(schema string) earlyReads {
@@ -557,6 +613,7 @@ func newEarlyReads(schema string) earlyReads {
 		artifactReads: artifactReads{byName: q.Replace(r.byName), byID: q.Replace(r.byID),
 			lease: q.Replace(r.lease), leaseOfArtifact: q.Replace(r.leaseOfArtifact)},
 		note: q.Replace(noteByKey), task: q.Replace(taskByID),
+		lapsed: q.Replace(lapsedNow), ready: q.Replace(readyTask),
 	}
 }
 
@@ -616,6 +673,19 @@ func (r earlyReads) queue(b *pgx.Batch, h workspace.ReadHint) *earlyRead {
 		})
 		leaseArg = noteResource(h.NoteKind, h.NoteKey)
 		resource = func() string { return leaseArg }
+	case h.Claim != nil:
+		b.Queue(r.lapsed, earlyLapsed).Query(func(rows pgx.Rows) error {
+			var err error
+			e.expired, err = collect(rows, nil, scanTask)
+			return err
+		})
+		b.Queue(sortsOff)
+		b.Queue(r.ready, h.Claim.ParentID, labelsJSON(h.Claim.Labels)).QueryRow(func(row pgx.Row) error {
+			e.task, e.err = scanTask(row)
+			return exceptNoRows(e.err)
+		})
+		b.Queue(sortsBack)
+		return e
 	case h.Task != "":
 		b.Queue(r.task, h.Task).QueryRow(func(row pgx.Row) error {
 			e.task, e.err = scanTask(row)

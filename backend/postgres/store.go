@@ -212,7 +212,15 @@ func (s *store) updateOnce(ctx context.Context, hints []workspace.ReadHint, fn f
 	)
 	b.Queue(s.startWrite, s.id).QueryRow(func(row pgx.Row) error { return row.Scan(&now, &head, &notify) })
 	var early []*earlyRead
+	claims := 0
 	for _, h := range hints[:min(len(hints), maxEarly)] {
+		if h.Claim != nil {
+			// Whichever claim comes first writes a task, which makes
+			// every other claim's reads stale: read ahead for one.
+			if claims++; claims > 1 {
+				continue
+			}
+		}
 		if e := s.early.queue(b, h); e != nil {
 			early = append(early, e)
 		}
