@@ -323,6 +323,15 @@ func (s countingStore) UpdateHinted(ctx context.Context, hints []workspace.ReadH
 	return hu.UpdateHinted(ctx, hints, fn)
 }
 
+// ViewHinted keeps the HintedViewer capability of the store it counts
+// (reads are not counted).
+func (s countingStore) ViewHinted(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.ReadTx) error) error {
+	if hv, ok := s.Store.(workspace.HintedViewer); ok {
+		return hv.ViewHinted(ctx, hints, fn)
+	}
+	return s.Store.View(ctx, fn)
+}
+
 // notifyingStore keeps the Notifier capability of the store it counts.
 type notifyingStore struct {
 	countingStore

@@ -53,8 +53,12 @@ func (a artifacts) Get(ctx context.Context, ref ArtifactRef) (Artifact, error) {
 	if err := checkRef(ref); err != nil {
 		return Artifact{}, err
 	}
+	var hints []ReadHint
+	if ref.Version == 0 {
+		hints = []ReadHint{{Artifact: ArtifactRef{ID: ref.ID, Name: ref.Name}, Content: true}}
+	}
 	var out Artifact
-	err := a.h.view(ctx, "artifacts.get", func(tx ReadTx) error {
+	err := a.h.viewHinted(ctx, "artifacts.get", hints, func(tx ReadTx) error {
 		var err error
 		if ref.ID != "" && ref.Version != 0 {
 			out, err = tx.ArtifactVersion(ctx, ref.ID, ref.Version)

@@ -105,13 +105,21 @@ func (h *handle) alive() error {
 
 // view runs fn on a read snapshot, with the closed check and error wrapping.
 func (h *handle) view(ctx context.Context, op string, fn func(tx ReadTx) error) error {
+	return h.viewHinted(ctx, op, nil, fn)
+}
+
+// viewHinted is view for a read of the hints' records (see HintedViewer).
+func (h *handle) viewHinted(ctx context.Context, op string, hints []ReadHint, fn func(tx ReadTx) error) error {
 	if err := h.alive(); err != nil {
 		return err
 	}
-	if err := h.st.View(ctx, fn); err != nil {
-		return wrapErr(op, err)
+	var err error
+	if hv, ok := h.st.(HintedViewer); ok && len(hints) > 0 {
+		err = hv.ViewHinted(ctx, hints, fn)
+	} else {
+		err = h.st.View(ctx, fn)
 	}
-	return nil
+	return wrapErr(op, err)
 }
 
 // wrapErr prefixes err with the operation unless it is one of our own typed

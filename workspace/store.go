@@ -32,7 +32,10 @@ type Store interface {
 // its ops write. One of its fields is set.
 type ReadHint struct {
 	Artifact ArtifactRef // by ID or by name, as the op names it
-	NoteKind string      // with NoteKey: a note
+	// Content, with Artifact, is for a read (ViewHinted): the head's
+	// content will be read too.
+	Content  bool
+	NoteKind string // with NoteKey: a note
 	NoteKey  string
 	Task     string // a task's ID
 	// Claim is a claim's first reads: the lapsed claims it reaps and the
@@ -49,6 +52,16 @@ type ReadHint struct {
 // since the transaction began has touched it.
 type HintedUpdater interface {
 	UpdateHinted(ctx context.Context, hints []ReadHint, fn func(tx Tx) error) error
+}
+
+// HintedViewer is an optional Store capability: ViewHinted is View for a
+// read that will likely read only the hints' records. The store may read
+// them, and end the snapshot, in the round trip that starts it (one
+// statement, for Postgres); should fn then read anything else, the store
+// runs fn again in a plain View, so fn must have no effects outside tx, as
+// for a View the store retries. A hint never changes a result.
+type HintedViewer interface {
+	ViewHinted(ctx context.Context, hints []ReadHint, fn func(tx ReadTx) error) error
 }
 
 // Notifier is an optional Store capability: a hint channel that receives a

@@ -45,6 +45,10 @@ type earlyRead struct {
 	// once ExpiredClaims has used them).
 	expired      []workspace.Task
 	expiredTaken bool
+	// A read's (see ViewHinted): the head's content, nil when its blob
+	// is missing.
+	content     []byte
+	contentRead bool
 }
 
 // leaseAhead is the lease of resource as read ahead, or err (ErrNoRows).

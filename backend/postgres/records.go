@@ -32,6 +32,8 @@ type readTx struct {
 	// snapshot is set in a View, whose head and floor were read with its snapshot.
 	snapshot    bool
 	head, floor int64
+	// viewed is the artifact a read-ahead view took, with its content.
+	viewed *earlyRead
 }
 
 // writeTx adds the writes, which it queues on its pipeline.
@@ -158,6 +160,9 @@ func (t *readTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (works
 		return err
 	}
 	if e := t.takeEarly(workspace.ReadHint{Artifact: ref}); e != nil {
+		if e.contentRead {
+			t.viewed = e
+		}
 		if e.lease.resource != "" {
 			t.pl.ahead = &e.lease
 		}
@@ -193,6 +198,12 @@ func (t *readTx) ArtifactVersions(ctx context.Context, id string) ([]workspace.A
 }
 
 func (t *readTx) Content(ctx context.Context, id string, _ int64, sha256 string) ([]byte, error) {
+	if e := t.viewed; e != nil && e.artifact.ID == id && e.artifact.SHA256 == sha256 {
+		if e.content == nil {
+			return nil, notFound("content", pgx.ErrNoRows)
+		}
+		return e.content, nil
+	}
 	var b []byte
 	if err := t.q.QueryRow(ctx, blobContent, id, sha256).Scan(&b); err != nil {
 		return nil, notFound("content", err)
@@ -547,6 +558,21 @@ func (t *readTx) takeEarly(h workspace.ReadHint) *earlyRead {
 	e := t.pl.early[i]
 	t.pl.early = slices.Delete(t.pl.early, i, i+1)
 	return e
+}
+
+// viewReads are ViewHinted's statements: the statement's clock, the
+// artifact, and its head's content (NULL when its blob is missing).
+type viewReads struct{ byName, byID string }
+
+func newViewReads(schema string) viewReads {
+	return viewReads{
+		byName: `SELECT clock_timestamp(), ` + artifactCols + `, (SELECT b.content FROM ` + pgx.Identifier{schema, "blobs"}.Sanitize() +
+			` b WHERE b.artifact_id = h.id AND b.sha256 = h.sha256) FROM ` + pgx.Identifier{schema, "artifacts"}.Sanitize() +
+			` h WHERE name = $1 AND NOT deleted`,
+		byID: `SELECT clock_timestamp(), ` + artifactCols + `, (SELECT b.content FROM ` + pgx.Identifier{schema, "blobs"}.Sanitize() +
+			` b WHERE b.artifact_id = h.id AND b.sha256 = h.sha256) FROM ` + pgx.Identifier{schema, "artifacts"}.Sanitize() +
+			` h WHERE id = $1 AND NOT deleted`,
+	}
 }
 
 // earlyLapsed is how many lapsed claims a claim's read ahead fetches: what

@@ -35,11 +35,14 @@ type store struct {
 	id string
 	// early holds the reads of a hinted record and its lease, naming the
 	// schema for the same reason (see UpdateHinted).
-	early    earlyReads
-	channel  string // the NOTIFY channel
-	listener *listener
-	own      atomic.Int64 // the last seq this store committed
-	log      *slog.Logger
+	early earlyReads
+	// viewAhead are ViewHinted's statements, naming the schema: they run
+	// outside a transaction, with no search_path set.
+	viewAhead viewReads
+	channel   string // the NOTIFY channel
+	listener  *listener
+	own       atomic.Int64 // the last seq this store committed
+	log       *slog.Logger
 }
 
 // maxAttempts bounds how often Update and View run fn after retryable failures.
@@ -65,10 +68,11 @@ func openStore(ctx context.Context, pool *pgxpool.Pool, ownPool bool, opts Optio
 			pgx.Identifier{opts.Schema, "counters"}.Sanitize(),
 		startWrite: `SELECT clock_timestamp(), seq, EXISTS (SELECT 1 FROM ` + pgx.Identifier{opts.Schema, "listeners"}.Sanitize() +
 			` WHERE store <> $1 AND expires_at > clock_timestamp()) FROM ` + pgx.Identifier{opts.Schema, "counters"}.Sanitize(),
-		id:      uuid.NewString(),
-		early:   newEarlyReads(opts.Schema),
-		channel: channelName(opts.Schema),
-		log:     opts.Logger,
+		id:        uuid.NewString(),
+		early:     newEarlyReads(opts.Schema),
+		viewAhead: newViewReads(opts.Schema),
+		channel:   channelName(opts.Schema),
+		log:       opts.Logger,
 	}
 	// Migrations hold a session advisory lock and LISTEN needs a session:
 	// both go to ListenDSN when set, the pool's server otherwise.
