@@ -80,6 +80,9 @@ func (t *readTx) headRow(ctx context.Context, ref workspace.ArtifactRef, byID, b
 }
 
 func (t *readTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (workspace.Artifact, error) {
+	if a, ok := t.takeViewed(ref); ok {
+		return a, nil
+	}
 	row, what := t.headRow(ctx, ref, qArtifactByID, qArtifactByName)
 	a, err := scanArtifact(row)
 	if err != nil {
@@ -87,6 +90,17 @@ func (t *readTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (works
 	}
 	return a, nil
 }
+
+// qView* read a live artifact's head metadata and content in one
+// statement; found is 0 when its blob row is missing.
+const (
+	qViewHead = `SELECT ` + artifactCols + `, b.id IS NOT NULL, b.content
+		FROM artifacts h JOIN artifact_versions v ON v.artifact_id = h.id AND v.version = h.version
+		LEFT JOIN blobs b ON b.id = v.blob_id
+		WHERE h.deleted = 0 AND `
+	qViewByID   = qViewHead + `h.id = ?`
+	qViewByName = qViewHead + `h.name = ?`
+)
 
 // A write reads the artifact it changes and then the lease that guards it,
 // "artifact:NAME" as the engine names it; in a write transaction one
@@ -171,6 +185,9 @@ func collectArtifacts(rows *sql.Rows) ([]workspace.Artifact, error) {
 }
 
 func (t *readTx) Content(ctx context.Context, id string, version int64, sha256 string) ([]byte, error) {
+	if b, ok, err := t.viewedContent(id, version, sha256); ok {
+		return b, err
+	}
 	var b []byte
 	if err := t.q.QueryRowContext(ctx, qContent, id, version, sha256).Scan(&b); err != nil {
 		return nil, notFound(err, fmt.Sprintf("artifact %s version %d content %s", id, version, sha256))

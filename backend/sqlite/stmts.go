@@ -44,7 +44,7 @@ var (
 		qListArtifactsAll, qListArtifactsPrefix,
 		qTask, qReadyTaskAny, qExpiredClaims, qCounts, qTaskCounts,
 		qNote, qListNotes, qLease, qListLeases, qIdempotent,
-		qHead, qFloor, qEventsAll,
+		qHead, qFloor, qEventsAll, qViewByID, qViewByName,
 	}
 	writeQueries = append([]string{
 		qArtifactLeaseByID, qArtifactLeaseByName, qPutHead, qBumpHead, qPutVersion, qPutBlob, qStoredBlob, qDeleteArtifact, qPutTask, qPutDep,

@@ -29,7 +29,11 @@ type store struct {
 	owned  bool // Close closes w and r
 	log    *slog.Logger
 	watch  *dirwatch.Watcher // nil: other processes' commits are polled for
-	gate   *filegate.Gate    // this process's writers of the file, in line
+	// ended is a read transaction already rolled back: every statement on
+	// it fails with sql.ErrTxDone. A read-ahead view's other reads run on
+	// it (see ViewHinted).
+	ended *sql.Tx
+	gate  *filegate.Gate // this process's writers of the file, in line
 	// indexBatch is the length of the event log's tail at which a writer
 	// indexes it (ParamIndexBatch).
 	indexBatch int64
@@ -68,10 +72,22 @@ func (s *store) prepare(ctx context.Context) error {
 	}
 	if s.r == s.w {
 		s.rs = s.ws
-		return nil
+	} else if s.rs, err = prepareAll(ctx, s.r, readQueries); err != nil {
+		return err
 	}
-	s.rs, err = prepareAll(ctx, s.r, readQueries)
-	return err
+	return s.endTx(ctx)
+}
+
+// endTx sets ended: a transaction begun and rolled back at once, which
+// holds no connection.
+func (s *store) endTx(ctx context.Context) error {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("sqlite: begin read: %w", describe(err, s.path))
+	}
+	_ = tx.Rollback()
+	s.ended = tx
+	return nil
 }
 
 // querier is what both transactions run statements on.
@@ -175,6 +191,8 @@ type readTx struct {
 	q     querier
 	now   time.Time
 	floor int64 // set by View's first read; 0: read it when asked
+	// viewed is what a read-ahead view read (see ViewHinted).
+	viewed *viewed
 }
 
 // writeTx implements workspace.Tx.
