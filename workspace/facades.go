@@ -400,7 +400,7 @@ func (l locks) Acquire(ctx context.Context, r AcquireRequest) (Lease, error) {
 	for {
 		wake := l.h.hub.watch()
 		var out Lease
-		err := l.h.run(ctx, "locks.acquire", r.Owner, func(x *exec) error {
+		err := l.h.runHinted(ctx, "locks.acquire", r.Owner, []ReadHint{{Lease: r.Resource}}, func(x *exec) error {
 			var err error
 			out, err = x.acquire(ctx, r)
 			return err
@@ -425,7 +425,7 @@ func (l locks) Renew(ctx context.Context, lease Lease, ttl time.Duration) (Lease
 		return Lease{}, err
 	}
 	var out Lease
-	err := l.h.run(ctx, "locks.renew", lease.Owner, func(x *exec) error {
+	err := l.h.runHinted(ctx, "locks.renew", lease.Owner, []ReadHint{{Lease: lease.Resource}}, func(x *exec) error {
 		var err error
 		out, err = x.renew(ctx, lease, ttl)
 		return err
@@ -437,7 +437,7 @@ func (l locks) Release(ctx context.Context, lease Lease) error {
 	if err := checkLease(lease); err != nil {
 		return err
 	}
-	return l.h.run(ctx, "locks.release", lease.Owner, func(x *exec) error {
+	return l.h.runHinted(ctx, "locks.release", lease.Owner, []ReadHint{{Lease: lease.Resource}}, func(x *exec) error {
 		return x.releaseLock(ctx, lease.Resource, lease.Owner, lease.Token, "")
 	})
 }
@@ -452,7 +452,7 @@ func (l locks) ForceRelease(ctx context.Context, w Write, resource string) error
 	if err := checkText("message", w.Message, MaxTextLen); err != nil {
 		return err
 	}
-	return l.h.run(ctx, "locks.force_release", w.Actor, func(x *exec) error {
+	return l.h.runHinted(ctx, "locks.force_release", w.Actor, []ReadHint{{Lease: resource}}, func(x *exec) error {
 		return x.forceRelease(ctx, resource, w.Message)
 	})
 }

@@ -229,6 +229,8 @@ func readHint(op Op) ReadHint {
 		return ReadHint{NoteKind: o.Kind, NoteKey: o.Key}
 	case UpdateTaskOp:
 		return ReadHint{Task: o.ID}
+	case ReleaseLockOp:
+		return ReadHint{Lease: o.Resource}
 	}
 	return ReadHint{}
 }

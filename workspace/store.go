@@ -38,6 +38,7 @@ type ReadHint struct {
 	NoteKind string // with NoteKey: a note
 	NoteKey  string
 	Task     string // a task's ID
+	Lease    string // a lease's resource
 	// Claim is a claim's first reads: the lapsed claims it reaps and the
 	// ready task it would take, as they are when the transaction starts.
 	Claim *ClaimRequest

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -284,6 +285,39 @@ func TestHintedClaimReadsAheadExactlyWhatItWouldRead(t *testing.T) {
 		require.NoError(t, err)
 		_, err = tx.ReadyTask(ctx, other)
 		require.ErrorIs(t, err, workspace.ErrNotFound)
+		return nil
+	}))
+}
+
+// A lease is read ahead with the lock, and its write drops the read ahead.
+func TestHintedLeaseIsReadAheadAndGoesStaleWithItsWrite(t *testing.T) {
+	ctx := context.Background()
+	st, rt, _ := earlyStore(t, 0)
+	hints := []workspace.ReadHint{{Lease: "role:lead"}, {Lease: "role:other"}}
+	cycle := func(tx workspace.Tx) error {
+		l, err := tx.Lease(ctx, "role:lead")
+		if errors.Is(err, workspace.ErrNotFound) {
+			l = workspace.Lease{Resource: "role:lead"}
+		} else {
+			require.NoError(t, err)
+		}
+		l.Owner, l.Token, l.AcquiredAt, l.ExpiresAt = "ann", l.Token+1, tx.Now(), tx.Now().Add(time.Minute)
+		return tx.PutLease(ctx, l)
+	}
+	require.NoError(t, st.UpdateHinted(ctx, hints, cycle)) // prepares the statements
+	before := rt.N.Load()
+	require.NoError(t, st.UpdateHinted(ctx, hints, cycle))
+	assert.Equal(t, int64(2), rt.N.Load()-before, "the lock with the lease read ahead, then the write with the commit")
+
+	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
+		now := tx.Now()
+		require.NoError(t, tx.PutLease(ctx, workspace.Lease{Resource: "role:other", Owner: "bob", Token: 5, AcquiredAt: now, ExpiresAt: now.Add(time.Minute)}))
+		l, err := tx.Lease(ctx, "role:other")
+		require.NoError(t, err, "written after it was read ahead as missing")
+		assert.Equal(t, "bob", l.Owner)
+		l, err = tx.Lease(ctx, "role:lead")
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), l.Token, "the read ahead, untouched")
 		return nil
 	}))
 }

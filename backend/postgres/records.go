@@ -712,6 +712,16 @@ func (r earlyReads) queue(b *pgx.Batch, h workspace.ReadHint) *earlyRead {
 		})
 		b.Queue(sortsBack)
 		return e
+	case h.Lease != "":
+		b.Queue(r.lease, h.Lease).QueryRow(func(row pgx.Row) error {
+			e.lease.lease, e.lease.err = scanLease(row)
+			if err := exceptNoRows(e.lease.err); err != nil {
+				return err
+			}
+			e.lease.resource = h.Lease
+			return nil
+		})
+		return e
 	case h.Task != "":
 		b.Queue(r.task, h.Task).QueryRow(func(row pgx.Row) error {
 			e.task, e.err = scanTask(row)
@@ -767,6 +777,12 @@ func (t *readTx) Lease(ctx context.Context, resource string) (workspace.Lease, e
 			return a.lease, notFound("lease", a.err)
 		}
 		return a.lease, nil
+	}
+	if e := t.takeEarly(workspace.ReadHint{Lease: resource}); e != nil {
+		if e.lease.err != nil {
+			return e.lease.lease, notFound("lease", e.lease.err)
+		}
+		return e.lease.lease, nil
 	}
 	l, err := scanLease(t.q.QueryRow(ctx, leaseByResource, resource))
 	if err != nil {

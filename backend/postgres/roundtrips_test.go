@@ -62,4 +62,17 @@ func TestRoundTripsPerWrite(t *testing.T) {
 	claim, done := claimDone()
 	assert.Equal(t, int64(2), claim, "claim: the lock with the lapsed claims and the ready task read ahead, the commit")
 	assert.Equal(t, int64(2), done, "complete: the lock with the task read ahead, the commit")
+
+	lockCycle := func() (acquire, release int64) {
+		n0 := rt.N.Load()
+		l, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "role:lead", Owner: "a", TTL: time.Minute})
+		require.NoError(t, err)
+		n1 := rt.N.Load()
+		require.NoError(t, ws.Locks().Release(ctx, l))
+		return n1 - n0, rt.N.Load() - n1
+	}
+	lockCycle()
+	acquire, release := lockCycle()
+	assert.Equal(t, int64(2), acquire, "acquire: the lock with the lease read ahead, the commit")
+	assert.Equal(t, int64(2), release, "release: the lock with the lease read ahead, the commit")
 }
