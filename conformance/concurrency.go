@@ -31,6 +31,7 @@ func runConcurrency(t *testing.T, h Harness) {
 			t.Run("ContendedLockHasOneHolderAndIncreasingTokens", func(t *testing.T) { testLockHandOvers(t, h) })
 			t.Run("SubscribersSeeEveryEventOnceWhileHandlesWrite", func(t *testing.T) { testSubscribersUnderWrites(t, h) })
 			t.Run("HandlesCloseOnTheirOwn", func(t *testing.T) { testHandlesCloseOnTheirOwn(t, h) })
+			t.Run("GetsUnderWritesReadOneSnapshot", func(t *testing.T) { testGetsUnderWritesReadOneSnapshot(t, h) })
 		})
 	}
 	t.Run("ChildProcessesLoseNoUpdateAndDoubleClaimNothing", func(t *testing.T) { testProcesses(t, h) })

@@ -37,6 +37,8 @@ var coreCases = []coreCase{
 	{"ArtifactListPagesWithoutGapsOrDuplicates", testArtifactListPagination},
 	{"ArtifactOverSizeLimitIsTooLarge", testArtifactSizeLimit},
 	{"ArtifactNamesAndLabelsAreExact", testArtifactNamesAreExact},
+	// reads.go
+	{"ArtifactGetReadsWhatAViewReads", testGetReadsWhatAViewReads},
 	// notes.go
 	{"NotePutGetUpdateWithIfVersion", testNotePutGetUpdate},
 	{"NoteDelete", testNoteDelete},

@@ -45,6 +45,14 @@ func TestRoundTripsPerWrite(t *testing.T) {
 	}
 	assert.Equal(t, int64(2), (rt.N.Load()-before)/4, "round trips per conditional update: the lock with the hinted read, the commit")
 
+	_, err = ws.Artifacts().Get(ctx, workspace.ArtifactRef{Name: "doc"}) // prepares the statement
+	require.NoError(t, err)
+	before = rt.N.Load()
+	got, err := ws.Artifacts().Get(ctx, workspace.ArtifactRef{Name: "doc"})
+	require.NoError(t, err)
+	assert.Equal(t, []byte{4}, got.Content)
+	assert.Equal(t, int64(1), rt.N.Load()-before, "a get of the head: one statement")
+
 	for range 3 {
 		_, err := ws.Tasks().Create(ctx, w, workspace.NewTask{Title: "t"})
 		require.NoError(t, err)
