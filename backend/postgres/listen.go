@@ -23,6 +23,7 @@ const (
 	listenPingWait   = 5 * time.Second
 	listenTTL        = 4 * listenPing
 	listenLinger     = 10 * time.Second
+	unregisterWait   = time.Second
 	listenBackoffMin = 50 * time.Millisecond
 	listenBackoffMax = 5 * time.Second
 )
@@ -121,9 +122,11 @@ func (l *listener) register(ctx context.Context, conn *pgx.Conn) (bool, error) {
 }
 
 // unregister drops the registration, so writers stop notifying at once
-// rather than when it lapses.
+// rather than when it lapses. It is best effort, and bounded by
+// unregisterWait so that closing a store never waits long on a server that
+// is gone.
 func (l *listener) unregister(conn *pgx.Conn) {
-	ctx, cancel := context.WithTimeout(context.Background(), l.pingWait)
+	ctx, cancel := context.WithTimeout(context.Background(), unregisterWait)
 	defer cancel()
 	if _, err := conn.Exec(ctx, l.reg.drop, l.reg.store); err != nil {
 		l.log.Debug("agentspace: postgres listener could not unregister; its registration will lapse", "err", err)
