@@ -39,6 +39,7 @@ var coreCases = []coreCase{
 	{"ArtifactNamesAndLabelsAreExact", testArtifactNamesAreExact},
 	// reads.go
 	{"ArtifactGetReadsWhatAViewReads", testGetReadsWhatAViewReads},
+	{"NoteTaskAndLockGetsReadWhatAViewReads", testRecordGetsReadWhatAViewReads},
 	// notes.go
 	{"NotePutGetUpdateWithIfVersion", testNotePutGetUpdate},
 	{"NoteDelete", testNoteDelete},

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -66,6 +67,58 @@ func testGetReadsWhatAViewReads(t *testing.T, h Harness) {
 				assert.NoError(t, err)
 			}
 		})
+	}
+}
+
+// testRecordGetsReadWhatAViewReads: the Gets of a note, a task and a lock,
+// which a store may answer with one statement outside a transaction
+// (HintedViewer), return exactly what they return in a plain View, errors
+// included: found, missing, deleted, released.
+func testRecordGetsReadWhatAViewReads(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	dsn, ws := fresh(t, h)
+	plain := plainHandle(t, dsn)
+	w := as("ann")
+	_, err := ws.Notes().Put(ctx, w, workspace.NotePut{Kind: "decision", Key: "db", Title: "DB", Body: "postgres"})
+	require.NoError(t, err)
+	_, err = ws.Notes().Put(ctx, w, workspace.NotePut{Kind: "decision", Key: "gone", Body: "x"})
+	require.NoError(t, err)
+	require.NoError(t, ws.Notes().Delete(ctx, w, "decision", "gone"))
+	task, err := ws.Tasks().Create(ctx, w, workspace.NewTask{Title: "t", Labels: map[string]string{"a": "b"}})
+	require.NoError(t, err)
+	claimed, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "bob"})
+	require.NoError(t, err)
+	require.Equal(t, task.ID, claimed.ID)
+	_, err = ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "role:lead", Owner: "ann", TTL: time.Hour})
+	require.NoError(t, err)
+	l, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "role:old", Owner: "ann", TTL: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, ws.Locks().Release(ctx, l))
+
+	same := func(t *testing.T, want, got any, wantErr, err error) {
+		t.Helper()
+		assert.Equal(t, want, got)
+		if wantErr != nil {
+			assert.ErrorIs(t, err, workspace.ErrNotFound)
+			assert.Equal(t, wantErr.Error(), err.Error())
+		} else {
+			assert.NoError(t, err)
+		}
+	}
+	for _, key := range []string{"db", "gone", "missing"} {
+		want, wantErr := plain.Notes().Get(ctx, "decision", key)
+		got, err := ws.Notes().Get(ctx, "decision", key)
+		same(t, want, got, wantErr, err)
+	}
+	for _, id := range []string{task.ID, "01900000-0000-7000-8000-000000000000"} {
+		want, wantErr := plain.Tasks().Get(ctx, id)
+		got, err := ws.Tasks().Get(ctx, id)
+		same(t, want, got, wantErr, err)
+	}
+	for _, resource := range []string{"role:lead", "role:old", "role:none"} {
+		want, wantErr := plain.Locks().Get(ctx, resource)
+		got, err := ws.Locks().Get(ctx, resource)
+		same(t, want, got, wantErr, err)
 	}
 }
 

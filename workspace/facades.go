@@ -201,7 +201,7 @@ func (t tasks) Get(ctx context.Context, id string) (Task, error) {
 		return Task{}, err
 	}
 	var out Task
-	err := t.h.view(ctx, "tasks.get", func(tx ReadTx) error {
+	err := t.h.viewHinted(ctx, "tasks.get", []ReadHint{{Task: id}}, func(tx ReadTx) error {
 		var err error
 		out, err = tx.Task(ctx, id)
 		if errors.Is(err, ErrNotFound) {
@@ -338,7 +338,7 @@ func (n notes) Get(ctx context.Context, kind, key string) (Note, error) {
 		return Note{}, err
 	}
 	var out Note
-	err := n.h.view(ctx, "notes.get", func(tx ReadTx) error {
+	err := n.h.viewHinted(ctx, "notes.get", []ReadHint{{NoteKind: kind, NoteKey: key}}, func(tx ReadTx) error {
 		var err error
 		out, err = tx.Note(ctx, kind, key)
 		if errors.Is(err, ErrNotFound) {
@@ -462,7 +462,7 @@ func (l locks) Get(ctx context.Context, resource string) (Lease, error) {
 		return Lease{}, err
 	}
 	var out Lease
-	err := l.h.view(ctx, "locks.get", func(tx ReadTx) error {
+	err := l.h.viewHinted(ctx, "locks.get", []ReadHint{{Lease: resource}}, func(tx ReadTx) error {
 		var err error
 		out, err = tx.Lease(ctx, resource)
 		if err == nil && (out.Owner == "" || !out.ExpiresAt.After(tx.Now())) {

@@ -56,7 +56,8 @@ type HintedUpdater interface {
 }
 
 // HintedViewer is an optional Store capability: ViewHinted is View for a
-// read that will likely read only the hints' records. The store may read
+// read that will likely read only the hints' records (the engine hints the
+// Gets of one artifact's head, note, task or lease). The store may read
 // them, and end the snapshot, in the round trip that starts it (one
 // statement, for Postgres); should fn then read anything else, the store
 // runs fn again in a plain View, so fn must have no effects outside tx, as

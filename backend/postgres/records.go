@@ -562,10 +562,13 @@ func (t *readTx) takeEarly(h workspace.ReadHint) *earlyRead {
 
 // viewReads are ViewHinted's statements: the statement's clock, the
 // artifact, and its head's content (NULL when its blob is missing).
-type viewReads struct{ byName, byID string }
+type viewReads struct{ byName, byID, note, task, lease string }
 
 func newViewReads(schema string) viewReads {
 	return viewReads{
+		note:  `SELECT clock_timestamp(), ` + noteCols + ` FROM ` + pgx.Identifier{schema, "notes"}.Sanitize() + ` WHERE kind = $1 AND key = $2`,
+		task:  `SELECT clock_timestamp(), ` + taskCols + ` FROM ` + pgx.Identifier{schema, "tasks"}.Sanitize() + ` WHERE id = $1`,
+		lease: `SELECT clock_timestamp(), ` + leaseCols + ` FROM ` + pgx.Identifier{schema, "leases"}.Sanitize() + ` WHERE resource = $1`,
 		byName: `SELECT clock_timestamp(), ` + artifactCols + `, (SELECT b.content FROM ` + pgx.Identifier{schema, "blobs"}.Sanitize() +
 			` b WHERE b.artifact_id = h.id AND b.sha256 = h.sha256) FROM ` + pgx.Identifier{schema, "artifacts"}.Sanitize() +
 			` h WHERE name = $1 AND NOT deleted`,

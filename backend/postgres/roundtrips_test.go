@@ -53,6 +53,16 @@ func TestRoundTripsPerWrite(t *testing.T) {
 	assert.Equal(t, []byte{4}, got.Content)
 	assert.Equal(t, int64(1), rt.N.Load()-before, "a get of the head: one statement")
 
+	_, err = ws.Notes().Put(ctx, w, workspace.NotePut{Kind: "decision", Key: "db", Body: "pg"})
+	require.NoError(t, err)
+	for range 2 { // the first prepares the statement
+		before = rt.N.Load()
+		n, err := ws.Notes().Get(ctx, "decision", "db")
+		require.NoError(t, err)
+		assert.Equal(t, "pg", n.Body)
+	}
+	assert.Equal(t, int64(1), rt.N.Load()-before, "a get of a note: one statement")
+
 	for range 3 {
 		_, err := ws.Tasks().Create(ctx, w, workspace.NewTask{Title: "t"})
 		require.NoError(t, err)

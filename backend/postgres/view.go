@@ -11,33 +11,51 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// A read of one artifact with its head's content (a Get) is one statement:
-// it needs no transaction, since one statement reads one snapshot, and so
-// costs one round trip where a View costs three (begin with the snapshot's
-// head, the reads, the end).
+// A read of one record (a Get of an artifact's head with its content, of a
+// note, a task, a lease) is one statement: it needs no transaction, since
+// one statement reads one snapshot, and so costs one round trip where a
+// View costs three (begin with the snapshot's head, the reads, the end).
 
 // errNotReadAhead is what a read-ahead view returns for a read it does not
 // hold: ViewHinted then runs the read again in a plain View.
 var errNotReadAhead = errors.New("postgres: not read ahead")
 
-// ViewHinted implements workspace.HintedViewer for a read of one artifact
-// and its head's content; other reads are plain Views. fn runs on what the
-// statement returned; if it reads anything else, or the artifact was not
-// found, or the statement failed, fn runs again in a View, which decides.
+// ViewHinted implements workspace.HintedViewer for a read of one record:
+// an artifact with its head's content, a note, a task or a lease; other
+// reads are plain Views. fn runs on what the statement returned; if it
+// reads anything else, or the record was not found, or the statement
+// failed, fn runs again in a View, which decides.
 func (s *store) ViewHinted(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.ReadTx) error) error {
-	if len(hints) != 1 || hints[0].Artifact == (workspace.ArtifactRef{}) || !hints[0].Content {
+	if len(hints) != 1 {
 		return s.View(ctx, fn)
 	}
-	ref := hints[0].Artifact
-	e := &earlyRead{hint: workspace.ReadHint{Artifact: ref}, contentRead: true}
-	sql, arg := s.viewAhead.byName, ref.Name
-	if ref.ID != "" {
-		sql, arg = s.viewAhead.byID, ref.ID
+	h := hints[0]
+	e := &earlyRead{hint: h}
+	var (
+		now time.Time
+		err error
+	)
+	at := func(row pgx.Row) pgx.Row { return framedRow{Row: row, before: []any{&now}} }
+	switch {
+	case h.Artifact != (workspace.ArtifactRef{}) && h.Content:
+		e.hint.Content, e.contentRead = false, true
+		sql, arg := s.viewAhead.byName, h.Artifact.Name
+		if h.Artifact.ID != "" {
+			sql, arg = s.viewAhead.byID, h.Artifact.ID
+		}
+		row := s.pool.QueryRow(ctx, sql, arg)
+		e.artifact, err = scanArtifact(framedRow{Row: row, before: []any{&now}, after: []any{&e.content}})
+	case h.NoteKind != "" && h.NoteKey != "":
+		e.note, err = scanNote(at(s.pool.QueryRow(ctx, s.viewAhead.note, h.NoteKind, h.NoteKey)))
+	case h.Task != "":
+		e.task, err = scanTask(at(s.pool.QueryRow(ctx, s.viewAhead.task, h.Task)))
+	case h.Lease != "":
+		e.lease.resource = h.Lease
+		e.lease.lease, err = scanLease(at(s.pool.QueryRow(ctx, s.viewAhead.lease, h.Lease)))
+	default:
+		return s.View(ctx, fn)
 	}
-	var now time.Time
-	row := s.pool.QueryRow(ctx, sql, arg)
-	e.artifact, e.err = scanArtifact(framedRow{Row: row, before: []any{&now}, after: []any{&e.content}})
-	if e.err != nil {
+	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -9,9 +9,10 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// A read of one artifact with its head's content (a Get) is one statement:
-// SQLite runs a statement outside a transaction on one snapshot, so it
-// needs no BEGIN, no read of the log's floor, no COMMIT.
+// A read of one record (a Get of an artifact's head with its content, of a
+// note, a task, a lease) is one statement: SQLite runs a statement outside
+// a transaction on one snapshot, so it needs no BEGIN, no read of the
+// log's floor, no COMMIT.
 
 // viewed is what a read-ahead view read: the artifact the hint names,
 // and its head's content.
@@ -29,7 +30,13 @@ type viewed struct {
 // or the statement failed, fn runs again in a View, which decides.
 func (s *store) ViewHinted(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.ReadTx) error) error {
 	stmt := s.rs.stmts[qViewByName]
-	if len(hints) != 1 || hints[0].Artifact == (workspace.ArtifactRef{}) || !hints[0].Content || stmt == nil || s.ended == nil {
+	if len(hints) != 1 || stmt == nil || s.ended == nil {
+		return s.View(ctx, fn)
+	}
+	if h := hints[0]; h.NoteKey != "" || h.Task != "" || h.Lease != "" {
+		return s.viewOne(ctx, fn)
+	}
+	if hints[0].Artifact == (workspace.ArtifactRef{}) || !hints[0].Content {
 		return s.View(ctx, fn)
 	}
 	v := &viewed{ref: hints[0].Artifact}
@@ -71,4 +78,56 @@ func (t *readTx) viewedContent(id string, version int64, sha256 string) ([]byte,
 		return nil, true, notFound(sql.ErrNoRows, fmt.Sprintf("artifact %s version %d content %s", id, version, sha256))
 	}
 	return v.content, true, nil
+}
+
+// viewOne runs fn, a read of one record, with its first statement outside
+// a transaction: one snapshot. Should fn run a second statement, that one
+// fails with sql.ErrTxDone and fn runs again in a View.
+func (s *store) viewOne(ctx context.Context, fn func(tx workspace.ReadTx) error) error {
+	q := &oneStatement{db: s.r, cache: s.rs, ended: txq{tx: s.ended, cache: s.rs}}
+	if err := fn(&readTx{q: q, now: now()}); !errors.Is(err, sql.ErrTxDone) {
+		return err
+	}
+	return s.View(ctx, fn)
+}
+
+// oneStatement runs the first statement on the read pool, outside a
+// transaction, and every later one on ended.
+type oneStatement struct {
+	db    *sql.DB
+	cache *stmtCache
+	ended txq
+	used  bool
+}
+
+// first reports whether the statement to run is the first, and marks it run.
+func (q *oneStatement) first() bool {
+	f := !q.used
+	q.used = true
+	return f
+}
+
+func (q *oneStatement) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	q.used = true // a view writes nothing: never run one outside the transaction
+	return q.ended.ExecContext(ctx, query, args...)
+}
+
+func (q *oneStatement) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if !q.first() {
+		return q.ended.QueryContext(ctx, query, args...)
+	}
+	if st := q.cache.stmts[query]; st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return q.db.QueryContext(ctx, query, args...)
+}
+
+func (q *oneStatement) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if !q.first() {
+		return q.ended.QueryRowContext(ctx, query, args...)
+	}
+	if st := q.cache.stmts[query]; st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return q.db.QueryRowContext(ctx, query, args...)
 }

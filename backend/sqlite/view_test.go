@@ -23,10 +23,10 @@ func (c *countedViews) View(ctx context.Context, fn func(tx workspace.ReadTx) er
 	return c.store.View(ctx, fn)
 }
 
-// A Get of an artifact's head runs no View (one statement outside a
-// transaction), one of an older version does. What it returns is checked
+// A Get of an artifact's head or of a note runs no View (one statement
+// outside a transaction), one of an older version does. What it returns is checked
 // against a plain View by the conformance suite.
-func TestGetOfAHeadRunsNoView(t *testing.T) {
+func TestGetsOfOneRecordRunNoView(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	counted := &countedViews{store: openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))}
@@ -45,4 +45,11 @@ func TestGetOfAHeadRunsNoView(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "v1", string(got.Content))
 	assert.Equal(t, 1, counted.views, "a Get of a version does")
+
+	_, err = ws.Notes().Put(ctx, w, workspace.NotePut{Kind: "decision", Key: "db", Body: "sqlite"})
+	require.NoError(t, err)
+	n, err := ws.Notes().Get(ctx, "decision", "db")
+	require.NoError(t, err)
+	assert.Equal(t, "sqlite", n.Body)
+	assert.Equal(t, 1, counted.views, "a Get of a note runs no View")
 }
