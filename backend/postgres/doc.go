@@ -46,9 +46,10 @@
 // stale (any task's write those of a claim). So a write of artifacts,
 // notes and tasks, or a claim, takes two round trips, the lock with the
 // reads and the COMMIT, however many ops share the transaction. A get of
-// an artifact's head is one statement outside any transaction (one
-// statement reads one snapshot), its content fetched in a subquery
-// (workspace.HintedViewer); other reads are a REPEATABLE READ snapshot. The claim
+// one record (an artifact's head, its content fetched in a subquery; a
+// note; a task; a lock) is one statement outside any transaction, since one
+// statement reads one snapshot (workspace.HintedViewer); other reads are a
+// REPEATABLE READ snapshot. The claim
 // query runs with enable_sort off for its statement, so that it walks the
 // ready index even when the table has no statistics.
 // A failed Update (a serialization failure, a deadlock, a connection lost
