@@ -20,7 +20,9 @@
 // handle has one writer connection (writes are BEGIN IMMEDIATE transactions,
 // serialized with other processes by SQLite's file lock and waited for with
 // busy_timeout) and a small pool of read connections; a read runs in one
-// read transaction and so sees one snapshot. A write that still finds the
+// read transaction and so sees one snapshot, except a get of one record (an
+// artifact's head with its content, a note, a task, a lock), which is one
+// statement outside a transaction: one snapshot as well. A write that still finds the
 // database busy after busy_timeout is retried with bounded backoff.
 // synchronous=FULL is the default: an acknowledged write survives a power
 // loss. ws_synchronous=NORMAL trades that for speed (a power loss may undo
