@@ -20,16 +20,17 @@ import (
 
 // mountTmpfs mounts a tmpfs of size bytes on a new directory and returns
 // it, or skips loudly where mounting is not allowed (it needs root or
-// CAP_SYS_ADMIN) outside CI; in CI (CI set) that is a failure. The json backend's injected-fault test
+// CAP_SYS_ADMIN). With AGENTSPACE_TEST_REQUIRE_TMPFS=1 (set by .ci/run,
+// which runs as root) or CI set, that is a failure instead: there a skip
+// would hide a regression. The json backend's injected-fault test
 // (backend/json/diskfull_test.go) covers that case everywhere.
 func mountTmpfs(t *testing.T, size int) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "small")
 	require.NoError(t, os.Mkdir(dir, 0o700))
 	out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d,mode=0700", size), "tmpfs", dir).CombinedOutput()
-	if err != nil && os.Getenv("CI") != "" {
-		// CI runs as root, where mounting works: there a skip would hide a regression.
-		t.Fatalf("cannot mount a tmpfs in CI (%v: %s)", err, strings.TrimSpace(string(out)))
+	if err != nil && (os.Getenv("AGENTSPACE_TEST_REQUIRE_TMPFS") == "1" || os.Getenv("CI") != "") {
+		t.Fatalf("cannot mount a tmpfs, and this run requires the disk-full test (%v: %s)", err, strings.TrimSpace(string(out)))
 	}
 	if err != nil {
 		t.Skipf("DISK-FULL TEST SKIPPED: cannot mount a tmpfs here (%v: %s); the json backend's injected write errors still run", err, strings.TrimSpace(string(out)))
