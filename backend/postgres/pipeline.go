@@ -32,7 +32,8 @@ type pipeline struct {
 }
 
 // earlyRead is a record read before it was asked for, as its hint names
-// it (an artifact, a note or a task), with the lease that guards it.
+// it (an artifact, a note, a task, a lease, a claim's reads), with the
+// lease that guards it.
 type earlyRead struct {
 	hint     workspace.ReadHint
 	artifact workspace.Artifact

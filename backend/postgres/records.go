@@ -163,9 +163,6 @@ func (t *readTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (works
 		if e.contentRead {
 			t.viewed = e
 		}
-		if e.lease.resource != "" {
-			t.pl.ahead = &e.lease
-		}
 		if e.err != nil {
 			return e.artifact, notFound("artifact", e.err)
 		}
@@ -339,9 +336,6 @@ const (
 
 func (t *readTx) Task(ctx context.Context, id string) (workspace.Task, error) {
 	if e := t.takeEarly(workspace.ReadHint{Task: id}); e != nil {
-		if e.lease.resource != "" {
-			t.pl.ahead = &e.lease
-		}
 		if e.err != nil {
 			return e.task, notFound("task", e.err)
 		}
@@ -455,9 +449,6 @@ const (
 
 func (t *readTx) Note(ctx context.Context, kind, key string) (workspace.Note, error) {
 	if e := t.takeEarly(workspace.ReadHint{NoteKind: kind, NoteKey: key}); e != nil {
-		if e.lease.resource != "" {
-			t.pl.ahead = &e.lease
-		}
 		if e.err != nil {
 			return e.note, notFound("note", e.err)
 		}
@@ -557,6 +548,9 @@ func (t *readTx) takeEarly(h workspace.ReadHint) *earlyRead {
 	}
 	e := t.pl.early[i]
 	t.pl.early = slices.Delete(t.pl.early, i, i+1)
+	if e.lease.resource != "" {
+		t.pl.ahead = &e.lease
+	}
 	return e
 }
 
@@ -622,7 +616,8 @@ var artifactReadsHere = artifactReads{
 }
 
 // earlyReads are the reads of hinted records: an artifact's (as Artifact
-// reads it), a note's and a task's, with their tables named in their schema:
+// reads it), a note's, a task's, a lease's and a claim's, with their tables
+// named in their schema:
 // a hinted transaction queues them in the batch that sets the search_path,
 // and a batch is prepared before it runs.
 type earlyReads struct {
@@ -670,14 +665,14 @@ func artifactLeaseName(ref workspace.ArtifactRef, a workspace.Artifact, found bo
 	return ""
 }
 
-// queue queues on b the reads of the artifact ref names and of its lease,
-// as Artifact does them, keeping the outcome in e.
+// queue queues on b the reads h names, as the transaction's own reads
+// would do them, and returns where their outcome will be kept (nil for a
+// hint it does not read ahead).
 func (r earlyReads) queue(b *pgx.Batch, h workspace.ReadHint) *earlyRead {
 	e := &earlyRead{hint: h}
-	var (
-		leaseArg string
-		resource func() string
-	)
+	// The lease that guards the record (for a lease hint, the lease
+	// itself), read after it.
+	var leaseSQL, leaseArg string
 	switch {
 	case h.Artifact != (workspace.ArtifactRef{}):
 		rd := r.of(h.Artifact)
@@ -685,23 +680,21 @@ func (r earlyReads) queue(b *pgx.Batch, h workspace.ReadHint) *earlyRead {
 			e.artifact, e.err = scanArtifact(row)
 			return exceptNoRows(e.err)
 		})
-		leaseSQL, arg := rd.leaseSQL, rd.leaseArg
-		b.Queue(leaseSQL, arg).QueryRow(func(row pgx.Row) error {
-			e.lease.lease, e.lease.err = scanLease(row)
-			if err := exceptNoRows(e.lease.err); err != nil {
-				return err
-			}
-			e.lease.resource = artifactLeaseName(h.Artifact, e.artifact, e.err == nil)
-			return nil
-		})
-		return e
+		leaseSQL, leaseArg = rd.leaseSQL, rd.leaseArg
 	case h.NoteKind != "" || h.NoteKey != "":
 		b.Queue(r.note, h.NoteKind, h.NoteKey).QueryRow(func(row pgx.Row) error {
 			e.note, e.err = scanNote(row)
 			return exceptNoRows(e.err)
 		})
-		leaseArg = noteResource(h.NoteKind, h.NoteKey)
-		resource = func() string { return leaseArg }
+		leaseSQL, leaseArg = r.lease, noteResource(h.NoteKind, h.NoteKey)
+	case h.Task != "":
+		b.Queue(r.task, h.Task).QueryRow(func(row pgx.Row) error {
+			e.task, e.err = scanTask(row)
+			return exceptNoRows(e.err)
+		})
+		leaseSQL, leaseArg = r.lease, taskResource(h.Task)
+	case h.Lease != "":
+		leaseSQL, leaseArg = r.lease, h.Lease
 	case h.Claim != nil:
 		b.Queue(r.lapsed, earlyLapsed).Query(func(rows pgx.Rows) error {
 			var err error
@@ -715,32 +708,19 @@ func (r earlyReads) queue(b *pgx.Batch, h workspace.ReadHint) *earlyRead {
 		})
 		b.Queue(sortsBack)
 		return e
-	case h.Lease != "":
-		b.Queue(r.lease, h.Lease).QueryRow(func(row pgx.Row) error {
-			e.lease.lease, e.lease.err = scanLease(row)
-			if err := exceptNoRows(e.lease.err); err != nil {
-				return err
-			}
-			e.lease.resource = h.Lease
-			return nil
-		})
-		return e
-	case h.Task != "":
-		b.Queue(r.task, h.Task).QueryRow(func(row pgx.Row) error {
-			e.task, e.err = scanTask(row)
-			return exceptNoRows(e.err)
-		})
-		leaseArg = taskResource(h.Task)
-		resource = func() string { return leaseArg }
 	default:
 		return nil
 	}
-	b.Queue(r.lease, leaseArg).QueryRow(func(row pgx.Row) error {
+	b.Queue(leaseSQL, leaseArg).QueryRow(func(row pgx.Row) error {
 		e.lease.lease, e.lease.err = scanLease(row)
 		if err := exceptNoRows(e.lease.err); err != nil {
 			return err
 		}
-		e.lease.resource = resource()
+		e.lease.resource = leaseArg
+		if h.Artifact != (workspace.ArtifactRef{}) {
+			// Named as the engine names it: by the artifact's name.
+			e.lease.resource = artifactLeaseName(h.Artifact, e.artifact, e.err == nil)
+		}
 		return nil
 	})
 	return e
@@ -774,18 +754,13 @@ const (
 )
 
 func (t *readTx) Lease(ctx context.Context, resource string) (workspace.Lease, error) {
+	t.takeEarly(workspace.ReadHint{Lease: resource}) // a lease read ahead on its own is kept as ahead
 	if a := t.pl.ahead; a != nil && a.resource == resource {
 		t.pl.ahead = nil
 		if a.err != nil {
 			return a.lease, notFound("lease", a.err)
 		}
 		return a.lease, nil
-	}
-	if e := t.takeEarly(workspace.ReadHint{Lease: resource}); e != nil {
-		if e.lease.err != nil {
-			return e.lease.lease, notFound("lease", e.lease.err)
-		}
-		return e.lease.lease, nil
 	}
 	l, err := scanLease(t.q.QueryRow(ctx, leaseByResource, resource))
 	if err != nil {

@@ -154,7 +154,8 @@ func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) erro
 }
 
 // UpdateHinted implements workspace.HintedUpdater: the hinted records
-// (artifacts, notes and tasks, at most maxEarly) and their leases are read
+// (artifacts, notes, tasks, leases, a claim's; at most maxEarly) and the
+// leases that guard them are read
 // in the round trip that takes the writers' lock, after it, so the reads of
 // a group's ops cost no round trips of their own.
 func (s *store) UpdateHinted(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.Tx) error) error {
