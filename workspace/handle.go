@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -235,11 +234,12 @@ func readHint(op Op) ReadHint {
 	return ReadHint{}
 }
 
-// readHints names the records ops read first, each op's, in op order.
+// readHints names the records ops read first, each op's, in op order
+// (runGroup drops repeats).
 func readHints(ops []Op) []ReadHint {
 	var hints []ReadHint
 	for _, op := range ops {
-		if h := readHint(op); h != (ReadHint{}) && !slices.Contains(hints, h) {
+		if h := readHint(op); h != (ReadHint{}) {
 			hints = append(hints, h)
 		}
 	}

@@ -28,8 +28,9 @@ type Store interface {
 	Close() error
 }
 
-// ReadHint names a record a write transaction will most likely read: one
-// its ops write. One of its fields is set.
+// ReadHint names a record a transaction will most likely read: in a write
+// (HintedUpdater), one its ops write; in a read (HintedViewer), the one it
+// gets. One of its fields is set, Content only with Artifact.
 type ReadHint struct {
 	Artifact ArtifactRef // by ID or by name, as the op names it
 	// Content, with Artifact, is for a read (ViewHinted): the head's
