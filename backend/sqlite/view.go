@@ -23,26 +23,33 @@ type viewed struct {
 	found   bool // the content's row was there
 }
 
-// ViewHinted implements workspace.HintedViewer for a read of one artifact
-// and its head's content; other reads are plain Views. fn runs on what the
-// statement returned, on a readTx whose every other statement fails with
-// sql.ErrTxDone; if fn reads anything else, or the artifact was not found,
-// or the statement failed, fn runs again in a View, which decides.
+// ViewHinted implements workspace.HintedViewer for a read of one record:
+// an artifact's head with its content (one joined statement, then fn on a
+// readTx whose every other statement fails with sql.ErrTxDone), or a note,
+// a task, a lease (fn's first statement runs outside a transaction; see
+// viewOne). Other reads are plain Views. If fn reads anything else, or the
+// artifact was not found, or the statement failed, fn runs again in a
+// View, which decides.
 func (s *store) ViewHinted(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.ReadTx) error) error {
-	stmt := s.rs.stmts[qViewByName]
-	if len(hints) != 1 || stmt == nil || s.ended == nil {
+	if len(hints) != 1 || s.ended == nil {
 		return s.View(ctx, fn)
 	}
-	if h := hints[0]; h.NoteKey != "" || h.Task != "" || h.Lease != "" {
+	switch h := hints[0]; {
+	case h.Artifact != (workspace.ArtifactRef{}) && h.Content:
+		return s.viewArtifact(ctx, h.Artifact, fn)
+	case h.NoteKey != "" || h.Task != "" || h.Lease != "":
 		return s.viewOne(ctx, fn)
 	}
-	if hints[0].Artifact == (workspace.ArtifactRef{}) || !hints[0].Content {
-		return s.View(ctx, fn)
-	}
-	v := &viewed{ref: hints[0].Artifact}
-	arg := v.ref.Name
-	if v.ref.ID != "" {
-		stmt, arg = s.rs.stmts[qViewByID], v.ref.ID
+	return s.View(ctx, fn)
+}
+
+// viewArtifact reads the head of the artifact ref names and its content in
+// one statement, and runs fn on them.
+func (s *store) viewArtifact(ctx context.Context, ref workspace.ArtifactRef, fn func(tx workspace.ReadTx) error) error {
+	v := &viewed{ref: ref}
+	stmt, arg := s.rs.stmts[qViewByName], ref.Name
+	if ref.ID != "" {
+		stmt, arg = s.rs.stmts[qViewByID], ref.ID
 	}
 	var err error
 	v.a, err = scanArtifact(stmt.QueryRowContext(ctx, arg), &v.found, &v.content)
