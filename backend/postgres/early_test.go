@@ -15,9 +15,9 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// earlyStore opens a store whose pool counts round trips, with artifacts
-// a0..a(n-1) in it.
-func earlyStore(t *testing.T, n int) (*store, *RoundTrips, []workspace.Artifact) {
+// earlyStore opens a store whose pool counts round trips, and a handle on
+// it, with artifacts a0..a(n-1) in it.
+func earlyStore(t *testing.T, n int) (*store, *RoundTrips, workspace.Workspace, []workspace.Artifact) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
@@ -40,7 +40,7 @@ func earlyStore(t *testing.T, n int) (*store, *RoundTrips, []workspace.Artifact)
 		require.NoError(t, err)
 		arts = append(arts, a)
 	}
-	return st, rt, arts
+	return st, rt, ws, arts
 }
 
 func hintsOf(refs ...workspace.ArtifactRef) []workspace.ReadHint {
@@ -63,7 +63,7 @@ func next(a workspace.Artifact, now time.Time) workspace.Artifact {
 // many artifacts it reads and writes.
 func TestHintedGroupReadsEveryArtifactAhead(t *testing.T) {
 	ctx := context.Background()
-	st, rt, arts := earlyStore(t, 4)
+	st, rt, _, arts := earlyStore(t, 4)
 	var refs []workspace.ArtifactRef
 	for i, a := range arts {
 		if i%2 == 0 {
@@ -94,7 +94,7 @@ func TestHintedGroupReadsEveryArtifactAhead(t *testing.T) {
 // not), and of the lease it writes; the reads that follow see the write.
 func TestHintedReadsAheadGoStaleWithWrites(t *testing.T) {
 	ctx := context.Background()
-	st, _, arts := earlyStore(t, 3)
+	st, _, _, arts := earlyStore(t, 3)
 	a0, a1, a2 := arts[0], arts[1], arts[2]
 	refs := []workspace.ArtifactRef{
 		{Name: a0.Name}, {ID: a0.ID}, // the same artifact both ways
@@ -140,9 +140,7 @@ func TestHintedReadsAheadGoStaleWithWrites(t *testing.T) {
 // follow see the write.
 func TestHintedNotesAndTasksAreReadAheadAndGoStaleWithWrites(t *testing.T) {
 	ctx := context.Background()
-	st, rt, arts := earlyStore(t, 1)
-	ws := workspace.New(st, workspace.Options{})
-	t.Cleanup(func() { _ = ws.Close() })
+	st, rt, ws, arts := earlyStore(t, 1)
 	w := workspace.Write{Actor: "ann"}
 	task, err := ws.Tasks().Create(ctx, w, workspace.NewTask{Title: "t"})
 	require.NoError(t, err)
@@ -227,9 +225,7 @@ func TestHintedNotesAndTasksAreReadAheadAndGoStaleWithWrites(t *testing.T) {
 // written (a reaped claim, an earlier op's write).
 func TestHintedClaimReadsAheadExactlyWhatItWouldRead(t *testing.T) {
 	ctx := context.Background()
-	st, _, _ := earlyStore(t, 0)
-	ws := workspace.New(st, workspace.Options{})
-	t.Cleanup(func() { _ = ws.Close() })
+	st, _, ws, _ := earlyStore(t, 0)
 	w := workspace.Write{Actor: "ann"}
 	var ids []string
 	for i := range 4 {
@@ -292,7 +288,7 @@ func TestHintedClaimReadsAheadExactlyWhatItWouldRead(t *testing.T) {
 // A lease is read ahead with the lock, and its write drops the read ahead.
 func TestHintedLeaseIsReadAheadAndGoesStaleWithItsWrite(t *testing.T) {
 	ctx := context.Background()
-	st, rt, _ := earlyStore(t, 0)
+	st, rt, _, _ := earlyStore(t, 0)
 	hints := []workspace.ReadHint{{Lease: "role:lead"}, {Lease: "role:other"}}
 	cycle := func(tx workspace.Tx) error {
 		l, err := tx.Lease(ctx, "role:lead")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"testing"
 	"time"
 
@@ -43,7 +42,7 @@ func lazyHandle(t *testing.T, dsn string, ping, linger time.Duration) (workspace
 func listeners(ctx context.Context, t *testing.T, admin *pgx.Conn, dsn string) int {
 	t.Helper()
 	var n int
-	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{schemaIn(t, dsn), "listeners"}.Sanitize()+
+	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{pgtest.SchemaOf(t, dsn), "listeners"}.Sanitize()+
 		` WHERE expires_at > clock_timestamp()`).Scan(&n))
 	return n
 }
@@ -70,7 +69,7 @@ type notified struct {
 
 func newNotified(ctx context.Context, t *testing.T, dsn string) *notified {
 	t.Helper()
-	n := &notified{conn: pgtest.Connect(t), channel: channelName(schemaIn(t, dsn))}
+	n := &notified{conn: pgtest.Connect(t), channel: channelName(pgtest.SchemaOf(t, dsn))}
 	_, err := n.conn.Exec(ctx, "LISTEN "+pgx.Identifier{n.channel}.Sanitize())
 	require.NoError(t, err)
 	return n
@@ -179,7 +178,7 @@ func TestARegistrationRacingAWriterMissesNoCommit(t *testing.T) {
 	dsn := pgtest.NewDSN(t)
 	writer, ws := lazyHandle(t, dsn, time.Second, time.Second)
 	admin := pgtest.Connect(t)
-	schema := pgx.Identifier{schemaIn(t, dsn)}.Sanitize()
+	schema := pgx.Identifier{pgtest.SchemaOf(t, dsn)}.Sanitize()
 	_, err := admin.Exec(ctx, `CREATE FUNCTION `+schema+`.slow() RETURNS trigger LANGUAGE plpgsql AS
 		$$ BEGIN PERFORM pg_sleep(0.02); RETURN NEW; END $$;
 		CREATE TRIGGER slow BEFORE INSERT ON `+schema+`.events FOR EACH ROW EXECUTE FUNCTION `+schema+`.slow()`)
@@ -200,7 +199,7 @@ func TestARegistrationRacingAWriterMissesNoCommit(t *testing.T) {
 			wrote <- err
 		}()
 		time.Sleep(time.Duration(r%4) * 3 * time.Millisecond)
-		reg := newRegistration(schemaIn(t, dsn), ws.key, fmt.Sprint("racer-", r), time.Minute)
+		reg := newRegistration(pgtest.SchemaOf(t, dsn), ws.key, fmt.Sprint("racer-", r), time.Minute)
 		l := newListener(ws.listener.cfg, ws.channel, reg, testLogger(t))
 		l.start()
 		waitSignal(ctx, t, l) // listening and registered
@@ -243,7 +242,7 @@ func TestALapsedRegistrationIsRenewedAndTheSubscriberCatchesUp(t *testing.T) {
 	t.Cleanup(func() { _ = sub.Close() })
 	waitListeners(ctx, t, admin, dsn, 1)
 
-	_, err = admin.Exec(ctx, `UPDATE `+pgx.Identifier{schemaIn(t, dsn), "listeners"}.Sanitize()+` SET expires_at = clock_timestamp() - interval '1 second'`)
+	_, err = admin.Exec(ctx, `UPDATE `+pgx.Identifier{pgtest.SchemaOf(t, dsn), "listeners"}.Sanitize()+` SET expires_at = clock_timestamp() - interval '1 second'`)
 	require.NoError(t, err)
 	head := writeNote(ctx, t, writer, "while lapsed")
 	assert.Empty(t, outsider.since(ctx, t), "a lapsed registration is not notified")
@@ -267,7 +266,7 @@ func TestRegistrationsOfDeadStoresAreSwept(t *testing.T) {
 	defer cancel()
 	dsn := pgtest.NewDSN(t)
 	admin := pgtest.Connect(t)
-	table := pgx.Identifier{schemaIn(t, dsn), "listeners"}.Sanitize()
+	table := pgx.Identifier{pgtest.SchemaOf(t, dsn), "listeners"}.Sanitize()
 	reader, _ := lazyHandle(t, dsn, time.Second, time.Second)
 	_, err := admin.Exec(ctx, `INSERT INTO `+table+` VALUES ('dead', clock_timestamp() - interval '1 minute')`)
 	require.NoError(t, err)
@@ -279,14 +278,6 @@ func TestRegistrationsOfDeadStoresAreSwept(t *testing.T) {
 	var rows int
 	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&rows))
 	assert.Equal(t, 1, rows, "the dead store's row was swept")
-}
-
-// schemaIn is the workspace schema dsn names.
-func schemaIn(t *testing.T, dsn string) string {
-	t.Helper()
-	u, err := url.Parse(dsn)
-	require.NoError(t, err)
-	return u.Query().Get("ws_schema")
 }
 
 // Waiters on a store that was not listening are woken by another store's

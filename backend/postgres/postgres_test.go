@@ -78,13 +78,6 @@ func openWS(t *testing.T, dsn string) workspace.Workspace {
 	return ws
 }
 
-func schemaOf(t *testing.T, dsn string) string {
-	t.Helper()
-	u, err := url.Parse(dsn)
-	require.NoError(t, err)
-	return u.Query().Get("ws_schema")
-}
-
 // follow collects a subscription's events until it has seen seq last.
 func follow(ctx context.Context, sub *workspace.Subscription, last int64) ([]int64, error) {
 	var seqs []int64
@@ -160,7 +153,7 @@ func TestSubscriberMissesNothingWhenTheListenerConnectionIsKilled(t *testing.T) 
 	writer := openWS(t, pgtest.WithParams(t, dsn, "ws_listen", "off"))
 	reader := openWS(t, dsn)
 	admin := pgtest.Connect(t)
-	appName := "agentspace-listen:agentspace." + schemaOf(t, dsn)
+	appName := "agentspace-listen:agentspace." + pgtest.SchemaOf(t, dsn)
 
 	sub, err := reader.Events().Subscribe(ctx, workspace.SubscribeRequest{Heartbeat: -1})
 	require.NoError(t, err)
@@ -325,7 +318,7 @@ func TestOpenRefusesDirtyNewerAndUnmigratedOlderSchemas(t *testing.T) {
 			dsn := pgtest.NewDSN(t)
 			require.NoError(t, openWS(t, dsn).Close())
 			admin := pgtest.Connect(t)
-			_, err := admin.Exec(ctx, fmt.Sprintf(c.sql, pgx.Identifier{schemaOf(t, dsn), "schema_migrations"}.Sanitize()))
+			_, err := admin.Exec(ctx, fmt.Sprintf(c.sql, pgx.Identifier{pgtest.SchemaOf(t, dsn), "schema_migrations"}.Sanitize()))
 			require.NoError(t, err)
 			_, err = workspace.Open(ctx, pgtest.WithParams(t, dsn, "ws_automigrate", c.autoMigrate))
 			var se *workspace.SchemaError

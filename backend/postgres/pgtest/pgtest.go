@@ -114,6 +114,16 @@ func WithParams(t testing.TB, dsn string, kv ...string) string {
 	return u.String()
 }
 
+// SchemaOf is the ws_schema a DSN names ("" when none).
+func SchemaOf(t testing.TB, dsn string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("pgtest: %s is not a URL DSN: %v", workspace.RedactDSN(dsn), err)
+	}
+	return u.Query().Get("ws_schema")
+}
+
 // Schema reserves a fresh schema name and drops the schema, if anything
 // created it, when the test ends.
 func Schema(t testing.TB) string {
