@@ -156,6 +156,7 @@ func opName(op Op) string {
 const (
 	DefaultMaxArtifactSize = 32 << 20
 	DefaultPollInterval    = 50 * time.Millisecond
+	DefaultGroupWait       = 250 * time.Microsecond
 	DefaultIdempotencyTTL  = 24 * time.Hour
 	DefaultClaimLease      = 5 * time.Minute
 	DefaultHeartbeat       = 5 * time.Second

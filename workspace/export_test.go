@@ -14,3 +14,7 @@ func SharedStores() int {
 	defer sharedMu.Unlock()
 	return len(sharedCores)
 }
+
+// QueuedWriters is how many writers of w's store are handing a job to its
+// committer right now.
+func QueuedWriters(w Workspace) int64 { return w.(*handle).queued.Load() }

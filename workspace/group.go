@@ -68,11 +68,14 @@ func (h *handle) submit(ctx context.Context, j *job) error {
 	}
 	j.ctx = ctx
 	j.done = make(chan struct{})
+	h.queued.Add(1)
 	select {
 	case h.jobs <- j:
 	case <-ctx.Done():
+		h.queued.Add(-1)
 		return ctx.Err()
 	case <-h.ctx.Done():
+		h.queued.Add(-1)
 		return ErrClosed
 	}
 	<-j.done
@@ -80,26 +83,36 @@ func (h *handle) submit(ctx context.Context, j *job) error {
 }
 
 // committer runs until the handle closes, then fails what is still queued.
+//
+// It starts a transaction with every job that is waiting, and then, when
+// the last transaction saw more writers than it has (the jobs it ran and
+// those that queued behind it), waits for them a little: their writers
+// were answered a moment ago and are coming back. The wait ends when as
+// many jobs are in hand, and lasts at most Options.GroupWait and an eighth
+// of the last transaction's time, so that a writer that does not come back
+// costs the others little; with one writer there is nothing to wait for.
 func (h *core) committer() {
 	defer h.hub.wg.Done()
 	ctx := h.hub.ctx
-	var carry *job
+	var (
+		carry   *job
+		expect  int           // writers the last transaction saw
+		lastRun time.Duration // how long it took
+	)
 	for {
-		group := make([]*job, 0, 8)
+		g := gathering{keys: map[string]bool{}}
 		if carry != nil {
-			group, carry = append(group, carry), nil
+			g.add(carry)
+			carry = nil
 		} else {
 			select {
 			case j := <-h.jobs:
-				group = append(group, j)
+				h.queued.Add(-1)
+				g.add(j)
 			case <-ctx.Done():
 				h.drain()
 				return
 			}
-		}
-		keys := map[string]bool{}
-		if k := group[0].idemKey; k != "" {
-			keys[k] = true
 		}
 		// The writers the last group answered are runnable but may not
 		// have run yet: let them submit their next job, so that they join
@@ -107,25 +120,67 @@ func (h *core) committer() {
 		// next one (without it, c writers settle into alternating groups
 		// of about c/2).
 		runtime.Gosched()
-	fill:
-		for len(group) < maxGroup {
+		h.gather(&g, nil, maxGroup)
+		if wait := min(h.opts.GroupWait, lastRun/8); wait > 0 && len(g.jobs) < expect {
+			timer := time.NewTimer(wait)
+			h.gather(&g, timer.C, min(expect, maxGroup))
+			timer.Stop()
+		}
+		start := time.Now()
+		h.runGroup(ctx, g.jobs)
+		lastRun = time.Since(start)
+		carry = g.carry
+		expect = len(g.jobs) + int(h.queued.Load())
+		if carry != nil {
+			expect++
+		}
+	}
+}
+
+// gathering is a group being gathered.
+type gathering struct {
+	jobs []*job
+	keys map[string]bool // the group's idempotency keys
+	// carry is a job that cannot join the group (its key is in it), which
+	// closed the group and starts the next.
+	carry *job
+}
+
+// add adds j to the group, or makes it the carry: two jobs with one
+// idempotency key never share a transaction, as the second must see the
+// first's result.
+func (g *gathering) add(j *job) {
+	if j.idemKey != "" {
+		if g.keys[j.idemKey] {
+			g.carry = j
+			return
+		}
+		g.keys[j.idemKey] = true
+	}
+	g.jobs = append(g.jobs, j)
+}
+
+// gather adds queued jobs to g until it holds n or is closed, and, with
+// stop nil, until none is waiting; otherwise until stop fires.
+func (h *core) gather(g *gathering, stop <-chan time.Time, n int) {
+	for len(g.jobs) < n && g.carry == nil {
+		if stop == nil {
 			select {
 			case j := <-h.jobs:
-				// Two jobs with one idempotency key never share a
-				// transaction: the second must see the first's result.
-				if j.idemKey != "" && keys[j.idemKey] {
-					carry = j
-					break fill
-				}
-				if j.idemKey != "" {
-					keys[j.idemKey] = true
-				}
-				group = append(group, j)
+				h.queued.Add(-1)
+				g.add(j)
+				continue
 			default:
-				break fill
+				return
 			}
 		}
-		h.runGroup(ctx, group)
+		select {
+		case j := <-h.jobs:
+			h.queued.Add(-1)
+			g.add(j)
+		case <-stop:
+			return
+		}
 	}
 }
 
@@ -133,6 +188,7 @@ func (h *core) drain() {
 	for {
 		select {
 		case j := <-h.jobs:
+			h.queued.Add(-1)
 			j.err = ErrClosed
 			close(j.done)
 		default:

@@ -19,6 +19,7 @@ type core struct {
 
 	commits    atomic.Uint64
 	jobs       chan *job    // to the committer (group.go)
+	queued     atomic.Int64 // writers sending on jobs
 	savepoints atomic.Int32 // savepointsUnknown, Yes or No
 
 	// key is the core's entry in the shared registry, "" for one made by

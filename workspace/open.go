@@ -62,6 +62,7 @@ const (
 	paramMaxArtifactSize = "ws_max_artifact_size"
 	paramIdempotencyTTL  = "ws_idempotency_ttl"
 	paramPrivate         = "ws_private"
+	paramGroupWait       = "ws_group_wait"
 )
 
 // Options tune a handle. The zero value means the defaults.
@@ -75,6 +76,14 @@ type Options struct {
 	PollInterval time.Duration
 	// Logger receives diagnostics (default: slog.Default()).
 	Logger *slog.Logger
+	// GroupWait bounds how long the committer, about to start a group
+	// commit, waits for writers it expects: as many as the last
+	// transaction saw, whose writers it has just answered (default 250µs;
+	// never more than an eighth of the last transaction's time; negative:
+	// never wait; ws_group_wait in the DSN, 0 for never). Waiting lets
+	// writers in a loop share one commit instead of alternating between
+	// two; a single writer never waits.
+	GroupWait time.Duration
 	// Private gives the handle a store of its own (its own connections, its
 	// own writer queue and event hub) rather than sharing one with the
 	// process's other handles opened on the same DSN with the same options
@@ -96,6 +105,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.GroupWait == 0 {
+		o.GroupWait = DefaultGroupWait
 	}
 	return o
 }
@@ -188,6 +200,15 @@ func ParseDSN(dsn string) (ParsedDSN, error) {
 				return p, invalid("dsn", "%s=%q: want a duration of at least 1s", key, v)
 			}
 			opts.IdempotencyTTL = dur
+		case key == paramGroupWait:
+			dur, err := time.ParseDuration(v)
+			if err != nil || dur < 0 || dur > 10*time.Millisecond {
+				return p, invalid("dsn", "%s=%q: want a duration between 0 (never wait) and 10ms", key, v)
+			}
+			opts.GroupWait = dur
+			if dur == 0 {
+				opts.GroupWait = -1
+			}
 		case key == paramPrivate:
 			b, err := strconv.ParseBool(v)
 			if err != nil {
@@ -197,7 +218,7 @@ func ParseDSN(dsn string) (ParsedDSN, error) {
 		case own[key]:
 			cfg.Params[key] = v
 		default:
-			known := []string{paramAutoMigrate, paramIdempotencyTTL, paramMaxArtifactSize, paramPoll, paramPrivate}
+			known := []string{paramAutoMigrate, paramGroupWait, paramIdempotencyTTL, paramMaxArtifactSize, paramPoll, paramPrivate}
 			known = append(known, d.Params()...)
 			sort.Strings(known)
 			return p, invalid("dsn", "unknown parameter %s for scheme %q (known: %s)", key, scheme, strings.Join(known, ", "))

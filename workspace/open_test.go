@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -51,6 +52,17 @@ func TestParseDSNStripsOwnParameters(t *testing.T) {
 	assert.Equal(t, "10ms", p.Options.PollInterval.String())
 }
 
+func TestParseDSNGroupWait(t *testing.T) {
+	registerTestDriver(t, "testfile")
+	p, err := ParseDSN("testfile:x?ws_group_wait=1ms")
+	require.NoError(t, err)
+	assert.Equal(t, time.Millisecond, p.Options.GroupWait)
+	p, err = ParseDSN("testfile:x?ws_group_wait=0")
+	require.NoError(t, err)
+	assert.Negative(t, p.Options.GroupWait, "0 in a DSN is never wait, not the default")
+	assert.Equal(t, DefaultGroupWait, Options{}.withDefaults().GroupWait)
+}
+
 func TestParseDSNURLForm(t *testing.T) {
 	registerTestDriver(t, "testurl", "ws_schema")
 	p, err := ParseDSN("testurl://u:secret@host:5432/db?sslmode=disable&ws_schema=team1")
@@ -76,6 +88,8 @@ func TestParseDSNBadValues(t *testing.T) {
 		"testfile:x?ws_automigrate=maybe",
 		"testfile:x?ws_max_artifact_size=-1",
 		"testfile:x?ws_idempotency_ttl=1ms",
+		"testfile:x?ws_group_wait=-1ms",
+		"testfile:x?ws_group_wait=1s",
 		"testfile:x?%zz",
 	} {
 		_, err := ParseDSN(dsn)

@@ -32,8 +32,8 @@ var (
 // handles get the same key only if their stores and options are the same.
 func shareKey(p ParsedDSN, o Options) (string, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\x00%s\x00%t\x00%d\x00%d\x00%d\x00%p", p.Config.Scheme, p.Config.DSN,
-		p.Config.AutoMigrate, o.MaxArtifactSize, o.IdempotencyTTL, o.PollInterval, o.Logger)
+	fmt.Fprintf(&b, "%s\x00%s\x00%t\x00%d\x00%d\x00%d\x00%d\x00%p", p.Config.Scheme, p.Config.DSN,
+		p.Config.AutoMigrate, o.MaxArtifactSize, o.IdempotencyTTL, o.PollInterval, o.GroupWait, o.Logger)
 	keys := make([]string, 0, len(p.Config.Params))
 	for k := range p.Config.Params {
 		keys = append(keys, k)
