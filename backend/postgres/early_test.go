@@ -317,3 +317,99 @@ func TestHintedLeaseIsReadAheadAndGoesStaleWithItsWrite(t *testing.T) {
 		return nil
 	}))
 }
+
+// A group's artifacts are read ahead together, a few statements for all of
+// them; what each read then returns is what it reads without a hint, in
+// every state an artifact can be in: found by name or by ID, missing
+// either way, deleted, its lease held or not.
+func TestGroupReadsAheadReadWhatTheReadsRead(t *testing.T) {
+	ctx := context.Background()
+	st, rt, ws, arts := earlyStore(t, 4)
+	a0, a1, a2, a3 := arts[0], arts[1], arts[2], arts[3]
+	require.NoError(t, ws.Artifacts().Delete(ctx, workspace.Write{Actor: "ann"}, workspace.ArtifactRef{ID: a3.ID}))
+	_, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "artifact:" + a1.Name, Owner: "carol", TTL: time.Hour})
+	require.NoError(t, err)
+	_, err = ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "artifact:missing", Owner: "dave", TTL: time.Hour})
+	require.NoError(t, err)
+	refs := []workspace.ArtifactRef{
+		{Name: a0.Name}, {ID: a1.ID}, {Name: a1.Name}, {ID: a2.ID},
+		{Name: "missing"}, {ID: "nope"}, {Name: a3.Name}, {ID: a3.ID},
+	}
+	type read struct {
+		artifact        workspace.Artifact
+		missing         bool
+		resource        string
+		lease           workspace.Lease
+		leaseMissing    bool
+		leaseReadFailed error
+	}
+	reads := func(got *[]read) func(tx workspace.Tx) error {
+		return func(tx workspace.Tx) error {
+			*got = nil
+			for _, ref := range refs {
+				a, err := tx.Artifact(ctx, ref)
+				r := read{artifact: a, missing: errors.Is(err, workspace.ErrNotFound)}
+				if err != nil && !r.missing {
+					return err
+				}
+				switch {
+				case ref.Name != "":
+					r.resource = "artifact:" + ref.Name
+				case !r.missing:
+					r.resource = "artifact:" + a.Name
+				}
+				if r.resource != "" {
+					l, err := tx.Lease(ctx, r.resource)
+					r.lease, r.leaseMissing = l, errors.Is(err, workspace.ErrNotFound)
+					if err != nil && !r.leaseMissing {
+						r.leaseReadFailed = err
+					}
+				}
+				*got = append(*got, r)
+			}
+			return nil
+		}
+	}
+	var plain, hinted []read
+	require.NoError(t, st.Update(ctx, reads(&plain)))
+	require.NoError(t, st.UpdateHinted(ctx, hintsOf(refs...), reads(&hinted))) // prepares the statements
+	before := rt.N.Load()
+	require.NoError(t, st.UpdateHinted(ctx, hintsOf(refs...), reads(&hinted)))
+	assert.Equal(t, int64(2), rt.N.Load()-before, "every read was read ahead")
+	require.Len(t, hinted, len(refs))
+	assert.Equal(t, plain, hinted)
+	assert.Equal(t, []bool{false, false, false, false, true, true, true, true},
+		[]bool{hinted[0].missing, hinted[1].missing, hinted[2].missing, hinted[3].missing,
+			hinted[4].missing, hinted[5].missing, hinted[6].missing, hinted[7].missing})
+	assert.Equal(t, "carol", hinted[1].lease.Owner, "a lease found through the ID")
+	assert.Equal(t, "carol", hinted[2].lease.Owner)
+	assert.Equal(t, "dave", hinted[4].lease.Owner, "a lease on a name no artifact has")
+	assert.True(t, hinted[0].leaseMissing)
+}
+
+// The statements that run under generic plans (a group's reads ahead, the
+// events of a group) put plan_cache_mode back as they found it: what the
+// session's statements after them are planned by does not change.
+func TestGenericPlansEndWithTheirStatements(t *testing.T) {
+	ctx := context.Background()
+	st, _, _, arts := earlyStore(t, 2)
+	mode := func(tx workspace.Tx) string {
+		var m string
+		require.NoError(t, tx.(*writeTx).q.QueryRow(ctx, `SELECT current_setting('plan_cache_mode')`).Scan(&m))
+		return m
+	}
+	refs := []workspace.ArtifactRef{{Name: arts[0].Name}, {ID: arts[1].ID}}
+	require.NoError(t, st.UpdateHinted(ctx, hintsOf(refs...), func(tx workspace.Tx) error {
+		assert.Equal(t, "auto", mode(tx), "after the reads ahead")
+		for _, ref := range refs {
+			a, err := tx.Artifact(ctx, ref)
+			require.NoError(t, err)
+			require.NoError(t, tx.PutArtifact(ctx, next(a, tx.Now()), nil))
+		}
+		ev := workspace.Event{Time: tx.Now(), Actor: "bob", Type: workspace.EventArtifactUpdated}
+		_, err := tx.AppendEvents(ctx, []workspace.Event{ev, ev})
+		require.NoError(t, err)
+		assert.Equal(t, "auto", mode(tx), "after the events")
+		return nil
+	}))
+}

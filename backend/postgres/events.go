@@ -58,10 +58,11 @@ const (
 	// plain parameters, so that the server stops planning it after five
 	// runs: its generic plan must cost no more than a custom one. The
 	// unnest of arrays is estimated at ten rows without the arrays at hand,
-	// which makes appendEvents get a custom plan, about 0.1 ms, on every
-	// run; and LIMIT 1 (c has one row) keeps the CASE, cheaper with
-	// constants, from counting for the many rows the planner expects of
-	// counters before it is analyzed.
+	// which would make appendEvents get a custom plan, about 0.1 ms, on
+	// every run of fewer events (it runs under genericOn); and LIMIT 1 (c
+	// has one row) keeps the CASE, cheaper with constants, from counting
+	// for the many rows the planner expects of counters before it is
+	// analyzed.
 	appendEvent = `WITH c AS (
 		UPDATE counters SET seq = seq + 1 RETURNING seq - 1 AS base
 	), ins AS (
@@ -165,8 +166,11 @@ func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (i
 		return events[0].Seq, nil
 	}
 	first := t.seq + 1
+	// Planned once: see genericOn.
+	t.pl.queue(genericOn)
 	_, _ = t.pl.Exec(ctx, appendEvents, int64(n), times, actors, types, kinds, ids, names, versions, messages, t.channel, first,
 		t.payload(first, events), t.notify)
+	t.pl.queue(genericBack)
 	t.seq += int64(n)
 	return first, nil
 }
