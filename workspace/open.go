@@ -62,7 +62,7 @@ const (
 	paramMaxArtifactSize = "ws_max_artifact_size"
 	paramIdempotencyTTL  = "ws_idempotency_ttl"
 	paramPrivate         = "ws_private"
-	paramGroupWait       = "ws_group_wait"
+	paramWaitForGroup    = "ws_group_wait"
 )
 
 // Options tune a handle. The zero value means the defaults.
@@ -200,7 +200,7 @@ func ParseDSN(dsn string) (ParsedDSN, error) {
 				return p, invalid("dsn", "%s=%q: want a duration of at least 1s", key, v)
 			}
 			opts.IdempotencyTTL = dur
-		case key == paramGroupWait:
+		case key == paramWaitForGroup:
 			dur, err := time.ParseDuration(v)
 			if err != nil || dur < 0 || dur > 10*time.Millisecond {
 				return p, invalid("dsn", "%s=%q: want a duration between 0 (never wait) and 10ms", key, v)
@@ -218,7 +218,7 @@ func ParseDSN(dsn string) (ParsedDSN, error) {
 		case own[key]:
 			cfg.Params[key] = v
 		default:
-			known := []string{paramAutoMigrate, paramGroupWait, paramIdempotencyTTL, paramMaxArtifactSize, paramPoll, paramPrivate}
+			known := []string{paramAutoMigrate, paramWaitForGroup, paramIdempotencyTTL, paramMaxArtifactSize, paramPoll, paramPrivate}
 			known = append(known, d.Params()...)
 			sort.Strings(known)
 			return p, invalid("dsn", "unknown parameter %s for scheme %q (known: %s)", key, scheme, strings.Join(known, ", "))
