@@ -322,6 +322,9 @@ func mergeOptions(base, o Options) Options {
 	if o.Logger != nil {
 		base.Logger = o.Logger
 	}
+	if o.GroupWait != 0 {
+		base.GroupWait = o.GroupWait
+	}
 	base.Private = base.Private || o.Private
 	return base
 }

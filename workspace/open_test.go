@@ -63,6 +63,20 @@ func TestParseDSNGroupWait(t *testing.T) {
 	assert.Equal(t, DefaultGroupWait, Options{}.withDefaults().GroupWait)
 }
 
+// Options given to Open override the DSN's ws_ parameters, field by field;
+// a zero field keeps the DSN's.
+func TestOpenOptionsOverrideTheDSNFieldByField(t *testing.T) {
+	registerTestDriver(t, "testfile")
+	p, err := ParseDSN("testfile:x?ws_group_wait=1ms&ws_poll=20ms")
+	require.NoError(t, err)
+	o := mergeOptions(p.Options, Options{GroupWait: -1, IdempotencyTTL: time.Hour})
+	assert.Negative(t, o.GroupWait, "the option given to Open wins")
+	assert.Equal(t, 20*time.Millisecond, o.PollInterval, "the DSN's stays where the option is zero")
+	assert.Equal(t, time.Hour, o.IdempotencyTTL)
+	o = mergeOptions(p.Options, Options{})
+	assert.Equal(t, time.Millisecond, o.GroupWait)
+}
+
 func TestParseDSNURLForm(t *testing.T) {
 	registerTestDriver(t, "testurl", "ws_schema")
 	p, err := ParseDSN("testurl://u:secret@host:5432/db?sslmode=disable&ws_schema=team1")
