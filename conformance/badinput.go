@@ -352,6 +352,8 @@ func testBadDSN(t *testing.T, h Harness) {
 		{"ws_poll", "forever"},
 		{"ws_idempotency_ttl", "1ms"},
 		{"ws_automigrate", "maybe"},
+		{"ws_group_wait", "1s"},
+		{"ws_group_wait", "-1ms"},
 	} {
 		ws, err := workspace.Open(testCtx(t), dsnWith(base, c.key, c.value))
 		if ws != nil {
