@@ -766,7 +766,7 @@ func (r earlyReads) queueArtifacts(b *pgx.Batch, hints []workspace.ReadHint) []*
 		return func(rows pgx.Rows) error {
 			for rows.Next() {
 				var n int64
-				a, err := scanArtifact(numberedRow{rows, &n})
+				a, err := scanArtifact(framedRow{Row: rows, after: []any{&n}})
 				if err != nil {
 					return err
 				}
@@ -787,7 +787,7 @@ func (r earlyReads) queueArtifacts(b *pgx.Batch, hints []workspace.ReadHint) []*
 		return func(rows pgx.Rows) error {
 			for rows.Next() {
 				var n int64
-				l, err := scanLease(numberedRow{rows, &n})
+				l, err := scanLease(framedRow{Row: rows, after: []any{&n}})
 				if err != nil {
 					return err
 				}
@@ -808,15 +808,6 @@ func (r earlyReads) queueArtifacts(b *pgx.Batch, hints []workspace.ReadHint) []*
 	}
 	return out
 }
-
-// numberedRow is a row whose last column is its number: Scan reads the
-// other columns into dest and the last into n.
-type numberedRow struct {
-	rows pgx.Rows
-	n    *int64
-}
-
-func (r numberedRow) Scan(dest ...any) error { return r.rows.Scan(append(dest, r.n)...) }
 
 // exceptNoRows is err unless it says that there was no row.
 func exceptNoRows(err error) error {
