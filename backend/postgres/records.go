@@ -679,6 +679,41 @@ func artifactLeaseName(ref workspace.ArtifactRef, a workspace.Artifact, found bo
 	return ""
 }
 
+// queueAll queues on b the reads of every hint, and returns where their
+// outcomes will be kept. Several artifacts are read together
+// (queueArtifacts): a group of writers of artifacts hints one each. Only
+// the first claim is read ahead: whichever claim comes first writes a
+// task, which makes every other claim's reads stale.
+func (r earlyReads) queueAll(b *pgx.Batch, hints []workspace.ReadHint) []*earlyRead {
+	var (
+		early  []*earlyRead
+		arts   []workspace.ReadHint
+		claims int
+	)
+	for _, h := range hints {
+		switch {
+		case h.Artifact != (workspace.ArtifactRef{}):
+			arts = append(arts, h)
+			continue
+		case h.Claim != nil:
+			if claims++; claims > 1 {
+				continue
+			}
+		}
+		if e := r.queue(b, h); e != nil {
+			early = append(early, e)
+		}
+	}
+	switch len(arts) {
+	case 0:
+	case 1:
+		early = append(early, r.queue(b, arts[0]))
+	default:
+		early = append(early, r.queueArtifacts(b, arts)...)
+	}
+	return early
+}
+
 // queue queues on b the reads h names, as the transaction's own reads
 // would do them, and returns where their outcome will be kept (nil for a
 // hint it does not read ahead).

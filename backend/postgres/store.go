@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -163,17 +162,6 @@ func (s *store) UpdateHinted(ctx context.Context, hints []workspace.ReadHint, fn
 	return s.retry(ctx, "update", func() (bool, error) { return s.updateOnce(ctx, hints, fn) })
 }
 
-// artifactHints counts the hints that name an artifact.
-func artifactHints(hints []workspace.ReadHint) int {
-	n := 0
-	for _, h := range hints {
-		if h.Artifact != (workspace.ArtifactRef{}) {
-			n++
-		}
-	}
-	return n
-}
-
 // maxEarly bounds the records a transaction reads ahead.
 const maxEarly = 32
 
@@ -228,38 +216,7 @@ func (s *store) updateOnce(ctx context.Context, hints []workspace.ReadHint, fn f
 		notify bool
 	)
 	b.Queue(s.startWrite, s.id).QueryRow(func(row pgx.Row) error { return row.Scan(&now, &head, &notify) })
-	var (
-		early  []*earlyRead
-		claims int
-		// Several artifacts are read in a few statements rather than
-		// two each: a group of writers of artifacts hints one each.
-		arts []workspace.ReadHint
-	)
-	hints = hints[:min(len(hints), maxEarly)]
-	if artifactHints(hints) > 1 {
-		hints = slices.DeleteFunc(slices.Clone(hints), func(h workspace.ReadHint) bool {
-			if h.Artifact != (workspace.ArtifactRef{}) {
-				arts = append(arts, h)
-				return true
-			}
-			return false
-		})
-	}
-	for _, h := range hints {
-		if h.Claim != nil {
-			// Whichever claim comes first writes a task, which makes
-			// every other claim's reads stale: read ahead for one.
-			if claims++; claims > 1 {
-				continue
-			}
-		}
-		if e := s.early.queue(b, h); e != nil {
-			early = append(early, e)
-		}
-	}
-	if len(arts) > 0 {
-		early = append(early, s.early.queueArtifacts(b, arts)...)
-	}
+	early := s.early.queueAll(b, hints[:min(len(hints), maxEarly)])
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		s.abort(conn)
 		return retryable(conn, err), fmt.Errorf("postgres: begin: %w", err)
