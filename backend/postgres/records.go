@@ -569,16 +569,14 @@ func (t *readTx) takeEarly(h workspace.ReadHint) *earlyRead {
 type viewReads struct{ byName, byID, note, task, lease string }
 
 func newViewReads(schema string) viewReads {
+	head := `SELECT clock_timestamp(), ` + artifactCols + `, (SELECT b.content FROM ` + pgx.Identifier{schema, "blobs"}.Sanitize() +
+		` b WHERE b.artifact_id = h.id AND b.sha256 = h.sha256) FROM ` + pgx.Identifier{schema, "artifacts"}.Sanitize() + ` h WHERE NOT deleted AND `
 	return viewReads{
-		note:  `SELECT clock_timestamp(), ` + noteCols + ` FROM ` + pgx.Identifier{schema, "notes"}.Sanitize() + ` WHERE kind = $1 AND key = $2`,
-		task:  `SELECT clock_timestamp(), ` + taskCols + ` FROM ` + pgx.Identifier{schema, "tasks"}.Sanitize() + ` WHERE id = $1`,
-		lease: `SELECT clock_timestamp(), ` + leaseCols + ` FROM ` + pgx.Identifier{schema, "leases"}.Sanitize() + ` WHERE resource = $1`,
-		byName: `SELECT clock_timestamp(), ` + artifactCols + `, (SELECT b.content FROM ` + pgx.Identifier{schema, "blobs"}.Sanitize() +
-			` b WHERE b.artifact_id = h.id AND b.sha256 = h.sha256) FROM ` + pgx.Identifier{schema, "artifacts"}.Sanitize() +
-			` h WHERE name = $1 AND NOT deleted`,
-		byID: `SELECT clock_timestamp(), ` + artifactCols + `, (SELECT b.content FROM ` + pgx.Identifier{schema, "blobs"}.Sanitize() +
-			` b WHERE b.artifact_id = h.id AND b.sha256 = h.sha256) FROM ` + pgx.Identifier{schema, "artifacts"}.Sanitize() +
-			` h WHERE id = $1 AND NOT deleted`,
+		note:   `SELECT clock_timestamp(), ` + noteCols + ` FROM ` + pgx.Identifier{schema, "notes"}.Sanitize() + ` WHERE kind = $1 AND key = $2`,
+		task:   `SELECT clock_timestamp(), ` + taskCols + ` FROM ` + pgx.Identifier{schema, "tasks"}.Sanitize() + ` WHERE id = $1`,
+		lease:  `SELECT clock_timestamp(), ` + leaseCols + ` FROM ` + pgx.Identifier{schema, "leases"}.Sanitize() + ` WHERE resource = $1`,
+		byName: head + `name = $1`,
+		byID:   head + `id = $1`,
 	}
 }
 
