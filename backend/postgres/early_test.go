@@ -51,6 +51,17 @@ func hintsOf(refs ...workspace.ArtifactRef) []workspace.ReadHint {
 	return hs
 }
 
+// roundTripsOf runs fn in a transaction hinted with hints twice, the first
+// time to prepare its statements, and returns the second's round trips.
+func roundTripsOf(t *testing.T, st *store, rt *RoundTrips, hints []workspace.ReadHint, fn func(tx workspace.Tx) error) int64 {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, st.UpdateHinted(ctx, hints, fn))
+	before := rt.N.Load()
+	require.NoError(t, st.UpdateHinted(ctx, hints, fn))
+	return rt.N.Load() - before
+}
+
 // next is a's next version, as the engine writes it.
 func next(a workspace.Artifact, now time.Time) workspace.Artifact {
 	a.Version++
@@ -83,10 +94,7 @@ func TestHintedGroupReadsEveryArtifactAhead(t *testing.T) {
 		}
 		return nil
 	}
-	require.NoError(t, st.UpdateHinted(ctx, hintsOf(refs...), group)) // prepares the statements
-	before := rt.N.Load()
-	require.NoError(t, st.UpdateHinted(ctx, hintsOf(refs...), group))
-	assert.Equal(t, int64(2), rt.N.Load()-before, "the lock with the reads ahead, then the writes with the commit")
+	assert.Equal(t, int64(2), roundTripsOf(t, st, rt, hintsOf(refs...), group), "the lock with the reads ahead, then the writes with the commit")
 }
 
 // A write drops the early reads it makes stale: of the artifact it writes
@@ -170,10 +178,7 @@ func TestHintedNotesAndTasksAreReadAheadAndGoStaleWithWrites(t *testing.T) {
 		got.Version++
 		return tx.PutTask(ctx, got)
 	}
-	require.NoError(t, st.UpdateHinted(ctx, hints, batch)) // prepares the statements
-	before := rt.N.Load()
-	require.NoError(t, st.UpdateHinted(ctx, hints, batch))
-	assert.Equal(t, int64(2), rt.N.Load()-before, "the lock with the reads ahead, then the writes with the commit")
+	assert.Equal(t, int64(2), roundTripsOf(t, st, rt, hints, batch), "the lock with the reads ahead, then the writes with the commit")
 
 	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
 		now := tx.Now()
@@ -300,10 +305,7 @@ func TestHintedLeaseIsReadAheadAndGoesStaleWithItsWrite(t *testing.T) {
 		l.Owner, l.Token, l.AcquiredAt, l.ExpiresAt = "ann", l.Token+1, tx.Now(), tx.Now().Add(time.Minute)
 		return tx.PutLease(ctx, l)
 	}
-	require.NoError(t, st.UpdateHinted(ctx, hints, cycle)) // prepares the statements
-	before := rt.N.Load()
-	require.NoError(t, st.UpdateHinted(ctx, hints, cycle))
-	assert.Equal(t, int64(2), rt.N.Load()-before, "the lock with the lease read ahead, then the write with the commit")
+	assert.Equal(t, int64(2), roundTripsOf(t, st, rt, hints, cycle), "the lock with the lease read ahead, then the write with the commit")
 
 	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
 		now := tx.Now()
@@ -372,10 +374,7 @@ func TestGroupReadsAheadReadWhatTheReadsRead(t *testing.T) {
 	}
 	var plain, hinted []read
 	require.NoError(t, st.Update(ctx, reads(&plain)))
-	require.NoError(t, st.UpdateHinted(ctx, hintsOf(refs...), reads(&hinted))) // prepares the statements
-	before := rt.N.Load()
-	require.NoError(t, st.UpdateHinted(ctx, hintsOf(refs...), reads(&hinted)))
-	assert.Equal(t, int64(2), rt.N.Load()-before, "every read was read ahead")
+	assert.Equal(t, int64(2), roundTripsOf(t, st, rt, hintsOf(refs...), reads(&hinted)), "every read was read ahead")
 	require.Len(t, hinted, len(refs))
 	assert.Equal(t, plain, hinted)
 	assert.Equal(t, []bool{false, false, false, false, true, true, true, true},
