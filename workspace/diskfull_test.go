@@ -33,7 +33,7 @@ func mountTmpfs(t *testing.T, size int) string {
 		t.Fatalf("cannot mount a tmpfs, and this run requires the disk-full test (%v: %s)", err, strings.TrimSpace(string(out)))
 	}
 	if err != nil {
-		t.Skipf("DISK-FULL TEST SKIPPED: cannot mount a tmpfs here (%v: %s); the json backend's injected write errors still run", err, strings.TrimSpace(string(out)))
+		t.Skipf("DISK-FULL TEST SKIPPED: cannot mount a tmpfs here (%v: %s); the json backend's injected write errors still run; run as root, where .ci/run's AGENTSPACE_TEST_REQUIRE_TMPFS=1 makes this a failure", err, strings.TrimSpace(string(out)))
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
