@@ -61,6 +61,9 @@ func newHub(h *core) *hub {
 func (b *hub) close() {
 	b.cancel()
 	b.wg.Wait()
+	// A group a writer runs alone ends before the store closes, and the
+	// turn is kept: no group runs on a closed store.
+	b.h.turn.Lock()
 }
 
 // bump records that the head reached seq, waking waiters if it advanced,

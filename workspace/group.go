@@ -18,7 +18,9 @@ import (
 // them in one store transaction, each inside its own savepoint, so N
 // concurrent writers share one commit (one fsync, one NOTIFY) while each job
 // keeps its own conditions, its own result and its own error. A store whose
-// Tx cannot take savepoints gets one job per transaction.
+// Tx cannot take savepoints gets one job per transaction. A writer that
+// would be a group of one anyway runs its job itself (runAlone); the turn
+// mutex keeps it and the committer from running two groups at once.
 
 // maxGroup bounds how many jobs share one transaction.
 const maxGroup = 128
@@ -58,7 +60,8 @@ func (j *job) reset() {
 	j.res, j.events, j.conflict, j.message, j.err = BatchResult{}, nil, nil, "", nil
 }
 
-// submit hands j to the committer and waits for its outcome, which is
+// submit runs j alone or hands it to the committer, and waits for its
+// outcome, which is
 // always definite: a job whose ctx ends before its transaction starts is not
 // run; once started, the transaction is cancelled only if every caller in
 // its group has given up, and the caller gets what really happened.
@@ -68,6 +71,9 @@ func (h *handle) submit(ctx context.Context, j *job) error {
 	}
 	j.ctx = ctx
 	j.done = make(chan struct{})
+	if ran, err := h.runAlone(j); ran {
+		return err
+	}
 	h.queued.Add(1)
 	select {
 	case h.jobs <- j:
@@ -82,6 +88,27 @@ func (h *handle) submit(ctx context.Context, j *job) error {
 	return j.err
 }
 
+// runAlone runs j on the caller's goroutine, sparing it the hand-over to
+// the committer and back, when j would be a group of one anyway: the last
+// transaction saw no other writer, none is queued, and no group is being
+// gathered or run. It reports whether it ran j.
+func (h *handle) runAlone(j *job) (bool, error) {
+	if h.expect.Load() > 1 || h.queued.Load() != 0 || !h.turn.TryLock() {
+		return false, nil
+	}
+	defer h.turn.Unlock()
+	if h.hub.ctx.Err() != nil {
+		return true, ErrClosed
+	}
+	start := time.Now()
+	h.runGroup(h.hub.ctx, []*job{j})
+	h.lastRun = time.Since(start)
+	// Writers that came meanwhile wait for the committer: the next
+	// writer joins them.
+	h.expect.Store(1 + h.queued.Load())
+	return true, j.err
+}
+
 // committer runs until the handle closes, then fails what is still queued.
 //
 // It starts a transaction with every job that is waiting, and then, when
@@ -94,19 +121,20 @@ func (h *handle) submit(ctx context.Context, j *job) error {
 func (h *core) committer() {
 	defer h.hub.wg.Done()
 	ctx := h.hub.ctx
-	var (
-		carry   *job
-		expect  int           // writers the last transaction saw
-		lastRun time.Duration // how long it took
-	)
+	var carry *job
 	for {
 		g := gathering{keys: map[string]bool{}}
 		if carry != nil {
+			h.turn.Lock()
 			g.add(carry)
 			carry = nil
 		} else {
 			select {
 			case j := <-h.jobs:
+				// j counts as queued until the committer has the turn
+				// (a writer running alone may have it), so that no
+				// writer runs alone ahead of it.
+				h.turn.Lock()
 				h.queued.Add(-1)
 				g.add(j)
 			case <-ctx.Done():
@@ -121,19 +149,22 @@ func (h *core) committer() {
 		// of about c/2).
 		runtime.Gosched()
 		h.gather(&g, nil, maxGroup)
-		if wait := min(h.opts.GroupWait, lastRun/8); wait > 0 && len(g.jobs) < expect {
+		expect := int(h.expect.Load())
+		if wait := min(h.opts.GroupWait, h.lastRun/8); wait > 0 && len(g.jobs) < expect {
 			timer := time.NewTimer(wait)
 			h.gather(&g, timer.C, min(expect, maxGroup))
 			timer.Stop()
 		}
 		start := time.Now()
 		h.runGroup(ctx, g.jobs)
-		lastRun = time.Since(start)
+		h.lastRun = time.Since(start)
 		carry = g.carry
-		expect = len(g.jobs) + int(h.queued.Load())
+		seen := int64(len(g.jobs)) + h.queued.Load()
 		if carry != nil {
-			expect++
+			seen++
 		}
+		h.expect.Store(seen)
+		h.turn.Unlock()
 	}
 }
 

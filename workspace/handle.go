@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // core is what every handle on one store shares: the store, the committer
@@ -21,6 +22,11 @@ type core struct {
 	jobs       chan *job    // to the committer (group.go)
 	queued     atomic.Int64 // writers sending on jobs
 	savepoints atomic.Int32 // savepointsUnknown, Yes or No
+	// turn is held by whoever gathers and runs a group: the committer, or
+	// a writer running its job alone (runAlone); it guards lastRun.
+	turn    sync.Mutex
+	expect  atomic.Int64  // writers the last transaction saw: its jobs and those queued behind it
+	lastRun time.Duration // how long the last transaction took
 
 	// key is the core's entry in the shared registry, "" for one made by
 	// New; refs counts its handles (guarded by sharedMu); ready closes once
