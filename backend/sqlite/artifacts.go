@@ -217,7 +217,7 @@ func labelClauses(col string, labels map[string]string) (string, []any) {
 // so it is prepared once like the other fixed queries.
 const (
 	qListPrefix          = ` AND h.name >= ? AND substr(h.name, 1, length(?)) = ?`
-	qListOrder           = ` ORDER BY h.name LIMIT ?`
+	qListOrder           = ` ORDER BY h.name LIMIT +?`
 	qListArtifactsAll    = qArtifactHead + `h.name > ?` + qListOrder
 	qListArtifactsPrefix = qArtifactHead + `h.name > ?` + qListPrefix + qListOrder
 )

@@ -13,7 +13,7 @@ const (
 	// The head survives compaction of the whole log: it is at least floor-1.
 	qHead      = `SELECT max(coalesce((SELECT max(seq) FROM events), 0), floor - 1) FROM meta WHERE id = 1`
 	qFloor     = `SELECT floor FROM meta WHERE id = 1`
-	qEventsAll = `SELECT ` + eventCols + ` FROM events WHERE seq > ? ORDER BY seq LIMIT ?`
+	qEventsAll = `SELECT ` + eventCols + ` FROM events WHERE seq > ? ORDER BY seq LIMIT +?`
 	// qEventsFrom starts a filtered read of the log (eventsQuery).
 	qEventsFrom = `SELECT ` + eventCols + ` FROM events WHERE `
 	qPutEvent   = `INSERT INTO events (` + eventCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -109,7 +109,7 @@ func eventsQuery(q workspace.EventQuery) (string, []any) {
 	if !indexed {
 		b.WriteString(`seq > ?`)
 		b.WriteString(filters)
-		b.WriteString(` ORDER BY seq LIMIT ?`)
+		b.WriteString(` ORDER BY seq LIMIT +?`)
 		all = append(append(append(all, q.AfterSeq), args...), limit)
 		return b.String(), all
 	}
@@ -122,7 +122,7 @@ func eventsQuery(q workspace.EventQuery) (string, []any) {
 	b.WriteString(qEventsFrom)
 	b.WriteString(`seq > max(?, (SELECT indexed_to FROM meta WHERE id = 1))`)
 	b.WriteString(filters)
-	b.WriteString(` ORDER BY seq LIMIT ?`)
+	b.WriteString(` ORDER BY seq LIMIT +?`)
 	all = append(append(all, q.AfterSeq), args...)
 	all = append(append(append(all, q.AfterSeq), args...), limit)
 	return b.String(), all

@@ -17,7 +17,7 @@ const (
 	// Row values compare (kind, key) pairs in primary-key order.
 	qListNotes = `SELECT ` + noteCols + ` FROM notes
 		WHERE (?1 = '' OR kind = ?1) AND (kind, key) > (?2, ?3)
-		ORDER BY kind, key LIMIT ?4`
+		ORDER BY kind, key LIMIT +?4`
 	qPutNote = `INSERT INTO notes (` + noteCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (kind, key) DO UPDATE SET title = excluded.title, body = excluded.body,
 		author = excluded.author, version = excluded.version, created_at = excluded.created_at,

@@ -37,7 +37,7 @@ const (
 	qReadyTaskAny   = qReadyTask + qReadyTaskOrder
 	qExpiredClaims  = `SELECT ` + taskCols + ` FROM tasks t
 		WHERE t.status = 'in_progress' AND t.lease_expires_at <= ?
-		ORDER BY t.lease_expires_at LIMIT ?`
+		ORDER BY t.lease_expires_at LIMIT +?`
 	qCounts = `SELECT
 		(SELECT count(*) FROM artifacts WHERE deleted = 0),
 		(SELECT count(*) FROM notes)`
@@ -114,7 +114,7 @@ func (t *readTx) ListTasks(ctx context.Context, f workspace.TaskFilter) ([]works
 	lc, largs := labelClauses("t.labels", f.Labels)
 	b.WriteString(lc)
 	args = append(args, largs...)
-	b.WriteString(` ORDER BY t.id LIMIT ?`)
+	b.WriteString(` ORDER BY t.id LIMIT +?`)
 	args = append(args, limitArg(f.Limit))
 	rows, err := t.q.QueryContext(ctx, b.String(), args...)
 	if err != nil {
