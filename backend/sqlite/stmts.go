@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
+	"sync"
 )
 
 // A statement takes its LIMIT as "LIMIT +?", never "LIMIT ?": SQLite
@@ -13,17 +15,31 @@ import (
 // CPU). The unary plus keeps the parameter out of the plan; the limit is
 // still the bound integer. TestNoBareLimitParameter holds the rule.
 
-// stmtCache keeps the fixed queries prepared on one *sql.DB, so that a
-// transaction reuses its connection's compiled statement instead of parsing
-// the SQL again (parsing was a third of a write's CPU time). Statements are
+// stmtCache keeps a *sql.DB's statements prepared, so that a transaction
+// reuses its connection's compiled statement instead of parsing the SQL
+// again (parsing was a third of a write's CPU time). The fixed queries are
 // prepared when the store opens: preparing on the DB later, inside a
-// transaction, would wait for a connection the transaction holds.
+// transaction, would wait for a connection the transaction holds. A query
+// built from a filter (a list by kind, a claim by labels, an event page
+// by type) runs unprepared the first time; the store prepares it once the
+// transaction has let go of its connection (prepareWanted), and keeps up
+// to maxBuilt of them.
 type stmtCache struct {
-	stmts map[string]*sql.Stmt
+	db    *sql.DB
+	stmts map[string]*sql.Stmt // the fixed queries: read without a lock
+
+	mu     sync.Mutex
+	built  map[string]*sql.Stmt // built queries prepared after their first run
+	wanted []string             // built queries run unprepared since the last prepareWanted
+	closed bool
 }
 
+// maxBuilt bounds the built queries a cache keeps prepared: the filters'
+// combinations are few, but labels make them open-ended.
+const maxBuilt = 64
+
 func prepareAll(ctx context.Context, db *sql.DB, queries []string) (*stmtCache, error) {
-	c := &stmtCache{stmts: make(map[string]*sql.Stmt, len(queries))}
+	c := &stmtCache{db: db, stmts: make(map[string]*sql.Stmt, len(queries)), built: map[string]*sql.Stmt{}}
 	for _, q := range queries {
 		s, err := db.PrepareContext(ctx, q)
 		if err != nil {
@@ -35,6 +51,48 @@ func prepareAll(ctx context.Context, db *sql.DB, queries []string) (*stmtCache, 
 	return c, nil
 }
 
+// get returns query's prepared statement, or nil to run it unprepared; a
+// built query not prepared yet is noted for prepareWanted.
+func (c *stmtCache) get(query string) *sql.Stmt {
+	if s := c.stmts[query]; s != nil {
+		return s
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.built[query]; s != nil {
+		return s
+	}
+	if len(c.built)+len(c.wanted) < maxBuilt && !slices.Contains(c.wanted, query) {
+		c.wanted = append(c.wanted, query)
+	}
+	return nil
+}
+
+// prepareWanted prepares the built queries noted since its last call. The
+// caller holds none of the DB's connections (its transaction has ended),
+// so preparing waits at most for another caller's statement. A query that
+// fails to prepare runs unprepared, and is noted again when it next runs.
+func (c *stmtCache) prepareWanted(ctx context.Context) {
+	c.mu.Lock()
+	wanted := c.wanted
+	c.wanted = nil
+	c.mu.Unlock()
+	for _, q := range wanted {
+		s, err := c.db.PrepareContext(ctx, q)
+		if err != nil {
+			continue
+		}
+		c.mu.Lock()
+		if c.closed || c.built[q] != nil {
+			c.mu.Unlock()
+			_ = s.Close()
+			continue
+		}
+		c.built[q] = s
+		c.mu.Unlock()
+	}
+}
+
 func (c *stmtCache) close() {
 	if c == nil {
 		return
@@ -42,6 +100,13 @@ func (c *stmtCache) close() {
 	for _, s := range c.stmts {
 		_ = s.Close()
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for _, s := range c.built {
+		_ = s.Close()
+	}
+	c.built = nil
 }
 
 // readQueries are the fixed queries of readTx; writeQueries adds Tx's.
@@ -70,7 +135,7 @@ type txq struct {
 // stmt returns query's statement bound to the transaction, or nil to run
 // query unprepared.
 func (q txq) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
-	s := q.cache.stmts[query]
+	s := q.cache.get(query)
 	if s == nil {
 		return nil, nil
 	}

@@ -117,6 +117,9 @@ func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) erro
 		return err
 	}
 	defer s.gate.Leave()
+	// Deferred after Leave, so it runs before it (no other handle of the
+	// process writes) and after the transaction (its connection is free).
+	defer s.ws.prepareWanted(ctx)
 	return s.retry(ctx, "write", func() error {
 		tx, err := s.w.BeginTx(ctx, nil)
 		if err != nil {
@@ -137,6 +140,7 @@ func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) erro
 // View runs fn in a read transaction. Its first statement reads the floor,
 // which starts the WAL snapshot every later read in fn sees.
 func (s *store) View(ctx context.Context, fn func(tx workspace.ReadTx) error) error {
+	defer s.rs.prepareWanted(ctx)
 	return s.retry(ctx, "read", func() error {
 		tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {

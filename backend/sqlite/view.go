@@ -92,7 +92,9 @@ func (t *readTx) viewedContent(id string, version int64, sha256 string) ([]byte,
 // fails with sql.ErrTxDone and fn runs again in a View.
 func (s *store) viewOne(ctx context.Context, fn func(tx workspace.ReadTx) error) error {
 	q := &oneStatement{db: s.r, cache: s.rs, ended: txq{tx: s.ended, cache: s.rs}}
-	if err := fn(&readTx{q: q, now: now()}); !errors.Is(err, sql.ErrTxDone) {
+	err := fn(&readTx{q: q, now: now()})
+	s.rs.prepareWanted(ctx)
+	if !errors.Is(err, sql.ErrTxDone) {
 		return err
 	}
 	return s.View(ctx, fn)
@@ -123,7 +125,7 @@ func (q *oneStatement) QueryContext(ctx context.Context, query string, args ...a
 	if !q.first() {
 		return q.ended.QueryContext(ctx, query, args...)
 	}
-	if st := q.cache.stmts[query]; st != nil {
+	if st := q.cache.get(query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
 	return q.db.QueryContext(ctx, query, args...)
@@ -133,7 +135,7 @@ func (q *oneStatement) QueryRowContext(ctx context.Context, query string, args .
 	if !q.first() {
 		return q.ended.QueryRowContext(ctx, query, args...)
 	}
-	if st := q.cache.stmts[query]; st != nil {
+	if st := q.cache.get(query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return q.db.QueryRowContext(ctx, query, args...)
