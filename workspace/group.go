@@ -61,10 +61,10 @@ func (j *job) reset() {
 }
 
 // submit runs j alone or hands it to the committer, and waits for its
-// outcome, which is
-// always definite: a job whose ctx ends before its transaction starts is not
-// run; once started, the transaction is cancelled only if every caller in
-// its group has given up, and the caller gets what really happened.
+// outcome, which is always definite: a job whose ctx ends before its
+// transaction starts is not run; once started, the transaction is
+// cancelled only if every caller in its group has given up, and the caller
+// gets what really happened.
 func (h *handle) submit(ctx context.Context, j *job) error {
 	if err := h.alive(); err != nil {
 		return err
