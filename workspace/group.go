@@ -101,12 +101,19 @@ func (h *handle) runAlone(j *job) (bool, error) {
 		return true, ErrClosed
 	}
 	start := time.Now()
-	h.runGroup(h.hub.ctx, []*job{j})
+	answer(h.runGroup(h.hub.ctx, []*job{j}))
 	h.lastRun = time.Since(start)
 	// Writers that came meanwhile wait for the committer: the next
 	// writer joins them.
 	h.expect.Store(1 + h.queued.Load())
 	return true, j.err
+}
+
+// answer tells the jobs' writers their outcome.
+func answer(jobs []*job) {
+	for _, j := range jobs {
+		close(j.done)
+	}
 }
 
 // committer runs until the handle closes, then fails what is still queued.
@@ -156,15 +163,18 @@ func (h *core) committer() {
 			timer.Stop()
 		}
 		start := time.Now()
-		h.runGroup(ctx, g.jobs)
+		done := h.runGroup(ctx, g.jobs)
 		h.lastRun = time.Since(start)
 		carry = g.carry
+		// Counted before the group's writers are answered, so that none
+		// of them, back already, is counted twice.
 		seen := int64(len(g.jobs)) + h.queued.Load()
 		if carry != nil {
 			seen++
 		}
 		h.expect.Store(seen)
 		h.turn.Unlock()
+		answer(done)
 	}
 }
 
@@ -228,8 +238,12 @@ func (h *core) drain() {
 	}
 }
 
-// runGroup commits the live jobs of group in one transaction.
-func (h *core) runGroup(ctx context.Context, group []*job) {
+// runGroup commits the live jobs of group in one transaction. It answers
+// the jobs it does not run (their ctx ended) and those it runs one by one;
+// the jobs of a shared transaction it returns, outcomes set, for the
+// caller to answer once it has counted the writers and let go of the
+// turn.
+func (h *core) runGroup(ctx context.Context, group []*job) []*job {
 	live := group[:0:0]
 	for _, j := range group {
 		if err := j.ctx.Err(); err != nil {
@@ -240,15 +254,15 @@ func (h *core) runGroup(ctx context.Context, group []*job) {
 		live = append(live, j)
 	}
 	if len(live) == 0 {
-		return
+		return nil
 	}
 	if len(live) > 1 && h.savepoints.Load() != savepointsYes {
 		// Until a transaction has shown it takes savepoints, and forever
 		// if it does not, each job gets a transaction of its own.
 		for _, j := range live {
-			h.runGroup(ctx, []*job{j})
+			answer(h.runGroup(ctx, []*job{j}))
 		}
-		return
+		return nil
 	}
 	// The transaction ends early only when every caller in it has given up.
 	ctx, cancel := context.WithCancel(ctx)
@@ -373,9 +387,7 @@ func (h *core) runGroup(ctx context.Context, group []*job) {
 		// take them from memory.
 		h.hub.publish(committed)
 	}
-	for _, j := range live {
-		close(j.done)
-	}
+	return live
 }
 
 // runJob runs one job inside the group's transaction, in a savepoint when sp
