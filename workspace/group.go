@@ -100,13 +100,27 @@ func (h *handle) runAlone(j *job) (bool, error) {
 	if h.hub.ctx.Err() != nil {
 		return true, ErrClosed
 	}
-	start := time.Now()
-	answer(h.runGroup(h.hub.ctx, []*job{j}))
-	h.lastRun = time.Since(start)
-	// Writers that came meanwhile wait for the committer: the next
-	// writer joins them.
-	h.expect.Store(1 + h.queued.Load())
+	// Writers that came meanwhile wait for the committer, and the next
+	// writer joins them: runCounted counts them.
+	answer(h.runCounted(h.hub.ctx, []*job{j}, false))
 	return true, j.err
+}
+
+// runCounted runs jobs' transaction, the turn held, and leaves for the
+// next group how long it took and how many writers it saw: its jobs (and a
+// carried one) and those queued behind it, counted before they are
+// answered so that none of them, back already, counts twice. It returns
+// the jobs to answer.
+func (h *core) runCounted(ctx context.Context, jobs []*job, carried bool) []*job {
+	start := time.Now()
+	done := h.runGroup(ctx, jobs)
+	h.lastRun = time.Since(start)
+	seen := int64(len(jobs)) + h.queued.Load()
+	if carried {
+		seen++
+	}
+	h.expect.Store(seen)
+	return done
 }
 
 // answer tells the jobs' writers their outcome.
@@ -142,8 +156,7 @@ func (h *core) committer() {
 				// (a writer running alone may have it), so that no
 				// writer runs alone ahead of it.
 				h.turn.Lock()
-				h.queued.Add(-1)
-				g.add(j)
+				h.take(&g, j)
 			case <-ctx.Done():
 				h.drain()
 				return
@@ -162,17 +175,8 @@ func (h *core) committer() {
 			h.gather(&g, timer.C, min(expect, maxGroup))
 			timer.Stop()
 		}
-		start := time.Now()
-		done := h.runGroup(ctx, g.jobs)
-		h.lastRun = time.Since(start)
+		done := h.runCounted(ctx, g.jobs, g.carry != nil)
 		carry = g.carry
-		// Counted before the group's writers are answered, so that none
-		// of them, back already, is counted twice.
-		seen := int64(len(g.jobs)) + h.queued.Load()
-		if carry != nil {
-			seen++
-		}
-		h.expect.Store(seen)
 		h.turn.Unlock()
 		answer(done)
 	}
@@ -201,6 +205,12 @@ func (g *gathering) add(j *job) {
 	g.jobs = append(g.jobs, j)
 }
 
+// take adds j, received from the queue, to g.
+func (h *core) take(g *gathering, j *job) {
+	h.queued.Add(-1)
+	g.add(j)
+}
+
 // gather adds queued jobs to g until it holds n or is closed, and, with
 // stop nil, until none is waiting; otherwise until stop fires.
 func (h *core) gather(g *gathering, stop <-chan time.Time, n int) {
@@ -208,8 +218,7 @@ func (h *core) gather(g *gathering, stop <-chan time.Time, n int) {
 		if stop == nil {
 			select {
 			case j := <-h.jobs:
-				h.queued.Add(-1)
-				g.add(j)
+				h.take(g, j)
 				continue
 			default:
 				return
@@ -217,8 +226,7 @@ func (h *core) gather(g *gathering, stop <-chan time.Time, n int) {
 		}
 		select {
 		case j := <-h.jobs:
-			h.queued.Add(-1)
-			g.add(j)
+			h.take(g, j)
 		case <-stop:
 			return
 		}
