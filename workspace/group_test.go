@@ -19,25 +19,6 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// heldStore is a real store whose first write transaction waits for held
-// to close before it starts, and which counts its write transactions.
-type heldStore struct {
-	workspace.Store
-	held    chan struct{}
-	holding chan struct{} // closed once the first transaction waits
-	once    sync.Once
-	commits atomic.Int64
-}
-
-func (s *heldStore) Update(ctx context.Context, fn func(tx workspace.Tx) error) error {
-	s.commits.Add(1)
-	s.once.Do(func() {
-		close(s.holding)
-		<-s.held
-	})
-	return s.Store.Update(ctx, fn)
-}
-
 // TestCommitterWaitsForTheWritersItJustAnswered: three writers queue behind
 // a transaction held for a while (so that a wait of up to an eighth of it
 // is allowed); the fourth, answered by that transaction, comes back 50 ms
@@ -54,12 +35,9 @@ func TestCommitterWaitsForTheWritersItJustAnswered(t *testing.T) {
 	} {
 		t.Run(fmt.Sprint(tc.wait), func(t *testing.T) {
 			ctx := context.Background()
-			p, err := workspace.ParseDSN("sqlite:" + filepath.Join(t.TempDir(), "ws.db"))
-			require.NoError(t, err)
-			st, err := p.Driver.Open(ctx, p.Config)
-			require.NoError(t, err)
-			hs := &heldStore{Store: st, held: make(chan struct{}), holding: make(chan struct{})}
-			ws := workspace.New(hs, workspace.Options{GroupWait: tc.wait})
+			ss := openStackStore(t, filepath.Join(t.TempDir(), "ws.db"))
+			ss.holdNext()
+			ws := workspace.New(ss, workspace.Options{GroupWait: tc.wait})
 			defer ws.Close()
 
 			note := func(who string) error {
@@ -72,23 +50,24 @@ func TestCommitterWaitsForTheWritersItJustAnswered(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 				assert.NoError(t, note("first"))
 			})
-			<-hs.holding
+			<-ss.held
 			for i := range 3 {
 				wg.Go(func() { assert.NoError(t, note(fmt.Sprint("queued", i))) })
 			}
 			require.Eventually(t, func() bool { return workspace.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
 			// Held for a second: the wait may last up to 125 ms.
 			time.Sleep(time.Second)
-			close(hs.held)
+			ss.release()
 			wg.Wait()
-			assert.Equal(t, tc.commits, hs.commits.Load())
+			assert.Equal(t, tc.commits, int64(len(ss.where())))
 		})
 	}
 }
 
 // stackStore is a real store that records, for each write transaction,
 // whether it ran on the writer's own goroutine (runAlone) or on the
-// committer's, and whether it was closed while one was running.
+// committer's, and whether it was closed while one was running; after
+// holdNext, the next transaction waits for release before it starts.
 type stackStore struct {
 	workspace.Store
 	mu     sync.Mutex
