@@ -797,15 +797,9 @@ func (r earlyReads) queueArtifacts(b *pgx.Batch, hints []workspace.ReadHint) []*
 	}
 	artifacts := func(es []*earlyRead) func(pgx.Rows) error {
 		return func(rows pgx.Rows) error {
-			for rows.Next() {
-				var n int64
-				a, err := scanArtifact(framedRow{Row: rows, after: []any{&n}})
-				if err != nil {
-					return err
-				}
+			if err := eachNumbered(rows, scanArtifact, func(n int64, a workspace.Artifact) {
 				es[n-1].artifact, es[n-1].err = a, nil
-			}
-			if err := rows.Err(); err != nil {
+			}); err != nil {
 				return err
 			}
 			for _, e := range es {
@@ -818,15 +812,9 @@ func (r earlyReads) queueArtifacts(b *pgx.Batch, hints []workspace.ReadHint) []*
 	}
 	leases := func(es []*earlyRead) func(pgx.Rows) error {
 		return func(rows pgx.Rows) error {
-			for rows.Next() {
-				var n int64
-				l, err := scanLease(framedRow{Row: rows, after: []any{&n}})
-				if err != nil {
-					return err
-				}
+			return eachNumbered(rows, scanLease, func(n int64, l workspace.Lease) {
 				es[n-1].lease.lease, es[n-1].lease.err = l, nil
-			}
-			return rows.Err()
+			})
 		}
 	}
 	b.Queue(genericOn)
@@ -840,6 +828,20 @@ func (r earlyReads) queueArtifacts(b *pgx.Batch, hints []workspace.ReadHint) []*
 		b.Queue(r.leases, ress).Query(leases(byName))
 	}
 	return out
+}
+
+// eachNumbered scans with scan each of rows, whose last column is the
+// row's place in the statement's list (from 1), and hands both to set.
+func eachNumbered[T any](rows pgx.Rows, scan func(pgx.Row) (T, error), set func(n int64, v T)) error {
+	for rows.Next() {
+		var n int64
+		v, err := scan(framedRow{Row: rows, after: []any{&n}})
+		if err != nil {
+			return err
+		}
+		set(n, v)
+	}
+	return rows.Err()
 }
 
 // exceptNoRows is err unless it says that there was no row.
