@@ -338,6 +338,12 @@ type notifyingStore struct {
 	workspace.Notifier
 }
 
+// earlyNotifyingStore keeps the EarlyNotifier capability of the store it counts.
+type earlyNotifyingStore struct {
+	countingStore
+	workspace.EarlyNotifier
+}
+
 // eventNotifyingStore keeps the EventNotifier capability of the store it counts.
 type eventNotifyingStore struct {
 	countingStore
@@ -370,6 +376,9 @@ func countStore(st workspace.Store, n *atomic.Int64) workspace.Store {
 	}
 	if hn, ok := st.(workspace.HeadNotifier); ok {
 		return headNotifyingStore{countingStore: c, HeadNotifier: hn}
+	}
+	if en, ok := st.(workspace.EarlyNotifier); ok {
+		return earlyNotifyingStore{countingStore: c, EarlyNotifier: en}
 	}
 	if nt, ok := st.(workspace.Notifier); ok {
 		return notifyingStore{countingStore: c, Notifier: nt}

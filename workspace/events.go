@@ -29,10 +29,13 @@ type hub struct {
 	// inside recent has every event it is missing here.
 	recent   []Event
 	interest atomic.Int64
-	kick     chan struct{}
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	// settledReads counts the watcher's reads that waited for an early
+	// store's notifications to settle (for the tests).
+	settledReads atomic.Int64
+	kick         chan struct{}
+	ctx          context.Context
+	cancel       context.CancelFunc
+	wg           sync.WaitGroup
 }
 
 func newHub(h *core) *hub {
@@ -247,6 +250,23 @@ func (b *hub) watchLoop() {
 			recheck.Stop()
 		}
 	}()
+	// A store whose notifications come early is read once they have been
+	// quiet for settleDelay (at most maxSettle after the first), and looks
+	// again sooner than a timer could: see settler.
+	var st *settler
+	if en, ok := b.h.st.(EarlyNotifier); ok && b.changes != nil && b.heads == nil && en.NotifiesEarly() {
+		st = newSettler(&b.wg)
+	}
+	var (
+		settled    <-chan struct{}
+		lastChange time.Time
+		// settling is set while the reads follow a settled change: their
+		// look-agains are timed by st too.
+		settling bool
+	)
+	if st != nil {
+		settled = st.c
+	}
 	// skipped is set when a change came while no one waited.
 	skipped := false
 	for {
@@ -291,7 +311,30 @@ func (b *hub) watchLoop() {
 					continue
 				}
 			}
+			if st != nil {
+				// Only a change after a quiet spell waits to settle (and
+				// those that come while it does). In a stream of commits
+				// from other stores reading at once keeps up, and
+				// settling them all made those stores' writers slower
+				// (see quietSpell).
+				now := time.Now()
+				quiet := now.Sub(lastChange) >= quietSpell
+				lastChange = now
+				if quiet || st.running {
+					if recheck != nil {
+						recheck.Stop()
+					}
+					recheckDelay, settling = 0, true
+					st.changed()
+					continue
+				}
+				settling = false
+			}
 			notified, recheckDelay = true, 0
+		case <-settled:
+			st.done()
+			b.settledReads.Add(1)
+			notified = true
 		case <-again:
 			notified = true
 		case <-tick:
@@ -311,9 +354,17 @@ func (b *hub) watchLoop() {
 		if b.bump(head) || !notified {
 			continue
 		}
-		recheckDelay = max(2*recheckDelay, time.Millisecond)
+		if settling {
+			recheckDelay = max(2*recheckDelay, 2*settleDelay)
+		} else {
+			recheckDelay = max(2*recheckDelay, time.Millisecond)
+		}
 		if recheckDelay > b.h.opts.PollInterval {
 			recheckDelay = 0
+			continue
+		}
+		if settling && recheckDelay < time.Millisecond {
+			st.after(recheckDelay)
 			continue
 		}
 		if recheck == nil {
@@ -322,6 +373,80 @@ func (b *hub) watchLoop() {
 			recheck.Reset(recheckDelay)
 		}
 	}
+}
+
+const (
+	// settleDelay is how long an early store's notifications must be
+	// quiet before the change is read: about the fsync that follows a
+	// commit's last WAL frame.
+	settleDelay = 150 * time.Microsecond
+	// maxSettle bounds the wait from the first notification, so that a
+	// stream of writes does not hold the read off.
+	maxSettle = time.Millisecond
+	// quietSpell is how long an early store's notifications must have
+	// been quiet for the next to wait to settle; one that comes sooner is
+	// read at once. Settling every notification, or those after 300 µs
+	// of quiet, made W1 at c=16 on four stores of one file 6-10% slower
+	// (bench/README).
+	quietSpell = time.Millisecond
+)
+
+// settler tells the watch loop when to read an early store: settleDelay
+// after its latest notification (changed), or after a look-again's delay
+// (after). It sleeps in the kernel (nap), on one goroutine at a time, since
+// a runtime timer under a millisecond may fire a millisecond late. Only the
+// watch loop calls its methods.
+type settler struct {
+	wg    *sync.WaitGroup
+	c     chan struct{} // capacity 1: one sleeper at a time sends once
+	epoch time.Time
+	due   atomic.Int64 // when to deliver, as time since epoch
+	// first is when the first notification since the last delivery came
+	// (since epoch), or -1.
+	first   time.Duration
+	running bool
+}
+
+func newSettler(wg *sync.WaitGroup) *settler {
+	return &settler{wg: wg, c: make(chan struct{}, 1), epoch: time.Now(), first: -1}
+}
+
+// changed notes a notification.
+func (s *settler) changed() {
+	now := time.Since(s.epoch)
+	if s.first < 0 {
+		s.first = now
+	}
+	s.set(min(now+settleDelay, s.first+maxSettle))
+}
+
+// after asks for a delivery d from now.
+func (s *settler) after(d time.Duration) { s.set(time.Since(s.epoch) + d) }
+
+// done notes a delivery received.
+func (s *settler) done() { s.running, s.first = false, -1 }
+
+func (s *settler) set(due time.Duration) {
+	s.due.Store(int64(due))
+	if s.running {
+		return
+	}
+	s.running = true
+	s.wg.Add(1)
+	go s.sleep()
+}
+
+// sleep naps until the due time, which may move on meanwhile, and delivers.
+func (s *settler) sleep() {
+	defer s.wg.Done()
+	for {
+		wait := time.Duration(s.due.Load()) - time.Since(s.epoch)
+		if wait <= 0 {
+			break
+		}
+		nap(wait)
+	}
+	s.c <- struct{}{}
 }
 
 // Message is one item of a subscription's stream: an event, or (Progress

@@ -90,6 +90,18 @@ type LazyNotifier interface {
 	Wake()
 }
 
+// EarlyNotifier is an optional Notifier capability for stores whose
+// notifications may come before the change they announce can be read: a
+// file watch sees SQLite's WAL frames written before the commit's fsync
+// ends and the commit is published. NotifiesEarly reports whether this
+// store's do. The engine then reads a change that follows a quiet spell
+// once the notifications have been quiet for a moment, not at once, and
+// looks again at sub-millisecond intervals if it is not there yet.
+type EarlyNotifier interface {
+	Notifier
+	NotifiesEarly() bool
+}
+
 // HeadNotifier is an optional Notifier capability for stores whose
 // notifications carry the seq they announce (Postgres's NOTIFY payload).
 // NotifiedHead is the highest seq announced since the last reconnect, or 0

@@ -64,6 +64,11 @@ func (s *store) Changes() <-chan struct{} {
 	return s.watch.C
 }
 
+// NotifiesEarly implements workspace.EarlyNotifier: the file watch sees a
+// commit's WAL frames as they are written, before its fsync ends and the
+// commit is published in the WAL index.
+func (s *store) NotifiesEarly() bool { return s.watch != nil }
+
 // prepare compiles the fixed queries; the schema must be in place.
 func (s *store) prepare(ctx context.Context) error {
 	var err error

@@ -1,0 +1,81 @@
+package workspace_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// TestSubscriberOnAnotherStoreGetsSporadicAndStreamedCommits: SQLite's
+// file watch announces a commit before it can be read, so a subscriber on
+// another store reads a commit that follows a quiet spell once the
+// notifications have settled, and a stream of commits at once. Both must
+// deliver every event, in order: commits a few milliseconds apart (each
+// settles: the watcher's settled reads show it), then back to back.
+func TestSubscriberOnAnotherStoreGetsSporadicAndStreamedCommits(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the file watch that notifies early is Linux's inotify; elsewhere stores are polled")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
+	open := func() workspace.Workspace {
+		ws, err := workspace.Open(ctx, dsn, workspace.Options{Private: true})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = ws.Close() })
+		return ws
+	}
+	writer, reader := open(), open()
+	sub, err := reader.Events().Subscribe(ctx, workspace.SubscribeRequest{Heartbeat: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Close() })
+
+	put := func(i int) error {
+		_, err := writer.Notes().Put(ctx, workspace.Write{Actor: "writer"},
+			workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("k%d", i)})
+		return err
+	}
+	next := func(want int64) {
+		t.Helper()
+		select {
+		case m, ok := <-sub.C():
+			require.True(t, ok, "subscription ended: %v", sub.Err())
+			require.False(t, m.Progress)
+			require.Equal(t, want, m.Event.Seq)
+		case <-ctx.Done():
+			t.Fatalf("event %d not delivered", want)
+		}
+	}
+	const sporadic, streamed = 30, 300
+	for i := range sporadic {
+		time.Sleep(3 * time.Millisecond) // a quiet spell: this commit settles
+		require.NoError(t, put(i))
+		next(int64(i + 1))
+	}
+	// Every sporadic commit should settle; half leaves room for a loaded
+	// machine's notifications bunching up, and none would fail.
+	assert.GreaterOrEqual(t, workspace.SettledReads(reader), int64(sporadic/2))
+
+	errs := make(chan error, 1)
+	go func() {
+		for i := range streamed {
+			if err := put(sporadic + i); err != nil {
+				errs <- err
+				return
+			}
+		}
+		errs <- nil
+	}()
+	for i := range streamed {
+		next(int64(sporadic + i + 1))
+	}
+	require.NoError(t, <-errs)
+}
