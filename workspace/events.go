@@ -316,9 +316,14 @@ func (b *hub) watchLoop() {
 				// those that come while it does). In a stream of commits
 				// from other stores reading at once keeps up, and
 				// settling them all made those stores' writers slower
-				// (see quietSpell).
+				// (see quietSpell). A change during or just after this
+				// store's own commit is most likely that commit, which
+				// the hub has from publish: reading it at once, as
+				// before, keeps its waiters from competing with a late
+				// read.
 				now := time.Now()
-				quiet := now.Sub(lastChange) >= quietSpell
+				quiet := now.Sub(lastChange) >= quietSpell && !b.h.writing.Load() &&
+					now.UnixNano()-b.h.wrote.Load() >= int64(quietSpell)
 				lastChange = now
 				if quiet || st.running {
 					if recheck != nil {

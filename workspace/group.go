@@ -113,8 +113,12 @@ func (h *handle) runAlone(j *job) (bool, error) {
 // the jobs to answer.
 func (h *core) runCounted(ctx context.Context, jobs []*job, carried bool) []*job {
 	start := time.Now()
+	h.writing.Store(true)
 	done := h.runGroup(ctx, jobs)
-	h.lastRun = time.Since(start)
+	end := time.Now()
+	h.wrote.Store(end.UnixNano())
+	h.writing.Store(false)
+	h.lastRun = end.Sub(start)
 	seen := int64(len(jobs)) + h.queued.Load()
 	if carried {
 		seen++

@@ -27,6 +27,11 @@ type core struct {
 	turn    sync.Mutex
 	expect  atomic.Int64  // writers the last transaction saw: its jobs and those queued behind it
 	lastRun time.Duration // how long the last transaction took
+	// writing is set while a transaction runs, and wrote is when the last
+	// one ended (Unix ns): the hub tells its own commits' file
+	// notifications from other stores' by them.
+	writing atomic.Bool
+	wrote   atomic.Int64
 
 	// key is the core's entry in the shared registry, "" for one made by
 	// New; refs counts its handles (guarded by sharedMu); ready closes once
