@@ -219,3 +219,29 @@ func hashOf(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
+
+// A write transaction's statements run with a ctx that cannot end (see
+// txq.whole), so each checks its ctx before it starts: once it has ended
+// the next statement fails with its error, and nothing commits. (The
+// transaction's own ctx, which database/sql watches, stays live here.)
+func TestWriteTxStopsAtItsNextStatementOnceItsContextEnds(t *testing.T) {
+	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
+	note := func(key string) workspace.Note {
+		return workspace.Note{Kind: "decision", Key: key, Author: "a", Version: 1,
+			CreatedAt: now(), UpdatedAt: now(), UpdatedBy: "a"}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	err := st.Update(context.Background(), func(tx workspace.Tx) error {
+		if err := tx.PutNote(ctx, note("first")); err != nil {
+			return err
+		}
+		cancel()
+		return tx.PutNote(ctx, note("second"))
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, st.View(context.Background(), func(tx workspace.ReadTx) error {
+		_, err := tx.Note(context.Background(), "decision", "first")
+		assert.ErrorIs(t, err, workspace.ErrNotFound, "the first write rolled back")
+		return nil
+	}))
+}

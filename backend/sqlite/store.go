@@ -130,7 +130,7 @@ func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) erro
 		if err != nil {
 			return fmt.Errorf("sqlite: begin write: %w", describe(err, s.path))
 		}
-		wt := &writeTx{readTx: readTx{q: txq{tx: tx, cache: s.ws}, now: now()}, indexBatch: s.indexBatch}
+		wt := &writeTx{readTx: readTx{q: txq{tx: tx, cache: s.ws, whole: true}, now: now()}, indexBatch: s.indexBatch}
 		if err := fn(wt); err != nil {
 			_ = tx.Rollback()
 			return err
