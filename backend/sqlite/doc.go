@@ -45,7 +45,8 @@
 //
 // Writes of the same handle wake its waiters at once. Other handles' and
 // processes' writes are noticed from a watch on the database file and its
-// WAL (inotify, on Linux: within about a millisecond), else by polling the
+// WAL (inotify, on Linux: a commit after a quiet spell within about half a
+// millisecond, one in a stream within about a millisecond), else by polling the
 // event head (ws_poll, default 50ms). The writers of one file in one
 // process queue in arrival order (and honour their contexts) before they
 // take SQLite's write lock; writers in other processes meet at that lock,
