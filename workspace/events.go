@@ -323,7 +323,7 @@ func (b *hub) watchLoop() {
 				// read.
 				now := time.Now()
 				quiet := now.Sub(lastChange) >= quietSpell && !b.h.writing.Load() &&
-					now.UnixNano()-b.h.wrote.Load() >= int64(quietSpell)
+					now.Sub(clockBase)-time.Duration(b.h.wrote.Load()) >= quietSpell
 				lastChange = now
 				if quiet || st.running {
 					if recheck != nil {

@@ -116,7 +116,7 @@ func (h *core) runCounted(ctx context.Context, jobs []*job, carried bool) []*job
 	h.writing.Store(true)
 	done := h.runGroup(ctx, jobs)
 	end := time.Now()
-	h.wrote.Store(end.UnixNano())
+	h.wrote.Store(int64(end.Sub(clockBase)))
 	h.writing.Store(false)
 	h.lastRun = end.Sub(start)
 	seen := int64(len(jobs)) + h.queued.Load()
@@ -126,6 +126,10 @@ func (h *core) runCounted(ctx context.Context, jobs []*job, carried bool) []*job
 	h.expect.Store(seen)
 	return done
 }
+
+// clockBase is the process's start on the monotonic clock: times kept in
+// atomics are durations since it.
+var clockBase = time.Now()
 
 // answer tells the jobs' writers their outcome.
 func answer(jobs []*job) {

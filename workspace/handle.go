@@ -28,7 +28,7 @@ type core struct {
 	expect  atomic.Int64  // writers the last transaction saw: its jobs and those queued behind it
 	lastRun time.Duration // how long the last transaction took
 	// writing is set while a transaction runs, and wrote is when the last
-	// one ended (Unix ns): the hub tells its own commits' file
+	// one ended (since clockBase): the hub tells its own commits' file
 	// notifications from other stores' by them.
 	writing atomic.Bool
 	wrote   atomic.Int64
