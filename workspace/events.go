@@ -402,23 +402,22 @@ const (
 // a runtime timer under a millisecond may fire a millisecond late. Only the
 // watch loop calls its methods.
 type settler struct {
-	wg    *sync.WaitGroup
-	c     chan struct{} // capacity 1: one sleeper at a time sends once
-	epoch time.Time
-	due   atomic.Int64 // when to deliver, as time since epoch
+	wg  *sync.WaitGroup
+	c   chan struct{} // capacity 1: one sleeper at a time sends once
+	due atomic.Int64  // when to deliver, as time since clockBase
 	// first is when the first notification since the last delivery came
-	// (since epoch), or -1.
+	// (since clockBase), or -1.
 	first   time.Duration
 	running bool
 }
 
 func newSettler(wg *sync.WaitGroup) *settler {
-	return &settler{wg: wg, c: make(chan struct{}, 1), epoch: time.Now(), first: -1}
+	return &settler{wg: wg, c: make(chan struct{}, 1), first: -1}
 }
 
 // changed notes a notification.
 func (s *settler) changed() {
-	now := time.Since(s.epoch)
+	now := time.Since(clockBase)
 	if s.first < 0 {
 		s.first = now
 	}
@@ -426,7 +425,7 @@ func (s *settler) changed() {
 }
 
 // after asks for a delivery d from now.
-func (s *settler) after(d time.Duration) { s.set(time.Since(s.epoch) + d) }
+func (s *settler) after(d time.Duration) { s.set(time.Since(clockBase) + d) }
 
 // done notes a delivery received.
 func (s *settler) done() { s.running, s.first = false, -1 }
@@ -445,7 +444,7 @@ func (s *settler) set(due time.Duration) {
 func (s *settler) sleep() {
 	defer s.wg.Done()
 	for {
-		wait := time.Duration(s.due.Load()) - time.Since(s.epoch)
+		wait := time.Duration(s.due.Load()) - time.Since(clockBase)
 		if wait <= 0 {
 			break
 		}
