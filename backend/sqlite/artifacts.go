@@ -74,9 +74,17 @@ func scanArtifact(sc scanner, extra ...any) (workspace.Artifact, error) {
 // headRow runs byID or byName for ref's head, and names what it looks for.
 func (t *readTx) headRow(ctx context.Context, ref workspace.ArtifactRef, byID, byName string) (*sql.Row, string) {
 	if ref.ID != "" {
-		return t.q.QueryRowContext(ctx, byID, ref.ID), "artifact " + ref.ID
+		return t.q.QueryRowContext(ctx, byID, ref.ID), artifactWhat(ref)
 	}
-	return t.q.QueryRowContext(ctx, byName, ref.Name), fmt.Sprintf("artifact %q", ref.Name)
+	return t.q.QueryRowContext(ctx, byName, ref.Name), artifactWhat(ref)
+}
+
+// artifactWhat names the artifact ref looks for, for an error.
+func artifactWhat(ref workspace.ArtifactRef) string {
+	if ref.ID != "" {
+		return "artifact " + ref.ID
+	}
+	return fmt.Sprintf("artifact %q", ref.Name)
 }
 
 func (t *readTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (workspace.Artifact, error) {
@@ -122,19 +130,17 @@ type leaseRead struct {
 }
 
 func (t *writeTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (workspace.Artifact, error) {
+	if e, ok := t.takeEarly(ref); ok {
+		if !e.found {
+			return workspace.Artifact{}, notFound(sql.ErrNoRows, artifactWhat(ref))
+		}
+		t.leaseRead = e.lease
+		return e.a, nil
+	}
 	row, what := t.headRow(ctx, ref, qArtifactLeaseByID, qArtifactLeaseByName)
-	var (
-		resource, owner          sql.NullString
-		token, acquired, expires sql.NullInt64
-	)
-	a, err := scanArtifact(row, &resource, &owner, &token, &acquired, &expires)
+	a, lr, err := scanArtifactLease(row)
 	if err != nil {
 		return a, notFound(err, what)
-	}
-	lr := &leaseRead{resource: "artifact:" + a.Name, found: resource.Valid}
-	if lr.found {
-		lr.lease = workspace.Lease{Resource: resource.String, Owner: owner.String, Token: token.Int64,
-			AcquiredAt: fromNullMicros(acquired), ExpiresAt: fromNullMicros(expires)}
 	}
 	t.leaseRead = lr
 	return a, nil
@@ -264,6 +270,7 @@ func limitArg(n int) int {
 }
 
 func (t *writeTx) PutArtifact(ctx context.Context, a workspace.Artifact, content []byte) error {
+	t.dropEarly(a.ID, a.Name, "")
 	labels, err := jsonText(a.Labels, len(a.Labels) == 0)
 	if err != nil {
 		return err
@@ -303,6 +310,7 @@ func (t *writeTx) PutArtifact(ctx context.Context, a workspace.Artifact, content
 }
 
 func (t *writeTx) DeleteArtifact(ctx context.Context, id string) error {
+	t.dropEarly(id, "", "")
 	res, err := t.q.ExecContext(ctx, qDeleteArtifact, id)
 	if err != nil {
 		return fmt.Errorf("sqlite: delete artifact %s: %w", id, err)

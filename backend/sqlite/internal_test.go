@@ -105,6 +105,8 @@ func TestHotQueriesUseIndexesWithoutSorting(t *testing.T) {
 		{"artifacts by kind", qArtifactHead + `h.name > ? AND h.kind = ? ORDER BY h.name LIMIT 10`, "artifacts_live_kind", []any{"", "plan"}},
 		{"artifact by name", qArtifactByName, "artifacts_live_name", []any{"x"}},
 		{"artifact and its lease by name", qArtifactLeaseByName, "artifacts_live_name", []any{"x"}},
+		{"artifacts and their leases by names", qArtifactLeaseByNames, "artifacts_live_name", []any{`["x","y"]`}},
+		{"artifacts and their leases by IDs", qArtifactLeaseByIDs, "sqlite_autoindex_artifacts_1", []any{`["x","y"]`}},
 		{"content stored under an earlier version", qStoredBlob, "PRIMARY KEY", []any{"a", "h"}},
 		{"a version's content", qContent, "PRIMARY KEY", []any{"a", 1, "h"}},
 		eventsCase("events by actor", workspace.EventQuery{Actor: "a", Limit: 10}, "events_actor"),

@@ -119,7 +119,7 @@ var (
 		qHead, qFloor, qEventsAll, qViewByID, qViewByName,
 	}
 	writeQueries = append([]string{
-		qArtifactLeaseByID, qArtifactLeaseByName, qPutHead, qBumpHead, qPutVersion, qPutBlob, qStoredBlob, qDeleteArtifact, qPutTask, qPutDep,
+		qArtifactLeaseByID, qArtifactLeaseByName, qArtifactLeaseByIDs, qArtifactLeaseByNames, qPutHead, qBumpHead, qPutVersion, qPutBlob, qStoredBlob, qDeleteArtifact, qPutTask, qPutDep,
 		qPutNote, qDeleteNote, qPutLease, qPutIdempotent, qPruneIdempotent,
 		qPutEvent, qAppendState, qIndexTail, qSetIndexedTo, qCompact, qSetFloor,
 	}, readQueries...)

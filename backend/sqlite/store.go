@@ -118,6 +118,17 @@ func (s *store) Close() error {
 // Update runs fn in a BEGIN IMMEDIATE transaction on the writer connection,
 // after the writers of other handles on the file in this process.
 func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) error {
+	return s.update(ctx, nil, fn)
+}
+
+// UpdateHinted implements workspace.HintedUpdater: Update, with the hinted
+// artifacts read ahead in a statement or two when there are two or more
+// (see readAhead).
+func (s *store) UpdateHinted(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.Tx) error) error {
+	return s.update(ctx, hints, fn)
+}
+
+func (s *store) update(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.Tx) error) error {
 	if err := s.gate.Enter(ctx); err != nil {
 		return err
 	}
@@ -131,6 +142,10 @@ func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) erro
 			return fmt.Errorf("sqlite: begin write: %w", describe(err, s.path))
 		}
 		wt := &writeTx{readTx: readTx{q: txq{tx: tx, cache: s.ws, whole: true}, now: now()}, indexBatch: s.indexBatch}
+		if err := wt.readAhead(ctx, hints); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
 		if err := fn(wt); err != nil {
 			_ = tx.Rollback()
 			return err
@@ -213,6 +228,9 @@ type writeTx struct {
 	// leaseRead is the lease Artifact read last, until a lease write or a
 	// savepoint's rollback.
 	leaseRead *leaseRead
+	// early are the artifacts read ahead (see readAhead), each until it
+	// is taken or a write makes it stale.
+	early []earlyHead
 }
 
 func (t *readTx) Now() time.Time { return t.now }
