@@ -64,9 +64,11 @@ func scanArtifact(sc scanner, extra ...any) (workspace.Artifact, error) {
 		return a, err
 	}
 	a.CreatedAt, a.UpdatedAt = fromMicros(created), fromMicros(updated)
-	key := fmt.Sprintf("%s version %d", a.ID, a.Version)
-	if err := decodeJSON(labels, &a.Labels, "artifact_versions", key, "labels"); err != nil {
-		return a, err
+	if labels.Valid && labels.String != "" { // the row's key is built only then
+		key := fmt.Sprintf("%s version %d", a.ID, a.Version)
+		if err := decodeJSON(labels, &a.Labels, "artifact_versions", key, "labels"); err != nil {
+			return a, err
+		}
 	}
 	return a, nil
 }
