@@ -122,6 +122,10 @@ const (
 		WHERE h.deleted = 0 AND `
 	qArtifactLeaseByID   = qArtifactLeaseHead + `h.id = ?`
 	qArtifactLeaseByName = qArtifactLeaseHead + `h.name = ?`
+	// A group's artifacts read ahead (early.go): the IDs or names as a
+	// JSON array.
+	qArtifactLeaseByIDs   = qArtifactLeaseHead + `h.id IN (SELECT value FROM json_each(?))`
+	qArtifactLeaseByNames = qArtifactLeaseHead + `h.name IN (SELECT value FROM json_each(?))`
 )
 
 // leaseRead is a lease row a write transaction read with an artifact.

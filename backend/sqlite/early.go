@@ -17,12 +17,9 @@ import (
 // by the op's own read of that artifact; a write of the artifact or of its
 // lease drops the reads it makes stale.
 
-const (
-	qArtifactLeaseByIDs   = qArtifactLeaseHead + `h.id IN (SELECT value FROM json_each(?))`
-	qArtifactLeaseByNames = qArtifactLeaseHead + `h.name IN (SELECT value FROM json_each(?))`
-	// maxEarly bounds the artifacts a transaction reads ahead.
-	maxEarly = 64
-)
+// maxEarly bounds the artifacts a transaction reads ahead (with
+// qArtifactLeaseByIDs and qArtifactLeaseByNames).
+const maxEarly = 64
 
 // earlyHead is an artifact's head and lease read ahead for ref (by ID or
 // by name); found is false when no live artifact matched.
