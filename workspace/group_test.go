@@ -211,3 +211,113 @@ func TestCloseWaitsForAWriteRunAlone(t *testing.T) {
 		assert.ErrorIs(t, err, workspace.ErrNotFound)
 	}
 }
+
+// TestAGroupRunsWithoutSavepointsUntilAJobMustBeUndone: three writers queue
+// behind a held transaction and share the next. A job refused on a
+// condition before it writes (a stale IfVersion) needs no savepoint: the
+// group commits in one transaction. A batch refused after its first op
+// wrote makes the group run again with a savepoint per job: two
+// transactions, and nothing of that batch is kept. Each job keeps its own
+// outcome either way.
+func TestAGroupRunsWithoutSavepointsUntilAJobMustBeUndone(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		writesFirst  bool
+		transactions int // for the group
+	}{
+		{"refused before writing", false, 1},
+		{"refused after writing", true, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			ss := openStackStore(t, filepath.Join(t.TempDir(), "ws.db"))
+			sps := &savepointCountingStore{Store: ss}
+			ws := workspace.New(sps, workspace.Options{GroupWait: -1})
+			defer ws.Close()
+			w := workspace.Write{Actor: "a"}
+			doc, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "doc", Kind: "plan", Content: []byte("v1")})
+			require.NoError(t, err)
+
+			ss.holdNext()
+			var wg sync.WaitGroup
+			wg.Go(func() { // holds the store: a group of its own
+				_, err := ws.Notes().Put(ctx, w, workspace.NotePut{Kind: "k", Key: "held", Body: "b"})
+				assert.NoError(t, err)
+			})
+			<-ss.held
+			before := len(ss.where())
+			stale := workspace.Cond{IfVersion: doc.Version + 5}
+			var refused, fine, other error
+			wg.Go(func() {
+				ops := []workspace.Op{workspace.UpdateArtifactOp{Ref: workspace.ArtifactRef{Name: "doc"}, Change: workspace.ArtifactChange{Content: []byte("x")}, Cond: stale}}
+				if tc.writesFirst {
+					ops = append([]workspace.Op{workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: "partial", Kind: "plan", Content: []byte("p")}}}, ops...)
+				}
+				_, refused = ws.Commit(ctx, workspace.Batch{Actor: "a", Ops: ops})
+			})
+			wg.Go(func() {
+				_, fine = ws.Notes().Put(ctx, w, workspace.NotePut{Kind: "k", Key: "fine", Body: "b"})
+			})
+			wg.Go(func() {
+				_, other = ws.Artifacts().Update(ctx, workspace.Write{Actor: "a", IfVersion: doc.Version + 9},
+					workspace.ArtifactRef{Name: "doc"}, workspace.ArtifactChange{Content: []byte("y")})
+			})
+			require.Eventually(t, func() bool { return workspace.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
+			ss.release()
+			wg.Wait()
+
+			assert.ErrorIs(t, refused, workspace.ErrConflict)
+			assert.NoError(t, fine)
+			assert.ErrorIs(t, other, workspace.ErrConflict)
+			// After the held transaction (counted in before), the group's.
+			assert.Equal(t, tc.transactions, len(ss.where())-before)
+			// Savepoints only on the run again: one per job.
+			wantSavepoints := int64(0)
+			if tc.transactions == 2 {
+				wantSavepoints = 3
+			}
+			assert.Equal(t, wantSavepoints, sps.savepoints.Load())
+			_, err = ws.Notes().Get(ctx, "k", "fine")
+			assert.NoError(t, err)
+			_, err = ws.Artifacts().Get(ctx, workspace.ArtifactRef{Name: "partial"})
+			assert.ErrorIs(t, err, workspace.ErrNotFound, "the refused batch left nothing")
+			got, err := ws.Artifacts().Get(ctx, workspace.ArtifactRef{Name: "doc"})
+			require.NoError(t, err)
+			assert.Equal(t, doc.Version, got.Version)
+			// Both refusals are in the log, once each.
+			page, err := ws.Events().Read(ctx, workspace.EventQuery{Types: []string{workspace.EventConflict}, Limit: 10})
+			require.NoError(t, err)
+			assert.Len(t, page.Events, 2)
+		})
+	}
+}
+
+// savepointCountingStore counts the savepoints its transactions take.
+type savepointCountingStore struct {
+	workspace.Store
+	savepoints atomic.Int64
+}
+
+func (s *savepointCountingStore) Update(ctx context.Context, fn func(tx workspace.Tx) error) error {
+	return s.Store.Update(ctx, func(tx workspace.Tx) error {
+		sp, ok := tx.(workspace.Savepointer)
+		if !ok {
+			return fn(tx)
+		}
+		return fn(countingTx{Tx: tx, sp: sp, n: &s.savepoints})
+	})
+}
+
+type countingTx struct {
+	workspace.Tx
+	sp workspace.Savepointer
+	n  *atomic.Int64
+}
+
+func (c countingTx) Savepoint(ctx context.Context) error {
+	c.n.Add(1)
+	return c.sp.Savepoint(ctx)
+}
+
+func (c countingTx) RollbackSavepoint(ctx context.Context) error { return c.sp.RollbackSavepoint(ctx) }
+func (c countingTx) ReleaseSavepoint(ctx context.Context) error  { return c.sp.ReleaseSavepoint(ctx) }
