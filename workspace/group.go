@@ -15,10 +15,11 @@ import (
 
 // Group commit. Every write of a handle goes through one committer
 // goroutine as a job. The committer takes every job that is waiting and runs
-// them in one store transaction, each inside its own savepoint, so N
-// concurrent writers share one commit (one fsync, one NOTIFY) while each job
-// keeps its own conditions, its own result and its own error. A store whose
-// Tx cannot take savepoints gets one job per transaction. A writer that
+// them in one store transaction, so N concurrent writers share one commit
+// (one fsync, one NOTIFY) while each job keeps its own conditions, its own
+// result and its own error: a job that must be undone makes the group run
+// again with a savepoint per job (see errIsolate). A store whose Tx cannot
+// take savepoints gets one job per transaction. A writer that
 // would be a group of one anyway runs its job itself (runAlone); the turn
 // mutex keeps it and the committer from running two groups at once.
 
