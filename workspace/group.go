@@ -23,8 +23,13 @@ import (
 // would be a group of one anyway runs its job itself (runAlone); the turn
 // mutex keeps it and the committer from running two groups at once.
 
-// maxGroup bounds how many jobs share one transaction.
-const maxGroup = 128
+// maxGroup bounds how many jobs share one transaction. A group that runs
+// again with a savepoint per job opens as many subtransactions, and a
+// Postgres backend caches 64 of them (PGPROC_MAX_CACHED_SUBXIDS): one more
+// overflows the cache and slows every snapshot on the server while the
+// transaction lasts. Groups of 64 already share a commit among enough
+// writers that a larger one would save next to nothing.
+const maxGroup = 64
 
 // Whether the store's transactions take savepoints, learnt from the first one.
 const (

@@ -321,3 +321,32 @@ func (c countingTx) Savepoint(ctx context.Context) error {
 
 func (c countingTx) RollbackSavepoint(ctx context.Context) error { return c.sp.RollbackSavepoint(ctx) }
 func (c countingTx) ReleaseSavepoint(ctx context.Context) error  { return c.sp.ReleaseSavepoint(ctx) }
+
+// TestAGroupHoldsAtMost64Jobs: 70 writers queued behind a held
+// transaction commit in two groups, 64 and 6, so that a group run again
+// with a savepoint per job never opens more subtransactions than a
+// Postgres backend caches.
+func TestAGroupHoldsAtMost64Jobs(t *testing.T) {
+	ctx := context.Background()
+	ss := openStackStore(t, filepath.Join(t.TempDir(), "ws.db"))
+	ws := workspace.New(ss, workspace.Options{GroupWait: -1})
+	defer ws.Close()
+	put := func(key string) error {
+		_, err := ws.Notes().Put(ctx, workspace.Write{Actor: "a"}, workspace.NotePut{Kind: "k", Key: key, Body: "b"})
+		return err
+	}
+	require.NoError(t, put("warm"))
+	ss.holdNext()
+	var wg sync.WaitGroup
+	wg.Go(func() { assert.NoError(t, put("held")) })
+	<-ss.held
+	before := len(ss.where())
+	const writers = 70
+	for i := range writers {
+		wg.Go(func() { assert.NoError(t, put(fmt.Sprint("w", i))) })
+	}
+	require.Eventually(t, func() bool { return workspace.QueuedWriters(ws) == writers }, 10*time.Second, time.Millisecond)
+	ss.release()
+	wg.Wait()
+	assert.Equal(t, []string{"committer", "committer"}, ss.where()[before:])
+}
