@@ -301,7 +301,7 @@ func (h *core) runGroup(ctx context.Context, group []*job) []*job {
 	}
 	// committed is what the transaction appended to the log, numbered.
 	var committed []Event
-	// A group first runs without a savepoint per job (see isolateJobs);
+	// A group first runs without a savepoint per job (see errIsolate);
 	// isolate is set for the run again with them.
 	isolate := false
 	update := h.st.Update
