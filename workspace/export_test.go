@@ -22,3 +22,10 @@ func QueuedWriters(w Workspace) int64 { return w.(*handle).queued.Load() }
 // SettledReads is how many times w's watcher read its store once an early
 // store's notifications had settled.
 func SettledReads(w Workspace) int64 { return w.(*handle).hub.settledReads.Load() }
+
+// NotifiesEarly reports whether w's store is watched by notifications that
+// come before the change can be read (see EarlyNotifier).
+func NotifiesEarly(w Workspace) bool {
+	en, ok := w.(*handle).st.(EarlyNotifier)
+	return ok && en.NotifiesEarly()
+}
