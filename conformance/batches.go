@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -203,4 +204,83 @@ func testBatchReleasesLock(t *testing.T, h Harness) {
 	a, err := ws1.Artifacts().Get(ctx, workspace.ByName("out/report.md"))
 	require.NoError(t, err)
 	assert.Equal(t, task.ID, a.TaskID)
+}
+
+// testBatchesCommittedTogetherKeepTheirOwnOutcomes: batches from many
+// writers at once (which a handle may commit in one transaction) each keep
+// their own outcome. One refused on its first op, before it writes, and
+// one refused on its last op, after its first op wrote, leave nothing but
+// their conflict event; the others commit whole.
+func testBatchesCommittedTogetherKeepTheirOwnOutcomes(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	dsn, ws := fresh(t, h)
+	handles := []workspace.Workspace{ws, open(t, dsn), open(t, dsn), open(t, dsn)}
+	x, err := ws.Artifacts().Create(ctx, as("alice"), workspace.NewArtifact{Name: "x", Content: []byte("x1")})
+	require.NoError(t, err)
+	stale := workspace.UpdateArtifactOp{Ref: workspace.ByName("x"), Change: workspace.ArtifactChange{Content: []byte("no")},
+		Cond: workspace.Cond{IfVersion: x.Version + 1}}
+	before := snap(t, ws).Head
+
+	const writers, rounds = 12, 4
+	errs := make([][]error, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		errs[w] = make([]error, rounds)
+		wg.Go(func() {
+			for r := range rounds {
+				name := fmt.Sprintf("w%d-r%d", w, r)
+				ops := []workspace.Op{
+					workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: name, Content: []byte(name)}},
+					workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: name}},
+				}
+				switch w % 3 {
+				case 1:
+					ops = []workspace.Op{stale} // refused before anything is written
+				case 2:
+					ops = append(ops, stale) // refused after two ops wrote
+				}
+				_, errs[w][r] = handles[w%len(handles)].Commit(ctx, workspace.Batch{Actor: "bob", Ops: ops})
+			}
+		})
+	}
+	wg.Wait()
+
+	refused := 0
+	for w := range writers {
+		for r := range rounds {
+			name := fmt.Sprintf("w%d-r%d", w, r)
+			_, getErr := ws.Artifacts().Get(ctx, workspace.ByName(name))
+			_, noteErr := ws.Notes().Get(ctx, "decision", name)
+			if w%3 == 0 {
+				assert.NoError(t, errs[w][r], name)
+				assert.NoError(t, getErr, "%s: committed", name)
+				assert.NoError(t, noteErr, "%s: committed", name)
+				continue
+			}
+			refused++
+			require.ErrorIs(t, errs[w][r], workspace.ErrConflict, name)
+			if w%3 == 2 {
+				var be *workspace.BatchError
+				if assert.ErrorAs(t, errs[w][r], &be, name) {
+					assert.Equal(t, 2, be.Index, "%s: the op that failed", name)
+				}
+				assert.ErrorIs(t, getErr, workspace.ErrNotFound, "%s: its first op is not written", name)
+				assert.ErrorIs(t, noteErr, workspace.ErrNotFound, "%s: its second op is not written", name)
+			}
+		}
+	}
+	got, err := ws.Artifacts().Get(ctx, workspace.ByID(x.ID))
+	require.NoError(t, err)
+	assert.Equal(t, x.Version, got.Version, "x never changed")
+	conflicts, created := 0, 0
+	for _, e := range eventsAfter(t, ws, before) {
+		switch e.Type {
+		case workspace.EventConflict:
+			conflicts++
+		case workspace.EventArtifactCreated:
+			created++
+		}
+	}
+	assert.Equal(t, refused, conflicts, "one conflict event per refused batch")
+	assert.Equal(t, writers/3*rounds, created, "only the committed batches' artifacts")
 }

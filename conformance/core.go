@@ -82,6 +82,7 @@ var coreCases = []coreCase{
 	{"BatchEventsHaveConsecutiveSeqs", testBatchConsecutiveSeqs},
 	{"BatchReadsItsOwnWrites", testBatchReadYourWrites},
 	{"BatchPublishCompleteRelease", testBatchReleasesLock},
+	{"BatchesCommittedTogetherKeepTheirOwnOutcomes", testBatchesCommittedTogetherKeepTheirOwnOutcomes},
 	// idempotency.go
 	{"IdempotentRetryReturnsFirstResult", testIdempotentRetry},
 	{"IdempotentBatchReplays", testIdempotentBatch},
