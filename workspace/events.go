@@ -322,7 +322,7 @@ func (b *hub) watchLoop() {
 				// before, keeps its waiters from competing with a late
 				// read.
 				now := time.Now()
-				quiet := now.Sub(lastChange) >= quietSpell && !b.h.writing.Load() &&
+				quiet := now.Sub(lastChange) >= quietSpell &&
 					now.Sub(clockBase)-time.Duration(b.h.wrote.Load()) >= quietSpell
 				lastChange = now
 				if quiet || st.running {

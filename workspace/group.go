@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -19,9 +20,9 @@ import (
 // (one fsync, one NOTIFY) while each job keeps its own conditions, its own
 // result and its own error: a job that must be undone makes the group run
 // again with a savepoint per job (see errIsolate). A store whose Tx cannot
-// take savepoints gets one job per transaction. A writer that
-// would be a group of one anyway runs its job itself (runAlone); the turn
-// mutex keeps it and the committer from running two groups at once.
+// take savepoints gets one job per transaction. A writer that would be a
+// group of one anyway runs its job itself (runAlone); the turn mutex keeps
+// it and the committer from running two groups at once.
 
 // maxGroup bounds how many jobs share one transaction. A group that runs
 // again with a savepoint per job opens as many subtransactions, and a
@@ -119,11 +120,10 @@ func (h *handle) runAlone(j *job) (bool, error) {
 // the jobs to answer.
 func (h *core) runCounted(ctx context.Context, jobs []*job, carried bool) []*job {
 	start := time.Now()
-	h.writing.Store(true)
+	h.wrote.Store(writingNow)
 	done := h.runGroup(ctx, jobs)
 	end := time.Now()
 	h.wrote.Store(int64(end.Sub(clockBase)))
-	h.writing.Store(false)
 	h.lastRun = end.Sub(start)
 	seen := int64(len(jobs)) + h.queued.Load()
 	if carried {
@@ -136,6 +136,9 @@ func (h *core) runCounted(ctx context.Context, jobs []*job, carried bool) []*job
 // clockBase is the process's start on the monotonic clock: times kept in
 // atomics are durations since it.
 var clockBase = time.Now()
+
+// writingNow is core.wrote while a transaction runs: later than any time.
+const writingNow = math.MaxInt64
 
 // answer tells the jobs' writers their outcome.
 func answer(jobs []*job) {

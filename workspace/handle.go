@@ -27,11 +27,10 @@ type core struct {
 	turn    sync.Mutex
 	expect  atomic.Int64  // writers the last transaction saw: its jobs and those queued behind it
 	lastRun time.Duration // how long the last transaction took
-	// writing is set while a transaction runs, and wrote is when the last
-	// one ended (since clockBase): the hub tells its own commits' file
-	// notifications from other stores' by them.
-	writing atomic.Bool
-	wrote   atomic.Int64
+	// wrote is when the last transaction ended (since clockBase), or
+	// writingNow while one runs: the hub tells its own commits' file
+	// notifications from other stores' by it.
+	wrote atomic.Int64
 
 	// key is the core's entry in the shared registry, "" for one made by
 	// New; refs counts its handles (guarded by sharedMu); ready closes once
