@@ -40,10 +40,7 @@ func TestCommitterWaitsForTheWritersItJustAnswered(t *testing.T) {
 			ws := workspace.New(ss, workspace.Options{GroupWait: tc.wait})
 			defer ws.Close()
 
-			note := func(who string) error {
-				_, err := ws.Notes().Put(ctx, workspace.Write{Actor: who}, workspace.NotePut{Kind: "k", Key: who, Body: "b"})
-				return err
-			}
+			note := func(who string) error { return putNote(ctx, ws, who) }
 			var wg sync.WaitGroup
 			wg.Go(func() {
 				assert.NoError(t, note("first"))
@@ -62,6 +59,12 @@ func TestCommitterWaitsForTheWritersItJustAnswered(t *testing.T) {
 			assert.Equal(t, tc.commits, int64(len(ss.where())))
 		})
 	}
+}
+
+// putNote writes note k/key as actor key: a write of its own for each key.
+func putNote(ctx context.Context, ws workspace.Workspace, key string) error {
+	_, err := ws.Notes().Put(ctx, workspace.Write{Actor: key}, workspace.NotePut{Kind: "k", Key: key, Body: "b"})
+	return err
 }
 
 // stackStore is a real store that records, for each write transaction,
@@ -144,10 +147,7 @@ func TestALoneWriterRunsItsOwnTransaction(t *testing.T) {
 	ss := openStackStore(t, filepath.Join(t.TempDir(), "ws.db"))
 	ws := workspace.New(ss, workspace.Options{GroupWait: -1})
 	defer ws.Close()
-	note := func(who string) error {
-		_, err := ws.Notes().Put(ctx, workspace.Write{Actor: who}, workspace.NotePut{Kind: "k", Key: who, Body: "b"})
-		return err
-	}
+	note := func(who string) error { return putNote(ctx, ws, who) }
 
 	require.NoError(t, note("a"))
 	require.NoError(t, note("a"))
@@ -331,10 +331,7 @@ func TestAGroupHoldsAtMost64Jobs(t *testing.T) {
 	ss := openStackStore(t, filepath.Join(t.TempDir(), "ws.db"))
 	ws := workspace.New(ss, workspace.Options{GroupWait: -1})
 	defer ws.Close()
-	put := func(key string) error {
-		_, err := ws.Notes().Put(ctx, workspace.Write{Actor: "a"}, workspace.NotePut{Kind: "k", Key: key, Body: "b"})
-		return err
-	}
+	put := func(key string) error { return putNote(ctx, ws, key) }
 	require.NoError(t, put("warm"))
 	ss.holdNext()
 	var wg sync.WaitGroup
