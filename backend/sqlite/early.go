@@ -32,22 +32,25 @@ type earlyHead struct {
 
 // readAhead reads the hinted artifacts, when there are two or more.
 func (t *writeTx) readAhead(ctx context.Context, hints []workspace.ReadHint) error {
+	var refs []workspace.ArtifactRef
 	var ids, names []string
 	for _, h := range hints {
 		switch r := h.Artifact; {
 		case r.ID != "" && !slices.Contains(ids, r.ID):
 			ids = append(ids, r.ID)
+			refs = append(refs, workspace.ArtifactRef{ID: r.ID})
 		case r.ID == "" && r.Name != "" && !slices.Contains(names, r.Name):
 			names = append(names, r.Name)
+			refs = append(refs, workspace.ArtifactRef{Name: r.Name})
 		}
-		if len(ids)+len(names) == maxEarly {
+		if len(refs) == maxEarly {
 			break
 		}
 	}
-	if len(ids)+len(names) < 2 {
+	if len(refs) < 2 {
 		return nil
 	}
-	var found []earlyHead
+	byID, byName := map[string]earlyHead{}, map[string]earlyHead{}
 	for _, q := range []struct {
 		sql  string
 		keys []string
@@ -55,41 +58,43 @@ func (t *writeTx) readAhead(ctx context.Context, hints []workspace.ReadHint) err
 		if len(q.keys) == 0 {
 			continue
 		}
-		keys, err := json.Marshal(q.keys)
-		if err != nil {
-			return err
-		}
-		rows, err := t.q.QueryContext(ctx, q.sql, string(keys))
-		if err != nil {
-			return fmt.Errorf("sqlite: read artifacts ahead: %w", err)
-		}
-		for rows.Next() {
-			a, lr, err := scanArtifactLease(rows)
-			if err != nil {
-				_ = rows.Close()
-				return err
-			}
-			found = append(found, earlyHead{found: true, a: a, lease: lr})
-		}
-		if err := rows.Close(); err != nil {
+		if err := t.readHeads(ctx, q.sql, q.keys, func(e earlyHead) {
+			byID[e.a.ID], byName[e.a.Name] = e, e
+		}); err != nil {
 			return fmt.Errorf("sqlite: read artifacts ahead: %w", err)
 		}
 	}
-	for _, id := range ids {
-		e := earlyHead{ref: workspace.ArtifactRef{ID: id}}
-		if i := slices.IndexFunc(found, func(f earlyHead) bool { return f.a.ID == id }); i >= 0 {
-			e.found, e.a, e.lease = true, found[i].a, found[i].lease
+	for _, ref := range refs {
+		e := byName[ref.Name] // not found: found is false
+		if ref.ID != "" {
+			e = byID[ref.ID]
 		}
-		t.early = append(t.early, e)
-	}
-	for _, name := range names {
-		e := earlyHead{ref: workspace.ArtifactRef{Name: name}}
-		if i := slices.IndexFunc(found, func(f earlyHead) bool { return f.a.Name == name }); i >= 0 {
-			e.found, e.a, e.lease = true, found[i].a, found[i].lease
-		}
+		e.ref = ref
 		t.early = append(t.early, e)
 	}
 	return nil
+}
+
+// readHeads runs query for keys (a JSON array of IDs or names) and hands
+// each live artifact it finds, with its lease, to found.
+func (t *writeTx) readHeads(ctx context.Context, query string, keys []string, found func(earlyHead)) error {
+	arg, err := json.Marshal(keys)
+	if err != nil {
+		return err
+	}
+	rows, err := t.q.QueryContext(ctx, query, string(arg))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		a, lr, err := scanArtifactLease(rows)
+		if err != nil {
+			return err
+		}
+		found(earlyHead{found: true, a: a, lease: lr})
+	}
+	return rows.Err()
 }
 
 // takeEarly returns, and forgets, the read ahead of ref, if there is one.
