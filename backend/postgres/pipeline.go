@@ -29,6 +29,12 @@ type pipeline struct {
 	// store.UpdateHinted), each taken once; a write that changes a record
 	// or a lease drops those it touches (dropEarly, dropEarlyHint).
 	early []*earlyRead
+	// predicted is set in a transaction run on a prediction (see
+	// predict.go): nothing may be read, only what was predicted, and a read
+	// sets unpredicted and fails with errUnpredicted.
+	predicted, unpredicted bool
+	// failedAt is the index of the statement whose error commit returned.
+	failedAt int
 }
 
 // earlyRead is a record read before it was asked for, as its hint names
@@ -103,6 +109,10 @@ func (p *pipeline) queue(sql string, args ...any) {
 // send sends the queued statements followed by reads, in one round trip,
 // and returns the results positioned at the first read.
 func (p *pipeline) send(ctx context.Context, reads ...rowQuery) (pgx.BatchResults, error) {
+	if p.predicted {
+		p.unpredicted = true
+		return nil, errUnpredicted
+	}
 	b, sqls := p.batch, p.sqls
 	p.batch, p.sqls = &pgx.Batch{}, nil
 	for _, r := range reads {
@@ -162,7 +172,9 @@ func (p *pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Ro
 	return batchRow{br}
 }
 
-// commit sends the queued statements and COMMIT together.
+// commit sends the queued statements and COMMIT together. On an error,
+// failedAt is the place of the statement that failed, COMMIT's being the
+// last.
 func (p *pipeline) commit(ctx context.Context) (pgconn.CommandTag, error) {
 	var tag pgconn.CommandTag
 	p.batch.Queue(commitStmt)
@@ -174,6 +186,7 @@ func (p *pipeline) commit(ctx context.Context) (pgconn.CommandTag, error) {
 		ct, err := br.Exec()
 		if err != nil {
 			_ = br.Close()
+			p.failedAt = i
 			return tag, fmt.Errorf("%s: %w", summary(s), err)
 		}
 		if i == len(sqls)-1 {

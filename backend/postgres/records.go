@@ -48,6 +48,10 @@ type writeTx struct {
 	seq int64
 	// savepoints is the depth of open savepoints (see savepoint.go).
 	savepoints int
+	// wrote are its writes of artifacts and leases, for the store's memo
+	// (see predict.go); unsure is set when one may have been undone.
+	wrote  []memoWrite
+	unsure bool
 }
 
 func (t *readTx) Now() time.Time { return t.now }
@@ -250,6 +254,7 @@ func prefixEnd(p string) string {
 
 func (t *writeTx) PutArtifact(ctx context.Context, a workspace.Artifact, content []byte) error {
 	t.pl.dropEarly(a.ID, a.Name, "")
+	t.wrote = append(t.wrote, memoWrite{artifact: a})
 	_, err := t.q.Exec(ctx, putArtifact, a.ID, a.Name, a.Kind, a.Owner, a.Version, a.ContentType, a.SHA256, a.Size,
 		labelsJSON(a.Labels), a.TaskID, a.CreatedAt, a.CreatedBy, a.UpdatedAt, a.UpdatedBy, content)
 	if err != nil {
@@ -260,6 +265,7 @@ func (t *writeTx) PutArtifact(ctx context.Context, a workspace.Artifact, content
 
 func (t *writeTx) DeleteArtifact(ctx context.Context, id string) error {
 	t.pl.dropEarly(id, "", "")
+	t.wrote = append(t.wrote, memoWrite{deleted: id})
 	if _, err := t.q.Exec(ctx, deleteArtifact, id); err != nil {
 		return fmt.Errorf("postgres: delete artifact %s: %w", id, err)
 	}
@@ -635,13 +641,21 @@ type earlyReads struct {
 	artifactsByID, artifactsByName, leases, leasesOfArtifacts string
 }
 
+// qualifier names in schema the tables the statements read FROM, for
+// statements prepared before the search_path is set.
+func qualifier(schema string) *strings.Replacer {
+	var pairs []string
+	for _, t := range []string{"artifacts", "leases", "notes", "tasks", "listeners", "counters"} {
+		pairs = append(pairs, " FROM "+t, " FROM "+pgx.Identifier{schema, t}.Sanitize())
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// qualify is sql with its tables named in schema (see qualifier).
+func qualify(schema, sql string) string { return qualifier(schema).Replace(sql) }
+
 func newEarlyReads(schema string) earlyReads {
-	q := strings.NewReplacer(
-		" FROM artifacts", " FROM "+pgx.Identifier{schema, "artifacts"}.Sanitize(),
-		" FROM leases", " FROM "+pgx.Identifier{schema, "leases"}.Sanitize(),
-		" FROM notes", " FROM "+pgx.Identifier{schema, "notes"}.Sanitize(),
-		" FROM tasks", " FROM "+pgx.Identifier{schema, "tasks"}.Sanitize(),
-	)
+	q := qualifier(schema)
 	r := artifactReadsHere
 	return earlyReads{
 		artifactReads: artifactReads{byName: q.Replace(r.byName), byID: q.Replace(r.byID),
@@ -912,6 +926,7 @@ func (t *readTx) ListLeases(ctx context.Context, now time.Time) ([]workspace.Lea
 
 func (t *writeTx) PutLease(ctx context.Context, l workspace.Lease) error {
 	t.pl.dropEarly("", "", l.Resource)
+	t.wrote = append(t.wrote, memoWrite{lease: &l})
 	if _, err := t.q.Exec(ctx, putLease, l.Resource, l.Owner, l.Token, l.AcquiredAt, l.ExpiresAt); err != nil {
 		return fmt.Errorf("postgres: put lease %q: %w", l.Resource, err)
 	}

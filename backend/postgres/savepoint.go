@@ -28,6 +28,7 @@ func (t *writeTx) Savepoint(ctx context.Context) error {
 func (t *writeTx) RollbackSavepoint(ctx context.Context) error {
 	name := savepointName(t.savepoints)
 	t.savepoints--
+	t.unsure = true // which of its writes were undone is not tracked
 	if _, err := t.pl.Exec(ctx, "ROLLBACK TO SAVEPOINT "+name); err != nil {
 		return err
 	}

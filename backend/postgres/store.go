@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -42,7 +43,12 @@ type store struct {
 	channel   string // the NOTIFY channel
 	listener  *listener
 	own       atomic.Int64 // the last seq this store committed
-	log       *slog.Logger
+	// memo is what the store's last write left, for predicted writes;
+	// guard is the statement that checks a prediction (see predict.go).
+	memo    memo
+	guard   string
+	writers writers
+	log     *slog.Logger
 }
 
 // maxAttempts bounds how often Update and View run fn after retryable failures.
@@ -70,6 +76,7 @@ func openStore(ctx context.Context, pool *pgxpool.Pool, ownPool bool, opts Optio
 			` WHERE store <> $1 AND expires_at > clock_timestamp()) FROM ` + pgx.Identifier{opts.Schema, "counters"}.Sanitize(),
 		id:        uuid.NewString(),
 		early:     newEarlyReads(opts.Schema),
+		guard:     qualify(opts.Schema, guardSQL),
 		viewAhead: newViewReads(opts.Schema),
 		channel:   channelName(opts.Schema),
 		log:       opts.Logger,
@@ -200,13 +207,37 @@ const (
 	commitStmt = `COMMIT`
 )
 
-// updateOnce runs one attempt of Update; it reports whether a failure may be retried.
+// updateOnce runs one attempt of Update; it reports whether a failure may
+// be retried. A transaction that runs alone on a store whose memo knows
+// what it reads is tried on that prediction first (see predict.go).
 func (s *store) updateOnce(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.Tx) error) (bool, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return ctx.Err() == nil, fmt.Errorf("postgres: acquire connection: %w", err)
 	}
 	defer conn.Release()
+	alone, start := s.writers.begin()
+	ended := false
+	end := func() bool {
+		ended = true
+		return s.writers.end(alone, start)
+	}
+	defer func() {
+		if !ended {
+			end()
+		}
+	}()
+	if alone {
+		var heard int64
+		if s.listener != nil {
+			heard = s.listener.heard.Load()
+		}
+		if p, ok := s.memo.predict(hints, heard); ok {
+			if done, retry, err := s.updatePredicted(ctx, conn, p, fn, end); done {
+				return retry, err
+			}
+		}
+	}
 	b := &pgx.Batch{}
 	b.Queue(beginWrite)
 	b.Queue(lockWrite, s.path, s.key)
@@ -221,8 +252,10 @@ func (s *store) updateOnce(ctx context.Context, hints []workspace.ReadHint, fn f
 		s.abort(conn)
 		return retryable(conn, err), fmt.Errorf("postgres: begin: %w", err)
 	}
+	started := time.Now()
 	pl := newPipeline(conn)
 	pl.early = early
+	reads := slices.Clone(early)
 	tx := &writeTx{readTx: readTx{q: pl, pl: pl, now: clock(now)}, channel: s.channel, notify: notify, seq: head}
 	if err := fn(tx); err != nil {
 		s.abort(conn)
@@ -231,6 +264,9 @@ func (s *store) updateOnce(ctx context.Context, hints []workspace.ReadHint, fn f
 	tag, err := pl.commit(ctx)
 	if err != nil {
 		s.abort(conn)
+		s.memo.mu.Lock()
+		s.memo.forget()
+		s.memo.mu.Unlock()
 		// The queued writes went with the COMMIT: only a refusal from the
 		// server proves that nothing was committed.
 		var pe *pgconn.PgError
@@ -243,7 +279,65 @@ func (s *store) updateOnce(ctx context.Context, hints []workspace.ReadHint, fn f
 		// Only seqs this transaction appended are the store's own.
 		raise(&s.own, tx.seq)
 	}
+	s.memo.learn(learned{alone: end(), offset: now.Sub(started), head: tx.seq, now: tx.now, notify: notify,
+		reads: reads, writes: tx.wrote, unsure: tx.unsure || tx.seq == head && len(tx.wrote) > 0})
 	return false, nil
+}
+
+// updatePredicted runs fn on prediction p and sends its writes with BEGIN,
+// the writers' lock, the guard and COMMIT in one round trip. It is done
+// unless the transaction must run the usual way: fn read what was not
+// predicted or failed (perhaps because of a value predicted), in which
+// case nothing was sent, or the server refused a statement before the
+// COMMIT (the guard, most likely), in which case nothing was written.
+// end counts the transaction out (see writers).
+func (s *store) updatePredicted(ctx context.Context, conn *pgxpool.Conn, p prediction, fn func(tx workspace.Tx) error,
+	end func() bool) (done, retry bool, err error) {
+	pl := newPipeline(conn)
+	pl.predicted = true
+	pl.queue(beginWrite)
+	pl.queue(lockWrite, s.path, s.key)
+	pl.queue(genericOn)
+	pl.queue(s.guard, p.guardArgs(s.id)...)
+	pl.queue(genericBack)
+	pl.early = p.early
+	reads := slices.Clone(p.early)
+	tx := &writeTx{readTx: readTx{q: pl, pl: pl, now: p.now}, channel: s.channel, notify: p.notify, seq: p.head}
+	if err := fn(tx); err != nil || pl.unpredicted {
+		return false, false, nil
+	}
+	last := len(pl.sqls) // COMMIT's place
+	tag, err := pl.commit(ctx)
+	if err != nil {
+		s.abort(conn)
+		var pre pgx.ErrPreprocessingBatch
+		if errors.As(err, &pre) {
+			// Nothing ran: a statement new to this connection was parsed
+			// before the batch set the search_path. The usual way
+			// prepares it inside the transaction, for the next time.
+			return false, false, nil
+		}
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pl.failedAt < last {
+			// Refused before the COMMIT: nothing was written.
+			s.memo.failed()
+			return false, false, nil
+		}
+		s.memo.mu.Lock()
+		s.memo.forget()
+		s.memo.mu.Unlock()
+		return true, errors.As(err, &pe) && abortedCode(pe.Code), fmt.Errorf("postgres: commit: %w", err)
+	}
+	if tag.String() != "COMMIT" {
+		s.memo.failed()
+		return true, false, fmt.Errorf("postgres: commit: transaction was rolled back (%s)", tag.String())
+	}
+	if tx.seq > p.head {
+		raise(&s.own, tx.seq)
+	}
+	s.memo.learn(learned{alone: end(), predicted: true, head: tx.seq, now: tx.now, notify: p.notify,
+		reads: reads, writes: tx.wrote, unsure: tx.unsure || tx.seq == p.head && len(tx.wrote) > 0})
+	return true, false, nil
 }
 
 func (s *store) viewOnce(ctx context.Context, fn func(tx workspace.ReadTx) error) (bool, error) {

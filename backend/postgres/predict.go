@@ -1,0 +1,302 @@
+package postgres
+
+import (
+	"errors"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// Predicted writes: one round trip instead of two.
+//
+// A write transaction normally spends two round trips: the first takes the
+// writers' lock and reads what the transaction needs (the clock, the head,
+// the hinted records and their leases), the second sends the writes and
+// COMMIT. A store that was the last to write knows most of what the first
+// would read: the records it just wrote or read, the head it moved. When
+// every hinted read is known, the transaction runs on those values, and
+// its writes go in one batch with BEGIN, the lock and a guard: a statement
+// that fails, and with it the transaction, unless every value the
+// transaction was run on is still what the database holds. The guard
+// checks each record by its version (every write of an artifact makes a
+// new one) and each lease by all its fields, the head, whether another
+// store listens, and that the clock the transaction used is not ahead of
+// the database's (nor behind the last commit's, so Now never goes back).
+// When the guard fails nothing was written, and the transaction runs again
+// the usual way. A transaction whose run reads anything not known is not
+// sent at all: it runs the usual way at once.
+
+// memo is what a store knows of the state its last write transaction left.
+type memo struct {
+	mu sync.Mutex
+	// valid is set once a transaction of this store committed alone (none
+	// of its others overlapped it), so head, now and notify are its.
+	valid  bool
+	head   int64
+	now    time.Time
+	notify bool
+	// offset is the database's clock minus ours, as the last usual start
+	// saw it: the database's clock read before its answer reached us, so
+	// ours plus offset is no later than the database's.
+	offset time.Duration
+	// artifacts are live artifacts by ID, with the IDs of their names.
+	artifacts map[string]workspace.Artifact
+	names     map[string]string
+	// leases by resource; nil is a lease row known not to exist.
+	leases map[string]*workspace.Lease
+	// skip is how many transactions start the usual way before the next
+	// prediction; penalty doubles it after each failed guard.
+	skip, penalty int
+}
+
+// memoLimit bounds the records a memo keeps: past it, it starts over.
+const memoLimit = 1024
+
+// maxPenalty bounds how many transactions go the usual way after a
+// prediction failed.
+const maxPenalty = 64
+
+// errUnpredicted stops a predicted transaction that read something not
+// known: it runs the usual way instead. The engine never sees it.
+var errUnpredicted = errors.New("postgres: read not predicted")
+
+// forget drops everything known.
+func (m *memo) forget() {
+	m.valid = false
+	m.artifacts, m.names, m.leases = nil, nil, nil
+}
+
+// predict returns the reads ahead of hints as the memo knows them, the
+// clock and head to run on, and whether it knows them all. It counts down
+// the transactions to skip.
+func (m *memo) predict(hints []workspace.ReadHint, heard int64) (p prediction, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.valid || len(hints) == 0 || heard > m.head {
+		return p, false
+	}
+	if m.skip > 0 {
+		m.skip--
+		return p, false
+	}
+	for _, h := range hints {
+		e := &earlyRead{hint: h}
+		var resource string
+		switch {
+		case h.Artifact != (workspace.ArtifactRef{}):
+			id := h.Artifact.ID
+			if id == "" {
+				id = m.names[h.Artifact.Name]
+			}
+			a, known := m.artifacts[id]
+			if !known || h.Artifact.Name != "" && a.Name != h.Artifact.Name {
+				return prediction{}, false
+			}
+			a.Labels = maps.Clone(a.Labels) // the engine's to keep
+			e.artifact = a
+			p.artifacts = append(p.artifacts, a)
+			resource = artifactResource(a.Name)
+		case h.Lease != "":
+			resource = h.Lease
+		default:
+			return prediction{}, false
+		}
+		l, known := m.leases[resource]
+		if !known {
+			return prediction{}, false
+		}
+		e.lease.resource = resource
+		if l == nil {
+			e.lease.err = pgx.ErrNoRows
+			p.absent = append(p.absent, resource)
+		} else {
+			e.lease.lease = *l
+			p.leases = append(p.leases, *l)
+		}
+		p.early = append(p.early, e)
+	}
+	p.now = clock(time.Now().Add(m.offset))
+	if p.now.Before(m.now) {
+		p.now = m.now
+	}
+	p.head, p.notify = m.head, m.notify
+	return p, true
+}
+
+// failed notes a prediction the database refused: everything known is
+// dropped, and the next ones wait longer.
+func (m *memo) failed() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.forget()
+	m.penalty = min(max(1, 2*m.penalty), maxPenalty)
+	m.skip = m.penalty
+}
+
+// prediction is what a predicted transaction runs on.
+type prediction struct {
+	early     []*earlyRead
+	now       time.Time
+	head      int64
+	notify    bool
+	artifacts []workspace.Artifact
+	leases    []workspace.Lease
+	absent    []string
+}
+
+// learned is what a committed transaction tells the memo.
+type learned struct {
+	// alone is false when another transaction of the store overlapped it:
+	// then what it saw may already be old, and the memo starts over.
+	alone bool
+	// predicted is set when it ran on a prediction (the offset is kept).
+	predicted bool
+	offset    time.Duration
+	head      int64
+	now       time.Time
+	notify    bool
+	// reads are the hinted records as read (or predicted) at its start.
+	reads []*earlyRead
+	// writes are its writes of artifacts and leases, in order.
+	writes []memoWrite
+	// unsure is set when a write of it may not have been kept (a
+	// savepoint was rolled back) or a record was written without an event.
+	unsure bool
+}
+
+// memoWrite is a write a transaction made: an artifact put or deleted, or
+// a lease put.
+type memoWrite struct {
+	artifact workspace.Artifact
+	deleted  string
+	lease    *workspace.Lease
+}
+
+// learn records what a committed transaction read and wrote.
+func (m *memo) learn(l learned) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !l.alone || l.unsure || m.valid && l.head < m.head {
+		m.forget()
+		return
+	}
+	if l.predicted {
+		m.penalty = 0
+	} else {
+		m.offset = l.offset
+	}
+	m.valid, m.head, m.now, m.notify = true, l.head, l.now, l.notify
+	if m.artifacts == nil || len(m.artifacts) > memoLimit || len(m.leases) > memoLimit {
+		m.artifacts, m.names, m.leases = map[string]workspace.Artifact{}, map[string]string{}, map[string]*workspace.Lease{}
+	}
+	for _, e := range l.reads {
+		switch {
+		case e.hint.Artifact != (workspace.ArtifactRef{}):
+			if e.err == nil {
+				m.putArtifact(e.artifact)
+			}
+			if e.lease.resource == "" {
+				continue
+			}
+		case e.hint.Lease == "":
+			continue
+		}
+		if e.lease.err == nil {
+			lease := e.lease.lease
+			m.leases[e.lease.resource] = &lease
+		} else if errors.Is(e.lease.err, pgx.ErrNoRows) {
+			m.leases[e.lease.resource] = nil
+		}
+	}
+	for _, w := range l.writes {
+		switch {
+		case w.lease != nil:
+			m.leases[w.lease.Resource] = w.lease
+		case w.deleted != "":
+			if a, ok := m.artifacts[w.deleted]; ok {
+				delete(m.names, a.Name)
+				delete(m.artifacts, w.deleted)
+			}
+		default:
+			m.putArtifact(w.artifact)
+		}
+	}
+}
+
+func (m *memo) putArtifact(a workspace.Artifact) {
+	if old, ok := m.artifacts[a.ID]; ok && old.Name != a.Name {
+		delete(m.names, old.Name)
+	}
+	a.Labels = maps.Clone(a.Labels) // the caller's may change
+	m.artifacts[a.ID] = a
+	m.names[a.Name] = a.ID
+}
+
+// guardSQL fails (casting text that is no number) unless the values a
+// predicted transaction ran on hold: the head ($1), its clock ($2) no
+// later than the database's, whether another store than $3 listens ($4),
+// each artifact (ID, name, version: $5-$7) live as it was, each lease
+// ($8-$12) as it was, and the leases known to be absent ($13). Its
+// arrays make it the kind of statement genericOn is for.
+const guardSQL = `SELECT CASE WHEN c.seq = $1
+		AND $2::timestamptz <= clock_timestamp()
+		AND EXISTS (SELECT 1 FROM listeners WHERE store <> $3 AND expires_at > clock_timestamp()) = $4
+		AND NOT EXISTS (SELECT 1 FROM unnest($5::text[], $6::text[], $7::bigint[]) AS g(id, name, version)
+			WHERE NOT EXISTS (SELECT 1 FROM artifacts a
+				WHERE a.id = g.id AND a.name = g.name AND a.version = g.version AND NOT a.deleted))
+		AND NOT EXISTS (SELECT 1 FROM unnest($8::text[], $9::text[], $10::bigint[], $11::timestamptz[], $12::timestamptz[])
+				AS g(resource, owner, token, acquired_at, expires_at)
+			WHERE NOT EXISTS (SELECT 1 FROM leases l
+				WHERE l.resource = g.resource AND l.owner = g.owner AND l.token = g.token
+				  AND l.acquired_at = g.acquired_at AND l.expires_at = g.expires_at))
+		AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.resource = ANY ($13::text[]))
+	THEN '' ELSE ('agentspace: the state a predicted write ran on changed (head ' || c.seq || ')')::bigint::text
+	END FROM counters c`
+
+// guardArgs are guardSQL's arguments for p, the store being id.
+func (p prediction) guardArgs(id string) []any {
+	var (
+		ids, names        = make([]string, len(p.artifacts)), make([]string, len(p.artifacts))
+		versions          = make([]int64, len(p.artifacts))
+		res, owners       = make([]string, len(p.leases)), make([]string, len(p.leases))
+		tokens            = make([]int64, len(p.leases))
+		acquired, expires = make([]time.Time, len(p.leases)), make([]time.Time, len(p.leases))
+	)
+	for i, a := range p.artifacts {
+		ids[i], names[i], versions[i] = a.ID, a.Name, a.Version
+	}
+	for i, l := range p.leases {
+		res[i], owners[i], tokens[i], acquired[i], expires[i] = l.Resource, l.Owner, l.Token, l.AcquiredAt, l.ExpiresAt
+	}
+	absent := p.absent
+	if absent == nil {
+		absent = []string{}
+	}
+	return []any{p.head, p.now, id, p.notify, ids, names, versions, res, owners, tokens, acquired, expires, absent}
+}
+
+// writers counts a store's write transactions: how many run, and how many
+// ever started, so a transaction can tell whether another overlapped it.
+type writers struct {
+	running atomic.Int64
+	started atomic.Int64
+}
+
+// begin counts a transaction in and reports whether it runs alone, with
+// the count of starts to compare at its end.
+func (w *writers) begin() (alone bool, start int64) {
+	start = w.started.Add(1)
+	return w.running.Add(1) == 1, start
+}
+
+// end counts it out and reports whether it ran alone throughout.
+func (w *writers) end(alone bool, start int64) bool {
+	alone = alone && w.started.Load() == start
+	w.running.Add(-1)
+	return alone
+}
