@@ -241,22 +241,68 @@ func (m *memo) putArtifact(a workspace.Artifact) {
 // predicted transaction ran on hold: the head ($1), its clock ($2) no
 // later than the database's, whether another store than $3 listens ($4),
 // each artifact (ID, name, version: $5-$7) live as it was, each lease
-// ($8-$12) as it was, and the leases known to be absent ($13). Its
-// arrays make it the kind of statement genericOn is for.
+// ($8-$12) as it was, and the leases known to be absent ($13). Each
+// record is looked up by its key in a subquery per element, which the
+// planner runs as a probe of the key's index whatever it estimates (an
+// EXISTS would become a join, planned by statistics that a new table
+// lacks). Its arrays make it the kind of statement genericOn is for.
 const guardSQL = `SELECT CASE WHEN c.seq = $1
 		AND $2::timestamptz <= clock_timestamp()
 		AND EXISTS (SELECT 1 FROM listeners WHERE store <> $3 AND expires_at > clock_timestamp()) = $4
 		AND NOT EXISTS (SELECT 1 FROM unnest($5::text[], $6::text[], $7::bigint[]) AS g(id, name, version)
-			WHERE NOT EXISTS (SELECT 1 FROM artifacts a
-				WHERE a.id = g.id AND a.name = g.name AND a.version = g.version AND NOT a.deleted))
+			WHERE (SELECT a.version FROM artifacts a WHERE a.id = g.id AND a.name = g.name AND NOT a.deleted)
+				IS DISTINCT FROM g.version)
 		AND NOT EXISTS (SELECT 1 FROM unnest($8::text[], $9::text[], $10::bigint[], $11::timestamptz[], $12::timestamptz[])
 				AS g(resource, owner, token, acquired_at, expires_at)
-			WHERE NOT EXISTS (SELECT 1 FROM leases l
-				WHERE l.resource = g.resource AND l.owner = g.owner AND l.token = g.token
-				  AND l.acquired_at = g.acquired_at AND l.expires_at = g.expires_at))
-		AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.resource = ANY ($13::text[]))
+			WHERE NOT coalesce((SELECT l.owner = g.owner AND l.token = g.token AND l.acquired_at = g.acquired_at
+				AND l.expires_at = g.expires_at FROM leases l WHERE l.resource = g.resource), false))
+		AND NOT EXISTS (SELECT 1 FROM unnest($13::text[]) AS g(resource)
+			WHERE (SELECT true FROM leases l WHERE l.resource = g.resource))
 	THEN '' ELSE ('agentspace: the state a predicted write ran on changed (head ' || c.seq || ')')::bigint::text
 	END FROM counters c`
+
+// guardOneSQL is guardSQL for at most one artifact ($5-$7; an ID of ”
+// and a NULL version for none) and one lease ($8, ” for none), present
+// ($9) with its fields ($10-$13) or absent: a write of one record, the
+// most common. Each subquery runs whatever the arguments, so that a plan
+// made for them costs what the generic plan does: the server keeps the
+// generic one, without genericOn.
+const guardOneSQL = `SELECT CASE WHEN c.seq = $1
+		AND $2::timestamptz <= clock_timestamp()
+		AND EXISTS (SELECT 1 FROM listeners WHERE store <> $3 AND expires_at > clock_timestamp()) = $4
+		AND (SELECT a.version FROM artifacts a WHERE a.id = $5 AND a.name = $6 AND NOT a.deleted)
+			IS NOT DISTINCT FROM $7::bigint
+		AND (SELECT coalesce(l.owner = $10 AND l.token = $11 AND l.acquired_at = $12 AND l.expires_at = $13, false)
+			FROM leases l WHERE l.resource = $8) IS NOT DISTINCT FROM $9::boolean
+	THEN '' ELSE ('agentspace: the state a predicted write ran on changed (head ' || c.seq || ')')::bigint::text
+	END FROM counters c`
+
+// one reports whether guardOneSQL can check p.
+func (p prediction) one() bool {
+	return len(p.artifacts) <= 1 && len(p.leases)+len(p.absent) <= 1
+}
+
+// guardOneArgs are guardOneSQL's arguments for p (see one).
+func (p prediction) guardOneArgs(id string) []any {
+	var (
+		artifactID, name, resource string
+		version                    *int64
+		present                    *bool
+		lease                      workspace.Lease
+	)
+	if len(p.artifacts) == 1 {
+		a := p.artifacts[0]
+		artifactID, name, version = a.ID, a.Name, &a.Version
+	}
+	switch {
+	case len(p.leases) == 1:
+		lease, resource, present = p.leases[0], p.leases[0].Resource, new(true)
+	case len(p.absent) == 1:
+		resource = p.absent[0]
+	}
+	return []any{p.head, p.now, id, p.notify, artifactID, name, version, resource, present,
+		lease.Owner, lease.Token, lease.AcquiredAt, lease.ExpiresAt}
+}
 
 // guardArgs are guardSQL's arguments for p, the store being id.
 func (p prediction) guardArgs(id string) []any {

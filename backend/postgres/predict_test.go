@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -157,33 +158,36 @@ func TestPredictionsAnotherStoreMadeWrongAreRefused(t *testing.T) {
 		},
 	}}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			st, a, rt, _, b := predictStores(t, false)
-			doc, err := a.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "doc", Content: []byte("v1")})
-			require.NoError(t, err)
-			before := rt.N.Load()
-			doc, err = a.Artifacts().Update(ctx, workspace.Write{Actor: "ann", IfVersion: doc.Version},
-				workspace.ArtifactRef{Name: "doc"}, workspace.ArtifactChange{Content: []byte("v2")})
-			require.NoError(t, err)
-			require.Equal(t, int64(1), rt.N.Load()-before, "the update ran on what the create left")
-			require.False(t, wasRefused(st))
-			if c.held {
-				_, err := a.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "artifact:doc", Owner: "ann", TTL: time.Minute})
+		for _, arrays := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/arrays=%v", c.name, arrays), func(t *testing.T) {
+				st, a, rt, _, b := predictStores(t, false)
+				st.guardArrays = arrays // the guard of a group, or of one record
+				doc, err := a.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "doc", Content: []byte("v1")})
 				require.NoError(t, err)
-			}
-
-			c.change(t, b, doc)
-			if c.relearn {
-				// A write of what a does not know goes the usual way and
-				// learns the head: only the record's own check is left to
-				// find it changed.
-				_, err := a.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "elsewhere", Content: []byte("x")})
+				before := rt.N.Load()
+				doc, err = a.Artifacts().Update(ctx, workspace.Write{Actor: "ann", IfVersion: doc.Version},
+					workspace.ArtifactRef{Name: "doc"}, workspace.ArtifactChange{Content: []byte("v2")})
 				require.NoError(t, err)
+				require.Equal(t, int64(1), rt.N.Load()-before, "the update ran on what the create left")
 				require.False(t, wasRefused(st))
-			}
-			c.check(t, a, doc)
-			assert.True(t, wasRefused(st), "the database refused the prediction")
-		})
+				if c.held {
+					_, err := a.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "artifact:doc", Owner: "ann", TTL: time.Minute})
+					require.NoError(t, err)
+				}
+
+				c.change(t, b, doc)
+				if c.relearn {
+					// A write of what a does not know goes the usual way and
+					// learns the head: only the record's own check is left to
+					// find it changed.
+					_, err := a.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "elsewhere", Content: []byte("x")})
+					require.NoError(t, err)
+					require.False(t, wasRefused(st))
+				}
+				c.check(t, a, doc)
+				assert.True(t, wasRefused(st), "the database refused the prediction")
+			})
+		}
 	}
 }
 
@@ -304,4 +308,23 @@ func TestAMemoForgetsATransactionThatRolledASavepointBack(t *testing.T) {
 		workspace.ArtifactRef{ID: doc.ID}, workspace.ArtifactChange{Content: []byte("v2")})
 	require.NoError(t, err)
 	assert.Equal(t, doc.Version+1, got.Version)
+}
+
+// The statements sent before the search_path is set (a predicted batch's
+// guard; the reads of the batch that takes the lock) name every table they
+// read with its schema: a batch's new statements are parsed before any of
+// it runs, and a table named without it would not be found.
+func TestStatementsParsedBeforeTheSearchPathNameTheirSchema(t *testing.T) {
+	st, _, _, _, _ := predictStores(t, false)
+	e := st.early
+	for name, sql := range map[string]string{
+		"guard": st.guard, "guardOne": st.guardOne, "startWrite": st.startWrite, "startRead": st.startRead,
+		"byName": e.byName, "byID": e.byID, "lease": e.lease, "leaseOfArtifact": e.leaseOfArtifact,
+		"note": e.note, "task": e.task, "lapsed": e.lapsed, "ready": e.ready,
+		"artifactsByID": e.artifactsByID, "artifactsByName": e.artifactsByName,
+		"leases": e.leases, "leasesOfArtifacts": e.leasesOfArtifacts,
+	} {
+		assert.False(t, unqualified.MatchString(sql), "%s names a table without its schema: %s", name, unqualified.FindString(sql))
+		assert.Contains(t, sql, st.path+".", name)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -641,14 +642,18 @@ type earlyReads struct {
 	artifactsByID, artifactsByName, leases, leasesOfArtifacts string
 }
 
+// unqualified finds a table named without its schema after FROM.
+var unqualified = regexp.MustCompile(`\bFROM\s+(artifacts|leases|notes|tasks|listeners|counters)\b`)
+
 // qualifier names in schema the tables the statements read FROM, for
 // statements prepared before the search_path is set.
-func qualifier(schema string) *strings.Replacer {
-	var pairs []string
-	for _, t := range []string{"artifacts", "leases", "notes", "tasks", "listeners", "counters"} {
-		pairs = append(pairs, " FROM "+t, " FROM "+pgx.Identifier{schema, t}.Sanitize())
-	}
-	return strings.NewReplacer(pairs...)
+type qualifier string
+
+// Replace returns sql with the tables it reads FROM named in the schema.
+func (q qualifier) Replace(sql string) string {
+	return unqualified.ReplaceAllStringFunc(sql, func(m string) string {
+		return "FROM " + pgx.Identifier{string(q), unqualified.FindStringSubmatch(m)[1]}.Sanitize()
+	})
 }
 
 // qualify is sql with its tables named in schema (see qualifier).

@@ -45,10 +45,12 @@ type store struct {
 	own       atomic.Int64 // the last seq this store committed
 	// memo is what the store's last write left, for predicted writes;
 	// guard is the statement that checks a prediction (see predict.go).
-	memo    memo
-	guard   string
-	writers writers
-	log     *slog.Logger
+	memo            memo
+	guard, guardOne string
+	writers         writers
+	// guardArrays has every prediction checked by guard, for tests.
+	guardArrays bool
+	log         *slog.Logger
 }
 
 // maxAttempts bounds how often Update and View run fn after retryable failures.
@@ -77,6 +79,7 @@ func openStore(ctx context.Context, pool *pgxpool.Pool, ownPool bool, opts Optio
 		id:        uuid.NewString(),
 		early:     newEarlyReads(opts.Schema),
 		guard:     qualify(opts.Schema, guardSQL),
+		guardOne:  qualify(opts.Schema, guardOneSQL),
 		viewAhead: newViewReads(opts.Schema),
 		channel:   channelName(opts.Schema),
 		log:       opts.Logger,
@@ -297,9 +300,13 @@ func (s *store) updatePredicted(ctx context.Context, conn *pgxpool.Conn, p predi
 	pl.predicted = true
 	pl.queue(beginWrite)
 	pl.queue(lockWrite, s.path, s.key)
-	pl.queue(genericOn)
-	pl.queue(s.guard, p.guardArgs(s.id)...)
-	pl.queue(genericBack)
+	if p.one() && !s.guardArrays {
+		pl.queue(s.guardOne, p.guardOneArgs(s.id)...)
+	} else {
+		pl.queue(genericOn)
+		pl.queue(s.guard, p.guardArgs(s.id)...)
+		pl.queue(genericBack)
+	}
 	pl.early = p.early
 	reads := slices.Clone(p.early)
 	tx := &writeTx{readTx: readTx{q: pl, pl: pl, now: p.now}, channel: s.channel, notify: p.notify, seq: p.head}
