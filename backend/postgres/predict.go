@@ -49,17 +49,20 @@ type memo struct {
 	names     map[string]string
 	// leases by resource; nil is a lease row known not to exist.
 	leases map[string]*workspace.Lease
-	// skip is how many transactions start the usual way before the next
-	// prediction; penalty doubles it after each failed guard.
-	skip, penalty int
+	// quiet counts the store's transactions in a row that found the head
+	// where its previous commit had left it: no other store wrote in
+	// between. A prediction is tried only after need of them; need
+	// doubles (to maxNeed) with each refusal and halves with each
+	// prediction committed, so a store whose writes race another's soon
+	// stops sending batches the guard would refuse.
+	quiet, need int
 }
 
 // memoLimit bounds the records a memo keeps: past it, it starts over.
 const memoLimit = 1024
 
-// maxPenalty bounds how many transactions go the usual way after a
-// prediction failed.
-const maxPenalty = 64
+// maxNeed bounds the quiet transactions a prediction waits for.
+const maxNeed = 64
 
 // errUnpredicted stops a predicted transaction that read something not
 // known: it runs the usual way instead. The engine never sees it.
@@ -72,16 +75,15 @@ func (m *memo) forget() {
 }
 
 // predict returns the reads ahead of hints as the memo knows them, the
-// clock and head to run on, and whether it knows them all. It counts down
-// the transactions to skip.
+// clock and head to run on, and whether it knows them all and the store
+// has been writing alone long enough (see quiet).
 func (m *memo) predict(hints []workspace.ReadHint, heard int64) (p prediction, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.valid || len(hints) == 0 || heard > m.head {
 		return p, false
 	}
-	if m.skip > 0 {
-		m.skip--
+	if m.quiet < max(1, m.need) {
 		return p, false
 	}
 	for _, h := range hints {
@@ -129,13 +131,13 @@ func (m *memo) predict(hints []workspace.ReadHint, heard int64) (p prediction, o
 }
 
 // failed notes a prediction the database refused: everything known is
-// dropped, and the next ones wait longer.
+// dropped, and the next waits for more quiet transactions.
 func (m *memo) failed() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.forget()
-	m.penalty = min(max(1, 2*m.penalty), maxPenalty)
-	m.skip = m.penalty
+	m.need = min(max(2, 2*m.need), maxNeed)
+	m.quiet = 0
 }
 
 // prediction is what a predicted transaction runs on.
@@ -156,10 +158,12 @@ type learned struct {
 	alone bool
 	// predicted is set when it ran on a prediction (the offset is kept).
 	predicted bool
-	offset    time.Duration
-	head      int64
-	now       time.Time
-	notify    bool
+	// start is the head it began on (read, or predicted).
+	start  int64
+	offset time.Duration
+	head   int64
+	now    time.Time
+	notify bool
 	// reads are the hinted records as read (or predicted) at its start.
 	reads []*earlyRead
 	// writes are its writes of artifacts and leases, in order.
@@ -185,8 +189,13 @@ func (m *memo) learn(l learned) {
 		m.forget()
 		return
 	}
+	if !m.valid || l.start == m.head {
+		m.quiet++
+	} else {
+		m.quiet = 0
+	}
 	if l.predicted {
-		m.penalty = 0
+		m.need = max(1, m.need/2)
 	} else {
 		m.offset = l.offset
 	}

@@ -45,11 +45,11 @@ func predictStores(t *testing.T, listen bool) (a *store, aws workspace.Workspace
 }
 
 // wasRefused reports whether the database refused one of st's predictions
-// since the last it took (the memo's penalty counts them).
+// (the memo then waits for more quiet writes before the next).
 func wasRefused(st *store) bool {
 	st.memo.mu.Lock()
 	defer st.memo.mu.Unlock()
-	return st.memo.penalty > 0
+	return st.memo.need > 1
 }
 
 // A store's writes after its first run on what it knows, in one round trip
@@ -177,11 +177,14 @@ func TestPredictionsAnotherStoreMadeWrongAreRefused(t *testing.T) {
 
 				c.change(t, b, doc)
 				if c.relearn {
-					// A write of what a does not know goes the usual way and
-					// learns the head: only the record's own check is left to
-					// find it changed.
-					_, err := a.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "elsewhere", Content: []byte("x")})
-					require.NoError(t, err)
+					// Writes of what a does not know go the usual way and
+					// learn the head (the second finds nobody else wrote,
+					// so a predicts again): only the record's own check is
+					// left to find it changed.
+					for _, name := range []string{"elsewhere", "elsewhere too"} {
+						_, err := a.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: name, Content: []byte("x")})
+						require.NoError(t, err)
+					}
 					require.False(t, wasRefused(st))
 				}
 				c.check(t, a, doc)
@@ -198,7 +201,7 @@ func TestPredictionsAnotherStoreMadeWrongAreRefused(t *testing.T) {
 func TestPredictedClockIsNeitherAheadOfTheDatabaseNorBehindTheLastCommit(t *testing.T) {
 	ctx := context.Background()
 	w := workspace.Write{Actor: "ann"}
-	st, a, _, _, _ := predictStores(t, false)
+	st, a, rt, _, _ := predictStores(t, false)
 	doc, err := a.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "doc", Content: []byte("v1")})
 	require.NoError(t, err)
 	skew := func(d time.Duration) {
@@ -213,14 +216,18 @@ func TestPredictedClockIsNeitherAheadOfTheDatabaseNorBehindTheLastCommit(t *test
 	assert.True(t, wasRefused(st), "a time an hour ahead was refused")
 	assert.Less(t, got.UpdatedAt, time.Now().Add(time.Minute), "the write took the database's time")
 
-	// The refusal's penalty first: one write the usual way, which learns
-	// the offset again.
-	prev, err := a.Artifacts().Update(ctx, w, workspace.ArtifactRef{ID: doc.ID}, workspace.ArtifactChange{Content: []byte("v3")})
-	require.NoError(t, err)
+	// After a refusal the store writes the usual way (learning the offset
+	// again) until two writes found nobody else wrote.
+	var prev workspace.Artifact
+	for _, c := range []string{"v3", "v4"} {
+		prev, err = a.Artifacts().Update(ctx, w, workspace.ArtifactRef{ID: doc.ID}, workspace.ArtifactChange{Content: []byte(c)})
+		require.NoError(t, err)
+	}
 	skew(-time.Hour)
-	got, err = a.Artifacts().Update(ctx, w, workspace.ArtifactRef{ID: doc.ID}, workspace.ArtifactChange{Content: []byte("v4")})
+	before := rt.N.Load()
+	got, err = a.Artifacts().Update(ctx, w, workspace.ArtifactRef{ID: doc.ID}, workspace.ArtifactChange{Content: []byte("v5")})
 	require.NoError(t, err)
-	assert.False(t, wasRefused(st), "the prediction was taken")
+	assert.Equal(t, int64(1), rt.N.Load()-before, "the prediction was taken")
 	assert.False(t, got.UpdatedAt.Before(prev.UpdatedAt), "time went back: %s after %s", got.UpdatedAt, prev.UpdatedAt)
 }
 
@@ -327,4 +334,30 @@ func TestStatementsParsedBeforeTheSearchPathNameTheirSchema(t *testing.T) {
 		assert.False(t, unqualified.MatchString(sql), "%s names a table without its schema: %s", name, unqualified.FindString(sql))
 		assert.Contains(t, sql, st.path+".", name)
 	}
+}
+
+// A store whose writes alternate with another store's tries one
+// prediction, which is refused, and then writes the usual way: its head is
+// never where its last commit left it, so it never has the quiet writes a
+// prediction waits for. Each refused prediction costs two round trips (the
+// batch and its ROLLBACK) on top of the usual two.
+func TestAStoreRacingAnotherStopsPredicting(t *testing.T) {
+	ctx := context.Background()
+	w := workspace.Write{Actor: "ann"}
+	st, a, rt, _, b := predictStores(t, false)
+	doc, err := a.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "doc", Content: []byte("v1")})
+	require.NoError(t, err)
+	_, err = b.Artifacts().Create(ctx, workspace.Write{Actor: "bob"}, workspace.NewArtifact{Name: "bob's", Content: []byte("v1")})
+	require.NoError(t, err)
+	const n = 20
+	before := rt.N.Load()
+	for i := range n {
+		_, err := b.Artifacts().Update(ctx, workspace.Write{Actor: "bob"}, workspace.ArtifactRef{Name: "bob's"},
+			workspace.ArtifactChange{Content: []byte{byte(i)}})
+		require.NoError(t, err)
+		_, err = a.Artifacts().Update(ctx, w, workspace.ArtifactRef{ID: doc.ID}, workspace.ArtifactChange{Content: []byte{byte(i)}})
+		require.NoError(t, err)
+	}
+	assert.Equal(t, int64(2*n+2), rt.N.Load()-before, "one refused prediction, then two round trips a write")
+	assert.True(t, wasRefused(st))
 }

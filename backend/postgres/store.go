@@ -282,7 +282,7 @@ func (s *store) updateOnce(ctx context.Context, hints []workspace.ReadHint, fn f
 		// Only seqs this transaction appended are the store's own.
 		raise(&s.own, tx.seq)
 	}
-	s.memo.learn(learned{alone: end(), offset: now.Sub(started), head: tx.seq, now: tx.now, notify: notify,
+	s.memo.learn(learned{alone: end(), offset: now.Sub(started), start: head, head: tx.seq, now: tx.now, notify: notify,
 		reads: reads, writes: tx.wrote, unsure: tx.unsure || tx.seq == head && len(tx.wrote) > 0})
 	return false, nil
 }
@@ -342,7 +342,7 @@ func (s *store) updatePredicted(ctx context.Context, conn *pgxpool.Conn, p predi
 	if tx.seq > p.head {
 		raise(&s.own, tx.seq)
 	}
-	s.memo.learn(learned{alone: end(), predicted: true, head: tx.seq, now: tx.now, notify: p.notify,
+	s.memo.learn(learned{alone: end(), predicted: true, start: p.head, head: tx.seq, now: tx.now, notify: p.notify,
 		reads: reads, writes: tx.wrote, unsure: tx.unsure || tx.seq == p.head && len(tx.wrote) > 0})
 	return true, false, nil
 }
