@@ -25,8 +25,9 @@ import (
 // transaction was run on is still what the database holds. The guard
 // checks each record by its version (every write of an artifact makes a
 // new one) and each lease by all its fields, the head, whether another
-// store listens, and that the clock the transaction used is not ahead of
-// the database's (nor behind the last commit's, so Now never goes back).
+// store listens, and that the clock the transaction used is one the
+// database's showed in the last 100 ms (and, predicted, it is never behind
+// the last commit's, so Now never goes back).
 // When the guard fails nothing was written, and the transaction runs again
 // the usual way. A transaction whose run reads anything not known is not
 // sent at all: it runs the usual way at once.
@@ -247,16 +248,17 @@ func (m *memo) putArtifact(a workspace.Artifact) {
 }
 
 // guardSQL fails (casting text that is no number) unless the values a
-// predicted transaction ran on hold: the head ($1), its clock ($2) no
-// later than the database's, whether another store than $3 listens ($4),
-// each artifact (ID, name, version: $5-$7) live as it was, each lease
-// ($8-$12) as it was, and the leases known to be absent ($13). Each
+// predicted transaction ran on hold: the head ($1); its clock ($2) no
+// later than the database's nor more than 100 ms behind it (leases are
+// timed by the database's clock); whether another store than $3 listens
+// ($4); each artifact (ID, name, version: $5-$7) live as it was; each
+// lease ($8-$12) as it was; and the leases known to be absent ($13). Each
 // record is looked up by its key in a subquery per element, which the
 // planner runs as a probe of the key's index whatever it estimates (an
 // EXISTS would become a join, planned by statistics that a new table
 // lacks). Its arrays make it the kind of statement genericOn is for.
 const guardSQL = `SELECT CASE WHEN c.seq = $1
-		AND $2::timestamptz <= clock_timestamp()
+		AND $2::timestamptz BETWEEN clock_timestamp() - interval '100 milliseconds' AND clock_timestamp()
 		AND EXISTS (SELECT 1 FROM listeners WHERE store <> $3 AND expires_at > clock_timestamp()) = $4
 		AND NOT EXISTS (SELECT 1 FROM unnest($5::text[], $6::text[], $7::bigint[]) AS g(id, name, version)
 			WHERE (SELECT a.version FROM artifacts a WHERE a.id = g.id AND a.name = g.name AND NOT a.deleted)
@@ -277,7 +279,7 @@ const guardSQL = `SELECT CASE WHEN c.seq = $1
 // made for them costs what the generic plan does: the server keeps the
 // generic one, without genericOn.
 const guardOneSQL = `SELECT CASE WHEN c.seq = $1
-		AND $2::timestamptz <= clock_timestamp()
+		AND $2::timestamptz BETWEEN clock_timestamp() - interval '100 milliseconds' AND clock_timestamp()
 		AND EXISTS (SELECT 1 FROM listeners WHERE store <> $3 AND expires_at > clock_timestamp()) = $4
 		AND (SELECT a.version FROM artifacts a WHERE a.id = $5 AND a.name = $6 AND NOT a.deleted)
 			IS NOT DISTINCT FROM $7::bigint

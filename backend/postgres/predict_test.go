@@ -197,7 +197,8 @@ func TestPredictionsAnotherStoreMadeWrongAreRefused(t *testing.T) {
 // A clock ahead of the database's is refused, so that a write never dates
 // itself after the commits that follow it; a clock behind is raised to the
 // last commit's time, so that time never goes back from one write to the
-// next.
+// next, and refused when that is still far behind the database's (leases
+// are timed by the database's clock).
 func TestPredictedClockIsNeitherAheadOfTheDatabaseNorBehindTheLastCommit(t *testing.T) {
 	ctx := context.Background()
 	w := workspace.Write{Actor: "ann"}
@@ -229,6 +230,16 @@ func TestPredictedClockIsNeitherAheadOfTheDatabaseNorBehindTheLastCommit(t *test
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), rt.N.Load()-before, "the prediction was taken")
 	assert.False(t, got.UpdatedAt.Before(prev.UpdatedAt), "time went back: %s after %s", got.UpdatedAt, prev.UpdatedAt)
+
+	// Behind the database's clock by more than a moment (the last commit
+	// an hour old too, as if the clock had been stepped back since): refused.
+	st.memo.mu.Lock()
+	st.memo.now = st.memo.now.Add(-time.Hour)
+	st.memo.mu.Unlock()
+	got, err = a.Artifacts().Update(ctx, w, workspace.ArtifactRef{ID: doc.ID}, workspace.ArtifactChange{Content: []byte("v6")})
+	require.NoError(t, err)
+	assert.True(t, wasRefused(st), "a time an hour behind was refused")
+	assert.WithinDuration(t, time.Now(), got.UpdatedAt, time.Minute, "the write took the database's time")
 }
 
 // A store that starts listening makes the others' predictions (that nobody
