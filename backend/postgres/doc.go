@@ -25,7 +25,8 @@
 // transaction, even through a pooler. The event log's seqs come from a
 // counter row, so they are gap-free in commit order; pg_notify in the same
 // transaction wakes the other stores' listeners on commit. Times, leases
-// included, come from the database's clock.
+// included, come from the database's clock (a predicted write's, below,
+// from ours moved by the offset measured to it, and checked).
 //
 // A store listens only while something on it waits for a change (a
 // subscription, a lock or claim wait) and for 10 s after, and while it
@@ -61,9 +62,11 @@
 // lock, a guard that fails the transaction unless each value is still what
 // the database holds (each artifact by ID, name and version, live; each
 // lease by all its fields, or its absence; the head; the listeners; a
-// clock not ahead of the database's), the writes and the COMMIT. A
-// refused guard writes nothing: the write runs again the usual way, and
-// the store predicts less often for a while (after 1, 2, 4 ... 64 writes).
+// clock the database's showed in the last 100 ms), the writes and the
+// COMMIT. A refused guard writes nothing: the write runs again the usual
+// way. A store predicts only after writes that found nobody else wrote
+// since its last commit: 1 of them, 2, 4 ... up to 64 after each refusal,
+// halving with each prediction committed.
 // So an agent updating its own artifacts, or taking and releasing a lock,
 // spends one round trip per write; a write racing another store's spends
 // three more, rarely. Notes, tasks and claims are read the usual way.
