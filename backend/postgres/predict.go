@@ -242,7 +242,7 @@ func (m *memo) putArtifact(a workspace.Artifact) {
 	if old, ok := m.artifacts[a.ID]; ok && old.Name != a.Name {
 		delete(m.names, old.Name)
 	}
-	a.Labels = maps.Clone(a.Labels) // the caller's may change
+	a.Labels = nilIfEmpty(maps.Clone(a.Labels)) // the caller's may change; as a read returns them
 	m.artifacts[a.ID] = a
 	m.names[a.Name] = a.ID
 }
@@ -351,9 +351,13 @@ func (w *writers) begin() (alone bool, start int64) {
 	return w.running.Add(1) == 1, start
 }
 
-// end counts it out and reports whether it ran alone throughout.
-func (w *writers) end(alone bool, start int64) bool {
-	alone = alone && w.started.Load() == start
-	w.running.Add(-1)
-	return alone
+// still reports whether a transaction that began alone has run alone so
+// far: none began after it. It is asked before the transaction's memo is
+// learned and the transaction counted out, so one that begins in between
+// does not run alone (nor predict from a memo not yet learned).
+func (w *writers) still(alone bool, start int64) bool {
+	return alone && w.started.Load() == start
 }
+
+// end counts a transaction out.
+func (w *writers) end() { w.running.Add(-1) }

@@ -220,23 +220,15 @@ func (s *store) updateOnce(ctx context.Context, hints []workspace.ReadHint, fn f
 	}
 	defer conn.Release()
 	alone, start := s.writers.begin()
-	ended := false
-	end := func() bool {
-		ended = true
-		return s.writers.end(alone, start)
-	}
-	defer func() {
-		if !ended {
-			end()
-		}
-	}()
+	defer s.writers.end()
+	still := func() bool { return s.writers.still(alone, start) }
 	if alone {
 		var heard int64
 		if s.listener != nil {
 			heard = s.listener.heard.Load()
 		}
 		if p, ok := s.memo.predict(hints, heard); ok {
-			if done, retry, err := s.updatePredicted(ctx, conn, p, fn, end); done {
+			if done, retry, err := s.updatePredicted(ctx, conn, p, fn, still); done {
 				return retry, err
 			}
 		}
@@ -282,7 +274,7 @@ func (s *store) updateOnce(ctx context.Context, hints []workspace.ReadHint, fn f
 		// Only seqs this transaction appended are the store's own.
 		raise(&s.own, tx.seq)
 	}
-	s.memo.learn(learned{alone: end(), offset: now.Sub(started), start: head, head: tx.seq, now: tx.now, notify: notify,
+	s.memo.learn(learned{alone: still(), offset: now.Sub(started), start: head, head: tx.seq, now: tx.now, notify: notify,
 		reads: reads, writes: tx.wrote, unsure: tx.unsure || tx.seq == head && len(tx.wrote) > 0})
 	return false, nil
 }
@@ -293,9 +285,9 @@ func (s *store) updateOnce(ctx context.Context, hints []workspace.ReadHint, fn f
 // predicted or failed (perhaps because of a value predicted), in which
 // case nothing was sent, or the server refused a statement before the
 // COMMIT (the guard, most likely), in which case nothing was written.
-// end counts the transaction out (see writers).
+// still reports whether it has run alone (see writers).
 func (s *store) updatePredicted(ctx context.Context, conn *pgxpool.Conn, p prediction, fn func(tx workspace.Tx) error,
-	end func() bool) (done, retry bool, err error) {
+	still func() bool) (done, retry bool, err error) {
 	pl := newPipeline(conn)
 	pl.predicted = true
 	pl.queue(beginWrite)
@@ -342,7 +334,7 @@ func (s *store) updatePredicted(ctx context.Context, conn *pgxpool.Conn, p predi
 	if tx.seq > p.head {
 		raise(&s.own, tx.seq)
 	}
-	s.memo.learn(learned{alone: end(), predicted: true, start: p.head, head: tx.seq, now: tx.now, notify: p.notify,
+	s.memo.learn(learned{alone: still(), predicted: true, start: p.head, head: tx.seq, now: tx.now, notify: p.notify,
 		reads: reads, writes: tx.wrote, unsure: tx.unsure || tx.seq == p.head && len(tx.wrote) > 0})
 	return true, false, nil
 }
