@@ -69,10 +69,17 @@ const maxNeed = 64
 // known: it runs the usual way instead. The engine never sees it.
 var errUnpredicted = errors.New("postgres: read not predicted")
 
-// forget drops everything known.
+// forget drops everything known; m.mu is held.
 func (m *memo) forget() {
 	m.valid = false
 	m.artifacts, m.names, m.leases = nil, nil, nil
+}
+
+// drop is forget, for a caller that does not hold m.mu.
+func (m *memo) drop() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.forget()
 }
 
 // predict returns the reads ahead of hints as the memo knows them, the
@@ -102,7 +109,6 @@ func (m *memo) predict(hints []workspace.ReadHint, heard int64) (p prediction, o
 			}
 			a.Labels = maps.Clone(a.Labels) // the engine's to keep
 			e.artifact = a
-			p.artifacts = append(p.artifacts, a)
 			resource = artifactResource(a.Name)
 		case h.Lease != "":
 			resource = h.Lease
@@ -116,10 +122,8 @@ func (m *memo) predict(hints []workspace.ReadHint, heard int64) (p prediction, o
 		e.lease.resource = resource
 		if l == nil {
 			e.lease.err = pgx.ErrNoRows
-			p.absent = append(p.absent, resource)
 		} else {
 			e.lease.lease = *l
-			p.leases = append(p.leases, *l)
 		}
 		p.early = append(p.early, e)
 	}
@@ -141,19 +145,37 @@ func (m *memo) failed() {
 	m.quiet = 0
 }
 
-// prediction is what a predicted transaction runs on.
+// prediction is what a predicted transaction runs on: the reads ahead of
+// its hints (each an artifact with its lease, or a lease; a lease read as
+// absent has ErrNoRows), its clock, the head, and whether to notify.
 type prediction struct {
-	early     []*earlyRead
-	now       time.Time
-	head      int64
-	notify    bool
-	artifacts []workspace.Artifact
-	leases    []workspace.Lease
-	absent    []string
+	early  []*earlyRead
+	now    time.Time
+	head   int64
+	notify bool
+}
+
+// checked are the records the guard checks: the artifacts predicted, the
+// leases predicted present, and the resources of those predicted absent.
+func (p prediction) checked() (artifacts []workspace.Artifact, leases []workspace.Lease, absent []string) {
+	for _, e := range p.early {
+		if e.hint.Artifact != (workspace.ArtifactRef{}) {
+			artifacts = append(artifacts, e.artifact)
+		}
+		if e.lease.err != nil {
+			absent = append(absent, e.lease.resource)
+		} else {
+			leases = append(leases, e.lease.lease)
+		}
+	}
+	return artifacts, leases, absent
 }
 
 // learned is what a committed transaction tells the memo.
 type learned struct {
+	// tx is the transaction: its head, clock and notify flag as it
+	// committed, and its writes of artifacts and leases.
+	tx *writeTx
 	// alone is false when another transaction of the store overlapped it:
 	// then what it saw may already be old, and the memo starts over.
 	alone bool
@@ -162,16 +184,8 @@ type learned struct {
 	// start is the head it began on (read, or predicted).
 	start  int64
 	offset time.Duration
-	head   int64
-	now    time.Time
-	notify bool
 	// reads are the hinted records as read (or predicted) at its start.
 	reads []*earlyRead
-	// writes are its writes of artifacts and leases, in order.
-	writes []memoWrite
-	// unsure is set when a write of it may not have been kept (a
-	// savepoint was rolled back) or a record was written without an event.
-	unsure bool
 }
 
 // memoWrite is a write a transaction made: an artifact put or deleted, or
@@ -186,7 +200,11 @@ type memoWrite struct {
 func (m *memo) learn(l learned) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !l.alone || l.unsure || m.valid && l.head < m.head {
+	tx := l.tx
+	// Unsure: a write may not have been kept (a savepoint was rolled
+	// back), or records were written without an event.
+	unsure := tx.unsure || tx.seq == l.start && len(tx.wrote) > 0
+	if !l.alone || unsure || m.valid && tx.seq < m.head {
 		m.forget()
 		return
 	}
@@ -200,7 +218,7 @@ func (m *memo) learn(l learned) {
 	} else {
 		m.offset = l.offset
 	}
-	m.valid, m.head, m.now, m.notify = true, l.head, l.now, l.notify
+	m.valid, m.head, m.now, m.notify = true, tx.seq, tx.now, tx.notify
 	if m.artifacts == nil || len(m.artifacts) > memoLimit || len(m.leases) > memoLimit {
 		m.artifacts, m.names, m.leases = map[string]workspace.Artifact{}, map[string]string{}, map[string]*workspace.Lease{}
 	}
@@ -223,7 +241,7 @@ func (m *memo) learn(l learned) {
 			m.leases[e.lease.resource] = nil
 		}
 	}
-	for _, w := range l.writes {
+	for _, w := range tx.wrote {
 		switch {
 		case w.lease != nil:
 			m.leases[w.lease.Resource] = w.lease
@@ -290,7 +308,8 @@ const guardOneSQL = `SELECT CASE WHEN c.seq = $1
 
 // one reports whether guardOneSQL can check p.
 func (p prediction) one() bool {
-	return len(p.artifacts) <= 1 && len(p.leases)+len(p.absent) <= 1
+	artifacts, leases, absent := p.checked()
+	return len(artifacts) <= 1 && len(leases)+len(absent) <= 1
 }
 
 // guardOneArgs are guardOneSQL's arguments for p (see one).
@@ -300,16 +319,17 @@ func (p prediction) guardOneArgs(id string) []any {
 		version                    *int64
 		present                    *bool
 		lease                      workspace.Lease
+		artifacts, leases, absent  = p.checked()
 	)
-	if len(p.artifacts) == 1 {
-		a := p.artifacts[0]
+	if len(artifacts) == 1 {
+		a := artifacts[0]
 		artifactID, name, version = a.ID, a.Name, &a.Version
 	}
 	switch {
-	case len(p.leases) == 1:
-		lease, resource, present = p.leases[0], p.leases[0].Resource, new(true)
-	case len(p.absent) == 1:
-		resource = p.absent[0]
+	case len(leases) == 1:
+		lease, resource, present = leases[0], leases[0].Resource, new(true)
+	case len(absent) == 1:
+		resource = absent[0]
 	}
 	return []any{p.head, p.now, id, p.notify, artifactID, name, version, resource, present,
 		lease.Owner, lease.Token, lease.AcquiredAt, lease.ExpiresAt}
@@ -317,20 +337,20 @@ func (p prediction) guardOneArgs(id string) []any {
 
 // guardArgs are guardSQL's arguments for p, the store being id.
 func (p prediction) guardArgs(id string) []any {
+	artifacts, leases, absent := p.checked()
 	var (
-		ids, names        = make([]string, len(p.artifacts)), make([]string, len(p.artifacts))
-		versions          = make([]int64, len(p.artifacts))
-		res, owners       = make([]string, len(p.leases)), make([]string, len(p.leases))
-		tokens            = make([]int64, len(p.leases))
-		acquired, expires = make([]time.Time, len(p.leases)), make([]time.Time, len(p.leases))
+		ids, names        = make([]string, len(artifacts)), make([]string, len(artifacts))
+		versions          = make([]int64, len(artifacts))
+		res, owners       = make([]string, len(leases)), make([]string, len(leases))
+		tokens            = make([]int64, len(leases))
+		acquired, expires = make([]time.Time, len(leases)), make([]time.Time, len(leases))
 	)
-	for i, a := range p.artifacts {
+	for i, a := range artifacts {
 		ids[i], names[i], versions[i] = a.ID, a.Name, a.Version
 	}
-	for i, l := range p.leases {
+	for i, l := range leases {
 		res[i], owners[i], tokens[i], acquired[i], expires[i] = l.Resource, l.Owner, l.Token, l.AcquiredAt, l.ExpiresAt
 	}
-	absent := p.absent
 	if absent == nil {
 		absent = []string{}
 	}

@@ -259,9 +259,7 @@ func (s *store) updateOnce(ctx context.Context, hints []workspace.ReadHint, fn f
 	tag, err := pl.commit(ctx)
 	if err != nil {
 		s.abort(conn)
-		s.memo.mu.Lock()
-		s.memo.forget()
-		s.memo.mu.Unlock()
+		s.memo.drop()
 		// The queued writes went with the COMMIT: only a refusal from the
 		// server proves that nothing was committed.
 		var pe *pgconn.PgError
@@ -274,8 +272,7 @@ func (s *store) updateOnce(ctx context.Context, hints []workspace.ReadHint, fn f
 		// Only seqs this transaction appended are the store's own.
 		raise(&s.own, tx.seq)
 	}
-	s.memo.learn(learned{alone: still(), offset: now.Sub(started), start: head, head: tx.seq, now: tx.now, notify: notify,
-		reads: reads, writes: tx.wrote, unsure: tx.unsure || tx.seq == head && len(tx.wrote) > 0})
+	s.memo.learn(learned{tx: tx, alone: still(), offset: now.Sub(started), start: head, reads: reads})
 	return false, nil
 }
 
@@ -322,9 +319,7 @@ func (s *store) updatePredicted(ctx context.Context, conn *pgxpool.Conn, p predi
 			s.memo.failed()
 			return false, false, nil
 		}
-		s.memo.mu.Lock()
-		s.memo.forget()
-		s.memo.mu.Unlock()
+		s.memo.drop()
 		return true, errors.As(err, &pe) && abortedCode(pe.Code), fmt.Errorf("postgres: commit: %w", err)
 	}
 	if tag.String() != "COMMIT" {
@@ -334,8 +329,7 @@ func (s *store) updatePredicted(ctx context.Context, conn *pgxpool.Conn, p predi
 	if tx.seq > p.head {
 		raise(&s.own, tx.seq)
 	}
-	s.memo.learn(learned{alone: still(), predicted: true, start: p.head, head: tx.seq, now: tx.now, notify: p.notify,
-		reads: reads, writes: tx.wrote, unsure: tx.unsure || tx.seq == p.head && len(tx.wrote) > 0})
+	s.memo.learn(learned{tx: tx, alone: still(), predicted: true, start: p.head, reads: reads})
 	return true, false, nil
 }
 
