@@ -329,8 +329,9 @@ func TestAMemoForgetsATransactionThatRolledASavepointBack(t *testing.T) {
 }
 
 // The statements sent before the search_path is set (a predicted batch's
-// guard; the reads of the batch that takes the lock) name every table they
-// read with its schema: a batch's new statements are parsed before any of
+// guard; the reads of the batch that takes the lock; the one-statement
+// views, outside a transaction) name every table they read with its
+// schema: a batch's new statements are parsed before any of
 // it runs, and a table named without it would not be found.
 func TestStatementsParsedBeforeTheSearchPathNameTheirSchema(t *testing.T) {
 	st, _, _, _, _ := predictStores(t, false)
@@ -341,6 +342,8 @@ func TestStatementsParsedBeforeTheSearchPathNameTheirSchema(t *testing.T) {
 		"note": e.note, "task": e.task, "lapsed": e.lapsed, "ready": e.ready,
 		"artifactsByID": e.artifactsByID, "artifactsByName": e.artifactsByName,
 		"leases": e.leases, "leasesOfArtifacts": e.leasesOfArtifacts,
+		"view byName": st.viewAhead.byName, "view byID": st.viewAhead.byID, "view note": st.viewAhead.note,
+		"view task": st.viewAhead.task, "view lease": st.viewAhead.lease,
 	} {
 		assert.False(t, unqualified.MatchString(sql), "%s names a table without its schema: %s", name, unqualified.FindString(sql))
 		assert.Contains(t, sql, st.path+".", name)

@@ -576,14 +576,14 @@ func (t *readTx) takeEarly(h workspace.ReadHint) *earlyRead {
 type viewReads struct{ byName, byID, note, task, lease string }
 
 func newViewReads(schema string) viewReads {
-	head := `SELECT clock_timestamp(), ` + artifactCols + `, (SELECT b.content FROM ` + pgx.Identifier{schema, "blobs"}.Sanitize() +
-		` b WHERE b.artifact_id = h.id AND b.sha256 = h.sha256) FROM ` + pgx.Identifier{schema, "artifacts"}.Sanitize() + ` h WHERE NOT deleted AND `
+	head := `SELECT clock_timestamp(), ` + artifactCols + `, (SELECT b.content FROM blobs b
+		WHERE b.artifact_id = h.id AND b.sha256 = h.sha256) FROM artifacts h WHERE NOT deleted AND `
 	return viewReads{
-		note:   `SELECT clock_timestamp(), ` + noteCols + ` FROM ` + pgx.Identifier{schema, "notes"}.Sanitize() + ` WHERE kind = $1 AND key = $2`,
-		task:   `SELECT clock_timestamp(), ` + taskCols + ` FROM ` + pgx.Identifier{schema, "tasks"}.Sanitize() + ` WHERE id = $1`,
-		lease:  `SELECT clock_timestamp(), ` + leaseCols + ` FROM ` + pgx.Identifier{schema, "leases"}.Sanitize() + ` WHERE resource = $1`,
-		byName: head + `name = $1`,
-		byID:   head + `id = $1`,
+		note:   qualify(schema, `SELECT clock_timestamp(), `+noteCols+` FROM notes WHERE kind = $1 AND key = $2`),
+		task:   qualify(schema, `SELECT clock_timestamp(), `+taskCols+` FROM tasks WHERE id = $1`),
+		lease:  qualify(schema, `SELECT clock_timestamp(), `+leaseCols+` FROM leases WHERE resource = $1`),
+		byName: qualify(schema, head+`name = $1`),
+		byID:   qualify(schema, head+`id = $1`),
 	}
 }
 
@@ -643,32 +643,26 @@ type earlyReads struct {
 }
 
 // unqualified finds a table named without its schema after FROM.
-var unqualified = regexp.MustCompile(`\bFROM\s+(artifacts|leases|notes|tasks|listeners|counters)\b`)
+var unqualified = regexp.MustCompile(`\bFROM\s+(artifacts|blobs|leases|notes|tasks|listeners|counters)\b`)
 
-// qualifier names in schema the tables the statements read FROM, for
-// statements prepared before the search_path is set.
-type qualifier string
-
-// Replace returns sql with the tables it reads FROM named in the schema.
-func (q qualifier) Replace(sql string) string {
+// qualify is sql with the tables it reads FROM named in schema, for a
+// statement prepared before the search_path is set (a batch's new
+// statements are parsed before any of it runs).
+func qualify(schema, sql string) string {
 	return unqualified.ReplaceAllStringFunc(sql, func(m string) string {
-		return "FROM " + pgx.Identifier{string(q), unqualified.FindStringSubmatch(m)[1]}.Sanitize()
+		return "FROM " + pgx.Identifier{schema, unqualified.FindStringSubmatch(m)[1]}.Sanitize()
 	})
 }
 
-// qualify is sql with its tables named in schema (see qualifier).
-func qualify(schema, sql string) string { return qualifier(schema).Replace(sql) }
-
 func newEarlyReads(schema string) earlyReads {
-	q := qualifier(schema)
 	r := artifactReadsHere
 	return earlyReads{
-		artifactReads: artifactReads{byName: q.Replace(r.byName), byID: q.Replace(r.byID),
-			lease: q.Replace(r.lease), leaseOfArtifact: q.Replace(r.leaseOfArtifact)},
-		note: q.Replace(noteByKey), task: q.Replace(taskByID),
-		lapsed: q.Replace(lapsedNow), ready: q.Replace(readyTask),
-		artifactsByID: q.Replace(earlyArtifactsByID), artifactsByName: q.Replace(earlyArtifactsByName),
-		leases: q.Replace(earlyLeases), leasesOfArtifacts: q.Replace(earlyLeasesOfArtifacts),
+		artifactReads: artifactReads{byName: qualify(schema, r.byName), byID: qualify(schema, r.byID),
+			lease: qualify(schema, r.lease), leaseOfArtifact: qualify(schema, r.leaseOfArtifact)},
+		note: qualify(schema, noteByKey), task: qualify(schema, taskByID),
+		lapsed: qualify(schema, lapsedNow), ready: qualify(schema, readyTask),
+		artifactsByID: qualify(schema, earlyArtifactsByID), artifactsByName: qualify(schema, earlyArtifactsByName),
+		leases: qualify(schema, earlyLeases), leasesOfArtifacts: qualify(schema, earlyLeasesOfArtifacts),
 	}
 }
 

@@ -68,14 +68,13 @@ func openStore(ctx context.Context, pool *pgxpool.Pool, ownPool bool, opts Optio
 		opts.Logger = slog.Default()
 	}
 	s := &store{
-		pool:    pool,
-		ownPool: ownPool,
-		path:    pgx.Identifier{opts.Schema}.Sanitize(),
-		key:     lockKey(opts.Schema),
-		startRead: `SELECT set_config('search_path', $1, true), clock_timestamp(), seq, floor FROM ` +
-			pgx.Identifier{opts.Schema, "counters"}.Sanitize(),
-		startWrite: `SELECT clock_timestamp(), seq, EXISTS (SELECT 1 FROM ` + pgx.Identifier{opts.Schema, "listeners"}.Sanitize() +
-			` WHERE store <> $1 AND expires_at > clock_timestamp()) FROM ` + pgx.Identifier{opts.Schema, "counters"}.Sanitize(),
+		pool:      pool,
+		ownPool:   ownPool,
+		path:      pgx.Identifier{opts.Schema}.Sanitize(),
+		key:       lockKey(opts.Schema),
+		startRead: qualify(opts.Schema, `SELECT set_config('search_path', $1, true), clock_timestamp(), seq, floor FROM counters`),
+		startWrite: qualify(opts.Schema, `SELECT clock_timestamp(), seq,
+			EXISTS (SELECT 1 FROM listeners WHERE store <> $1 AND expires_at > clock_timestamp()) FROM counters`),
 		id:        uuid.NewString(),
 		early:     newEarlyReads(opts.Schema),
 		guard:     qualify(opts.Schema, guardSQL),
