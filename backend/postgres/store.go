@@ -222,11 +222,7 @@ func (s *store) updateOnce(ctx context.Context, hints []workspace.ReadHint, fn f
 	defer s.writers.end()
 	still := func() bool { return s.writers.still(alone, start) }
 	if alone {
-		var heard int64
-		if s.listener != nil {
-			heard = s.listener.heard.Load()
-		}
-		if p, ok := s.memo.predict(hints, heard); ok {
+		if p, ok := s.memo.predict(hints, s.NotifiedHead()); ok {
 			if done, retry, err := s.updatePredicted(ctx, conn, p, fn, still); done {
 				return retry, err
 			}
