@@ -29,3 +29,7 @@ func NotifiesEarly(w Workspace) bool {
 	en, ok := w.(*handle).st.(EarlyNotifier)
 	return ok && en.NotifiesEarly()
 }
+
+// OwnReads is how many times w's watcher read its store for changes it
+// had put off as most likely its own commits.
+func OwnReads(w Workspace) int64 { return w.(*handle).hub.ownReads.Load() }

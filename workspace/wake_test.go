@@ -86,3 +86,57 @@ func TestSubscriberOnAnotherStoreGetsSporadicAndStreamedCommits(t *testing.T) {
 	}
 	require.NoError(t, <-errs)
 }
+
+// TestCommitOfAnotherStoreJustAfterOursReachesOurSubscriber: a watched
+// store's changes that come while its handle writes, or just after it
+// published a commit, are put off as most likely its own, and read once
+// they pause. A commit of another store that lands in that window must
+// still reach a subscriber, long before the safety poll (twenty minutes
+// here): each round, A commits, B commits at once, and A's
+// subscriber must see both before A writes again. Without the read that
+// ends the putting off, B's commit would wait for A's next.
+func TestCommitOfAnotherStoreJustAfterOursReachesOurSubscriber(t *testing.T) {
+	for _, backend := range []string{"sqlite", "json"} {
+		t.Run(backend, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			dsn := backend + ":" + filepath.Join(t.TempDir(), "ws")
+			if backend == "sqlite" {
+				dsn += ".db"
+			}
+			open := func() workspace.Workspace {
+				ws, err := workspace.Open(ctx, dsn, workspace.Options{Private: true, PollInterval: time.Minute})
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = ws.Close() })
+				return ws
+			}
+			a, b := open(), open()
+			sub, err := a.Events().Subscribe(ctx, workspace.SubscribeRequest{Heartbeat: -1})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = sub.Close() })
+			put := func(ws workspace.Workspace, key string) {
+				t.Helper()
+				_, err := ws.Notes().Put(ctx, workspace.Write{Actor: "agent"}, workspace.NotePut{Kind: "decision", Key: key})
+				require.NoError(t, err)
+			}
+			const rounds = 40
+			for i := range rounds {
+				put(a, fmt.Sprintf("a%d", i))
+				put(b, fmt.Sprintf("b%d", i))
+				for _, want := range []int64{int64(2*i + 1), int64(2*i + 2)} {
+					select {
+					case m, ok := <-sub.C():
+						require.True(t, ok, "subscription ended: %v", sub.Err())
+						require.Equal(t, want, m.Event.Seq)
+					case <-ctx.Done():
+						t.Fatalf("round %d: event %d not delivered", i, want)
+					}
+				}
+			}
+			if runtime.GOOS == "linux" {
+				// Watched (inotify): A's own commits were put off and read.
+				assert.Positive(t, workspace.OwnReads(a))
+			}
+		})
+	}
+}
