@@ -141,6 +141,7 @@ func (t *writeTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (work
 			return workspace.Artifact{}, notFound(sql.ErrNoRows, artifactWhat(ref))
 		}
 		t.leaseRead = e.lease
+		t.noteRead(e.a, e.lease)
 		return e.a, nil
 	}
 	row, what := t.headRow(ctx, ref, qArtifactLeaseByID, qArtifactLeaseByName)
@@ -149,7 +150,17 @@ func (t *writeTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (work
 		return a, notFound(err, what)
 	}
 	t.leaseRead = lr
+	t.noteRead(a, lr)
 	return a, nil
+}
+
+// noteRead notes a head read with its lease for the memo.
+func (t *writeTx) noteRead(a workspace.Artifact, lr *leaseRead) {
+	var lease *workspace.Lease
+	if lr != nil && lr.found {
+		lease = &lr.lease
+	}
+	t.noted.entry(a, lease)
 }
 
 // Lease answers from the lease read with the transaction's last artifact
@@ -312,6 +323,7 @@ func (t *writeTx) PutArtifact(ctx context.Context, a workspace.Artifact, content
 		a.SHA256, a.Size, labels, a.TaskID, micros(a.CreatedAt), a.CreatedBy, micros(a.UpdatedAt), a.UpdatedBy, blobID); err != nil {
 		return fmt.Errorf("sqlite: put artifact %s version %d: %w", a.ID, a.Version, err)
 	}
+	t.noted.put(a)
 	return nil
 }
 
@@ -324,5 +336,6 @@ func (t *writeTx) DeleteArtifact(ctx context.Context, id string) error {
 	if n, err := res.RowsAffected(); err == nil && n == 0 {
 		return fmt.Errorf("artifact %s: %w", id, workspace.ErrNotFound)
 	}
+	t.noted.deleted(id)
 	return nil
 }

@@ -35,6 +35,9 @@ func (t *writeTx) readAhead(ctx context.Context, hints []workspace.ReadHint) err
 	var refs []workspace.ArtifactRef
 	var ids, names []string
 	for _, h := range hints {
+		if slices.ContainsFunc(t.early, func(e earlyHead) bool { return e.ref == h.Artifact }) {
+			continue // known from the memo
+		}
 		switch r := h.Artifact; {
 		case r.ID != "" && !slices.Contains(ids, r.ID):
 			ids = append(ids, r.ID)

@@ -169,6 +169,9 @@ func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (i
 	if err := t.q.QueryRowContext(ctx, qAppendState).Scan(&head, &indexedTo); err != nil {
 		return 0, fmt.Errorf("sqlite: event head: %w", err)
 	}
+	if !t.noted.set {
+		t.noted.start, t.noted.set = head, true
+	}
 	var first int64
 	for i, e := range events {
 		seq := e.Seq
@@ -187,6 +190,7 @@ func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (i
 		}
 		head = seq
 	}
+	t.noted.end = head
 	if head-indexedTo >= t.indexBatch {
 		if _, err := t.q.ExecContext(ctx, qIndexTail, indexedTo, head); err != nil {
 			return 0, fmt.Errorf("sqlite: index events %d-%d: %w", indexedTo+1, head, err)

@@ -138,6 +138,7 @@ func (t *writeTx) PutLease(ctx context.Context, l workspace.Lease) error {
 		nullMicros(l.AcquiredAt), nullMicros(l.ExpiresAt)); err != nil {
 		return fmt.Errorf("sqlite: put lease %q: %w", l.Resource, err)
 	}
+	t.noted.leased(l)
 	return nil
 }
 

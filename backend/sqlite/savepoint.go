@@ -17,6 +17,7 @@ func (t *writeTx) Savepoint(ctx context.Context) error {
 
 func (t *writeTx) RollbackSavepoint(ctx context.Context) error {
 	t.leaseRead = nil // it may have been read after a write now undone
+	t.noted.unsure = true
 	name := fmt.Sprintf("sp%d", t.depth)
 	t.depth--
 	if _, err := t.q.ExecContext(ctx, "ROLLBACK TO "+name); err != nil {

@@ -37,6 +37,8 @@ type store struct {
 	// indexBatch is the length of the event log's tail at which a writer
 	// indexes it (ParamIndexBatch).
 	indexBatch int64
+	// memo is what the store's own commits left (see memo.go).
+	memo memo
 }
 
 func newStore(w, r *sql.DB, path string, owned bool, indexBatch int64, log *slog.Logger) *store {
@@ -142,6 +144,10 @@ func (s *store) update(ctx context.Context, hints []workspace.ReadHint, fn func(
 			return fmt.Errorf("sqlite: begin write: %w", describe(err, s.path))
 		}
 		wt := &writeTx{readTx: readTx{q: txq{tx: tx, cache: s.ws, whole: true}, now: now()}, indexBatch: s.indexBatch}
+		if _, err := wt.fromMemo(ctx, &s.memo, hints); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
 		if err := wt.readAhead(ctx, hints); err != nil {
 			_ = tx.Rollback()
 			return err
@@ -153,6 +159,7 @@ func (s *store) update(ctx context.Context, hints []workspace.ReadHint, fn func(
 		if err := tx.Commit(); err != nil {
 			return fmt.Errorf("sqlite: commit: %w", describe(err, s.path))
 		}
+		s.memo.learn(&wt.noted)
 		return nil
 	})
 }
@@ -231,6 +238,10 @@ type writeTx struct {
 	// early are the artifacts read ahead (see readAhead), each until it
 	// is taken or a write makes it stale.
 	early []earlyHead
+	// noted is what the store's memo learns from the transaction if it
+	// commits; memoed counts the artifacts the memo answered.
+	noted  noted
+	memoed int
 }
 
 func (t *readTx) Now() time.Time { return t.now }

@@ -1,0 +1,243 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// A store's memo of the artifacts its last write transactions read and
+// wrote, with their leases. A group's ops read their artifacts first (the
+// hinted reads); at c=16 those reads were ~13% of the one committer's time
+// per op. When every commit since the memo was last brought up to date was
+// the store's own, the memo holds what the database does, and the hinted
+// artifacts it knows need no read.
+//
+// Whether anyone else committed is told by the event log's head: every
+// commit that changes an artifact or a lease appends an event (a
+// guarantee of the engine, which the conformance suite checks), and only
+// the transaction holding SQLite's write lock can append. So a transaction
+// that finds the head where the store's last commit left it sees what the
+// memo saw; one that finds it moved forgets the memo. The memo learns only
+// from a transaction that committed, and forgets everything after a
+// savepoint was rolled back (the writes undone may be among those it
+// noted).
+
+// memoLimit bounds the artifacts a memo keeps: past it, it starts over.
+const memoLimit = 1024
+
+// memoEntry is an artifact's head and its lease ("artifact:" + name), nil
+// when there is none.
+type memoEntry struct {
+	a     workspace.Artifact
+	lease *workspace.Lease
+}
+
+// memo is what the store's own commits left, as of the head head.
+type memo struct {
+	mu    sync.Mutex
+	valid bool
+	head  int64
+	byID  map[string]memoEntry
+	names map[string]string // live name -> ID
+}
+
+func (m *memo) forgetLocked() {
+	m.valid, m.byID, m.names = false, nil, nil
+}
+
+// known returns the entries of the hinted artifacts the memo holds, with
+// the head they are valid at; ok is false when it holds none of them.
+func (m *memo) known(hints []workspace.ReadHint) (head int64, found []memoEntry, refs []workspace.ArtifactRef, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.valid {
+		return 0, nil, nil, false
+	}
+	for _, h := range hints {
+		r := h.Artifact
+		id := r.ID
+		if id == "" {
+			id = m.names[r.Name]
+		}
+		e, in := m.byID[id]
+		if id == "" || !in || r.Name != "" && e.a.Name != r.Name {
+			continue
+		}
+		found = append(found, e)
+		refs = append(refs, r)
+	}
+	return m.head, found, refs, len(found) > 0
+}
+
+// noted is what a write transaction tells the memo: the artifacts it read
+// or wrote, as they are at its commit, and what it changed that the memo
+// may hold otherwise.
+type noted struct {
+	entries map[string]memoEntry // by ID
+	// dropped are IDs, names and lease resources this transaction changed
+	// without an entry to show for them.
+	droppedIDs, droppedNames, droppedLeases []string
+	// unsure is set when a savepoint was rolled back.
+	unsure bool
+	// start is the head the transaction found (checked against the memo,
+	// or read to append events), end the head it left; set is false when
+	// it learned neither.
+	start, end int64
+	set        bool
+}
+
+func (n *noted) entry(a workspace.Artifact, lease *workspace.Lease) {
+	if n.entries == nil {
+		n.entries = map[string]memoEntry{}
+	}
+	a.Labels = maps.Clone(a.Labels)
+	if lease != nil {
+		l := *lease
+		lease = &l
+	}
+	n.entries[a.ID] = memoEntry{a: a, lease: lease}
+}
+
+// put notes a write of artifact a: its entry keeps its lease when the
+// transaction knew it under the same name.
+func (n *noted) put(a workspace.Artifact) {
+	a = asStored(a)
+	prev, ok := n.entries[a.ID]
+	if ok && prev.a.Name == a.Name {
+		n.entry(a, prev.lease)
+		return
+	}
+	delete(n.entries, a.ID)
+	n.droppedIDs = append(n.droppedIDs, a.ID)
+	n.droppedNames = append(n.droppedNames, a.Name)
+}
+
+func (n *noted) deleted(id string) {
+	delete(n.entries, id)
+	n.droppedIDs = append(n.droppedIDs, id)
+}
+
+func (n *noted) leased(l workspace.Lease) {
+	l.AcquiredAt, l.ExpiresAt = stored(l.AcquiredAt), stored(l.ExpiresAt)
+	for _, e := range n.entries {
+		if artifactResource(e.a.Name) == l.Resource {
+			n.entry(e.a, &l)
+			return
+		}
+	}
+	n.droppedLeases = append(n.droppedLeases, l.Resource)
+}
+
+// asStored is a as a read of its head returns it: no content, labels nil
+// when empty, times in UTC microseconds.
+func asStored(a workspace.Artifact) workspace.Artifact {
+	a.Content = nil
+	if len(a.Labels) == 0 {
+		a.Labels = nil
+	}
+	a.CreatedAt, a.UpdatedAt = fromMicros(micros(a.CreatedAt)), fromMicros(micros(a.UpdatedAt))
+	return a
+}
+
+// stored is t as a read returns it: the zero time, or UTC microseconds.
+func stored(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return fromMicros(micros(t))
+}
+
+// learn brings the memo up to date with a committed transaction's notes.
+func (m *memo) learn(n *noted) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n.unsure || !n.set {
+		m.forgetLocked()
+		return
+	}
+	if !m.valid || n.start != m.head || len(m.byID)+len(n.entries) > memoLimit {
+		// Someone else committed since the memo's head (or it is new):
+		// only what this transaction saw is known.
+		m.forgetLocked()
+	}
+	if m.byID == nil {
+		m.byID, m.names = map[string]memoEntry{}, map[string]string{}
+	}
+	for _, id := range n.droppedIDs {
+		m.dropLocked(id)
+	}
+	for _, name := range n.droppedNames {
+		m.dropLocked(m.names[name])
+	}
+	for _, res := range n.droppedLeases {
+		for id, e := range m.byID {
+			if artifactResource(e.a.Name) == res {
+				m.dropLocked(id)
+			}
+		}
+	}
+	for id, e := range n.entries {
+		m.dropLocked(id)
+		if other, ok := m.names[e.a.Name]; ok {
+			m.dropLocked(other)
+		}
+		m.byID[id] = e
+		m.names[e.a.Name] = id
+	}
+	m.valid, m.head = true, n.end
+}
+
+func (m *memo) dropLocked(id string) {
+	if e, ok := m.byID[id]; ok {
+		delete(m.byID, id)
+		if m.names[e.a.Name] == id {
+			delete(m.names, e.a.Name)
+		}
+	}
+}
+
+// forget empties the memo.
+func (m *memo) forget() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.forgetLocked()
+}
+
+// fromMemo checks the head against the memo and, when it is where the
+// store's last commit left it, takes the hinted artifacts the memo knows
+// as read ahead. It reports whether it did.
+func (t *writeTx) fromMemo(ctx context.Context, m *memo, hints []workspace.ReadHint) (bool, error) {
+	head, found, refs, ok := m.known(hints)
+	if !ok {
+		return false, nil
+	}
+	var now int64
+	if err := t.q.QueryRowContext(ctx, qHead).Scan(&now); err != nil {
+		return false, fmt.Errorf("sqlite: event head: %w", err)
+	}
+	t.noted.start, t.noted.end, t.noted.set = now, now, true
+	if now != head {
+		m.forget()
+		return false, nil
+	}
+	for i, e := range found {
+		lr := &leaseRead{resource: artifactResource(e.a.Name)}
+		if e.lease != nil {
+			lr.lease, lr.found = *e.lease, true
+		}
+		a := e.a
+		a.Labels = maps.Clone(a.Labels)
+		t.early = append(t.early, earlyHead{ref: refs[i], found: true, a: a, lease: lr})
+	}
+	t.memoed = len(found)
+	return true, nil
+}
+
+// artifactResource is the lease resource that guards the artifact named
+// name (workspace's lock on it).
+func artifactResource(name string) string { return "artifact:" + name }
