@@ -30,6 +30,9 @@ import (
 // memoLimit bounds the artifacts a memo keeps: past it, it starts over.
 const memoLimit = 1024
 
+// maxNeed bounds the quiet transactions the memo waits for (see memo.need).
+const maxNeed = 64
+
 // memoEntry is an artifact's head and its lease ("artifact:" + name), nil
 // when there is none.
 type memoEntry struct {
@@ -44,6 +47,15 @@ type memo struct {
 	head  int64
 	byID  map[string]memoEntry
 	names map[string]string // live name -> ID
+	// left is the head the store's last commit left (leftSet: known).
+	left    int64
+	leftSet bool
+	// quiet counts the store's commits in a row that found the head where
+	// its previous one left it. The memo answers only after need of them;
+	// need doubles (to maxNeed) each time its head check finds the head
+	// moved and halves each time it holds, so a store whose writes race
+	// another's soon stops spending a statement on a check that fails.
+	quiet, need int
 }
 
 func (m *memo) forgetLocked() {
@@ -55,7 +67,7 @@ func (m *memo) forgetLocked() {
 func (m *memo) known(hints []workspace.ReadHint) (head int64, found []memoEntry, refs []workspace.ArtifactRef, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.valid {
+	if !m.valid || m.quiet < max(1, m.need) {
 		return 0, nil, nil, false
 	}
 	for _, h := range hints {
@@ -156,6 +168,12 @@ func stored(t time.Time) time.Time {
 func (m *memo) learn(n *noted) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.leftSet && n.set && n.start == m.left {
+		m.quiet++
+	} else {
+		m.quiet = 0
+	}
+	m.left, m.leftSet = n.end, n.set
 	if n.unsure || !n.set {
 		m.forgetLocked()
 		return
@@ -201,10 +219,16 @@ func (m *memo) dropLocked(id string) {
 	}
 }
 
-// forget empties the memo.
-func (m *memo) forget() {
+// checked notes the outcome of a head check: held or not.
+func (m *memo) checked(held bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if held {
+		m.need /= 2
+		return
+	}
+	m.need = min(max(2*m.need, 2), maxNeed)
+	m.quiet = 0
 	m.forgetLocked()
 }
 
@@ -221,8 +245,8 @@ func (t *writeTx) fromMemo(ctx context.Context, m *memo, hints []workspace.ReadH
 		return false, fmt.Errorf("sqlite: event head: %w", err)
 	}
 	t.noted.start, t.noted.end, t.noted.set = now, now, true
+	m.checked(now == head)
 	if now != head {
-		m.forget()
 		return false, nil
 	}
 	for i, e := range found {

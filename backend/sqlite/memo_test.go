@@ -86,7 +86,8 @@ func TestMemoAnswersAsTheRowsAreAndOnlyWhileTheCommitsAreItsOwn(t *testing.T) {
 	})
 	check(true, nil)
 
-	// Another store commits: the head moved, the memo is not used.
+	// Another store commits: the head moved, the memo is not used, and
+	// not before two commits found the head where this store left it.
 	require.NoError(t, other.Update(ctx, func(tx workspace.Tx) error {
 		if err := tx.PutArtifact(ctx, art("a1", "one", 4, nil), []byte("four")); err != nil {
 			return err
@@ -94,7 +95,11 @@ func TestMemoAnswersAsTheRowsAreAndOnlyWhileTheCommitsAreItsOwn(t *testing.T) {
 		return event(tx)
 	}))
 	check(false, nil)
+	assert.Equal(t, 2, st.memo.need)
+	check(false, nil)
+	check(false, nil)
 	check(true, nil)
+	assert.Equal(t, 1, st.memo.need, "a check that held halves it")
 
 	// A rolled-back savepoint: the memo forgets.
 	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
