@@ -58,9 +58,15 @@ func (x *exec) apply(ctx context.Context, op Op) (OpResult, error) {
 	return OpResult{}, invalid("op", "unknown op type %T", op)
 }
 
-// Lock resources that guard records.
-func artifactResource(name string) string { return "artifact:" + name }
-func taskResource(id string) string       { return "task:" + id }
+// ArtifactResource is the lock resource that guards the artifact named
+// name: a live lease on it held by another owner refuses writes to the
+// artifact, and Write.Fence is checked against its tokens. Stores that
+// read the lease with the record use it too.
+func ArtifactResource(name string) string { return "artifact:" + name }
+
+// TaskResource is the lock resource that guards task id, as
+// ArtifactResource guards an artifact.
+func TaskResource(id string) string { return "task:" + id }
 func noteResource(kind, key string) string {
 	return "note:" + kind + "/" + key
 }
@@ -128,7 +134,7 @@ func (x *exec) createArtifact(ctx context.Context, o CreateArtifactOp) (*Artifac
 	} else if !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
-	if err := x.checkGuard(ctx, artifactResource(o.Name), 0); err != nil {
+	if err := x.checkGuard(ctx, ArtifactResource(o.Name), 0); err != nil {
 		return nil, err
 	}
 	if o.TaskID != "" {
@@ -173,7 +179,7 @@ func (x *exec) writableHead(ctx context.Context, ref ArtifactRef, c Cond) (Artif
 	if err := checkIfVersion(artifactSubject(head), c.IfVersion, head.Version); err != nil {
 		return head, err
 	}
-	return head, x.checkGuard(ctx, artifactResource(head.Name), c.Fence)
+	return head, x.checkGuard(ctx, ArtifactResource(head.Name), c.Fence)
 }
 
 func (x *exec) updateArtifact(ctx context.Context, o UpdateArtifactOp) (*Artifact, error) {
@@ -337,7 +343,7 @@ func (x *exec) updateTask(ctx context.Context, o UpdateTaskOp) (*Task, error) {
 	if err := checkIfVersion(taskSubject(t), o.IfVersion, t.Version); err != nil {
 		return nil, err
 	}
-	if err := x.checkGuard(ctx, taskResource(t.ID), o.Fence); err != nil {
+	if err := x.checkGuard(ctx, TaskResource(t.ID), o.Fence); err != nil {
 		return nil, err
 	}
 	c := o.Change

@@ -109,7 +109,7 @@ func (m *memo) predict(hints []workspace.ReadHint, heard int64) (p prediction, o
 			}
 			a.Labels = maps.Clone(a.Labels) // the engine's to keep
 			e.artifact = a
-			resource = artifactResource(a.Name)
+			resource = workspace.ArtifactResource(a.Name)
 		case h.Lease != "":
 			resource = h.Lease
 		default:

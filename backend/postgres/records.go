@@ -362,7 +362,7 @@ func (t *readTx) Task(ctx context.Context, id string) (workspace.Task, error) {
 	err := t.readGuarded(ctx, taskByID, []any{id}, func(row pgx.Row) (err error) {
 		task, err = scanTask(row)
 		return err
-	}, leaseByResource, taskResource(id), func() string { return taskResource(id) })
+	}, leaseByResource, workspace.TaskResource(id), func() string { return workspace.TaskResource(id) })
 	if err != nil {
 		return task, notFound("task", err)
 	}
@@ -514,10 +514,7 @@ func (t *writeTx) DeleteNote(ctx context.Context, kind, key string) error {
 // has just read (the engine's checkGuard), so in a write transaction the
 // record's read also reads that lease row, in the same round trip, and the
 // Lease call that follows is answered from it unless a statement was queued
-// in between. The resource names are the engine's; were they to change,
-// Lease would simply read the row itself.
-func artifactResource(name string) string { return "artifact:" + name }
-func taskResource(id string) string       { return "task:" + id }
+// in between (workspace.ArtifactResource and TaskResource name them).
 func noteResource(kind, key string) string {
 	return "note:" + kind + "/" + key
 }
@@ -674,7 +671,7 @@ func (r artifactReads) of(ref workspace.ArtifactRef) artifactRead {
 	if ref.ID != "" {
 		return artifactRead{r.byID, ref.ID, r.leaseOfArtifact, ref.ID}
 	}
-	return artifactRead{r.byName, ref.Name, r.lease, artifactResource(ref.Name)}
+	return artifactRead{r.byName, ref.Name, r.lease, workspace.ArtifactResource(ref.Name)}
 }
 
 // artifactLeaseName names the lease read with the artifact ref names, as
@@ -683,9 +680,9 @@ func (r artifactReads) of(ref workspace.ArtifactRef) artifactRead {
 func artifactLeaseName(ref workspace.ArtifactRef, a workspace.Artifact, found bool) string {
 	switch {
 	case ref.ID == "":
-		return artifactResource(ref.Name)
+		return workspace.ArtifactResource(ref.Name)
 	case found:
-		return artifactResource(a.Name)
+		return workspace.ArtifactResource(a.Name)
 	}
 	return ""
 }
@@ -752,7 +749,7 @@ func (r earlyReads) queue(b *pgx.Batch, h workspace.ReadHint) *earlyRead {
 			e.task, e.err = scanTask(row)
 			return exceptNoRows(e.err)
 		})
-		leaseSQL, leaseArg = r.lease, taskResource(h.Task)
+		leaseSQL, leaseArg = r.lease, workspace.TaskResource(h.Task)
 	case h.Lease != "":
 		leaseSQL, leaseArg = r.lease, h.Lease
 	case h.Claim != nil:
@@ -805,7 +802,7 @@ func (r earlyReads) queueArtifacts(b *pgx.Batch, hints []workspace.ReadHint) []*
 			byID, ids = append(byID, e), append(ids, h.Artifact.ID)
 			continue
 		}
-		e.lease.resource = artifactResource(h.Artifact.Name)
+		e.lease.resource = workspace.ArtifactResource(h.Artifact.Name)
 		byName, names, ress = append(byName, e), append(names, h.Artifact.Name), append(ress, e.lease.resource)
 	}
 	artifacts := func(es []*earlyRead) func(pgx.Rows) error {

@@ -141,7 +141,7 @@ func scanArtifactLease(sc scanner) (workspace.Artifact, *leaseRead, error) {
 	if err != nil {
 		return a, nil, err
 	}
-	lr := &leaseRead{resource: "artifact:" + a.Name, found: resource.Valid}
+	lr := &leaseRead{resource: workspace.ArtifactResource(a.Name), found: resource.Valid}
 	if lr.found {
 		lr.lease = workspace.Lease{Resource: resource.String, Owner: owner.String, Token: token.Int64,
 			AcquiredAt: fromNullMicros(acquired), ExpiresAt: fromNullMicros(expires)}

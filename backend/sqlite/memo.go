@@ -33,7 +33,7 @@ const memoLimit = 1024
 // maxNeed bounds the quiet transactions the memo waits for (see memo.need).
 const maxNeed = 64
 
-// memoEntry is an artifact's head and its lease ("artifact:" + name), nil
+// memoEntry is an artifact's head and its lease (workspace.ArtifactResource), nil
 // when there is none.
 type memoEntry struct {
 	a     workspace.Artifact
@@ -137,7 +137,7 @@ func (n *noted) deleted(id string) {
 func (n *noted) leased(l workspace.Lease) {
 	l.AcquiredAt, l.ExpiresAt = stored(l.AcquiredAt), stored(l.ExpiresAt)
 	for _, e := range n.entries {
-		if artifactResource(e.a.Name) == l.Resource {
+		if workspace.ArtifactResource(e.a.Name) == l.Resource {
 			n.entry(e.a, &l)
 			return
 		}
@@ -194,7 +194,7 @@ func (m *memo) learn(n *noted) {
 	}
 	for _, res := range n.droppedLeases {
 		for id, e := range m.byID {
-			if artifactResource(e.a.Name) == res {
+			if workspace.ArtifactResource(e.a.Name) == res {
 				m.dropLocked(id)
 			}
 		}
@@ -250,7 +250,7 @@ func (t *writeTx) fromMemo(ctx context.Context, m *memo, hints []workspace.ReadH
 		return false, nil
 	}
 	for i, e := range found {
-		lr := &leaseRead{resource: artifactResource(e.a.Name)}
+		lr := &leaseRead{resource: workspace.ArtifactResource(e.a.Name)}
 		if e.lease != nil {
 			lr.lease, lr.found = *e.lease, true
 		}
@@ -261,7 +261,3 @@ func (t *writeTx) fromMemo(ctx context.Context, m *memo, hints []workspace.ReadH
 	t.memoed = len(found)
 	return true, nil
 }
-
-// artifactResource is the lease resource that guards the artifact named
-// name (workspace's lock on it).
-func artifactResource(name string) string { return "artifact:" + name }
