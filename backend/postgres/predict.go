@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentspace/agentspace/internal/quiet"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -50,20 +51,16 @@ type memo struct {
 	names     map[string]string
 	// leases by resource; nil is a lease row known not to exist.
 	leases map[string]*workspace.Lease
-	// quiet counts the store's transactions in a row that found the head
-	// where its previous commit had left it: no other store wrote in
-	// between. A prediction is tried only after need of them; need
-	// doubles (to maxNeed) with each refusal and halves with each
-	// prediction committed, so a store whose writes race another's soon
-	// stops sending batches the guard would refuse.
-	quiet, need int
+	// rule counts the store's transactions in a row that found the head
+	// where its previous commit had left it (no other store wrote in
+	// between): a prediction is tried only after enough of them, so a
+	// store whose writes race another's soon stops sending batches the
+	// guard would refuse.
+	rule quiet.Rule
 }
 
 // memoLimit bounds the records a memo keeps: past it, it starts over.
 const memoLimit = 1024
-
-// maxNeed bounds the quiet transactions a prediction waits for.
-const maxNeed = 64
 
 // errUnpredicted stops a predicted transaction that read something not
 // known: it runs the usual way instead. The engine never sees it.
@@ -91,7 +88,7 @@ func (m *memo) predict(hints []workspace.ReadHint, heard int64) (p prediction, o
 	if !m.valid || len(hints) == 0 || heard > m.head {
 		return p, false
 	}
-	if m.quiet < max(1, m.need) {
+	if !m.rule.Ready() {
 		return p, false
 	}
 	for _, h := range hints {
@@ -141,8 +138,7 @@ func (m *memo) failed() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.forget()
-	m.need = min(max(2, 2*m.need), maxNeed)
-	m.quiet = 0
+	m.rule.Failed()
 }
 
 // prediction is what a predicted transaction runs on: the reads ahead of
@@ -208,13 +204,9 @@ func (m *memo) learn(l learned) {
 		m.forget()
 		return
 	}
-	if !m.valid || l.start == m.head {
-		m.quiet++
-	} else {
-		m.quiet = 0
-	}
+	m.rule.Commit(!m.valid || l.start == m.head)
 	if l.predicted {
-		m.need = max(1, m.need/2)
+		m.rule.Held()
 	} else {
 		m.offset = l.offset
 	}

@@ -49,7 +49,7 @@ func predictStores(t *testing.T, listen bool) (a *store, aws workspace.Workspace
 func wasRefused(st *store) bool {
 	st.memo.mu.Lock()
 	defer st.memo.mu.Unlock()
-	return st.memo.need > 1
+	return st.memo.rule.Need() > 1
 }
 
 // A store's writes after its first run on what it knows, in one round trip

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentspace/agentspace/internal/quiet"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -30,9 +31,6 @@ import (
 // memoLimit bounds the artifacts a memo keeps: past it, it starts over.
 const memoLimit = 1024
 
-// maxNeed bounds the quiet transactions the memo waits for (see memo.need).
-const maxNeed = 64
-
 // memoEntry is an artifact's head and its lease (workspace.ArtifactResource), nil
 // when there is none.
 type memoEntry struct {
@@ -50,12 +48,11 @@ type memo struct {
 	// left is the head the store's last commit left (leftSet: known).
 	left    int64
 	leftSet bool
-	// quiet counts the store's commits in a row that found the head where
-	// its previous one left it. The memo answers only after need of them;
-	// need doubles (to maxNeed) each time its head check finds the head
-	// moved and halves each time it holds, so a store whose writes race
-	// another's soon stops spending a statement on a check that fails.
-	quiet, need int
+	// rule counts the store's commits in a row that found the head where
+	// its previous one left it: the memo answers only after enough of
+	// them, so a store whose writes race another's soon stops spending a
+	// statement on a head check that fails.
+	rule quiet.Rule
 }
 
 func (m *memo) forgetLocked() {
@@ -67,7 +64,7 @@ func (m *memo) forgetLocked() {
 func (m *memo) known(hints []workspace.ReadHint) (head int64, found []memoEntry, refs []workspace.ArtifactRef, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.valid || m.quiet < max(1, m.need) {
+	if !m.valid || !m.rule.Ready() {
 		return 0, nil, nil, false
 	}
 	for _, h := range hints {
@@ -168,11 +165,7 @@ func stored(t time.Time) time.Time {
 func (m *memo) learn(n *noted) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.leftSet && n.set && n.start == m.left {
-		m.quiet++
-	} else {
-		m.quiet = 0
-	}
+	m.rule.Commit(m.leftSet && n.set && n.start == m.left)
 	m.left, m.leftSet = n.end, n.set
 	if n.unsure || !n.set {
 		m.forgetLocked()
@@ -224,11 +217,10 @@ func (m *memo) checked(held bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if held {
-		m.need /= 2
+		m.rule.Held()
 		return
 	}
-	m.need = min(max(2*m.need, 2), maxNeed)
-	m.quiet = 0
+	m.rule.Failed()
 	m.forgetLocked()
 }
 

@@ -95,11 +95,11 @@ func TestMemoAnswersAsTheRowsAreAndOnlyWhileTheCommitsAreItsOwn(t *testing.T) {
 		return event(tx)
 	}))
 	check(false, nil)
-	assert.Equal(t, 2, st.memo.need)
+	assert.Equal(t, 2, st.memo.rule.Need())
 	check(false, nil)
 	check(false, nil)
 	check(true, nil)
-	assert.Equal(t, 1, st.memo.need, "a check that held halves it")
+	assert.Equal(t, 1, st.memo.rule.Need(), "a check that held halves it")
 
 	// A rolled-back savepoint: the memo forgets.
 	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
