@@ -59,13 +59,13 @@ func (m *memo) forgetLocked() {
 	m.valid, m.byID, m.names = false, nil, nil
 }
 
-// known returns the entries of the hinted artifacts the memo holds, with
-// the head they are valid at; ok is false when it holds none of them.
-func (m *memo) known(hints []workspace.ReadHint) (head int64, found []memoEntry, refs []workspace.ArtifactRef, ok bool) {
+// known returns the hinted artifacts the memo holds, as reads ahead, and
+// the head they are valid at.
+func (m *memo) known(hints []workspace.ReadHint) (head int64, early []earlyHead) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.valid || !m.rule.Ready() {
-		return 0, nil, nil, false
+		return 0, nil
 	}
 	for _, h := range hints {
 		r := h.Artifact
@@ -77,10 +77,15 @@ func (m *memo) known(hints []workspace.ReadHint) (head int64, found []memoEntry,
 		if id == "" || !in || r.Name != "" && e.a.Name != r.Name {
 			continue
 		}
-		found = append(found, e)
-		refs = append(refs, r)
+		lr := &leaseRead{resource: workspace.ArtifactResource(e.a.Name)}
+		if e.lease != nil {
+			lr.lease, lr.found = *e.lease, true
+		}
+		a := e.a
+		a.Labels = maps.Clone(a.Labels)
+		early = append(early, earlyHead{ref: r, found: true, a: a, lease: lr})
 	}
-	return m.head, found, refs, len(found) > 0
+	return m.head, early
 }
 
 // noted is what a write transaction tells the memo: the artifacts it read
@@ -226,30 +231,21 @@ func (m *memo) checked(held bool) {
 
 // fromMemo checks the head against the memo and, when it is where the
 // store's last commit left it, takes the hinted artifacts the memo knows
-// as read ahead. It reports whether it did.
-func (t *writeTx) fromMemo(ctx context.Context, m *memo, hints []workspace.ReadHint) (bool, error) {
-	head, found, refs, ok := m.known(hints)
-	if !ok {
-		return false, nil
+// as read ahead (memoed counts them).
+func (t *writeTx) fromMemo(ctx context.Context, m *memo, hints []workspace.ReadHint) error {
+	head, early := m.known(hints)
+	if len(early) == 0 {
+		return nil
 	}
 	var now int64
 	if err := t.q.QueryRowContext(ctx, qHead).Scan(&now); err != nil {
-		return false, fmt.Errorf("sqlite: event head: %w", err)
+		return fmt.Errorf("sqlite: event head: %w", err)
 	}
 	t.noted.start, t.noted.end, t.noted.set = now, now, true
 	m.checked(now == head)
-	if now != head {
-		return false, nil
+	if now == head {
+		t.early = append(t.early, early...)
+		t.memoed = len(early)
 	}
-	for i, e := range found {
-		lr := &leaseRead{resource: workspace.ArtifactResource(e.a.Name)}
-		if e.lease != nil {
-			lr.lease, lr.found = *e.lease, true
-		}
-		a := e.a
-		a.Labels = maps.Clone(a.Labels)
-		t.early = append(t.early, earlyHead{ref: refs[i], found: true, a: a, lease: lr})
-	}
-	t.memoed = len(found)
-	return true, nil
+	return nil
 }

@@ -148,10 +148,10 @@ func TestMemoAnswersAsTheRowsAreAndOnlyWhileTheCommitsAreItsOwn(t *testing.T) {
 		}
 		return event(tx)
 	}))
-	_, _, _, ok := st.memo.known(hints)
-	assert.False(t, ok, "neither is known: one was renamed, two deleted")
-	_, _, _, ok = st.memo.known([]workspace.ReadHint{{Artifact: workspace.ArtifactRef{ID: "a1"}}})
-	assert.False(t, ok, "a rename drops the lease known under the old name")
+	_, early := st.memo.known(hints)
+	assert.Empty(t, early, "neither is known: one was renamed, two deleted")
+	_, early = st.memo.known([]workspace.ReadHint{{Artifact: workspace.ArtifactRef{ID: "a1"}}})
+	assert.Empty(t, early, "a rename drops the lease known under the old name")
 }
 
 // Through the engine, two stores on one file take turns on an artifact: a

@@ -144,7 +144,7 @@ func (s *store) update(ctx context.Context, hints []workspace.ReadHint, fn func(
 			return fmt.Errorf("sqlite: begin write: %w", describe(err, s.path))
 		}
 		wt := &writeTx{readTx: readTx{q: txq{tx: tx, cache: s.ws, whole: true}, now: now()}, indexBatch: s.indexBatch}
-		if _, err := wt.fromMemo(ctx, &s.memo, hints); err != nil {
+		if err := wt.fromMemo(ctx, &s.memo, hints); err != nil {
 			_ = tx.Rollback()
 			return err
 		}
