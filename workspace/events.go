@@ -37,10 +37,13 @@ type hub struct {
 	// changes put off as most likely its own (for the tests). See ownPause.
 	published atomic.Int64
 	ownReads  atomic.Int64
-	kick      chan struct{}
-	ctx       context.Context
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
+	// changesTaken counts the store's notifications the watcher has
+	// taken and dealt with (for the tests).
+	changesTaken atomic.Int64
+	kick         chan struct{}
+	ctx          context.Context
+	cancel       context.CancelFunc
+	wg           sync.WaitGroup
 }
 
 func newHub(h *core) *hub {
@@ -327,6 +330,9 @@ func (b *hub) watchLoop() {
 			if b.changes != nil && !skipped {
 				continue
 			}
+			// A change skipped meanwhile may not be readable yet: a read
+			// that finds nothing new looks again, as after any change.
+			notified, recheckDelay = skipped, 0
 			skipped = false
 			if b.heads != nil {
 				if seq := b.learn(); seq > 0 {
@@ -338,6 +344,7 @@ func (b *hub) watchLoop() {
 			// with none, a change needs no read until one comes.
 			if b.interest.Load() == 0 {
 				skipped = true
+				b.changesTaken.Add(1)
 				continue
 			}
 			skipped = false

@@ -33,3 +33,7 @@ func NotifiesEarly(w Workspace) bool {
 // OwnReads is how many times w's watcher read its store for changes it
 // had put off as most likely its own commits.
 func OwnReads(w Workspace) int64 { return w.(*handle).hub.ownReads.Load() }
+
+// ChangesTaken is how many of its store's notifications w's watcher has
+// dealt with while nobody waited.
+func ChangesTaken(w Workspace) int64 { return w.(*handle).hub.changesTaken.Load() }
