@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -120,10 +119,10 @@ func (h *handle) runAlone(j *job) (bool, error) {
 // the jobs to answer.
 func (h *core) runCounted(ctx context.Context, jobs []*job, carried bool) []*job {
 	start := time.Now()
-	h.wrote.Store(writingNow)
+	h.own.begin()
 	done := h.runGroup(ctx, jobs)
 	end := time.Now()
-	h.wrote.Store(int64(end.Sub(clockBase)))
+	h.own.end(end)
 	h.lastRun = end.Sub(start)
 	seen := int64(len(jobs)) + h.queued.Load()
 	if carried {
@@ -136,9 +135,6 @@ func (h *core) runCounted(ctx context.Context, jobs []*job, carried bool) []*job
 // clockBase is the process's start on the monotonic clock: times kept in
 // atomics are durations since it.
 var clockBase = time.Now()
-
-// writingNow is core.wrote while a transaction runs: later than any time.
-const writingNow = math.MaxInt64
 
 // answer tells the jobs' writers their outcome.
 func answer(jobs []*job) {

@@ -27,10 +27,9 @@ type core struct {
 	turn    sync.Mutex
 	expect  atomic.Int64  // writers the last transaction saw: its jobs and those queued behind it
 	lastRun time.Duration // how long the last transaction took
-	// wrote is when the last transaction ended (since clockBase), or
-	// writingNow while one runs: the hub tells its own commits' file
-	// notifications from other stores' by it.
-	wrote atomic.Int64
+	// own records the core's transactions, by which its watcher tells
+	// their notifications from other stores'.
+	own ownCommits
 
 	// key is the core's entry in the shared registry, "" for one made by
 	// New; refs counts its handles (guarded by sharedMu); ready closes once
