@@ -120,7 +120,10 @@ func (h *handle) runAlone(j *job) (bool, error) {
 func (h *core) runCounted(ctx context.Context, jobs []*job, carried bool) []*job {
 	start := time.Now()
 	h.own.begin()
-	done := h.runGroup(ctx, jobs)
+	// A transaction under way when the core closes finishes (close waits
+	// for the turn), so its writers get its real outcome, not the
+	// cancellation's: it ends early only when they have all given up.
+	done := h.runGroup(context.WithoutCancel(ctx), jobs)
 	end := time.Now()
 	h.own.end(end)
 	h.lastRun = end.Sub(start)
