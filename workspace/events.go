@@ -71,7 +71,7 @@ func (b *hub) close() {
 	b.wg.Wait()
 	// A group a writer runs alone ends before the store closes, and the
 	// turn is kept: no group runs on a closed store.
-	b.h.turn.Lock()
+	b.h.writers.turn.Lock()
 }
 
 // bump records that the head reached seq, waking waiters if it advanced,

@@ -17,7 +17,7 @@ func SharedStores() int {
 
 // QueuedWriters is how many writers of w's store are handing a job to its
 // committer right now.
-func QueuedWriters(w Workspace) int64 { return w.(*handle).queued.Load() }
+func QueuedWriters(w Workspace) int64 { return w.(*handle).writers.queued.Load() }
 
 // SettledReads is how many times w's watcher read its store once an early
 // store's notifications had settled.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -80,14 +81,14 @@ func (h *handle) submit(ctx context.Context, j *job) error {
 	if ran, err := h.runAlone(j); ran {
 		return err
 	}
-	h.queued.Add(1)
+	h.writers.queued.Add(1)
 	select {
 	case h.jobs <- j:
 	case <-ctx.Done():
-		h.queued.Add(-1)
+		h.writers.queued.Add(-1)
 		return ctx.Err()
 	case <-h.ctx.Done():
-		h.queued.Add(-1)
+		h.writers.queued.Add(-1)
 		return ErrClosed
 	}
 	<-j.done
@@ -99,10 +100,10 @@ func (h *handle) submit(ctx context.Context, j *job) error {
 // transaction saw no other writer, none is queued, and no group is being
 // gathered or run. It reports whether it ran j.
 func (h *handle) runAlone(j *job) (bool, error) {
-	if h.expect.Load() > 1 || h.queued.Load() != 0 || !h.turn.TryLock() {
+	if !h.writers.tryAlone() {
 		return false, nil
 	}
-	defer h.turn.Unlock()
+	defer h.writers.turn.Unlock()
 	if h.hub.ctx.Err() != nil {
 		return true, ErrClosed
 	}
@@ -126,13 +127,57 @@ func (h *core) runCounted(ctx context.Context, jobs []*job, carried bool) []*job
 	done := h.runGroup(context.WithoutCancel(ctx), jobs)
 	end := time.Now()
 	h.own.end(end)
-	h.lastRun = end.Sub(start)
-	seen := int64(len(jobs)) + h.queued.Load()
+	n := len(jobs)
 	if carried {
-		seen++
+		n++
 	}
-	h.expect.Store(seen)
+	h.writers.ran(n, end.Sub(start))
 	return done
+}
+
+// writers is the group commit's account of a core's writers: what
+// decides whether a writer runs its job itself and how long the committer
+// waits for more. Each fact keeps one rule:
+//
+//   - queued counts the writers that are handing a job to the committer
+//     and whose job it has not yet taken with the turn held: a writer
+//     counts itself before it sends and uncounts itself if it gives up;
+//     the committer uncounts a job only once it holds the turn. So no
+//     writer runs alone ahead of a queued one.
+//   - turn is held by whoever gathers and runs a group (the committer, or
+//     a writer running its job alone): one transaction at a time; the
+//     hub's close takes it for good.
+//   - expect and lastRun describe the last transaction, written with the
+//     turn held and before its writers are answered: expect counts its
+//     jobs (and a job it carried) and those queued behind it, so none of
+//     them, back already, counts twice; lastRun is how long it took.
+type writers struct {
+	queued  atomic.Int64
+	turn    sync.Mutex
+	expect  atomic.Int64
+	lastRun time.Duration // guarded by turn
+}
+
+// tryAlone takes the turn for a writer to run its job itself, when the
+// job would be a group of one anyway: the last transaction saw no other
+// writer, none is queued, and no group is being gathered or run. It
+// reports whether the caller now holds the turn.
+func (w *writers) tryAlone() bool {
+	return w.expect.Load() <= 1 && w.queued.Load() == 0 && w.turn.TryLock()
+}
+
+// ran records the transaction that just ran, the turn held: it had n jobs
+// (a carried one counted) and took d.
+func (w *writers) ran(n int, d time.Duration) {
+	w.lastRun = d
+	w.expect.Store(int64(n) + w.queued.Load())
+}
+
+// waitFor is how long the committer, holding the turn, waits for the
+// writers it expects (at most limit and an eighth of the last
+// transaction's time), and how many it expects.
+func (w *writers) waitFor(limit time.Duration) (wait time.Duration, expect int) {
+	return min(limit, w.lastRun/8), int(w.expect.Load())
 }
 
 // clockBase is the process's start on the monotonic clock: times kept in
@@ -162,7 +207,7 @@ func (h *core) committer() {
 	for {
 		g := gathering{keys: map[string]bool{}}
 		if carry != nil {
-			h.turn.Lock()
+			h.writers.turn.Lock()
 			g.add(carry)
 			carry = nil
 		} else {
@@ -171,7 +216,7 @@ func (h *core) committer() {
 				// j counts as queued until the committer has the turn
 				// (a writer running alone may have it), so that no
 				// writer runs alone ahead of it.
-				h.turn.Lock()
+				h.writers.turn.Lock()
 				h.take(&g, j)
 			case <-ctx.Done():
 				h.drain()
@@ -185,15 +230,14 @@ func (h *core) committer() {
 		// of about c/2).
 		runtime.Gosched()
 		h.gather(&g, nil, maxGroup)
-		expect := int(h.expect.Load())
-		if wait := min(h.opts.GroupWait, h.lastRun/8); wait > 0 && len(g.jobs) < expect {
+		if wait, expect := h.writers.waitFor(h.opts.GroupWait); wait > 0 && len(g.jobs) < expect {
 			timer := time.NewTimer(wait)
 			h.gather(&g, timer.C, min(expect, maxGroup))
 			timer.Stop()
 		}
 		done := h.runCounted(ctx, g.jobs, g.carry != nil)
 		carry = g.carry
-		h.turn.Unlock()
+		h.writers.turn.Unlock()
 		answer(done)
 	}
 }
@@ -223,7 +267,7 @@ func (g *gathering) add(j *job) {
 
 // take adds j, received from the queue, to g.
 func (h *core) take(g *gathering, j *job) {
-	h.queued.Add(-1)
+	h.writers.queued.Add(-1)
 	g.add(j)
 }
 
@@ -253,7 +297,7 @@ func (h *core) drain() {
 	for {
 		select {
 		case j := <-h.jobs:
-			h.queued.Add(-1)
+			h.writers.queued.Add(-1)
 			j.err = ErrClosed
 			close(j.done)
 		default:

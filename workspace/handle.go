@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // core is what every handle on one store shares: the store, the committer
@@ -20,13 +19,9 @@ type core struct {
 
 	commits    atomic.Uint64
 	jobs       chan *job    // to the committer (group.go)
-	queued     atomic.Int64 // writers sending on jobs
 	savepoints atomic.Int32 // savepointsUnknown, Yes or No
-	// turn is held by whoever gathers and runs a group: the committer, or
-	// a writer running its job alone (runAlone); it guards lastRun.
-	turn    sync.Mutex
-	expect  atomic.Int64  // writers the last transaction saw: its jobs and those queued behind it
-	lastRun time.Duration // how long the last transaction took
+	// writers is the group commit's account of who writes (group.go).
+	writers writers
 	// own records the core's transactions, by which its watcher tells
 	// their notifications from other stores'.
 	own ownCommits
