@@ -46,25 +46,35 @@ func (a *Artifact) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*a = Artifact(w.artifactFields)
+	art, err := w.artifact()
+	if err != nil {
+		return err
+	}
+	*a = art
+	return nil
+}
+
+// artifact decodes the content; a bad encoding is an *InvalidError.
+func (w *artifactJSON) artifact() (Artifact, error) {
+	a := Artifact(w.artifactFields)
 	a.Labels = nilMap(a.Labels)
 	switch {
 	case w.Content == nil:
 		if w.ContentEncoding != "" {
-			return invalid("content_encoding", "%q without content", w.ContentEncoding)
+			return a, invalid("content_encoding", "%q without content", truncate(w.ContentEncoding, 32))
 		}
 	case w.ContentEncoding == "" || w.ContentEncoding == contentUTF8:
 		a.Content = []byte(*w.Content)
 	case w.ContentEncoding == contentBase64:
 		c, err := base64.StdEncoding.DecodeString(*w.Content)
 		if err != nil {
-			return invalid("content", "not base64: %v", err)
+			return a, invalid("content", "not base64: %v", err)
 		}
 		a.Content = c
 	default:
-		return invalid("content_encoding", "%q is neither %q nor %q", truncate(w.ContentEncoding, 32), contentUTF8, contentBase64)
+		return a, invalid("content_encoding", "%q is neither %q nor %q", truncate(w.ContentEncoding, 32), contentUTF8, contentBase64)
 	}
-	return nil
+	return a, nil
 }
 
 // artifactFields is Artifact without its methods, so that artifactJSON can
@@ -108,8 +118,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the shared shape.
 func (t *Task) UnmarshalJSON(b []byte) error {
-	type plain Task
-	var p plain
+	var p taskFields
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}
@@ -117,6 +126,9 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 	t.DependsOn, t.Labels = nilSlice(t.DependsOn), nilMap(t.Labels)
 	return nil
 }
+
+// taskFields is Task without its methods: the archive decodes it strictly.
+type taskFields Task
 
 // MarshalJSON writes the note in the shared shape.
 func (n Note) MarshalJSON() ([]byte, error) {
