@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -335,5 +336,29 @@ func TestImportReadsAVersion1Archive(t *testing.T) {
 			require.ErrorIs(t, err, workspace.ErrInvalid)
 			assert.Contains(t, err.Error(), c.want)
 		})
+	}
+}
+
+// TestArchiveLinesValidateAgainstTheSchema checks every line an export
+// writes against $defs/ArchiveLine of the shared schema.
+func TestArchiveLinesValidateAgainstTheSchema(t *testing.T) {
+	src := openSQLite(t, "src")
+	populate(t, src)
+	f, err := os.Open("../docs/schema/workspace.schema.json")
+	require.NoError(t, err)
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	require.NoError(t, c.AddResource("workspace.schema.json", doc))
+	sch, err := c.Compile("workspace.schema.json#/$defs/ArchiveLine")
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(export(t, src))), "\n")
+	require.Len(t, lines, 31)
+	for i, line := range lines {
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
+		require.NoError(t, err)
+		assert.NoError(t, sch.Validate(inst), "line %d: %s", i+1, line)
 	}
 }
