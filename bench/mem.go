@@ -90,7 +90,7 @@ func memProbe(ctx context.Context, dsn string, subs []int, events int) ([]memRea
 	put := func(n int) error {
 		b := workspace.Batch{Actor: actor}
 		for i := range n {
-			b.Ops = append(b.Ops, workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "bench", Key: fmt.Sprintf("%s-%d", key, i%100), Body: strconv.Itoa(i)}})
+			b.Ops = append(b.Ops, workspace.PutNoteOp{Note: workspace.NotePut{Kind: "bench", Key: fmt.Sprintf("%s-%d", key, i%100), Body: strconv.Itoa(i)}})
 		}
 		_, err := w.Commit(ctx, b)
 		return err

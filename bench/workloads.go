@@ -239,7 +239,7 @@ func loadArtifacts(ctx context.Context, e *env, n int, progress func(string)) er
 	for i := 0; i < n; i += per {
 		b := workspace.Batch{Actor: actor}
 		for k := i; k < min(n, i+per); k++ {
-			b.Ops = append(b.Ops, workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: w3Name(e.prefix, k), Kind: "output", Content: []byte("x")}})
+			b.Ops = append(b.Ops, workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: w3Name(e.prefix, k), Kind: "output", Content: []byte("x")}})
 		}
 		if _, err := e.ws(i/per).Commit(ctx, b); err != nil {
 			return fmt.Errorf("W3: load: %w", err)
@@ -329,7 +329,7 @@ func w5(ctx context.Context, e *env, n int, progress func(string)) (op, error) {
 			if k >= 1000 {
 				t.DependsOn = []string{ids[k-1000]}
 			}
-			b.Ops = append(b.Ops, workspace.CreateTaskOp{NewTask: t})
+			b.Ops = append(b.Ops, workspace.CreateTaskOp{Task: t})
 		}
 		res, err := e.ws(0).Commit(ctx, b)
 		if err != nil {
@@ -444,7 +444,7 @@ func followProcess(ctx context.Context, e *env, ws workspace.Workspace, start fu
 	}()
 	r.stop = c.stop
 	// Wait until the child is live: its start-up is not the latency.
-	res, err := ws.Commit(ctx, workspace.Batch{Actor: actor, Ops: []workspace.Op{workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "bench", Key: e.prefix + "-w6-warm-up", Body: "x"}}}})
+	res, err := ws.Commit(ctx, workspace.Batch{Actor: actor, Ops: []workspace.Op{workspace.PutNoteOp{Note: workspace.NotePut{Kind: "bench", Key: e.prefix + "-w6-warm-up", Body: "x"}}}})
 	if err == nil {
 		_, err = r.await(ctx, res.Events[0].Seq)
 	}
@@ -516,7 +516,7 @@ func w6(ctx context.Context, e *env, variant string, child func(context.Context)
 	n := 0
 	return func(ctx context.Context, _ int) (time.Duration, error) {
 		n++
-		res, err := writer.Commit(ctx, workspace.Batch{Actor: actor, Ops: []workspace.Op{workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "bench", Key: e.prefix + "-w6", Body: fmt.Sprint(n)}}}})
+		res, err := writer.Commit(ctx, workspace.Batch{Actor: actor, Ops: []workspace.Op{workspace.PutNoteOp{Note: workspace.NotePut{Kind: "bench", Key: e.prefix + "-w6", Body: fmt.Sprint(n)}}}})
 		if err != nil {
 			return 0, err
 		}
@@ -539,8 +539,8 @@ func w7(ctx context.Context, e *env, c int) (op, error) {
 		key := fmt.Sprintf("%s-w7-c%d-%d", e.prefix, c, w)
 		res, err := e.ws(w).Commit(ctx, workspace.Batch{Actor: actor, Ops: []workspace.Op{
 			workspace.UpdateArtifactOp{Ref: workspace.ArtifactRef{Name: names[w]}, Change: workspace.ArtifactChange{Content: e.body(w, int(versions[w]))}, Cond: workspace.Cond{IfVersion: versions[w]}},
-			workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "bench", Key: key + "-a", Body: "a"}},
-			workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "bench", Key: key + "-b", Body: "b"}},
+			workspace.PutNoteOp{Note: workspace.NotePut{Kind: "bench", Key: key + "-a", Body: "a"}},
+			workspace.PutNoteOp{Note: workspace.NotePut{Kind: "bench", Key: key + "-b", Body: "b"}},
 		}})
 		if err != nil {
 			return err

@@ -506,7 +506,7 @@ func testArtifactListPagination(t *testing.T, h Harness) {
 		if (i*7)%23%2 == 1 {
 			kind = "odd"
 		}
-		ops = append(ops, workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: name, Kind: kind}})
+		ops = append(ops, workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: name, Kind: kind}})
 	}
 	for i := range 23 {
 		name := fmt.Sprintf("p/%02d", i)
@@ -558,7 +558,7 @@ func testArtifactSizeLimit(t *testing.T, h Harness) {
 	_, err = ws.Artifacts().Update(ctx, as("w"), workspace.ByID(a.ID), workspace.ArtifactChange{Content: over})
 	assert.ErrorIs(t, err, workspace.ErrTooLarge)
 	_, err = ws.Commit(ctx, workspace.Batch{Actor: "w", Ops: []workspace.Op{
-		workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: "small", Content: []byte("s")}},
+		workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "small", Content: []byte("s")}},
 		workspace.UpdateArtifactOp{Ref: workspace.ByID(a.ID), Change: workspace.ArtifactChange{Content: over}},
 	}})
 	assert.ErrorIs(t, err, workspace.ErrTooLarge)
@@ -588,7 +588,7 @@ func testArtifactNamesAreExact(t *testing.T, h Harness) {
 	labels := map[string]string{"k=v": "a,b;c", "ключ": "значение", "'": "\""}
 	var ops []workspace.Op
 	for _, n := range names {
-		ops = append(ops, workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: n, Content: []byte(n), Labels: labels}})
+		ops = append(ops, workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: n, Content: []byte(n), Labels: labels}})
 	}
 	_, err := ws.Commit(ctx, workspace.Batch{Actor: "agent/7 (ü)", Ops: ops})
 	require.NoError(t, err)

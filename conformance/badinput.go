@@ -121,7 +121,7 @@ func badInputs() []badCall {
 	name := func(n string) workspace.NewArtifact { return workspace.NewArtifact{Name: n} }
 	var tooMany []workspace.Op
 	for range workspace.MaxOpsPerBatch + 1 {
-		tooMany = append(tooMany, workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: "k"}})
+		tooMany = append(tooMany, workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: "k"}})
 	}
 	return []badCall{
 		// Actors.
@@ -299,16 +299,16 @@ func badInputs() []badCall {
 		}, inv},
 		// Batches.
 		{"empty batch", commitOps("bob"), inv},
-		{"batch without an actor", commitOps("", workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: "x"}}), inv},
-		{"nil op", commitOps("bob", workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: "x"}}, nil), inv},
+		{"batch without an actor", commitOps("", workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: "x"}}), inv},
+		{"nil op", commitOps("bob", workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: "x"}}, nil), inv},
 		{"nil op pointer", commitOps("bob", (*workspace.PutNoteOp)(nil)), inv},
 		{"too many ops", commitOps("bob", tooMany...), inv},
 		{"bad op after good ones", commitOps("bob",
-			workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: "x"}},
-			workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: "a/../b"}}), inv},
+			workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: "x"}},
+			workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "a/../b"}}), inv},
 		{"release op with token 0", commitOps("alice", workspace.ReleaseLockOp{Resource: "file:x"}), inv},
 		{"oversized op", commitOps("bob",
-			workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: "big", Content: make([]byte, 1025)}}), big},
+			workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "big", Content: make([]byte, 1025)}}), big},
 	}
 }
 
@@ -455,7 +455,7 @@ func testClosedHandle(t *testing.T, h Harness) {
 			return err
 		},
 		"commit": func() error {
-			_, err := ws.Commit(ctx, workspace.Batch{Actor: "a", Ops: []workspace.Op{workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: "k"}}}})
+			_, err := ws.Commit(ctx, workspace.Batch{Actor: "a", Ops: []workspace.Op{workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: "k"}}}})
 			return err
 		},
 		"status": func() error { _, err := ws.Status(ctx); return err },

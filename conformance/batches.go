@@ -41,22 +41,22 @@ func testBatchAllOrNothing(t *testing.T, h Harness) {
 	}{
 		{"stale IfVersion", workspace.UpdateArtifactOp{Ref: workspace.ByName("x"), Change: workspace.ArtifactChange{Content: []byte("no")}, Cond: workspace.Cond{IfVersion: 7}}, workspace.ErrConflict},
 		{"missing artifact", workspace.UpdateArtifactOp{Ref: workspace.ByName("nope"), Change: workspace.ArtifactChange{Content: []byte("no")}}, workspace.ErrNotFound},
-		{"existing name", workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: "x"}}, workspace.ErrAlreadyExists},
+		{"existing name", workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "x"}}, workspace.ErrAlreadyExists},
 		{"locked artifact", workspace.DeleteArtifactOp{Ref: workspace.ByName("held")}, workspace.ErrLocked},
 		{"stale fence", workspace.UpdateArtifactOp{Ref: workspace.ByName("fenced"), Change: workspace.ArtifactChange{Content: []byte("no")}, Cond: workspace.Cond{Fence: old.Token}}, workspace.ErrStaleFence},
 		{"illegal transition", workspace.UpdateTaskOp{ID: task.ID, Change: workspace.TaskChange{Status: ptr(workspace.TaskPending)}}, workspace.ErrInvalid},
 		{"missing task", workspace.UpdateTaskOp{ID: missing, Change: workspace.TaskChange{Title: ptr("t")}}, workspace.ErrNotFound},
 		{"missing note", workspace.DeleteNoteOp{Kind: "decision", Key: "nope"}, workspace.ErrNotFound},
-		{"note IfVersion", workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: "nope"}, Cond: workspace.Cond{IfVersion: 3}}, workspace.ErrConflict},
+		{"note IfVersion", workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: "nope"}, Cond: workspace.Cond{IfVersion: 3}}, workspace.ErrConflict},
 		{"release of a lease not held", workspace.ReleaseLockOp{Resource: "artifact:held", Token: 99}, workspace.ErrNotHolder},
-		{"invalid op", workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: "../escape"}}, workspace.ErrInvalid},
+		{"invalid op", workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "../escape"}}, workspace.ErrInvalid},
 	}
 	for i, c := range cases {
 		before := snap(t, ws1)
 		name, key := fmt.Sprintf("new-%d", i), fmt.Sprintf("k-%d", i)
 		_, err := ws2.Commit(ctx, workspace.Batch{Actor: "bob", Ops: []workspace.Op{
-			workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: name, Content: []byte("1")}},
-			workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: key}},
+			workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: name, Content: []byte("1")}},
+			workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: key}},
 			c.op,
 		}})
 		require.ErrorIs(t, err, c.wantErr, c.name)
@@ -92,7 +92,7 @@ func testBatchConsecutiveSeqs(t *testing.T, h Harness) {
 		for i := range 10 {
 			var ops []workspace.Op
 			for j := range 3 {
-				ops = append(ops, workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("%s-%d-%d", actor, i, j)}})
+				ops = append(ops, workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("%s-%d-%d", actor, i, j)}})
 			}
 			r, err := ws.Commit(ctx, workspace.Batch{Actor: actor, Ops: ops})
 			if err != nil {
@@ -132,15 +132,15 @@ func testBatchReadYourWrites(t *testing.T, h Harness) {
 	ws2 := open(t, dsn)
 	before := headOf(t, ws1)
 	res, err := ws1.Commit(ctx, workspace.Batch{Actor: "w", Ops: []workspace.Op{
-		workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: "a", Content: []byte("1")}},
+		workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "a", Content: []byte("1")}},
 		workspace.UpdateArtifactOp{Ref: workspace.ByName("a"), Change: workspace.ArtifactChange{Content: []byte("2")}, Cond: workspace.Cond{IfVersion: 1}},
 		&workspace.UpdateArtifactOp{Ref: workspace.ByName("a"), Change: workspace.ArtifactChange{Content: []byte("3")}, Cond: workspace.Cond{IfVersion: 2}},
 		workspace.RollbackArtifactOp{Ref: workspace.ByName("a"), To: 2, Cond: workspace.Cond{IfVersion: 3}},
-		workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: "k", Body: "1"}},
-		workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: "k", Body: "2"}, Cond: workspace.Cond{IfVersion: 1}},
-		workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: "tmp"}},
+		workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: "k", Body: "1"}},
+		workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: "k", Body: "2"}, Cond: workspace.Cond{IfVersion: 1}},
+		workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "tmp"}},
 		workspace.DeleteArtifactOp{Ref: workspace.ByName("tmp")},
-		workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: "tmp", Content: []byte("again")}},
+		workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "tmp", Content: []byte("again")}},
 	}})
 	require.NoError(t, err)
 	require.Len(t, res.Results, 9)
@@ -182,7 +182,7 @@ func testBatchReleasesLock(t *testing.T, h Harness) {
 	l := acquire(t, ws1, "artifact:out/report.md", "worker", time.Minute)
 	ops := func(token int64) []workspace.Op {
 		return []workspace.Op{
-			workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: "out/report.md", Content: []byte("done"), TaskID: task.ID}},
+			workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "out/report.md", Content: []byte("done"), TaskID: task.ID}},
 			workspace.UpdateTaskOp{ID: task.ID, Change: workspace.TaskChange{Status: ptr(workspace.TaskDone), Result: &workspace.TaskResult{Summary: "ok", Artifacts: []string{"out/report.md"}}}},
 			workspace.ReleaseLockOp{Resource: "artifact:out/report.md", Token: token},
 		}
@@ -230,8 +230,8 @@ func testBatchesCommittedTogetherKeepTheirOwnOutcomes(t *testing.T, h Harness) {
 			for r := range rounds {
 				name := fmt.Sprintf("w%d-r%d", w, r)
 				ops := []workspace.Op{
-					workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: name, Content: []byte(name)}},
-					workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: name}},
+					workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: name, Content: []byte(name)}},
+					workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: name}},
 				}
 				switch w % 3 {
 				case 1:

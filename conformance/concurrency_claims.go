@@ -38,7 +38,7 @@ func claimDAG(t *testing.T, ctx context.Context, ws workspace.Workspace, layers,
 					nt.DependsOn = append(nt.DependsOn, all[lo+rng.IntN(l*width-lo)].ID)
 				}
 			}
-			ops[j] = workspace.CreateTaskOp{NewTask: nt}
+			ops[j] = workspace.CreateTaskOp{Task: nt}
 		}
 		res, err := ws.Commit(ctx, workspace.Batch{Actor: "planner", Ops: ops})
 		require.NoError(t, err, "create layer %d", l)

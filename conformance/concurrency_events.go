@@ -127,9 +127,9 @@ func testSubscribersUnderWrites(t *testing.T, h Harness) {
 				var err error
 				if i%5 == 4 {
 					_, err = ws.Commit(ctx, workspace.Batch{Actor: actor, Ops: []workspace.Op{
-						workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("%s-%d-a", actor, i)}},
-						workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: fmt.Sprintf("%s/%d", actor, i), Content: []byte("x")}},
-						workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("%s-%d-b", actor, i)}},
+						workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("%s-%d-a", actor, i)}},
+						workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: fmt.Sprintf("%s/%d", actor, i), Content: []byte("x")}},
+						workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("%s-%d-b", actor, i)}},
 					}})
 				} else {
 					_, err = ws.Notes().Put(ctx, workspace.Write{Actor: actor},

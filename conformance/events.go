@@ -494,7 +494,7 @@ func testEventSlowSubscriber(t *testing.T, h Harness) {
 	for i := range batches {
 		var ops []workspace.Op
 		for j := range per {
-			ops = append(ops, workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("k%d-%d", i, j)}})
+			ops = append(ops, workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("k%d-%d", i, j)}})
 		}
 		_, err := ws1.Commit(ctx, workspace.Batch{Actor: "writer", Ops: ops})
 		require.NoError(t, err, "a writer is not held up by an idle subscriber")
@@ -530,7 +530,7 @@ func testEventSubscribeEnds(t *testing.T, h Harness) {
 	t.Cleanup(func() { _ = slow.Close() })
 	var ops []workspace.Op
 	for i := range 300 { // more than a subscription reads ahead
-		ops = append(ops, workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "glossary", Key: fmt.Sprint(i)}})
+		ops = append(ops, workspace.PutNoteOp{Note: workspace.NotePut{Kind: "glossary", Key: fmt.Sprint(i)}})
 	}
 	_, err = ws1.Commit(ctx, workspace.Batch{Actor: "w", Ops: ops})
 	require.NoError(t, err)
@@ -568,7 +568,7 @@ func testEventVisibleOnlyAfterCommit(t *testing.T, h Harness) {
 		for i := range batches {
 			var ops []workspace.Op
 			for j := range per {
-				ops = append(ops, workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("%d-%d", i, j)}})
+				ops = append(ops, workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("%d-%d", i, j)}})
 			}
 			if _, err := ws1.Commit(ctx, workspace.Batch{Actor: "w", Ops: ops}); err != nil {
 				return struct{}{}, err

@@ -146,7 +146,7 @@ func batchWriterChild(t *testing.T, dsn, arg string, say func(string, ...any)) {
 		ops := make([]workspace.Op, 0, killBatchOps)
 		for j := range killBatchOps - 1 {
 			ops = append(ops, workspace.CreateArtifactOp{
-				NewArtifact: workspace.NewArtifact{Name: killName(r, i, j), Content: content}, Message: msg})
+				Artifact: workspace.NewArtifact{Name: killName(r, i, j), Content: content}, Message: msg})
 		}
 		ops = append(ops, workspace.UpdateArtifactOp{Ref: workspace.ByName(killCounter),
 			Change: workspace.ArtifactChange{Content: []byte(msg)}, Cond: workspace.Cond{Message: msg}})

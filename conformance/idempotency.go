@@ -69,9 +69,9 @@ func testIdempotentBatch(t *testing.T, h Harness) {
 	task, err := ws1.Tasks().Create(ctx, as("lead"), workspace.NewTask{Title: "t"})
 	require.NoError(t, err)
 	b := workspace.Batch{Actor: "agent", IdempotencyKey: "publish-42", Ops: []workspace.Op{
-		workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: "out", Content: []byte("x"), TaskID: task.ID}},
+		workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "out", Content: []byte("x"), TaskID: task.ID}},
 		workspace.UpdateTaskOp{ID: task.ID, Change: workspace.TaskChange{Priority: ptr(3)}, Cond: workspace.Cond{IfVersion: 1}},
-		workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: "k"}},
+		workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: "k"}},
 	}}
 	first, err := ws1.Commit(ctx, b)
 	require.NoError(t, err)

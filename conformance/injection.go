@@ -181,8 +181,8 @@ func injCalls(fx fixture) []injCall {
 		}},
 		{"batch", asKey, func(ctx context.Context, ws workspace.Workspace, i int, s string) (func(*testing.T), error) {
 			_, err := ws.Commit(ctx, workspace.Batch{Actor: "bob", Ops: []workspace.Op{
-				workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "constraint", Key: fmt.Sprintf("batch-%d", i)}},
-				workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "constraint", Key: s, Body: s}},
+				workspace.PutNoteOp{Note: workspace.NotePut{Kind: "constraint", Key: fmt.Sprintf("batch-%d", i)}},
+				workspace.PutNoteOp{Note: workspace.NotePut{Kind: "constraint", Key: s, Body: s}},
 			}})
 			return func(t *testing.T) {
 				got, err := ws.Notes().Get(ctx, "constraint", s)

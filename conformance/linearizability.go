@@ -268,7 +268,7 @@ func testLinearizable(t *testing.T, h Harness) {
 	}
 	ops := make([]workspace.Op, linTasks)
 	for i := range ops {
-		ops[i] = workspace.CreateTaskOp{NewTask: workspace.NewTask{Title: fmt.Sprintf("lin %d", i), Priority: i % 3}}
+		ops[i] = workspace.CreateTaskOp{Task: workspace.NewTask{Title: fmt.Sprintf("lin %d", i), Priority: i % 3}}
 	}
 	res, err := hs[0].Commit(ctx, workspace.Batch{Actor: "setup", Ops: ops})
 	require.NoError(t, err)

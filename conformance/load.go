@@ -156,7 +156,7 @@ func testLoad(t *testing.T, h Harness) {
 	}
 	ops := make([]workspace.Op, loadInitialTasks)
 	for i := range ops {
-		ops[i] = workspace.CreateTaskOp{NewTask: workspace.NewTask{Title: fmt.Sprintf("initial %d", i), Priority: i % 4}}
+		ops[i] = workspace.CreateTaskOp{Task: workspace.NewTask{Title: fmt.Sprintf("initial %d", i), Priority: i % 4}}
 	}
 	_, err := hs[0].Commit(ctx, workspace.Batch{Actor: "setup", Ops: ops})
 	require.NoError(t, err)
@@ -358,7 +358,7 @@ func runLoadOp(ctx context.Context, ws workspace.Workspace, actor string, n int,
 			return kind
 		}
 		_, err = ws.Commit(ctx, workspace.Batch{Actor: actor, Ops: []workspace.Op{
-			workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "guarded", Key: res, Body: actor}, Cond: workspace.Cond{Fence: lease.Token}},
+			workspace.PutNoteOp{Note: workspace.NotePut{Kind: "guarded", Key: res, Body: actor}, Cond: workspace.Cond{Fence: lease.Token}},
 			workspace.ReleaseLockOp{Resource: res, Token: lease.Token},
 		}})
 		if err != nil {
@@ -370,8 +370,8 @@ func runLoadOp(ctx context.Context, ws workspace.Workspace, actor string, n int,
 		kind = "batch"
 		name := fmt.Sprintf("load/%s/%d", actor, n)
 		_, err := ws.Commit(ctx, workspace.Batch{Actor: actor, Ops: []workspace.Op{
-			workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: name, Content: []byte(name)}},
-			workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "batch", Key: name, Body: name}},
+			workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: name, Content: []byte(name)}},
+			workspace.PutNoteOp{Note: workspace.NotePut{Kind: "batch", Key: name, Body: name}},
 		}})
 		if err != nil {
 			tally.fail("%s: batch %s: %v", actor, name, err)

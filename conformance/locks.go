@@ -253,7 +253,7 @@ func testLockedArtifact(t *testing.T, h Harness) {
 		},
 		"in a batch": func() error {
 			_, err := ws2.Commit(ctx, workspace.Batch{Actor: "bob", Ops: []workspace.Op{
-				workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: "k"}},
+				workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: "k"}},
 				workspace.UpdateArtifactOp{Ref: workspace.ByName(a.Name), Change: workspace.ArtifactChange{Content: []byte("bob")}},
 			}})
 			return err

@@ -15,7 +15,7 @@ import (
 func runSingle(ctx context.Context, ws workspace.Workspace, base workspace.Write, op workspace.Op) (workspace.OpResult, error) {
 	switch o := op.(type) {
 	case workspace.CreateArtifactOp:
-		a, err := ws.Artifacts().Create(ctx, base, o.NewArtifact)
+		a, err := ws.Artifacts().Create(ctx, base, o.Artifact)
 		return workspace.OpResult{Artifact: &a}, err
 	case workspace.UpdateArtifactOp:
 		a, err := ws.Artifacts().Update(ctx, writeOf(base, o.Cond), o.Ref, o.Change)
@@ -26,12 +26,12 @@ func runSingle(ctx context.Context, ws workspace.Workspace, base workspace.Write
 		a, err := ws.Artifacts().Rollback(ctx, writeOf(base, o.Cond), o.Ref, o.To)
 		return workspace.OpResult{Artifact: &a}, err
 	case workspace.PutNoteOp:
-		n, err := ws.Notes().Put(ctx, writeOf(base, o.Cond), o.NotePut)
+		n, err := ws.Notes().Put(ctx, writeOf(base, o.Cond), o.Note)
 		return workspace.OpResult{Note: &n}, err
 	case workspace.DeleteNoteOp:
 		return workspace.OpResult{}, ws.Notes().Delete(ctx, writeOf(base, o.Cond), o.Kind, o.Key)
 	case workspace.CreateTaskOp:
-		t, err := ws.Tasks().Create(ctx, base, o.NewTask)
+		t, err := ws.Tasks().Create(ctx, base, o.Task)
 		return workspace.OpResult{Task: &t}, err
 	case workspace.UpdateTaskOp:
 		w := writeOf(base, o.Cond)

@@ -217,7 +217,7 @@ func (m *model) resolve(o mop) workspace.Op {
 	content := []byte(fmt.Sprintf("content %d", o.Content))
 	switch o.Kind {
 	case "art.create":
-		return workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: name, Kind: "plan", Content: content}}
+		return workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: name, Kind: "plan", Content: content}}
 	case "art.update":
 		c := workspace.ArtifactChange{Content: content}
 		if o.Content == 3 {
@@ -238,7 +238,7 @@ func (m *model) resolve(o mop) workspace.Op {
 		if o.Kind == "note.delete" {
 			return workspace.DeleteNoteOp{Kind: k[0], Key: k[1], Cond: cond}
 		}
-		return workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: k[0], Key: k[1], Body: string(content)}, Cond: cond}
+		return workspace.PutNoteOp{Note: workspace.NotePut{Kind: k[0], Key: k[1], Body: string(content)}, Cond: cond}
 	case "task.create":
 		nt := workspace.NewTask{Title: fmt.Sprintf("task %d", len(m.tasks)), Priority: o.Prio}
 		for _, d := range o.Deps {
@@ -246,7 +246,7 @@ func (m *model) resolve(o mop) workspace.Op {
 				nt.DependsOn = append(nt.DependsOn, m.taskID(d))
 			}
 		}
-		return workspace.CreateTaskOp{NewTask: nt}
+		return workspace.CreateTaskOp{Task: nt}
 	case "task.status":
 		var ver int64
 		if len(m.tasks) > 0 {

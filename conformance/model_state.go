@@ -124,15 +124,15 @@ func (m *model) taskIndex(id string) int {
 func (m *model) apply(actor string, op workspace.Op) outcome {
 	switch o := op.(type) {
 	case workspace.CreateArtifactOp:
-		if _, live := m.arts[o.Name]; live {
+		if _, live := m.arts[o.Artifact.Name]; live {
 			return fail("exists")
 		}
-		if g := m.guard("artifact:"+o.Name, 0, actor); g != "" {
+		if g := m.guard("artifact:"+o.Artifact.Name, 0, actor); g != "" {
 			return fail(g)
 		}
-		a := &mArt{contents: []string{string(o.Content)}}
-		m.arts[o.Name] = a
-		return ok(workspace.EventArtifactCreated).with(a.describe(o.Name))
+		a := &mArt{contents: []string{string(o.Artifact.Content)}}
+		m.arts[o.Artifact.Name] = a
+		return ok(workspace.EventArtifactCreated).with(a.describe(o.Artifact.Name))
 	case workspace.UpdateArtifactOp:
 		a, live := m.arts[o.Ref.Name]
 		if !live {
@@ -180,7 +180,7 @@ func (m *model) apply(actor string, op workspace.Op) outcome {
 		a.contents = append(a.contents, a.contents[o.To-1])
 		return ok(workspace.EventArtifactRolledBack).with(a.describe(o.Ref.Name))
 	case workspace.PutNoteOp:
-		k := o.Kind + "/" + o.Key
+		k := o.Note.Kind + "/" + o.Note.Key
 		cur := m.notes[k]
 		if o.IfVersion != 0 && o.IfVersion != cur {
 			return conflict(cur)
@@ -205,8 +205,8 @@ func (m *model) apply(actor string, op workspace.Op) outcome {
 		delete(m.notes, k)
 		return ok(workspace.EventNoteDeleted)
 	case workspace.CreateTaskOp:
-		t := &mTask{status: workspace.TaskPending, version: 1, priority: o.Priority}
-		for _, d := range o.DependsOn {
+		t := &mTask{status: workspace.TaskPending, version: 1, priority: o.Task.Priority}
+		for _, d := range o.Task.DependsOn {
 			i := m.taskIndex(d)
 			if i < 0 {
 				return fail("not_found")

@@ -112,7 +112,7 @@ func testNoteList(t *testing.T, h Harness) {
 	for _, kind := range []string{"constraint", "decision", "glossary"} {
 		for i := range 7 {
 			key := fmt.Sprintf("k%02d", (i*3)%7)
-			ops = append(ops, workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: kind, Key: key, Title: kind + " " + key}})
+			ops = append(ops, workspace.PutNoteOp{Note: workspace.NotePut{Kind: kind, Key: key, Title: kind + " " + key}})
 		}
 		for i := range 7 {
 			want[kind] = append(want[kind], fmt.Sprintf("k%02d", i))

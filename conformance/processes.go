@@ -265,7 +265,7 @@ func testProcesses(t *testing.T, h Harness) {
 	}
 	ops := make([]workspace.Op, pool)
 	for i := range ops {
-		ops[i] = workspace.CreateTaskOp{NewTask: workspace.NewTask{Title: fmt.Sprintf("job %d", i), Priority: i % 3}}
+		ops[i] = workspace.CreateTaskOp{Task: workspace.NewTask{Title: fmt.Sprintf("job %d", i), Priority: i % 3}}
 	}
 	res, err := ws.Commit(ctx, workspace.Batch{Actor: "setup", Ops: ops})
 	require.NoError(t, err)

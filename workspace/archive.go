@@ -8,32 +8,36 @@ import (
 //
 // The archive (Export, Import) is a whole workspace as NDJSON, one record
 // per line, for moving a team between backends (json -> sqlite -> postgres)
-// and for backups. Format "agentspace-archive", version 1. Every line is a JSON object whose
-// "type" says what it is; lines come in this order:
+// and for backups. Every line is a JSON object whose "type" says what it
+// is; a record line carries one record under its own key, in the JSON
+// shape every face shares (docs/schema/workspace.schema.json). Lines come
+// in this order:
 //
-//	{"type":"header","format":"agentspace-archive","version":1}
-//	{"type":"task",...}              every task, by id (so dependencies and parents come first)
-//	{"type":"note",...}              every note, by kind then key
-//	{"type":"artifact",...}          every version of every artifact: artifacts by id
-//	                                 (creation order), versions ascending; "content"
-//	                                 (base64) on the first version with each distinct sha256
+//	{"type":"header","format":"agentspace-archive","version":2}
+//	{"type":"task","task":{...}}          every task, by id (so dependencies and parents come first)
+//	{"type":"note","note":{...}}          every note, by kind then key
+//	{"type":"artifact","artifact":{...}}  every version of every artifact: artifacts by id
+//	                                      (creation order), versions ascending; "content" only
+//	                                      on the first version with each distinct sha256
 //	{"type":"artifact_deleted","id":...}  right after the last version of a deleted artifact
-//	{"type":"lease",...}             every lease row, live, expired or released, by resource
-//	                                 (released rows keep the newest token, so tokens keep growing)
+//	{"type":"lease","lease":{...}}        every lease row, live, expired or released, by resource
+//	                                      (released rows keep the newest token, so tokens keep growing)
 //	{"type":"log","floor":F,"head":H}
-//	{"type":"event","seq":...}       every event from the floor to the head, by seq
-//	{"type":"end","counts":{...}}    record counts: a truncated archive is refused
+//	{"type":"event","event":{...}}        every event from the floor to the head, by seq
+//	{"type":"end","counts":{...}}         record counts: a truncated archive is refused
 //
-// Times are RFC 3339 in UTC with up to microsecond precision; empty fields
-// are left out. Export is deterministic: importing an archive into an empty
-// store of any backend and exporting it again gives the same bytes.
+// Times are RFC 3339 in UTC with up to microsecond precision. Export is
+// deterministic: importing an archive into an empty store of any backend
+// and exporting it again gives the same bytes. Import also reads version 1,
+// whose records kept their fields next to "type" (an event's type in
+// "event") and their content in base64.
 //
 // Idempotency keys are not archived (they are short-lived retry guards).
 // Deleted artifacts and released lease rows are found through the event
 // log; those whose every event was compacted away are not exported.
 const (
 	ArchiveFormat  = "agentspace-archive"
-	ArchiveVersion = 1
+	ArchiveVersion = 2
 )
 
 // ArchiveOptions tune Export and Import.
@@ -68,63 +72,10 @@ type archiveHeader struct {
 	Version int    `json:"version"`
 }
 
-type archiveResult struct {
-	Summary   string   `json:"summary,omitempty"`
-	Artifacts []string `json:"artifacts,omitempty"`
-}
-
-type archiveTask struct {
-	Type           string            `json:"type"`
-	ID             string            `json:"id"`
-	Title          string            `json:"title"`
-	Description    string            `json:"description,omitempty"`
-	Status         TaskStatus        `json:"status"`
-	Assignee       string            `json:"assignee,omitempty"`
-	ParentID       string            `json:"parent_id,omitempty"`
-	DependsOn      []string          `json:"depends_on,omitempty"`
-	Priority       int               `json:"priority,omitempty"`
-	Labels         map[string]string `json:"labels,omitempty"`
-	Result         *archiveResult    `json:"result,omitempty"`
-	Attempts       int               `json:"attempts,omitempty"`
-	LeaseExpiresAt string            `json:"lease_expires_at,omitempty"`
-	Version        int64             `json:"version"`
-	CreatedAt      string            `json:"created_at"`
-	CreatedBy      string            `json:"created_by"`
-	UpdatedAt      string            `json:"updated_at"`
-	UpdatedBy      string            `json:"updated_by"`
-}
-
-type archiveNote struct {
-	Type      string `json:"type"`
-	Kind      string `json:"kind"`
-	Key       string `json:"key"`
-	Title     string `json:"title,omitempty"`
-	Body      string `json:"body,omitempty"`
-	Author    string `json:"author"`
-	Version   int64  `json:"version"`
-	CreatedAt string `json:"created_at"`
-	UpdatedAt string `json:"updated_at"`
-	UpdatedBy string `json:"updated_by"`
-}
-
-type archiveArtifact struct {
-	Type        string            `json:"type"`
-	ID          string            `json:"id"`
-	Name        string            `json:"name"`
-	Version     int64             `json:"version"`
-	Kind        string            `json:"kind"`
-	Owner       string            `json:"owner"`
-	ContentType string            `json:"content_type"`
-	SHA256      string            `json:"sha256"`
-	Size        int64             `json:"size"`
-	Labels      map[string]string `json:"labels,omitempty"`
-	TaskID      string            `json:"task_id,omitempty"`
-	CreatedAt   string            `json:"created_at"`
-	CreatedBy   string            `json:"created_by"`
-	UpdatedAt   string            `json:"updated_at"`
-	UpdatedBy   string            `json:"updated_by"`
-	// Content is base64, present on the first version with this SHA256.
-	Content *string `json:"content,omitempty"`
+type archiveLog struct {
+	Type  string `json:"type"`
+	Floor int64  `json:"floor"`
+	Head  int64  `json:"head"`
 }
 
 type archiveDeleted struct {
@@ -132,36 +83,27 @@ type archiveDeleted struct {
 	ID   string `json:"id"`
 }
 
-type archiveLease struct {
-	Type       string `json:"type"`
-	Resource   string `json:"resource"`
-	Owner      string `json:"owner,omitempty"`
-	Token      int64  `json:"token"`
-	AcquiredAt string `json:"acquired_at,omitempty"`
-	ExpiresAt  string `json:"expires_at,omitempty"`
+// archiveOut is a record line as Export writes it: its type and the one
+// record it carries, in the shared JSON shape.
+type archiveOut struct {
+	Type     string    `json:"type"`
+	Task     *Task     `json:"task,omitempty"`
+	Note     *Note     `json:"note,omitempty"`
+	Artifact *Artifact `json:"artifact,omitempty"`
+	Lease    *Lease    `json:"lease,omitempty"`
+	Event    *Event    `json:"event,omitempty"`
 }
 
-type archiveLog struct {
-	Type  string `json:"type"`
-	Floor int64  `json:"floor"`
-	Head  int64  `json:"head"`
-}
-
-type archiveSubject struct {
-	Kind string `json:"kind"`
-	ID   string `json:"id"`
-	Name string `json:"name,omitempty"`
-}
-
-type archiveEvent struct {
-	Type    string         `json:"type"`
-	Seq     int64          `json:"seq"`
-	Time    string         `json:"time"`
-	Actor   string         `json:"actor"`
-	Event   string         `json:"event"`
-	Subject archiveSubject `json:"subject"`
-	Version int64          `json:"version,omitempty"`
-	Message string         `json:"message,omitempty"`
+// archiveIn is a record line as Import reads it. Its types have no
+// UnmarshalJSON of their own, so unknown fields are refused at every level
+// but the task result's.
+type archiveIn struct {
+	Type     string        `json:"type"`
+	Task     *taskFields   `json:"task"`
+	Note     *Note         `json:"note"`
+	Artifact *artifactJSON `json:"artifact"`
+	Lease    *Lease        `json:"lease"`
+	Event    *Event        `json:"event"`
 }
 
 type archiveEnd struct {
@@ -181,13 +123,6 @@ const (
 	recEvent    = "event"
 	recEnd      = "end"
 )
-
-func archiveTime(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339Nano)
-}
 
 func parseArchiveTime(field, s string) (time.Time, error) {
 	if s == "" {

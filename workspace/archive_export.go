@@ -3,7 +3,6 @@ package workspace
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,10 +70,7 @@ func Export(ctx context.Context, ws Workspace, w io.Writer, opts ArchiveOptions)
 		if err := eachEvent(ctx, tx, floor, func(ev Event) error {
 			p.stats.Events++
 			p.tick()
-			return enc.Encode(archiveEvent{
-				Type: recEvent, Seq: ev.Seq, Time: archiveTime(ev.Time), Actor: ev.Actor, Event: ev.Type,
-				Subject: archiveSubject(ev.Subject), Version: ev.Version, Message: ev.Message,
-			})
+			return enc.Encode(archiveOut{Type: recEvent, Event: &ev})
 		}); err != nil {
 			return err
 		}
@@ -117,17 +113,7 @@ func exportTasks(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress)
 			return err
 		}
 		for _, t := range ts {
-			rec := archiveTask{
-				Type: recTask, ID: t.ID, Title: t.Title, Description: t.Description, Status: t.Status,
-				Assignee: t.Assignee, ParentID: t.ParentID, DependsOn: t.DependsOn, Priority: t.Priority,
-				Labels: t.Labels, Attempts: t.Attempts, LeaseExpiresAt: archiveTime(t.LeaseExpiresAt),
-				Version: t.Version, CreatedAt: archiveTime(t.CreatedAt), CreatedBy: t.CreatedBy,
-				UpdatedAt: archiveTime(t.UpdatedAt), UpdatedBy: t.UpdatedBy,
-			}
-			if t.Result.Summary != "" || len(t.Result.Artifacts) > 0 {
-				rec.Result = &archiveResult{Summary: t.Result.Summary, Artifacts: t.Result.Artifacts}
-			}
-			if err := enc.Encode(rec); err != nil {
+			if err := enc.Encode(archiveOut{Type: recTask, Task: &t}); err != nil {
 				return err
 			}
 			p.stats.Tasks++
@@ -148,11 +134,7 @@ func exportNotes(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress)
 			return err
 		}
 		for _, n := range ns {
-			if err := enc.Encode(archiveNote{
-				Type: recNote, Kind: n.Kind, Key: n.Key, Title: n.Title, Body: n.Body, Author: n.Author,
-				Version: n.Version, CreatedAt: archiveTime(n.CreatedAt), UpdatedAt: archiveTime(n.UpdatedAt),
-				UpdatedBy: n.UpdatedBy,
-			}); err != nil {
+			if err := enc.Encode(archiveOut{Type: recNote, Note: &n}); err != nil {
 				return err
 			}
 			p.stats.Notes++
@@ -198,23 +180,22 @@ func exportArtifacts(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progr
 		p.stats.Artifacts++
 		seen := map[string]bool{}
 		for _, v := range versions {
-			rec := archiveArtifact{
-				Type: recArtifact, ID: id, Name: v.Name, Version: v.Version, Kind: v.Kind, Owner: v.Owner,
-				ContentType: v.ContentType, SHA256: v.SHA256, Size: v.Size, Labels: v.Labels, TaskID: v.TaskID,
-				CreatedAt: archiveTime(v.CreatedAt), CreatedBy: v.CreatedBy,
-				UpdatedAt: archiveTime(v.UpdatedAt), UpdatedBy: v.UpdatedBy,
-			}
+			v.ID, v.Content = id, nil
 			if !seen[v.SHA256] {
 				seen[v.SHA256] = true
 				content, err := tx.Content(ctx, id, v.Version, v.SHA256)
 				if err != nil {
 					return fmt.Errorf("artifact %s version %d content: %w", id, v.Version, err)
 				}
-				s := base64.StdEncoding.EncodeToString(content)
-				rec.Content = &s
+				// Empty content is written too ("content": ""): its
+				// absence would mean "the same as an earlier version".
+				v.Content = content
+				if v.Content == nil {
+					v.Content = []byte{}
+				}
 				p.stats.ContentBytes += int64(len(content))
 			}
-			if err := enc.Encode(rec); err != nil {
+			if err := enc.Encode(archiveOut{Type: recArtifact, Artifact: &v}); err != nil {
 				return err
 			}
 			p.stats.Versions++
@@ -252,10 +233,7 @@ func exportLeases(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress
 		if err != nil {
 			return fmt.Errorf("lease %q: %w", r, err)
 		}
-		if err := enc.Encode(archiveLease{
-			Type: recLease, Resource: l.Resource, Owner: l.Owner, Token: l.Token,
-			AcquiredAt: archiveTime(l.AcquiredAt), ExpiresAt: archiveTime(l.ExpiresAt),
-		}); err != nil {
+		if err := enc.Encode(archiveOut{Type: recLease, Lease: &l}); err != nil {
 			return err
 		}
 		p.stats.Leases++

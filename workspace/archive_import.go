@@ -67,6 +67,7 @@ type importer struct {
 	maxLine int64
 	line    int
 	stage   int
+	version int // the archive's format version, from its header
 
 	// What a chunk will write, in order: record writes, then events.
 	ops       []func(ctx context.Context, tx Tx) error
@@ -194,29 +195,17 @@ func (im *importer) record(ctx context.Context, typ string, line []byte) error {
 		if r.Format != ArchiveFormat {
 			return im.errf("format %q is not %q", r.Format, ArchiveFormat)
 		}
-		if r.Version != ArchiveVersion {
-			return im.errf("archive version %d: this code reads version %d", r.Version, ArchiveVersion)
+		if r.Version < 1 || r.Version > ArchiveVersion {
+			return im.errf("archive version %d: this code reads versions 1 to %d", r.Version, ArchiveVersion)
 		}
+		im.version = r.Version
 		im.stage = stageTasks
 		return nil
-	case recTask:
-		var r archiveTask
-		if err := im.enterAndDecode(stageTasks, typ, line, &r); err != nil {
+	case recTask, recNote, recArtifact:
+		if err := im.enter(recordStage[typ], typ); err != nil {
 			return err
 		}
-		return im.task(ctx, r)
-	case recNote:
-		var r archiveNote
-		if err := im.enterAndDecode(stageNotes, typ, line, &r); err != nil {
-			return err
-		}
-		return im.note(ctx, r)
-	case recArtifact:
-		var r archiveArtifact
-		if err := im.enterAndDecode(stageArtifacts, typ, line, &r); err != nil {
-			return err
-		}
-		return im.artifact(ctx, r)
+		return im.payload(ctx, typ, line)
 	case recDeleted:
 		var r archiveDeleted
 		if err := im.enterAndDecode(stageArtifacts, typ, line, &r); err != nil {
@@ -224,11 +213,10 @@ func (im *importer) record(ctx context.Context, typ string, line []byte) error {
 		}
 		return im.deleted(ctx, r)
 	case recLease:
-		var r archiveLease
-		if err := im.enterAndDecode(stageLeases, typ, line, &r); err != nil {
+		if err := im.enter(stageLeases, typ); err != nil {
 			return err
 		}
-		return im.lease(ctx, r)
+		return im.payload(ctx, typ, line)
 	case recLog:
 		var r archiveLog
 		if im.stage >= stageLog {
@@ -243,11 +231,10 @@ func (im *importer) record(ctx context.Context, typ string, line []byte) error {
 		im.floor, im.head, im.nextSeq = r.Floor, r.Head, r.Floor
 		return nil
 	case recEvent:
-		var r archiveEvent
-		if err := im.enterAndDecode(stageEvents, typ, line, &r); err != nil {
+		if err := im.enter(stageEvents, typ); err != nil {
 			return err
 		}
-		return im.event(ctx, r)
+		return im.payload(ctx, typ, line)
 	case recEnd:
 		var r archiveEnd
 		if im.stage < stageLog {
@@ -268,6 +255,101 @@ func (im *importer) record(ctx context.Context, typ string, line []byte) error {
 		return nil
 	}
 	return im.errf("unknown record type %q", typ)
+}
+
+var recordStage = map[string]int{recTask: stageTasks, recNote: stageNotes, recArtifact: stageArtifacts}
+
+// payload reads a task, note, artifact, lease or event line and passes
+// its record on.
+func (im *importer) payload(ctx context.Context, typ string, line []byte) error {
+	if im.version == 1 {
+		return im.payloadV1(ctx, typ, line)
+	}
+	var r archiveIn
+	if err := im.decode(line, &r); err != nil {
+		return err
+	}
+	carried, want := 0, false
+	for _, c := range []struct {
+		typ string
+		set bool
+	}{{recTask, r.Task != nil}, {recNote, r.Note != nil}, {recArtifact, r.Artifact != nil}, {recLease, r.Lease != nil}, {recEvent, r.Event != nil}} {
+		if c.set {
+			carried++
+			want = want || c.typ == typ
+		}
+	}
+	if !want || carried != 1 {
+		return im.errf("a %s record carries one %q object and no other", typ, typ)
+	}
+	switch typ {
+	case recTask:
+		t := Task(*r.Task)
+		t.DependsOn, t.Labels = nilSlice(t.DependsOn), nilMap(t.Labels)
+		return im.task(ctx, t)
+	case recNote:
+		return im.note(ctx, *r.Note)
+	case recArtifact:
+		a, err := r.Artifact.artifact()
+		if err != nil {
+			return im.errf("artifact %s version %d: %v", truncate(a.ID, 64), a.Version, err)
+		}
+		return im.artifact(ctx, a)
+	case recLease:
+		return im.lease(ctx, *r.Lease)
+	default:
+		return im.event(ctx, *r.Event)
+	}
+}
+
+// payloadV1 reads a version 1 record line.
+func (im *importer) payloadV1(ctx context.Context, typ string, line []byte) error {
+	switch typ {
+	case recTask:
+		t, err := decodeV1(im, line, v1Task.task)
+		if err != nil {
+			return err
+		}
+		return im.task(ctx, t)
+	case recNote:
+		n, err := decodeV1(im, line, v1Note.note)
+		if err != nil {
+			return err
+		}
+		return im.note(ctx, n)
+	case recArtifact:
+		a, err := decodeV1(im, line, v1Artifact.artifact)
+		if err != nil {
+			return err
+		}
+		return im.artifact(ctx, a)
+	case recLease:
+		l, err := decodeV1(im, line, v1Lease.lease)
+		if err != nil {
+			return err
+		}
+		return im.lease(ctx, l)
+	default:
+		ev, err := decodeV1(im, line, v1Event.event)
+		if err != nil {
+			return err
+		}
+		return im.event(ctx, ev)
+	}
+}
+
+// decodeV1 decodes a version 1 line into its record type R and converts it.
+func decodeV1[R, T any](im *importer, line []byte, conv func(R) (T, error)) (T, error) {
+	var r R
+	if err := im.decode(line, &r); err != nil {
+		var zero T
+		return zero, err
+	}
+	t, err := conv(r)
+	if err != nil {
+		return t, im.errf("%v", err)
+	}
+	return t, nil
 }
 
 func (im *importer) enterAndDecode(stage int, typ string, line []byte, v any) error {

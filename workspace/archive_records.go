@@ -3,23 +3,22 @@ package workspace
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"time"
 )
 
 // Each archive record is validated here before it is queued for the store.
 
-// time parses a record's time field.
-func (im *importer) time(field, s string, required bool) (time.Time, error) {
-	if required && s == "" {
-		return time.Time{}, im.errf("%s is missing", field)
+// times checks that a record's required times are set and brings every
+// time to UTC microseconds, as the stores keep them.
+func (im *importer) times(required []string, ts ...*time.Time) error {
+	for i, t := range ts {
+		if i < len(required) && t.IsZero() {
+			return im.errf("%s is missing", required[i])
+		}
+		*t = t.UTC().Truncate(time.Microsecond)
 	}
-	t, err := parseArchiveTime(field, s)
-	if err != nil {
-		return time.Time{}, im.errf("%v", err)
-	}
-	return t, nil
+	return nil
 }
 
 // checkRecord returns the first validation error, placed at the line.
@@ -39,7 +38,7 @@ func checkVersionFrom1(v int64) error {
 	return nil
 }
 
-func (im *importer) task(ctx context.Context, r archiveTask) error {
+func (im *importer) task(ctx context.Context, r Task) error {
 	if err := im.checkRecord(
 		checkID("task id", r.ID),
 		checkKey("title", r.Title, MaxTitleLen),
@@ -68,31 +67,17 @@ func (im *importer) task(ctx context.Context, r archiveTask) error {
 			return im.errf("task %s: dependency %s is not earlier in the archive", r.ID, d)
 		}
 	}
-	t := Task{
-		ID: r.ID, Title: r.Title, Description: r.Description, Status: r.Status, Assignee: r.Assignee,
-		ParentID: r.ParentID, DependsOn: r.DependsOn, Priority: r.Priority, Labels: r.Labels,
-		Attempts: r.Attempts, Version: r.Version, CreatedBy: r.CreatedBy, UpdatedBy: r.UpdatedBy,
-	}
-	if r.Result != nil {
-		t.Result = TaskResult{Summary: r.Result.Summary, Artifacts: r.Result.Artifacts}
-	}
-	var err error
-	if t.LeaseExpiresAt, err = im.time("lease_expires_at", r.LeaseExpiresAt, false); err != nil {
+	if err := im.times([]string{"created_at", "updated_at"}, &r.CreatedAt, &r.UpdatedAt, &r.LeaseExpiresAt); err != nil {
 		return err
 	}
-	if t.CreatedAt, err = im.time("created_at", r.CreatedAt, true); err != nil {
-		return err
-	}
-	if t.UpdatedAt, err = im.time("updated_at", r.UpdatedAt, true); err != nil {
-		return err
-	}
+	t := r
 	im.lastTask = r.ID
 	im.tasks[r.ID] = true
 	im.p.stats.Tasks++
 	return im.add(ctx, 0, func(ctx context.Context, tx Tx) error { return tx.PutTask(ctx, t) })
 }
 
-func (im *importer) note(ctx context.Context, r archiveNote) error {
+func (im *importer) note(ctx context.Context, r Note) error {
 	if err := im.checkRecord(
 		checkKind("note kind", r.Kind),
 		checkKey("note key", r.Key, MaxKeyLen),
@@ -106,14 +91,10 @@ func (im *importer) note(ctx context.Context, r archiveNote) error {
 	if im.p.stats.Notes > 0 && (k[0] < im.lastNote[0] || k[0] == im.lastNote[0] && k[1] <= im.lastNote[1]) {
 		return im.errf("note %s/%s is out of order or repeated (notes come by kind, then key)", r.Kind, r.Key)
 	}
-	n := Note{Kind: r.Kind, Key: r.Key, Title: r.Title, Body: r.Body, Author: r.Author, Version: r.Version, UpdatedBy: r.UpdatedBy}
-	var err error
-	if n.CreatedAt, err = im.time("created_at", r.CreatedAt, true); err != nil {
+	if err := im.times([]string{"created_at", "updated_at"}, &r.CreatedAt, &r.UpdatedAt); err != nil {
 		return err
 	}
-	if n.UpdatedAt, err = im.time("updated_at", r.UpdatedAt, true); err != nil {
-		return err
-	}
+	n := r
 	im.lastNote = k
 	im.p.stats.Notes++
 	return im.add(ctx, 0, func(ctx context.Context, tx Tx) error { return tx.PutNote(ctx, n) })
@@ -127,7 +108,7 @@ func (im *importer) closeArtifact() {
 	im.art, im.artDone, im.blobs = nil, false, nil
 }
 
-func (im *importer) artifact(ctx context.Context, r archiveArtifact) error {
+func (im *importer) artifact(ctx context.Context, r Artifact) error {
 	if err := im.checkRecord(
 		checkID("artifact id", r.ID),
 		checkName("name", r.Name),
@@ -175,10 +156,7 @@ func (im *importer) artifact(ctx context.Context, r archiveArtifact) error {
 	size, stored := im.blobs[r.SHA256]
 	switch {
 	case r.Content != nil:
-		b, err := base64.StdEncoding.DecodeString(*r.Content)
-		if err != nil {
-			return im.errf("artifact %s version %d: content is not base64: %v", r.ID, r.Version, err)
-		}
+		b := r.Content
 		sum := sha256.Sum256(b)
 		if hex.EncodeToString(sum[:]) != r.SHA256 || int64(len(b)) != r.Size {
 			return im.errf("artifact %s version %d: content does not match its sha256 and size", r.ID, r.Version)
@@ -196,17 +174,11 @@ func (im *importer) artifact(ctx context.Context, r archiveArtifact) error {
 	case size != r.Size:
 		return im.errf("artifact %s version %d: size %d differs from %d for the same sha256", r.ID, r.Version, r.Size, size)
 	}
-	a := Artifact{
-		ID: r.ID, Name: r.Name, Kind: r.Kind, Owner: r.Owner, Version: r.Version, ContentType: r.ContentType,
-		SHA256: r.SHA256, Size: r.Size, Labels: r.Labels, TaskID: r.TaskID, CreatedBy: r.CreatedBy, UpdatedBy: r.UpdatedBy,
-	}
-	var err error
-	if a.CreatedAt, err = im.time("created_at", r.CreatedAt, true); err != nil {
+	if err := im.times([]string{"created_at", "updated_at"}, &r.CreatedAt, &r.UpdatedAt); err != nil {
 		return err
 	}
-	if a.UpdatedAt, err = im.time("updated_at", r.UpdatedAt, true); err != nil {
-		return err
-	}
+	a := r
+	a.Content = nil
 	im.art = &a
 	im.p.stats.Versions++
 	return im.add(ctx, int64(len(content)), func(ctx context.Context, tx Tx) error { return tx.PutArtifact(ctx, a, content) })
@@ -222,7 +194,7 @@ func (im *importer) deleted(ctx context.Context, r archiveDeleted) error {
 	return im.add(ctx, 0, func(ctx context.Context, tx Tx) error { return tx.DeleteArtifact(ctx, id) })
 }
 
-func (im *importer) lease(ctx context.Context, r archiveLease) error {
+func (im *importer) lease(ctx context.Context, r Lease) error {
 	if err := im.checkRecord(checkResource(r.Resource)); err != nil {
 		return err
 	}
@@ -237,20 +209,16 @@ func (im *importer) lease(ctx context.Context, r archiveLease) error {
 	if im.p.stats.Leases > 0 && r.Resource <= im.lastRes {
 		return im.errf("lease %q is out of order or repeated (leases come by resource)", r.Resource)
 	}
-	l := Lease{Resource: r.Resource, Owner: r.Owner, Token: r.Token}
-	var err error
-	if l.AcquiredAt, err = im.time("acquired_at", r.AcquiredAt, false); err != nil {
+	if err := im.times(nil, &r.AcquiredAt, &r.ExpiresAt); err != nil {
 		return err
 	}
-	if l.ExpiresAt, err = im.time("expires_at", r.ExpiresAt, false); err != nil {
-		return err
-	}
+	l := r
 	im.lastRes = r.Resource
 	im.p.stats.Leases++
 	return im.add(ctx, 0, func(ctx context.Context, tx Tx) error { return tx.PutLease(ctx, l) })
 }
 
-func (im *importer) event(ctx context.Context, r archiveEvent) error {
+func (im *importer) event(ctx context.Context, r Event) error {
 	if r.Seq != im.nextSeq {
 		return im.errf("event seq %d where %d was due: the log must be gap-free from its floor", r.Seq, im.nextSeq)
 	}
@@ -258,7 +226,7 @@ func (im *importer) event(ctx context.Context, r archiveEvent) error {
 		return im.errf("event seq %d is past the log's head %d", r.Seq, im.head)
 	}
 	if err := im.checkRecord(
-		checkKey("event type", r.Event, MaxKindLen),
+		checkKey("event type", r.Type, MaxKindLen),
 		checkText("actor", r.Actor, MaxActorLen),
 		checkText("subject kind", r.Subject.Kind, MaxKindLen),
 		checkText("subject id", r.Subject.ID, MaxNameLen+MaxKeyLen),
@@ -267,13 +235,10 @@ func (im *importer) event(ctx context.Context, r archiveEvent) error {
 	); err != nil {
 		return err
 	}
-	t, err := im.time("time", r.Time, true)
-	if err != nil {
+	if err := im.times([]string{"time"}, &r.Time); err != nil {
 		return err
 	}
-	im.events = append(im.events, Event{
-		Seq: r.Seq, Time: t, Actor: r.Actor, Type: r.Event, Subject: Subject(r.Subject), Version: r.Version, Message: r.Message,
-	})
+	im.events = append(im.events, r)
 	im.nextSeq++
 	im.p.stats.Events++
 	im.p.tick()

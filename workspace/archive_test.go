@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -186,6 +188,16 @@ func TestImportRejectsBrokenArchivesAndWritesNothing(t *testing.T) {
 		}
 		return b.String()
 	}
+	replaceLine := func(match, with string) string {
+		var b strings.Builder
+		for _, l := range lines {
+			if strings.Contains(l, match) {
+				l = with + "\n"
+			}
+			b.WriteString(l)
+		}
+		return b.String()
+	}
 	cases := []struct {
 		name    string
 		archive string
@@ -193,14 +205,18 @@ func TestImportRejectsBrokenArchivesAndWritesNothing(t *testing.T) {
 	}{
 		{"empty", "", "is empty"},
 		{"not an archive", "hello\n", "not a JSON object"},
-		{"newer version", strings.Replace(good, `"version":1}`, `"version":2}`, 1), "archive version 2"},
+		{"newer version", strings.Replace(good, `"version":2}`, `"version":3}`, 1), "archive version 3"},
 		{"truncated", strings.Join(lines[:len(lines)-2], ""), "truncated"},
-		{"gap in the log", without(`"type":"event","seq":3,`), "seq 4 where 3 was due"},
-		{"wrong content", strings.Replace(good, `"content":"b25lCg=="`, `"content":"dHdvCg=="`, 1), "does not match its sha256"},
+		{"gap in the log", without(`"type":"event","event":{"seq":3,`), "seq 4 where 3 was due"},
+		{"wrong content", strings.Replace(good, `"content":"one\n"`, `"content":"two\n"`, 1), "does not match its sha256"},
+		{"unknown content encoding", strings.Replace(good, `"content_encoding":"base64"`, `"content_encoding":"hex"`, 1), `"hex" is neither`},
+		{"bad base64", strings.Replace(good, `"content":"AAEC"`, `"content":"AA!C"`, 1), "not base64"},
 		{"escaping name", strings.ReplaceAll(good, `"name":"tmp/x.bin"`, `"name":"../x.bin"`), "invalid name"},
 		{"unknown field", strings.Replace(good, `{"type":"note",`, `{"type":"note","color":"red",`, 1), "unknown field"},
+		{"unknown field in a record", strings.Replace(good, `"note":{"kind":"decision",`, `"note":{"color":"red","kind":"decision",`, 1), "unknown field"},
+		{"record without its object", replaceLine(`"note":{"kind":"decision"`, `{"type":"note"}`), `carries one "note" object`},
 		{"records out of order", without(`"type":"header"`), "first line must be the header"},
-		{"counts disagree", without(`"type":"note","kind":"glossary"`), "end record counts"},
+		{"counts disagree", without(`"type":"note","note":{"kind":"glossary"`), "end record counts"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -237,11 +253,112 @@ func TestImportThatFailsAfterACommitSaysTheStoreIsPartial(t *testing.T) {
 	ctx := context.Background()
 	src := openSQLite(t, "src")
 	populate(t, src)
-	broken := strings.Replace(string(export(t, src)), `"type":"event","seq":3,`, `"type":"event","seq":33,`, 1)
+	broken := strings.Replace(string(export(t, src)), `"type":"event","event":{"seq":3,`, `"type":"event","event":{"seq":33,`, 1)
 
 	t.Cleanup(workspace.SetImportChunk(3, 1))
 	dst := openSQLite(t, "dst")
 	_, err := workspace.Import(ctx, dst, strings.NewReader(broken), workspace.ArchiveOptions{})
 	require.ErrorIs(t, err, workspace.ErrInvalid)
 	assert.Contains(t, err.Error(), "the store holds a partial import: empty it before importing again")
+}
+
+// TestImportReadsAVersion1Archive imports an archive written by format
+// version 1 (testdata/archive-v1.ndjson, exported from populate's
+// workspace), and checks that its records arrive whole and that the store
+// exports them in the current version, which imports again unchanged.
+func TestImportReadsAVersion1Archive(t *testing.T) {
+	ctx := context.Background()
+	v1, err := os.ReadFile("testdata/archive-v1.ndjson")
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(v1), `{"type":"header","format":"agentspace-archive","version":1}`))
+
+	dst := openSQLite(t, "dst")
+	st, err := workspace.Import(ctx, dst, bytes.NewReader(v1), workspace.ArchiveOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, workspace.ArchiveStats{Tasks: 2, Notes: 2, Artifacts: 3, Versions: 5, DeletedArtifacts: 1, Leases: 2, Events: 16, ContentBytes: 11}, st)
+
+	a, err := dst.Artifacts().Get(ctx, workspace.ByName("plans/a.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "one\n", string(a.Content))
+	assert.Equal(t, int64(3), a.Version)
+	assert.Equal(t, map[string]string{"team": "core"}, a.Labels)
+	assert.Equal(t, time.Date(2026, 11, 25, 18, 57, 24, 457777000, time.UTC), a.CreatedAt)
+	v2, err := dst.Artifacts().Get(ctx, workspace.ArtifactRef{ID: "01a21411-dbe9-7d04-a896-83896f575e19", Version: 2})
+	require.NoError(t, err)
+	assert.Equal(t, "two\n", string(v2.Content))
+	deleted, err := dst.Artifacts().Get(ctx, workspace.ArtifactRef{ID: "01a21411-dbeb-78b1-9e77-f8892c7b708a", Version: 1})
+	require.NoError(t, err)
+	assert.Equal(t, []byte{0, 1, 2}, deleted.Content, "binary content of a deleted artifact")
+	empty, err := dst.Artifacts().Get(ctx, workspace.ByName("tmp/x.bin"))
+	require.NoError(t, err)
+	assert.Empty(t, empty.Content)
+
+	first, err := dst.Tasks().Get(ctx, "01a21411-dbed-720c-9c18-88235257afc9")
+	require.NoError(t, err)
+	assert.Equal(t, workspace.TaskDone, first.Status)
+	assert.Equal(t, workspace.TaskResult{Summary: "ok", Artifacts: []string{"plans/a.md"}}, first.Result)
+	second, err := dst.Tasks().Get(ctx, "01a21411-dbed-799c-bf9a-c13c1a6640b9")
+	require.NoError(t, err)
+	assert.Equal(t, []string{first.ID}, second.DependsOn)
+	assert.Equal(t, first.ID, second.ParentID)
+
+	n, err := dst.Notes().Get(ctx, "glossary", "fence")
+	require.NoError(t, err)
+	assert.Equal(t, "a token", n.Body)
+
+	page, err := dst.Events().Read(ctx, workspace.EventQuery{Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, page.Events, 16)
+	assert.Equal(t, workspace.EventArtifactRolledBack, page.Events[2].Type)
+	assert.Equal(t, "rolled back to version 1", page.Events[2].Message)
+	assert.Equal(t, workspace.Subject{Kind: "note", ID: "decision/db", Name: "db"}, page.Events[10].Subject)
+
+	// The store exports the current version, which round-trips byte for byte.
+	current := export(t, dst)
+	assert.True(t, strings.HasPrefix(string(current), `{"type":"header","format":"agentspace-archive","version":2}`))
+	again := openSQLite(t, "again")
+	_, err = workspace.Import(ctx, again, bytes.NewReader(current), workspace.ArchiveOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, string(current), string(export(t, again)))
+
+	// Version 1 records are still checked as strictly as they were.
+	for name, c := range map[string]struct{ from, to, want string }{
+		"unknown field": {`{"type":"note",`, `{"type":"note","color":"red",`, "unknown field"},
+		"wrong content": {`"content":"b25lCg=="`, `"content":"dHdvCg=="`, "does not match its sha256"},
+		"bad base64":    {`"content":"AAEC"`, `"content":"AA!C"`, "not base64"},
+		"bad time":      {`"created_at":"2026-11-25T18:57:24.463305Z"`, `"created_at":"yesterday"`, "not an RFC 3339 time"},
+		"missing time":  {`"created_at":"2026-11-25T18:57:24.463305Z",`, ``, "created_at is missing"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			broken := strings.Replace(string(v1), c.from, c.to, 1)
+			require.NotEqual(t, string(v1), broken)
+			_, err := workspace.Import(ctx, openSQLite(t, "broken"), strings.NewReader(broken), workspace.ArchiveOptions{})
+			require.ErrorIs(t, err, workspace.ErrInvalid)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+}
+
+// TestArchiveLinesValidateAgainstTheSchema checks every line an export
+// writes against $defs/ArchiveLine of the shared schema.
+func TestArchiveLinesValidateAgainstTheSchema(t *testing.T) {
+	src := openSQLite(t, "src")
+	populate(t, src)
+	f, err := os.Open("../docs/schema/workspace.schema.json")
+	require.NoError(t, err)
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	require.NoError(t, c.AddResource("workspace.schema.json", doc))
+	sch, err := c.Compile("workspace.schema.json#/$defs/ArchiveLine")
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(export(t, src))), "\n")
+	require.Len(t, lines, 31)
+	for i, line := range lines {
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
+		require.NoError(t, err)
+		assert.NoError(t, sch.Validate(inst), "line %d: %s", i+1, line)
+	}
 }

@@ -28,8 +28,8 @@ type Cond struct {
 
 // CreateArtifactOp creates an artifact.
 type CreateArtifactOp struct {
-	NewArtifact
-	Message string
+	Artifact NewArtifact
+	Message  string // kept in the event log
 }
 
 // UpdateArtifactOp writes a new version of an artifact.
@@ -54,8 +54,8 @@ type RollbackArtifactOp struct {
 
 // CreateTaskOp creates a task.
 type CreateTaskOp struct {
-	NewTask
-	Message string
+	Task    NewTask
+	Message string // kept in the event log
 }
 
 // UpdateTaskOp changes a task.
@@ -67,7 +67,7 @@ type UpdateTaskOp struct {
 
 // PutNoteOp creates or updates a note.
 type PutNoteOp struct {
-	NotePut
+	Note NotePut
 	Cond
 }
 
@@ -97,19 +97,19 @@ func (ReleaseLockOp) isOp()      {}
 // OpResult is what one op produced: the record written (metadata only for
 // artifacts), or nothing for deletes and releases.
 type OpResult struct {
-	Artifact *Artifact `json:",omitempty"`
-	Task     *Task     `json:",omitempty"`
-	Note     *Note     `json:",omitempty"`
+	Artifact *Artifact `json:"artifact,omitempty"`
+	Task     *Task     `json:"task,omitempty"`
+	Note     *Note     `json:"note,omitempty"`
 }
 
 // BatchResult is what Commit returns: one result per op, in order, and the
 // events the batch appended.
 type BatchResult struct {
-	Results []OpResult
-	Events  []Event
+	Results []OpResult `json:"results"`
+	Events  []Event    `json:"events"`
 	// Replayed is set when the result is the stored one of an earlier call
 	// with the same idempotency key: nothing was written this time.
-	Replayed bool `json:"-"`
+	Replayed bool `json:"replayed"`
 }
 
 // BatchError says which op of a batch failed; it unwraps to that op's error,

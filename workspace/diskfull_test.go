@@ -102,8 +102,8 @@ func TestDiskFullFailsCleanlyAndRecovers(t *testing.T) {
 			var failed error
 			for i := 0; i < 20 && failed == nil; i++ {
 				_, failed = ws.Commit(ctx, workspace.Batch{Actor: "bob", Ops: []workspace.Op{
-					workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("full-%d", i)}},
-					workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: fmt.Sprintf("big/%d", i), Content: big}},
+					workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("full-%d", i)}},
+					workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: fmt.Sprintf("big/%d", i), Content: big}},
 				}})
 			}
 			require.Error(t, failed, "a write to a full disk fails")

@@ -41,9 +41,9 @@ var (
 
 // ConflictError reports a failed IfVersion condition. It matches ErrConflict.
 type ConflictError struct {
-	Subject  Subject // the record written
-	Expected int64   // the version the writer asked for
-	Current  int64   // the version stored (0 if the record does not exist)
+	Subject  Subject `json:"subject"`  // the record written
+	Expected int64   `json:"expected"` // the version the writer asked for
+	Current  int64   `json:"current"`  // the version stored (0 if the record does not exist)
 }
 
 // Error describes the failure in one line.
@@ -58,10 +58,10 @@ func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 // LockedError reports that a live lease held by someone else blocked the call.
 // It matches ErrLocked.
 type LockedError struct {
-	Resource  string
-	Holder    string
-	Token     int64
-	ExpiresAt time.Time
+	Resource  string    `json:"resource"`
+	Holder    string    `json:"holder"`
+	Token     int64     `json:"token"`
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // Error describes the failure in one line.
@@ -76,9 +76,9 @@ func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 // StaleFenceError reports a write whose fencing token is older than the newest
 // one issued for the record's lock. It matches ErrStaleFence.
 type StaleFenceError struct {
-	Resource string
-	Fence    int64 // the token the writer presented
-	Newest   int64 // the newest token issued for Resource
+	Resource string `json:"resource"`
+	Fence    int64  `json:"fence"`  // the token the writer presented
+	Newest   int64  `json:"newest"` // the newest token issued for Resource
 }
 
 // Error describes the failure in one line.
@@ -91,8 +91,8 @@ func (e *StaleFenceError) Is(target error) bool { return target == ErrStaleFence
 
 // CompactedError reports a read below the event log's floor. It matches ErrCompacted.
 type CompactedError struct {
-	Requested int64 // the AfterSeq asked for
-	Floor     int64 // the lowest seq still kept; resume from Floor-1 after re-reading state
+	Requested int64 `json:"requested"` // the AfterSeq asked for
+	Floor     int64 `json:"floor"`     // the lowest seq still kept; resume from Floor-1 after re-reading state
 }
 
 // Error describes the failure in one line.
@@ -106,9 +106,9 @@ func (e *CompactedError) Is(target error) bool { return target == ErrCompacted }
 // InvalidError reports bad input: which field, and why. It matches ErrInvalid,
 // or ErrTooLarge when TooLarge is set.
 type InvalidError struct {
-	Field    string
-	Reason   string
-	TooLarge bool
+	Field    string `json:"field"`
+	Reason   string `json:"reason"`
+	TooLarge bool   `json:"too_large"`
 }
 
 // Error describes the failure in one line.
@@ -130,9 +130,9 @@ func (e *InvalidError) Is(target error) bool {
 // SchemaError reports a store whose schema version this code cannot use as is.
 // It matches ErrSchema.
 type SchemaError struct {
-	Current int64 // the store's version
-	Want    int64 // the version this code needs
-	Dirty   bool  // a migration failed half-way
+	Current int64 `json:"current"` // the store's version
+	Want    int64 `json:"want"`    // the version this code needs
+	Dirty   bool  `json:"dirty"`   // a migration failed half-way
 }
 
 // Error describes the failure in one line.

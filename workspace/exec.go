@@ -129,31 +129,31 @@ func refLabel(ref ArtifactRef) string {
 }
 
 func (x *exec) createArtifact(ctx context.Context, o CreateArtifactOp) (*Artifact, error) {
-	if _, err := x.tx.Artifact(ctx, ArtifactRef{Name: o.Name}); err == nil {
-		return nil, fmt.Errorf("artifact %q: %w", o.Name, ErrAlreadyExists)
+	if _, err := x.tx.Artifact(ctx, ArtifactRef{Name: o.Artifact.Name}); err == nil {
+		return nil, fmt.Errorf("artifact %q: %w", o.Artifact.Name, ErrAlreadyExists)
 	} else if !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
-	if err := x.checkGuard(ctx, ArtifactResource(o.Name), 0); err != nil {
+	if err := x.checkGuard(ctx, ArtifactResource(o.Artifact.Name), 0); err != nil {
 		return nil, err
 	}
-	if o.TaskID != "" {
-		if _, err := x.tx.Task(ctx, o.TaskID); err != nil {
-			return nil, fmt.Errorf("artifact task %s: %w", o.TaskID, err)
+	if o.Artifact.TaskID != "" {
+		if _, err := x.tx.Task(ctx, o.Artifact.TaskID); err != nil {
+			return nil, fmt.Errorf("artifact task %s: %w", o.Artifact.TaskID, err)
 		}
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return nil, err
 	}
-	content := o.Content
+	content := o.Artifact.Content
 	if content == nil {
 		content = []byte{}
 	}
 	a := Artifact{
-		ID: id.String(), Name: o.Name, Kind: o.Kind, Owner: x.actor, Version: 1,
-		ContentType: o.ContentType, SHA256: hashHex(content), Size: int64(len(content)),
-		Labels: cloneLabels(o.Labels), TaskID: o.TaskID,
+		ID: id.String(), Name: o.Artifact.Name, Kind: o.Artifact.Kind, Owner: x.actor, Version: 1,
+		ContentType: o.Artifact.ContentType, SHA256: hashHex(content), Size: int64(len(content)),
+		Labels: cloneLabels(o.Artifact.Labels), TaskID: o.Artifact.TaskID,
 		CreatedAt: x.now, CreatedBy: x.actor, UpdatedAt: x.now, UpdatedBy: x.actor,
 	}
 	if a.Kind == "" {
@@ -277,13 +277,13 @@ func taskSubject(t Task) Subject {
 }
 
 func (x *exec) createTask(ctx context.Context, o CreateTaskOp) (*Task, error) {
-	if o.ParentID != "" {
-		if _, err := x.tx.Task(ctx, o.ParentID); err != nil {
-			return nil, fmt.Errorf("parent task %s: %w", o.ParentID, err)
+	if o.Task.ParentID != "" {
+		if _, err := x.tx.Task(ctx, o.Task.ParentID); err != nil {
+			return nil, fmt.Errorf("parent task %s: %w", o.Task.ParentID, err)
 		}
 	}
 	var deps []string
-	for _, d := range o.DependsOn {
+	for _, d := range o.Task.DependsOn {
 		if slices.Contains(deps, d) {
 			continue
 		}
@@ -297,9 +297,9 @@ func (x *exec) createTask(ctx context.Context, o CreateTaskOp) (*Task, error) {
 		return nil, err
 	}
 	t := Task{
-		ID: id.String(), Title: o.Title, Description: o.Description, Status: TaskPending,
-		Assignee: o.Assignee, ParentID: o.ParentID, DependsOn: deps, Priority: o.Priority,
-		Labels: cloneLabels(o.Labels), Version: 1,
+		ID: id.String(), Title: o.Task.Title, Description: o.Task.Description, Status: TaskPending,
+		Assignee: o.Task.Assignee, ParentID: o.Task.ParentID, DependsOn: deps, Priority: o.Task.Priority,
+		Labels: cloneLabels(o.Task.Labels), Version: 1,
 		CreatedAt: x.now, CreatedBy: x.actor, UpdatedAt: x.now, UpdatedBy: x.actor,
 	}
 	if err := x.tx.PutTask(ctx, t); err != nil {
@@ -469,8 +469,8 @@ func noteSubject(kind, key string) Subject {
 }
 
 func (x *exec) putNote(ctx context.Context, o PutNoteOp) (*Note, error) {
-	subj := noteSubject(o.Kind, o.Key)
-	n, err := x.tx.Note(ctx, o.Kind, o.Key)
+	subj := noteSubject(o.Note.Kind, o.Note.Key)
+	n, err := x.tx.Note(ctx, o.Note.Kind, o.Note.Key)
 	exists := err == nil
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, err
@@ -478,13 +478,13 @@ func (x *exec) putNote(ctx context.Context, o PutNoteOp) (*Note, error) {
 	if err := checkIfVersion(subj, o.IfVersion, n.Version); err != nil {
 		return nil, err
 	}
-	if err := x.checkGuard(ctx, noteResource(o.Kind, o.Key), o.Fence); err != nil {
+	if err := x.checkGuard(ctx, noteResource(o.Note.Kind, o.Note.Key), o.Fence); err != nil {
 		return nil, err
 	}
 	if !exists {
-		n = Note{Kind: o.Kind, Key: o.Key, Author: x.actor, CreatedAt: x.now}
+		n = Note{Kind: o.Note.Kind, Key: o.Note.Key, Author: x.actor, CreatedAt: x.now}
 	}
-	n.Title, n.Body = o.Title, o.Body
+	n.Title, n.Body = o.Note.Title, o.Note.Body
 	n.Version++
 	n.UpdatedAt, n.UpdatedBy = x.now, x.actor
 	if err := x.tx.PutNote(ctx, n); err != nil {

@@ -30,7 +30,7 @@ func (h *handle) runHinted(ctx context.Context, opname, actor string, hints []Re
 type artifacts struct{ h *handle }
 
 func (a artifacts) Create(ctx context.Context, w Write, n NewArtifact) (Artifact, error) {
-	r, err := a.h.single(ctx, "artifacts.create", w, CreateArtifactOp{NewArtifact: n, Message: w.Message})
+	r, err := a.h.single(ctx, "artifacts.create", w, CreateArtifactOp{Artifact: n, Message: w.Message})
 	return derefArtifact(r.Artifact), err
 }
 
@@ -170,7 +170,7 @@ type tasks struct{ h *handle }
 const claimRecheck = time.Second
 
 func (t tasks) Create(ctx context.Context, w Write, n NewTask) (Task, error) {
-	r, err := t.h.single(ctx, "tasks.create", w, CreateTaskOp{NewTask: n, Message: w.Message})
+	r, err := t.h.single(ctx, "tasks.create", w, CreateTaskOp{Task: n, Message: w.Message})
 	return derefTask(r.Task), err
 }
 
@@ -318,7 +318,7 @@ func derefTask(t *Task) Task {
 type notes struct{ h *handle }
 
 func (n notes) Put(ctx context.Context, w Write, p NotePut) (Note, error) {
-	r, err := n.h.single(ctx, "notes.put", w, PutNoteOp{NotePut: p, Cond: condOf(w)})
+	r, err := n.h.single(ctx, "notes.put", w, PutNoteOp{Note: p, Cond: condOf(w)})
 	if r.Note == nil {
 		return Note{}, err
 	}

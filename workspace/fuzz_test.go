@@ -247,7 +247,7 @@ func FuzzCommit(f *testing.F) {
 		}
 
 		op := fuzzOp(sel, a, b, content, n, art.ID, task.ID)
-		first := workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: "fuzz-first"}}
+		first := workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: "fuzz-first"}}
 		res, err := ws.Commit(ctx, workspace.Batch{Actor: "bob", Ops: []workspace.Op{first, op}})
 		if err == nil {
 			for _, r := range res.Results {
@@ -286,7 +286,7 @@ func fuzzOp(sel uint8, a, b string, content []byte, n int64, artID, taskID strin
 	cond := workspace.Cond{IfVersion: n, Message: b}
 	switch sel % 10 {
 	case 0:
-		return workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: a, Kind: b, Content: content, Labels: labels}, Message: b}
+		return workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: a, Kind: b, Content: content, Labels: labels}, Message: b}
 	case 1:
 		return workspace.UpdateArtifactOp{Ref: ref, Change: workspace.ArtifactChange{Content: content, ContentType: &b, Labels: labels}, Cond: cond}
 	case 2:
@@ -294,13 +294,13 @@ func fuzzOp(sel uint8, a, b string, content []byte, n int64, artID, taskID strin
 	case 3:
 		return workspace.RollbackArtifactOp{Ref: ref, To: n, Cond: cond}
 	case 4:
-		return workspace.CreateTaskOp{NewTask: workspace.NewTask{Title: a, Description: b, Priority: int(n), Labels: labels, DependsOn: []string{b}}}
+		return workspace.CreateTaskOp{Task: workspace.NewTask{Title: a, Description: b, Priority: int(n), Labels: labels, DependsOn: []string{b}}}
 	case 5:
 		st := workspace.TaskStatus(a)
 		return workspace.UpdateTaskOp{ID: taskID, Change: workspace.TaskChange{Status: &st, Title: &b,
 			Result: &workspace.TaskResult{Summary: string(content), Artifacts: []string{b}}}, Cond: cond}
 	case 6:
-		return workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: a, Key: b, Body: string(content)}, Cond: cond}
+		return workspace.PutNoteOp{Note: workspace.NotePut{Kind: a, Key: b, Body: string(content)}, Cond: cond}
 	case 7:
 		return workspace.DeleteNoteOp{Kind: a, Key: b, Cond: cond}
 	case 8:

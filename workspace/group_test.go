@@ -251,7 +251,7 @@ func TestAGroupRunsWithoutSavepointsUntilAJobMustBeUndone(t *testing.T) {
 			wg.Go(func() {
 				ops := []workspace.Op{workspace.UpdateArtifactOp{Ref: workspace.ArtifactRef{Name: "doc"}, Change: workspace.ArtifactChange{Content: []byte("x")}, Cond: stale}}
 				if tc.writesFirst {
-					ops = append([]workspace.Op{workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: "partial", Kind: "plan", Content: []byte("p")}}}, ops...)
+					ops = append([]workspace.Op{workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "partial", Kind: "plan", Content: []byte("p")}}}, ops...)
 				}
 				_, refused = ws.Commit(ctx, workspace.Batch{Actor: "a", Ops: ops})
 			})

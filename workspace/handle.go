@@ -226,9 +226,9 @@ func readHint(op Op) ReadHint {
 	case UpdateArtifactOp:
 		return ReadHint{Artifact: ArtifactRef{ID: o.Ref.ID, Name: o.Ref.Name}}
 	case CreateArtifactOp:
-		return ReadHint{Artifact: ArtifactRef{Name: o.Name}}
+		return ReadHint{Artifact: ArtifactRef{Name: o.Artifact.Name}}
 	case PutNoteOp:
-		return ReadHint{NoteKind: o.Kind, NoteKey: o.Key}
+		return ReadHint{NoteKind: o.Note.Kind, NoteKey: o.Note.Key}
 	case DeleteNoteOp:
 		return ReadHint{NoteKind: o.Kind, NoteKey: o.Key}
 	case UpdateTaskOp:

@@ -24,9 +24,9 @@ type Write struct {
 
 // Subject names the record an event is about.
 type Subject struct {
-	Kind string // "artifact", "task", "note", "lock"
-	ID   string // artifact or task id; "KIND/KEY" for notes; the resource for locks
-	Name string // artifact name, task title, note key, lock resource
+	Kind string `json:"kind"` // "artifact", "task", "note", "lock"
+	ID   string `json:"id"`   // artifact or task id; "KIND/KEY" for notes; the resource for locks
+	Name string `json:"name"` // artifact name, task title, note key, lock resource
 }
 
 func (s Subject) label() string {
@@ -46,22 +46,26 @@ const (
 
 // Artifact is one version of a piece of versioned content: a plan, code, a
 // review, a test result. Metadata-only reads (List, Versions) leave Content nil.
+//
+// In JSON, Content is the "content" field: the text itself when it is
+// UTF-8 without NUL bytes ("content_encoding": "utf-8"), else base64
+// ("content_encoding": "base64"); both are absent when Content is nil.
 type Artifact struct {
-	ID          string            // UUIDv7, fixed for the artifact's life
-	Name        string            // path-like key, unique among live artifacts
-	Kind        string            // design, code, review, test, plan, output, or any lower-case word
-	Owner       string            // the actor that created it, unless changed
-	Version     int64             // 1 on create, +1 on every change
-	Content     []byte            // the bytes of this version
-	ContentType string            // a media type, e.g. text/markdown
-	SHA256      string            // hex SHA-256 of Content
-	Size        int64             // len(Content)
-	Labels      map[string]string // free-form key/value labels
-	TaskID      string            // optional task this artifact belongs to
-	CreatedAt   time.Time
-	CreatedBy   string
-	UpdatedAt   time.Time // when this version was written
-	UpdatedBy   string    // who wrote this version
+	ID          string            `json:"id"`           // UUIDv7, fixed for the artifact's life
+	Name        string            `json:"name"`         // path-like key, unique among live artifacts
+	Kind        string            `json:"kind"`         // design, code, review, test, plan, output, or any lower-case word
+	Owner       string            `json:"owner"`        // the actor that created it, unless changed
+	Version     int64             `json:"version"`      // 1 on create, +1 on every change
+	Content     []byte            `json:"-"`            // the bytes of this version; JSON: see above
+	ContentType string            `json:"content_type"` // a media type, e.g. text/markdown
+	SHA256      string            `json:"sha256"`       // hex SHA-256 of Content
+	Size        int64             `json:"size"`         // len(Content)
+	Labels      map[string]string `json:"labels"`       // free-form key/value labels
+	TaskID      string            `json:"task_id"`      // optional task this artifact belongs to
+	CreatedAt   time.Time         `json:"created_at,omitzero"`
+	CreatedBy   string            `json:"created_by"`
+	UpdatedAt   time.Time         `json:"updated_at,omitzero"` // when this version was written
+	UpdatedBy   string            `json:"updated_by"`          // who wrote this version
 }
 
 // ArtifactRef names an artifact by ID or by Name (exactly one), and
@@ -112,14 +116,13 @@ type ArtifactFilter struct {
 
 // ArtifactPage is one page of List, ordered by name.
 type ArtifactPage struct {
-	Artifacts []Artifact
-	Next      string // pass as After for the next page; empty at the end
+	Artifacts []Artifact `json:"artifacts"`
+	Next      string     `json:"next"` // pass as After for the next page; empty at the end
 }
 
-// TaskStatus is a task's place in its life cycle.
-type TaskStatus string
-
-// Task statuses. The legal transitions are:
+// TaskStatus is a task's place in its life cycle: one of TaskPending,
+// TaskInProgress, TaskBlocked, TaskDone, TaskFailed, TaskCancelled. The legal
+// transitions are:
 //
 //	pending     -> in_progress (only by Claim), blocked, cancelled
 //	in_progress -> done, failed, pending (release), blocked, cancelled
@@ -137,14 +140,27 @@ type TaskStatus string
 // late assignee gets ErrLockLost. Until then Get and List show the task as
 // stored: in_progress with LeaseExpiresAt in the past (Status leaves it out
 // of ActiveTasks).
-const (
-	TaskPending    TaskStatus = "pending"
-	TaskInProgress TaskStatus = "in_progress"
-	TaskBlocked    TaskStatus = "blocked"
-	TaskDone       TaskStatus = "done"
-	TaskFailed     TaskStatus = "failed"
-	TaskCancelled  TaskStatus = "cancelled"
-)
+type TaskStatus string
+
+// Each status is declared on its own, so that `go doc` lists all six.
+
+// TaskPending: waiting to be claimed (once every dependency is done).
+const TaskPending TaskStatus = "pending"
+
+// TaskInProgress: claimed by its Assignee, under a lease kept by Heartbeat.
+const TaskInProgress TaskStatus = "in_progress"
+
+// TaskBlocked: set aside until someone returns it to pending.
+const TaskBlocked TaskStatus = "blocked"
+
+// TaskDone: finished by Complete, with its Result. Final.
+const TaskDone TaskStatus = "done"
+
+// TaskFailed: given up by Fail, with its Result; may be retried (pending).
+const TaskFailed TaskStatus = "failed"
+
+// TaskCancelled: will not be done. Final.
+const TaskCancelled TaskStatus = "cancelled"
 
 var taskTransitions = map[TaskStatus][]TaskStatus{
 	TaskPending:    {TaskInProgress, TaskBlocked, TaskCancelled},
@@ -174,29 +190,29 @@ func (s TaskStatus) CanBecome(next TaskStatus) bool {
 
 // TaskResult is what a finished (or failed) task produced.
 type TaskResult struct {
-	Summary   string   `json:"summary,omitempty"`
-	Artifacts []string `json:"artifacts,omitempty"` // artifact names
+	Summary   string   `json:"summary"`
+	Artifacts []string `json:"artifacts"` // artifact names
 }
 
 // Task is a unit of work to be claimed and done by an agent.
 type Task struct {
-	ID             string
-	Title          string
-	Description    string
-	Status         TaskStatus
-	Assignee       string
-	ParentID       string
-	DependsOn      []string // ids of tasks that must be done first
-	Priority       int      // higher first
-	Labels         map[string]string
-	Result         TaskResult
-	Attempts       int       // how many times the task was claimed
-	LeaseExpiresAt time.Time // for in_progress tasks: when the claim lapses without a heartbeat
-	Version        int64
-	CreatedAt      time.Time
-	CreatedBy      string
-	UpdatedAt      time.Time
-	UpdatedBy      string
+	ID             string            `json:"id"`
+	Title          string            `json:"title"`
+	Description    string            `json:"description"`
+	Status         TaskStatus        `json:"status"`
+	Assignee       string            `json:"assignee"`
+	ParentID       string            `json:"parent_id"`
+	DependsOn      []string          `json:"depends_on"` // ids of tasks that must be done first
+	Priority       int               `json:"priority"`   // higher first
+	Labels         map[string]string `json:"labels"`
+	Result         TaskResult        `json:"result"`
+	Attempts       int               `json:"attempts"`                  // how many times the task was claimed
+	LeaseExpiresAt time.Time         `json:"lease_expires_at,omitzero"` // for in_progress tasks: when the claim lapses without a heartbeat
+	Version        int64             `json:"version"`
+	CreatedAt      time.Time         `json:"created_at,omitzero"`
+	CreatedBy      string            `json:"created_by"`
+	UpdatedAt      time.Time         `json:"updated_at,omitzero"`
+	UpdatedBy      string            `json:"updated_by"`
 }
 
 // NewTask is what Tasks.Create takes.
@@ -233,8 +249,8 @@ type TaskFilter struct {
 
 // TaskPage is one page of Tasks.List, ordered by creation (oldest first).
 type TaskPage struct {
-	Tasks []Task
-	Next  string
+	Tasks []Task `json:"tasks"`
+	Next  string `json:"next"` // pass as After for the next page; empty at the end
 }
 
 // ClaimRequest is what Tasks.Claim takes.
@@ -252,15 +268,15 @@ type ClaimRequest struct {
 
 // Note is a piece of shared context: a decision, a constraint, a glossary term.
 type Note struct {
-	Kind      string // decision, constraint, glossary, friction, or any lower-case word
-	Key       string // unique within Kind
-	Title     string
-	Body      string
-	Author    string // who wrote it first
-	Version   int64
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	UpdatedBy string
+	Kind      string    `json:"kind"` // decision, constraint, glossary, friction, or any lower-case word
+	Key       string    `json:"key"`  // unique within Kind
+	Title     string    `json:"title"`
+	Body      string    `json:"body"`
+	Author    string    `json:"author"` // who wrote it first
+	Version   int64     `json:"version"`
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+	UpdatedBy string    `json:"updated_by"`
 }
 
 // NotePut is what Notes.Put takes.
@@ -280,17 +296,17 @@ type NoteFilter struct {
 
 // NotePage is one page of Notes.List, ordered by kind then key.
 type NotePage struct {
-	Notes []Note
-	Next  string
+	Notes []Note `json:"notes"`
+	Next  string `json:"next"` // pass as After for the next page; empty at the end
 }
 
 // Lease is a lock on a resource with a fencing token.
 type Lease struct {
-	Resource   string
-	Owner      string
-	Token      int64 // strictly increases each time the resource changes hands
-	AcquiredAt time.Time
-	ExpiresAt  time.Time
+	Resource   string    `json:"resource"`
+	Owner      string    `json:"owner"`
+	Token      int64     `json:"token"` // strictly increases each time the resource changes hands
+	AcquiredAt time.Time `json:"acquired_at,omitzero"`
+	ExpiresAt  time.Time `json:"expires_at,omitzero"`
 }
 
 // AcquireRequest is what Locks.Acquire takes.
@@ -305,13 +321,13 @@ type AcquireRequest struct {
 
 // Event is one entry of the workspace's log.
 type Event struct {
-	Seq     int64 // per workspace, from 1, +1 in commit order: no gaps
-	Time    time.Time
-	Actor   string
-	Type    string
-	Subject Subject
-	Version int64 // the record's version after the change (the current one for conflicts; the token for locks)
-	Message string
+	Seq     int64     `json:"seq"` // per workspace, from 1, +1 in commit order: no gaps
+	Time    time.Time `json:"time,omitzero"`
+	Actor   string    `json:"actor"`
+	Type    string    `json:"type"` // one of the Event* constants
+	Subject Subject   `json:"subject"`
+	Version int64     `json:"version"` // the record's version after the change (the current one for conflicts; the token for locks)
+	Message string    `json:"message"`
 }
 
 // Event types.
@@ -349,21 +365,21 @@ type EventQuery struct {
 
 // EventPage is one page of Read.
 type EventPage struct {
-	Events []Event
+	Events []Event `json:"events"`
 	// Next is the AfterSeq for the next page: the seq of the last event
 	// examined (matching or not). Head is the log's head when read.
-	Next int64
-	Head int64
+	Next int64 `json:"next"`
+	Head int64 `json:"head"`
 }
 
 // Status is the dashboard: what is in the workspace and what is going on.
 type Status struct {
-	Head         int64 // the newest event seq
-	Floor        int64 // the oldest seq still in the log (1 if never compacted)
-	Artifacts    int
-	Notes        int
-	Tasks        map[TaskStatus]int
-	ActiveTasks  []Task  // in_progress under a live claim
-	Locks        []Lease // live leases
-	RecentEvents []Event // newest last
+	Head         int64              `json:"head"`  // the newest event seq
+	Floor        int64              `json:"floor"` // the oldest seq still in the log (1 if never compacted)
+	Artifacts    int                `json:"artifacts"`
+	Notes        int                `json:"notes"`
+	Tasks        map[TaskStatus]int `json:"tasks"`         // tasks by status
+	ActiveTasks  []Task             `json:"active_tasks"`  // in_progress under a live claim
+	Locks        []Lease            `json:"locks"`         // live leases
+	RecentEvents []Event            `json:"recent_events"` // newest last
 }

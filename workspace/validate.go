@@ -226,27 +226,27 @@ func (h *handle) checkContent(content []byte) error {
 func (h *handle) checkOp(op Op) error {
 	switch o := op.(type) {
 	case CreateArtifactOp:
-		if err := checkName("name", o.Name); err != nil {
+		if err := checkName("name", o.Artifact.Name); err != nil {
 			return err
 		}
-		if o.Kind != "" {
-			if err := checkKind("kind", o.Kind); err != nil {
+		if o.Artifact.Kind != "" {
+			if err := checkKind("kind", o.Artifact.Kind); err != nil {
 				return err
 			}
 		}
-		if err := checkContentType(o.ContentType); err != nil {
+		if err := checkContentType(o.Artifact.ContentType); err != nil {
 			return err
 		}
-		if err := checkLabels("labels", o.Labels); err != nil {
+		if err := checkLabels("labels", o.Artifact.Labels); err != nil {
 			return err
 		}
-		if err := checkOptionalID("task id", o.TaskID); err != nil {
+		if err := checkOptionalID("task id", o.Artifact.TaskID); err != nil {
 			return err
 		}
 		if err := checkText("message", o.Message, MaxTextLen); err != nil {
 			return err
 		}
-		return h.checkContent(o.Content)
+		return h.checkContent(o.Artifact.Content)
 	case UpdateArtifactOp:
 		if err := checkRef(o.Ref); err != nil {
 			return err
@@ -296,32 +296,32 @@ func (h *handle) checkOp(op Op) error {
 		}
 		return checkCond(o.Cond)
 	case CreateTaskOp:
-		if err := checkKey("title", o.Title, MaxTitleLen); err != nil {
+		if err := checkKey("title", o.Task.Title, MaxTitleLen); err != nil {
 			return err
 		}
-		if err := checkText("description", o.Description, MaxTextLen); err != nil {
+		if err := checkText("description", o.Task.Description, MaxTextLen); err != nil {
 			return err
 		}
-		if err := checkOptionalID("parent id", o.ParentID); err != nil {
+		if err := checkOptionalID("parent id", o.Task.ParentID); err != nil {
 			return err
 		}
-		if len(o.DependsOn) > MaxDependsOn {
+		if len(o.Task.DependsOn) > MaxDependsOn {
 			return invalid("depends on", "more than %d dependencies", MaxDependsOn)
 		}
-		for _, d := range o.DependsOn {
+		for _, d := range o.Task.DependsOn {
 			if err := checkID("depends on", d); err != nil {
 				return err
 			}
 		}
-		if o.Assignee != "" {
-			if err := checkKey("assignee", o.Assignee, MaxActorLen); err != nil {
+		if o.Task.Assignee != "" {
+			if err := checkKey("assignee", o.Task.Assignee, MaxActorLen); err != nil {
 				return err
 			}
 		}
-		if err := checkPriority(o.Priority); err != nil {
+		if err := checkPriority(o.Task.Priority); err != nil {
 			return err
 		}
-		if err := checkLabels("labels", o.Labels); err != nil {
+		if err := checkLabels("labels", o.Task.Labels); err != nil {
 			return err
 		}
 		return checkText("message", o.Message, MaxTextLen)
@@ -368,16 +368,16 @@ func (h *handle) checkOp(op Op) error {
 		}
 		return checkLabels("labels", c.Labels)
 	case PutNoteOp:
-		if err := checkKind("note kind", o.Kind); err != nil {
+		if err := checkKind("note kind", o.Note.Kind); err != nil {
 			return err
 		}
-		if err := checkKey("note key", o.Key, MaxKeyLen); err != nil {
+		if err := checkKey("note key", o.Note.Key, MaxKeyLen); err != nil {
 			return err
 		}
-		if err := checkText("note title", o.Title, MaxTitleLen); err != nil {
+		if err := checkText("note title", o.Note.Title, MaxTitleLen); err != nil {
 			return err
 		}
-		if err := checkText("note body", o.Body, MaxTextLen); err != nil {
+		if err := checkText("note body", o.Note.Body, MaxTextLen); err != nil {
 			return err
 		}
 		return checkCond(o.Cond)

@@ -92,8 +92,8 @@ func crashWorker(ctx context.Context, ws workspace.Workspace, me string, ack fun
 			ack("NOTE %s %d", n.Key, n.Version)
 		case 3:
 			res, err := ws.Commit(ctx, workspace.Batch{Actor: w.Actor, Ops: []workspace.Op{
-				workspace.CreateTaskOp{NewTask: workspace.NewTask{Title: "t" + strconv.Itoa(j)}},
-				workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "friction", Key: "batch-" + me + "-" + strconv.Itoa(j), Body: "b"}},
+				workspace.CreateTaskOp{Task: workspace.NewTask{Title: "t" + strconv.Itoa(j)}},
+				workspace.PutNoteOp{Note: workspace.NotePut{Kind: "friction", Key: "batch-" + me + "-" + strconv.Itoa(j), Body: "b"}},
 			}})
 			if err != nil {
 				fail("batch", err)
@@ -102,9 +102,9 @@ func crashWorker(ctx context.Context, ws workspace.Workspace, me string, ack fun
 		case 4:
 			key := "gone-" + me + "-" + strconv.Itoa(j)
 			_, err := ws.Commit(ctx, workspace.Batch{Actor: w.Actor, Ops: []workspace.Op{
-				workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "friction", Key: key, Body: "never"}},
-				workspace.CreateTaskOp{NewTask: workspace.NewTask{Title: key}},
-				workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: "k0", Body: "never"}, Cond: workspace.Cond{IfVersion: 1 << 40}},
+				workspace.PutNoteOp{Note: workspace.NotePut{Kind: "friction", Key: key, Body: "never"}},
+				workspace.CreateTaskOp{Task: workspace.NewTask{Title: key}},
+				workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: "k0", Body: "never"}, Cond: workspace.Cond{IfVersion: 1 << 40}},
 			}})
 			if !errors.Is(err, workspace.ErrConflict) {
 				fail("failing batch", fmt.Errorf("want a conflict, got %v", err))

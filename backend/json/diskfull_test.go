@@ -67,8 +67,8 @@ func TestWriteErrorsOfAFullDiskLeaveNoHalfWrite(t *testing.T) {
 
 			spaceReturns := failWrites(t, c.prefix)
 			_, err = ws.Commit(ctx, workspace.Batch{Actor: "bob", Ops: []workspace.Op{
-				workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: "during"}},
-				workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{Name: "big/b.bin", Content: bytes.Repeat([]byte("x"), 100_000)}},
+				workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: "during"}},
+				workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "big/b.bin", Content: bytes.Repeat([]byte("x"), 100_000)}},
 			}})
 			require.Error(t, err)
 			assert.ErrorIs(t, err, syscall.ENOSPC, "the cause is kept")

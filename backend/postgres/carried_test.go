@@ -68,7 +68,7 @@ func TestSubscriberOnAnotherStoreTakesEventsFromNotifications(t *testing.T) {
 			msg = fmt.Sprintf("%08000d", i) // too large for a payload
 		}
 		_, err := writer.Commit(ctx, workspace.Batch{Actor: "writer", Ops: []workspace.Op{workspace.PutNoteOp{
-			NotePut: workspace.NotePut{Kind: "decision", Key: fmt.Sprint("k", i), Body: "b"}, Cond: workspace.Cond{Message: msg}}}})
+			Note: workspace.NotePut{Kind: "decision", Key: fmt.Sprint("k", i), Body: "b"}, Cond: workspace.Cond{Message: msg}}}})
 		require.NoError(t, err)
 		ev := next()
 		assert.Equal(t, int64(i+1), ev.Seq, "events in order, none missed")

@@ -223,8 +223,8 @@ func TestSixteenWritersOnFourPoolsAndThreeSubscribersSeeContiguousSeqs(t *testin
 				if r%3 == 0 {
 					// A batch: its events must stay consecutive among everyone else's.
 					_, err = ws.Commit(ctx, workspace.Batch{Actor: actor, Ops: []workspace.Op{
-						workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("%s-%d-a", actor, r)}},
-						workspace.PutNoteOp{NotePut: workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("%s-%d-b", actor, r)}},
+						workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("%s-%d-a", actor, r)}},
+						workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("%s-%d-b", actor, r)}},
 					}})
 				} else {
 					_, err = ws.Notes().Put(ctx, workspace.Write{Actor: actor}, workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("%s-%d", actor, r)})

@@ -165,11 +165,20 @@ func (a *app) actor() (string, error) {
 	return "", usageErrorf("this command writes: say who you are with --as NAME or AGENTSPACE_ACTOR=NAME")
 }
 
-// printJSON writes v as one indented JSON document.
+// printJSON writes v as one indented JSON document. Records print in the
+// shape their workspace types define (docs/schema/workspace.schema.json).
 func (a *app) printJSON(v any) error {
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// printList writes records as one JSON array, [] when there are none.
+func printList[T any](a *app, records []T) error {
+	if records == nil {
+		records = []T{}
+	}
+	return a.printJSON(records)
 }
 
 // table returns a tabwriter on stdout; the caller flushes it.

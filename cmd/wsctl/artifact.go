@@ -210,7 +210,8 @@ func (a *app) artifactGetCmd() *cobra.Command {
 		Use:   "get NAME",
 		Short: "Write an artifact's content (the head, or --version N) to stdout",
 		Long: `Write the content of the artifact NAME to stdout (or -o FILE), raw.
-With --json, print its metadata with the content in base64.`,
+With --json, print the artifact with its content: as text when it is
+UTF-8 ("content_encoding": "utf-8"), else in base64 ("base64").`,
 		Args: cobra.ExactArgs(1),
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			return a.with(ctx, func(ws workspace.Workspace) error {
@@ -263,7 +264,7 @@ func (a *app) artifactLsCmd() *cobra.Command {
 					return err
 				}
 				if a.jsonOut {
-					return a.printJSON(all)
+					return printList(a, all)
 				}
 				tw := a.table()
 				fmt.Fprintln(tw, "NAME\tVERSION\tKIND\tSIZE\tUPDATED\tBY")
@@ -324,7 +325,7 @@ func (a *app) artifactLogCmd() *cobra.Command {
 					return err
 				}
 				if a.jsonOut {
-					return a.printJSON(vs)
+					return printList(a, vs)
 				}
 				tw := a.table()
 				fmt.Fprintln(tw, "VERSION\tSIZE\tSHA256\tKIND\tUPDATED\tBY")
@@ -453,7 +454,7 @@ func (a *app) artifactRmCmd() *cobra.Command {
 					return err
 				}
 				if a.jsonOut {
-					return a.printJSON(map[string]any{"deleted": args[0]})
+					return a.printJSON(workspace.Subject{Kind: workspace.SubjectArtifact, Name: args[0]})
 				}
 				return nil
 			})

@@ -134,7 +134,7 @@ func (a *app) lockReleaseCmd() *cobra.Command {
 					return err
 				}
 				if a.jsonOut {
-					return a.printJSON(map[string]string{"released": args[0]})
+					return a.printJSON(workspace.Subject{Kind: workspace.SubjectLock, ID: args[0], Name: args[0]})
 				}
 				return nil
 			})
@@ -157,11 +157,8 @@ func (a *app) lockLsCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if ls == nil {
-					ls = []workspace.Lease{}
-				}
 				if a.jsonOut {
-					return a.printJSON(ls)
+					return printList(a, ls)
 				}
 				a.printLeases(ls)
 				return nil

@@ -115,7 +115,7 @@ func (a *app) noteLsCmd() *cobra.Command {
 					f.After = page.Next
 				}
 				if a.jsonOut {
-					return a.printJSON(all)
+					return printList(a, all)
 				}
 				tw := a.table()
 				fmt.Fprintln(tw, "KIND\tKEY\tVERSION\tUPDATED\tBY\tTITLE")
@@ -144,7 +144,7 @@ func (a *app) noteRmCmd() *cobra.Command {
 					return err
 				}
 				if a.jsonOut {
-					return a.printJSON(map[string]string{"deleted": args[0] + "/" + args[1]})
+					return a.printJSON(workspace.Subject{Kind: workspace.SubjectNote, ID: args[0] + "/" + args[1], Name: args[1]})
 				}
 				return nil
 			})

@@ -28,15 +28,6 @@ func (a *app) statusCmd() *cobra.Command {
 					return err
 				}
 				if a.jsonOut {
-					if st.ActiveTasks == nil {
-						st.ActiveTasks = []workspace.Task{}
-					}
-					if st.Locks == nil {
-						st.Locks = []workspace.Lease{}
-					}
-					if st.RecentEvents == nil {
-						st.RecentEvents = []workspace.Event{}
-					}
 					return a.printJSON(st)
 				}
 				tw := a.table()

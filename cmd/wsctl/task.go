@@ -252,7 +252,7 @@ func (a *app) taskLsCmd() *cobra.Command {
 					return err
 				}
 				if a.jsonOut {
-					return a.printJSON(all)
+					return printList(a, all)
 				}
 				tw := a.table()
 				fmt.Fprintln(tw, "ID\tSTATUS\tPRIORITY\tASSIGNEE\tTITLE")

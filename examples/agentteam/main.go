@@ -232,7 +232,7 @@ func do(ctx context.Context, ws workspace.Workspace, name string, t workspace.Ta
 	}
 	time.Sleep(50 * time.Millisecond) // thinking
 	_, err = ws.Commit(ctx, workspace.Batch{Actor: name, Ops: []workspace.Op{
-		workspace.CreateArtifactOp{NewArtifact: workspace.NewArtifact{
+		workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{
 			Name: artifact, Kind: kind, ContentType: "text/plain", Content: []byte(content), TaskID: t.ID,
 		}},
 		workspace.UpdateTaskOp{ID: t.ID, Change: workspace.TaskChange{
