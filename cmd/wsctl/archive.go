@@ -120,7 +120,7 @@ empty. Progress goes to stderr (--quiet: none).`,
 				defer f.Close()
 				r = f
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.withNew(ctx, func(ws workspace.Workspace) error {
 				st, err := workspace.Import(ctx, ws, r, a.progress("import", quiet))
 				if err != nil {
 					return err
