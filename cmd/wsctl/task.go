@@ -139,7 +139,7 @@ unless --wait.`,
 func (a *app) taskHeartbeatCmd() *cobra.Command {
 	var lease time.Duration
 	cmd := &cobra.Command{
-		Use:   "heartbeat ID",
+		Use: "heartbeat ID",
 		Long: `Extend your claim on the task ID (the whole id, or a unique prefix of at
 least 4 characters, as with commit hashes) and print the new lease expiry.`,
 		Short: "Extend your claim on a task; prints the new lease expiry (exit 4 if it lapsed)",
