@@ -322,7 +322,7 @@ func (a *app) taskShowCmd() *cobra.Command {
 				fmt.Fprintf(tw, "status:\t%s\n", t.Status)
 				fmt.Fprintf(tw, "assignee:\t%s\n", orDash(t.Assignee))
 				if t.Status == workspace.TaskInProgress {
-					fmt.Fprintf(tw, "lease expires:\t%s\n", stamp(t.LeaseExpiresAt))
+					fmt.Fprintf(tw, "lease expires:\t%s\n", when(t.LeaseExpiresAt))
 				}
 				fmt.Fprintf(tw, "priority:\t%d\n", t.Priority)
 				fmt.Fprintf(tw, "attempts:\t%d\n", t.Attempts)
@@ -330,8 +330,8 @@ func (a *app) taskShowCmd() *cobra.Command {
 				fmt.Fprintf(tw, "depends on:\t%s\n", orDash(strings.Join(t.DependsOn, ", ")))
 				fmt.Fprintf(tw, "labels:\t%s\n", formatLabels(t.Labels))
 				fmt.Fprintf(tw, "version:\t%d\n", t.Version)
-				fmt.Fprintf(tw, "created:\t%s by %s\n", stamp(t.CreatedAt), t.CreatedBy)
-				fmt.Fprintf(tw, "updated:\t%s by %s\n", stamp(t.UpdatedAt), t.UpdatedBy)
+				fmt.Fprintf(tw, "created:\t%s by %s\n", when(t.CreatedAt), t.CreatedBy)
+				fmt.Fprintf(tw, "updated:\t%s by %s\n", when(t.UpdatedAt), t.UpdatedBy)
 				if t.Result.Summary != "" || len(t.Result.Artifacts) > 0 {
 					fmt.Fprintf(tw, "result:\t%s\n", orDash(t.Result.Summary))
 					fmt.Fprintf(tw, "result artifacts:\t%s\n", orDash(strings.Join(t.Result.Artifacts, ", ")))
