@@ -112,6 +112,11 @@ empty. Progress goes to stderr (--quiet: none).`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			var r io.Reader = a.stdin
+			if in == "" || in == "-" {
+				if err := a.checkStdinPiped("pipe the archive in (wsctl import < team.ndjson) or name it with -i FILE"); err != nil {
+					return err
+				}
+			}
 			if in != "" && in != "-" {
 				f, err := os.Open(in) // #nosec G304 -- the archive the user named with -i
 				if err != nil {

@@ -154,6 +154,9 @@ func (a *app) readInput(file string) ([]byte, error) {
 		err error
 	)
 	if file == "" || file == "-" {
+		if err := a.checkStdinPiped("pipe it in (echo hello | wsctl ...) or name a file (--file FILE, or --body-file FILE for notes)"); err != nil {
+			return nil, err
+		}
 		b, err = io.ReadAll(a.stdin)
 	} else {
 		b, err = os.ReadFile(file) // #nosec G304 -- the input file the user named on the command line
