@@ -17,17 +17,26 @@ import (
 // shell gives a command whose stdin is not redirected.
 func openTerminal(t *testing.T) *os.File {
 	t.Helper()
-	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	_, pts := openTerminalPair(t)
+	return pts
+}
+
+// openTerminalPair opens a pseudo-terminal: its controlling end and its
+// terminal end. Both are closed when the test ends.
+func openTerminalPair(t *testing.T) (ptmx, pts *os.File) {
+	t.Helper()
+	var err error
+	ptmx, err = os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	require.NoError(t, err)
 	t.Cleanup(func() { ptmx.Close() })
 	fd := int(ptmx.Fd()) // #nosec G115 -- a file descriptor fits in an int
 	require.NoError(t, unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0))
 	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
 	require.NoError(t, err)
-	pts, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	pts, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
 	require.NoError(t, err)
 	t.Cleanup(func() { pts.Close() })
-	return pts
+	return ptmx, pts
 }
 
 func TestContentFromATerminalIsRefusedWithHowToPipeIt(t *testing.T) {
