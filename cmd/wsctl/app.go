@@ -104,6 +104,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 conflict, 4 locked, 5 not found,
 		a.versionCmd(),
 	)
 	explainArgs(root)
+	a.addCompletions(root)
 	return root
 }
 
