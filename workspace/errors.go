@@ -37,7 +37,28 @@ var (
 	// ErrSchema: the store's schema is older than this code (run `wsctl migrate up`)
 	// or newer (refuse to touch it). The error is a *SchemaError.
 	ErrSchema = errors.New("schema version mismatch")
+	// ErrNoWorkspace: the DSN names no workspace (no database file, no
+	// directory with a format file, no schema holding agentspace's tables)
+	// and the caller asked to open only one that exists
+	// (Options.MustExist). Nothing was created. The error is a
+	// *NoWorkspaceError.
+	ErrNoWorkspace = errors.New("no workspace")
 )
+
+// NoWorkspaceError reports that there is no workspace where a DSN points.
+// It matches ErrNoWorkspace.
+type NoWorkspaceError struct {
+	Where  string // the file, directory or schema looked at
+	Reason string // what is missing there, e.g. "the file does not exist"
+}
+
+// Error says where no workspace was found and why.
+func (e *NoWorkspaceError) Error() string {
+	return fmt.Sprintf("no workspace at %s: %s", e.Where, e.Reason)
+}
+
+// Is reports whether target is ErrNoWorkspace.
+func (e *NoWorkspaceError) Is(target error) bool { return target == ErrNoWorkspace }
 
 // ConflictError reports a failed IfVersion condition. It matches ErrConflict.
 type ConflictError struct {

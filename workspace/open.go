@@ -91,6 +91,35 @@ type Options struct {
 	// common commits; a private one behaves as a handle in another process
 	// would. Handles from New are always private.
 	Private bool
+	// MustExist makes Open and OpenMigrator open only a workspace that was
+	// created before (by an Open without it, or a migration), and fail with
+	// a *NoWorkspaceError, creating nothing, where there is none: a read
+	// on a mistyped path or schema then says so instead of leaving an empty
+	// store behind. The driver must implement Prober.
+	MustExist bool
+}
+
+// Prober is an optional Driver capability, needed for Options.MustExist.
+// Probe reports whether cfg names a workspace that was created, without
+// creating or changing anything: nil if it exists (whatever its schema
+// version: Open checks that), an error matching ErrNoWorkspace (a
+// *NoWorkspaceError saying what is missing) if there is none, or another
+// error if it could not look.
+//
+// Open probes, then opens. A store removed between the two is created
+// again by the open, as an Open without MustExist would: the probe guards
+// against mistakes, not against a concurrent delete.
+type Prober interface {
+	Probe(ctx context.Context, cfg Config) error
+}
+
+// probe checks that cfg names an existing workspace, for Options.MustExist.
+func probe(ctx context.Context, d Driver, cfg Config) error {
+	p, ok := d.(Prober)
+	if !ok {
+		return fmt.Errorf("scheme %q cannot tell whether a workspace exists without creating one (its driver is not a workspace.Prober): open it without MustExist", cfg.Scheme)
+	}
+	return p.Probe(ctx, cfg)
 }
 
 func (o Options) withDefaults() Options {
@@ -271,6 +300,11 @@ func Open(ctx context.Context, dsn string, opts ...Options) (Workspace, error) {
 	p.Config.Logger = o.Logger
 	p.Config.PollInterval = o.PollInterval
 	open := func() (Store, error) {
+		if o.MustExist {
+			if err := probe(ctx, p.Driver, p.Config); err != nil {
+				return nil, redactErr(fmt.Errorf("open %s: %w", RedactDSN(dsn), err), dsn)
+			}
+		}
 		st, err := p.Driver.Open(ctx, p.Config)
 		if err != nil {
 			return nil, redactErr(fmt.Errorf("open %s: %w", RedactDSN(dsn), err), dsn)
@@ -291,8 +325,10 @@ func Open(ctx context.Context, dsn string, opts ...Options) (Workspace, error) {
 	return New(st, o), nil
 }
 
-// OpenMigrator opens dsn's store for schema migration only: no schema check.
-func OpenMigrator(ctx context.Context, dsn string) (Migrator, error) {
+// OpenMigrator opens dsn's store for schema migration only: no schema
+// check. Of opts, only MustExist applies: without it, a store that does not
+// exist is created empty (schema version 0).
+func OpenMigrator(ctx context.Context, dsn string, opts ...Options) (Migrator, error) {
 	p, err := ParseDSN(dsn)
 	if err != nil {
 		return nil, err
@@ -302,6 +338,15 @@ func OpenMigrator(ctx context.Context, dsn string) (Migrator, error) {
 		return nil, fmt.Errorf("scheme %q does not support migrations", p.Config.Scheme)
 	}
 	p.Config.Logger = slog.Default()
+	mustExist := p.Options.MustExist
+	for _, o := range opts {
+		mustExist = mustExist || o.MustExist
+	}
+	if mustExist {
+		if err := probe(ctx, p.Driver, p.Config); err != nil {
+			return nil, redactErr(fmt.Errorf("open %s for migration: %w", RedactDSN(dsn), err), dsn)
+		}
+	}
 	m, err := md.OpenMigrator(ctx, p.Config)
 	if err != nil {
 		return nil, redactErr(fmt.Errorf("open %s for migration: %w", RedactDSN(dsn), err), dsn)
@@ -326,6 +371,7 @@ func mergeOptions(base, o Options) Options {
 		base.GroupWait = o.GroupWait
 	}
 	base.Private = base.Private || o.Private
+	base.MustExist = base.MustExist || o.MustExist
 	return base
 }
 

@@ -2,7 +2,12 @@ package jsonstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -17,6 +22,46 @@ func (driver) Open(ctx context.Context, cfg workspace.Config) (workspace.Store, 
 }
 
 func (driver) Params() []string { return nil }
+
+// LatestFormat is the newest format version of the tree this code knows.
+func LatestFormat() uint { return latestFormat }
+
+// Probe reports whether cfg.Target is a workspace, creating nothing (it
+// implements workspace.Prober, for workspace.Options.MustExist): the
+// directory must exist and hold a FORMAT file with a version.
+func (driver) Probe(ctx context.Context, cfg workspace.Config) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	dir := cfg.Target
+	if dir == "" {
+		return &workspace.InvalidError{Field: "dsn", Reason: "json: needs a directory, e.g. json:./ws"}
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &workspace.NoWorkspaceError{Where: dir, Reason: "the directory does not exist"}
+	case err != nil:
+		return fmt.Errorf("json: %w", err)
+	case !fi.IsDir():
+		return &workspace.NoWorkspaceError{Where: dir, Reason: "it is a file, not a directory"}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, formatFile)) // #nosec G304 -- the workspace's own FORMAT file, in the directory the DSN names
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &workspace.NoWorkspaceError{Where: dir, Reason: "the directory has no " + formatFile + " file"}
+	case err != nil:
+		return fmt.Errorf("json: %w", err)
+	}
+	v, dirty, err := parseFormat(data)
+	if err != nil {
+		return fmt.Errorf("json: %s: %w", dir, err)
+	}
+	if v == 0 && !dirty {
+		return &workspace.NoWorkspaceError{Where: dir, Reason: "its format version is 0 (every migration was undone)"}
+	}
+	return nil
+}
 
 func (driver) OpenMigrator(ctx context.Context, cfg workspace.Config) (workspace.Migrator, error) {
 	if cfg.Target == "" {

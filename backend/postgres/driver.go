@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -96,6 +97,59 @@ func (driver) Open(ctx context.Context, cfg workspace.Config) (workspace.Store, 
 		return nil, workspace.RedactError(err, cfg.DSN)
 	}
 	return st, nil
+}
+
+// LatestVersion is the newest schema version this code's migrations know.
+func LatestVersion() uint { return latest }
+
+// probeQuery tells whether the schema exists and holds golang-migrate's
+// version table.
+const probeQuery = `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1),
+	EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = $2)`
+
+// Probe reports whether the DSN's schema holds a workspace, creating
+// nothing (it implements workspace.Prober, for workspace.Options.MustExist):
+// the schema must exist and record a schema version. It reads on one
+// short-lived connection and takes no lock: a migration in progress shows
+// as a version, which Open then waits for and checks.
+func (driver) Probe(ctx context.Context, cfg workspace.Config) error {
+	opts, err := optionsOf(cfg)
+	if err != nil {
+		return err
+	}
+	ccfg, err := pgx.ParseConfig(cfg.DSN)
+	if err != nil {
+		return workspace.RedactError(fmt.Errorf("parse dsn: %w", err), cfg.DSN)
+	}
+	conn, err := pgx.ConnectConfig(ctx, ccfg)
+	if err != nil {
+		return workspace.RedactError(fmt.Errorf("connect: %w", err), cfg.DSN)
+	}
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
+	where := fmt.Sprintf("schema %q of database %q", opts.Schema, ccfg.Database)
+	var exists, hasTable bool
+	if err := conn.QueryRow(ctx, probeQuery, opts.Schema, migrationsTable).Scan(&exists, &hasTable); err != nil {
+		return workspace.RedactError(fmt.Errorf("postgres: look for schema %q: %w", opts.Schema, err), cfg.DSN)
+	}
+	switch {
+	case !exists:
+		return &workspace.NoWorkspaceError{Where: where, Reason: "the schema does not exist"}
+	case !hasTable:
+		return &workspace.NoWorkspaceError{Where: where, Reason: "the schema holds no agentspace schema version"}
+	}
+	var (
+		version int64
+		dirty   bool
+	)
+	q := `SELECT version, dirty FROM ` + pgx.Identifier{opts.Schema, migrationsTable}.Sanitize() + ` LIMIT 1`
+	err = conn.QueryRow(ctx, q).Scan(&version, &dirty)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows), err == nil && version <= 0 && !dirty:
+		return &workspace.NoWorkspaceError{Where: where, Reason: "the schema holds no agentspace schema version"}
+	case err != nil:
+		return workspace.RedactError(fmt.Errorf("postgres: read schema version of %q: %w", opts.Schema, err), cfg.DSN)
+	}
+	return nil
 }
 
 func (driver) OpenMigrator(ctx context.Context, cfg workspace.Config) (workspace.Migrator, error) {

@@ -59,6 +59,43 @@ func (Driver) Open(ctx context.Context, cfg workspace.Config) (workspace.Store, 
 	return openFile(ctx, s, cfg.AutoMigrate, cfg.Logger)
 }
 
+// Probe reports whether cfg.Target is a workspace, creating nothing (it
+// implements workspace.Prober, for workspace.Options.MustExist): the file
+// must exist and hold a schema version. A file that is not a SQLite
+// database is not reported as missing: opening it says what it is.
+func (Driver) Probe(ctx context.Context, cfg workspace.Config) error {
+	s, err := parseSettings(cfg)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(s.path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return &workspace.NoWorkspaceError{Where: s.path, Reason: "the file does not exist"}
+	case err != nil:
+		return fmt.Errorf("sqlite: %w", err)
+	case fi.IsDir():
+		return &workspace.NoWorkspaceError{Where: s.path, Reason: "it is a directory, not a database file"}
+	case fi.Size() == 0:
+		return &workspace.NoWorkspaceError{Where: s.path, Reason: "the file is empty"}
+	}
+	// A reader connection is query_only and the file exists, so nothing
+	// is created but SQLite's own -wal and -shm files, as any reader's.
+	db, err := openReader(s)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	st, err := readSchema(ctx, db, s.path)
+	if err != nil {
+		return err
+	}
+	if st.version == 0 && !st.dirty && st.empty {
+		return &workspace.NoWorkspaceError{Where: s.path, Reason: "the database holds no workspace schema"}
+	}
+	return nil
+}
+
 // OpenMigrator opens cfg.Target for `wsctl migrate`, without a schema check.
 func (Driver) OpenMigrator(ctx context.Context, cfg workspace.Config) (workspace.Migrator, error) {
 	s, err := parseSettings(cfg)

@@ -64,8 +64,11 @@ The workspace is chosen by --dsn, else AGENTSPACE_DSN, else agentspace.toml
 AGENTSPACE_ENV), else ` + workspace.DefaultDSN + `. Writes need an actor:
 --as or AGENTSPACE_ACTOR.
 
+Only init, import and migrate up/goto create a workspace; every other
+command needs one that exists.
+
 Exit codes: 0 ok, 1 error, 2 usage, 3 conflict, 4 locked, 5 not found,
-6 no task ready.`,
+6 no task ready, 7 no workspace there.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,
@@ -75,12 +78,14 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 conflict, 4 locked, 5 not found,
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.dsnFlag, "dsn", "", "workspace DSN, e.g. sqlite:ws.db, json:./ws, postgres://host/db (env AGENTSPACE_DSN)")
-	pf.StringVar(&a.configFlag, "config", "", "config file (default ./agentspace.toml if present)")
+	pf.StringVar(&a.configFlag, "config", "", "config file (default: agentspace.toml in the working directory or its nearest parent that has one)")
 	pf.StringVar(&a.envFlag, "env", "", "environment of the config file to use (env AGENTSPACE_ENV)")
 	pf.StringVar(&a.actorFlag, "as", "", "who is acting: the agent's id, required for writes (env AGENTSPACE_ACTOR)")
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable output: one JSON document, or NDJSON for streams")
+	root.Version = readBuildInfo().String()
+	root.SetVersionTemplate("{{.Version}}")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageErrorf("%v; see '%s --help'", err, c.CommandPath())
+		return usageErrorf("%v; usage: %s; see '%s --help'", err, c.UseLine(), c.CommandPath())
 	})
 
 	root.AddCommand(
@@ -96,7 +101,10 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 conflict, 4 locked, 5 not found,
 		a.exportCmd(),
 		a.importCmd(),
 		a.benchCmd(),
+		a.versionCmd(),
 	)
+	explainArgs(root)
+	a.addCompletions(root)
 	return root
 }
 
@@ -129,21 +137,34 @@ func (a *app) action(fn func(ctx context.Context, cmd *cobra.Command, args []str
 	}
 }
 
-// open resolves the DSN and opens the workspace. Diagnostics from the
-// library (retries of a live tail) go to stderr at warning level.
-func (a *app) open(ctx context.Context) (workspace.Workspace, error) {
+// open resolves the DSN and opens the workspace: one that exists, unless
+// create. Diagnostics from the library (retries of a live tail) go to
+// stderr at warning level.
+func (a *app) open(ctx context.Context, create bool) (workspace.Workspace, error) {
 	res, err := a.resolve()
 	if err != nil {
 		return nil, err
 	}
 	a.dsn = res.DSN
 	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return workspace.Open(ctx, res.DSN, workspace.Options{Logger: logger})
+	return workspace.Open(ctx, res.DSN, workspace.Options{Logger: logger, MustExist: !create})
 }
 
-// with opens the workspace, runs fn, and closes it.
+// with opens the existing workspace, runs fn, and closes it. A DSN that
+// names no workspace is an error (exit 7): a mistyped path must not leave
+// an empty store behind, nor send writes where no one else looks.
 func (a *app) with(ctx context.Context, fn func(ws workspace.Workspace) error) error {
-	ws, err := a.open(ctx)
+	return a.withStore(ctx, false, fn)
+}
+
+// withNew is with for the commands that create the workspace if need be:
+// init and import.
+func (a *app) withNew(ctx context.Context, fn func(ws workspace.Workspace) error) error {
+	return a.withStore(ctx, true, fn)
+}
+
+func (a *app) withStore(ctx context.Context, create bool, fn func(ws workspace.Workspace) error) error {
+	ws, err := a.open(ctx, create)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,22 +11,6 @@ import (
 
 	"github.com/agentspace/agentspace/workspace"
 )
-
-// progressEvery is how many records pass between progress lines on stderr.
-const progressEvery = 5000
-
-func (a *app) progress(verb string, quiet bool) workspace.ArchiveOptions {
-	if quiet {
-		return workspace.ArchiveOptions{}
-	}
-	return workspace.ArchiveOptions{
-		ProgressEvery: progressEvery,
-		Progress: func(s workspace.ArchiveStats) {
-			fmt.Fprintf(a.stderr, "wsctl: %s: %d records (%d tasks, %d notes, %d artifact versions, %d events)\n",
-				verb, s.Records(), s.Tasks, s.Notes, s.Versions, s.Events)
-		},
-	}
-}
 
 func (a *app) exportCmd() *cobra.Command {
 	var (
@@ -41,24 +24,36 @@ func (a *app) exportCmd() *cobra.Command {
 content, lease and event) as a versioned NDJSON archive, read from one
 consistent snapshot. Import it into an empty store of any backend with
 'wsctl import'; exporting that store again gives the same bytes.
-Progress goes to stderr (--quiet: none). The archive itself is NDJSON; with
+On a terminal, a progress bar with the rate and ETA goes to stderr
+(--quiet: none); piped, nothing does. The archive itself is NDJSON; with
 -o FILE, --json prints the record counts.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			return a.with(ctx, func(ws workspace.Workspace) error {
-				if out == "" || out == "-" {
-					bw := bufio.NewWriter(a.stdout)
-					if _, err := workspace.Export(ctx, ws, bw, a.progress("export", quiet)); err != nil {
+				var bar *progress
+				if !quiet && isTerminal(a.stderr) {
+					size, err := exportSize(ctx, ws)
+					if err != nil {
 						return err
 					}
-					return bw.Flush()
+					bar = a.newProgress("export", size, false, quiet)
+				}
+				if out == "" || out == "-" {
+					bw := bufio.NewWriter(a.stdout)
+					_, err := workspace.Export(ctx, ws, bw, bar.records())
+					if err == nil {
+						err = bw.Flush()
+					}
+					bar.done(err)
+					return err
 				}
 				var st workspace.ArchiveStats
 				err := writeAtomic(out, func(w io.Writer) error {
 					var err error
-					st, err = workspace.Export(ctx, ws, w, a.progress("export", quiet))
+					st, err = workspace.Export(ctx, ws, w, bar.records())
 					return err
 				})
+				bar.done(err)
 				if err != nil || !a.jsonOut {
 					return err
 				}
@@ -67,7 +62,7 @@ Progress goes to stderr (--quiet: none). The archive itself is NDJSON; with
 		}),
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write to FILE (atomically) instead of stdout")
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress bar on a terminal")
 	return cmd
 }
 
@@ -108,10 +103,16 @@ func (a *app) importCmd() *cobra.Command {
 		Short: "Load an archive from 'wsctl export' into an empty store (stdin or -i FILE)",
 		Long: `Load an archive written by 'wsctl export' into the workspace, keeping every
 id, version, timestamp, lock token and event seq. The store must be new and
-empty. Progress goes to stderr (--quiet: none).`,
+empty. On a terminal, a progress bar with the rate and ETA goes to stderr
+(--quiet: none); piped, nothing does.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			var r io.Reader = a.stdin
+			if in == "" || in == "-" {
+				if err := a.checkStdinPiped("pipe the archive in (wsctl import < team.ndjson) or name it with -i FILE"); err != nil {
+					return err
+				}
+			}
 			if in != "" && in != "-" {
 				f, err := os.Open(in) // #nosec G304 -- the archive the user named with -i
 				if err != nil {
@@ -120,8 +121,12 @@ empty. Progress goes to stderr (--quiet: none).`,
 				defer f.Close()
 				r = f
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
-				st, err := workspace.Import(ctx, ws, r, a.progress("import", quiet))
+			return a.withNew(ctx, func(ws workspace.Workspace) error {
+				// The bar counts bytes: the archive's size is known up
+				// front (for a file), its record count is not.
+				bar := a.newProgress("import", inputSize(r), true, quiet)
+				st, err := workspace.Import(ctx, ws, bar.reader(r), workspace.ArchiveOptions{})
+				bar.done(err)
 				if err != nil {
 					return err
 				}
@@ -133,6 +138,6 @@ empty. Progress goes to stderr (--quiet: none).`,
 		}),
 	}
 	cmd.Flags().StringVarP(&in, "input", "i", "", "read from FILE instead of stdin")
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress bar on a terminal")
 	return cmd
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -153,6 +154,9 @@ func (a *app) readInput(file string) ([]byte, error) {
 		err error
 	)
 	if file == "" || file == "-" {
+		if err := a.checkStdinPiped("pipe it in (echo hello | wsctl ...) or name a file (--file FILE, or --body-file FILE for notes)"); err != nil {
+			return nil, err
+		}
 		b, err = io.ReadAll(a.stdin)
 	} else {
 		b, err = os.ReadFile(file) // #nosec G304 -- the input file the user named on the command line
@@ -327,15 +331,58 @@ func (a *app) artifactLogCmd() *cobra.Command {
 				if a.jsonOut {
 					return printList(a, vs)
 				}
+				msgs, err := versionMessages(ctx, ws, vs)
+				if err != nil {
+					return err
+				}
 				tw := a.table()
-				fmt.Fprintln(tw, "VERSION\tSIZE\tSHA256\tKIND\tUPDATED\tBY")
+				fmt.Fprintln(tw, "VERSION\tSIZE\tSHA256\tKIND\tUPDATED\tBY\tMESSAGE")
 				for _, v := range vs {
-					fmt.Fprintf(tw, "%d\t%d\t%.12s\t%s\t%s\t%s\n", v.Version, v.Size, v.SHA256, v.Kind, stamp(v.UpdatedAt), v.UpdatedBy)
+					fmt.Fprintf(tw, "%d\t%d\t%.12s\t%s\t%s\t%s\t%s\n", v.Version, v.Size, v.SHA256, v.Kind, stamp(v.UpdatedAt), v.UpdatedBy, orDash(oneLine(msgs[v.Version])))
 				}
 				return tw.Flush()
 			})
 		}),
 	}
+}
+
+// versionMessages finds each version's message (the -m of the write that
+// made it) in the event log: versions do not keep it. A version whose
+// event was compacted away has none.
+func versionMessages(ctx context.Context, ws workspace.Workspace, vs []workspace.Artifact) (map[int64]string, error) {
+	msgs := map[int64]string{}
+	if len(vs) == 0 {
+		return msgs, nil
+	}
+	q := workspace.EventQuery{
+		SubjectKind: workspace.SubjectArtifact,
+		SubjectID:   vs[0].ID,
+		Types:       []string{workspace.EventArtifactCreated, workspace.EventArtifactUpdated, workspace.EventArtifactRolledBack},
+		Limit:       1000,
+	}
+	for {
+		page, err := ws.Events().Read(ctx, q)
+		var compacted *workspace.CompactedError
+		if errors.As(err, &compacted) && q.AfterSeq < compacted.Floor-1 {
+			q.AfterSeq = compacted.Floor - 1 // the older events are gone: read what is left
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range page.Events {
+			msgs[ev.Version] = ev.Message
+		}
+		if page.Next >= page.Head {
+			return msgs, nil
+		}
+		q.AfterSeq = page.Next
+	}
+}
+
+// oneLine shows a message on one table row.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }
 
 func (a *app) artifactDiffCmd() *cobra.Command {

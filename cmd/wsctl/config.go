@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -16,8 +17,11 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// defaultConfigFile is looked for in the working directory.
+// defaultConfigFile is looked for in the working directory and its parents.
 const defaultConfigFile = "agentspace.toml"
+
+// defaultStoreDir is the directory of the default store, DefaultDSN's.
+const defaultStoreDir = ".agentspace"
 
 // fileConfig is agentspace.toml:
 //
@@ -49,7 +53,9 @@ type resolution struct {
 
 // resolve applies the precedence: --dsn, AGENTSPACE_DSN, the config file's
 // environment (--env, AGENTSPACE_ENV, default_env) or top-level dsn, then
-// workspace.DefaultDSN.
+// workspace.DefaultDSN. Without --config, the config file and the default
+// store are looked for as git looks for .git: in the working directory,
+// then in each parent up to the filesystem root, the nearest winning.
 func (a *app) resolve() (resolution, error) {
 	if a.dsnFlag != "" {
 		return resolution{DSN: a.dsnFlag, Source: "--dsn flag"}, nil
@@ -62,16 +68,33 @@ func (a *app) resolve() (resolution, error) {
 		envName, envSource = a.getenv("AGENTSPACE_ENV"), "AGENTSPACE_ENV"
 	}
 	path, explicit := a.configFlag, true
+	def := resolution{DSN: workspace.DefaultDSN, Source: "default (no --dsn, AGENTSPACE_DSN or " + defaultConfigFile + ")"}
 	if path == "" {
-		path, explicit = defaultConfigFile, false
+		explicit = false
+		found, err := findUp()
+		if err != nil {
+			return resolution{}, err
+		}
+		switch {
+		case found.config != "":
+			path = found.config
+		case found.storeDir != "":
+			def = resolution{
+				DSN:    "sqlite:" + filepath.Join(found.storeDir, filepath.Base(strings.TrimPrefix(workspace.DefaultDSN, "sqlite:"))),
+				Source: "default, in the nearest parent directory holding " + defaultStoreDir + "/",
+			}
+		}
+		if path == "" {
+			path = defaultConfigFile
+		}
 	}
 	cfg, err := readConfig(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && !explicit:
 		if envName != "" {
-			return resolution{}, usageErrorf("environment %q was asked for (%s) but there is no %s: create it or pass --config FILE", envName, envSource, defaultConfigFile)
+			return resolution{}, usageErrorf("environment %q was asked for (%s) but there is no %s here or in a parent directory: create it or pass --config FILE", envName, envSource, defaultConfigFile)
 		}
-		return resolution{DSN: workspace.DefaultDSN, Source: "default (no --dsn, AGENTSPACE_DSN or " + defaultConfigFile + ")"}, nil
+		return def, nil
 	case errors.Is(err, fs.ErrNotExist):
 		return resolution{}, usageErrorf("config file %s does not exist", path)
 	case err != nil:
@@ -88,12 +111,74 @@ func (a *app) resolve() (resolution, error) {
 		if e.DSN == "" {
 			return resolution{}, usageErrorf("%s: [env.%s] has no dsn", path, envName)
 		}
-		return resolution{DSN: e.DSN, Source: fmt.Sprintf("%s [env.%s] (picked by %s)", path, envName, envSource), Env: envName, ConfigFile: path}, nil
+		return resolution{DSN: anchor(e.DSN, path), Source: fmt.Sprintf("%s [env.%s] (picked by %s)", path, envName, envSource), Env: envName, ConfigFile: path}, nil
 	}
 	if cfg.DSN != "" {
-		return resolution{DSN: cfg.DSN, Source: path + " (top-level dsn)", ConfigFile: path}, nil
+		return resolution{DSN: anchor(cfg.DSN, path), Source: path + " (top-level dsn)", ConfigFile: path}, nil
 	}
 	return resolution{DSN: workspace.DefaultDSN, Source: "default (" + path + " names no dsn; pick an env with --env or AGENTSPACE_ENV)", ConfigFile: path}, nil
+}
+
+// discovery is what findUp found: the nearest config file, or else the
+// nearest default store directory (both "" if neither).
+type discovery struct {
+	config   string
+	storeDir string
+}
+
+// findUp looks in the working directory and then each parent for
+// agentspace.toml or .agentspace/; the nearest directory holding either
+// wins, and in one directory the config file wins. Paths are returned
+// relative to the working directory when found there, absolute otherwise.
+func findUp() (discovery, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return discovery{}, fmt.Errorf("working directory: %w", err)
+	}
+	for dir := wd; ; {
+		rel := func(name string) string {
+			if dir == wd {
+				return name
+			}
+			return filepath.Join(dir, name)
+		}
+		if fi, err := os.Stat(filepath.Join(dir, defaultConfigFile)); err == nil && !fi.IsDir() {
+			return discovery{config: rel(defaultConfigFile)}, nil
+		}
+		if fi, err := os.Stat(filepath.Join(dir, defaultStoreDir)); err == nil && fi.IsDir() {
+			return discovery{storeDir: rel(defaultStoreDir)}, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return discovery{}, nil
+		}
+		dir = parent
+	}
+}
+
+// anchor makes a relative file path in a sqlite: or json: DSN from the
+// config file at configPath relative to that file's directory, so that the
+// file means the same store from whichever directory wsctl runs in.
+func anchor(dsn, configPath string) string {
+	dir := filepath.Dir(configPath)
+	scheme, rest, ok := strings.Cut(dsn, ":")
+	if !ok || dir == "." || strings.HasPrefix(rest, "//") {
+		return dsn
+	}
+	switch strings.ToLower(scheme) {
+	case "sqlite", "json":
+	default:
+		return dsn
+	}
+	p, query, hasQuery := strings.Cut(rest, "?")
+	if p == "" || filepath.IsAbs(p) {
+		return dsn
+	}
+	out := scheme + ":" + filepath.Join(dir, p)
+	if hasQuery {
+		out += "?" + query
+	}
+	return out
 }
 
 func readConfig(path string) (fileConfig, error) {

@@ -18,6 +18,7 @@ const (
 	exitLocked   = 4
 	exitNotFound = 5
 	exitNoTask   = 6
+	exitNoStore  = 7
 )
 
 // cliError is an error with the exit code it maps to and, optionally, what
@@ -70,6 +71,9 @@ func classify(err error) error {
 		c.code = exitLocked
 	case errors.Is(err, workspace.ErrNotFound):
 		c.code = exitNotFound
+	case errors.Is(err, workspace.ErrNoWorkspace):
+		c.code = exitNoStore
+		c.hint = "create one with 'wsctl init', or point wsctl at yours with --dsn, AGENTSPACE_DSN or agentspace.toml ('wsctl config' shows which it used)"
 	case errors.Is(err, workspace.ErrNoTask):
 		c.code = exitNoTask
 		c.hint = "add one with 'wsctl task add', or wait for one with 'wsctl task claim --wait'"

@@ -69,6 +69,7 @@ func TestJSONOutputMatchesTheSchema(t *testing.T) {
 		return out.Bytes()
 	}
 	v := newSchemaValidator(t)
+	wsctl("", "init")
 
 	v.list("Lease", wsctl("", "lock", "ls"), 0)
 	v.valid("Status", wsctl("", "status"))

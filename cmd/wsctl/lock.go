@@ -171,7 +171,7 @@ func (a *app) printLeases(ls []workspace.Lease) {
 	tw := a.table()
 	fmt.Fprintln(tw, "RESOURCE\tOWNER\tTOKEN\tEXPIRES")
 	for _, l := range ls {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", l.Resource, l.Owner, l.Token, stamp(l.ExpiresAt))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", l.Resource, l.Owner, l.Token, when(l.ExpiresAt))
 	}
 	_ = tw.Flush() // a failed write to the terminal has nowhere better to go
 }

@@ -13,6 +13,7 @@
 //	4 locked: a lease stands in the way (ErrLocked, ErrStaleFence, ErrNotHolder, ErrLockLost)
 //	5 not found (ErrNotFound)
 //	6 no task ready to claim (ErrNoTask)
+//	7 no workspace where the DSN points (ErrNoWorkspace): only init, import and migrate up/goto create one
 package main
 
 import (

@@ -16,7 +16,7 @@ func (a *app) initCmd() *cobra.Command {
 		Short: "Create the workspace (the current schema) if it does not exist",
 		Args:  cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.withNew(ctx, func(ws workspace.Workspace) error {
 				head, err := ws.Events().Head(ctx)
 				if err != nil {
 					return err
@@ -50,7 +50,7 @@ func (a *app) migrateCmd() *cobra.Command {
 			default:
 				return usageErrorf("say how far down: 'migrate down N' or 'migrate down --all' (which drops every table)")
 			}
-			return a.migrate(ctx, func(m workspace.Migrator) error { return m.Down(ctx, n) })
+			return a.migrate(ctx, false, func(m workspace.Migrator) error { return m.Down(ctx, n) })
 		}),
 	}
 	down.Flags().BoolVar(&all, "all", false, "undo every migration: the store is left empty")
@@ -60,7 +60,7 @@ func (a *app) migrateCmd() *cobra.Command {
 			Short: "Migrate to the newest schema this wsctl knows (nothing to do is success)",
 			Args:  cobra.NoArgs,
 			RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-				return a.migrate(ctx, func(m workspace.Migrator) error { return m.Up(ctx) })
+				return a.migrate(ctx, true, func(m workspace.Migrator) error { return m.Up(ctx) })
 			}),
 		},
 		down,
@@ -73,7 +73,7 @@ func (a *app) migrateCmd() *cobra.Command {
 				if err != nil {
 					return usageErrorf("goto %q: want a version number", args[0])
 				}
-				return a.migrate(ctx, func(m workspace.Migrator) error { return m.Goto(ctx, uint(v)) })
+				return a.migrate(ctx, true, func(m workspace.Migrator) error { return m.Goto(ctx, uint(v)) })
 			}),
 		},
 		&cobra.Command{
@@ -81,7 +81,7 @@ func (a *app) migrateCmd() *cobra.Command {
 			Short: "Print the schema version, the newest known, and whether it is dirty",
 			Args:  cobra.NoArgs,
 			RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-				return a.migrate(ctx, nil)
+				return a.migrate(ctx, false, nil)
 			}),
 		},
 		&cobra.Command{
@@ -93,21 +93,21 @@ func (a *app) migrateCmd() *cobra.Command {
 				if err != nil || v < -1 {
 					return usageErrorf("force %q: want a version number (or -1 for none)", args[0])
 				}
-				return a.migrate(ctx, func(m workspace.Migrator) error { return m.Force(ctx, v) })
+				return a.migrate(ctx, false, func(m workspace.Migrator) error { return m.Force(ctx, v) })
 			}),
 		},
 	)
 }
 
 // migrate opens the store's migrator, runs fn (if any) and prints where the
-// schema stands.
-func (a *app) migrate(ctx context.Context, fn func(m workspace.Migrator) error) error {
+// schema stands. Only up and goto (create) may create the store.
+func (a *app) migrate(ctx context.Context, create bool, fn func(m workspace.Migrator) error) error {
 	res, err := a.resolve()
 	if err != nil {
 		return err
 	}
 	a.dsn = res.DSN
-	m, err := workspace.OpenMigrator(ctx, res.DSN)
+	m, err := workspace.OpenMigrator(ctx, res.DSN, workspace.Options{MustExist: !create})
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func (a *app) statusCmd() *cobra.Command {
 					tw = a.table()
 					fmt.Fprintln(tw, "ID\tASSIGNEE\tLEASE EXPIRES\tTITLE")
 					for _, t := range st.ActiveTasks {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.Assignee, stamp(t.LeaseExpiresAt), t.Title)
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.Assignee, when(t.LeaseExpiresAt), t.Title)
 					}
 					if err := tw.Flush(); err != nil {
 						return err

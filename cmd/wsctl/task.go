@@ -53,6 +53,13 @@ func (a *app) taskAddCmd() *cobra.Command {
 			}
 			n.Title = args[0]
 			return a.with(ctx, func(ws workspace.Workspace) error {
+				var err error
+				if n.DependsOn, err = resolveTaskIDs(ctx, ws, n.DependsOn); err != nil {
+					return err
+				}
+				if n.ParentID, err = resolveOptionalTaskID(ctx, ws, n.ParentID); err != nil {
+					return err
+				}
 				t, err := ws.Tasks().Create(ctx, workspace.Write{Actor: actor, Message: message}, n)
 				if err != nil {
 					return err
@@ -105,6 +112,10 @@ unless --wait.`,
 					ctx, cancel = context.WithTimeout(ctx, timeout)
 					defer cancel()
 				}
+				parent, err := resolveOptionalTaskID(ctx, ws, parent)
+				if err != nil {
+					return err
+				}
 				t, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: actor, Lease: lease, Labels: lbl, ParentID: parent, Wait: wait})
 				if err != nil {
 					if wait && timeout > 0 && ctx.Err() == context.DeadlineExceeded {
@@ -128,7 +139,9 @@ unless --wait.`,
 func (a *app) taskHeartbeatCmd() *cobra.Command {
 	var lease time.Duration
 	cmd := &cobra.Command{
-		Use:   "heartbeat ID",
+		Use: "heartbeat ID",
+		Long: `Extend your claim on the task ID (the whole id, or a unique prefix of at
+least 4 characters, as with commit hashes) and print the new lease expiry.`,
 		Short: "Extend your claim on a task; prints the new lease expiry (exit 4 if it lapsed)",
 		Args:  cobra.ExactArgs(1),
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
@@ -137,7 +150,11 @@ func (a *app) taskHeartbeatCmd() *cobra.Command {
 				return err
 			}
 			return a.with(ctx, func(ws workspace.Workspace) error {
-				t, err := ws.Tasks().Heartbeat(ctx, workspace.Write{Actor: actor}, args[0], lease)
+				id, err := resolveTaskID(ctx, ws, args[0])
+				if err != nil {
+					return err
+				}
+				t, err := ws.Tasks().Heartbeat(ctx, workspace.Write{Actor: actor}, id, lease)
 				if err != nil {
 					return err
 				}
@@ -170,14 +187,15 @@ func (a *app) taskFinishCmd(use, short string, status workspace.TaskStatus) *cob
 			}
 			res := workspace.TaskResult{Summary: summary, Artifacts: artifacts}
 			return a.with(ctx, func(ws workspace.Workspace) error {
-				var (
-					t   workspace.Task
-					err error
-				)
+				id, err := resolveTaskID(ctx, ws, args[0])
+				if err != nil {
+					return err
+				}
+				var t workspace.Task
 				if status == workspace.TaskDone {
-					t, err = ws.Tasks().Complete(ctx, wf.write(actor), args[0], res)
+					t, err = ws.Tasks().Complete(ctx, wf.write(actor), id, res)
 				} else {
-					t, err = ws.Tasks().Fail(ctx, wf.write(actor), args[0], res)
+					t, err = ws.Tasks().Fail(ctx, wf.write(actor), id, res)
 				}
 				if err != nil {
 					return err
@@ -207,7 +225,11 @@ func (a *app) taskReleaseCmd() *cobra.Command {
 				return err
 			}
 			return a.with(ctx, func(ws workspace.Workspace) error {
-				t, err := ws.Tasks().Release(ctx, wf.write(actor), args[0])
+				id, err := resolveTaskID(ctx, ws, args[0])
+				if err != nil {
+					return err
+				}
+				t, err := ws.Tasks().Release(ctx, wf.write(actor), id)
 				if err != nil {
 					return err
 				}
@@ -243,6 +265,10 @@ func (a *app) taskLsCmd() *cobra.Command {
 				return usageErrorf("--limit %d is negative", limit)
 			}
 			return a.with(ctx, func(ws workspace.Workspace) error {
+				var err error
+				if f.ParentID, err = resolveOptionalTaskID(ctx, ws, f.ParentID); err != nil {
+					return err
+				}
 				all, err := listAll(limit, func(n int, after string) ([]workspace.Task, string, error) {
 					f.Limit, f.After = n, after
 					page, err := ws.Tasks().List(ctx, f)
@@ -279,7 +305,11 @@ func (a *app) taskShowCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			return a.with(ctx, func(ws workspace.Workspace) error {
-				t, err := ws.Tasks().Get(ctx, args[0])
+				id, err := resolveTaskID(ctx, ws, args[0])
+				if err != nil {
+					return err
+				}
+				t, err := ws.Tasks().Get(ctx, id)
 				if err != nil {
 					return err
 				}
@@ -292,7 +322,7 @@ func (a *app) taskShowCmd() *cobra.Command {
 				fmt.Fprintf(tw, "status:\t%s\n", t.Status)
 				fmt.Fprintf(tw, "assignee:\t%s\n", orDash(t.Assignee))
 				if t.Status == workspace.TaskInProgress {
-					fmt.Fprintf(tw, "lease expires:\t%s\n", stamp(t.LeaseExpiresAt))
+					fmt.Fprintf(tw, "lease expires:\t%s\n", when(t.LeaseExpiresAt))
 				}
 				fmt.Fprintf(tw, "priority:\t%d\n", t.Priority)
 				fmt.Fprintf(tw, "attempts:\t%d\n", t.Attempts)
@@ -300,8 +330,8 @@ func (a *app) taskShowCmd() *cobra.Command {
 				fmt.Fprintf(tw, "depends on:\t%s\n", orDash(strings.Join(t.DependsOn, ", ")))
 				fmt.Fprintf(tw, "labels:\t%s\n", formatLabels(t.Labels))
 				fmt.Fprintf(tw, "version:\t%d\n", t.Version)
-				fmt.Fprintf(tw, "created:\t%s by %s\n", stamp(t.CreatedAt), t.CreatedBy)
-				fmt.Fprintf(tw, "updated:\t%s by %s\n", stamp(t.UpdatedAt), t.UpdatedBy)
+				fmt.Fprintf(tw, "created:\t%s by %s\n", when(t.CreatedAt), t.CreatedBy)
+				fmt.Fprintf(tw, "updated:\t%s by %s\n", when(t.UpdatedAt), t.UpdatedBy)
 				if t.Result.Summary != "" || len(t.Result.Artifacts) > 0 {
 					fmt.Fprintf(tw, "result:\t%s\n", orDash(t.Result.Summary))
 					fmt.Fprintf(tw, "result artifacts:\t%s\n", orDash(strings.Join(t.Result.Artifacts, ", ")))
