@@ -144,6 +144,63 @@ func (m *memo) failed() {
 // prediction is what a predicted transaction runs on: the reads ahead of
 // its hints (each an artifact with its lease, or a lease; a lease read as
 // absent has ErrNoRows), its clock, the head, and whether to notify.
+//
+// Each fact a prediction relies on, where the memo learns it, and where it
+// is checked before a commit relies on it. "The guard" is guardSQL or
+// guardOneSQL, whose placeholders are the fields of guardParams and
+// guardOneParams. What the guard checks holds to the COMMIT: the guard
+// runs after lockWrite in the same batch (updatePredicted, store.go), and
+// every writer of the schema, and every listener's registration, takes
+// that lock first.
+//
+//	fact                  learned                                   checked
+//	--------------------  ----------------------------------------  ----------------------------------------
+//	the memo is what the  memo.learn (predict.go), from a commit    memo.predict: m.valid; updateOnce
+//	store's last commit   that ran alone (writers.begin and still,  (store.go) predicts only in a transaction
+//	left                  predict.go; updateOnce and                that began alone (writers.begin)
+//	                      updatePredicted, store.go), whose writes
+//	                      were all kept (writeTx.unsure, set by
+//	                      RollbackSavepoint, savepoint.go) and, if
+//	                      any, moved the head, at a head no lower
+//	                      than the memo's; memo.drop and
+//	                      memo.failed (from store.go) forget it
+//	the head: no other    memo.learn: writeTx.seq, read by          memo.predict: NotifiedHead (store.go;
+//	store committed       startWrite after lockWrite (updateOnce,   listener.heard, listen.go: the highest
+//	since the store's     store.go) or predicted, moved by          seq another store's NOTIFY announced) is
+//	last commit           AppendEvents (events.go)                  not above it, which only spares a guard
+//	                                                                that would fail; the guard: $1 (head)
+//	the clock: no later   offset: updateOnce (store.go), the        the guard: $2 (now) between
+//	than the database's,  database's clock from startWrite minus    clock_timestamp() - 100 ms and
+//	nor more than 100 ms  ours once its answer came, kept by        clock_timestamp(); not behind the last
+//	behind it, nor behind memo.learn for usual transactions only;   commit's: memo.predict raises it to
+//	the last commit's     m.now: memo.learn, writeTx.now            m.now, and the head check makes that
+//	                                                                commit the last
+//	whether another       memo.learn: writeTx.notify, from          the guard: $3 (store) and $4 (notify)
+//	store listens         startWrite's EXISTS over listeners
+//	                      (updateOnce, store.go)
+//	each hinted artifact  memo.learn: the reads the transaction     memo.predict: every hinted artifact is
+//	is live with that     started with (learned.reads: earlyReads   known by its ID or name and has the name
+//	ID, name and version  queueAll in updateOnce, or the            hinted, else no prediction; the
+//	                      prediction's own) and its writes          guard: $5-$7 (guardParams: artifactIDs,
+//	                      (writeTx.wrote: PutArtifact,              artifactNames, artifactVersions;
+//	                      DeleteArtifact, records.go)               guardOneParams: artifactID, ...)
+//	each hinted record's  memo.learn: learned.reads (leaseAhead,    memo.predict: every lease is known,
+//	lease has these       ErrNoRows for an absent one) and          present or absent, else no prediction;
+//	fields, or is absent  writeTx.wrote (PutLease, records.go)      the guard: guardParams $8-$12 present,
+//	                                                                $13 absent; guardOneParams $8-$13
+//	the transaction       -                                         memo.predict: a hint of a note, task or
+//	reads nothing else                                              claim is never predicted; pipeline.send
+//	                                                                (pipeline.go) fails any read with
+//	                                                                errUnpredicted, and updatePredicted
+//	                                                                (store.go) then sends nothing
+//
+// One more input is no fact but a heuristic that decides when a prediction
+// is tried, never whether it may commit: that the store has written alone
+// long enough (quiet.Rule, internal/quiet). memo.learn counts the commits
+// that found the head where the store's last commit left it (Commit), and
+// a predicted commit halves the count needed (Held); a refused guard
+// doubles it (memo.failed, from updatePredicted: Failed); memo.predict
+// asks Ready.
 type prediction struct {
 	early  []*earlyRead
 	now    time.Time
@@ -258,15 +315,18 @@ func (m *memo) putArtifact(a workspace.Artifact) {
 }
 
 // guardSQL fails (casting text that is no number) unless the values a
-// predicted transaction ran on hold: the head ($1); its clock ($2) no
-// later than the database's nor more than 100 ms behind it (leases are
-// timed by the database's clock); whether another store than $3 listens
-// ($4); each artifact (ID, name, version: $5-$7) live as it was; each
-// lease ($8-$12) as it was; and the leases known to be absent ($13). Each
-// record is looked up by its key in a subquery per element, which the
-// planner runs as a probe of the key's index whatever it estimates (an
-// EXISTS would become a join, planned by statistics that a new table
-// lacks). Its arrays make it the kind of statement genericOn is for.
+// predicted transaction ran on hold. Its placeholders are guardParams'
+// fields: the head ($1 head); its clock ($2 now) no later than the
+// database's nor more than 100 ms behind it (leases are timed by the
+// database's clock); whether another store than $3 (store) listens ($4
+// notify); each artifact ($5 artifactIDs, $6 artifactNames, $7
+// artifactVersions) live as it was; each lease ($8 leaseResources, $9
+// leaseOwners, $10 leaseTokens, $11 leaseAcquired, $12 leaseExpires) as it
+// was; and the leases known to be absent ($13 absent). Each record is
+// looked up by its key in a subquery per element, which the planner runs
+// as a probe of the key's index whatever it estimates (an EXISTS would
+// become a join, planned by statistics that a new table lacks). Its arrays
+// make it the kind of statement genericOn is for.
 const guardSQL = `SELECT CASE WHEN c.seq = $1
 		AND $2::timestamptz BETWEEN clock_timestamp() - interval '100 milliseconds' AND clock_timestamp()
 		AND EXISTS (SELECT 1 FROM listeners WHERE store <> $3 AND expires_at > clock_timestamp()) = $4
@@ -282,12 +342,15 @@ const guardSQL = `SELECT CASE WHEN c.seq = $1
 	THEN '' ELSE ('agentspace: the state a predicted write ran on changed (head ' || c.seq || ')')::bigint::text
 	END FROM counters c`
 
-// guardOneSQL is guardSQL for at most one artifact ($5-$7; an ID of ”
-// and a NULL version for none) and one lease ($8, ” for none), present
-// ($9) with its fields ($10-$13) or absent: a write of one record, the
-// most common. Each subquery runs whatever the arguments, so that a plan
-// made for them costs what the generic plan does: the server keeps the
-// generic one, without genericOn.
+// guardOneSQL is guardSQL for at most one artifact and one lease: a write
+// of one record, the most common. Its placeholders are guardOneParams'
+// fields: $1-$4 as guardSQL's; the artifact ($5 artifactID, $6
+// artifactName, $7 artifactVersion; an ID of ” and a NULL version for
+// none); the lease ($8 leaseResource, ” for none), present ($9
+// leasePresent) with its fields ($10 leaseOwner, $11 leaseToken, $12
+// leaseAcquired, $13 leaseExpires) or absent. Each subquery runs whatever
+// the arguments, so that a plan made for them costs what the generic plan
+// does: the server keeps the generic one, without genericOn.
 const guardOneSQL = `SELECT CASE WHEN c.seq = $1
 		AND $2::timestamptz BETWEEN clock_timestamp() - interval '100 milliseconds' AND clock_timestamp()
 		AND EXISTS (SELECT 1 FROM listeners WHERE store <> $3 AND expires_at > clock_timestamp()) = $4
@@ -304,49 +367,108 @@ func (p prediction) one() bool {
 	return len(artifacts) <= 1 && len(leases)+len(absent) <= 1
 }
 
-// guardOneArgs are guardOneSQL's arguments for p (see one).
-func (p prediction) guardOneArgs(id string) []any {
-	var (
-		artifactID, name, resource string
-		version                    *int64
-		present                    *bool
-		lease                      workspace.Lease
-		artifacts, leases, absent  = p.checked()
-	)
+// guardBasis are the placeholders guardSQL and guardOneSQL share: what a
+// predicted transaction ran on besides its records.
+type guardBasis struct {
+	head   int64     // $1: the event log's head
+	now    time.Time // $2: the transaction's clock
+	store  string    // $3: the store's id, whose own registration is not another's
+	notify bool      // $4: whether another store listens
+}
+
+// guardParams are guardSQL's placeholders, one field each; the arrays of
+// one record kind are parallel, an element per record.
+type guardParams struct {
+	guardBasis                   // $1-$4
+	artifactIDs      []string    // $5: the artifacts predicted
+	artifactNames    []string    // $6: their names
+	artifactVersions []int64     // $7: their versions
+	leaseResources   []string    // $8: the leases predicted present
+	leaseOwners      []string    // $9: their owners
+	leaseTokens      []int64     // $10: their tokens
+	leaseAcquired    []time.Time // $11: when they were acquired
+	leaseExpires     []time.Time // $12: when they expire
+	absent           []string    // $13: the resources of leases predicted absent
+}
+
+// newGuardParams are guardSQL's placeholders for p, the store being id.
+func newGuardParams(p prediction, id string) guardParams {
+	artifacts, leases, absent := p.checked()
+	g := guardParams{
+		guardBasis:       guardBasis{head: p.head, now: p.now, store: id, notify: p.notify},
+		artifactIDs:      make([]string, len(artifacts)),
+		artifactNames:    make([]string, len(artifacts)),
+		artifactVersions: make([]int64, len(artifacts)),
+		leaseResources:   make([]string, len(leases)),
+		leaseOwners:      make([]string, len(leases)),
+		leaseTokens:      make([]int64, len(leases)),
+		leaseAcquired:    make([]time.Time, len(leases)),
+		leaseExpires:     make([]time.Time, len(leases)),
+		absent:           absent,
+	}
+	for i, a := range artifacts {
+		g.artifactIDs[i], g.artifactNames[i], g.artifactVersions[i] = a.ID, a.Name, a.Version
+	}
+	for i, l := range leases {
+		g.leaseResources[i], g.leaseOwners[i], g.leaseTokens[i] = l.Resource, l.Owner, l.Token
+		g.leaseAcquired[i], g.leaseExpires[i] = l.AcquiredAt, l.ExpiresAt
+	}
+	if g.absent == nil {
+		g.absent = []string{} // an empty array, not NULL
+	}
+	return g
+}
+
+// args are g's fields in placeholder order, $1 first.
+func (g guardParams) args() []any {
+	return []any{g.head, g.now, g.store, g.notify,
+		g.artifactIDs, g.artifactNames, g.artifactVersions,
+		g.leaseResources, g.leaseOwners, g.leaseTokens, g.leaseAcquired, g.leaseExpires,
+		g.absent}
+}
+
+// guardOneParams are guardOneSQL's placeholders, one field each. Without
+// an artifact its ID is "" and its version nil (NULL); without a lease its
+// resource is "", and a lease predicted absent has leasePresent nil
+// (NULL) and zero fields.
+type guardOneParams struct {
+	guardBasis                // $1-$4
+	artifactID      string    // $5: the artifact predicted
+	artifactName    string    // $6: its name
+	artifactVersion *int64    // $7: its version
+	leaseResource   string    // $8: the lease predicted
+	leasePresent    *bool     // $9: true when predicted present
+	leaseOwner      string    // $10: its owner
+	leaseToken      int64     // $11: its token
+	leaseAcquired   time.Time // $12: when it was acquired
+	leaseExpires    time.Time // $13: when it expires
+}
+
+// newGuardOneParams are guardOneSQL's placeholders for p (see one), the
+// store being id.
+func newGuardOneParams(p prediction, id string) guardOneParams {
+	artifacts, leases, absent := p.checked()
+	g := guardOneParams{guardBasis: guardBasis{head: p.head, now: p.now, store: id, notify: p.notify}}
 	if len(artifacts) == 1 {
 		a := artifacts[0]
-		artifactID, name, version = a.ID, a.Name, &a.Version
+		g.artifactID, g.artifactName, g.artifactVersion = a.ID, a.Name, &a.Version
 	}
 	switch {
 	case len(leases) == 1:
-		lease, resource, present = leases[0], leases[0].Resource, new(true)
+		l := leases[0]
+		g.leaseResource, g.leasePresent = l.Resource, new(true)
+		g.leaseOwner, g.leaseToken, g.leaseAcquired, g.leaseExpires = l.Owner, l.Token, l.AcquiredAt, l.ExpiresAt
 	case len(absent) == 1:
-		resource = absent[0]
+		g.leaseResource = absent[0]
 	}
-	return []any{p.head, p.now, id, p.notify, artifactID, name, version, resource, present,
-		lease.Owner, lease.Token, lease.AcquiredAt, lease.ExpiresAt}
+	return g
 }
 
-// guardArgs are guardSQL's arguments for p, the store being id.
-func (p prediction) guardArgs(id string) []any {
-	artifacts, leases, absent := p.checked()
-	var (
-		ids, names        = make([]string, len(artifacts)), make([]string, len(artifacts))
-		versions          = make([]int64, len(artifacts))
-		res, owners       = make([]string, len(leases)), make([]string, len(leases))
-		tokens            = make([]int64, len(leases))
-		acquired, expires = make([]time.Time, len(leases)), make([]time.Time, len(leases))
-	)
-	for i, a := range artifacts {
-		ids[i], names[i], versions[i] = a.ID, a.Name, a.Version
-	}
-	for i, l := range leases {
-		res[i], owners[i], tokens[i], acquired[i], expires[i] = l.Resource, l.Owner, l.Token, l.AcquiredAt, l.ExpiresAt
-	}
-	if absent == nil {
-		absent = []string{}
-	}
-	return []any{p.head, p.now, id, p.notify, ids, names, versions, res, owners, tokens, acquired, expires, absent}
+// args are g's fields in placeholder order, $1 first.
+func (g guardOneParams) args() []any {
+	return []any{g.head, g.now, g.store, g.notify,
+		g.artifactID, g.artifactName, g.artifactVersion,
+		g.leaseResource, g.leasePresent, g.leaseOwner, g.leaseToken, g.leaseAcquired, g.leaseExpires}
 }
 
 // writers counts a store's write transactions: how many run, and how many

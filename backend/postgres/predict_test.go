@@ -3,6 +3,9 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -374,4 +377,44 @@ func TestAStoreRacingAnotherStopsPredicting(t *testing.T) {
 	}
 	assert.Equal(t, int64(2*n+2), rt.N.Load()-before, "one refused prediction, then two round trips a write")
 	assert.True(t, wasRefused(st))
+}
+
+// Each guard gets one value per placeholder of its statement, in order:
+// as many as its highest placeholder, and each placeholder the statement
+// casts gets a value of the Go type pgx sends as that SQL type.
+func TestGuardParamsFillTheirStatementsPlaceholdersInOrder(t *testing.T) {
+	at := time.Now()
+	p := prediction{now: at, head: 7, notify: true, early: []*earlyRead{
+		{hint: workspace.ReadHint{Artifact: workspace.ArtifactRef{ID: "a1"}},
+			artifact: workspace.Artifact{ID: "a1", Name: "one", Version: 3},
+			lease:    leaseAhead{resource: "artifact:one", lease: workspace.Lease{Resource: "artifact:one", Owner: "ann", Token: 2, AcquiredAt: at, ExpiresAt: at}}},
+	}}
+	casts := map[string]reflect.Type{
+		"text[]":        reflect.TypeFor[[]string](),
+		"bigint[]":      reflect.TypeFor[[]int64](),
+		"timestamptz[]": reflect.TypeFor[[]time.Time](),
+		"timestamptz":   reflect.TypeFor[time.Time](),
+		"bigint":        reflect.TypeFor[*int64](),
+		"boolean":       reflect.TypeFor[*bool](),
+	}
+	placeholder := regexp.MustCompile(`\$(\d+)(::(\w+(\[\])?))?`)
+	for name, c := range map[string]struct {
+		sql  string
+		args []any
+	}{
+		"guardSQL":    {guardSQL, newGuardParams(p, "s").args()},
+		"guardOneSQL": {guardOneSQL, newGuardOneParams(p, "s").args()},
+	} {
+		highest := 0
+		for _, m := range placeholder.FindAllStringSubmatch(c.sql, -1) {
+			n, err := strconv.Atoi(m[1])
+			require.NoError(t, err)
+			highest = max(highest, n)
+			if want, cast := casts[m[3]]; cast && n <= len(c.args) {
+				assert.Equal(t, want, reflect.TypeOf(c.args[n-1]), "%s $%d::%s", name, n, m[3])
+			}
+		}
+		assert.Len(t, c.args, highest, name)
+		assert.Equal(t, []any{int64(7), at, "s", true}, c.args[:4], "%s $1-$4", name)
+	}
 }

@@ -285,10 +285,10 @@ func (s *store) updatePredicted(ctx context.Context, conn *pgxpool.Conn, p predi
 	pl.queue(beginWrite)
 	pl.queue(lockWrite, s.path, s.key)
 	if p.one() && !s.guardArrays {
-		pl.queue(s.guardOne, p.guardOneArgs(s.id)...)
+		pl.queue(s.guardOne, newGuardOneParams(p, s.id).args()...)
 	} else {
 		pl.queue(genericOn)
-		pl.queue(s.guard, p.guardArgs(s.id)...)
+		pl.queue(s.guard, newGuardParams(p, s.id).args()...)
 		pl.queue(genericBack)
 	}
 	pl.early = p.early

@@ -122,7 +122,7 @@ const (
 		WHERE h.deleted = 0 AND `
 	qArtifactLeaseByID   = qArtifactLeaseHead + `h.id = ?`
 	qArtifactLeaseByName = qArtifactLeaseHead + `h.name = ?`
-	// A group's artifacts read ahead (early.go): the IDs or names as a
+	// A group's artifacts read ahead (readahead.go): the IDs or names as a
 	// JSON array.
 	qArtifactLeaseByIDs   = qArtifactLeaseHead + `h.id IN (SELECT value FROM json_each(?))`
 	qArtifactLeaseByNames = qArtifactLeaseHead + `h.name IN (SELECT value FROM json_each(?))`
@@ -136,7 +136,7 @@ type leaseRead struct {
 }
 
 func (t *writeTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (workspace.Artifact, error) {
-	if e, ok := t.takeEarly(ref); ok {
+	if e, ok := t.takeReadAhead(ref); ok {
 		if !e.found {
 			return workspace.Artifact{}, notFound(sql.ErrNoRows, artifactWhat(ref))
 		}
@@ -287,7 +287,7 @@ func limitArg(n int) int {
 }
 
 func (t *writeTx) PutArtifact(ctx context.Context, a workspace.Artifact, content []byte) error {
-	t.dropEarly(a.ID, a.Name, "")
+	t.dropReadAhead(a.ID, a.Name, "")
 	labels, err := jsonText(a.Labels, len(a.Labels) == 0)
 	if err != nil {
 		return err
@@ -328,7 +328,7 @@ func (t *writeTx) PutArtifact(ctx context.Context, a workspace.Artifact, content
 }
 
 func (t *writeTx) DeleteArtifact(ctx context.Context, id string) error {
-	t.dropEarly(id, "", "")
+	t.dropReadAhead(id, "", "")
 	res, err := t.q.ExecContext(ctx, qDeleteArtifact, id)
 	if err != nil {
 		return fmt.Errorf("sqlite: delete artifact %s: %w", id, err)

@@ -61,7 +61,7 @@ func (m *memo) forgetLocked() {
 
 // known returns the hinted artifacts the memo holds, as reads ahead, and
 // the head they are valid at.
-func (m *memo) known(hints []workspace.ReadHint) (head int64, early []earlyHead) {
+func (m *memo) known(hints []workspace.ReadHint) (head int64, ahead []readAheadHead) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.valid || !m.rule.Ready() {
@@ -83,9 +83,9 @@ func (m *memo) known(hints []workspace.ReadHint) (head int64, early []earlyHead)
 		}
 		a := e.a
 		a.Labels = maps.Clone(a.Labels)
-		early = append(early, earlyHead{ref: r, found: true, a: a, lease: lr})
+		ahead = append(ahead, readAheadHead{ref: r, found: true, a: a, lease: lr})
 	}
-	return m.head, early
+	return m.head, ahead
 }
 
 // noted is what a write transaction tells the memo: the artifacts it read
@@ -233,8 +233,8 @@ func (m *memo) checked(held bool) {
 // store's last commit left it, takes the hinted artifacts the memo knows
 // as read ahead (memoed counts them).
 func (t *writeTx) fromMemo(ctx context.Context, m *memo, hints []workspace.ReadHint) error {
-	head, early := m.known(hints)
-	if len(early) == 0 {
+	head, ahead := m.known(hints)
+	if len(ahead) == 0 {
 		return nil
 	}
 	var now int64
@@ -244,8 +244,8 @@ func (t *writeTx) fromMemo(ctx context.Context, m *memo, hints []workspace.ReadH
 	t.noted.start, t.noted.end, t.noted.set = now, now, true
 	m.checked(now == head)
 	if now == head {
-		t.early = append(t.early, early...)
-		t.memoed = len(early)
+		t.readAhead = append(t.readAhead, ahead...)
+		t.memoed = len(ahead)
 	}
 	return nil
 }

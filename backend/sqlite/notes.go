@@ -133,7 +133,7 @@ func (t *readTx) ListLeases(ctx context.Context, now time.Time) ([]workspace.Lea
 
 func (t *writeTx) PutLease(ctx context.Context, l workspace.Lease) error {
 	t.leaseRead = nil
-	t.dropEarly("", "", l.Resource)
+	t.dropReadAhead("", "", l.Resource)
 	if _, err := t.q.ExecContext(ctx, qPutLease, l.Resource, l.Owner, l.Token,
 		nullMicros(l.AcquiredAt), nullMicros(l.ExpiresAt)); err != nil {
 		return fmt.Errorf("sqlite: put lease %q: %w", l.Resource, err)

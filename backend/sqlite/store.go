@@ -125,7 +125,7 @@ func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) erro
 
 // UpdateHinted implements workspace.HintedUpdater: Update, with the hinted
 // artifacts read ahead in a statement or two when there are two or more
-// (see readAhead).
+// (see readArtifactsAhead).
 func (s *store) UpdateHinted(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.Tx) error) error {
 	return s.update(ctx, hints, fn)
 }
@@ -148,7 +148,7 @@ func (s *store) update(ctx context.Context, hints []workspace.ReadHint, fn func(
 			_ = tx.Rollback()
 			return err
 		}
-		if err := wt.readAhead(ctx, hints); err != nil {
+		if err := wt.readArtifactsAhead(ctx, hints); err != nil {
 			_ = tx.Rollback()
 			return err
 		}
@@ -235,9 +235,9 @@ type writeTx struct {
 	// leaseRead is the lease Artifact read last, until a lease write or a
 	// savepoint's rollback.
 	leaseRead *leaseRead
-	// early are the artifacts read ahead (see readAhead), each until it
-	// is taken or a write makes it stale.
-	early []earlyHead
+	// readAhead are the artifacts read ahead (see readArtifactsAhead),
+	// each until it is taken or a write makes it stale.
+	readAhead []readAheadHead
 	// noted is what the store's memo learns from the transaction if it
 	// commits; memoed counts the artifacts the memo answered.
 	noted  noted

@@ -43,7 +43,7 @@ func TestReadAheadAnswersAsTheRowsAre(t *testing.T) {
 	}
 	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
 		wt := tx.(*writeTx)
-		require.Len(t, wt.early, len(hints), "every hint read ahead")
+		require.Len(t, wt.readAhead, len(hints), "every hint read ahead")
 		// same reads ref through the transaction and straight from the
 		// rows, and wants the same answer, lease included.
 		same := func(ref workspace.ArtifactRef) workspace.Artifact {
@@ -84,7 +84,7 @@ func TestReadAheadAnswersAsTheRowsAre(t *testing.T) {
 		// A deleted one, read by ID after its read ahead is gone.
 		require.NoError(t, tx.DeleteArtifact(ctx, "a1"))
 		same(workspace.ArtifactRef{ID: "a1"})
-		assert.Empty(t, wt.early, "every read ahead taken or dropped")
+		assert.Empty(t, wt.readAhead, "every read ahead taken or dropped")
 		return nil
 	}))
 }
@@ -96,7 +96,7 @@ func TestReadAheadNeedsTwoArtifacts(t *testing.T) {
 	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
 	hints := []workspace.ReadHint{{Artifact: workspace.ArtifactRef{Name: "one"}}, {NoteKind: "decision", NoteKey: "k"}}
 	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
-		assert.Empty(t, tx.(*writeTx).early)
+		assert.Empty(t, tx.(*writeTx).readAhead)
 		return nil
 	}))
 }

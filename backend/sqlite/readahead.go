@@ -17,25 +17,26 @@ import (
 // by the op's own read of that artifact; a write of the artifact or of its
 // lease drops the reads it makes stale.
 
-// maxEarly bounds the artifacts a transaction reads ahead (with
+// maxReadAhead bounds the artifacts a transaction reads ahead (with
 // qArtifactLeaseByIDs and qArtifactLeaseByNames).
-const maxEarly = 64
+const maxReadAhead = 64
 
-// earlyHead is an artifact's head and lease read ahead for ref (by ID or
-// by name); found is false when no live artifact matched.
-type earlyHead struct {
+// readAheadHead is an artifact's head and lease read ahead for ref (by ID
+// or by name); found is false when no live artifact matched.
+type readAheadHead struct {
 	ref   workspace.ArtifactRef
 	found bool
 	a     workspace.Artifact
 	lease *leaseRead
 }
 
-// readAhead reads the hinted artifacts, when there are two or more.
-func (t *writeTx) readAhead(ctx context.Context, hints []workspace.ReadHint) error {
+// readArtifactsAhead reads the hinted artifacts, when there are two or
+// more.
+func (t *writeTx) readArtifactsAhead(ctx context.Context, hints []workspace.ReadHint) error {
 	var refs []workspace.ArtifactRef
 	var ids, names []string
 	for _, h := range hints {
-		if slices.ContainsFunc(t.early, func(e earlyHead) bool { return e.ref == h.Artifact }) {
+		if slices.ContainsFunc(t.readAhead, func(e readAheadHead) bool { return e.ref == h.Artifact }) {
 			continue // known from the memo
 		}
 		switch r := h.Artifact; {
@@ -46,14 +47,14 @@ func (t *writeTx) readAhead(ctx context.Context, hints []workspace.ReadHint) err
 			names = append(names, r.Name)
 			refs = append(refs, workspace.ArtifactRef{Name: r.Name})
 		}
-		if len(refs) == maxEarly {
+		if len(refs) == maxReadAhead {
 			break
 		}
 	}
 	if len(refs) < 2 {
 		return nil
 	}
-	byID, byName := map[string]earlyHead{}, map[string]earlyHead{}
+	byID, byName := map[string]readAheadHead{}, map[string]readAheadHead{}
 	for _, q := range []struct {
 		sql  string
 		keys []string
@@ -61,7 +62,7 @@ func (t *writeTx) readAhead(ctx context.Context, hints []workspace.ReadHint) err
 		if len(q.keys) == 0 {
 			continue
 		}
-		if err := t.readHeads(ctx, q.sql, q.keys, func(e earlyHead) {
+		if err := t.readHeads(ctx, q.sql, q.keys, func(e readAheadHead) {
 			byID[e.a.ID], byName[e.a.Name] = e, e
 		}); err != nil {
 			return fmt.Errorf("sqlite: read artifacts ahead: %w", err)
@@ -73,14 +74,14 @@ func (t *writeTx) readAhead(ctx context.Context, hints []workspace.ReadHint) err
 			e = byID[ref.ID]
 		}
 		e.ref = ref
-		t.early = append(t.early, e)
+		t.readAhead = append(t.readAhead, e)
 	}
 	return nil
 }
 
 // readHeads runs query for keys (a JSON array of IDs or names) and hands
 // each live artifact it finds, with its lease, to found.
-func (t *writeTx) readHeads(ctx context.Context, query string, keys []string, found func(earlyHead)) error {
+func (t *writeTx) readHeads(ctx context.Context, query string, keys []string, found func(readAheadHead)) error {
 	arg, err := json.Marshal(keys)
 	if err != nil {
 		return err
@@ -95,36 +96,37 @@ func (t *writeTx) readHeads(ctx context.Context, query string, keys []string, fo
 		if err != nil {
 			return err
 		}
-		found(earlyHead{found: true, a: a, lease: lr})
+		found(readAheadHead{found: true, a: a, lease: lr})
 	}
 	return rows.Err()
 }
 
-// takeEarly returns, and forgets, the read ahead of ref, if there is one.
-func (t *writeTx) takeEarly(ref workspace.ArtifactRef) (earlyHead, bool) {
-	i := slices.IndexFunc(t.early, func(e earlyHead) bool {
+// takeReadAhead returns, and forgets, the read ahead of ref, if there is
+// one.
+func (t *writeTx) takeReadAhead(ref workspace.ArtifactRef) (readAheadHead, bool) {
+	i := slices.IndexFunc(t.readAhead, func(e readAheadHead) bool {
 		if ref.ID != "" {
 			return e.ref.ID == ref.ID
 		}
 		return e.ref.ID == "" && e.ref.Name == ref.Name
 	})
 	if i < 0 {
-		return earlyHead{}, false
+		return readAheadHead{}, false
 	}
-	e := t.early[i]
-	t.early = slices.Delete(t.early, i, i+1)
+	e := t.readAhead[i]
+	t.readAhead = slices.Delete(t.readAhead, i, i+1)
 	return e, true
 }
 
-// dropEarly forgets the reads ahead a write makes stale: those of artifact
-// id (asked for by ID, or found by name), those asked for by name (the
-// write may create or rename an artifact to it), and those whose lease is
-// resource. Empty arguments match nothing.
-func (t *writeTx) dropEarly(id, name, resource string) {
-	if len(t.early) == 0 {
+// dropReadAhead forgets the reads ahead a write makes stale: those of
+// artifact id (asked for by ID, or found by name), those asked for by name
+// (the write may create or rename an artifact to it), and those whose
+// lease is resource. Empty arguments match nothing.
+func (t *writeTx) dropReadAhead(id, name, resource string) {
+	if len(t.readAhead) == 0 {
 		return
 	}
-	t.early = slices.DeleteFunc(t.early, func(e earlyHead) bool {
+	t.readAhead = slices.DeleteFunc(t.readAhead, func(e readAheadHead) bool {
 		return id != "" && (e.ref.ID == id || e.found && e.a.ID == id) ||
 			name != "" && e.ref.Name == name ||
 			resource != "" && e.lease != nil && e.lease.resource == resource
