@@ -115,7 +115,7 @@ empty. Progress goes to stderr (--quiet: none).`,
 			if in != "" && in != "-" {
 				f, err := os.Open(in) // #nosec G304 -- the archive the user named with -i
 				if err != nil {
-					return err
+					return inputFileError(in, err)
 				}
 				defer f.Close()
 				r = f
