@@ -93,9 +93,15 @@ type Notes interface {
 
 // Locks manages leases with fencing tokens. An expired lease is free without
 // anyone cleaning up.
+//
+// Leases are re-entrant by owner, and the owner is only a name: two calls
+// with the same Owner string are the same holder, from whatever goroutine,
+// handle, process or host they come. So agents that must exclude each other
+// need distinct owner names (two copies of one agent program too); an agent
+// that acquires again what it holds extends its lease and keeps its token.
 type Locks interface {
-	// Acquire takes the lease, or extends it (same token) if the owner holds
-	// it already. Held by another live owner: a *LockedError.
+	// Acquire takes the lease, or extends it (same token) if the same owner
+	// holds it already. Held by another live owner: a *LockedError.
 	Acquire(ctx context.Context, r AcquireRequest) (Lease, error)
 	// Renew extends a live lease by ttl from now. ErrLockLost once it expired
 	// and was taken; ErrNotHolder for a lease that is not the caller's.

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -8,12 +9,14 @@ import (
 	"io/fs"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/golang-migrate/migrate/v4"
 	migratedb "github.com/golang-migrate/migrate/v4/database"
 	pgxmigrate "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
@@ -143,13 +146,19 @@ func checkSchemaVersion(ctx context.Context, pool *pgxpool.Pool, session *pgx.Co
 
 // migrator is the workspace.Migrator of one schema, on golang-migrate.
 type migrator struct {
-	m  *migrate.Migrate
-	db *sql.DB
+	m    *migrate.Migrate
+	db   *sql.DB
+	fsys fs.FS // the migration files, to name the one that failed
 }
 
 // newMigrator opens golang-migrate on a connection whose search_path is the
 // schema, creating the schema first if it does not exist.
 func newMigrator(ctx context.Context, ccfg *pgx.ConnConfig, schema string) (*migrator, error) {
+	return newMigratorFS(ctx, ccfg, schema, pgmigrations.FS)
+}
+
+// newMigratorFS is newMigrator with the migration files of fsys.
+func newMigratorFS(ctx context.Context, ccfg *pgx.ConnConfig, schema string, fsys fs.FS) (*migrator, error) {
 	if err := checkSchema(schema); err != nil {
 		return nil, err
 	}
@@ -168,7 +177,7 @@ func newMigrator(ctx context.Context, ccfg *pgx.ConnConfig, schema string) (*mig
 		_ = db.Close()
 		return nil, fmt.Errorf("postgres: migrations: %w", err)
 	}
-	src, err := iofs.New(pgmigrations.FS, ".")
+	src, err := iofs.New(fsys, ".")
 	if err != nil {
 		_ = drv.Close()
 		return nil, fmt.Errorf("postgres: migrations: %w", err)
@@ -178,7 +187,7 @@ func newMigrator(ctx context.Context, ccfg *pgx.ConnConfig, schema string) (*mig
 		_ = drv.Close()
 		return nil, fmt.Errorf("postgres: migrations: %w", err)
 	}
-	return &migrator{m: m, db: db}, nil
+	return &migrator{m: m, db: db, fsys: fsys}, nil
 }
 
 // ensureSchema creates the schema unless it exists. Only creating needs the
@@ -227,9 +236,88 @@ func (m *migrator) run(ctx context.Context, op func() error) error {
 		return &workspace.SchemaError{Current: int64(de.Version), Want: int64(latest), Dirty: true} // #nosec G115 -- schema versions are small counts (our migrations number a handful)
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: migrate: %w", err)
+		return migrationError(m.fsys, err)
 	}
 	return ctx.Err()
+}
+
+// migrationError makes golang-migrate's error for a failed statement, which
+// quotes the whole SQL file, one line: the file, the line and column the
+// server pointed at, that line's text, and the server's message. The
+// server's error stays wrapped for errors.As.
+func migrationError(fsys fs.FS, err error) error {
+	var (
+		de  migratedb.Error
+		dep *migratedb.Error
+	)
+	switch {
+	case errors.As(err, &de):
+	case errors.As(err, &dep):
+		de = *dep
+	default:
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	cause := de.OrigErr
+	if cause == nil {
+		cause = errors.New(de.Err)
+	}
+	file, text, start := migrationFile(fsys, de.Query)
+	if file == "" {
+		return fmt.Errorf("postgres: migrate: a statement failed: %w", cause)
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(cause, &pgErr) || pgErr.Position <= 0 {
+		return fmt.Errorf("postgres: migration %s failed: %w", file, cause)
+	}
+	line, col, lineText := position(text, start, int(pgErr.Position))
+	msg := fmt.Sprintf("postgres: migration %s, line %d, column %d (%s)", file, line, col, strconv.Quote(lineText))
+	if pgErr.Hint != "" {
+		cause = fmt.Errorf("%w; hint: %s", cause, pgErr.Hint)
+	}
+	return fmt.Errorf("%s: %w", msg, cause)
+}
+
+// migrationFile finds the migration file holding stmt: its name, its text
+// and the byte offset where stmt starts in it. A statement found in no file
+// gives "".
+func migrationFile(fsys fs.FS, stmt []byte) (name, text string, start int) {
+	if len(bytes.TrimSpace(stmt)) == 0 {
+		return "", "", 0
+	}
+	names, err := fs.Glob(fsys, "*.sql")
+	if err != nil {
+		return "", "", 0
+	}
+	for _, n := range names {
+		b, err := fs.ReadFile(fsys, n)
+		if err != nil {
+			continue
+		}
+		if i := bytes.Index(b, stmt); i >= 0 {
+			return n, string(b), i
+		}
+	}
+	return "", "", 0
+}
+
+// position turns the server's error position (1-based, in characters of the
+// statement that starts at byte start of text) into a 1-based line and
+// column of text, and that line's text, trimmed and cut to 80 characters.
+func position(text string, start, pos int) (line, col int, lineText string) {
+	off := start
+	for i := 1; i < pos && off < len(text); i++ {
+		_, size := utf8.DecodeRuneInString(text[off:])
+		off += size
+	}
+	line = 1 + strings.Count(text[:off], "\n")
+	lineStart := strings.LastIndexByte(text[:off], '\n') + 1
+	col = 1 + utf8.RuneCountInString(text[lineStart:off])
+	lineText, _, _ = strings.Cut(text[lineStart:], "\n")
+	lineText = strings.TrimSpace(lineText)
+	if r := []rune(lineText); len(r) > 80 {
+		lineText = string(r[:80]) + "…"
+	}
+	return line, col, lineText
 }
 
 func (m *migrator) Version(ctx context.Context) (uint, bool, error) {

@@ -116,7 +116,7 @@ empty. On a terminal, a progress bar with the rate and ETA goes to stderr
 			if in != "" && in != "-" {
 				f, err := os.Open(in) // #nosec G304 -- the archive the user named with -i
 				if err != nil {
-					return err
+					return inputFileError(in, err)
 				}
 				defer f.Close()
 				r = f

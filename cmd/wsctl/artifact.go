@@ -160,6 +160,9 @@ func (a *app) readInput(file string) ([]byte, error) {
 		b, err = io.ReadAll(a.stdin)
 	} else {
 		b, err = os.ReadFile(file) // #nosec G304 -- the input file the user named on the command line
+		if err != nil {
+			return nil, inputFileError(file, err)
+		}
 	}
 	if err != nil {
 		return nil, err

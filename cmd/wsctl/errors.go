@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
+	"syscall"
 
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -35,6 +37,16 @@ func (e *cliError) Unwrap() error { return e.err }
 // usageErrorf is a usage error (exit 2) whose message says what to do.
 func usageErrorf(format string, args ...any) error {
 	return &cliError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// inputFileError classifies a failure to read a file named on the command
+// line: a file that is not there, or not ours to read, is bad input (exit 2),
+// as the exit-code table promises; any other I/O error stays exit 1.
+func inputFileError(file string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EISDIR) {
+		return &cliError{code: exitUsage, err: err, hint: "name a readable file, or '-' for stdin"}
+	}
+	return fmt.Errorf("reading %s: %w", file, err)
 }
 
 // classify maps err to its exit code and a hint. Errors that are already

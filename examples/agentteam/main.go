@@ -6,21 +6,31 @@
 // the workspace for `wsctl` to inspect.
 //
 //	go run ./examples/agentteam                      # sqlite:.agentspace/workspace.db
-//	go run ./examples/agentteam -dsn json:./team-ws  # any backend
+//	go run ./examples/agentteam -dsn json:./team-ws  # any backend: sqlite:, json:, postgres://
+//
+// Every run has its own id (its start time and a random suffix), so runs on
+// one workspace, even in the same second, keep their tasks and artifacts apart.
 package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"math"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"text/tabwriter"
 	"time"
 
+	_ "github.com/agentspace/agentspace/backend/json"
+	_ "github.com/agentspace/agentspace/backend/postgres"
 	_ "github.com/agentspace/agentspace/backend/sqlite"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -30,13 +40,15 @@ func main() {
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := run(ctx, *dsn); err != nil {
+	if err := run(ctx, *dsn, os.Stdout); err != nil {
 		log.SetFlags(0)
 		log.Fatalf("agentteam: %v", err)
 	}
 }
 
-func run(ctx context.Context, dsn string) error {
+// run runs one team on dsn, printing the event stream and a summary to out.
+func run(ctx context.Context, dsn string, out io.Writer) error {
+	start := time.Now()
 	// Each agent opens its own handle, as separate processes would.
 	open := func() (workspace.Workspace, error) { return workspace.Open(ctx, dsn) }
 	planner, err := open()
@@ -49,8 +61,11 @@ func run(ctx context.Context, dsn string) error {
 	if err != nil {
 		return err
 	}
-	runID := time.Now().UTC().Format("20060102-150405")
-	fmt.Printf("agentteam: run %s on %s (event log at seq %d)\n\n", runID, workspace.RedactDSN(dsn), head)
+	runID, err := newRunID(start)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "agentteam: run %s on %s (event log at seq %d)\n\n", runID, workspace.RedactDSN(dsn), head)
 
 	// Follow the log live from where it stands now, on a handle of its own.
 	watcher, err := open()
@@ -73,7 +88,7 @@ func run(ctx context.Context, dsn string) error {
 		for m := range sub.C() {
 			if !m.Progress {
 				e := m.Event
-				fmt.Printf("  #%-4d %-10s %-20s %s %s\n", e.Seq, e.Actor, e.Type, subjectName(e.Subject), e.Message)
+				fmt.Fprintf(out, "  #%-4d %-10s %-20s %s %s\n", e.Seq, e.Actor, e.Type, subjectName(e.Subject), e.Message)
 			}
 			if m.Head >= stopAt.Load() && (m.Progress || m.Event.Seq >= stopAt.Load()) {
 				return
@@ -116,13 +131,52 @@ func run(ctx context.Context, dsn string) error {
 	stopAt.Store(final)
 	<-printed
 
-	st, err := planner.Status(ctx)
+	return summarize(ctx, planner, out, dsn, runID, plan, time.Since(start))
+}
+
+// newRunID names a run by its start time and a random suffix, so that two
+// runs started in the same second do not collide.
+func newRunID(start time.Time) (string, error) {
+	var b [3]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return start.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:]), nil
+}
+
+// summarize prints the run's tasks as a table, then the workspace's totals.
+func summarize(ctx context.Context, ws workspace.Workspace, out io.Writer, dsn, runID string, plan []string, took time.Duration) error {
+	fmt.Fprintf(out, "\nagentteam: run %s finished in %s\n\n", runID, took.Round(time.Millisecond))
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tSTATUS\tBY\tTRIES\tARTIFACT")
+	for _, id := range plan {
+		t, err := ws.Tasks().Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", t.Title, t.Status, t.Assignee, t.Attempts, strings.Join(t.Result.Artifacts, ", "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	st, err := ws.Status(ctx)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\nagentteam: done: %d artifacts, %d notes, tasks %v, event log at seq %d\n",
-		st.Artifacts, st.Notes, st.Tasks, st.Head)
-	fmt.Println("inspect it with: wsctl status; wsctl artifact ls; wsctl events")
+	var counts []string
+	for _, s := range []workspace.TaskStatus{workspace.TaskPending, workspace.TaskInProgress, workspace.TaskBlocked,
+		workspace.TaskDone, workspace.TaskFailed, workspace.TaskCancelled} {
+		if n := st.Tasks[s]; n > 0 {
+			counts = append(counts, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	fmt.Fprintf(out, "\nworkspace: %d artifacts, %d notes, tasks: %s, %d live locks, event log at seq %d\n",
+		st.Artifacts, st.Notes, strings.Join(counts, ", "), len(st.Locks), st.Head)
+	w := "wsctl"
+	if dsn != workspace.DefaultDSN {
+		w += " --dsn '" + workspace.RedactDSN(dsn) + "'"
+	}
+	fmt.Fprintf(out, "inspect it with: %[1]s status; %[1]s artifact ls; %[1]s events\n", w)
 	return nil
 }
 
