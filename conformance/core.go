@@ -92,6 +92,7 @@ var coreCases = []coreCase{
 	{"BadInputIsInvalidAndWritesNothing", testBadInput},
 	{"InjectionShapedInputIsExactOrInvalid", testInjectionShapedInput}, // injection.go
 	{"BadDSNParamsAreInvalid", testBadDSN},
+	{"MustExistFindsNoWorkspaceAndCreatesNone", testMustExistFindsNoWorkspaceAndCreatesNone}, // mustexist.go
 	{"ClosedHandleRefusesEveryCall", testClosedHandle},
 	{"StatusReportsTheWorkspace", testStatus},
 	// reopen.go
