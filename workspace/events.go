@@ -234,62 +234,6 @@ func (b *hub) wait(ctx context.Context, closed <-chan struct{}, wake <-chan stru
 	return nil
 }
 
-// Message is one item of a subscription's stream: an event, or (Progress
-// set) a heartbeat saying every event up to Head has been delivered or did
-// not match, so a consumer may checkpoint Head.
-type Message struct {
-	Event    Event
-	Progress bool
-	Head     int64
-}
-
-// Subscription is a live, gap-free stream of events. It holds at most one
-// page of events in memory: a slow consumer makes it fall behind and read
-// the log, never drop an event, never slow a writer.
-type Subscription struct {
-	ch     chan Message
-	cancel context.CancelFunc
-	stop   func() bool
-	done   chan struct{}
-	err    error
-}
-
-// C returns the stream's channel; it is closed when the stream ends, after
-// which Err says why.
-func (s *Subscription) C() <-chan Message { return s.ch }
-
-// Next returns the next message, or the error that ended the stream.
-func (s *Subscription) Next(ctx context.Context) (Message, error) {
-	select {
-	case m, ok := <-s.ch:
-		if !ok {
-			return Message{}, s.Err()
-		}
-		return m, nil
-	case <-ctx.Done():
-		return Message{}, ctx.Err()
-	}
-}
-
-// Err returns why the stream ended (nil while it runs): the context's error,
-// ErrClosed, or a *CompactedError.
-func (s *Subscription) Err() error {
-	select {
-	case <-s.done:
-		return s.err
-	default:
-		return nil
-	}
-}
-
-// Close ends the stream and waits for its goroutine.
-func (s *Subscription) Close() error {
-	s.cancel()
-	<-s.done
-	s.stop()
-	return nil
-}
-
 const subscribePage = 256
 
 type events struct{ h *handle }
@@ -423,39 +367,33 @@ func (e events) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscriptio
 	}); err != nil {
 		return nil, err
 	}
-	sctx, cancel := context.WithCancel(ctx)
-	s := &Subscription{ch: make(chan Message, 64), cancel: cancel, done: make(chan struct{})}
-	s.stop = context.AfterFunc(e.h.ctx, cancel)
-	e.h.subs.Add(1)
-	go func() {
-		defer e.h.subs.Done()
-		e.h.hub.follow(sctx, e.h.ctx.Done(), s, q, hb)
-	}()
-	return s, nil
+	h := e.h
+	h.subs.Add(1)
+	return NewSubscription(ctx, func(ctx context.Context, send func(Message) bool) error {
+		defer h.subs.Done()
+		// The stream also ends when the subscribing handle closes.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(h.ctx, cancel)()
+		return h.hub.follow(ctx, h.ctx.Done(), send, q, hb)
+	}), nil
 }
 
-// follow is a subscription's goroutine: read a page from the log after the
-// cursor, deliver it, and when caught up wait for the head to move. closed
-// is the subscribing handle's: the subscription ends when it closes.
-func (b *hub) follow(ctx context.Context, closed <-chan struct{}, s *Subscription, q EventQuery, hb time.Duration) {
-	// done closes before ch, so whoever sees ch closed finds Err set.
-	defer close(s.ch)
-	defer close(s.done)
-	end := func(err error) {
-		isClosed := false
+// follow is a subscription's run: read a page from the log after the
+// cursor, send it, and when caught up wait for the head to move. closed
+// is the subscribing handle's: the subscription ends when it closes. It
+// returns why the stream ended: ErrClosed, a *CompactedError or ctx's error.
+func (b *hub) follow(ctx context.Context, closed <-chan struct{}, send func(Message) bool, q EventQuery, hb time.Duration) error {
+	end := func(err error) error {
 		select {
 		case <-closed:
-			isClosed = true
+			return ErrClosed
 		default:
 		}
-		switch {
-		case isClosed:
-			s.err = ErrClosed
-		case err != nil:
-			s.err = err
-		default:
-			s.err = ctx.Err()
+		if err != nil {
+			return err
 		}
+		return ctx.Err()
 	}
 	lastSent := time.Now()
 	backoff := 10 * time.Millisecond
@@ -473,32 +411,26 @@ func (b *hub) follow(ctx context.Context, closed <-chan struct{}, s *Subscriptio
 		if err != nil {
 			var ce *CompactedError
 			if errors.As(err, &ce) {
-				end(err)
-				return
+				return end(err)
 			}
 			if ctx.Err() != nil {
-				end(nil)
-				return
+				return end(nil)
 			}
 			// A store that is down (a restarting server) is retried: the
 			// cursor is kept, so nothing is missed when it comes back.
 			b.h.opts.Logger.Warn("agentspace: subscription read failed; retrying", "after", q.AfterSeq, "err", err)
 			if err := b.wait(ctx, closed, nil, time.Now().Add(backoff)); err != nil {
-				end(nil)
-				return
+				return end(nil)
 			}
 			backoff = min(backoff*2, time.Second)
 			continue
 		}
 		backoff = 10 * time.Millisecond
 		for _, ev := range page.Events {
-			select {
-			case s.ch <- Message{Event: ev, Head: page.Head}:
-				lastSent = time.Now()
-			case <-ctx.Done():
-				end(nil)
-				return
+			if !send(Message{Event: ev, Head: page.Head}) {
+				return end(nil)
 			}
+			lastSent = time.Now()
 		}
 		q.AfterSeq = page.Next
 		b.bump(page.Head)
@@ -506,21 +438,17 @@ func (b *hub) follow(ctx context.Context, closed <-chan struct{}, s *Subscriptio
 			continue
 		}
 		if hb > 0 && time.Since(lastSent) >= hb {
-			select {
-			case s.ch <- Message{Progress: true, Head: q.AfterSeq}:
-				lastSent = time.Now()
-			case <-ctx.Done():
-				end(nil)
-				return
+			if !send(Message{Progress: true, Head: q.AfterSeq}) {
+				return end(nil)
 			}
+			lastSent = time.Now()
 		}
 		var deadline time.Time
 		if hb > 0 {
 			deadline = lastSent.Add(hb)
 		}
 		if err := b.wait(ctx, closed, wake, deadline); err != nil {
-			end(nil)
-			return
+			return end(nil)
 		}
 	}
 }
