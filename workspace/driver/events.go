@@ -1,12 +1,13 @@
-package workspace
+package driver
 
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentspace/agentspace/workspace"
 )
 
 // hub tracks the store's head for the handles of one core and wakes
@@ -27,7 +28,7 @@ type hub struct {
 	// and ending at the last one it committed (at most 2*recentEvents).
 	// While the head is that last seq, a subscriber whose cursor is
 	// inside recent has every event it is missing here.
-	recent   []Event
+	recent   []workspace.Event
 	interest atomic.Int64
 	// settledReads and ownReads count the watcher's reads that waited for
 	// an early store's notifications to settle, and for the changes most
@@ -98,7 +99,7 @@ const recentEvents = 1024
 
 // publish records events this handle just committed (numbered, in seq
 // order) and bumps the head to the last.
-func (b *hub) publish(evs []Event) {
+func (b *hub) publish(evs []workspace.Event) {
 	if len(evs) == 0 {
 		return
 	}
@@ -112,7 +113,7 @@ func (b *hub) publish(evs []Event) {
 // rememberLocked adds committed events, in seq order, to recent: those
 // that continue it are appended; one that is past a gap starts it again
 // (the events in the gap are only in the log); older ones are known.
-func (b *hub) rememberLocked(evs []Event) {
+func (b *hub) rememberLocked(evs []workspace.Event) {
 	for _, e := range evs {
 		n := len(b.recent)
 		switch {
@@ -132,7 +133,7 @@ func (b *hub) rememberLocked(evs []Event) {
 // learn takes in what the store's notifications said: the events they
 // carried, then the head they announced.
 func (b *hub) learn() (head int64) {
-	var evs []Event
+	var evs []workspace.Event
 	if b.carried != nil {
 		evs = b.carried.NotifiedEvents()
 	}
@@ -154,18 +155,18 @@ func (b *hub) learn() (head int64) {
 // fromRecent serves the page after q.AfterSeq from memory, when the hub
 // holds every event up to its head past the cursor; it reports whether it
 // could. The page is what readPage would return from the log.
-func (b *hub) fromRecent(q EventQuery) (EventPage, bool) {
+func (b *hub) fromRecent(q workspace.EventQuery) (workspace.EventPage, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := len(b.recent)
 	if n == 0 {
-		return EventPage{}, false
+		return workspace.EventPage{}, false
 	}
 	first, last := b.recent[0].Seq, b.recent[n-1].Seq
 	if b.head != last || q.AfterSeq+1 < first || q.AfterSeq > last {
-		return EventPage{}, false
+		return workspace.EventPage{}, false
 	}
-	page := EventPage{Head: last, Next: last}
+	page := workspace.EventPage{Head: last, Next: last}
 	for _, e := range b.recent[q.AfterSeq+1-first:] {
 		if !q.Matches(e) {
 			continue
@@ -177,24 +178,6 @@ func (b *hub) fromRecent(q EventQuery) (EventPage, bool) {
 		}
 	}
 	return page, true
-}
-
-// Matches reports whether e passes q's filters (every one but AfterSeq
-// and Limit): the test every store applies, in SQL or in memory. Reads and
-// subscriptions truncate Since and Until to microseconds first, as event
-// times are kept.
-func (q EventQuery) Matches(e Event) bool {
-	switch {
-	case len(q.Types) > 0 && !slices.Contains(q.Types, e.Type),
-		q.Actor != "" && e.Actor != q.Actor,
-		q.SubjectKind != "" && e.Subject.Kind != q.SubjectKind,
-		q.SubjectID != "" && e.Subject.ID != q.SubjectID,
-		q.SubjectName != "" && e.Subject.Name != q.SubjectName,
-		!q.Since.IsZero() && e.Time.Before(q.Since),
-		!q.Until.IsZero() && !e.Time.Before(q.Until):
-		return false
-	}
-	return true
 }
 
 // watch returns a channel closed at the next advance of the head.
@@ -229,7 +212,7 @@ func (b *hub) wait(ctx context.Context, closed <-chan struct{}, wake <-chan stru
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-closed:
-		return ErrClosed
+		return workspace.ErrClosed
 	}
 	return nil
 }
@@ -238,25 +221,25 @@ const subscribePage = 256
 
 type events struct{ h *handle }
 
-func checkQuery(q *EventQuery, forRead bool) error {
+func checkQuery(q *workspace.EventQuery, forRead bool) error {
 	if q.AfterSeq < 0 {
 		return invalid("after seq", "%d is negative", q.AfterSeq)
 	}
 	for _, t := range q.Types {
-		if err := checkKey("type", t, MaxKindLen); err != nil {
+		if err := checkKey("type", t, workspace.MaxKindLen); err != nil {
 			return err
 		}
 	}
-	if err := checkText("actor", q.Actor, MaxActorLen); err != nil {
+	if err := checkText("actor", q.Actor, workspace.MaxActorLen); err != nil {
 		return err
 	}
-	if err := checkText("subject kind", q.SubjectKind, MaxKindLen); err != nil {
+	if err := checkText("subject kind", q.SubjectKind, workspace.MaxKindLen); err != nil {
 		return err
 	}
-	if err := checkText("subject id", q.SubjectID, MaxNameLen+MaxKeyLen); err != nil {
+	if err := checkText("subject id", q.SubjectID, workspace.MaxNameLen+workspace.MaxKeyLen); err != nil {
 		return err
 	}
-	if err := checkText("subject name", q.SubjectName, MaxNameLen); err != nil {
+	if err := checkText("subject name", q.SubjectName, workspace.MaxNameLen); err != nil {
 		return err
 	}
 	// Stores keep event times in microseconds: so do the bounds, so that
@@ -275,11 +258,11 @@ func checkQuery(q *EventQuery, forRead bool) error {
 	return nil
 }
 
-func (e events) Read(ctx context.Context, q EventQuery) (EventPage, error) {
+func (e events) Read(ctx context.Context, q workspace.EventQuery) (workspace.EventPage, error) {
 	if err := checkQuery(&q, true); err != nil {
-		return EventPage{}, err
+		return workspace.EventPage{}, err
 	}
-	var page EventPage
+	var page workspace.EventPage
 	err := e.h.view(ctx, "events.read", func(tx ReadTx) error {
 		var err error
 		page, err = readPage(ctx, tx, q)
@@ -290,23 +273,23 @@ func (e events) Read(ctx context.Context, q EventQuery) (EventPage, error) {
 
 // readPage reads one page after q.AfterSeq, checking the floor, and says
 // where the next page starts.
-func readPage(ctx context.Context, tx ReadTx, q EventQuery) (EventPage, error) {
+func readPage(ctx context.Context, tx ReadTx, q workspace.EventQuery) (workspace.EventPage, error) {
 	floor, err := tx.Floor(ctx)
 	if err != nil {
-		return EventPage{}, err
+		return workspace.EventPage{}, err
 	}
 	if q.AfterSeq+1 < floor {
-		return EventPage{}, &CompactedError{Requested: q.AfterSeq, Floor: floor}
+		return workspace.EventPage{}, &workspace.CompactedError{Requested: q.AfterSeq, Floor: floor}
 	}
 	head, err := tx.Head(ctx)
 	if err != nil {
-		return EventPage{}, err
+		return workspace.EventPage{}, err
 	}
 	evs, err := tx.Events(ctx, q)
 	if err != nil {
-		return EventPage{}, err
+		return workspace.EventPage{}, err
 	}
-	page := EventPage{Events: evs, Head: head, Next: max(q.AfterSeq, head)}
+	page := workspace.EventPage{Events: evs, Head: head, Next: max(q.AfterSeq, head)}
 	if len(evs) == q.Limit {
 		page.Next = evs[len(evs)-1].Seq
 	}
@@ -347,7 +330,7 @@ func (e events) Compact(ctx context.Context, floor int64) error {
 	return wrapErr("events.compact", err)
 }
 
-func (e events) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription, error) {
+func (e events) Subscribe(ctx context.Context, r workspace.SubscribeRequest) (*workspace.Subscription, error) {
 	q := r.Query
 	if err := checkQuery(&q, false); err != nil {
 		return nil, err
@@ -355,13 +338,13 @@ func (e events) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscriptio
 	q.Limit = subscribePage
 	hb := r.Heartbeat
 	if hb == 0 {
-		hb = DefaultHeartbeat
+		hb = workspace.DefaultHeartbeat
 	}
 	// Fail fast on a compacted start rather than from the goroutine.
 	if err := e.h.view(ctx, "events.subscribe", func(tx ReadTx) error {
 		floor, err := tx.Floor(ctx)
 		if err == nil && q.AfterSeq+1 < floor {
-			err = &CompactedError{Requested: q.AfterSeq, Floor: floor}
+			err = &workspace.CompactedError{Requested: q.AfterSeq, Floor: floor}
 		}
 		return err
 	}); err != nil {
@@ -369,7 +352,7 @@ func (e events) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscriptio
 	}
 	h := e.h
 	h.subs.Add(1)
-	return NewSubscription(ctx, func(ctx context.Context, send func(Message) bool) error {
+	return workspace.NewSubscription(ctx, func(ctx context.Context, send func(workspace.Message) bool) error {
 		defer h.subs.Done()
 		// The stream also ends when the subscribing handle closes.
 		ctx, cancel := context.WithCancel(ctx)
@@ -383,11 +366,11 @@ func (e events) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscriptio
 // cursor, send it, and when caught up wait for the head to move. closed
 // is the subscribing handle's: the subscription ends when it closes. It
 // returns why the stream ended: ErrClosed, a *CompactedError or ctx's error.
-func (b *hub) follow(ctx context.Context, closed <-chan struct{}, send func(Message) bool, q EventQuery, hb time.Duration) error {
+func (b *hub) follow(ctx context.Context, closed <-chan struct{}, send func(workspace.Message) bool, q workspace.EventQuery, hb time.Duration) error {
 	end := func(err error) error {
 		select {
 		case <-closed:
-			return ErrClosed
+			return workspace.ErrClosed
 		default:
 		}
 		if err != nil {
@@ -409,7 +392,7 @@ func (b *hub) follow(ctx context.Context, closed <-chan struct{}, send func(Mess
 			})
 		}
 		if err != nil {
-			var ce *CompactedError
+			var ce *workspace.CompactedError
 			if errors.As(err, &ce) {
 				return end(err)
 			}
@@ -427,7 +410,7 @@ func (b *hub) follow(ctx context.Context, closed <-chan struct{}, send func(Mess
 		}
 		backoff = 10 * time.Millisecond
 		for _, ev := range page.Events {
-			if !send(Message{Event: ev, Head: page.Head}) {
+			if !send(workspace.Message{Event: ev, Head: page.Head}) {
 				return end(nil)
 			}
 			lastSent = time.Now()
@@ -438,7 +421,7 @@ func (b *hub) follow(ctx context.Context, closed <-chan struct{}, send func(Mess
 			continue
 		}
 		if hb > 0 && time.Since(lastSent) >= hb {
-			if !send(Message{Progress: true, Head: q.AfterSeq}) {
+			if !send(workspace.Message{Progress: true, Head: q.AfterSeq}) {
 				return end(nil)
 			}
 			lastSent = time.Now()
@@ -453,8 +436,8 @@ func (b *hub) follow(ctx context.Context, closed <-chan struct{}, send func(Mess
 	}
 }
 
-func (h *handle) Status(ctx context.Context) (Status, error) {
-	var st Status
+func (h *handle) Status(ctx context.Context) (workspace.Status, error) {
+	var st workspace.Status
 	err := h.view(ctx, "status", func(tx ReadTx) error {
 		var err error
 		if st.Head, err = tx.Head(ctx); err != nil {
@@ -469,9 +452,9 @@ func (h *handle) Status(ctx context.Context) (Status, error) {
 		}
 		st.Artifacts, st.Notes, st.Tasks = c.Artifacts, c.Notes, c.Tasks
 		if st.Tasks == nil {
-			st.Tasks = map[TaskStatus]int{}
+			st.Tasks = map[workspace.TaskStatus]int{}
 		}
-		active, err := tx.ListTasks(ctx, TaskFilter{Status: TaskInProgress, Limit: maxPageLimit})
+		active, err := tx.ListTasks(ctx, workspace.TaskFilter{Status: workspace.TaskInProgress, Limit: maxPageLimit})
 		if err != nil {
 			return err
 		}
@@ -484,11 +467,11 @@ func (h *handle) Status(ctx context.Context) (Status, error) {
 			return err
 		}
 		after := max(st.Head-20, st.Floor-1, 0)
-		st.RecentEvents, err = tx.Events(ctx, EventQuery{AfterSeq: after, Limit: 20})
+		st.RecentEvents, err = tx.Events(ctx, workspace.EventQuery{AfterSeq: after, Limit: 20})
 		return err
 	})
 	if err != nil {
-		return Status{}, err
+		return workspace.Status{}, err
 	}
 	return st, nil
 }
