@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Config is what a Driver gets from Open: the DSN with every ws_ parameter
-// removed, and those parameters parsed.
+// Config is what a Backend gets from Open: the DSN with every ws_
+// parameter removed, and those parameters parsed.
 type Config struct {
 	// Scheme is the DSN's scheme as given ("sqlite", "json", "postgres", ...).
 	Scheme string

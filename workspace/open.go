@@ -111,13 +111,14 @@ type Options struct {
 	// process's other handles opened on the same DSN with the same options
 	// (ws_private=true in the DSN). Shared handles group their writes into
 	// common commits; a private one behaves as a handle in another process
-	// would. Handles from New are always private.
+	// would. Handles from a backend's own constructor are always private.
 	Private bool
 	// MustExist makes Open and OpenMigrator open only a workspace that was
 	// created before (by an Open without it, or a migration), and fail with
 	// a *NoWorkspaceError, creating nothing, where there is none: a read
 	// on a mistyped path or schema then says so instead of leaving an empty
-	// store behind. The driver must implement Prober.
+	// store behind. The backend must be able to tell (a driver.Driver
+	// does so as a driver.Prober).
 	MustExist bool
 }
 

@@ -12,15 +12,9 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// Import loads an archive written by Export into h's store,
-// keeping every id, version, timestamp, token and event seq. The store must
-// be empty (no events, no records): anything else is an *InvalidError and
-// nothing is written. Every record is validated before the store sees it.
-//
-// A small archive is written in one transaction. A large one is written in
-// several (about 64 MiB of content or 10,000 records each); if one of them
-// fails, the error says so, and the store must be emptied before importing
-// again. Nobody else should write to the store while it is imported.
+// Import loads an archive into h's empty store, as workspace.Import
+// documents: every record validated first, in one transaction or, for a
+// large archive, in several (importChunkRecords, importChunkBytes).
 func (h *handle) Import(ctx context.Context, r io.Reader, opts workspace.ArchiveOptions) (workspace.ArchiveStats, error) {
 	if err := h.alive(); err != nil {
 		return workspace.ArchiveStats{}, err

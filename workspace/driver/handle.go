@@ -52,9 +52,10 @@ type handle struct {
 	closeErr  error
 }
 
-// New wraps a backend's store in the portable handle every Workspace is.
-// Backends' own constructors (for a *sql.DB or a *pgxpool.Pool) call it.
-// The handle owns st: Close closes it.
+// New wraps st in the engine: the portable handle that every Workspace
+// Open returns is. Backends' own constructors (for a *sql.DB or a
+// *pgxpool.Pool) call it. The handle is private (workspace.Attach gives
+// more handles on its store) and owns st: the last handle's Close closes it.
 func New(st Store, opts workspace.Options) workspace.Workspace {
 	c := &core{refs: 1}
 	c.start(st, opts)

@@ -8,7 +8,7 @@ import (
 )
 
 // Store is what a backend implements: transactional storage of records and
-// the event log. The portable handle (New, Open) does everything else:
+// the event log. The engine (New, workspace.Open) does everything else:
 // validation, version checks, locks and fencing, the task state machine,
 // event construction, idempotency, subscriptions. A store trusts its input.
 //
@@ -127,7 +127,7 @@ type EventNotifier interface {
 }
 
 // ReadTx reads inside a transaction. Every method returns an error matching
-// ErrNotFound when the record does not exist.
+// workspace.ErrNotFound when the record does not exist.
 type ReadTx interface {
 	// Now is the store's clock (the database's for Postgres), UTC, truncated
 	// to microseconds. It is read once per transaction.
@@ -153,7 +153,7 @@ type ReadTx interface {
 	ListTasks(ctx context.Context, f workspace.TaskFilter) ([]workspace.Task, error)
 	// ReadyTask returns the best claimable task: pending, every DependsOn
 	// done, matching r.Labels and r.ParentID; highest Priority first, then
-	// oldest (lowest ID). ErrNotFound if there is none.
+	// oldest (lowest ID). workspace.ErrNotFound if there is none.
 	ReadyTask(ctx context.Context, r workspace.ClaimRequest) (workspace.Task, error)
 	// ExpiredClaims returns in_progress tasks whose LeaseExpiresAt <= now, at most limit.
 	ExpiredClaims(ctx context.Context, now time.Time, limit int) ([]workspace.Task, error)
