@@ -2,8 +2,8 @@ package workspace
 
 import (
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/agentspace/agentspace/internal/printable"
 )
 
 // ValidateName reports whether name is a usable artifact name: a relative,
@@ -47,19 +47,8 @@ func checkName(field, name string) error {
 // checkPrintable rejects invalid UTF-8, NUL and control characters (newlines
 // and tabs too unless multiline).
 func checkPrintable(field, s string, multiline bool) error {
-	if !utf8.ValidString(s) {
-		return invalid(field, "is not valid UTF-8")
-	}
-	for _, r := range s {
-		if r == 0 {
-			return invalid(field, "contains a NUL character")
-		}
-		if multiline && (r == '\n' || r == '\t' || r == '\r') {
-			continue
-		}
-		if unicode.IsControl(r) || r == utf8.RuneError {
-			return invalid(field, "contains control character %U", r)
-		}
+	if p := printable.Problem(s, multiline); p != "" {
+		return invalid(field, "%s", p)
 	}
 	return nil
 }

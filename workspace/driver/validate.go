@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/agentspace/agentspace/internal/printable"
 
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/google/uuid"
@@ -45,19 +45,8 @@ func checkName(field, name string) error {
 // checkPrintable rejects invalid UTF-8, NUL and control characters (newlines
 // and tabs too unless multiline).
 func checkPrintable(field, s string, multiline bool) error {
-	if !utf8.ValidString(s) {
-		return invalid(field, "is not valid UTF-8")
-	}
-	for _, r := range s {
-		if r == 0 {
-			return invalid(field, "contains a NUL character")
-		}
-		if multiline && (r == '\n' || r == '\t' || r == '\r') {
-			continue
-		}
-		if unicode.IsControl(r) || r == utf8.RuneError {
-			return invalid(field, "contains control character %U", r)
-		}
+	if p := printable.Problem(s, multiline); p != "" {
+		return invalid(field, "%s", p)
 	}
 	return nil
 }
