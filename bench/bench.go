@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // Workloads lists the workload names in the order they run. MEM is the
@@ -275,11 +276,11 @@ func (e *env) open(ctx context.Context) (workspace.Workspace, error) {
 	if p.Config.PollInterval <= 0 {
 		p.Config.PollInterval = workspace.DefaultPollInterval
 	}
-	st, err := p.Driver.Open(ctx, p.Config)
+	st, err := driver.OpenStore(ctx, p)
 	if err != nil {
 		return nil, workspace.RedactError(fmt.Errorf("open %s: %w", workspace.RedactDSN(e.dsn), err), e.dsn)
 	}
-	return workspace.New(countStore(st, &e.updates), p.Options), nil
+	return driver.New(countStore(st, &e.updates), p.Options), nil
 }
 
 func (e *env) close() {
@@ -303,19 +304,19 @@ func (e *env) body(w, n int) []byte {
 // countingStore counts Update calls: the store transactions (commits) the
 // engine asks for, to report commits per op.
 type countingStore struct {
-	workspace.Store
+	driver.Store
 	n *atomic.Int64
 }
 
-func (s countingStore) Update(ctx context.Context, fn func(tx workspace.Tx) error) error {
+func (s countingStore) Update(ctx context.Context, fn func(tx driver.Tx) error) error {
 	s.n.Add(1)
 	return s.Store.Update(ctx, fn)
 }
 
 // UpdateHinted keeps the HintedUpdater capability of the store it counts
 // (a plain Update for a store without it).
-func (s countingStore) UpdateHinted(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.Tx) error) error {
-	hu, ok := s.Store.(workspace.HintedUpdater)
+func (s countingStore) UpdateHinted(ctx context.Context, hints []driver.ReadHint, fn func(tx driver.Tx) error) error {
+	hu, ok := s.Store.(driver.HintedUpdater)
 	if !ok {
 		return s.Update(ctx, fn)
 	}
@@ -325,8 +326,8 @@ func (s countingStore) UpdateHinted(ctx context.Context, hints []workspace.ReadH
 
 // ViewHinted keeps the HintedViewer capability of the store it counts
 // (reads are not counted).
-func (s countingStore) ViewHinted(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.ReadTx) error) error {
-	if hv, ok := s.Store.(workspace.HintedViewer); ok {
+func (s countingStore) ViewHinted(ctx context.Context, hints []driver.ReadHint, fn func(tx driver.ReadTx) error) error {
+	if hv, ok := s.Store.(driver.HintedViewer); ok {
 		return hv.ViewHinted(ctx, hints, fn)
 	}
 	return s.Store.View(ctx, fn)
@@ -335,52 +336,52 @@ func (s countingStore) ViewHinted(ctx context.Context, hints []workspace.ReadHin
 // notifyingStore keeps the Notifier capability of the store it counts.
 type notifyingStore struct {
 	countingStore
-	workspace.Notifier
+	driver.Notifier
 }
 
 // earlyNotifyingStore keeps the EarlyNotifier capability of the store it counts.
 type earlyNotifyingStore struct {
 	countingStore
-	workspace.EarlyNotifier
+	driver.EarlyNotifier
 }
 
 // eventNotifyingStore keeps the EventNotifier capability of the store it counts.
 type eventNotifyingStore struct {
 	countingStore
-	workspace.EventNotifier
+	driver.EventNotifier
 }
 
 // headNotifyingStore keeps the HeadNotifier capability of the store it counts.
 type headNotifyingStore struct {
 	countingStore
-	workspace.HeadNotifier
+	driver.HeadNotifier
 }
 
 // lazyEventNotifyingStore also keeps the LazyNotifier capability: without
 // it the store would listen all the time.
 type lazyEventNotifyingStore struct {
 	eventNotifyingStore
-	lazy workspace.LazyNotifier
+	lazy driver.LazyNotifier
 }
 
 func (s lazyEventNotifyingStore) Interest(wanted func() bool) { s.lazy.Interest(wanted) }
 func (s lazyEventNotifyingStore) Wake()                       { s.lazy.Wake() }
 
-func countStore(st workspace.Store, n *atomic.Int64) workspace.Store {
+func countStore(st driver.Store, n *atomic.Int64) driver.Store {
 	c := countingStore{Store: st, n: n}
-	if en, ok := st.(workspace.EventNotifier); ok {
-		if ln, ok := st.(workspace.LazyNotifier); ok {
+	if en, ok := st.(driver.EventNotifier); ok {
+		if ln, ok := st.(driver.LazyNotifier); ok {
 			return lazyEventNotifyingStore{eventNotifyingStore{countingStore: c, EventNotifier: en}, ln}
 		}
 		return eventNotifyingStore{countingStore: c, EventNotifier: en}
 	}
-	if hn, ok := st.(workspace.HeadNotifier); ok {
+	if hn, ok := st.(driver.HeadNotifier); ok {
 		return headNotifyingStore{countingStore: c, HeadNotifier: hn}
 	}
-	if en, ok := st.(workspace.EarlyNotifier); ok {
+	if en, ok := st.(driver.EarlyNotifier); ok {
 		return earlyNotifyingStore{countingStore: c, EarlyNotifier: en}
 	}
-	if nt, ok := st.(workspace.Notifier); ok {
+	if nt, ok := st.(driver.Notifier); ok {
 		return notifyingStore{countingStore: c, Notifier: nt}
 	}
 	return c

@@ -13,11 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // viewOnly hides a store's optional read paths (HintedViewer): every read
 // is a plain View.
-type viewOnly struct{ workspace.Store }
+type viewOnly struct{ driver.Store }
 
 // plainHandle opens a handle on a store of its own on dsn whose reads are
 // all plain Views, closed with t.Cleanup.
@@ -26,9 +27,9 @@ func plainHandle(t *testing.T, dsn string) workspace.Workspace {
 	p, err := workspace.ParseDSN(dsn)
 	require.NoError(t, err)
 	p.Config.Logger, p.Config.PollInterval = slog.Default(), workspace.DefaultPollInterval
-	st, err := p.Driver.Open(context.Background(), p.Config)
+	st, err := driver.OpenStore(context.Background(), p)
 	require.NoError(t, err)
-	ws := workspace.New(viewOnly{st}, workspace.Options{})
+	ws := driver.New(viewOnly{st}, workspace.Options{})
 	t.Cleanup(func() { _ = ws.Close() })
 	return ws
 }

@@ -9,22 +9,10 @@ import (
 // team of agents. It is safe for concurrent use by many goroutines, and many
 // handles (in one process or many, on one host or many) may share one store.
 //
-// Obtain one with Open (by DSN) or with a backend's own constructor. Every
-// handle validates its input before a backend sees it, normalises errors to
-// this package's set, and fans subscriptions out from one watcher.
-//
-// To implement a backend, implement Store (not Workspace):
-//
-//  1. Store.Update runs a write transaction serialized with every other
-//     writer of the same store, in any process; a failed fn leaves nothing.
-//  2. Store.View reads one consistent snapshot.
-//  3. Tx.AppendEvents assigns seqs head+1, head+2, ... and is the last write
-//     of its transaction, so seqs are gap-free in commit order.
-//  4. Return ErrNotFound (wrapped or bare) for missing records, and wrap
-//     driver errors with %w.
-//  5. Register the schemes in init() with Register, and export a
-//     constructor that takes an existing connection and calls New.
-//  6. Pass conformance.Run under go test -race.
+// Obtain one with Open (by DSN) or with a backend's own constructor (for
+// an existing *sql.DB or *pgxpool.Pool). Every handle validates its input
+// before a backend sees it and normalises errors to this package's set.
+// To write a backend, see package driver.
 type Workspace interface {
 	Artifacts() Artifacts
 	Tasks() Tasks

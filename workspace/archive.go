@@ -1,7 +1,8 @@
 package workspace
 
 import (
-	"time"
+	"context"
+	"io"
 )
 
 // ArchiveFormat and ArchiveVersion name the archive format in its header.
@@ -66,106 +67,47 @@ func (s ArchiveStats) Records() int64 {
 	return s.Tasks + s.Notes + s.Versions + s.DeletedArtifacts + s.Leases + s.Events
 }
 
-type archiveHeader struct {
-	Type    string `json:"type"`
-	Format  string `json:"format"`
-	Version int    `json:"version"`
+// Archiver is implemented by every Workspace that Open returns (and
+// driver.New): Export and Import below call it.
+type Archiver interface {
+	Export(ctx context.Context, w io.Writer, opts ArchiveOptions) (ArchiveStats, error)
+	Import(ctx context.Context, r io.Reader, opts ArchiveOptions) (ArchiveStats, error)
 }
 
-type archiveLog struct {
-	Type  string `json:"type"`
-	Floor int64  `json:"floor"`
-	Head  int64  `json:"head"`
-}
-
-type archiveDeleted struct {
-	Type string `json:"type"`
-	ID   string `json:"id"`
-}
-
-// archiveOut is a record line as Export writes it: its type and the one
-// record it carries, in the shared JSON shape.
-type archiveOut struct {
-	Type     string    `json:"type"`
-	Task     *Task     `json:"task,omitempty"`
-	Note     *Note     `json:"note,omitempty"`
-	Artifact *Artifact `json:"artifact,omitempty"`
-	Lease    *Lease    `json:"lease,omitempty"`
-	Event    *Event    `json:"event,omitempty"`
-}
-
-// archiveIn is a record line as Import reads it. Its types have no
-// UnmarshalJSON of their own, so unknown fields are refused at every level
-// but the task result's.
-type archiveIn struct {
-	Type     string        `json:"type"`
-	Task     *taskFields   `json:"task"`
-	Note     *Note         `json:"note"`
-	Artifact *artifactJSON `json:"artifact"`
-	Lease    *Lease        `json:"lease"`
-	Event    *Event        `json:"event"`
-}
-
-type archiveEnd struct {
-	Type   string       `json:"type"`
-	Counts ArchiveStats `json:"counts"`
-}
-
-// archive record types.
-const (
-	recHeader   = "header"
-	recTask     = "task"
-	recNote     = "note"
-	recArtifact = "artifact"
-	recDeleted  = "artifact_deleted"
-	recLease    = "lease"
-	recLog      = "log"
-	recEvent    = "event"
-	recEnd      = "end"
-)
-
-func parseArchiveTime(field, s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
+// Export writes the whole workspace ws to w as an archive (see
+// ArchiveFormat), read from one consistent snapshot. It returns what it
+// wrote. ws must implement Archiver, as every Workspace that Open returns
+// does.
+func Export(ctx context.Context, ws Workspace, w io.Writer, opts ArchiveOptions) (ArchiveStats, error) {
+	a, err := archiver("Export", ws)
 	if err != nil {
-		return time.Time{}, invalid(field, "%q is not an RFC 3339 time", truncate(s, 64))
+		return ArchiveStats{}, err
 	}
-	return t.UTC().Truncate(time.Microsecond), nil
+	return a.Export(ctx, w, opts)
 }
 
-func handleOf(op string, ws Workspace) (*handle, error) {
-	h, ok := ws.(*handle)
-	if !ok || h == nil {
-		return nil, invalid("workspace", "%s needs a Workspace made by Open or New, not %T", op, ws)
+// Import loads an archive written by Export into the store behind ws,
+// keeping every id, version, timestamp, token and event seq. The store must
+// be empty (no events, no records): anything else is an *InvalidError and
+// nothing is written. Every record is validated before the store sees it.
+//
+// A small archive is written in one transaction. A large one is written in
+// several (about 64 MiB of content or 10,000 records each); if one of them
+// fails, the error says so, and the store must be emptied before importing
+// again. Nobody else should write to the store while it is imported.
+// ws must implement Archiver, as every Workspace that Open returns does.
+func Import(ctx context.Context, ws Workspace, r io.Reader, opts ArchiveOptions) (ArchiveStats, error) {
+	a, err := archiver("Import", ws)
+	if err != nil {
+		return ArchiveStats{}, err
 	}
-	return h, h.alive()
+	return a.Import(ctx, r, opts)
 }
 
-// progress calls the callback every opts.ProgressEvery records.
-type progress struct {
-	opts  ArchiveOptions
-	stats ArchiveStats
-	last  int64
-}
-
-func (p *progress) tick() {
-	if p.opts.Progress == nil {
-		return
+func archiver(op string, ws Workspace) (Archiver, error) {
+	a, ok := ws.(Archiver)
+	if !ok || a == nil {
+		return nil, invalid("workspace", "%s needs a Workspace made by Open or driver.New, not %T", op, ws)
 	}
-	every := int64(p.opts.ProgressEvery)
-	if every <= 0 {
-		every = 1000
-	}
-	if n := p.stats.Records(); n-p.last >= every {
-		p.last = n
-		p.opts.Progress(p.stats)
-	}
-}
-
-func (p *progress) done() {
-	if p.opts.Progress != nil {
-		p.opts.Progress(p.stats)
-	}
+	return a, nil
 }

@@ -172,6 +172,4 @@ const (
 	MaxLabels              = 64
 	MaxLabelLen            = 256
 	MaxDependsOn           = 256
-	maxPageLimit           = 1000
-	defaultPageLimit       = 100
 )

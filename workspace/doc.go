@@ -20,8 +20,8 @@
 // validates input once (bad input is a typed *InvalidError and nothing is
 // written), checks row versions and fences, runs the task state machine,
 // writes each change and its events in one store transaction, and fans
-// subscriptions out from one watcher. A backend implements the smaller Store
-// interface and stays simple; see the Workspace doc comment for the checklist.
+// subscriptions out from one watcher. Backend authors implement the smaller
+// interfaces of package driver instead, whose overview is their checklist.
 //
 // # Guarantees
 //

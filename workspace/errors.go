@@ -174,7 +174,3 @@ func (e *SchemaError) Is(target error) bool { return target == ErrSchema }
 func invalid(field, format string, args ...any) error {
 	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
-
-func tooLarge(field, format string, args ...any) error {
-	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...), TooLarge: true}
-}

@@ -35,13 +35,3 @@ func TestEventQueryMatchesEveryFilterButTheCursor(t *testing.T) {
 		assert.Equal(t, c.want, c.q.Matches(e), name)
 	}
 }
-
-func TestReadsTruncateTheTimeBoundsToMicroseconds(t *testing.T) {
-	at := time.Date(2026, 11, 22, 8, 0, 0, 1500, time.UTC) // 1.5 µs
-	q := EventQuery{Since: at, Until: at.Add(time.Second)}
-	assert.NoError(t, checkQuery(&q, true))
-	assert.Equal(t, at.Truncate(time.Microsecond), q.Since)
-	assert.Equal(t, at.Add(time.Second).Truncate(time.Microsecond), q.Until)
-	assert.True(t, q.Matches(Event{Time: at.Truncate(time.Microsecond)}),
-		"an event stored at the bound's microsecond is inside it, on every store")
-}

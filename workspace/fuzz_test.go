@@ -14,6 +14,7 @@ import (
 
 	_ "github.com/agentspace/agentspace/backend/json"
 	_ "github.com/agentspace/agentspace/backend/postgres"
+	_ "github.com/agentspace/agentspace/backend/sqlite"
 	"github.com/agentspace/agentspace/workspace"
 )
 

@@ -18,7 +18,7 @@ const DefaultDSN = "sqlite:.agentspace/workspace.db"
 
 var (
 	registryMu sync.RWMutex
-	registry   = map[string]Driver{}
+	registry   = map[string]Backend{}
 )
 
 // importHints names the import that registers each of our schemes.
@@ -29,18 +29,40 @@ var importHints = map[string]string{
 	"postgresql": "github.com/agentspace/agentspace/backend/postgres",
 }
 
-// Register makes a driver available under scheme. It is meant to be called
-// from a backend's init; registering a scheme twice, or a nil driver, panics.
-func Register(scheme string, d Driver) {
+// Backend opens the workspaces of the schemes it is registered under.
+// A backend that stores the workspace itself implements driver.Driver and
+// registers it with driver.Register, which makes a Backend of it; one that
+// reaches a workspace elsewhere (a client of a server) implements Backend.
+type Backend interface {
+	// Open returns a handle on the workspace cfg names. opts has its
+	// defaults set; with opts.MustExist, Open creates nothing and fails
+	// with a *NoWorkspaceError where there is no workspace.
+	Open(ctx context.Context, cfg Config, opts Options) (Workspace, error)
+	// Params lists the backend's own ws_ DSN parameters; any other ws_
+	// parameter not known to this package is an error.
+	Params() []string
+}
+
+// MigratingBackend is an optional Backend capability, used by
+// OpenMigrator. Of opts, only MustExist applies.
+type MigratingBackend interface {
+	Backend
+	OpenMigrator(ctx context.Context, cfg Config, opts Options) (Migrator, error)
+}
+
+// Register makes a backend available under scheme. It is meant to be
+// called from a backend's init (through driver.Register for a
+// driver.Driver); registering a scheme twice, or a nil backend, panics.
+func Register(scheme string, b Backend) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
-	if d == nil {
-		panic("workspace: Register driver is nil")
+	if b == nil {
+		panic("workspace: Register backend is nil")
 	}
 	if _, dup := registry[scheme]; dup {
 		panic("workspace: Register called twice for scheme " + scheme)
 	}
-	registry[scheme] = d
+	registry[scheme] = b
 }
 
 // Schemes returns the registered schemes, sorted.
@@ -89,40 +111,20 @@ type Options struct {
 	// process's other handles opened on the same DSN with the same options
 	// (ws_private=true in the DSN). Shared handles group their writes into
 	// common commits; a private one behaves as a handle in another process
-	// would. Handles from New are always private.
+	// would. Handles from a backend's own constructor are always private.
 	Private bool
 	// MustExist makes Open and OpenMigrator open only a workspace that was
 	// created before (by an Open without it, or a migration), and fail with
 	// a *NoWorkspaceError, creating nothing, where there is none: a read
 	// on a mistyped path or schema then says so instead of leaving an empty
-	// store behind. The driver must implement Prober.
+	// store behind. The backend must be able to tell (a driver.Driver
+	// does so as a driver.Prober).
 	MustExist bool
 }
 
-// Prober is an optional Driver capability, needed for Options.MustExist.
-// Probe reports whether cfg names a workspace that was created, without
-// creating or changing anything: nil if it exists (whatever its schema
-// version: Open checks that), an error matching ErrNoWorkspace (a
-// *NoWorkspaceError saying what is missing) if there is none, or another
-// error if it could not look.
-//
-// Open probes, then opens. A store removed between the two is created
-// again by the open, as an Open without MustExist would: the probe guards
-// against mistakes, not against a concurrent delete.
-type Prober interface {
-	Probe(ctx context.Context, cfg Config) error
-}
-
-// probe checks that cfg names an existing workspace, for Options.MustExist.
-func probe(ctx context.Context, d Driver, cfg Config) error {
-	p, ok := d.(Prober)
-	if !ok {
-		return fmt.Errorf("scheme %q cannot tell whether a workspace exists without creating one (its driver is not a workspace.Prober): open it without MustExist", cfg.Scheme)
-	}
-	return p.Probe(ctx, cfg)
-}
-
-func (o Options) withDefaults() Options {
+// WithDefaults returns o with every zero field set to its default, as
+// every handle applies them.
+func (o Options) WithDefaults() Options {
 	if o.MaxArtifactSize <= 0 {
 		o.MaxArtifactSize = DefaultMaxArtifactSize
 	}
@@ -141,9 +143,9 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// ParsedDSN is a DSN taken apart: the driver and its Config, and the handle's Options.
+// ParsedDSN is a DSN taken apart: the backend and its Config, and the handle's Options.
 type ParsedDSN struct {
-	Driver  Driver
+	Backend Backend
 	Config  Config
 	Options Options
 }
@@ -151,7 +153,7 @@ type ParsedDSN struct {
 var schemeRE = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*$`)
 
 // ParseDSN splits dsn into its scheme, its ws_ parameters and the rest, and
-// finds the registered driver. Errors never contain a password.
+// finds the registered backend. Errors never contain a password.
 func ParseDSN(dsn string) (ParsedDSN, error) {
 	var p ParsedDSN
 	scheme, rest, ok := strings.Cut(dsn, ":")
@@ -267,7 +269,7 @@ func ParseDSN(dsn string) (ParsedDSN, error) {
 		}
 		cfg.DSN = scheme + ":" + cfg.Target
 	}
-	p.Driver, p.Config, p.Options = d, cfg, opts
+	p.Backend, p.Config, p.Options = d, cfg, opts
 	return p, nil
 }
 
@@ -296,33 +298,14 @@ func Open(ctx context.Context, dsn string, opts ...Options) (Workspace, error) {
 	for _, x := range opts {
 		o = mergeOptions(o, x)
 	}
-	o = o.withDefaults()
+	o = o.WithDefaults()
 	p.Config.Logger = o.Logger
 	p.Config.PollInterval = o.PollInterval
-	open := func() (Store, error) {
-		if o.MustExist {
-			if err := probe(ctx, p.Driver, p.Config); err != nil {
-				return nil, redactErr(fmt.Errorf("open %s: %w", RedactDSN(dsn), err), dsn)
-			}
-		}
-		st, err := p.Driver.Open(ctx, p.Config)
-		if err != nil {
-			return nil, redactErr(fmt.Errorf("open %s: %w", RedactDSN(dsn), err), dsn)
-		}
-		return st, nil
-	}
-	if !o.Private {
-		key, err := shareKey(p, o)
-		if err != nil {
-			return nil, fmt.Errorf("open %s: %w", RedactDSN(dsn), err)
-		}
-		return openShared(ctx, key, o, open)
-	}
-	st, err := open()
+	ws, err := p.Backend.Open(ctx, p.Config, o)
 	if err != nil {
-		return nil, err
+		return nil, redactErr(fmt.Errorf("open %s: %w", RedactDSN(dsn), err), dsn)
 	}
-	return New(st, o), nil
+	return ws, nil
 }
 
 // OpenMigrator opens dsn's store for schema migration only: no schema
@@ -333,21 +316,16 @@ func OpenMigrator(ctx context.Context, dsn string, opts ...Options) (Migrator, e
 	if err != nil {
 		return nil, err
 	}
-	md, ok := p.Driver.(MigratingDriver)
+	mb, ok := p.Backend.(MigratingBackend)
 	if !ok {
 		return nil, fmt.Errorf("scheme %q does not support migrations", p.Config.Scheme)
 	}
 	p.Config.Logger = slog.Default()
-	mustExist := p.Options.MustExist
-	for _, o := range opts {
-		mustExist = mustExist || o.MustExist
+	o := p.Options
+	for _, x := range opts {
+		o.MustExist = o.MustExist || x.MustExist
 	}
-	if mustExist {
-		if err := probe(ctx, p.Driver, p.Config); err != nil {
-			return nil, redactErr(fmt.Errorf("open %s for migration: %w", RedactDSN(dsn), err), dsn)
-		}
-	}
-	m, err := md.OpenMigrator(ctx, p.Config)
+	m, err := mb.OpenMigrator(ctx, p.Config, o)
 	if err != nil {
 		return nil, redactErr(fmt.Errorf("open %s for migration: %w", RedactDSN(dsn), err), dsn)
 	}
@@ -464,3 +442,22 @@ func (e *redactedError) Unwrap() error { return e.err }
 
 // RedactError hides the passwords of dsn in err's text, keeping errors.Is and errors.As working.
 func RedactError(err error, dsn string) error { return redactErr(err, dsn) }
+
+// Attacher is implemented by every Workspace that Open returns (and
+// driver.New): Attach calls it.
+type Attacher interface {
+	Attach() (Workspace, error)
+}
+
+// Attach returns another handle on the store ws is open on, as Open does
+// for a second handle on one DSN: it shares ws's store, writer queue and
+// event hub, and closes on its own; the store closes with the last of its
+// handles. It serves handles made by driver.New, and ws may be closed
+// before the new handle is. A closed ws gives ErrClosed.
+func Attach(ws Workspace) (Workspace, error) {
+	a, ok := ws.(Attacher)
+	if !ok {
+		return nil, fmt.Errorf("attach: %T is not a workspace.Attacher", ws)
+	}
+	return a.Attach()
+}

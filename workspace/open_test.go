@@ -11,26 +11,26 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// recordingDriver records the Config it was opened with and fails the open:
+// recordingBackend records the Config it was opened with and fails the open:
 // these tests are about DSN handling, not storage.
-type recordingDriver struct {
+type recordingBackend struct {
 	params []string
 	got    *Config
 	err    error
 }
 
-func (d *recordingDriver) Open(_ context.Context, cfg Config) (Store, error) {
+func (d *recordingBackend) Open(_ context.Context, cfg Config, _ Options) (Workspace, error) {
 	*d.got = cfg
 	return nil, d.err
 }
 
-func (d *recordingDriver) Params() []string { return d.params }
+func (d *recordingBackend) Params() []string { return d.params }
 
-func registerTestDriver(t *testing.T, scheme string, params ...string) *Config {
+func registerTestBackend(t *testing.T, scheme string, params ...string) *Config {
 	t.Helper()
 	var got Config
 	registryMu.Lock()
-	registry[scheme] = &recordingDriver{params: params, got: &got, err: errors.New("test driver: no store")}
+	registry[scheme] = &recordingBackend{params: params, got: &got, err: errors.New("test backend: no store")}
 	registryMu.Unlock()
 	t.Cleanup(func() {
 		registryMu.Lock()
@@ -41,7 +41,7 @@ func registerTestDriver(t *testing.T, scheme string, params ...string) *Config {
 }
 
 func TestParseDSNStripsOwnParameters(t *testing.T) {
-	registerTestDriver(t, "testfile", "ws_extra")
+	registerTestBackend(t, "testfile", "ws_extra")
 	p, err := ParseDSN("testfile:dir/ws.db?ws_poll=10ms&mode=ro&ws_extra=1&ws_automigrate=true")
 	require.NoError(t, err)
 	assert.Equal(t, "testfile", p.Config.Scheme)
@@ -53,20 +53,20 @@ func TestParseDSNStripsOwnParameters(t *testing.T) {
 }
 
 func TestParseDSNGroupWait(t *testing.T) {
-	registerTestDriver(t, "testfile")
+	registerTestBackend(t, "testfile")
 	p, err := ParseDSN("testfile:x?ws_group_wait=1ms")
 	require.NoError(t, err)
 	assert.Equal(t, time.Millisecond, p.Options.GroupWait)
 	p, err = ParseDSN("testfile:x?ws_group_wait=0")
 	require.NoError(t, err)
 	assert.Negative(t, p.Options.GroupWait, "0 in a DSN is never wait, not the default")
-	assert.Equal(t, DefaultGroupWait, Options{}.withDefaults().GroupWait)
+	assert.Equal(t, DefaultGroupWait, Options{}.WithDefaults().GroupWait)
 }
 
 // Options given to Open override the DSN's ws_ parameters, field by field;
 // a zero field keeps the DSN's.
 func TestOpenOptionsOverrideTheDSNFieldByField(t *testing.T) {
-	registerTestDriver(t, "testfile")
+	registerTestBackend(t, "testfile")
 	p, err := ParseDSN("testfile:x?ws_group_wait=1ms&ws_poll=20ms")
 	require.NoError(t, err)
 	o := mergeOptions(p.Options, Options{GroupWait: -1, IdempotencyTTL: time.Hour})
@@ -78,7 +78,7 @@ func TestOpenOptionsOverrideTheDSNFieldByField(t *testing.T) {
 }
 
 func TestParseDSNURLForm(t *testing.T) {
-	registerTestDriver(t, "testurl", "ws_schema")
+	registerTestBackend(t, "testurl", "ws_schema")
 	p, err := ParseDSN("testurl://u:secret@host:5432/db?sslmode=disable&ws_schema=team1")
 	require.NoError(t, err)
 	assert.Equal(t, "testurl://u:secret@host:5432/db?sslmode=disable", p.Config.DSN)
@@ -87,7 +87,7 @@ func TestParseDSNURLForm(t *testing.T) {
 }
 
 func TestParseDSNRejectsUnknownOwnParameter(t *testing.T) {
-	registerTestDriver(t, "testfile")
+	registerTestBackend(t, "testfile")
 	_, err := ParseDSN("testfile:x?ws_pol=10ms")
 	require.ErrorIs(t, err, ErrInvalid)
 	assert.Contains(t, err.Error(), "ws_pol")
@@ -95,7 +95,7 @@ func TestParseDSNRejectsUnknownOwnParameter(t *testing.T) {
 }
 
 func TestParseDSNBadValues(t *testing.T) {
-	registerTestDriver(t, "testfile")
+	registerTestBackend(t, "testfile")
 	for _, dsn := range []string{
 		"testfile:x?ws_poll=fast",
 		"testfile:x?ws_poll=0s",
@@ -124,7 +124,7 @@ func TestParseDSNUnknownSchemeNamesTheImport(t *testing.T) {
 }
 
 func TestOpenNeverPrintsThePassword(t *testing.T) {
-	got := registerTestDriver(t, "testurl")
+	got := registerTestBackend(t, "testurl")
 	_, err := Open(context.Background(), "testurl://alice:hunter2@db.example:5432/ws?sslmode=disable")
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "hunter2")
@@ -161,6 +161,6 @@ func TestRedactErrorKeepsTheChain(t *testing.T) {
 }
 
 func TestRegisterTwicePanics(t *testing.T) {
-	registerTestDriver(t, "testdup")
-	assert.Panics(t, func() { Register("testdup", &recordingDriver{}) })
+	registerTestBackend(t, "testdup")
+	assert.Panics(t, func() { Register("testdup", &recordingBackend{}) })
 }

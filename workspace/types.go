@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"slices"
 	"time"
 )
 
@@ -309,6 +310,16 @@ type Lease struct {
 	ExpiresAt  time.Time `json:"expires_at,omitzero"`
 }
 
+// ArtifactResource is the lock resource that guards the artifact named
+// name: a live lease on it held by another owner refuses writes to the
+// artifact, and Write.Fence is checked against its tokens. Stores that
+// read the lease with the record use it too.
+func ArtifactResource(name string) string { return "artifact:" + name }
+
+// TaskResource is the lock resource that guards task id, as
+// ArtifactResource guards an artifact.
+func TaskResource(id string) string { return "task:" + id }
+
 // AcquireRequest is what Locks.Acquire takes.
 type AcquireRequest struct {
 	Resource string
@@ -361,6 +372,24 @@ type EventQuery struct {
 	Since       time.Time // Time >= Since
 	Until       time.Time // Time < Until
 	Limit       int       // Read only: default 100, at most 10000
+}
+
+// Matches reports whether e passes q's filters (every one but AfterSeq
+// and Limit): the test every store applies, in SQL or in memory. Reads and
+// subscriptions truncate Since and Until to microseconds first, as event
+// times are kept.
+func (q EventQuery) Matches(e Event) bool {
+	switch {
+	case len(q.Types) > 0 && !slices.Contains(q.Types, e.Type),
+		q.Actor != "" && e.Actor != q.Actor,
+		q.SubjectKind != "" && e.Subject.Kind != q.SubjectKind,
+		q.SubjectID != "" && e.Subject.ID != q.SubjectID,
+		q.SubjectName != "" && e.Subject.Name != q.SubjectName,
+		!q.Since.IsZero() && e.Time.Before(q.Since),
+		!q.Until.IsZero() && !e.Time.Before(q.Until):
+		return false
+	}
+	return true
 }
 
 // EventPage is one page of Read.

@@ -44,8 +44,8 @@ func TestErrorsMatchTheirSentinels(t *testing.T) {
 	assert.ErrorIs(t, &CompactedError{}, ErrCompacted)
 	assert.ErrorIs(t, &SchemaError{}, ErrSchema)
 	assert.ErrorIs(t, invalid("f", "r"), ErrInvalid)
-	assert.ErrorIs(t, tooLarge("f", "r"), ErrTooLarge)
-	assert.NotErrorIs(t, tooLarge("f", "r"), ErrInvalid)
+	assert.ErrorIs(t, &InvalidError{Field: "f", Reason: "r", TooLarge: true}, ErrTooLarge)
+	assert.NotErrorIs(t, &InvalidError{Field: "f", Reason: "r", TooLarge: true}, ErrInvalid)
 	be := &BatchError{Index: 2, Op: PutNoteOp{}, Err: &ConflictError{Current: 3}}
 	assert.ErrorIs(t, be, ErrConflict)
 	assert.Contains(t, be.Error(), "batch op 2 (put note)")

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // failWrites makes every write of a file whose name starts with prefix fail
@@ -59,7 +60,7 @@ func TestWriteErrorsOfAFullDiskLeaveNoHalfWrite(t *testing.T) {
 		t.Run(c.prefix, func(t *testing.T) {
 			ctx := context.Background()
 			dir := filepath.Join(t.TempDir(), "ws")
-			ws := workspace.New(openTestStore(t, dir), workspace.Options{})
+			ws := driver.New(openTestStore(t, dir), workspace.Options{})
 			w := workspace.Write{Actor: "alice"}
 			_, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "plans/a.md", Content: []byte("acknowledged")})
 			require.NoError(t, err)
@@ -102,7 +103,7 @@ func TestWriteErrorsOfAFullDiskLeaveNoHalfWrite(t *testing.T) {
 				}
 			}
 
-			ws2 := workspace.New(openTestStore(t, dir), workspace.Options{})
+			ws2 := driver.New(openTestStore(t, dir), workspace.Options{})
 			assert.Equal(t, after, exportOf(t, ws2), "a reopened store holds the same, once")
 			_, err = ws2.Notes().Put(ctx, w, workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("reopened-%s", c.prefix)})
 			require.NoError(t, err)

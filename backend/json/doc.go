@@ -63,7 +63,7 @@
 // non-empty journal, as after a power cut the files of applied entries may
 // be lost: only the journal was fsynced.
 //
-// The write transaction takes savepoints (workspace.Savepointer): every
+// The write transaction takes savepoints (driver.Savepointer): every
 // write keeps an undo step, and a savepoint is a position in that list, so
 // the handle's group commit puts concurrent writers in one transaction and
 // one journal record, each rolled back alone if its conditions fail.

@@ -10,26 +10,27 @@ import (
 	"path/filepath"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
-func init() { workspace.Register("json", driver{}) }
+func init() { driver.Register("json", jsonDriver{}) }
 
 // driver opens json: DSNs; Config.Target is the directory.
-type driver struct{}
+type jsonDriver struct{}
 
-func (driver) Open(ctx context.Context, cfg workspace.Config) (workspace.Store, error) {
+func (jsonDriver) Open(ctx context.Context, cfg workspace.Config) (driver.Store, error) {
 	return openStore(ctx, cfg)
 }
 
-func (driver) Params() []string { return nil }
+func (jsonDriver) Params() []string { return nil }
 
 // LatestFormat is the newest format version of the tree this code knows.
 func LatestFormat() uint { return latestFormat }
 
 // Probe reports whether cfg.Target is a workspace, creating nothing (it
-// implements workspace.Prober, for workspace.Options.MustExist): the
+// implements driver.Prober, for workspace.Options.MustExist): the
 // directory must exist and hold a FORMAT file with a version.
-func (driver) Probe(ctx context.Context, cfg workspace.Config) error {
+func (jsonDriver) Probe(ctx context.Context, cfg workspace.Config) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func (driver) Probe(ctx context.Context, cfg workspace.Config) error {
 	return nil
 }
 
-func (driver) OpenMigrator(ctx context.Context, cfg workspace.Config) (workspace.Migrator, error) {
+func (jsonDriver) OpenMigrator(ctx context.Context, cfg workspace.Config) (workspace.Migrator, error) {
 	if cfg.Target == "" {
 		return nil, &workspace.InvalidError{Field: "dsn", Reason: "json: needs a directory, e.g. json:./ws"}
 	}
@@ -74,7 +75,7 @@ func (driver) OpenMigrator(ctx context.Context, cfg workspace.Config) (workspace
 	return &migrator{f: f}, nil
 }
 
-var _ workspace.MigratingDriver = driver{}
+var _ driver.MigratingDriver = jsonDriver{}
 
 // Open opens (creating it if needed) the workspace in dir, for programs
 // that do not go through a DSN. autoMigrate lets it migrate an older
@@ -88,5 +89,5 @@ func Open(ctx context.Context, dir string, autoMigrate bool, opts workspace.Opti
 	if err != nil {
 		return nil, err
 	}
-	return workspace.New(st, opts), nil
+	return driver.New(st, opts), nil
 }

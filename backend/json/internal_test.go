@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 func openTestStore(t *testing.T, dir string) *store {
@@ -40,7 +41,7 @@ func TestNamesEqualButForCaseCollideOnCaseInsensitiveFileSystems(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ws")
 	s := openTestStore(t, dir)
 	s.foldCase = true // as probed on macOS or Windows volumes
-	ws := workspace.New(s, workspace.Options{})
+	ws := driver.New(s, workspace.Options{})
 	ctx := context.Background()
 	w := workspace.Write{Actor: "a"}
 	_, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "Plans/Auth.md", Content: []byte("x")})
@@ -55,14 +56,14 @@ func TestNamesEqualButForCaseCollideOnCaseInsensitiveFileSystems(t *testing.T) {
 func TestReplayOfAnAppliedRecordChangesNothing(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ws")
 	s := openTestStore(t, dir)
-	ws := workspace.New(s, workspace.Options{})
+	ws := driver.New(s, workspace.Options{})
 	ctx := context.Background()
 	_, err := ws.Artifacts().Create(ctx, workspace.Write{Actor: "a"}, workspace.NewArtifact{Name: "a.md", Content: []byte("x")})
 	require.NoError(t, err)
 	// Commit a second write, then put its record back as if the writer
 	// died before emptying the journal.
 	var rec *record
-	err = s.Update(ctx, func(wtx workspace.Tx) error {
+	err = s.Update(ctx, func(wtx driver.Tx) error {
 		tx := wtx.(*tx)
 		n := workspace.Note{Kind: "decision", Key: "k", Version: 1, Author: "a", UpdatedBy: "a", CreatedAt: tx.Now(), UpdatedAt: tx.Now()}
 		if err := tx.PutNote(ctx, n); err != nil {
@@ -82,7 +83,7 @@ func TestReplayOfAnAppliedRecordChangesNothing(t *testing.T) {
 	pending, err := other.journalPending()
 	require.NoError(t, err)
 	assert.False(t, pending)
-	ws2 := workspace.New(other, workspace.Options{})
+	ws2 := driver.New(other, workspace.Options{})
 	page, err := ws2.Events().Read(ctx, workspace.EventQuery{})
 	require.NoError(t, err)
 	assert.Len(t, page.Events, 2, "events already in the log are not appended again")
@@ -95,7 +96,7 @@ func commitNote(t *testing.T, s *store, key string) *record {
 	t.Helper()
 	ctx := context.Background()
 	var rec *record
-	err := s.Update(ctx, func(wtx workspace.Tx) error {
+	err := s.Update(ctx, func(wtx driver.Tx) error {
 		tx := wtx.(*tx)
 		n := workspace.Note{Kind: "decision", Key: key, Version: 1, Author: "a", UpdatedBy: "a", CreatedAt: tx.Now(), UpdatedAt: tx.Now()}
 		if err := tx.PutNote(ctx, n); err != nil {
@@ -125,7 +126,7 @@ func TestTornJournalIsDroppedAndTornLogLineIsRepaired(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, journalFile), b[:len(b)-5], 0o600))
 
 		other := openTestStore(t, dir)
-		ws := workspace.New(other, workspace.Options{})
+		ws := driver.New(other, workspace.Options{})
 		head, err := ws.Events().Head(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, int64(1), head, "an incomplete record is not applied")
@@ -149,7 +150,7 @@ func TestTornJournalIsDroppedAndTornLogLineIsRepaired(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "notes", "decision", tmpPrefix+"stray"), []byte("x"), 0o600))
 
 		other := openTestStore(t, dir)
-		ws := workspace.New(other, workspace.Options{})
+		ws := driver.New(other, workspace.Options{})
 		page, err := ws.Events().Read(ctx, workspace.EventQuery{})
 		require.NoError(t, err)
 		require.Len(t, page.Events, 2)
@@ -170,26 +171,26 @@ func TestImportedEventsKeepTheirSeqs(t *testing.T) {
 		return workspace.Event{Seq: seq, Time: time.Now().UTC().Truncate(time.Microsecond), Actor: "importer", Type: workspace.EventNotePut,
 			Subject: workspace.Subject{Kind: "note", ID: "decision/k", Name: "k"}, Version: 1}
 	}
-	err := s.Update(ctx, func(tx workspace.Tx) error {
+	err := s.Update(ctx, func(tx driver.Tx) error {
 		first, err := tx.AppendEvents(ctx, []workspace.Event{ev(10), ev(11)})
 		assert.Equal(t, int64(10), first)
 		return err
 	})
 	require.NoError(t, err)
-	err = s.Update(ctx, func(tx workspace.Tx) error {
+	err = s.Update(ctx, func(tx driver.Tx) error {
 		_, err := tx.AppendEvents(ctx, []workspace.Event{ev(11)})
 		return err
 	})
 	assert.Error(t, err, "an explicit seq at or below the head is refused")
 
 	other := openTestStore(t, dir)
-	err = other.Update(ctx, func(tx workspace.Tx) error {
+	err = other.Update(ctx, func(tx driver.Tx) error {
 		first, err := tx.AppendEvents(ctx, []workspace.Event{ev(0)})
 		assert.Equal(t, int64(12), first, "numbering continues after the imported seqs")
 		return err
 	})
 	require.NoError(t, err)
-	err = s.View(ctx, func(tx workspace.ReadTx) error {
+	err = s.View(ctx, func(tx driver.ReadTx) error {
 		evs, err := tx.Events(ctx, workspace.EventQuery{})
 		require.NoError(t, err)
 		var seqs []int64
@@ -210,7 +211,7 @@ func TestReplaySkipsAppendsALaterRewriteReplaces(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "ws")
 	s := openTestStore(t, dir)
-	ws := workspace.New(s, workspace.Options{})
+	ws := driver.New(s, workspace.Options{})
 	w := workspace.Write{Actor: "a"}
 	a, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "a.md", Content: []byte("v1")})
 	require.NoError(t, err)
@@ -231,7 +232,7 @@ func TestReplaySkipsAppendsALaterRewriteReplaces(t *testing.T) {
 	require.NoError(t, s.writeJournal(rewriteRec))
 	require.NoError(t, os.WriteFile(vpath, one, 0o600)) // as the rewrite left it
 
-	other := workspace.New(openTestStore(t, dir), workspace.Options{}) // replays at open
+	other := driver.New(openTestStore(t, dir), workspace.Options{}) // replays at open
 	vs, err := other.Artifacts().Versions(ctx, workspace.ByID(a.ID))
 	require.NoError(t, err)
 	assert.Len(t, vs, 1)

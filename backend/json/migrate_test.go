@@ -131,7 +131,7 @@ func TestFormat1StoreIsMigratedAndReadsBack(t *testing.T) {
 	require.NoError(t, other.Close())
 
 	// Down to format 1 and up again: the same records.
-	m, err := driver{}.OpenMigrator(ctx, workspace.Config{Target: dir})
+	m, err := jsonDriver{}.OpenMigrator(ctx, workspace.Config{Target: dir})
 	require.NoError(t, err)
 	require.NoError(t, m.Down(ctx, 1))
 	v, dirty, err := m.Version(ctx)

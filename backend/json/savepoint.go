@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // Savepoints let the handle commit concurrent writers in one transaction
@@ -13,7 +13,7 @@ import (
 // covering both the state and the marks the commit record is built from, so
 // a savepoint is just a position in the undo list.
 
-var _ workspace.Savepointer = (*tx)(nil)
+var _ driver.Savepointer = (*tx)(nil)
 
 // errNoSavepoint reports a RollbackSavepoint or ReleaseSavepoint without a
 // matching Savepoint: a bug in the caller.

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // Savepoint tests drive the store's Tx directly, as the engine's group
@@ -25,9 +26,9 @@ const (
 	spTask = "0190a1b2-0000-7000-8000-0000000000c1"
 )
 
-func spSavepointer(t *testing.T, tx workspace.Tx) workspace.Savepointer {
+func spSavepointer(t *testing.T, tx driver.Tx) driver.Savepointer {
 	t.Helper()
-	sp, ok := tx.(workspace.Savepointer)
+	sp, ok := tx.(driver.Savepointer)
 	require.True(t, ok, "the json write transaction takes savepoints")
 	return sp
 }
@@ -54,7 +55,7 @@ func spEvent(now time.Time, name string) workspace.Event {
 func seedStore(t *testing.T, s *store) {
 	t.Helper()
 	ctx := context.Background()
-	require.NoError(t, s.Update(ctx, func(tx workspace.Tx) error {
+	require.NoError(t, s.Update(ctx, func(tx driver.Tx) error {
 		a, content := spArtifact(tx.Now(), spArtA, "a.md", 1, "v1")
 		if err := tx.PutArtifact(ctx, a, content); err != nil {
 			return err
@@ -81,11 +82,11 @@ type snapshot struct {
 	idem      error
 	head      int64
 	floor     int64
-	counts    workspace.Counts
+	counts    driver.Counts
 	names     []string
 }
 
-func takeSnapshot(t *testing.T, tx workspace.ReadTx, now time.Time) snapshot {
+func takeSnapshot(t *testing.T, tx driver.ReadTx, now time.Time) snapshot {
 	t.Helper()
 	ctx := context.Background()
 	var sn snapshot
@@ -116,7 +117,7 @@ func takeSnapshot(t *testing.T, tx workspace.ReadTx, now time.Time) snapshot {
 }
 
 // writeEverything makes one write of every kind the store takes.
-func writeEverything(t *testing.T, tx workspace.Tx) {
+func writeEverything(t *testing.T, tx driver.Tx) {
 	t.Helper()
 	ctx := context.Background()
 	now := tx.Now()
@@ -147,7 +148,7 @@ func TestRollbackSavepointUndoesEveryKindOfWrite(t *testing.T) {
 	require.NoError(t, err)
 
 	var before snapshot
-	require.NoError(t, s.Update(ctx, func(tx workspace.Tx) error {
+	require.NoError(t, s.Update(ctx, func(tx driver.Tx) error {
 		sp := spSavepointer(t, tx)
 		before = takeSnapshot(t, tx, tx.Now())
 		require.NoError(t, sp.Savepoint(ctx))
@@ -167,7 +168,7 @@ func TestRollbackSavepointUndoesEveryKindOfWrite(t *testing.T) {
 	}
 
 	other := openTestStore(t, dir) // reads the tree afresh
-	require.NoError(t, other.View(ctx, func(tx workspace.ReadTx) error {
+	require.NoError(t, other.View(ctx, func(tx driver.ReadTx) error {
 		assert.Equal(t, before, takeSnapshot(t, tx, tx.Now()))
 		return nil
 	}))
@@ -180,7 +181,7 @@ func TestReleasedSavepointKeepsItsWrites(t *testing.T) {
 	seedStore(t, s)
 
 	var inside snapshot
-	require.NoError(t, s.Update(ctx, func(tx workspace.Tx) error {
+	require.NoError(t, s.Update(ctx, func(tx driver.Tx) error {
 		sp := spSavepointer(t, tx)
 		require.NoError(t, sp.Savepoint(ctx))
 		writeEverything(t, tx)
@@ -196,7 +197,7 @@ func TestReleasedSavepointKeepsItsWrites(t *testing.T) {
 	assert.Equal(t, "v2", readFile(t, dir, "artifacts/renamed.md"))
 
 	other := openTestStore(t, dir)
-	require.NoError(t, other.View(ctx, func(tx workspace.ReadTx) error {
+	require.NoError(t, other.View(ctx, func(tx driver.ReadTx) error {
 		got := takeSnapshot(t, tx, tx.Now())
 		assert.Equal(t, inside.names, got.names)
 		assert.Equal(t, inside.head, got.head)
@@ -212,10 +213,10 @@ func TestReleasedSavepointKeepsItsWrites(t *testing.T) {
 
 func TestNestedSavepointsUndoOnlyTheirOwnWrites(t *testing.T) {
 	ctx := context.Background()
-	note := func(tx workspace.Tx, key string) {
+	note := func(tx driver.Tx, key string) {
 		require.NoError(t, tx.PutNote(ctx, spNote(tx.Now(), key, key)))
 	}
-	has := func(tx workspace.ReadTx, key string) bool {
+	has := func(tx driver.ReadTx, key string) bool {
 		_, err := tx.Note(ctx, "decision", key)
 		return err == nil
 	}
@@ -235,7 +236,7 @@ func TestNestedSavepointsUndoOnlyTheirOwnWrites(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "ws")
 			s := openTestStore(t, dir)
-			require.NoError(t, s.Update(ctx, func(tx workspace.Tx) error {
+			require.NoError(t, s.Update(ctx, func(tx driver.Tx) error {
 				sp := spSavepointer(t, tx)
 				note(tx, "base")
 				require.NoError(t, sp.Savepoint(ctx))
@@ -261,7 +262,7 @@ func TestNestedSavepointsUndoOnlyTheirOwnWrites(t *testing.T) {
 				return nil
 			}))
 			other := openTestStore(t, dir)
-			require.NoError(t, other.View(ctx, func(tx workspace.ReadTx) error {
+			require.NoError(t, other.View(ctx, func(tx driver.ReadTx) error {
 				var got []string
 				for _, k := range []string{"base", "outer", "inner", "after"} {
 					if has(tx, k) {
@@ -287,7 +288,7 @@ func TestEventsAppendedAfterARollbackTakeTheFreedSeqs(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ws")
 	s := openTestStore(t, dir)
 	seedStore(t, s)
-	require.NoError(t, s.Update(ctx, func(tx workspace.Tx) error {
+	require.NoError(t, s.Update(ctx, func(tx driver.Tx) error {
 		sp := spSavepointer(t, tx)
 		require.NoError(t, sp.Savepoint(ctx))
 		first, err := tx.AppendEvents(ctx, []workspace.Event{spEvent(tx.Now(), "gone"), spEvent(tx.Now(), "gone")})
@@ -300,7 +301,7 @@ func TestEventsAppendedAfterARollbackTakeTheFreedSeqs(t *testing.T) {
 		return nil
 	}))
 	other := openTestStore(t, dir)
-	require.NoError(t, other.View(ctx, func(tx workspace.ReadTx) error {
+	require.NoError(t, other.View(ctx, func(tx driver.ReadTx) error {
 		evs, err := tx.Events(ctx, workspace.EventQuery{})
 		require.NoError(t, err)
 		var names []string
@@ -316,7 +317,7 @@ func TestEventsAppendedAfterARollbackTakeTheFreedSeqs(t *testing.T) {
 func TestSavepointEndWithoutSavepointFails(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, filepath.Join(t.TempDir(), "ws"))
-	require.NoError(t, s.Update(ctx, func(tx workspace.Tx) error {
+	require.NoError(t, s.Update(ctx, func(tx driver.Tx) error {
 		sp := spSavepointer(t, tx)
 		assert.ErrorIs(t, sp.RollbackSavepoint(ctx), errNoSavepoint)
 		assert.ErrorIs(t, sp.ReleaseSavepoint(ctx), errNoSavepoint)

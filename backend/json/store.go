@@ -16,6 +16,7 @@ import (
 	"github.com/agentspace/agentspace/internal/dirwatch"
 	"github.com/agentspace/agentspace/internal/filegate"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // Names in DIR. See doc.go for the whole tree.
@@ -135,7 +136,7 @@ func openStore(ctx context.Context, cfg workspace.Config) (*store, error) {
 	return s, nil
 }
 
-// Changes implements workspace.Notifier where the directory can be
+// Changes implements driver.Notifier where the directory can be
 // watched; it is nil otherwise, and the engine polls.
 func (s *store) Changes() <-chan struct{} {
 	if s.watch == nil {
@@ -302,7 +303,7 @@ func isNilCloser(c io.Closer) bool {
 // Update runs fn in a write transaction: this handle's mutex, then the
 // exclusive flock, then a replay of any transaction a dead writer left,
 // then fn on the current state. Commit is journal + fsync, then the files.
-func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) error {
+func (s *store) Update(ctx context.Context, fn func(tx driver.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -368,7 +369,7 @@ func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) erro
 
 // View runs fn on the state under the shared flock. If a writer died
 // mid-commit it first takes the exclusive lock to finish that commit.
-func (s *store) View(ctx context.Context, fn func(tx workspace.ReadTx) error) error {
+func (s *store) View(ctx context.Context, fn func(tx driver.ReadTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

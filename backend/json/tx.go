@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 type blobKey struct{ id, sha string }
@@ -207,7 +208,7 @@ func (t *tx) Note(ctx context.Context, kind, key string) (workspace.Note, error)
 	return n, nil
 }
 
-func (t *tx) ListNotes(ctx context.Context, q workspace.NoteQuery) ([]workspace.Note, error) {
+func (t *tx) ListNotes(ctx context.Context, q driver.NoteQuery) ([]workspace.Note, error) {
 	var out []workspace.Note
 	for k, n := range t.st.notes {
 		if q.Kind != "" && k.kind != q.Kind {
@@ -289,8 +290,8 @@ func (t *tx) Idempotent(ctx context.Context, key string, now time.Time) ([]byte,
 	return slices.Clone([]byte(j.Result)), nil
 }
 
-func (t *tx) Counts(ctx context.Context) (workspace.Counts, error) {
-	c := workspace.Counts{Artifacts: len(t.st.byName), Notes: len(t.st.notes), Tasks: map[workspace.TaskStatus]int{}}
+func (t *tx) Counts(ctx context.Context) (driver.Counts, error) {
+	c := driver.Counts{Artifacts: len(t.st.byName), Notes: len(t.st.notes), Tasks: map[workspace.TaskStatus]int{}}
 	for _, task := range t.st.tasks {
 		c.Tasks[task.Status]++
 	}

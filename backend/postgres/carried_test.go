@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // viewCounter is a store that counts its read transactions.
@@ -21,7 +22,7 @@ type viewCounter struct {
 	views atomic.Int64
 }
 
-func (v *viewCounter) View(ctx context.Context, fn func(tx workspace.ReadTx) error) error {
+func (v *viewCounter) View(ctx context.Context, fn func(tx driver.ReadTx) error) error {
 	v.views.Add(1)
 	return v.store.View(ctx, fn)
 }
@@ -40,10 +41,10 @@ func TestSubscriberOnAnotherStoreTakesEventsFromNotifications(t *testing.T) {
 	p, err := workspace.ParseDSN(dsn)
 	require.NoError(t, err)
 	p.Config.Logger, p.Config.PollInterval = slog.Default(), workspace.DefaultPollInterval
-	st, err := p.Driver.Open(ctx, p.Config)
+	st, err := driver.OpenStore(ctx, p)
 	require.NoError(t, err)
 	counted := &viewCounter{store: st.(*store)}
-	reader := workspace.New(counted, workspace.Options{})
+	reader := driver.New(counted, workspace.Options{})
 	defer reader.Close()
 
 	sub, err := reader.Events().Subscribe(ctx, workspace.SubscribeRequest{})

@@ -43,14 +43,14 @@
 // artifacts, notes and tasks a transaction's ops write (every op of a
 // group commit, up to 32), with their leases, and a claim's lapsed claims
 // and ready task, are read in the round trip that takes the lock
-// (workspace.HintedUpdater); a write drops only the reads ahead it makes
+// (driver.HintedUpdater); a write drops only the reads ahead it makes
 // stale (any task's write those of a claim). So a write of artifacts,
 // notes and tasks, or a claim, takes two round trips, the lock with the
 // reads and the COMMIT, however many ops share the transaction (one, when
 // predicted: below). A get of
 // one record (an artifact's head, its content fetched in a subquery; a
 // note; a task; a lock) is one statement outside any transaction, since one
-// statement reads one snapshot (workspace.HintedViewer); other reads are a
+// statement reads one snapshot (driver.HintedViewer); other reads are a
 // REPEATABLE READ snapshot. The claim
 // query runs with enable_sort off for its statement, so that it walks the
 // ready index even when the table has no statistics.

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // DefaultSchema is the schema a workspace lives in when ws_schema is not given.
@@ -26,9 +27,9 @@ const (
 )
 
 func init() {
-	d := driver{}
-	workspace.Register("postgres", d)
-	workspace.Register("postgresql", d)
+	d := pgDriver{}
+	driver.Register("postgres", d)
+	driver.Register("postgresql", d)
 }
 
 // Options configure a store opened with OpenPool. The zero value is the
@@ -71,14 +72,14 @@ func OpenPool(ctx context.Context, pool *pgxpool.Pool, opts Options, wsOpts work
 	if err != nil {
 		return nil, err
 	}
-	return workspace.New(st, wsOpts), nil
+	return driver.New(st, wsOpts), nil
 }
 
-type driver struct{}
+type pgDriver struct{}
 
-func (driver) Params() []string { return []string{paramSchema, paramListenDSN, paramListen} }
+func (pgDriver) Params() []string { return []string{paramSchema, paramListenDSN, paramListen} }
 
-func (driver) Open(ctx context.Context, cfg workspace.Config) (workspace.Store, error) {
+func (pgDriver) Open(ctx context.Context, cfg workspace.Config) (driver.Store, error) {
 	opts, err := optionsOf(cfg)
 	if err != nil {
 		return nil, err
@@ -108,11 +109,11 @@ const probeQuery = `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1
 	EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = $2)`
 
 // Probe reports whether the DSN's schema holds a workspace, creating
-// nothing (it implements workspace.Prober, for workspace.Options.MustExist):
+// nothing (it implements driver.Prober, for workspace.Options.MustExist):
 // the schema must exist and record a schema version. It reads on one
 // short-lived connection and takes no lock: a migration in progress shows
 // as a version, which Open then waits for and checks.
-func (driver) Probe(ctx context.Context, cfg workspace.Config) error {
+func (pgDriver) Probe(ctx context.Context, cfg workspace.Config) error {
 	opts, err := optionsOf(cfg)
 	if err != nil {
 		return err
@@ -152,7 +153,7 @@ func (driver) Probe(ctx context.Context, cfg workspace.Config) error {
 	return nil
 }
 
-func (driver) OpenMigrator(ctx context.Context, cfg workspace.Config) (workspace.Migrator, error) {
+func (pgDriver) OpenMigrator(ctx context.Context, cfg workspace.Config) (workspace.Migrator, error) {
 	opts, err := optionsOf(cfg)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // earlyStore opens a store whose pool counts round trips, and a handle on
@@ -31,7 +32,7 @@ func earlyStore(t *testing.T, n int) (*store, *RoundTrips, workspace.Workspace, 
 	t.Cleanup(pool.Close)
 	st, err := openStore(ctx, pool, false, Options{Schema: pgtest.Schema(t), NoListen: true})
 	require.NoError(t, err)
-	ws := workspace.New(st, workspace.Options{})
+	ws := driver.New(st, workspace.Options{})
 	t.Cleanup(func() { _ = ws.Close() })
 	var arts []workspace.Artifact
 	for i := range n {
@@ -43,17 +44,17 @@ func earlyStore(t *testing.T, n int) (*store, *RoundTrips, workspace.Workspace, 
 	return st, rt, ws, arts
 }
 
-func hintsOf(refs ...workspace.ArtifactRef) []workspace.ReadHint {
-	var hs []workspace.ReadHint
+func hintsOf(refs ...workspace.ArtifactRef) []driver.ReadHint {
+	var hs []driver.ReadHint
 	for _, r := range refs {
-		hs = append(hs, workspace.ReadHint{Artifact: r})
+		hs = append(hs, driver.ReadHint{Artifact: r})
 	}
 	return hs
 }
 
 // roundTripsOf runs fn in a transaction hinted with hints twice, the first
 // time to prepare its statements, and returns the second's round trips.
-func roundTripsOf(t *testing.T, st *store, rt *RoundTrips, hints []workspace.ReadHint, fn func(tx workspace.Tx) error) int64 {
+func roundTripsOf(t *testing.T, st *store, rt *RoundTrips, hints []driver.ReadHint, fn func(tx driver.Tx) error) int64 {
 	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, st.UpdateHinted(ctx, hints, fn))
@@ -83,7 +84,7 @@ func TestHintedGroupReadsEveryArtifactAhead(t *testing.T) {
 			refs = append(refs, workspace.ArtifactRef{ID: a.ID})
 		}
 	}
-	group := func(tx workspace.Tx) error {
+	group := func(tx driver.Tx) error {
 		for i, ref := range refs {
 			a, err := tx.Artifact(ctx, ref)
 			require.NoError(t, err)
@@ -110,7 +111,7 @@ func TestHintedReadsAheadGoStaleWithWrites(t *testing.T) {
 		{ID: a1.ID},     // its lease is written
 		{ID: a2.ID},     // untouched
 	}
-	require.NoError(t, st.UpdateHinted(ctx, hintsOf(refs...), func(tx workspace.Tx) error {
+	require.NoError(t, st.UpdateHinted(ctx, hintsOf(refs...), func(tx driver.Tx) error {
 		now := tx.Now()
 		got, err := tx.Artifact(ctx, refs[0])
 		require.NoError(t, err)
@@ -156,10 +157,10 @@ func TestHintedNotesAndTasksAreReadAheadAndGoStaleWithWrites(t *testing.T) {
 		_, err := ws.Notes().Put(ctx, w, workspace.NotePut{Kind: "decision", Key: k, Body: "v1"})
 		require.NoError(t, err)
 	}
-	note := func(k string) workspace.ReadHint { return workspace.ReadHint{NoteKind: "decision", NoteKey: k} }
-	hints := []workspace.ReadHint{{Artifact: workspace.ArtifactRef{Name: arts[0].Name}}, note("k1"), note("k2"), note("k3"), {Task: task.ID}}
+	note := func(k string) driver.ReadHint { return driver.ReadHint{NoteKind: "decision", NoteKey: k} }
+	hints := []driver.ReadHint{{Artifact: workspace.ArtifactRef{Name: arts[0].Name}}, note("k1"), note("k2"), note("k3"), {Task: task.ID}}
 
-	batch := func(tx workspace.Tx) error {
+	batch := func(tx driver.Tx) error {
 		a, err := tx.Artifact(ctx, hints[0].Artifact)
 		require.NoError(t, err)
 		require.NoError(t, tx.PutArtifact(ctx, next(a, tx.Now()), nil))
@@ -180,7 +181,7 @@ func TestHintedNotesAndTasksAreReadAheadAndGoStaleWithWrites(t *testing.T) {
 	}
 	assert.Equal(t, int64(2), roundTripsOf(t, st, rt, hints, batch), "the lock with the reads ahead, then the writes with the commit")
 
-	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
+	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx driver.Tx) error {
 		now := tx.Now()
 		// Written before their reads: the reads see the writes.
 		n := workspace.Note{Kind: "decision", Key: "k1", Body: "written", Author: "bob", Version: 9, CreatedAt: now, UpdatedAt: now, UpdatedBy: "bob"}
@@ -212,7 +213,7 @@ func TestHintedNotesAndTasksAreReadAheadAndGoStaleWithWrites(t *testing.T) {
 	}))
 
 	// A task written before its read ahead is taken.
-	require.NoError(t, st.UpdateHinted(ctx, hints[4:], func(tx workspace.Tx) error {
+	require.NoError(t, st.UpdateHinted(ctx, hints[4:], func(tx driver.Tx) error {
 		tk, err := tx.ReadyTask(ctx, workspace.ClaimRequest{Actor: "ann"})
 		require.NoError(t, err)
 		tk.Title, tk.Version = "claimed", tk.Version+1
@@ -239,7 +240,7 @@ func TestHintedClaimReadsAheadExactlyWhatItWouldRead(t *testing.T) {
 		ids = append(ids, task.ID)
 	}
 	// Two claimed tasks whose claims lapsed a minute and a second ago.
-	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error {
 		for i, ago := range []time.Duration{time.Minute, time.Second} {
 			task, err := tx.Task(ctx, ids[i])
 			require.NoError(t, err)
@@ -249,9 +250,9 @@ func TestHintedClaimReadsAheadExactlyWhatItWouldRead(t *testing.T) {
 		return nil
 	}))
 	req := workspace.ClaimRequest{Actor: "bob"}
-	hints := []workspace.ReadHint{{Claim: &req}}
+	hints := []driver.ReadHint{{Claim: &req}}
 
-	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
+	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx driver.Tx) error {
 		// Asked as of 30 s ago, only the claim lapsed a minute ago counts.
 		lapsed, err := tx.ExpiredClaims(ctx, tx.Now().Add(-30*time.Second), 100)
 		require.NoError(t, err)
@@ -264,7 +265,7 @@ func TestHintedClaimReadsAheadExactlyWhatItWouldRead(t *testing.T) {
 		return nil
 	}))
 
-	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
+	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx driver.Tx) error {
 		lapsed, err := tx.ExpiredClaims(ctx, tx.Now(), 1)
 		require.NoError(t, err)
 		require.Len(t, lapsed, 1, "the limit holds")
@@ -281,7 +282,7 @@ func TestHintedClaimReadsAheadExactlyWhatItWouldRead(t *testing.T) {
 
 	// Another claim's request is not answered from this one's read.
 	other := workspace.ClaimRequest{Actor: "bob", Labels: map[string]string{"team": "none"}}
-	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
+	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx driver.Tx) error {
 		_, err := tx.ExpiredClaims(ctx, tx.Now(), 100)
 		require.NoError(t, err)
 		_, err = tx.ReadyTask(ctx, other)
@@ -294,8 +295,8 @@ func TestHintedClaimReadsAheadExactlyWhatItWouldRead(t *testing.T) {
 func TestHintedLeaseIsReadAheadAndGoesStaleWithItsWrite(t *testing.T) {
 	ctx := context.Background()
 	st, rt, _, _ := earlyStore(t, 0)
-	hints := []workspace.ReadHint{{Lease: "role:lead"}, {Lease: "role:other"}}
-	cycle := func(tx workspace.Tx) error {
+	hints := []driver.ReadHint{{Lease: "role:lead"}, {Lease: "role:other"}}
+	cycle := func(tx driver.Tx) error {
 		l, err := tx.Lease(ctx, "role:lead")
 		if errors.Is(err, workspace.ErrNotFound) {
 			l = workspace.Lease{Resource: "role:lead"}
@@ -307,7 +308,7 @@ func TestHintedLeaseIsReadAheadAndGoesStaleWithItsWrite(t *testing.T) {
 	}
 	assert.Equal(t, int64(2), roundTripsOf(t, st, rt, hints, cycle), "the lock with the lease read ahead, then the write with the commit")
 
-	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
+	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx driver.Tx) error {
 		now := tx.Now()
 		require.NoError(t, tx.PutLease(ctx, workspace.Lease{Resource: "role:other", Owner: "bob", Token: 5, AcquiredAt: now, ExpiresAt: now.Add(time.Minute)}))
 		l, err := tx.Lease(ctx, "role:other")
@@ -345,8 +346,8 @@ func TestGroupReadsAheadReadWhatTheReadsRead(t *testing.T) {
 		leaseMissing    bool
 		leaseReadFailed error
 	}
-	reads := func(got *[]read) func(tx workspace.Tx) error {
-		return func(tx workspace.Tx) error {
+	reads := func(got *[]read) func(tx driver.Tx) error {
+		return func(tx driver.Tx) error {
 			*got = nil
 			for _, ref := range refs {
 				a, err := tx.Artifact(ctx, ref)
@@ -394,13 +395,13 @@ func TestGenericPlansEndWithTheirStatements(t *testing.T) {
 	st, _, _, arts := earlyStore(t, 2)
 	// A transaction run on a prediction fails its first read and runs
 	// again the usual way: mode's error is returned, not asserted.
-	mode := func(tx workspace.Tx) (string, error) {
+	mode := func(tx driver.Tx) (string, error) {
 		var m string
 		err := tx.(*writeTx).q.QueryRow(ctx, `SELECT current_setting('plan_cache_mode')`).Scan(&m)
 		return m, err
 	}
 	refs := []workspace.ArtifactRef{{Name: arts[0].Name}, {ID: arts[1].ID}}
-	require.NoError(t, st.UpdateHinted(ctx, hintsOf(refs...), func(tx workspace.Tx) error {
+	require.NoError(t, st.UpdateHinted(ctx, hintsOf(refs...), func(tx driver.Tx) error {
 		m, err := mode(tx)
 		if err != nil {
 			return err

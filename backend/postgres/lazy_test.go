@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // noPoll is a poll interval long enough that a test relying on it would
@@ -29,11 +30,11 @@ func lazyHandle(t *testing.T, dsn string, ping, linger time.Duration) (workspace
 	p, err := workspace.ParseDSN(dsn)
 	require.NoError(t, err)
 	p.Config.Logger, p.Config.PollInterval = slog.Default(), noPoll
-	st, err := p.Driver.Open(ctx, p.Config)
+	st, err := driver.OpenStore(ctx, p)
 	require.NoError(t, err)
 	s := st.(*store)
 	s.listener.ping, s.listener.linger = ping, linger
-	ws := workspace.New(s, workspace.Options{PollInterval: noPoll})
+	ws := driver.New(s, workspace.Options{PollInterval: noPoll})
 	t.Cleanup(func() { _ = ws.Close() })
 	return ws, s
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // pipeline is a transaction's querier: writes (Exec) are queued and sent
@@ -41,7 +42,7 @@ type pipeline struct {
 // it (an artifact, a note, a task, a lease, a claim's reads), with the
 // lease that guards it.
 type earlyRead struct {
-	hint     workspace.ReadHint
+	hint     driver.ReadHint
 	artifact workspace.Artifact
 	note     workspace.Note
 	task     workspace.Task // also a claim's ready task
@@ -93,7 +94,7 @@ func (p *pipeline) dropEarly(id, name, resource string) {
 // dropEarlyHint drops the early read of the note or task h names: a write
 // of it makes it stale. A task's write also drops a claim's reads, whose
 // answers any task's write may change.
-func (p *pipeline) dropEarlyHint(h workspace.ReadHint) {
+func (p *pipeline) dropEarlyHint(h driver.ReadHint) {
 	p.early = slices.DeleteFunc(p.early, func(e *earlyRead) bool {
 		return e.hint == h || h.Task != "" && e.hint.Claim != nil
 	})

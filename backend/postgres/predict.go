@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentspace/agentspace/internal/quiet"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // Predicted writes: one round trip instead of two.
@@ -82,7 +83,7 @@ func (m *memo) drop() {
 // predict returns the reads ahead of hints as the memo knows them, the
 // clock and head to run on, and whether it knows them all and the store
 // has been writing alone long enough (see quiet).
-func (m *memo) predict(hints []workspace.ReadHint, heard int64) (p prediction, ok bool) {
+func (m *memo) predict(hints []driver.ReadHint, heard int64) (p prediction, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.valid || len(hints) == 0 || heard > m.head {

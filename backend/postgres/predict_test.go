@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // predictStores opens two stores on one new schema: a, whose writes the
@@ -38,7 +39,7 @@ func predictStores(t *testing.T, listen bool) (a *store, aws workspace.Workspace
 		t.Cleanup(pool.Close)
 		st, err := openStore(ctx, pool, false, Options{Schema: schema, NoListen: noListen, AutoMigrate: true})
 		require.NoError(t, err)
-		ws := workspace.New(st, workspace.Options{})
+		ws := driver.New(st, workspace.Options{})
 		t.Cleanup(func() { _ = ws.Close() })
 		return st, ws, rt
 	}
@@ -309,8 +310,8 @@ func TestAMemoForgetsATransactionThatRolledASavepointBack(t *testing.T) {
 	st, a, _, _, _ := predictStores(t, false)
 	doc, err := a.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "doc", Content: []byte("v1")})
 	require.NoError(t, err)
-	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
-		sp := tx.(workspace.Savepointer)
+	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error {
+		sp := tx.(driver.Savepointer)
 		if err := sp.Savepoint(ctx); err != nil {
 			return err
 		}
@@ -385,7 +386,7 @@ func TestAStoreRacingAnotherStopsPredicting(t *testing.T) {
 func TestGuardParamsFillTheirStatementsPlaceholdersInOrder(t *testing.T) {
 	at := time.Now()
 	p := prediction{now: at, head: 7, notify: true, early: []*earlyRead{
-		{hint: workspace.ReadHint{Artifact: workspace.ArtifactRef{ID: "a1"}},
+		{hint: driver.ReadHint{Artifact: workspace.ArtifactRef{ID: "a1"}},
 			artifact: workspace.Artifact{ID: "a1", Name: "one", Version: 3},
 			lease:    leaseAhead{resource: "artifact:one", lease: workspace.Lease{Resource: "artifact:one", Owner: "ann", Token: 2, AcquiredAt: at, ExpiresAt: at}}},
 	}}

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // querier is what a transaction's statements run on: one pool connection.
@@ -25,7 +26,7 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// readTx implements workspace.ReadTx inside a transaction begun by the store.
+// readTx implements driver.ReadTx inside a transaction begun by the store.
 type readTx struct {
 	q   querier // pl
 	pl  *pipeline
@@ -164,7 +165,7 @@ func (t *readTx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (works
 		a, err = scanArtifact(row)
 		return err
 	}
-	if e := t.takeEarly(workspace.ReadHint{Artifact: ref}); e != nil {
+	if e := t.takeEarly(driver.ReadHint{Artifact: ref}); e != nil {
 		if e.contentRead {
 			t.viewed = e
 		}
@@ -352,7 +353,7 @@ const (
 )
 
 func (t *readTx) Task(ctx context.Context, id string) (workspace.Task, error) {
-	if e := t.takeEarly(workspace.ReadHint{Task: id}); e != nil {
+	if e := t.takeEarly(driver.ReadHint{Task: id}); e != nil {
 		if e.err != nil {
 			return e.task, notFound("task", e.err)
 		}
@@ -431,7 +432,7 @@ func (t *writeTx) PutTask(ctx context.Context, task workspace.Task) error {
 	if !task.LeaseExpiresAt.IsZero() {
 		lease = &task.LeaseExpiresAt
 	}
-	t.pl.dropEarlyHint(workspace.ReadHint{Task: task.ID})
+	t.pl.dropEarlyHint(driver.ReadHint{Task: task.ID})
 	_, err = t.q.Exec(ctx, putTask, task.ID, task.Title, task.Description, string(task.Status), task.Assignee,
 		task.ParentID, deps, task.Priority, labelsJSON(task.Labels), string(result), task.Attempts, lease,
 		task.Version, task.CreatedAt, task.CreatedBy, task.UpdatedAt, task.UpdatedBy)
@@ -465,7 +466,7 @@ const (
 )
 
 func (t *readTx) Note(ctx context.Context, kind, key string) (workspace.Note, error) {
-	if e := t.takeEarly(workspace.ReadHint{NoteKind: kind, NoteKey: key}); e != nil {
+	if e := t.takeEarly(driver.ReadHint{NoteKind: kind, NoteKey: key}); e != nil {
 		if e.err != nil {
 			return e.note, notFound("note", e.err)
 		}
@@ -482,7 +483,7 @@ func (t *readTx) Note(ctx context.Context, kind, key string) (workspace.Note, er
 	return n, nil
 }
 
-func (t *readTx) ListNotes(ctx context.Context, q workspace.NoteQuery) ([]workspace.Note, error) {
+func (t *readTx) ListNotes(ctx context.Context, q driver.NoteQuery) ([]workspace.Note, error) {
 	rows, err := t.q.Query(ctx, listNotes, q.Kind, q.AfterKind, q.AfterKey, q.Limit)
 	out, err := collect(rows, err, scanNote)
 	if err != nil {
@@ -492,7 +493,7 @@ func (t *readTx) ListNotes(ctx context.Context, q workspace.NoteQuery) ([]worksp
 }
 
 func (t *writeTx) PutNote(ctx context.Context, n workspace.Note) error {
-	t.pl.dropEarlyHint(workspace.ReadHint{NoteKind: n.Kind, NoteKey: n.Key})
+	t.pl.dropEarlyHint(driver.ReadHint{NoteKind: n.Kind, NoteKey: n.Key})
 	_, err := t.q.Exec(ctx, putNote, n.Kind, n.Key, n.Title, n.Body, n.Author, n.Version, n.CreatedAt, n.UpdatedAt, n.UpdatedBy)
 	if err != nil {
 		return fmt.Errorf("postgres: put note %s/%s: %w", n.Kind, n.Key, err)
@@ -501,7 +502,7 @@ func (t *writeTx) PutNote(ctx context.Context, n workspace.Note) error {
 }
 
 func (t *writeTx) DeleteNote(ctx context.Context, kind, key string) error {
-	t.pl.dropEarlyHint(workspace.ReadHint{NoteKind: kind, NoteKey: key})
+	t.pl.dropEarlyHint(driver.ReadHint{NoteKind: kind, NoteKey: key})
 	if _, err := t.q.Exec(ctx, deleteNote, kind, key); err != nil {
 		return fmt.Errorf("postgres: delete note %s/%s: %w", kind, key, err)
 	}
@@ -552,7 +553,7 @@ func (t *readTx) readGuarded(ctx context.Context, sql string, args []any, scan f
 
 // takeEarly returns the record read ahead for h, once, if there is one,
 // and keeps its lease for the Lease call that follows.
-func (t *readTx) takeEarly(h workspace.ReadHint) *earlyRead {
+func (t *readTx) takeEarly(h driver.ReadHint) *earlyRead {
 	if t.pl == nil || t.snapshot {
 		return nil
 	}
@@ -692,10 +693,10 @@ func artifactLeaseName(ref workspace.ArtifactRef, a workspace.Artifact, found bo
 // (queueArtifacts): a group of writers of artifacts hints one each. Only
 // the first claim is read ahead: whichever claim comes first writes a
 // task, which makes every other claim's reads stale.
-func (r earlyReads) queueAll(b *pgx.Batch, hints []workspace.ReadHint) []*earlyRead {
+func (r earlyReads) queueAll(b *pgx.Batch, hints []driver.ReadHint) []*earlyRead {
 	var (
 		early  []*earlyRead
-		arts   []workspace.ReadHint
+		arts   []driver.ReadHint
 		claims int
 	)
 	for _, h := range hints {
@@ -725,7 +726,7 @@ func (r earlyReads) queueAll(b *pgx.Batch, hints []workspace.ReadHint) []*earlyR
 // queue queues on b the reads h names, as the transaction's own reads
 // would do them, and returns where their outcome will be kept (nil for a
 // hint it does not read ahead).
-func (r earlyReads) queue(b *pgx.Batch, h workspace.ReadHint) *earlyRead {
+func (r earlyReads) queue(b *pgx.Batch, h driver.ReadHint) *earlyRead {
 	e := &earlyRead{hint: h}
 	// The lease that guards the record (for a lease hint, the lease
 	// itself), read after it.
@@ -788,7 +789,7 @@ func (r earlyReads) queue(b *pgx.Batch, h workspace.ReadHint) *earlyRead {
 // by ID, one for those hinted by name, and one for each kind's leases
 // (2n statements become at most 4), and returns where their outcomes
 // will be kept, in the order of hints.
-func (r earlyReads) queueArtifacts(b *pgx.Batch, hints []workspace.ReadHint) []*earlyRead {
+func (r earlyReads) queueArtifacts(b *pgx.Batch, hints []driver.ReadHint) []*earlyRead {
 	var (
 		out              = make([]*earlyRead, len(hints))
 		byID, byName     []*earlyRead
@@ -896,7 +897,7 @@ const (
 )
 
 func (t *readTx) Lease(ctx context.Context, resource string) (workspace.Lease, error) {
-	t.takeEarly(workspace.ReadHint{Lease: resource}) // a lease read ahead on its own is kept as ahead
+	t.takeEarly(driver.ReadHint{Lease: resource}) // a lease read ahead on its own is kept as ahead
 	if a := t.pl.ahead; a != nil && a.resource == resource {
 		t.pl.ahead = nil
 		if a.err != nil {
@@ -963,9 +964,9 @@ func (t *writeTx) PruneIdempotent(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-func (t *readTx) Counts(ctx context.Context) (workspace.Counts, error) {
+func (t *readTx) Counts(ctx context.Context) (driver.Counts, error) {
 	var (
-		c     workspace.Counts
+		c     driver.Counts
 		tasks map[string]int
 	)
 	if err := t.q.QueryRow(ctx, counts).Scan(&c.Artifacts, &c.Notes, &tasks); err != nil {

@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// writeTx is a workspace.Savepointer, so a handle commits concurrent writes
+// writeTx is a driver.Savepointer, so a handle commits concurrent writes
 // in one transaction: one WAL flush and one NOTIFY for the group (group
 // commit). The statements are queued on the pipeline like any write, in
 // order, so a savepoint costs no round trip of its own.

@@ -16,9 +16,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
-// store is the workspace.Store of one schema, on a pgx pool.
+// store is the driver.Store of one schema, on a pgx pool.
 type store struct {
 	pool    *pgxpool.Pool
 	ownPool bool
@@ -102,7 +103,7 @@ func openStore(ctx context.Context, pool *pgxpool.Pool, ownPool bool, opts Optio
 	return s, nil
 }
 
-// Changes implements workspace.Notifier. It is nil when LISTEN is off, and
+// Changes implements driver.Notifier. It is nil when LISTEN is off, and
 // the engine then polls. The first call starts the listener: lazy, when
 // Interest came first; else listening from then on.
 func (s *store) Changes() <-chan struct{} {
@@ -113,7 +114,7 @@ func (s *store) Changes() <-chan struct{} {
 	return s.listener.changes
 }
 
-// Interest implements workspace.LazyNotifier: the listener listens (and
+// Interest implements driver.LazyNotifier: the listener listens (and
 // other stores' writers notify) only while wanted reports true, and for
 // listenLinger after.
 func (s *store) Interest(wanted func() bool) {
@@ -122,14 +123,14 @@ func (s *store) Interest(wanted func() bool) {
 	}
 }
 
-// Wake implements workspace.LazyNotifier.
+// Wake implements driver.LazyNotifier.
 func (s *store) Wake() {
 	if s.listener != nil {
 		s.listener.poke()
 	}
 }
 
-// NotifiedHead implements workspace.HeadNotifier.
+// NotifiedHead implements driver.HeadNotifier.
 func (s *store) NotifiedHead() int64 {
 	if s.listener == nil {
 		return 0
@@ -137,7 +138,7 @@ func (s *store) NotifiedHead() int64 {
 	return s.listener.heard.Load()
 }
 
-// NotifiedEvents implements workspace.EventNotifier.
+// NotifiedEvents implements driver.EventNotifier.
 func (s *store) NotifiedEvents() []workspace.Event {
 	if s.listener == nil {
 		return nil
@@ -158,16 +159,16 @@ func (s *store) Close() error {
 // Update runs fn in a transaction that holds the schema's advisory lock,
 // retrying serialization failures, deadlocks and connections lost before
 // the commit was sent.
-func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) error {
+func (s *store) Update(ctx context.Context, fn func(tx driver.Tx) error) error {
 	return s.retry(ctx, "update", func() (bool, error) { return s.updateOnce(ctx, nil, fn) })
 }
 
-// UpdateHinted implements workspace.HintedUpdater: the hinted records
+// UpdateHinted implements driver.HintedUpdater: the hinted records
 // (artifacts, notes, tasks, leases, a claim's; at most maxEarly) and the
 // leases that guard them are read
 // in the round trip that takes the writers' lock, after it, so the reads of
 // a group's ops cost no round trips of their own.
-func (s *store) UpdateHinted(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.Tx) error) error {
+func (s *store) UpdateHinted(ctx context.Context, hints []driver.ReadHint, fn func(tx driver.Tx) error) error {
 	return s.retry(ctx, "update", func() (bool, error) { return s.updateOnce(ctx, hints, fn) })
 }
 
@@ -175,7 +176,7 @@ func (s *store) UpdateHinted(ctx context.Context, hints []workspace.ReadHint, fn
 const maxEarly = 32
 
 // View runs fn in a REPEATABLE READ READ ONLY transaction: one snapshot.
-func (s *store) View(ctx context.Context, fn func(tx workspace.ReadTx) error) error {
+func (s *store) View(ctx context.Context, fn func(tx driver.ReadTx) error) error {
 	return s.retry(ctx, "view", func() (bool, error) { return s.viewOnce(ctx, fn) })
 }
 
@@ -212,7 +213,7 @@ const (
 // updateOnce runs one attempt of Update; it reports whether a failure may
 // be retried. A transaction that runs alone on a store whose memo knows
 // what it reads is tried on that prediction first (see predict.go).
-func (s *store) updateOnce(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.Tx) error) (bool, error) {
+func (s *store) updateOnce(ctx context.Context, hints []driver.ReadHint, fn func(tx driver.Tx) error) (bool, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return ctx.Err() == nil, fmt.Errorf("postgres: acquire connection: %w", err)
@@ -278,7 +279,7 @@ func (s *store) updateOnce(ctx context.Context, hints []workspace.ReadHint, fn f
 // case nothing was sent, or the server refused a statement before the
 // COMMIT (the guard, most likely), in which case nothing was written.
 // still reports whether it has run alone (see writers).
-func (s *store) updatePredicted(ctx context.Context, conn *pgxpool.Conn, p prediction, fn func(tx workspace.Tx) error,
+func (s *store) updatePredicted(ctx context.Context, conn *pgxpool.Conn, p prediction, fn func(tx driver.Tx) error,
 	still func() bool) (done, retry bool, err error) {
 	pl := newPipeline(conn)
 	pl.predicted = true
@@ -328,7 +329,7 @@ func (s *store) updatePredicted(ctx context.Context, conn *pgxpool.Conn, p predi
 	return true, false, nil
 }
 
-func (s *store) viewOnce(ctx context.Context, fn func(tx workspace.ReadTx) error) (bool, error) {
+func (s *store) viewOnce(ctx context.Context, fn func(tx driver.ReadTx) error) (bool, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return ctx.Err() == nil, fmt.Errorf("postgres: acquire connection: %w", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // openTestStore opens the backend's Store on a fresh schema, without the engine.
@@ -22,7 +23,7 @@ func openTestStore(t *testing.T) *store {
 	p, err := workspace.ParseDSN(pgtest.NewDSN(t))
 	require.NoError(t, err)
 	p.Config.Logger = testLogger(t)
-	st, err := p.Driver.Open(context.Background(), p.Config)
+	st, err := driver.OpenStore(context.Background(), p)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	return st.(*store)
@@ -35,7 +36,7 @@ func note(key, body string, now time.Time) workspace.Note {
 func TestAQueuedWriteThatFailsFailsTheWholeTransaction(t *testing.T) {
 	ctx := context.Background()
 	st := openTestStore(t)
-	err := st.Update(ctx, func(tx workspace.Tx) error {
+	err := st.Update(ctx, func(tx driver.Tx) error {
 		require.NoError(t, tx.PutNote(ctx, note("ok", "fine", tx.Now())))
 		// PostgreSQL text cannot hold NUL: the server refuses this write.
 		require.NoError(t, tx.PutNote(ctx, note("bad", "nul\x00byte", tx.Now())))
@@ -44,7 +45,7 @@ func TestAQueuedWriteThatFailsFailsTheWholeTransaction(t *testing.T) {
 	})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "notes")
-	err = st.View(ctx, func(tx workspace.ReadTx) error {
+	err = st.View(ctx, func(tx driver.ReadTx) error {
 		_, err := tx.Note(ctx, "decision", "ok")
 		assert.ErrorIs(t, err, workspace.ErrNotFound, "the write before the failing one was rolled back")
 		head, err := tx.Head(ctx)
@@ -58,14 +59,14 @@ func TestAnUpdateWhoseFnFailsKeepsNothing(t *testing.T) {
 	ctx := context.Background()
 	st := openTestStore(t)
 	boom := errors.New("boom")
-	err := st.Update(ctx, func(tx workspace.Tx) error {
+	err := st.Update(ctx, func(tx driver.Tx) error {
 		require.NoError(t, tx.PutNote(ctx, note("k", "b", tx.Now())))
 		_, err := tx.Note(ctx, "decision", "k")
 		require.NoError(t, err, "a read sees the transaction's own queued writes")
 		return boom
 	})
 	require.ErrorIs(t, err, boom)
-	require.NoError(t, st.View(ctx, func(tx workspace.ReadTx) error {
+	require.NoError(t, st.View(ctx, func(tx driver.ReadTx) error {
 		_, err := tx.Note(ctx, "decision", "k")
 		assert.ErrorIs(t, err, workspace.ErrNotFound)
 		return nil
@@ -76,19 +77,19 @@ func TestAppendEventsHandsOutConsecutiveSeqsAndKeepsImportedOnes(t *testing.T) {
 	ctx := context.Background()
 	st := openTestStore(t)
 	var first, imported int64
-	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error {
 		var err error
 		first, err = tx.AppendEvents(ctx, []workspace.Event{{Time: tx.Now(), Actor: "a", Type: "x"}, {Time: tx.Now(), Actor: "a", Type: "y"}})
 		return err
 	}))
 	assert.Equal(t, int64(1), first)
-	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error {
 		var err error
 		imported, err = tx.AppendEvents(ctx, []workspace.Event{{Seq: 10, Time: tx.Now(), Actor: "a", Type: "x"}, {Seq: 11, Time: tx.Now(), Actor: "a", Type: "y"}})
 		return err
 	}))
 	assert.Equal(t, int64(10), imported)
-	require.NoError(t, st.View(ctx, func(tx workspace.ReadTx) error {
+	require.NoError(t, st.View(ctx, func(tx driver.ReadTx) error {
 		head, err := tx.Head(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, int64(11), head)
@@ -107,7 +108,7 @@ func TestNowComesFromTheDatabaseInMicroseconds(t *testing.T) {
 	ctx := context.Background()
 	st := openTestStore(t)
 	var now, db time.Time
-	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error {
 		now = tx.Now()
 		return nil
 	}))
@@ -125,7 +126,7 @@ func TestTheClaimWalksTheReadyIndexWithoutStatistics(t *testing.T) {
 	ctx := context.Background()
 	st := openTestStore(t)
 	labels := map[string]string{"pool": "p"}
-	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error {
 		now := tx.Now()
 		for i := range 2000 {
 			task := workspace.Task{ID: fmt.Sprintf("t%05d", i), Title: "t", Status: workspace.TaskPending, Labels: labels,
@@ -139,7 +140,7 @@ func TestTheClaimWalksTheReadyIndexWithoutStatistics(t *testing.T) {
 		}
 		return nil
 	}))
-	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error {
 		wt := tx.(*writeTx)
 		_, _ = wt.pl.Exec(ctx, sortsOff)
 		rows, err := wt.q.Query(ctx, "EXPLAIN "+readyTask, "", labelsJSON(labels))
@@ -169,7 +170,7 @@ func TestTheClaimWalksTheReadyIndexWithoutStatistics(t *testing.T) {
 func TestAPrefixPageWalksTheNameIndexWithoutStatistics(t *testing.T) {
 	ctx := context.Background()
 	st := openTestStore(t)
-	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error {
 		now := tx.Now()
 		for i := range 3000 {
 			a := workspace.Artifact{ID: fmt.Sprintf("id%05d", i), Name: fmt.Sprintf("dir%d/a%05d", i%3, i), Kind: "doc",
@@ -180,7 +181,7 @@ func TestAPrefixPageWalksTheNameIndexWithoutStatistics(t *testing.T) {
 		}
 		return nil
 	}))
-	require.NoError(t, st.View(ctx, func(tx workspace.ReadTx) error {
+	require.NoError(t, st.View(ctx, func(tx driver.ReadTx) error {
 		rt := tx.(*readTx)
 		_, _ = rt.pl.Exec(ctx, sortsOff)
 		rows, err := rt.q.Query(ctx, "EXPLAIN "+listArtifacts, "", "", "", likePrefix("dir1/"), "", labelsJSON(nil), 100, "dir1/", prefixEnd("dir1/"))

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // A read of one record (a Get of an artifact's head with its content, of a
@@ -20,12 +21,12 @@ import (
 // hold: ViewHinted then runs the read again in a plain View.
 var errNotReadAhead = errors.New("postgres: not read ahead")
 
-// ViewHinted implements workspace.HintedViewer for a read of one record:
+// ViewHinted implements driver.HintedViewer for a read of one record:
 // an artifact with its head's content, a note, a task or a lease; other
 // reads are plain Views. fn runs on what the statement returned; if it
 // reads anything else, or the record was not found, or the statement
 // failed, fn runs again in a View, which decides.
-func (s *store) ViewHinted(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.ReadTx) error) error {
+func (s *store) ViewHinted(ctx context.Context, hints []driver.ReadHint, fn func(tx driver.ReadTx) error) error {
 	if len(hints) != 1 {
 		return s.View(ctx, fn)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // Migration 4 gives every version the row of its content: versions that
@@ -58,7 +59,7 @@ func TestMigrationGivesVersionsTheirBlobs(t *testing.T) {
 
 	read := func(id string, v int64, content string) {
 		t.Helper()
-		require.NoError(t, st.View(ctx, func(tx workspace.ReadTx) error {
+		require.NoError(t, st.View(ctx, func(tx driver.ReadTx) error {
 			b, err := tx.Content(ctx, id, v, hashOf(content))
 			require.NoError(t, err)
 			assert.Equal(t, content, string(b), "%s version %d", id, v)
@@ -76,10 +77,10 @@ func TestMigrationGivesVersionsTheirBlobs(t *testing.T) {
 	// content that was never stored is refused, and nothing is written.
 	a := workspace.Artifact{ID: "a1", Version: 5, Name: "one", Kind: "k", Owner: "o", ContentType: "text/plain",
 		SHA256: hashOf("y"), Size: 1, CreatedAt: now(), CreatedBy: "o", UpdatedAt: now(), UpdatedBy: "o"}
-	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error { return tx.PutArtifact(ctx, a, nil) }))
+	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error { return tx.PutArtifact(ctx, a, nil) }))
 	read("a1", 5, "y")
 	a.Version, a.SHA256 = 6, hashOf("never stored")
-	err = st.Update(ctx, func(tx workspace.Tx) error { return tx.PutArtifact(ctx, a, nil) })
+	err = st.Update(ctx, func(tx driver.Tx) error { return tx.PutArtifact(ctx, a, nil) })
 	require.ErrorIs(t, err, workspace.ErrNotFound)
 	var versions int
 	require.NoError(t, st.w.QueryRow(`SELECT count(*) FROM artifact_versions WHERE artifact_id = 'a1'`).Scan(&versions))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -38,11 +39,11 @@ const DefaultBusyTimeout = 10 * time.Second
 const readConns = 4
 
 func init() {
-	workspace.Register("sqlite", Driver{})
+	driver.Register("sqlite", Driver{})
 }
 
-// Driver is the workspace.Driver registered for the "sqlite" scheme. It is
-// also a workspace.MigratingDriver, for `wsctl migrate`.
+// Driver is the driver.Driver registered for the "sqlite" scheme. It is
+// also a driver.MigratingDriver, for `wsctl migrate`.
 type Driver struct{}
 
 // Params lists the backend's ws_ DSN parameters.
@@ -51,7 +52,7 @@ func (Driver) Params() []string { return []string{ParamBusyTimeout, ParamIndexBa
 // Open opens (creating if needed) the database file cfg.Target names and
 // checks its schema: an empty file gets the current one, an older one is a
 // *workspace.SchemaError unless cfg.AutoMigrate, a newer one is refused.
-func (Driver) Open(ctx context.Context, cfg workspace.Config) (workspace.Store, error) {
+func (Driver) Open(ctx context.Context, cfg workspace.Config) (driver.Store, error) {
 	s, err := parseSettings(cfg)
 	if err != nil {
 		return nil, err
@@ -60,7 +61,7 @@ func (Driver) Open(ctx context.Context, cfg workspace.Config) (workspace.Store, 
 }
 
 // Probe reports whether cfg.Target is a workspace, creating nothing (it
-// implements workspace.Prober, for workspace.Options.MustExist): the file
+// implements driver.Prober, for workspace.Options.MustExist): the file
 // must exist and hold a schema version. A file that is not a SQLite
 // database is not reported as missing: opening it says what it is.
 func (Driver) Probe(ctx context.Context, cfg workspace.Config) error {
@@ -134,7 +135,7 @@ func Open(ctx context.Context, path string, opts workspace.Options) (workspace.W
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite:%s: %w", path, err)
 	}
-	return workspace.New(st, opts), nil
+	return driver.New(st, opts), nil
 }
 
 // OpenDB returns a workspace on a *sql.DB the caller manages, opened with
@@ -169,7 +170,7 @@ func OpenDB(ctx context.Context, db *sql.DB, opts workspace.Options) (workspace.
 	if err := st.prepare(ctx); err != nil {
 		return nil, err
 	}
-	return workspace.New(st, opts), nil
+	return driver.New(st, opts), nil
 }
 
 // settings is what a DSN says about the file and its connections.
@@ -282,7 +283,7 @@ func prepareFile(path string) error {
 // version (or reports why not). Creating the file and migrating happen
 // under the migration lock; opening an existing, current store does not
 // wait for it, so many agents can open one store at once.
-func openFile(ctx context.Context, s settings, autoMigrate bool, log *slog.Logger) (_ workspace.Store, err error) {
+func openFile(ctx context.Context, s settings, autoMigrate bool, log *slog.Logger) (_ driver.Store, err error) {
 	var unlock func()
 	defer func() {
 		if unlock != nil {

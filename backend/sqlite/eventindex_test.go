@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // matches is the reference filter: what Events must return for q.
@@ -84,7 +85,7 @@ func TestEventFiltersAcrossTheIndexedBoundary(t *testing.T) {
 					evs[i] = newEvent()
 				}
 				rollback := rng.IntN(10) == 0
-				err := st.Update(ctx, func(tx workspace.Tx) error {
+				err := st.Update(ctx, func(tx driver.Tx) error {
 					first, err := tx.AppendEvents(ctx, evs)
 					if err != nil {
 						return err
@@ -110,7 +111,7 @@ func TestEventFiltersAcrossTheIndexedBoundary(t *testing.T) {
 			read := func(q workspace.EventQuery) []workspace.Event {
 				t.Helper()
 				var got []workspace.Event
-				require.NoError(t, st.View(ctx, func(tx workspace.ReadTx) error {
+				require.NoError(t, st.View(ctx, func(tx driver.ReadTx) error {
 					var err error
 					got, err = tx.Events(ctx, q)
 					return err
@@ -156,7 +157,7 @@ func TestEventFiltersAcrossTheIndexedBoundary(t *testing.T) {
 			if floor < 2 {
 				floor = 2
 			}
-			require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error { return tx.CompactEvents(ctx, floor) }))
+			require.NoError(t, st.Update(ctx, func(tx driver.Tx) error { return tx.CompactEvents(ctx, floor) }))
 			all = slices.DeleteFunc(all, func(e workspace.Event) bool { return e.Seq < floor })
 			checkIndexed(t, st, batch)
 			check()
@@ -190,12 +191,12 @@ func TestMigrationIndexesAnExistingLog(t *testing.T) {
 	var indexedTo int64
 	require.NoError(t, st.w.QueryRow(`SELECT indexed_to FROM meta WHERE id = 1`).Scan(&indexedTo))
 	assert.Equal(t, int64(10), indexedTo)
-	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error {
 		_, err := tx.AppendEvents(ctx, []workspace.Event{{Actor: "actor1", Type: workspace.EventNotePut, Subject: workspace.Subject{ID: "n1"}, Time: now()}})
 		return err
 	}))
 	checkIndexed(t, st, 4)
-	require.NoError(t, st.View(ctx, func(tx workspace.ReadTx) error {
+	require.NoError(t, st.View(ctx, func(tx driver.ReadTx) error {
 		got, err := tx.Events(ctx, workspace.EventQuery{SubjectID: "n1", Actor: "actor1"})
 		require.NoError(t, err)
 		var seqs []int64

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 func openStore(t *testing.T, dsn string) *store {
@@ -22,7 +23,7 @@ func openStore(t *testing.T, dsn string) *store {
 	p, err := workspace.ParseDSN(dsn)
 	require.NoError(t, err)
 	p.Config.Logger = slog.Default()
-	st, err := p.Driver.Open(context.Background(), p.Config)
+	st, err := driver.OpenStore(context.Background(), p)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	return st.(*store)
@@ -130,7 +131,7 @@ func TestAppendEventsKeepsExplicitSeqs(t *testing.T) {
 		return workspace.Event{Seq: seq, Actor: "import", Type: workspace.EventNotePut, Time: now()}
 	}
 	var first, next int64
-	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error {
 		if err := tx.CompactEvents(ctx, 5); err != nil {
 			return err
 		}
@@ -141,19 +142,19 @@ func TestAppendEventsKeepsExplicitSeqs(t *testing.T) {
 		return err
 	}))
 	assert.Equal(t, int64(5), first)
-	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error {
 		var err error
 		next, err = tx.AppendEvents(ctx, []workspace.Event{ev(0)})
 		return err
 	}))
 	assert.Equal(t, int64(7), next)
-	err := st.Update(ctx, func(tx workspace.Tx) error {
+	err := st.Update(ctx, func(tx driver.Tx) error {
 		_, err := tx.AppendEvents(ctx, []workspace.Event{ev(7)})
 		return err
 	})
 	assert.ErrorIs(t, err, workspace.ErrInvalid, "a seq at or below the head")
 
-	require.NoError(t, st.View(ctx, func(tx workspace.ReadTx) error {
+	require.NoError(t, st.View(ctx, func(tx driver.ReadTx) error {
 		floor, err := tx.Floor(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, int64(5), floor)
@@ -177,9 +178,9 @@ func TestWriteTxReadsTheArtifactsLeaseWithIt(t *testing.T) {
 	at := now()
 	a := workspace.Artifact{ID: "a1", Version: 1, Name: "doc", Kind: "plan", Owner: "ann", ContentType: "text/plain",
 		SHA256: hashOf("x"), Size: 1, CreatedAt: at, CreatedBy: "ann", UpdatedAt: at, UpdatedBy: "ann"}
-	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error { return tx.PutArtifact(ctx, a, []byte("x")) }))
+	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error { return tx.PutArtifact(ctx, a, []byte("x")) }))
 
-	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error {
 		wt := tx.(*writeTx)
 		same := func(resource, owner string) {
 			t.Helper()
@@ -204,7 +205,7 @@ func TestWriteTxReadsTheArtifactsLeaseWithIt(t *testing.T) {
 		require.NoError(t, err)
 		same("artifact:doc", "ann")
 
-		sp := tx.(workspace.Savepointer)
+		sp := tx.(driver.Savepointer)
 		require.NoError(t, sp.Savepoint(ctx))
 		require.NoError(t, tx.PutLease(ctx, lease("bob", 2)))
 		_, err = tx.Artifact(ctx, workspace.ArtifactRef{Name: "doc"})
@@ -233,7 +234,7 @@ func TestWriteTxStopsAtItsNextStatementOnceItsContextEnds(t *testing.T) {
 			CreatedAt: now(), UpdatedAt: now(), UpdatedBy: "a"}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	err := st.Update(context.Background(), func(tx workspace.Tx) error {
+	err := st.Update(context.Background(), func(tx driver.Tx) error {
 		if err := tx.PutNote(ctx, note("first")); err != nil {
 			return err
 		}
@@ -241,7 +242,7 @@ func TestWriteTxStopsAtItsNextStatementOnceItsContextEnds(t *testing.T) {
 		return tx.PutNote(ctx, note("second"))
 	})
 	require.ErrorIs(t, err, context.Canceled)
-	require.NoError(t, st.View(context.Background(), func(tx workspace.ReadTx) error {
+	require.NoError(t, st.View(context.Background(), func(tx driver.ReadTx) error {
 		_, err := tx.Note(context.Background(), "decision", "first")
 		assert.ErrorIs(t, err, workspace.ErrNotFound, "the first write rolled back")
 		return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentspace/agentspace/internal/quiet"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // A store's memo of the artifacts its last write transactions read and
@@ -61,7 +62,7 @@ func (m *memo) forgetLocked() {
 
 // known returns the hinted artifacts the memo holds, as reads ahead, and
 // the head they are valid at.
-func (m *memo) known(hints []workspace.ReadHint) (head int64, ahead []readAheadHead) {
+func (m *memo) known(hints []driver.ReadHint) (head int64, ahead []readAheadHead) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.valid || !m.rule.Ready() {
@@ -232,7 +233,7 @@ func (m *memo) checked(held bool) {
 // fromMemo checks the head against the memo and, when it is where the
 // store's last commit left it, takes the hinted artifacts the memo knows
 // as read ahead (memoed counts them).
-func (t *writeTx) fromMemo(ctx context.Context, m *memo, hints []workspace.ReadHint) error {
+func (t *writeTx) fromMemo(ctx context.Context, m *memo, hints []driver.ReadHint) error {
 	head, ahead := m.known(hints)
 	if len(ahead) == 0 {
 		return nil

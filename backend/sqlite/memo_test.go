@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // The memo answers a store's hinted reads only while every commit since it
@@ -27,16 +28,16 @@ func TestMemoAnswersAsTheRowsAreAndOnlyWhileTheCommitsAreItsOwn(t *testing.T) {
 			SHA256: hashOf(name), Size: int64(len(name)), Labels: labels, CreatedAt: at, CreatedBy: "ann", UpdatedAt: at, UpdatedBy: "ann",
 			Content: []byte(name)}
 	}
-	event := func(tx workspace.Tx) error {
+	event := func(tx driver.Tx) error {
 		_, err := tx.AppendEvents(ctx, []workspace.Event{{Time: at, Actor: "ann", Type: "artifact.updated",
 			Subject: workspace.Subject{Kind: workspace.SubjectArtifact, ID: "a1", Name: "one"}, Version: 1}})
 		return err
 	}
-	hints := []workspace.ReadHint{
+	hints := []driver.ReadHint{
 		{Artifact: workspace.ArtifactRef{Name: "one"}},
 		{Artifact: workspace.ArtifactRef{ID: "a2"}},
 	}
-	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error {
 		for _, a := range []workspace.Artifact{art("a1", "one", 1, map[string]string{"k": "v"}), art("a2", "two", 1, nil)} {
 			if err := tx.PutArtifact(ctx, a, a.Content); err != nil {
 				return err
@@ -51,9 +52,9 @@ func TestMemoAnswersAsTheRowsAreAndOnlyWhileTheCommitsAreItsOwn(t *testing.T) {
 
 	// check runs a hinted transaction: what came from the memo (fromMemo,
 	// as wanted) must be what the rows say; then fn, and an event.
-	check := func(wantMemo bool, fn func(tx workspace.Tx) error) {
+	check := func(wantMemo bool, fn func(tx driver.Tx) error) {
 		t.Helper()
-		require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
+		require.NoError(t, st.UpdateHinted(ctx, hints, func(tx driver.Tx) error {
 			wt := tx.(*writeTx)
 			assert.Equal(t, wantMemo, wt.memoed == len(hints), "answered from the memo")
 			for _, ref := range []workspace.ArtifactRef{{Name: "one"}, {ID: "a2"}} {
@@ -74,21 +75,21 @@ func TestMemoAnswersAsTheRowsAreAndOnlyWhileTheCommitsAreItsOwn(t *testing.T) {
 		}))
 	}
 	check(false, nil) // learns both, read from the rows
-	check(true, func(tx workspace.Tx) error {
+	check(true, func(tx driver.Tx) error {
 		// A new head with other labels, and the other's lease taken over.
 		if err := tx.PutArtifact(ctx, art("a1", "one", 2, map[string]string{"k": "w"}), nil); err != nil {
 			return err
 		}
 		return tx.PutLease(ctx, workspace.Lease{Resource: "artifact:two", Owner: "cy", Token: 2, AcquiredAt: at, ExpiresAt: at.Add(time.Minute)})
 	})
-	check(true, func(tx workspace.Tx) error {
+	check(true, func(tx driver.Tx) error {
 		return tx.PutArtifact(ctx, art("a1", "one", 3, nil), []byte("three")) // labels gone
 	})
 	check(true, nil)
 
 	// Another store commits: the head moved, the memo is not used, and
 	// not before two commits found the head where this store left it.
-	require.NoError(t, other.Update(ctx, func(tx workspace.Tx) error {
+	require.NoError(t, other.Update(ctx, func(tx driver.Tx) error {
 		if err := tx.PutArtifact(ctx, art("a1", "one", 4, nil), []byte("four")); err != nil {
 			return err
 		}
@@ -102,11 +103,11 @@ func TestMemoAnswersAsTheRowsAreAndOnlyWhileTheCommitsAreItsOwn(t *testing.T) {
 	assert.Equal(t, 1, st.memo.rule.Need(), "a check that held halves it")
 
 	// A rolled-back savepoint: the memo forgets.
-	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
+	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx driver.Tx) error {
 		if _, err := tx.Artifact(ctx, workspace.ArtifactRef{Name: "one"}); err != nil {
 			return err
 		}
-		sp := tx.(workspace.Savepointer)
+		sp := tx.(driver.Savepointer)
 		if err := sp.Savepoint(ctx); err != nil {
 			return err
 		}
@@ -126,12 +127,12 @@ func TestMemoAnswersAsTheRowsAreAndOnlyWhileTheCommitsAreItsOwn(t *testing.T) {
 	// A commit that appended no event and did not check the head (no
 	// hints) leaves no head to check against; one that checked it, and
 	// so changed nothing, keeps the memo.
-	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
+	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx driver.Tx) error {
 		_, err := tx.Artifact(ctx, workspace.ArtifactRef{Name: "one"})
 		return err
 	}))
 	assert.True(t, st.memo.valid, "a commit without an event, the head checked")
-	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error {
 		_, err := tx.Artifact(ctx, workspace.ArtifactRef{Name: "one"})
 		return err
 	}))
@@ -139,7 +140,7 @@ func TestMemoAnswersAsTheRowsAreAndOnlyWhileTheCommitsAreItsOwn(t *testing.T) {
 	check(false, nil)
 
 	// Renamed and deleted artifacts leave the memo.
-	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
+	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx driver.Tx) error {
 		if err := tx.PutArtifact(ctx, art("a1", "uno", 5, nil), []byte("uno")); err != nil {
 			return err
 		}
@@ -150,7 +151,7 @@ func TestMemoAnswersAsTheRowsAreAndOnlyWhileTheCommitsAreItsOwn(t *testing.T) {
 	}))
 	_, early := st.memo.known(hints)
 	assert.Empty(t, early, "neither is known: one was renamed, two deleted")
-	_, early = st.memo.known([]workspace.ReadHint{{Artifact: workspace.ArtifactRef{ID: "a1"}}})
+	_, early = st.memo.known([]driver.ReadHint{{Artifact: workspace.ArtifactRef{ID: "a1"}}})
 	assert.Empty(t, early, "a rename drops the lease known under the old name")
 }
 
@@ -160,8 +161,8 @@ func TestMemoAnswersAsTheRowsAreAndOnlyWhileTheCommitsAreItsOwn(t *testing.T) {
 func TestMemoSeesTheOtherStoresCommits(t *testing.T) {
 	ctx := context.Background()
 	path := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
-	a := workspace.New(openStore(t, path), workspace.Options{})
-	b := workspace.New(openStore(t, path), workspace.Options{})
+	a := driver.New(openStore(t, path), workspace.Options{})
+	b := driver.New(openStore(t, path), workspace.Options{})
 	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
 	ref := workspace.ArtifactRef{Name: "plan"}
 	update := func(ws workspace.Workspace, actor string, ifVersion int64) (workspace.Artifact, error) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // Notes, leases and idempotency keys: small keyed records.
@@ -54,7 +55,7 @@ func (t *readTx) Note(ctx context.Context, kind, key string) (workspace.Note, er
 	return n, nil
 }
 
-func (t *readTx) ListNotes(ctx context.Context, q workspace.NoteQuery) ([]workspace.Note, error) {
+func (t *readTx) ListNotes(ctx context.Context, q driver.NoteQuery) ([]workspace.Note, error) {
 	rows, err := t.q.QueryContext(ctx, qListNotes, q.Kind, q.AfterKind, q.AfterKey, limitArg(q.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list notes: %w", err)

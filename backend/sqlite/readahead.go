@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // A group's artifacts read ahead. The committer hints the records its
@@ -32,7 +33,7 @@ type readAheadHead struct {
 
 // readArtifactsAhead reads the hinted artifacts, when there are two or
 // more.
-func (t *writeTx) readArtifactsAhead(ctx context.Context, hints []workspace.ReadHint) error {
+func (t *writeTx) readArtifactsAhead(ctx context.Context, hints []driver.ReadHint) error {
 	var refs []workspace.ArtifactRef
 	var ids, names []string
 	for _, h := range hints {

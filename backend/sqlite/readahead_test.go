@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // A group's hinted artifacts are read ahead, and every answer a write
@@ -24,7 +25,7 @@ func TestReadAheadAnswersAsTheRowsAre(t *testing.T) {
 		return workspace.Artifact{ID: id, Version: v, Name: name, Kind: "plan", Owner: "ann", ContentType: "text/plain",
 			SHA256: hashOf(name), Size: int64(len(name)), CreatedAt: at, CreatedBy: "ann", UpdatedAt: at, UpdatedBy: "ann"}
 	}
-	require.NoError(t, st.Update(ctx, func(tx workspace.Tx) error {
+	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error {
 		for _, a := range []workspace.Artifact{art("a1", "one", 1), art("a2", "two", 1), art("a3", "three", 1), art("a4", "four", 1)} {
 			if err := tx.PutArtifact(ctx, a, []byte(a.Name)); err != nil {
 				return err
@@ -33,7 +34,7 @@ func TestReadAheadAnswersAsTheRowsAre(t *testing.T) {
 		return tx.PutLease(ctx, workspace.Lease{Resource: "artifact:three", Owner: "ann", Token: 1, AcquiredAt: at, ExpiresAt: at.Add(time.Hour)})
 	}))
 
-	hints := []workspace.ReadHint{
+	hints := []driver.ReadHint{
 		{Artifact: workspace.ArtifactRef{Name: "one"}},
 		{Artifact: workspace.ArtifactRef{Name: "two"}},
 		{Artifact: workspace.ArtifactRef{ID: "a3"}},
@@ -41,7 +42,7 @@ func TestReadAheadAnswersAsTheRowsAre(t *testing.T) {
 		{Artifact: workspace.ArtifactRef{Name: "absent"}},
 		{Artifact: workspace.ArtifactRef{Name: "later"}},
 	}
-	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
+	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx driver.Tx) error {
 		wt := tx.(*writeTx)
 		require.Len(t, wt.readAhead, len(hints), "every hint read ahead")
 		// same reads ref through the transaction and straight from the
@@ -94,8 +95,8 @@ func TestReadAheadAnswersAsTheRowsAre(t *testing.T) {
 func TestReadAheadNeedsTwoArtifacts(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
-	hints := []workspace.ReadHint{{Artifact: workspace.ArtifactRef{Name: "one"}}, {NoteKind: "decision", NoteKey: "k"}}
-	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx workspace.Tx) error {
+	hints := []driver.ReadHint{{Artifact: workspace.ArtifactRef{Name: "one"}}, {NoteKind: "decision", NoteKey: "k"}}
+	require.NoError(t, st.UpdateHinted(ctx, hints, func(tx driver.Tx) error {
 		assert.Empty(t, tx.(*writeTx).readAhead)
 		return nil
 	}))

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // builtQueries lists the built queries c keeps prepared that contain part.
@@ -33,7 +34,7 @@ func builtQueries(c *stmtCache, part string) []string {
 func TestBuiltQueriesArePreparedAfterTheirFirstRun(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
-	ws := workspace.New(st, workspace.Options{})
+	ws := driver.New(st, workspace.Options{})
 	t.Cleanup(func() { _ = ws.Close() })
 	w := workspace.Write{Actor: "a"}
 	for i := range 3 {

@@ -14,13 +14,14 @@ import (
 	"github.com/agentspace/agentspace/internal/dirwatch"
 	"github.com/agentspace/agentspace/internal/filegate"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // maxBusyRetries bounds how often a transaction that found the database
 // busy past busy_timeout is tried again.
 const maxBusyRetries = 8
 
-// store is the workspace.Store on one SQLite file: a one-connection writer
+// store is the driver.Store on one SQLite file: a one-connection writer
 // pool and a read pool (the same *sql.DB for OpenDB).
 type store struct {
 	w, r   *sql.DB
@@ -57,7 +58,7 @@ func newStore(w, r *sql.DB, path string, owned bool, indexBatch int64, log *slog
 	return s
 }
 
-// Changes implements workspace.Notifier where the file can be watched; it
+// Changes implements driver.Notifier where the file can be watched; it
 // is nil otherwise, and the engine polls.
 func (s *store) Changes() <-chan struct{} {
 	if s.watch == nil {
@@ -66,7 +67,7 @@ func (s *store) Changes() <-chan struct{} {
 	return s.watch.C
 }
 
-// NotifiesEarly implements workspace.EarlyNotifier: the file watch sees a
+// NotifiesEarly implements driver.EarlyNotifier: the file watch sees a
 // commit's WAL frames as they are written, before its fsync ends and the
 // commit is published in the WAL index.
 func (s *store) NotifiesEarly() bool { return s.watch != nil }
@@ -119,18 +120,18 @@ func (s *store) Close() error {
 
 // Update runs fn in a BEGIN IMMEDIATE transaction on the writer connection,
 // after the writers of other handles on the file in this process.
-func (s *store) Update(ctx context.Context, fn func(tx workspace.Tx) error) error {
+func (s *store) Update(ctx context.Context, fn func(tx driver.Tx) error) error {
 	return s.update(ctx, nil, fn)
 }
 
-// UpdateHinted implements workspace.HintedUpdater: Update, with the hinted
+// UpdateHinted implements driver.HintedUpdater: Update, with the hinted
 // artifacts read ahead in a statement or two when there are two or more
 // (see readArtifactsAhead).
-func (s *store) UpdateHinted(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.Tx) error) error {
+func (s *store) UpdateHinted(ctx context.Context, hints []driver.ReadHint, fn func(tx driver.Tx) error) error {
 	return s.update(ctx, hints, fn)
 }
 
-func (s *store) update(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.Tx) error) error {
+func (s *store) update(ctx context.Context, hints []driver.ReadHint, fn func(tx driver.Tx) error) error {
 	if err := s.gate.Enter(ctx); err != nil {
 		return err
 	}
@@ -166,7 +167,7 @@ func (s *store) update(ctx context.Context, hints []workspace.ReadHint, fn func(
 
 // View runs fn in a read transaction. Its first statement reads the floor,
 // which starts the WAL snapshot every later read in fn sees.
-func (s *store) View(ctx context.Context, fn func(tx workspace.ReadTx) error) error {
+func (s *store) View(ctx context.Context, fn func(tx driver.ReadTx) error) error {
 	defer s.rs.prepareWanted(ctx)
 	return s.retry(ctx, "read", func() error {
 		tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -217,7 +218,7 @@ func retryBusy(ctx context.Context, log *slog.Logger, what string, op func() err
 
 func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
-// readTx implements workspace.ReadTx on one transaction.
+// readTx implements driver.ReadTx on one transaction.
 type readTx struct {
 	q     querier
 	now   time.Time
@@ -226,7 +227,7 @@ type readTx struct {
 	viewed *viewed
 }
 
-// writeTx implements workspace.Tx.
+// writeTx implements driver.Tx.
 type writeTx struct {
 	readTx
 	depth int // open savepoints

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 const taskCols = `t.id, t.title, t.description, t.status, t.assignee, t.parent_id, t.depends_on,
@@ -150,8 +151,8 @@ func (t *readTx) ExpiredClaims(ctx context.Context, now time.Time, limit int) ([
 	return collectTasks(rows)
 }
 
-func (t *readTx) Counts(ctx context.Context) (workspace.Counts, error) {
-	c := workspace.Counts{Tasks: map[workspace.TaskStatus]int{}}
+func (t *readTx) Counts(ctx context.Context) (driver.Counts, error) {
+	c := driver.Counts{Tasks: map[workspace.TaskStatus]int{}}
 	if err := t.q.QueryRowContext(ctx, qCounts).Scan(&c.Artifacts, &c.Notes); err != nil {
 		return c, fmt.Errorf("sqlite: counts: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // A read of one record (a Get of an artifact's head with its content, of a
@@ -23,14 +24,14 @@ type viewed struct {
 	found   bool // the content's row was there
 }
 
-// ViewHinted implements workspace.HintedViewer for a read of one record:
+// ViewHinted implements driver.HintedViewer for a read of one record:
 // an artifact's head with its content (one joined statement, then fn on a
 // readTx whose every other statement fails with sql.ErrTxDone), or a note,
 // a task, a lease (fn's first statement runs outside a transaction; see
 // viewOne). Other reads are plain Views. If fn reads anything else, or the
 // artifact was not found, or the statement failed, fn runs again in a
 // View, which decides.
-func (s *store) ViewHinted(ctx context.Context, hints []workspace.ReadHint, fn func(tx workspace.ReadTx) error) error {
+func (s *store) ViewHinted(ctx context.Context, hints []driver.ReadHint, fn func(tx driver.ReadTx) error) error {
 	if len(hints) != 1 || s.ended == nil {
 		return s.View(ctx, fn)
 	}
@@ -45,7 +46,7 @@ func (s *store) ViewHinted(ctx context.Context, hints []workspace.ReadHint, fn f
 
 // viewArtifact reads the head of the artifact ref names and its content in
 // one statement, and runs fn on them.
-func (s *store) viewArtifact(ctx context.Context, ref workspace.ArtifactRef, fn func(tx workspace.ReadTx) error) error {
+func (s *store) viewArtifact(ctx context.Context, ref workspace.ArtifactRef, fn func(tx driver.ReadTx) error) error {
 	v := &viewed{ref: ref}
 	stmt, arg := s.rs.stmts[qViewByName], ref.Name
 	if ref.ID != "" {
@@ -90,7 +91,7 @@ func (t *readTx) viewedContent(id string, version int64, sha256 string) ([]byte,
 // viewOne runs fn, a read of one record, with its first statement outside
 // a transaction: one snapshot. Should fn run a second statement, that one
 // fails with sql.ErrTxDone and fn runs again in a View.
-func (s *store) viewOne(ctx context.Context, fn func(tx workspace.ReadTx) error) error {
+func (s *store) viewOne(ctx context.Context, fn func(tx driver.ReadTx) error) error {
 	q := &oneStatement{db: s.r, cache: s.rs, ended: txq{tx: s.ended, cache: s.rs}}
 	err := fn(&readTx{q: q, now: now()})
 	s.rs.prepareWanted(ctx)

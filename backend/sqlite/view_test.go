@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // countedViews counts the store's plain Views.
@@ -18,7 +19,7 @@ type countedViews struct {
 	views int
 }
 
-func (c *countedViews) View(ctx context.Context, fn func(tx workspace.ReadTx) error) error {
+func (c *countedViews) View(ctx context.Context, fn func(tx driver.ReadTx) error) error {
 	c.views++
 	return c.store.View(ctx, fn)
 }
@@ -30,7 +31,7 @@ func TestGetsOfOneRecordRunNoView(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	counted := &countedViews{store: openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))}
-	ws := workspace.New(counted, workspace.Options{})
+	ws := driver.New(counted, workspace.Options{})
 	w := workspace.Write{Actor: "ann"}
 	_, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "plans/a.md", Content: []byte("v1")})
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package workspace_test
+package driver_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // heldStore wraps a real store to play a watched store whose
@@ -20,7 +21,7 @@ import (
 // visible, as a reader of SQLite's WAL sees nothing of a commit whose
 // frames are written but whose fsync has not ended.
 type heldStore struct {
-	workspace.Store
+	driver.Store
 	changes chan struct{}
 	visible atomic.Int64
 	// heads receives the head each read of the watch loop returned (a
@@ -34,23 +35,23 @@ func newHeldStore(t *testing.T, dsn string) *heldStore {
 	require.NoError(t, err)
 	p.Config.Logger = slog.New(slog.DiscardHandler)
 	p.Config.PollInterval = time.Minute
-	st, err := p.Driver.Open(context.Background(), p.Config)
+	st, err := driver.OpenStore(context.Background(), p)
 	require.NoError(t, err)
 	h := &heldStore{Store: st, changes: make(chan struct{}), heads: make(chan int64, 1024)}
 	h.visible.Store(math.MaxInt64)
 	return h
 }
 
-// Changes implements workspace.Notifier with the test's channel.
+// Changes implements driver.Notifier with the test's channel.
 func (h *heldStore) Changes() <-chan struct{} { return h.changes }
 
-// NotifiesEarly implements workspace.EarlyNotifier.
+// NotifiesEarly implements driver.EarlyNotifier.
 func (h *heldStore) NotifiesEarly() bool { return true }
 
-func (h *heldStore) View(ctx context.Context, fn func(tx workspace.ReadTx) error) error {
+func (h *heldStore) View(ctx context.Context, fn func(tx driver.ReadTx) error) error {
 	var other bool
 	head := int64(-1)
-	err := h.Store.View(ctx, func(tx workspace.ReadTx) error {
+	err := h.Store.View(ctx, func(tx driver.ReadTx) error {
 		return fn(heldTx{ReadTx: tx, h: h, other: &other, head: &head})
 	})
 	if err == nil && !other && head >= 0 {
@@ -63,7 +64,7 @@ func (h *heldStore) View(ctx context.Context, fn func(tx workspace.ReadTx) error
 }
 
 type heldTx struct {
-	workspace.ReadTx
+	driver.ReadTx
 	h     *heldStore
 	other *bool // it read something other than the head
 	head  *int64
@@ -103,7 +104,7 @@ func TestChangeSkippedWhileNobodyWaitedIsLookedUpUntilItCanBeRead(t *testing.T) 
 	t.Cleanup(func() { _ = other.Close() })
 
 	held := newHeldStore(t, dsn)
-	ws := workspace.New(held, workspace.Options{PollInterval: time.Minute})
+	ws := driver.New(held, workspace.Options{PollInterval: time.Minute})
 	t.Cleanup(func() { _ = ws.Close() })
 
 	// Another store commits; the commit cannot be read yet.
@@ -117,7 +118,7 @@ func TestChangeSkippedWhileNobodyWaitedIsLookedUpUntilItCanBeRead(t *testing.T) 
 	case <-ctx.Done():
 		t.Fatal("the watch loop took no notification")
 	}
-	for workspace.ChangesTaken(ws) == 0 {
+	for driver.ChangesTaken(ws) == 0 {
 		require.NoError(t, ctx.Err(), "the watch loop did not deal with the notification")
 		time.Sleep(time.Millisecond)
 	}

@@ -1,4 +1,4 @@
-package workspace_test
+package driver_test
 
 import (
 	"context"
@@ -13,8 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	_ "github.com/agentspace/agentspace/backend/sqlite"
+	"github.com/agentspace/agentspace/backend/sqlite"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 func openT(t *testing.T, dsn string, opts ...workspace.Options) workspace.Workspace {
@@ -29,7 +30,7 @@ func TestOpenSharesAStorePerDSNAndOptions(t *testing.T) {
 	dir := t.TempDir()
 	dsn := "sqlite:" + filepath.Join(dir, "ws.db")
 	a, b := openT(t, dsn), openT(t, dsn)
-	assert.True(t, workspace.SameStore(a, b), "two opens of one DSN")
+	assert.True(t, driver.SameStore(a, b), "two opens of one DSN")
 
 	for name, other := range map[string]workspace.Workspace{
 		"ws_private=true":       openT(t, dsn+"?ws_private=true"),
@@ -38,7 +39,7 @@ func TestOpenSharesAStorePerDSNAndOptions(t *testing.T) {
 		"another poll interval": openT(t, dsn+"?ws_poll=10ms"),
 		"another file":          openT(t, "sqlite:"+filepath.Join(dir, "other.db")),
 	} {
-		assert.False(t, workspace.SameStore(a, other), name)
+		assert.False(t, driver.SameStore(a, other), name)
 	}
 
 	// A private handle still sees the shared one's writes: it is the same
@@ -58,28 +59,28 @@ func TestOpenDoesNotShareARelativePathAcrossAChdir(t *testing.T) {
 	a := openT(t, "sqlite:ws.db")
 	t.Chdir(two)
 	b := openT(t, "sqlite:ws.db")
-	assert.False(t, workspace.SameStore(a, b))
+	assert.False(t, driver.SameStore(a, b))
 }
 
 func TestTheLastCloseClosesTheSharedStore(t *testing.T) {
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
-	before := workspace.SharedStores()
+	before := driver.SharedStores()
 	a, err := workspace.Open(context.Background(), dsn)
 	require.NoError(t, err)
 	b, err := workspace.Open(context.Background(), dsn)
 	require.NoError(t, err)
-	assert.Equal(t, before+1, workspace.SharedStores())
+	assert.Equal(t, before+1, driver.SharedStores())
 	require.NoError(t, a.Close())
-	assert.Equal(t, before+1, workspace.SharedStores(), "b still holds the store")
+	assert.Equal(t, before+1, driver.SharedStores(), "b still holds the store")
 	require.NoError(t, b.Close())
-	assert.Equal(t, before, workspace.SharedStores(), "the last close lets the store go")
+	assert.Equal(t, before, driver.SharedStores(), "the last close lets the store go")
 
 	c := openT(t, dsn)
-	assert.False(t, workspace.SameStore(b, c), "a new store after the last close")
+	assert.False(t, driver.SameStore(b, c), "a new store after the last close")
 }
 
 func TestOpenFailuresAreNotShared(t *testing.T) {
-	before := workspace.SharedStores()
+	before := driver.SharedStores()
 	// A regular file where the database's directory should be.
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o600))
@@ -97,7 +98,7 @@ func TestOpenFailuresAreNotShared(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	assert.Equal(t, before, workspace.SharedStores(), "a failed open leaves nothing registered")
+	assert.Equal(t, before, driver.SharedStores(), "a failed open leaves nothing registered")
 }
 
 func TestAttach(t *testing.T) {
@@ -105,7 +106,7 @@ func TestAttach(t *testing.T) {
 	a := openT(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db")+"?ws_private=true")
 	b, err := workspace.Attach(a)
 	require.NoError(t, err)
-	assert.True(t, workspace.SameStore(a, b))
+	assert.True(t, driver.SameStore(a, b))
 	require.NoError(t, a.Close())
 	_, err = workspace.Attach(a)
 	assert.ErrorIs(t, err, workspace.ErrClosed, "attaching to a closed handle")
@@ -121,12 +122,12 @@ var gatedRuns atomic.Int64
 // gatedDriver is the sqlite driver whose first Open waits for its ctx to
 // end and fails with it, as a slow server would for an opener that gives up.
 type gatedDriver struct {
-	workspace.Driver
+	driver.Driver
 	entered chan struct{}
 	once    sync.Once
 }
 
-func (d *gatedDriver) Open(ctx context.Context, cfg workspace.Config) (workspace.Store, error) {
+func (d *gatedDriver) Open(ctx context.Context, cfg workspace.Config) (driver.Store, error) {
 	first := false
 	d.once.Do(func() { first = true })
 	if first {
@@ -138,12 +139,10 @@ func (d *gatedDriver) Open(ctx context.Context, cfg workspace.Config) (workspace
 }
 
 func TestAWaiterOpensTheStoreWhenTheFirstOpenerGivesUp(t *testing.T) {
-	p, err := workspace.ParseDSN("sqlite:x.db")
-	require.NoError(t, err)
-	d := &gatedDriver{Driver: p.Driver, entered: make(chan struct{})}
+	d := &gatedDriver{Driver: sqlite.Driver{}, entered: make(chan struct{})}
 	// Schemes cannot be unregistered: a new one per run (go test -count).
 	scheme := fmt.Sprintf("gated%d", gatedRuns.Add(1))
-	workspace.Register(scheme, d)
+	driver.Register(scheme, d)
 	dsn := scheme + ":" + filepath.Join(t.TempDir(), "ws.db")
 
 	first, cancel := context.WithCancel(context.Background())
@@ -166,6 +165,6 @@ func TestAWaiterOpensTheStoreWhenTheFirstOpenerGivesUp(t *testing.T) {
 	assert.ErrorIs(t, <-firstErr, context.Canceled)
 	require.NoError(t, <-second, "the waiter, whose ctx is live, opens the store itself")
 	defer ws.Close()
-	_, err = ws.Events().Head(context.Background())
+	_, err := ws.Events().Head(context.Background())
 	assert.NoError(t, err)
 }

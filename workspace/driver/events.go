@@ -1,12 +1,13 @@
-package workspace
+package driver
 
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentspace/agentspace/workspace"
 )
 
 // hub tracks the store's head for the handles of one core and wakes
@@ -27,7 +28,7 @@ type hub struct {
 	// and ending at the last one it committed (at most 2*recentEvents).
 	// While the head is that last seq, a subscriber whose cursor is
 	// inside recent has every event it is missing here.
-	recent   []Event
+	recent   []workspace.Event
 	interest atomic.Int64
 	// settledReads and ownReads count the watcher's reads that waited for
 	// an early store's notifications to settle, and for the changes most
@@ -98,7 +99,7 @@ const recentEvents = 1024
 
 // publish records events this handle just committed (numbered, in seq
 // order) and bumps the head to the last.
-func (b *hub) publish(evs []Event) {
+func (b *hub) publish(evs []workspace.Event) {
 	if len(evs) == 0 {
 		return
 	}
@@ -112,7 +113,7 @@ func (b *hub) publish(evs []Event) {
 // rememberLocked adds committed events, in seq order, to recent: those
 // that continue it are appended; one that is past a gap starts it again
 // (the events in the gap are only in the log); older ones are known.
-func (b *hub) rememberLocked(evs []Event) {
+func (b *hub) rememberLocked(evs []workspace.Event) {
 	for _, e := range evs {
 		n := len(b.recent)
 		switch {
@@ -132,7 +133,7 @@ func (b *hub) rememberLocked(evs []Event) {
 // learn takes in what the store's notifications said: the events they
 // carried, then the head they announced.
 func (b *hub) learn() (head int64) {
-	var evs []Event
+	var evs []workspace.Event
 	if b.carried != nil {
 		evs = b.carried.NotifiedEvents()
 	}
@@ -154,18 +155,18 @@ func (b *hub) learn() (head int64) {
 // fromRecent serves the page after q.AfterSeq from memory, when the hub
 // holds every event up to its head past the cursor; it reports whether it
 // could. The page is what readPage would return from the log.
-func (b *hub) fromRecent(q EventQuery) (EventPage, bool) {
+func (b *hub) fromRecent(q workspace.EventQuery) (workspace.EventPage, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := len(b.recent)
 	if n == 0 {
-		return EventPage{}, false
+		return workspace.EventPage{}, false
 	}
 	first, last := b.recent[0].Seq, b.recent[n-1].Seq
 	if b.head != last || q.AfterSeq+1 < first || q.AfterSeq > last {
-		return EventPage{}, false
+		return workspace.EventPage{}, false
 	}
-	page := EventPage{Head: last, Next: last}
+	page := workspace.EventPage{Head: last, Next: last}
 	for _, e := range b.recent[q.AfterSeq+1-first:] {
 		if !q.Matches(e) {
 			continue
@@ -177,24 +178,6 @@ func (b *hub) fromRecent(q EventQuery) (EventPage, bool) {
 		}
 	}
 	return page, true
-}
-
-// Matches reports whether e passes q's filters (every one but AfterSeq
-// and Limit): the test every store applies, in SQL or in memory. Reads and
-// subscriptions truncate Since and Until to microseconds first, as event
-// times are kept.
-func (q EventQuery) Matches(e Event) bool {
-	switch {
-	case len(q.Types) > 0 && !slices.Contains(q.Types, e.Type),
-		q.Actor != "" && e.Actor != q.Actor,
-		q.SubjectKind != "" && e.Subject.Kind != q.SubjectKind,
-		q.SubjectID != "" && e.Subject.ID != q.SubjectID,
-		q.SubjectName != "" && e.Subject.Name != q.SubjectName,
-		!q.Since.IsZero() && e.Time.Before(q.Since),
-		!q.Until.IsZero() && !e.Time.Before(q.Until):
-		return false
-	}
-	return true
 }
 
 // watch returns a channel closed at the next advance of the head.
@@ -229,64 +212,8 @@ func (b *hub) wait(ctx context.Context, closed <-chan struct{}, wake <-chan stru
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-closed:
-		return ErrClosed
+		return workspace.ErrClosed
 	}
-	return nil
-}
-
-// Message is one item of a subscription's stream: an event, or (Progress
-// set) a heartbeat saying every event up to Head has been delivered or did
-// not match, so a consumer may checkpoint Head.
-type Message struct {
-	Event    Event
-	Progress bool
-	Head     int64
-}
-
-// Subscription is a live, gap-free stream of events. It holds at most one
-// page of events in memory: a slow consumer makes it fall behind and read
-// the log, never drop an event, never slow a writer.
-type Subscription struct {
-	ch     chan Message
-	cancel context.CancelFunc
-	stop   func() bool
-	done   chan struct{}
-	err    error
-}
-
-// C returns the stream's channel; it is closed when the stream ends, after
-// which Err says why.
-func (s *Subscription) C() <-chan Message { return s.ch }
-
-// Next returns the next message, or the error that ended the stream.
-func (s *Subscription) Next(ctx context.Context) (Message, error) {
-	select {
-	case m, ok := <-s.ch:
-		if !ok {
-			return Message{}, s.Err()
-		}
-		return m, nil
-	case <-ctx.Done():
-		return Message{}, ctx.Err()
-	}
-}
-
-// Err returns why the stream ended (nil while it runs): the context's error,
-// ErrClosed, or a *CompactedError.
-func (s *Subscription) Err() error {
-	select {
-	case <-s.done:
-		return s.err
-	default:
-		return nil
-	}
-}
-
-// Close ends the stream and waits for its goroutine.
-func (s *Subscription) Close() error {
-	s.cancel()
-	<-s.done
-	s.stop()
 	return nil
 }
 
@@ -294,25 +221,25 @@ const subscribePage = 256
 
 type events struct{ h *handle }
 
-func checkQuery(q *EventQuery, forRead bool) error {
+func checkQuery(q *workspace.EventQuery, forRead bool) error {
 	if q.AfterSeq < 0 {
 		return invalid("after seq", "%d is negative", q.AfterSeq)
 	}
 	for _, t := range q.Types {
-		if err := checkKey("type", t, MaxKindLen); err != nil {
+		if err := checkKey("type", t, workspace.MaxKindLen); err != nil {
 			return err
 		}
 	}
-	if err := checkText("actor", q.Actor, MaxActorLen); err != nil {
+	if err := checkText("actor", q.Actor, workspace.MaxActorLen); err != nil {
 		return err
 	}
-	if err := checkText("subject kind", q.SubjectKind, MaxKindLen); err != nil {
+	if err := checkText("subject kind", q.SubjectKind, workspace.MaxKindLen); err != nil {
 		return err
 	}
-	if err := checkText("subject id", q.SubjectID, MaxNameLen+MaxKeyLen); err != nil {
+	if err := checkText("subject id", q.SubjectID, workspace.MaxNameLen+workspace.MaxKeyLen); err != nil {
 		return err
 	}
-	if err := checkText("subject name", q.SubjectName, MaxNameLen); err != nil {
+	if err := checkText("subject name", q.SubjectName, workspace.MaxNameLen); err != nil {
 		return err
 	}
 	// Stores keep event times in microseconds: so do the bounds, so that
@@ -331,11 +258,11 @@ func checkQuery(q *EventQuery, forRead bool) error {
 	return nil
 }
 
-func (e events) Read(ctx context.Context, q EventQuery) (EventPage, error) {
+func (e events) Read(ctx context.Context, q workspace.EventQuery) (workspace.EventPage, error) {
 	if err := checkQuery(&q, true); err != nil {
-		return EventPage{}, err
+		return workspace.EventPage{}, err
 	}
-	var page EventPage
+	var page workspace.EventPage
 	err := e.h.view(ctx, "events.read", func(tx ReadTx) error {
 		var err error
 		page, err = readPage(ctx, tx, q)
@@ -346,23 +273,23 @@ func (e events) Read(ctx context.Context, q EventQuery) (EventPage, error) {
 
 // readPage reads one page after q.AfterSeq, checking the floor, and says
 // where the next page starts.
-func readPage(ctx context.Context, tx ReadTx, q EventQuery) (EventPage, error) {
+func readPage(ctx context.Context, tx ReadTx, q workspace.EventQuery) (workspace.EventPage, error) {
 	floor, err := tx.Floor(ctx)
 	if err != nil {
-		return EventPage{}, err
+		return workspace.EventPage{}, err
 	}
 	if q.AfterSeq+1 < floor {
-		return EventPage{}, &CompactedError{Requested: q.AfterSeq, Floor: floor}
+		return workspace.EventPage{}, &workspace.CompactedError{Requested: q.AfterSeq, Floor: floor}
 	}
 	head, err := tx.Head(ctx)
 	if err != nil {
-		return EventPage{}, err
+		return workspace.EventPage{}, err
 	}
 	evs, err := tx.Events(ctx, q)
 	if err != nil {
-		return EventPage{}, err
+		return workspace.EventPage{}, err
 	}
-	page := EventPage{Events: evs, Head: head, Next: max(q.AfterSeq, head)}
+	page := workspace.EventPage{Events: evs, Head: head, Next: max(q.AfterSeq, head)}
 	if len(evs) == q.Limit {
 		page.Next = evs[len(evs)-1].Seq
 	}
@@ -403,7 +330,7 @@ func (e events) Compact(ctx context.Context, floor int64) error {
 	return wrapErr("events.compact", err)
 }
 
-func (e events) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription, error) {
+func (e events) Subscribe(ctx context.Context, r workspace.SubscribeRequest) (*workspace.Subscription, error) {
 	q := r.Query
 	if err := checkQuery(&q, false); err != nil {
 		return nil, err
@@ -411,51 +338,45 @@ func (e events) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscriptio
 	q.Limit = subscribePage
 	hb := r.Heartbeat
 	if hb == 0 {
-		hb = DefaultHeartbeat
+		hb = workspace.DefaultHeartbeat
 	}
 	// Fail fast on a compacted start rather than from the goroutine.
 	if err := e.h.view(ctx, "events.subscribe", func(tx ReadTx) error {
 		floor, err := tx.Floor(ctx)
 		if err == nil && q.AfterSeq+1 < floor {
-			err = &CompactedError{Requested: q.AfterSeq, Floor: floor}
+			err = &workspace.CompactedError{Requested: q.AfterSeq, Floor: floor}
 		}
 		return err
 	}); err != nil {
 		return nil, err
 	}
-	sctx, cancel := context.WithCancel(ctx)
-	s := &Subscription{ch: make(chan Message, 64), cancel: cancel, done: make(chan struct{})}
-	s.stop = context.AfterFunc(e.h.ctx, cancel)
-	e.h.subs.Add(1)
-	go func() {
-		defer e.h.subs.Done()
-		e.h.hub.follow(sctx, e.h.ctx.Done(), s, q, hb)
-	}()
-	return s, nil
+	h := e.h
+	h.subs.Add(1)
+	return workspace.NewSubscription(ctx, func(ctx context.Context, send func(workspace.Message) bool) error {
+		defer h.subs.Done()
+		// The stream also ends when the subscribing handle closes.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(h.ctx, cancel)()
+		return h.hub.follow(ctx, h.ctx.Done(), send, q, hb)
+	}), nil
 }
 
-// follow is a subscription's goroutine: read a page from the log after the
-// cursor, deliver it, and when caught up wait for the head to move. closed
-// is the subscribing handle's: the subscription ends when it closes.
-func (b *hub) follow(ctx context.Context, closed <-chan struct{}, s *Subscription, q EventQuery, hb time.Duration) {
-	// done closes before ch, so whoever sees ch closed finds Err set.
-	defer close(s.ch)
-	defer close(s.done)
-	end := func(err error) {
-		isClosed := false
+// follow is a subscription's run: read a page from the log after the
+// cursor, send it, and when caught up wait for the head to move. closed
+// is the subscribing handle's: the subscription ends when it closes. It
+// returns why the stream ended: ErrClosed, a *CompactedError or ctx's error.
+func (b *hub) follow(ctx context.Context, closed <-chan struct{}, send func(workspace.Message) bool, q workspace.EventQuery, hb time.Duration) error {
+	end := func(err error) error {
 		select {
 		case <-closed:
-			isClosed = true
+			return workspace.ErrClosed
 		default:
 		}
-		switch {
-		case isClosed:
-			s.err = ErrClosed
-		case err != nil:
-			s.err = err
-		default:
-			s.err = ctx.Err()
+		if err != nil {
+			return err
 		}
+		return ctx.Err()
 	}
 	lastSent := time.Now()
 	backoff := 10 * time.Millisecond
@@ -471,34 +392,28 @@ func (b *hub) follow(ctx context.Context, closed <-chan struct{}, s *Subscriptio
 			})
 		}
 		if err != nil {
-			var ce *CompactedError
+			var ce *workspace.CompactedError
 			if errors.As(err, &ce) {
-				end(err)
-				return
+				return end(err)
 			}
 			if ctx.Err() != nil {
-				end(nil)
-				return
+				return end(nil)
 			}
 			// A store that is down (a restarting server) is retried: the
 			// cursor is kept, so nothing is missed when it comes back.
 			b.h.opts.Logger.Warn("agentspace: subscription read failed; retrying", "after", q.AfterSeq, "err", err)
 			if err := b.wait(ctx, closed, nil, time.Now().Add(backoff)); err != nil {
-				end(nil)
-				return
+				return end(nil)
 			}
 			backoff = min(backoff*2, time.Second)
 			continue
 		}
 		backoff = 10 * time.Millisecond
 		for _, ev := range page.Events {
-			select {
-			case s.ch <- Message{Event: ev, Head: page.Head}:
-				lastSent = time.Now()
-			case <-ctx.Done():
-				end(nil)
-				return
+			if !send(workspace.Message{Event: ev, Head: page.Head}) {
+				return end(nil)
 			}
+			lastSent = time.Now()
 		}
 		q.AfterSeq = page.Next
 		b.bump(page.Head)
@@ -506,27 +421,23 @@ func (b *hub) follow(ctx context.Context, closed <-chan struct{}, s *Subscriptio
 			continue
 		}
 		if hb > 0 && time.Since(lastSent) >= hb {
-			select {
-			case s.ch <- Message{Progress: true, Head: q.AfterSeq}:
-				lastSent = time.Now()
-			case <-ctx.Done():
-				end(nil)
-				return
+			if !send(workspace.Message{Progress: true, Head: q.AfterSeq}) {
+				return end(nil)
 			}
+			lastSent = time.Now()
 		}
 		var deadline time.Time
 		if hb > 0 {
 			deadline = lastSent.Add(hb)
 		}
 		if err := b.wait(ctx, closed, wake, deadline); err != nil {
-			end(nil)
-			return
+			return end(nil)
 		}
 	}
 }
 
-func (h *handle) Status(ctx context.Context) (Status, error) {
-	var st Status
+func (h *handle) Status(ctx context.Context) (workspace.Status, error) {
+	var st workspace.Status
 	err := h.view(ctx, "status", func(tx ReadTx) error {
 		var err error
 		if st.Head, err = tx.Head(ctx); err != nil {
@@ -541,9 +452,9 @@ func (h *handle) Status(ctx context.Context) (Status, error) {
 		}
 		st.Artifacts, st.Notes, st.Tasks = c.Artifacts, c.Notes, c.Tasks
 		if st.Tasks == nil {
-			st.Tasks = map[TaskStatus]int{}
+			st.Tasks = map[workspace.TaskStatus]int{}
 		}
-		active, err := tx.ListTasks(ctx, TaskFilter{Status: TaskInProgress, Limit: maxPageLimit})
+		active, err := tx.ListTasks(ctx, workspace.TaskFilter{Status: workspace.TaskInProgress, Limit: maxPageLimit})
 		if err != nil {
 			return err
 		}
@@ -556,11 +467,11 @@ func (h *handle) Status(ctx context.Context) (Status, error) {
 			return err
 		}
 		after := max(st.Head-20, st.Floor-1, 0)
-		st.RecentEvents, err = tx.Events(ctx, EventQuery{AfterSeq: after, Limit: 20})
+		st.RecentEvents, err = tx.Events(ctx, workspace.EventQuery{AfterSeq: after, Limit: 20})
 		return err
 	})
 	if err != nil {
-		return Status{}, err
+		return workspace.Status{}, err
 	}
 	return st, nil
 }

@@ -1,4 +1,4 @@
-package workspace
+package driver
 
 import (
 	"bufio"
@@ -8,24 +8,26 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/agentspace/agentspace/workspace"
 )
 
 const archivePage = 1000
 
-// Export writes the whole workspace to w as an archive (see the format
-// above), read from one consistent snapshot. It returns what it wrote.
-func Export(ctx context.Context, ws Workspace, w io.Writer, opts ArchiveOptions) (ArchiveStats, error) {
-	h, err := handleOf("Export", ws)
-	if err != nil {
-		return ArchiveStats{}, err
+// Export writes the whole workspace to w as an archive (see
+// workspace.ArchiveFormat), read from one consistent snapshot. It returns
+// what it wrote.
+func (h *handle) Export(ctx context.Context, w io.Writer, opts workspace.ArchiveOptions) (workspace.ArchiveStats, error) {
+	if err := h.alive(); err != nil {
+		return workspace.ArchiveStats{}, err
 	}
 	p := &progress{opts: opts}
-	err = h.view(ctx, "export", func(tx ReadTx) error {
-		p.stats = ArchiveStats{}
+	err := h.view(ctx, "export", func(tx ReadTx) error {
+		p.stats = workspace.ArchiveStats{}
 		bw := bufio.NewWriterSize(w, 1<<16)
 		enc := json.NewEncoder(bw)
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(archiveHeader{Type: recHeader, Format: ArchiveFormat, Version: ArchiveVersion}); err != nil {
+		if err := enc.Encode(archiveHeader{Type: recHeader, Format: workspace.ArchiveFormat, Version: workspace.ArchiveVersion}); err != nil {
 			return err
 		}
 		if err := exportTasks(ctx, tx, enc, p); err != nil {
@@ -45,13 +47,13 @@ func Export(ctx context.Context, ws Workspace, w io.Writer, opts ArchiveOptions)
 		// The log names the artifacts and lock resources that no live
 		// listing shows any more: deleted artifacts, released leases.
 		ids, resources := map[string]bool{}, map[string]bool{}
-		if err := eachEvent(ctx, tx, floor, func(ev Event) error {
+		if err := eachEvent(ctx, tx, floor, func(ev workspace.Event) error {
 			switch ev.Subject.Kind {
-			case SubjectArtifact:
+			case workspace.SubjectArtifact:
 				if ev.Subject.ID != "" {
 					ids[ev.Subject.ID] = false
 				}
-			case SubjectLock:
+			case workspace.SubjectLock:
 				resources[ev.Subject.ID] = true
 			}
 			return nil
@@ -67,7 +69,7 @@ func Export(ctx context.Context, ws Workspace, w io.Writer, opts ArchiveOptions)
 		if err := enc.Encode(archiveLog{Type: recLog, Floor: floor, Head: head}); err != nil {
 			return err
 		}
-		if err := eachEvent(ctx, tx, floor, func(ev Event) error {
+		if err := eachEvent(ctx, tx, floor, func(ev workspace.Event) error {
 			p.stats.Events++
 			p.tick()
 			return enc.Encode(archiveOut{Type: recEvent, Event: &ev})
@@ -86,10 +88,10 @@ func Export(ctx context.Context, ws Workspace, w io.Writer, opts ArchiveOptions)
 	return p.stats, nil
 }
 
-func eachEvent(ctx context.Context, tx ReadTx, floor int64, fn func(Event) error) error {
+func eachEvent(ctx context.Context, tx ReadTx, floor int64, fn func(workspace.Event) error) error {
 	after := max(floor-1, 0)
 	for {
-		evs, err := tx.Events(ctx, EventQuery{AfterSeq: after, Limit: archivePage})
+		evs, err := tx.Events(ctx, workspace.EventQuery{AfterSeq: after, Limit: archivePage})
 		if err != nil {
 			return err
 		}
@@ -106,7 +108,7 @@ func eachEvent(ctx context.Context, tx ReadTx, floor int64, fn func(Event) error
 }
 
 func exportTasks(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress) error {
-	f := TaskFilter{Limit: archivePage}
+	f := workspace.TaskFilter{Limit: archivePage}
 	for {
 		ts, err := tx.ListTasks(ctx, f)
 		if err != nil {
@@ -150,7 +152,7 @@ func exportNotes(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress)
 // exportArtifacts writes every version of the artifacts in ids (true:
 // live) plus every live one, by id.
 func exportArtifacts(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress, ids map[string]bool) error {
-	f := ArtifactFilter{Limit: archivePage}
+	f := workspace.ArtifactFilter{Limit: archivePage}
 	for {
 		as, err := tx.ListArtifacts(ctx, f)
 		if err != nil {
@@ -171,7 +173,7 @@ func exportArtifacts(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progr
 	slices.Sort(order)
 	for _, id := range order {
 		versions, err := tx.ArtifactVersions(ctx, id)
-		if errors.Is(err, ErrNotFound) || (err == nil && len(versions) == 0) {
+		if errors.Is(err, workspace.ErrNotFound) || (err == nil && len(versions) == 0) {
 			continue // named by a conflict event only, or removed by retention
 		}
 		if err != nil {
@@ -227,7 +229,7 @@ func exportLeases(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress
 	slices.Sort(order)
 	for _, r := range order {
 		l, err := tx.Lease(ctx, r)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, workspace.ErrNotFound) {
 			continue
 		}
 		if err != nil {

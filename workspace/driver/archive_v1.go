@@ -1,8 +1,10 @@
-package workspace
+package driver
 
 import (
 	"encoding/base64"
 	"time"
+
+	"github.com/agentspace/agentspace/workspace"
 )
 
 // Version 1 of the archive wrote each record's fields next to its "type",
@@ -15,24 +17,24 @@ type v1Result struct {
 }
 
 type v1Task struct {
-	Type           string            `json:"type"`
-	ID             string            `json:"id"`
-	Title          string            `json:"title"`
-	Description    string            `json:"description,omitempty"`
-	Status         TaskStatus        `json:"status"`
-	Assignee       string            `json:"assignee,omitempty"`
-	ParentID       string            `json:"parent_id,omitempty"`
-	DependsOn      []string          `json:"depends_on,omitempty"`
-	Priority       int               `json:"priority,omitempty"`
-	Labels         map[string]string `json:"labels,omitempty"`
-	Result         *v1Result         `json:"result,omitempty"`
-	Attempts       int               `json:"attempts,omitempty"`
-	LeaseExpiresAt string            `json:"lease_expires_at,omitempty"`
-	Version        int64             `json:"version"`
-	CreatedAt      string            `json:"created_at"`
-	CreatedBy      string            `json:"created_by"`
-	UpdatedAt      string            `json:"updated_at"`
-	UpdatedBy      string            `json:"updated_by"`
+	Type           string               `json:"type"`
+	ID             string               `json:"id"`
+	Title          string               `json:"title"`
+	Description    string               `json:"description,omitempty"`
+	Status         workspace.TaskStatus `json:"status"`
+	Assignee       string               `json:"assignee,omitempty"`
+	ParentID       string               `json:"parent_id,omitempty"`
+	DependsOn      []string             `json:"depends_on,omitempty"`
+	Priority       int                  `json:"priority,omitempty"`
+	Labels         map[string]string    `json:"labels,omitempty"`
+	Result         *v1Result            `json:"result,omitempty"`
+	Attempts       int                  `json:"attempts,omitempty"`
+	LeaseExpiresAt string               `json:"lease_expires_at,omitempty"`
+	Version        int64                `json:"version"`
+	CreatedAt      string               `json:"created_at"`
+	CreatedBy      string               `json:"created_by"`
+	UpdatedAt      string               `json:"updated_at"`
+	UpdatedBy      string               `json:"updated_by"`
 }
 
 type v1Note struct {
@@ -112,26 +114,26 @@ func v1Times(ts ...v1Time) error {
 	return nil
 }
 
-func (r v1Task) task() (Task, error) {
-	t := Task{
+func (r v1Task) task() (workspace.Task, error) {
+	t := workspace.Task{
 		ID: r.ID, Title: r.Title, Description: r.Description, Status: r.Status, Assignee: r.Assignee,
 		ParentID: r.ParentID, DependsOn: r.DependsOn, Priority: r.Priority, Labels: r.Labels,
 		Attempts: r.Attempts, Version: r.Version, CreatedBy: r.CreatedBy, UpdatedBy: r.UpdatedBy,
 	}
 	if r.Result != nil {
-		t.Result = TaskResult{Summary: r.Result.Summary, Artifacts: r.Result.Artifacts}
+		t.Result = workspace.TaskResult{Summary: r.Result.Summary, Artifacts: r.Result.Artifacts}
 	}
 	return t, v1Times(v1Time{"lease_expires_at", r.LeaseExpiresAt, &t.LeaseExpiresAt},
 		v1Time{"created_at", r.CreatedAt, &t.CreatedAt}, v1Time{"updated_at", r.UpdatedAt, &t.UpdatedAt})
 }
 
-func (r v1Note) note() (Note, error) {
-	n := Note{Kind: r.Kind, Key: r.Key, Title: r.Title, Body: r.Body, Author: r.Author, Version: r.Version, UpdatedBy: r.UpdatedBy}
+func (r v1Note) note() (workspace.Note, error) {
+	n := workspace.Note{Kind: r.Kind, Key: r.Key, Title: r.Title, Body: r.Body, Author: r.Author, Version: r.Version, UpdatedBy: r.UpdatedBy}
 	return n, v1Times(v1Time{"created_at", r.CreatedAt, &n.CreatedAt}, v1Time{"updated_at", r.UpdatedAt, &n.UpdatedAt})
 }
 
-func (r v1Artifact) artifact() (Artifact, error) {
-	a := Artifact{
+func (r v1Artifact) artifact() (workspace.Artifact, error) {
+	a := workspace.Artifact{
 		ID: r.ID, Name: r.Name, Kind: r.Kind, Owner: r.Owner, Version: r.Version, ContentType: r.ContentType,
 		SHA256: r.SHA256, Size: r.Size, Labels: r.Labels, TaskID: r.TaskID, CreatedBy: r.CreatedBy, UpdatedBy: r.UpdatedBy,
 	}
@@ -145,12 +147,12 @@ func (r v1Artifact) artifact() (Artifact, error) {
 	return a, v1Times(v1Time{"created_at", r.CreatedAt, &a.CreatedAt}, v1Time{"updated_at", r.UpdatedAt, &a.UpdatedAt})
 }
 
-func (r v1Lease) lease() (Lease, error) {
-	l := Lease{Resource: r.Resource, Owner: r.Owner, Token: r.Token}
+func (r v1Lease) lease() (workspace.Lease, error) {
+	l := workspace.Lease{Resource: r.Resource, Owner: r.Owner, Token: r.Token}
 	return l, v1Times(v1Time{"acquired_at", r.AcquiredAt, &l.AcquiredAt}, v1Time{"expires_at", r.ExpiresAt, &l.ExpiresAt})
 }
 
-func (r v1Event) event() (Event, error) {
-	ev := Event{Seq: r.Seq, Actor: r.Actor, Type: r.Event, Subject: Subject(r.Subject), Version: r.Version, Message: r.Message}
+func (r v1Event) event() (workspace.Event, error) {
+	ev := workspace.Event{Seq: r.Seq, Actor: r.Actor, Type: r.Event, Subject: workspace.Subject(r.Subject), Version: r.Version, Message: r.Message}
 	return ev, v1Times(v1Time{"time", r.Time, &ev.Time})
 }

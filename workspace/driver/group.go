@@ -1,4 +1,4 @@
-package workspace
+package driver
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentspace/agentspace/workspace"
 )
 
 // Group commit. Every write of a handle goes through one committer
@@ -55,16 +57,16 @@ type job struct {
 	apply func(ctx context.Context, x *exec) error
 
 	// Set by the committer before done is closed.
-	res      BatchResult
-	events   []Event
-	conflict *ConflictError
+	res      workspace.BatchResult
+	events   []workspace.Event
+	conflict *workspace.ConflictError
 	message  string
 	err      error
 	done     chan struct{}
 }
 
 func (j *job) reset() {
-	j.res, j.events, j.conflict, j.message, j.err = BatchResult{}, nil, nil, "", nil
+	j.res, j.events, j.conflict, j.message, j.err = workspace.BatchResult{}, nil, nil, "", nil
 }
 
 // submit runs j alone or hands it to the committer, and waits for its
@@ -89,7 +91,7 @@ func (h *handle) submit(ctx context.Context, j *job) error {
 		return ctx.Err()
 	case <-h.ctx.Done():
 		h.writers.queued.Add(-1)
-		return ErrClosed
+		return workspace.ErrClosed
 	}
 	<-j.done
 	return j.err
@@ -105,7 +107,7 @@ func (h *handle) runAlone(j *job) (bool, error) {
 	}
 	defer h.writers.turn.Unlock()
 	if h.hub.ctx.Err() != nil {
-		return true, ErrClosed
+		return true, workspace.ErrClosed
 	}
 	// Writers that came meanwhile wait for the committer, and the next
 	// writer joins them: runCounted counts them.
@@ -298,7 +300,7 @@ func (h *core) drain() {
 		select {
 		case j := <-h.jobs:
 			h.writers.queued.Add(-1)
-			j.err = ErrClosed
+			j.err = workspace.ErrClosed
 			close(j.done)
 		default:
 			return
@@ -346,7 +348,7 @@ func (h *core) runGroup(ctx context.Context, group []*job) []*job {
 		defer stop()
 	}
 	// committed is what the transaction appended to the log, numbered.
-	var committed []Event
+	var committed []workspace.Event
 	// A group first runs without a savepoint per job (see errIsolate);
 	// isolate is set for the run again with them.
 	isolate := false
@@ -382,7 +384,7 @@ func (h *core) runGroup(ctx context.Context, group []*job) []*job {
 			sp = nil // nothing to isolate it from, or not yet
 		}
 		var (
-			all    []Event
+			all    []workspace.Event
 			starts = make([]int, len(live))
 		)
 		for i, j := range live {
@@ -491,7 +493,7 @@ func (h *core) runJob(ctx context.Context, tx Tx, sp Savepointer, now time.Time,
 			j.res.Replayed = true
 			j.events = j.res.Events
 			return false, nil
-		case !errors.Is(err, ErrNotFound):
+		case !errors.Is(err, workspace.ErrNotFound):
 			return false, err
 		}
 	}
@@ -535,8 +537,8 @@ var errIsolate = errors.New("workspace: the group runs again with a savepoint pe
 // the engine checks from what it read (not an error of the store, which
 // may have aborted the transaction).
 func conditionFailed(err error) bool {
-	for _, e := range []error{ErrNotFound, ErrAlreadyExists, ErrConflict, ErrLocked, ErrNotHolder,
-		ErrLockLost, ErrStaleFence, ErrNoTask, ErrInvalid, ErrTooLarge} {
+	for _, e := range []error{workspace.ErrNotFound, workspace.ErrAlreadyExists, workspace.ErrConflict, workspace.ErrLocked, workspace.ErrNotHolder,
+		workspace.ErrLockLost, workspace.ErrStaleFence, workspace.ErrNoTask, workspace.ErrInvalid, workspace.ErrTooLarge} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -553,7 +555,7 @@ type writeMarker struct {
 	wrote *bool
 }
 
-func (w writeMarker) PutArtifact(ctx context.Context, a Artifact, content []byte) error {
+func (w writeMarker) PutArtifact(ctx context.Context, a workspace.Artifact, content []byte) error {
 	*w.wrote = true
 	return w.Tx.PutArtifact(ctx, a, content)
 }
@@ -563,12 +565,12 @@ func (w writeMarker) DeleteArtifact(ctx context.Context, id string) error {
 	return w.Tx.DeleteArtifact(ctx, id)
 }
 
-func (w writeMarker) PutTask(ctx context.Context, t Task) error {
+func (w writeMarker) PutTask(ctx context.Context, t workspace.Task) error {
 	*w.wrote = true
 	return w.Tx.PutTask(ctx, t)
 }
 
-func (w writeMarker) PutNote(ctx context.Context, n Note) error {
+func (w writeMarker) PutNote(ctx context.Context, n workspace.Note) error {
 	*w.wrote = true
 	return w.Tx.PutNote(ctx, n)
 }
@@ -578,7 +580,7 @@ func (w writeMarker) DeleteNote(ctx context.Context, kind, key string) error {
 	return w.Tx.DeleteNote(ctx, kind, key)
 }
 
-func (w writeMarker) PutLease(ctx context.Context, l Lease) error {
+func (w writeMarker) PutLease(ctx context.Context, l workspace.Lease) error {
 	*w.wrote = true
 	return w.Tx.PutLease(ctx, l)
 }
@@ -593,7 +595,7 @@ func (w writeMarker) PruneIdempotent(ctx context.Context, now time.Time) error {
 	return w.Tx.PruneIdempotent(ctx, now)
 }
 
-func (w writeMarker) AppendEvents(ctx context.Context, events []Event) (int64, error) {
+func (w writeMarker) AppendEvents(ctx context.Context, events []workspace.Event) (int64, error) {
 	*w.wrote = true
 	return w.Tx.AppendEvents(ctx, events)
 }
@@ -603,11 +605,11 @@ func (w writeMarker) CompactEvents(ctx context.Context, floor int64) error {
 	return w.Tx.CompactEvents(ctx, floor)
 }
 
-func conflictEvent(actor string, now time.Time, c *ConflictError, msg string) Event {
-	ev := Event{
+func conflictEvent(actor string, now time.Time, c *workspace.ConflictError, msg string) workspace.Event {
+	ev := workspace.Event{
 		Time:    now,
 		Actor:   actor,
-		Type:    EventConflict,
+		Type:    workspace.EventConflict,
 		Subject: c.Subject,
 		Version: c.Current,
 		Message: fmt.Sprintf("expected version %d, current is %d", c.Expected, c.Current),
@@ -620,8 +622,8 @@ func conflictEvent(actor string, now time.Time, c *ConflictError, msg string) Ev
 
 // idemRecord is what a batch with an idempotency key stores.
 type idemRecord struct {
-	Fingerprint string      `json:"fingerprint"`
-	Result      BatchResult `json:"result"`
+	Fingerprint string                `json:"fingerprint"`
+	Result      workspace.BatchResult `json:"result"`
 }
 
 // idemScope makes idempotency keys per actor: two agents that happen to
@@ -630,7 +632,7 @@ type idemRecord struct {
 func idemScope(actor, key string) string { return actor + "\x1f" + key }
 
 // fingerprint hashes a batch's ops, types included.
-func fingerprint(ops []Op) string {
+func fingerprint(ops []workspace.Op) string {
 	h := sha256.New()
 	for _, op := range ops {
 		fmt.Fprintf(h, "%T\n", op)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package workspace
+package driver
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package workspace
+package driver
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/agentspace/agentspace/workspace"
 )
 
 // core is what every handle on one store shares: the store, the committer
@@ -14,7 +16,7 @@ import (
 // share one core (see share.go); New makes a core of its own per handle.
 type core struct {
 	st   Store
-	opts Options
+	opts workspace.Options
 	hub  *hub
 
 	commits    atomic.Uint64
@@ -50,18 +52,19 @@ type handle struct {
 	closeErr  error
 }
 
-// New wraps a backend's store in the portable handle every Workspace is.
-// Backends' own constructors (for a *sql.DB or a *pgxpool.Pool) call it.
-// The handle owns st: Close closes it.
-func New(st Store, opts Options) Workspace {
+// New wraps st in the engine: the portable handle that every Workspace
+// Open returns is. Backends' own constructors (for a *sql.DB or a
+// *pgxpool.Pool) call it. The handle is private (workspace.Attach gives
+// more handles on its store) and owns st: the last handle's Close closes it.
+func New(st Store, opts workspace.Options) workspace.Workspace {
 	c := &core{refs: 1}
 	c.start(st, opts)
 	return c.handle()
 }
 
 // start starts the committer and the hub of c's store st.
-func (c *core) start(st Store, opts Options) {
-	c.st, c.opts = st, opts.withDefaults()
+func (c *core) start(st Store, opts workspace.Options) {
+	c.st, c.opts = st, opts.WithDefaults()
 	c.hub = newHub(c)
 	c.jobs = make(chan *job)
 	c.hub.wg.Add(1)
@@ -75,11 +78,11 @@ func (c *core) handle() *handle {
 	return h
 }
 
-func (h *handle) Artifacts() Artifacts { return artifacts{h} }
-func (h *handle) Tasks() Tasks         { return tasks{h} }
-func (h *handle) Notes() Notes         { return notes{h} }
-func (h *handle) Locks() Locks         { return locks{h} }
-func (h *handle) Events() Events       { return events{h} }
+func (h *handle) Artifacts() workspace.Artifacts { return artifacts{h} }
+func (h *handle) Tasks() workspace.Tasks         { return tasks{h} }
+func (h *handle) Notes() workspace.Notes         { return notes{h} }
+func (h *handle) Locks() workspace.Locks         { return locks{h} }
+func (h *handle) Events() workspace.Events       { return events{h} }
 
 // Close ends the handle's waits and subscriptions (they return ErrClosed),
 // then lets go of the core: the last handle on a store closes it and gets
@@ -102,7 +105,7 @@ func (c *core) stop() error {
 
 func (h *handle) alive() error {
 	if h.closed.Load() {
-		return ErrClosed
+		return workspace.ErrClosed
 	}
 	return nil
 }
@@ -133,8 +136,8 @@ func wrapErr(op string, err error) error {
 		return nil
 	}
 	var (
-		be *BatchError
-		ie *InvalidError
+		be *workspace.BatchError
+		ie *workspace.InvalidError
 	)
 	if errors.As(err, &be) || errors.As(err, &ie) {
 		return err
@@ -143,34 +146,34 @@ func wrapErr(op string, err error) error {
 }
 
 // Commit applies a batch all or nothing.
-func (h *handle) Commit(ctx context.Context, b Batch) (BatchResult, error) {
+func (h *handle) Commit(ctx context.Context, b workspace.Batch) (workspace.BatchResult, error) {
 	return h.commit(ctx, "commit", b)
 }
 
-func (h *handle) commit(ctx context.Context, opname string, b Batch) (BatchResult, error) {
+func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (workspace.BatchResult, error) {
 	if err := h.alive(); err != nil {
-		return BatchResult{}, err
+		return workspace.BatchResult{}, err
 	}
 	if err := checkActor(b.Actor); err != nil {
-		return BatchResult{}, err
+		return workspace.BatchResult{}, err
 	}
 	if err := checkIdemKey(b.IdempotencyKey); err != nil {
-		return BatchResult{}, err
+		return workspace.BatchResult{}, err
 	}
 	if len(b.Ops) == 0 {
-		return BatchResult{}, invalid("ops", "a batch needs at least one op")
+		return workspace.BatchResult{}, invalid("ops", "a batch needs at least one op")
 	}
-	if len(b.Ops) > MaxOpsPerBatch {
-		return BatchResult{}, invalid("ops", "%d ops is over the limit of %d", len(b.Ops), MaxOpsPerBatch)
+	if len(b.Ops) > workspace.MaxOpsPerBatch {
+		return workspace.BatchResult{}, invalid("ops", "%d ops is over the limit of %d", len(b.Ops), workspace.MaxOpsPerBatch)
 	}
-	ops := make([]Op, len(b.Ops))
+	ops := make([]workspace.Op, len(b.Ops))
 	for i, op := range b.Ops {
 		ops[i] = derefOp(op)
 		if err := h.checkOp(ops[i]); err != nil {
 			if len(b.Ops) == 1 {
-				return BatchResult{}, err
+				return workspace.BatchResult{}, err
 			}
-			return BatchResult{}, &BatchError{Index: i, Op: op, Err: err}
+			return workspace.BatchResult{}, &workspace.BatchError{Index: i, Op: op, Err: err}
 		}
 	}
 	prune := b.IdempotencyKey != "" && h.commits.Add(1)%64 == 1
@@ -189,14 +192,14 @@ func (h *handle) commit(ctx context.Context, opname string, b Batch) (BatchResul
 				if len(ops) == 1 {
 					return err
 				}
-				return &BatchError{Index: i, Op: b.Ops[i], Err: err}
+				return &workspace.BatchError{Index: i, Op: b.Ops[i], Err: err}
 			}
 			j.res.Results = append(j.res.Results, r)
 		}
 		return nil
 	}
 	if err := h.submit(ctx, j); err != nil {
-		return BatchResult{}, wrapErr(opname, err)
+		return workspace.BatchResult{}, wrapErr(opname, err)
 	}
 	return j.res, nil
 }
@@ -204,12 +207,12 @@ func (h *handle) commit(ctx context.Context, opname string, b Batch) (BatchResul
 // recordConflict appends the conflict event of a rejected write, in its own
 // transaction (the write's was rolled back). It is best effort: the caller
 // already has its error.
-func (c *core) recordConflict(ctx context.Context, actor string, ce *ConflictError, msg string) {
+func (c *core) recordConflict(ctx context.Context, actor string, ce *workspace.ConflictError, msg string) {
 	ctx = context.WithoutCancel(ctx)
-	var ev Event
+	var ev workspace.Event
 	err := c.st.Update(ctx, func(tx Tx) error {
 		ev = conflictEvent(actor, tx.Now(), ce, msg)
-		first, err := tx.AppendEvents(ctx, []Event{ev})
+		first, err := tx.AppendEvents(ctx, []workspace.Event{ev})
 		ev.Seq = first
 		return err
 	})
@@ -217,23 +220,23 @@ func (c *core) recordConflict(ctx context.Context, actor string, ce *ConflictErr
 		c.opts.Logger.Warn("agentspace: recording a conflict event failed", "err", err)
 		return
 	}
-	c.hub.publish([]Event{ev})
+	c.hub.publish([]workspace.Event{ev})
 }
 
 // readHint names the record op reads first.
-func readHint(op Op) ReadHint {
+func readHint(op workspace.Op) ReadHint {
 	switch o := op.(type) {
-	case UpdateArtifactOp:
-		return ReadHint{Artifact: ArtifactRef{ID: o.Ref.ID, Name: o.Ref.Name}}
-	case CreateArtifactOp:
-		return ReadHint{Artifact: ArtifactRef{Name: o.Artifact.Name}}
-	case PutNoteOp:
+	case workspace.UpdateArtifactOp:
+		return ReadHint{Artifact: workspace.ArtifactRef{ID: o.Ref.ID, Name: o.Ref.Name}}
+	case workspace.CreateArtifactOp:
+		return ReadHint{Artifact: workspace.ArtifactRef{Name: o.Artifact.Name}}
+	case workspace.PutNoteOp:
 		return ReadHint{NoteKind: o.Note.Kind, NoteKey: o.Note.Key}
-	case DeleteNoteOp:
+	case workspace.DeleteNoteOp:
 		return ReadHint{NoteKind: o.Kind, NoteKey: o.Key}
-	case UpdateTaskOp:
+	case workspace.UpdateTaskOp:
 		return ReadHint{Task: o.ID}
-	case ReleaseLockOp:
+	case workspace.ReleaseLockOp:
 		return ReadHint{Lease: o.Resource}
 	}
 	return ReadHint{}
@@ -241,7 +244,7 @@ func readHint(op Op) ReadHint {
 
 // readHints names the records ops read first, each op's, in op order
 // (runGroup drops repeats).
-func readHints(ops []Op) []ReadHint {
+func readHints(ops []workspace.Op) []ReadHint {
 	var hints []ReadHint
 	for _, op := range ops {
 		if h := readHint(op); h != (ReadHint{}) {
@@ -251,59 +254,59 @@ func readHints(ops []Op) []ReadHint {
 	return hints
 }
 
-func opMessage(op Op) string {
+func opMessage(op workspace.Op) string {
 	switch o := op.(type) {
-	case UpdateArtifactOp:
+	case workspace.UpdateArtifactOp:
 		return o.Message
-	case DeleteArtifactOp:
+	case workspace.DeleteArtifactOp:
 		return o.Message
-	case RollbackArtifactOp:
+	case workspace.RollbackArtifactOp:
 		return o.Message
-	case UpdateTaskOp:
+	case workspace.UpdateTaskOp:
 		return o.Message
-	case PutNoteOp:
+	case workspace.PutNoteOp:
 		return o.Message
-	case DeleteNoteOp:
+	case workspace.DeleteNoteOp:
 		return o.Message
 	}
 	return ""
 }
 
-func derefOp(op Op) Op {
+func derefOp(op workspace.Op) workspace.Op {
 	switch o := op.(type) {
-	case *CreateArtifactOp:
+	case *workspace.CreateArtifactOp:
 		if o != nil {
 			return *o
 		}
-	case *UpdateArtifactOp:
+	case *workspace.UpdateArtifactOp:
 		if o != nil {
 			return *o
 		}
-	case *DeleteArtifactOp:
+	case *workspace.DeleteArtifactOp:
 		if o != nil {
 			return *o
 		}
-	case *RollbackArtifactOp:
+	case *workspace.RollbackArtifactOp:
 		if o != nil {
 			return *o
 		}
-	case *CreateTaskOp:
+	case *workspace.CreateTaskOp:
 		if o != nil {
 			return *o
 		}
-	case *UpdateTaskOp:
+	case *workspace.UpdateTaskOp:
 		if o != nil {
 			return *o
 		}
-	case *PutNoteOp:
+	case *workspace.PutNoteOp:
 		if o != nil {
 			return *o
 		}
-	case *DeleteNoteOp:
+	case *workspace.DeleteNoteOp:
 		if o != nil {
 			return *o
 		}
-	case *ReleaseLockOp:
+	case *workspace.ReleaseLockOp:
 		if o != nil {
 			return *o
 		}
@@ -314,13 +317,13 @@ func derefOp(op Op) Op {
 }
 
 // single runs one op as a batch of one and returns its result.
-func (h *handle) single(ctx context.Context, opname string, w Write, op Op) (OpResult, error) {
-	res, err := h.commit(ctx, opname, Batch{Actor: w.Actor, IdempotencyKey: w.IdempotencyKey, Ops: []Op{op}})
+func (h *handle) single(ctx context.Context, opname string, w workspace.Write, op workspace.Op) (workspace.OpResult, error) {
+	res, err := h.commit(ctx, opname, workspace.Batch{Actor: w.Actor, IdempotencyKey: w.IdempotencyKey, Ops: []workspace.Op{op}})
 	if err != nil {
-		return OpResult{}, err
+		return workspace.OpResult{}, err
 	}
 	if len(res.Results) == 0 {
-		return OpResult{}, nil
+		return workspace.OpResult{}, nil
 	}
 	return res.Results[0], nil
 }

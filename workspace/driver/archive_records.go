@@ -1,10 +1,12 @@
-package workspace
+package driver
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"time"
+
+	"github.com/agentspace/agentspace/workspace"
 )
 
 // Each archive record is validated here before it is queued for the store.
@@ -38,11 +40,11 @@ func checkVersionFrom1(v int64) error {
 	return nil
 }
 
-func (im *importer) task(ctx context.Context, r Task) error {
+func (im *importer) task(ctx context.Context, r workspace.Task) error {
 	if err := im.checkRecord(
 		checkID("task id", r.ID),
-		checkKey("title", r.Title, MaxTitleLen),
-		checkText("description", r.Description, MaxTextLen),
+		checkKey("title", r.Title, workspace.MaxTitleLen),
+		checkText("description", r.Description, workspace.MaxTextLen),
 		checkOptionalID("parent id", r.ParentID),
 		checkLabels("labels", r.Labels),
 		checkPriority(r.Priority),
@@ -77,12 +79,12 @@ func (im *importer) task(ctx context.Context, r Task) error {
 	return im.add(ctx, 0, func(ctx context.Context, tx Tx) error { return tx.PutTask(ctx, t) })
 }
 
-func (im *importer) note(ctx context.Context, r Note) error {
+func (im *importer) note(ctx context.Context, r workspace.Note) error {
 	if err := im.checkRecord(
 		checkKind("note kind", r.Kind),
-		checkKey("note key", r.Key, MaxKeyLen),
-		checkText("note title", r.Title, MaxTitleLen),
-		checkText("note body", r.Body, MaxTextLen),
+		checkKey("note key", r.Key, workspace.MaxKeyLen),
+		checkText("note title", r.Title, workspace.MaxTitleLen),
+		checkText("note body", r.Body, workspace.MaxTextLen),
 		checkVersionFrom1(r.Version),
 	); err != nil {
 		return err
@@ -108,7 +110,7 @@ func (im *importer) closeArtifact() {
 	im.art, im.artDone, im.blobs = nil, false, nil
 }
 
-func (im *importer) artifact(ctx context.Context, r Artifact) error {
+func (im *importer) artifact(ctx context.Context, r workspace.Artifact) error {
 	if err := im.checkRecord(
 		checkID("artifact id", r.ID),
 		checkName("name", r.Name),
@@ -194,7 +196,7 @@ func (im *importer) deleted(ctx context.Context, r archiveDeleted) error {
 	return im.add(ctx, 0, func(ctx context.Context, tx Tx) error { return tx.DeleteArtifact(ctx, id) })
 }
 
-func (im *importer) lease(ctx context.Context, r Lease) error {
+func (im *importer) lease(ctx context.Context, r workspace.Lease) error {
 	if err := im.checkRecord(checkResource(r.Resource)); err != nil {
 		return err
 	}
@@ -218,7 +220,7 @@ func (im *importer) lease(ctx context.Context, r Lease) error {
 	return im.add(ctx, 0, func(ctx context.Context, tx Tx) error { return tx.PutLease(ctx, l) })
 }
 
-func (im *importer) event(ctx context.Context, r Event) error {
+func (im *importer) event(ctx context.Context, r workspace.Event) error {
 	if r.Seq != im.nextSeq {
 		return im.errf("event seq %d where %d was due: the log must be gap-free from its floor", r.Seq, im.nextSeq)
 	}
@@ -226,12 +228,12 @@ func (im *importer) event(ctx context.Context, r Event) error {
 		return im.errf("event seq %d is past the log's head %d", r.Seq, im.head)
 	}
 	if err := im.checkRecord(
-		checkKey("event type", r.Type, MaxKindLen),
-		checkText("actor", r.Actor, MaxActorLen),
-		checkText("subject kind", r.Subject.Kind, MaxKindLen),
-		checkText("subject id", r.Subject.ID, MaxNameLen+MaxKeyLen),
-		checkText("subject name", r.Subject.Name, MaxNameLen+MaxTitleLen),
-		checkText("message", r.Message, MaxTextLen),
+		checkKey("event type", r.Type, workspace.MaxKindLen),
+		checkText("actor", r.Actor, workspace.MaxActorLen),
+		checkText("subject kind", r.Subject.Kind, workspace.MaxKindLen),
+		checkText("subject id", r.Subject.ID, workspace.MaxNameLen+workspace.MaxKeyLen),
+		checkText("subject name", r.Subject.Name, workspace.MaxNameLen+workspace.MaxTitleLen),
+		checkText("message", r.Message, workspace.MaxTextLen),
 	); err != nil {
 		return err
 	}

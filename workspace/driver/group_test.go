@@ -1,4 +1,4 @@
-package workspace_test
+package driver_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	_ "github.com/agentspace/agentspace/backend/sqlite"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // TestCommitterWaitsForTheWritersItJustAnswered: three writers queue behind
@@ -37,7 +38,7 @@ func TestCommitterWaitsForTheWritersItJustAnswered(t *testing.T) {
 			ctx := context.Background()
 			ss := openStackStore(t, filepath.Join(t.TempDir(), "ws.db"))
 			ss.holdNext()
-			ws := workspace.New(ss, workspace.Options{GroupWait: tc.wait})
+			ws := driver.New(ss, workspace.Options{GroupWait: tc.wait})
 			defer ws.Close()
 
 			note := func(who string) error { return putNote(ctx, ws, who) }
@@ -51,7 +52,7 @@ func TestCommitterWaitsForTheWritersItJustAnswered(t *testing.T) {
 			for i := range 3 {
 				wg.Go(func() { assert.NoError(t, note(fmt.Sprint("queued", i))) })
 			}
-			require.Eventually(t, func() bool { return workspace.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return driver.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
 			// Held for a second: the wait may last up to 125 ms.
 			time.Sleep(time.Second)
 			ss.release()
@@ -72,7 +73,7 @@ func putNote(ctx context.Context, ws workspace.Workspace, key string) error {
 // committer's, and whether it was closed while one was running; after
 // holdNext, the next transaction waits for release before it starts.
 type stackStore struct {
-	workspace.Store
+	driver.Store
 	mu     sync.Mutex
 	ran    []string // "alone" or "committer", one per transaction
 	hold   chan struct{}
@@ -82,7 +83,7 @@ type stackStore struct {
 	closedInside atomic.Bool
 }
 
-func (s *stackStore) Update(ctx context.Context, fn func(tx workspace.Tx) error) error {
+func (s *stackStore) Update(ctx context.Context, fn func(tx driver.Tx) error) error {
 	s.inside.Add(1)
 	defer s.inside.Add(-1)
 	buf := make([]byte, 64<<10)
@@ -132,7 +133,7 @@ func openStackStore(t *testing.T, path string) *stackStore {
 	t.Helper()
 	p, err := workspace.ParseDSN("sqlite:" + path)
 	require.NoError(t, err)
-	st, err := p.Driver.Open(context.Background(), p.Config)
+	st, err := driver.OpenStore(context.Background(), p)
 	require.NoError(t, err)
 	return &stackStore{Store: st}
 }
@@ -145,7 +146,7 @@ func openStackStore(t *testing.T, path string) *stackStore {
 func TestALoneWriterRunsItsOwnTransaction(t *testing.T) {
 	ctx := context.Background()
 	ss := openStackStore(t, filepath.Join(t.TempDir(), "ws.db"))
-	ws := workspace.New(ss, workspace.Options{GroupWait: -1})
+	ws := driver.New(ss, workspace.Options{GroupWait: -1})
 	defer ws.Close()
 	note := func(who string) error { return putNote(ctx, ws, who) }
 
@@ -160,7 +161,7 @@ func TestALoneWriterRunsItsOwnTransaction(t *testing.T) {
 	for i := range 3 {
 		wg.Go(func() { assert.NoError(t, note(fmt.Sprint("queued", i))) })
 	}
-	require.Eventually(t, func() bool { return workspace.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return driver.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
 	ss.release()
 	wg.Wait()
 	// The held writer ran alone; the three queued behind it shared one
@@ -181,7 +182,7 @@ func TestCloseWaitsForAWriteRunAlone(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ws.db")
 	ss := openStackStore(t, path)
-	ws := workspace.New(ss, workspace.Options{})
+	ws := driver.New(ss, workspace.Options{})
 	ss.holdNext()
 	wrote := make(chan error, 1)
 	go func() {
@@ -232,7 +233,7 @@ func TestAGroupRunsWithoutSavepointsUntilAJobMustBeUndone(t *testing.T) {
 			ctx := context.Background()
 			ss := openStackStore(t, filepath.Join(t.TempDir(), "ws.db"))
 			sps := &savepointCountingStore{Store: ss}
-			ws := workspace.New(sps, workspace.Options{GroupWait: -1})
+			ws := driver.New(sps, workspace.Options{GroupWait: -1})
 			defer ws.Close()
 			w := workspace.Write{Actor: "a"}
 			doc, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "doc", Kind: "plan", Content: []byte("v1")})
@@ -262,7 +263,7 @@ func TestAGroupRunsWithoutSavepointsUntilAJobMustBeUndone(t *testing.T) {
 				_, other = ws.Artifacts().Update(ctx, workspace.Write{Actor: "a", IfVersion: doc.Version + 9},
 					workspace.ArtifactRef{Name: "doc"}, workspace.ArtifactChange{Content: []byte("y")})
 			})
-			require.Eventually(t, func() bool { return workspace.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return driver.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
 			ss.release()
 			wg.Wait()
 
@@ -294,13 +295,13 @@ func TestAGroupRunsWithoutSavepointsUntilAJobMustBeUndone(t *testing.T) {
 
 // savepointCountingStore counts the savepoints its transactions take.
 type savepointCountingStore struct {
-	workspace.Store
+	driver.Store
 	savepoints atomic.Int64
 }
 
-func (s *savepointCountingStore) Update(ctx context.Context, fn func(tx workspace.Tx) error) error {
-	return s.Store.Update(ctx, func(tx workspace.Tx) error {
-		sp, ok := tx.(workspace.Savepointer)
+func (s *savepointCountingStore) Update(ctx context.Context, fn func(tx driver.Tx) error) error {
+	return s.Store.Update(ctx, func(tx driver.Tx) error {
+		sp, ok := tx.(driver.Savepointer)
 		if !ok {
 			return fn(tx)
 		}
@@ -309,8 +310,8 @@ func (s *savepointCountingStore) Update(ctx context.Context, fn func(tx workspac
 }
 
 type countingTx struct {
-	workspace.Tx
-	sp workspace.Savepointer
+	driver.Tx
+	sp driver.Savepointer
 	n  *atomic.Int64
 }
 
@@ -329,7 +330,7 @@ func (c countingTx) ReleaseSavepoint(ctx context.Context) error  { return c.sp.R
 func TestAGroupHoldsAtMost64Jobs(t *testing.T) {
 	ctx := context.Background()
 	ss := openStackStore(t, filepath.Join(t.TempDir(), "ws.db"))
-	ws := workspace.New(ss, workspace.Options{GroupWait: -1})
+	ws := driver.New(ss, workspace.Options{GroupWait: -1})
 	defer ws.Close()
 	put := func(key string) error { return putNote(ctx, ws, key) }
 	require.NoError(t, put("warm"))
@@ -342,7 +343,7 @@ func TestAGroupHoldsAtMost64Jobs(t *testing.T) {
 	for i := range writers {
 		wg.Go(func() { assert.NoError(t, put(fmt.Sprint("w", i))) })
 	}
-	require.Eventually(t, func() bool { return workspace.QueuedWriters(ws) == writers }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return driver.QueuedWriters(ws) == writers }, 10*time.Second, time.Millisecond)
 	ss.release()
 	wg.Wait()
 	assert.Equal(t, []string{"committer", "committer"}, ss.where()[before:])

@@ -1,4 +1,4 @@
-package workspace
+package driver
 
 import (
 	"bufio"
@@ -8,21 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/agentspace/agentspace/workspace"
 )
 
-// Import loads an archive written by Export into the store behind ws,
-// keeping every id, version, timestamp, token and event seq. The store must
-// be empty (no events, no records): anything else is an *InvalidError and
-// nothing is written. Every record is validated before the store sees it.
-//
-// A small archive is written in one transaction. A large one is written in
-// several (about 64 MiB of content or 10,000 records each); if one of them
-// fails, the error says so, and the store must be emptied before importing
-// again. Nobody else should write to the store while it is imported.
-func Import(ctx context.Context, ws Workspace, r io.Reader, opts ArchiveOptions) (ArchiveStats, error) {
-	h, err := handleOf("Import", ws)
-	if err != nil {
-		return ArchiveStats{}, err
+// Import loads an archive into h's empty store, as workspace.Import
+// documents: every record validated first, in one transaction or, for a
+// large archive, in several (importChunkRecords, importChunkBytes).
+func (h *handle) Import(ctx context.Context, r io.Reader, opts workspace.ArchiveOptions) (workspace.ArchiveStats, error) {
+	if err := h.alive(); err != nil {
+		return workspace.ArchiveStats{}, err
 	}
 	im := &importer{
 		h:       h,
@@ -71,7 +66,7 @@ type importer struct {
 
 	// What a chunk will write, in order: record writes, then events.
 	ops       []func(ctx context.Context, tx Tx) error
-	events    []Event
+	events    []workspace.Event
 	bytes     int64
 	flushes   int
 	committed int64 // records in committed chunks
@@ -82,7 +77,7 @@ type importer struct {
 	lastRes  string
 
 	// The artifact being read, and the live names of the finished ones.
-	art     *Artifact
+	art     *workspace.Artifact
 	artDone bool // its artifact_deleted was read
 	blobs   map[string]int64
 	lastArt string
@@ -192,11 +187,11 @@ func (im *importer) record(ctx context.Context, typ string, line []byte) error {
 		if err := im.decode(line, &r); err != nil {
 			return err
 		}
-		if r.Format != ArchiveFormat {
-			return im.errf("format %q is not %q", r.Format, ArchiveFormat)
+		if r.Format != workspace.ArchiveFormat {
+			return im.errf("format %q is not %q", r.Format, workspace.ArchiveFormat)
 		}
-		if r.Version < 1 || r.Version > ArchiveVersion {
-			return im.errf("archive version %d: this code reads versions 1 to %d", r.Version, ArchiveVersion)
+		if r.Version < 1 || r.Version > workspace.ArchiveVersion {
+			return im.errf("archive version %d: this code reads versions 1 to %d", r.Version, workspace.ArchiveVersion)
 		}
 		im.version = r.Version
 		im.stage = stageTasks
@@ -284,8 +279,13 @@ func (im *importer) payload(ctx context.Context, typ string, line []byte) error 
 	}
 	switch typ {
 	case recTask:
-		t := Task(*r.Task)
-		t.DependsOn, t.Labels = nilSlice(t.DependsOn), nilMap(t.Labels)
+		t := workspace.Task(*r.Task)
+		if len(t.DependsOn) == 0 {
+			t.DependsOn = nil
+		}
+		if len(t.Labels) == 0 {
+			t.Labels = nil
+		}
 		return im.task(ctx, t)
 	case recNote:
 		return im.note(ctx, *r.Note)

@@ -1,4 +1,4 @@
-package workspace
+package driver
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/agentspace/agentspace/workspace"
 )
 
 // Handles that Open gives out for one store in one process share one core:
@@ -28,21 +30,21 @@ var (
 	sharedCores = map[string]*core{}
 )
 
-// shareKey identifies the core a handle opened with p and o may share. Two
-// handles get the same key only if their stores and options are the same.
-func shareKey(p ParsedDSN, o Options) (string, error) {
+// shareKey identifies the core a handle opened with cfg and o may share.
+// Two handles get the same key only if their stores and options are the same.
+func shareKey(cfg workspace.Config, o workspace.Options) (string, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\x00%s\x00%t\x00%d\x00%d\x00%d\x00%d\x00%p", p.Config.Scheme, p.Config.DSN,
-		p.Config.AutoMigrate, o.MaxArtifactSize, o.IdempotencyTTL, o.PollInterval, o.GroupWait, o.Logger)
-	keys := make([]string, 0, len(p.Config.Params))
-	for k := range p.Config.Params {
+	fmt.Fprintf(&b, "%s\x00%s\x00%t\x00%d\x00%d\x00%d\x00%d\x00%p", cfg.Scheme, cfg.DSN,
+		cfg.AutoMigrate, o.MaxArtifactSize, o.IdempotencyTTL, o.PollInterval, o.GroupWait, o.Logger)
+	keys := make([]string, 0, len(cfg.Params))
+	for k := range cfg.Params {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(&b, "\x00%s=%s", k, p.Config.Params[k])
+		fmt.Fprintf(&b, "\x00%s=%s", k, cfg.Params[k])
 	}
-	if p.Config.DSN != p.Config.Target {
+	if cfg.DSN != cfg.Target {
 		// A path: the same relative name after a chdir is another store.
 		wd, err := os.Getwd()
 		if err != nil {
@@ -58,7 +60,7 @@ func shareKey(p ParsedDSN, o Options) (string, error) {
 // for the first; one whose ctx ends first returns, and its place is given
 // back once the store is open. A waiter whose ctx is live tries again when
 // the first open failed only because the first opener's ctx ended.
-func openShared(ctx context.Context, key string, o Options, open func() (Store, error)) (Workspace, error) {
+func openShared(ctx context.Context, key string, o workspace.Options, open func() (Store, error)) (workspace.Workspace, error) {
 	for {
 		sharedMu.Lock()
 		c := sharedCores[key]
@@ -105,20 +107,12 @@ func openShared(ctx context.Context, key string, o Options, open func() (Store, 
 	return c.handle(), nil
 }
 
-// Attach returns another handle on the store ws is open on, as Open does
-// for a second handle on one DSN: it shares ws's store, writer queue and
-// event hub, and closes on its own; the store closes with the last of its
-// handles. It serves handles made by New, and ws may be closed before the
-// new handle is. A closed ws gives ErrClosed.
-func Attach(ws Workspace) (Workspace, error) {
-	h, ok := ws.(*handle)
-	if !ok {
-		return nil, fmt.Errorf("attach: %T is not a handle of this package", ws)
-	}
+// Attach returns another handle on h's core (see workspace.Attach).
+func (h *handle) Attach() (workspace.Workspace, error) {
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
 	if h.closed.Load() {
-		return nil, ErrClosed
+		return nil, workspace.ErrClosed
 	}
 	h.core.refs++
 	return h.core.handle(), nil

@@ -1,4 +1,4 @@
-package workspace
+package driver
 
 // SetImportChunk makes Import commit every records records (or bytes of
 // content), so tests can reach the several-transactions path with small

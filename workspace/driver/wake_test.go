@@ -1,4 +1,4 @@
-package workspace_test
+package driver_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // TestSubscriberOnAnotherStoreGetsSporadicAndStreamedCommits: SQLite's
@@ -33,7 +34,7 @@ func TestSubscriberOnAnotherStoreGetsSporadicAndStreamedCommits(t *testing.T) {
 		return ws
 	}
 	writer, reader := open(), open()
-	watched := workspace.NotifiesEarly(reader)
+	watched := driver.NotifiesEarly(reader)
 	if runtime.GOOS == "linux" {
 		require.True(t, watched, "on Linux the store is watched with inotify")
 	}
@@ -66,9 +67,9 @@ func TestSubscriberOnAnotherStoreGetsSporadicAndStreamedCommits(t *testing.T) {
 	// Every sporadic commit should settle; half leaves room for a loaded
 	// machine's notifications bunching up, and none would fail.
 	if watched {
-		assert.GreaterOrEqual(t, workspace.SettledReads(reader), int64(sporadic/2))
+		assert.GreaterOrEqual(t, driver.SettledReads(reader), int64(sporadic/2))
 	} else {
-		assert.Zero(t, workspace.SettledReads(reader), "a polled store settles nothing")
+		assert.Zero(t, driver.SettledReads(reader), "a polled store settles nothing")
 	}
 
 	errs := make(chan error, 1)
@@ -135,7 +136,7 @@ func TestCommitOfAnotherStoreJustAfterOursReachesOurSubscriber(t *testing.T) {
 			}
 			if runtime.GOOS == "linux" {
 				// Watched (inotify): A's own commits were put off and read.
-				assert.Positive(t, workspace.OwnReads(a))
+				assert.Positive(t, driver.OwnReads(a))
 			}
 		})
 	}

@@ -1,13 +1,14 @@
-package workspace
+package driver
 
 import (
 	"context"
-	"log/slog"
 	"time"
+
+	"github.com/agentspace/agentspace/workspace"
 )
 
 // Store is what a backend implements: transactional storage of records and
-// the event log. The portable handle (New, Open) does everything else:
+// the event log. The engine (New, workspace.Open) does everything else:
 // validation, version checks, locks and fencing, the task state machine,
 // event construction, idempotency, subscriptions. A store trusts its input.
 //
@@ -32,7 +33,7 @@ type Store interface {
 // (HintedUpdater), one its ops write; in a read (HintedViewer), the one it
 // gets. One of its fields is set, Content only with Artifact.
 type ReadHint struct {
-	Artifact ArtifactRef // by ID or by name, as the op names it
+	Artifact workspace.ArtifactRef // by ID or by name, as the op names it
 	// Content, with Artifact, is for a read (ViewHinted): the head's
 	// content will be read too.
 	Content  bool
@@ -42,7 +43,7 @@ type ReadHint struct {
 	Lease    string // a lease's resource
 	// Claim is a claim's first reads: the lapsed claims it reaps and the
 	// ready task it would take, as they are when the transaction starts.
-	Claim *ClaimRequest
+	Claim *workspace.ClaimRequest
 }
 
 // HintedUpdater is an optional Store capability: UpdateHinted is Update for
@@ -122,11 +123,11 @@ type HeadNotifier interface {
 // and the engine reads what is in it.
 type EventNotifier interface {
 	HeadNotifier
-	NotifiedEvents() []Event
+	NotifiedEvents() []workspace.Event
 }
 
 // ReadTx reads inside a transaction. Every method returns an error matching
-// ErrNotFound when the record does not exist.
+// workspace.ErrNotFound when the record does not exist.
 type ReadTx interface {
 	// Now is the store's clock (the database's for Postgres), UTC, truncated
 	// to microseconds. It is read once per transaction.
@@ -134,42 +135,42 @@ type ReadTx interface {
 
 	// Artifact returns the head metadata (Content nil) of the live artifact
 	// with ref.ID or ref.Name (ref.Version is ignored).
-	Artifact(ctx context.Context, ref ArtifactRef) (Artifact, error)
+	Artifact(ctx context.Context, ref workspace.ArtifactRef) (workspace.Artifact, error)
 	// ArtifactVersion returns the metadata of one version, even of a deleted artifact.
-	ArtifactVersion(ctx context.Context, id string, version int64) (Artifact, error)
+	ArtifactVersion(ctx context.Context, id string, version int64) (workspace.Artifact, error)
 	// ArtifactVersions returns every version's metadata, oldest first.
-	ArtifactVersions(ctx context.Context, id string) ([]Artifact, error)
+	ArtifactVersions(ctx context.Context, id string) ([]workspace.Artifact, error)
 	// Content returns the content of version version of artifact id, whose
 	// hash is sha256 (a store may find it by either).
 	Content(ctx context.Context, id string, version int64, sha256 string) ([]byte, error)
 	// ListArtifacts returns live heads matching f with Name > f.After,
 	// ordered by name, at most f.Limit.
-	ListArtifacts(ctx context.Context, f ArtifactFilter) ([]Artifact, error)
+	ListArtifacts(ctx context.Context, f workspace.ArtifactFilter) ([]workspace.Artifact, error)
 
-	Task(ctx context.Context, id string) (Task, error)
+	Task(ctx context.Context, id string) (workspace.Task, error)
 	// ListTasks returns tasks matching f with ID > f.After, ordered by ID
 	// (UUIDv7, so creation order), at most f.Limit.
-	ListTasks(ctx context.Context, f TaskFilter) ([]Task, error)
+	ListTasks(ctx context.Context, f workspace.TaskFilter) ([]workspace.Task, error)
 	// ReadyTask returns the best claimable task: pending, every DependsOn
 	// done, matching r.Labels and r.ParentID; highest Priority first, then
-	// oldest (lowest ID). ErrNotFound if there is none.
-	ReadyTask(ctx context.Context, r ClaimRequest) (Task, error)
+	// oldest (lowest ID). workspace.ErrNotFound if there is none.
+	ReadyTask(ctx context.Context, r workspace.ClaimRequest) (workspace.Task, error)
 	// ExpiredClaims returns in_progress tasks whose LeaseExpiresAt <= now, at most limit.
-	ExpiredClaims(ctx context.Context, now time.Time, limit int) ([]Task, error)
+	ExpiredClaims(ctx context.Context, now time.Time, limit int) ([]workspace.Task, error)
 
-	Note(ctx context.Context, kind, key string) (Note, error)
+	Note(ctx context.Context, kind, key string) (workspace.Note, error)
 	// ListNotes returns notes of q.Kind (all kinds if empty) after
 	// (q.AfterKind, q.AfterKey), ordered by kind then key, at most q.Limit.
-	ListNotes(ctx context.Context, q NoteQuery) ([]Note, error)
+	ListNotes(ctx context.Context, q NoteQuery) ([]workspace.Note, error)
 
 	// Lease returns the lease row for resource as stored, whether live,
 	// expired or released (Owner empty): its Token is the newest issued.
-	Lease(ctx context.Context, resource string) (Lease, error)
+	Lease(ctx context.Context, resource string) (workspace.Lease, error)
 	// ListLeases returns leases with an Owner and ExpiresAt > now, by resource.
-	ListLeases(ctx context.Context, now time.Time) ([]Lease, error)
+	ListLeases(ctx context.Context, now time.Time) ([]workspace.Lease, error)
 
 	// Events returns events matching q with Seq > q.AfterSeq, ascending, at most q.Limit.
-	Events(ctx context.Context, q EventQuery) ([]Event, error)
+	Events(ctx context.Context, q workspace.EventQuery) ([]workspace.Event, error)
 	// Head returns the newest seq, 0 if none was ever written.
 	Head(ctx context.Context) (int64, error)
 	// Floor returns the lowest seq not compacted away (1 if never compacted).
@@ -190,18 +191,18 @@ type Tx interface {
 	// (the head's, or a rollback's target), and the new version shares it;
 	// otherwise content is stored for the version (a store may keep bytes
 	// it already has once, or again).
-	PutArtifact(ctx context.Context, a Artifact, content []byte) error
+	PutArtifact(ctx context.Context, a workspace.Artifact, content []byte) error
 	// DeleteArtifact removes the artifact from the live set; its versions
 	// and blobs stay readable by ID.
 	DeleteArtifact(ctx context.Context, id string) error
 	// PutTask inserts or replaces the task.
-	PutTask(ctx context.Context, t Task) error
+	PutTask(ctx context.Context, t workspace.Task) error
 	// PutNote inserts or replaces the note (Kind, Key).
-	PutNote(ctx context.Context, n Note) error
+	PutNote(ctx context.Context, n workspace.Note) error
 	DeleteNote(ctx context.Context, kind, key string) error
 	// PutLease inserts or replaces the lease row; Owner "" marks it released
 	// (the row, with its Token, is kept so tokens keep increasing).
-	PutLease(ctx context.Context, l Lease) error
+	PutLease(ctx context.Context, l workspace.Lease) error
 	// PutIdempotent stores a result under key until expires.
 	PutIdempotent(ctx context.Context, key string, result []byte, expires time.Time) error
 	// PruneIdempotent drops keys that expired before now.
@@ -212,7 +213,7 @@ type Tx interface {
 	// with Seq 0; an import passes explicit, increasing seqs above the head
 	// (a compacted log starts above 1), and the store keeps them as given
 	// and returns the first.
-	AppendEvents(ctx context.Context, events []Event) (first int64, err error)
+	AppendEvents(ctx context.Context, events []workspace.Event) (first int64, err error)
 	// CompactEvents deletes events with Seq < floor and records the floor.
 	CompactEvents(ctx context.Context, floor int64) error
 }
@@ -241,14 +242,14 @@ type NoteQuery struct {
 type Counts struct {
 	Artifacts int
 	Notes     int
-	Tasks     map[TaskStatus]int
+	Tasks     map[workspace.TaskStatus]int
 }
 
 // Driver opens stores for the schemes it is registered under.
 type Driver interface {
 	// Open connects to the store cfg names. An empty store gets the current
 	// schema; an older one gives a *SchemaError unless cfg.AutoMigrate.
-	Open(ctx context.Context, cfg Config) (Store, error)
+	Open(ctx context.Context, cfg workspace.Config) (Store, error)
 	// Params lists the backend's own ws_ DSN parameters; any other ws_
 	// parameter not known to this package is an error.
 	Params() []string
@@ -257,42 +258,5 @@ type Driver interface {
 // MigratingDriver is an optional Driver capability used by `wsctl migrate`.
 type MigratingDriver interface {
 	Driver
-	OpenMigrator(ctx context.Context, cfg Config) (Migrator, error)
-}
-
-// Migrator moves a store's schema between versions.
-type Migrator interface {
-	// Version reports the current version (0: none) and whether a migration failed half-way.
-	Version(ctx context.Context) (version uint, dirty bool, err error)
-	// Latest is the newest version this code knows.
-	Latest() uint
-	// Up migrates to Latest. Nothing to do is success.
-	Up(ctx context.Context) error
-	// Down undoes n migrations (all if n <= 0).
-	Down(ctx context.Context, n int) error
-	// Goto migrates up or down to version v.
-	Goto(ctx context.Context, v uint) error
-	// Force sets the version without migrating and clears the dirty flag.
-	Force(ctx context.Context, v int) error
-	Close() error
-}
-
-// Config is what a Driver gets from Open: the DSN with every ws_ parameter
-// removed, and those parameters parsed.
-type Config struct {
-	// Scheme is the DSN's scheme as given ("sqlite", "json", "postgres", ...).
-	Scheme string
-	// DSN is the DSN without ws_ parameters, ready for the driver.
-	DSN string
-	// Target is what follows "scheme:" without ws_ parameters (a path for
-	// sqlite and json). For URL DSNs it equals DSN.
-	Target string
-	// Params holds the backend's own ws_ parameters that were given.
-	Params map[string]string
-	// AutoMigrate (ws_automigrate) lets Open migrate an older schema up.
-	AutoMigrate bool
-	// PollInterval (ws_poll) is how often other processes' writes are looked for.
-	PollInterval time.Duration
-	// Logger receives the backend's diagnostics; never nil.
-	Logger *slog.Logger
+	OpenMigrator(ctx context.Context, cfg workspace.Config) (workspace.Migrator, error)
 }

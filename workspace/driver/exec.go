@@ -1,4 +1,4 @@
-package workspace
+package driver
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/agentspace/agentspace/workspace"
 	"github.com/google/uuid"
 )
 
@@ -19,54 +20,45 @@ type exec struct {
 	tx     Tx
 	actor  string
 	now    time.Time
-	events []Event
+	events []workspace.Event
 }
 
-func (x *exec) emit(typ string, subj Subject, version int64, msg string) {
-	x.events = append(x.events, Event{
+func (x *exec) emit(typ string, subj workspace.Subject, version int64, msg string) {
+	x.events = append(x.events, workspace.Event{
 		Time: x.now, Actor: x.actor, Type: typ, Subject: subj, Version: version, Message: msg,
 	})
 }
 
-func (x *exec) apply(ctx context.Context, op Op) (OpResult, error) {
+func (x *exec) apply(ctx context.Context, op workspace.Op) (workspace.OpResult, error) {
 	switch o := op.(type) {
-	case CreateArtifactOp:
+	case workspace.CreateArtifactOp:
 		a, err := x.createArtifact(ctx, o)
-		return OpResult{Artifact: a}, err
-	case UpdateArtifactOp:
+		return workspace.OpResult{Artifact: a}, err
+	case workspace.UpdateArtifactOp:
 		a, err := x.updateArtifact(ctx, o)
-		return OpResult{Artifact: a}, err
-	case DeleteArtifactOp:
-		return OpResult{}, x.deleteArtifact(ctx, o)
-	case RollbackArtifactOp:
+		return workspace.OpResult{Artifact: a}, err
+	case workspace.DeleteArtifactOp:
+		return workspace.OpResult{}, x.deleteArtifact(ctx, o)
+	case workspace.RollbackArtifactOp:
 		a, err := x.rollbackArtifact(ctx, o)
-		return OpResult{Artifact: a}, err
-	case CreateTaskOp:
+		return workspace.OpResult{Artifact: a}, err
+	case workspace.CreateTaskOp:
 		t, err := x.createTask(ctx, o)
-		return OpResult{Task: t}, err
-	case UpdateTaskOp:
+		return workspace.OpResult{Task: t}, err
+	case workspace.UpdateTaskOp:
 		t, err := x.updateTask(ctx, o)
-		return OpResult{Task: t}, err
-	case PutNoteOp:
+		return workspace.OpResult{Task: t}, err
+	case workspace.PutNoteOp:
 		n, err := x.putNote(ctx, o)
-		return OpResult{Note: n}, err
-	case DeleteNoteOp:
-		return OpResult{}, x.deleteNote(ctx, o)
-	case ReleaseLockOp:
-		return OpResult{}, x.releaseLock(ctx, o.Resource, x.actor, o.Token, o.Message)
+		return workspace.OpResult{Note: n}, err
+	case workspace.DeleteNoteOp:
+		return workspace.OpResult{}, x.deleteNote(ctx, o)
+	case workspace.ReleaseLockOp:
+		return workspace.OpResult{}, x.releaseLock(ctx, o.Resource, x.actor, o.Token, o.Message)
 	}
-	return OpResult{}, invalid("op", "unknown op type %T", op)
+	return workspace.OpResult{}, invalid("op", "unknown op type %T", op)
 }
 
-// ArtifactResource is the lock resource that guards the artifact named
-// name: a live lease on it held by another owner refuses writes to the
-// artifact, and Write.Fence is checked against its tokens. Stores that
-// read the lease with the record use it too.
-func ArtifactResource(name string) string { return "artifact:" + name }
-
-// TaskResource is the lock resource that guards task id, as
-// ArtifactResource guards an artifact.
-func TaskResource(id string) string { return "task:" + id }
 func noteResource(kind, key string) string {
 	return "note:" + kind + "/" + key
 }
@@ -75,30 +67,30 @@ func noteResource(kind, key string) string {
 // refuses the write; a fence older than the newest token is stale.
 func (x *exec) checkGuard(ctx context.Context, resource string, fence int64) error {
 	l, err := x.tx.Lease(ctx, resource)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, workspace.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	if fence > 0 && l.Token > fence {
-		return &StaleFenceError{Resource: resource, Fence: fence, Newest: l.Token}
+		return &workspace.StaleFenceError{Resource: resource, Fence: fence, Newest: l.Token}
 	}
 	if l.Owner != "" && l.Owner != x.actor && l.ExpiresAt.After(x.now) {
-		return &LockedError{Resource: resource, Holder: l.Owner, Token: l.Token, ExpiresAt: l.ExpiresAt}
+		return &workspace.LockedError{Resource: resource, Holder: l.Owner, Token: l.Token, ExpiresAt: l.ExpiresAt}
 	}
 	return nil
 }
 
-func checkIfVersion(subj Subject, want, have int64) error {
+func checkIfVersion(subj workspace.Subject, want, have int64) error {
 	if want != 0 && want != have {
-		return &ConflictError{Subject: subj, Expected: want, Current: have}
+		return &workspace.ConflictError{Subject: subj, Expected: want, Current: have}
 	}
 	return nil
 }
 
-func artifactSubject(a Artifact) Subject {
-	return Subject{Kind: SubjectArtifact, ID: a.ID, Name: a.Name}
+func artifactSubject(a workspace.Artifact) workspace.Subject {
+	return workspace.Subject{Kind: workspace.SubjectArtifact, ID: a.ID, Name: a.Name}
 }
 
 func hashHex(b []byte) string {
@@ -113,28 +105,28 @@ func cloneLabels(m map[string]string) map[string]string {
 	return maps.Clone(m)
 }
 
-func (x *exec) artifactHead(ctx context.Context, ref ArtifactRef) (Artifact, error) {
-	a, err := x.tx.Artifact(ctx, ArtifactRef{ID: ref.ID, Name: ref.Name})
-	if errors.Is(err, ErrNotFound) {
-		return a, fmt.Errorf("artifact %s: %w", refLabel(ref), ErrNotFound)
+func (x *exec) artifactHead(ctx context.Context, ref workspace.ArtifactRef) (workspace.Artifact, error) {
+	a, err := x.tx.Artifact(ctx, workspace.ArtifactRef{ID: ref.ID, Name: ref.Name})
+	if errors.Is(err, workspace.ErrNotFound) {
+		return a, fmt.Errorf("artifact %s: %w", refLabel(ref), workspace.ErrNotFound)
 	}
 	return a, err
 }
 
-func refLabel(ref ArtifactRef) string {
+func refLabel(ref workspace.ArtifactRef) string {
 	if ref.ID != "" {
 		return ref.ID
 	}
 	return fmt.Sprintf("%q", ref.Name)
 }
 
-func (x *exec) createArtifact(ctx context.Context, o CreateArtifactOp) (*Artifact, error) {
-	if _, err := x.tx.Artifact(ctx, ArtifactRef{Name: o.Artifact.Name}); err == nil {
-		return nil, fmt.Errorf("artifact %q: %w", o.Artifact.Name, ErrAlreadyExists)
-	} else if !errors.Is(err, ErrNotFound) {
+func (x *exec) createArtifact(ctx context.Context, o workspace.CreateArtifactOp) (*workspace.Artifact, error) {
+	if _, err := x.tx.Artifact(ctx, workspace.ArtifactRef{Name: o.Artifact.Name}); err == nil {
+		return nil, fmt.Errorf("artifact %q: %w", o.Artifact.Name, workspace.ErrAlreadyExists)
+	} else if !errors.Is(err, workspace.ErrNotFound) {
 		return nil, err
 	}
-	if err := x.checkGuard(ctx, ArtifactResource(o.Artifact.Name), 0); err != nil {
+	if err := x.checkGuard(ctx, workspace.ArtifactResource(o.Artifact.Name), 0); err != nil {
 		return nil, err
 	}
 	if o.Artifact.TaskID != "" {
@@ -150,7 +142,7 @@ func (x *exec) createArtifact(ctx context.Context, o CreateArtifactOp) (*Artifac
 	if content == nil {
 		content = []byte{}
 	}
-	a := Artifact{
+	a := workspace.Artifact{
 		ID: id.String(), Name: o.Artifact.Name, Kind: o.Artifact.Kind, Owner: x.actor, Version: 1,
 		ContentType: o.Artifact.ContentType, SHA256: hashHex(content), Size: int64(len(content)),
 		Labels: cloneLabels(o.Artifact.Labels), TaskID: o.Artifact.TaskID,
@@ -165,13 +157,13 @@ func (x *exec) createArtifact(ctx context.Context, o CreateArtifactOp) (*Artifac
 	if err := x.tx.PutArtifact(ctx, a, content); err != nil {
 		return nil, err
 	}
-	x.emit(EventArtifactCreated, artifactSubject(a), 1, o.Message)
+	x.emit(workspace.EventArtifactCreated, artifactSubject(a), 1, o.Message)
 	return &a, nil
 }
 
 // writableHead returns the artifact's head once the write's conditions
 // hold: its IfVersion, and the artifact's lock and fence.
-func (x *exec) writableHead(ctx context.Context, ref ArtifactRef, c Cond) (Artifact, error) {
+func (x *exec) writableHead(ctx context.Context, ref workspace.ArtifactRef, c workspace.Cond) (workspace.Artifact, error) {
 	head, err := x.artifactHead(ctx, ref)
 	if err != nil {
 		return head, err
@@ -179,10 +171,10 @@ func (x *exec) writableHead(ctx context.Context, ref ArtifactRef, c Cond) (Artif
 	if err := checkIfVersion(artifactSubject(head), c.IfVersion, head.Version); err != nil {
 		return head, err
 	}
-	return head, x.checkGuard(ctx, ArtifactResource(head.Name), c.Fence)
+	return head, x.checkGuard(ctx, workspace.ArtifactResource(head.Name), c.Fence)
 }
 
-func (x *exec) updateArtifact(ctx context.Context, o UpdateArtifactOp) (*Artifact, error) {
+func (x *exec) updateArtifact(ctx context.Context, o workspace.UpdateArtifactOp) (*workspace.Artifact, error) {
 	head, err := x.writableHead(ctx, o.Ref, o.Cond)
 	if err != nil {
 		return nil, err
@@ -227,11 +219,11 @@ func (x *exec) updateArtifact(ctx context.Context, o UpdateArtifactOp) (*Artifac
 	if err := x.tx.PutArtifact(ctx, next, content); err != nil {
 		return nil, err
 	}
-	x.emit(EventArtifactUpdated, artifactSubject(next), next.Version, o.Message)
+	x.emit(workspace.EventArtifactUpdated, artifactSubject(next), next.Version, o.Message)
 	return &next, nil
 }
 
-func (x *exec) deleteArtifact(ctx context.Context, o DeleteArtifactOp) error {
+func (x *exec) deleteArtifact(ctx context.Context, o workspace.DeleteArtifactOp) error {
 	head, err := x.writableHead(ctx, o.Ref, o.Cond)
 	if err != nil {
 		return err
@@ -239,11 +231,11 @@ func (x *exec) deleteArtifact(ctx context.Context, o DeleteArtifactOp) error {
 	if err := x.tx.DeleteArtifact(ctx, head.ID); err != nil {
 		return err
 	}
-	x.emit(EventArtifactDeleted, artifactSubject(head), head.Version, o.Message)
+	x.emit(workspace.EventArtifactDeleted, artifactSubject(head), head.Version, o.Message)
 	return nil
 }
 
-func (x *exec) rollbackArtifact(ctx context.Context, o RollbackArtifactOp) (*Artifact, error) {
+func (x *exec) rollbackArtifact(ctx context.Context, o workspace.RollbackArtifactOp) (*workspace.Artifact, error) {
 	head, err := x.writableHead(ctx, o.Ref, o.Cond)
 	if err != nil {
 		return nil, err
@@ -268,15 +260,15 @@ func (x *exec) rollbackArtifact(ctx context.Context, o RollbackArtifactOp) (*Art
 	if msg == "" {
 		msg = fmt.Sprintf("rolled back to version %d", o.To)
 	}
-	x.emit(EventArtifactRolledBack, artifactSubject(next), next.Version, msg)
+	x.emit(workspace.EventArtifactRolledBack, artifactSubject(next), next.Version, msg)
 	return &next, nil
 }
 
-func taskSubject(t Task) Subject {
-	return Subject{Kind: SubjectTask, ID: t.ID, Name: t.Title}
+func taskSubject(t workspace.Task) workspace.Subject {
+	return workspace.Subject{Kind: workspace.SubjectTask, ID: t.ID, Name: t.Title}
 }
 
-func (x *exec) createTask(ctx context.Context, o CreateTaskOp) (*Task, error) {
+func (x *exec) createTask(ctx context.Context, o workspace.CreateTaskOp) (*workspace.Task, error) {
 	if o.Task.ParentID != "" {
 		if _, err := x.tx.Task(ctx, o.Task.ParentID); err != nil {
 			return nil, fmt.Errorf("parent task %s: %w", o.Task.ParentID, err)
@@ -296,8 +288,8 @@ func (x *exec) createTask(ctx context.Context, o CreateTaskOp) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := Task{
-		ID: id.String(), Title: o.Task.Title, Description: o.Task.Description, Status: TaskPending,
+	t := workspace.Task{
+		ID: id.String(), Title: o.Task.Title, Description: o.Task.Description, Status: workspace.TaskPending,
 		Assignee: o.Task.Assignee, ParentID: o.Task.ParentID, DependsOn: deps, Priority: o.Task.Priority,
 		Labels: cloneLabels(o.Task.Labels), Version: 1,
 		CreatedAt: x.now, CreatedBy: x.actor, UpdatedAt: x.now, UpdatedBy: x.actor,
@@ -305,37 +297,37 @@ func (x *exec) createTask(ctx context.Context, o CreateTaskOp) (*Task, error) {
 	if err := x.tx.PutTask(ctx, t); err != nil {
 		return nil, err
 	}
-	x.emit(EventTaskCreated, taskSubject(t), 1, o.Message)
+	x.emit(workspace.EventTaskCreated, taskSubject(t), 1, o.Message)
 	return &t, nil
 }
 
-func (x *exec) task(ctx context.Context, id string) (Task, error) {
+func (x *exec) task(ctx context.Context, id string) (workspace.Task, error) {
 	t, err := x.tx.Task(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		return t, fmt.Errorf("task %s: %w", id, ErrNotFound)
+	if errors.Is(err, workspace.ErrNotFound) {
+		return t, fmt.Errorf("task %s: %w", id, workspace.ErrNotFound)
 	}
 	return t, err
 }
 
 // claimLapsed reports whether t is in_progress under a claim that has expired.
-func (x *exec) claimLapsed(t Task) bool {
-	return t.Status == TaskInProgress && !t.LeaseExpiresAt.IsZero() && !t.LeaseExpiresAt.After(x.now)
+func (x *exec) claimLapsed(t workspace.Task) bool {
+	return t.Status == workspace.TaskInProgress && !t.LeaseExpiresAt.IsZero() && !t.LeaseExpiresAt.After(x.now)
 }
 
 // reap returns a task whose claim lapsed to pending, recorded as task.released.
-func (x *exec) reap(ctx context.Context, t Task) (Task, error) {
+func (x *exec) reap(ctx context.Context, t workspace.Task) (workspace.Task, error) {
 	prev := t.Assignee
-	t.Status, t.Assignee, t.LeaseExpiresAt = TaskPending, "", time.Time{}
+	t.Status, t.Assignee, t.LeaseExpiresAt = workspace.TaskPending, "", time.Time{}
 	t.Version++
 	t.UpdatedAt, t.UpdatedBy = x.now, x.actor
 	if err := x.tx.PutTask(ctx, t); err != nil {
 		return t, err
 	}
-	x.emit(EventTaskReleased, taskSubject(t), t.Version, fmt.Sprintf("claim by %s expired", prev))
+	x.emit(workspace.EventTaskReleased, taskSubject(t), t.Version, fmt.Sprintf("claim by %s expired", prev))
 	return t, nil
 }
 
-func (x *exec) updateTask(ctx context.Context, o UpdateTaskOp) (*Task, error) {
+func (x *exec) updateTask(ctx context.Context, o workspace.UpdateTaskOp) (*workspace.Task, error) {
 	t, err := x.task(ctx, o.ID)
 	if err != nil {
 		return nil, err
@@ -343,38 +335,38 @@ func (x *exec) updateTask(ctx context.Context, o UpdateTaskOp) (*Task, error) {
 	if err := checkIfVersion(taskSubject(t), o.IfVersion, t.Version); err != nil {
 		return nil, err
 	}
-	if err := x.checkGuard(ctx, TaskResource(t.ID), o.Fence); err != nil {
+	if err := x.checkGuard(ctx, workspace.TaskResource(t.ID), o.Fence); err != nil {
 		return nil, err
 	}
 	c := o.Change
-	typ := EventTaskUpdated
+	typ := workspace.EventTaskUpdated
 	// A status equal to the current one is not a transition: it is refused
 	// like any other illegal one, so a late Complete cannot overwrite the
 	// result of a task that is already done.
 	if c.Status != nil {
 		next := *c.Status
 		if x.claimLapsed(t) {
-			if t.Assignee == x.actor && next != TaskCancelled {
-				return nil, fmt.Errorf("task %s: claim expired at %s: %w", t.ID, t.LeaseExpiresAt.Format(time.RFC3339Nano), ErrLockLost)
+			if t.Assignee == x.actor && next != workspace.TaskCancelled {
+				return nil, fmt.Errorf("task %s: claim expired at %s: %w", t.ID, t.LeaseExpiresAt.Format(time.RFC3339Nano), workspace.ErrLockLost)
 			}
 			if t, err = x.reap(ctx, t); err != nil {
 				return nil, err
 			}
 		}
-		if next == TaskInProgress {
+		if next == workspace.TaskInProgress {
 			return nil, invalid("status", "a task becomes in_progress only through Claim")
 		}
 		if !t.Status.CanBecome(next) {
 			return nil, invalid("status", "task %s cannot go from %s to %s", t.ID, t.Status, next)
 		}
-		if t.Status == TaskInProgress && next != TaskCancelled && t.Assignee != x.actor {
-			return nil, fmt.Errorf("task %s is claimed by %q: %w", t.ID, t.Assignee, ErrNotHolder)
+		if t.Status == workspace.TaskInProgress && next != workspace.TaskCancelled && t.Assignee != x.actor {
+			return nil, fmt.Errorf("task %s is claimed by %q: %w", t.ID, t.Assignee, workspace.ErrNotHolder)
 		}
-		if t.Status == TaskInProgress {
+		if t.Status == workspace.TaskInProgress {
 			t.LeaseExpiresAt = time.Time{}
-			if next == TaskPending {
+			if next == workspace.TaskPending {
 				t.Assignee = ""
-				typ = EventTaskReleased
+				typ = workspace.EventTaskReleased
 			}
 		}
 		t.Status = next
@@ -386,7 +378,7 @@ func (x *exec) updateTask(ctx context.Context, o UpdateTaskOp) (*Task, error) {
 		t.Description = *c.Description
 	}
 	if c.Assignee != nil {
-		if t.Status == TaskInProgress && *c.Assignee != t.Assignee {
+		if t.Status == workspace.TaskInProgress && *c.Assignee != t.Assignee {
 			return nil, invalid("assignee", "task %s is in progress: release it before reassigning", t.ID)
 		}
 		t.Assignee = *c.Assignee
@@ -398,7 +390,7 @@ func (x *exec) updateTask(ctx context.Context, o UpdateTaskOp) (*Task, error) {
 		t.Labels = cloneLabels(c.Labels)
 	}
 	if c.Result != nil {
-		t.Result = TaskResult{Summary: c.Result.Summary, Artifacts: slices.Clone(c.Result.Artifacts)}
+		t.Result = workspace.TaskResult{Summary: c.Result.Summary, Artifacts: slices.Clone(c.Result.Artifacts)}
 	}
 	t.Version++
 	t.UpdatedAt, t.UpdatedBy = x.now, x.actor
@@ -414,36 +406,36 @@ func (x *exec) updateTask(ctx context.Context, o UpdateTaskOp) (*Task, error) {
 }
 
 // claim takes the best ready task for r.Actor. It reaps lapsed claims first.
-func (x *exec) claim(ctx context.Context, r ClaimRequest) (Task, error) {
+func (x *exec) claim(ctx context.Context, r workspace.ClaimRequest) (workspace.Task, error) {
 	lapsed, err := x.tx.ExpiredClaims(ctx, x.now, 100)
 	if err != nil {
-		return Task{}, err
+		return workspace.Task{}, err
 	}
 	for _, t := range lapsed {
 		if _, err := x.reap(ctx, t); err != nil {
-			return Task{}, err
+			return workspace.Task{}, err
 		}
 	}
 	t, err := x.tx.ReadyTask(ctx, r)
-	if errors.Is(err, ErrNotFound) {
-		return Task{}, ErrNoTask
+	if errors.Is(err, workspace.ErrNotFound) {
+		return workspace.Task{}, workspace.ErrNoTask
 	}
 	if err != nil {
-		return Task{}, err
+		return workspace.Task{}, err
 	}
-	t.Status, t.Assignee = TaskInProgress, x.actor
+	t.Status, t.Assignee = workspace.TaskInProgress, x.actor
 	t.Attempts++
 	t.LeaseExpiresAt = x.now.Add(r.Lease)
 	t.Version++
 	t.UpdatedAt, t.UpdatedBy = x.now, x.actor
 	if err := x.tx.PutTask(ctx, t); err != nil {
-		return Task{}, err
+		return workspace.Task{}, err
 	}
-	x.emit(EventTaskClaimed, taskSubject(t), t.Version, fmt.Sprintf("attempt %d", t.Attempts))
+	x.emit(workspace.EventTaskClaimed, taskSubject(t), t.Version, fmt.Sprintf("attempt %d", t.Attempts))
 	return t, nil
 }
 
-func (x *exec) heartbeat(ctx context.Context, id string, ifVersion int64, lease time.Duration) (Task, error) {
+func (x *exec) heartbeat(ctx context.Context, id string, ifVersion int64, lease time.Duration) (workspace.Task, error) {
 	t, err := x.task(ctx, id)
 	if err != nil {
 		return t, err
@@ -451,8 +443,8 @@ func (x *exec) heartbeat(ctx context.Context, id string, ifVersion int64, lease 
 	if err := checkIfVersion(taskSubject(t), ifVersion, t.Version); err != nil {
 		return t, err
 	}
-	if t.Status != TaskInProgress || t.Assignee != x.actor || x.claimLapsed(t) {
-		return t, fmt.Errorf("task %s is not claimed by %q (status %s, assignee %q): %w", id, x.actor, t.Status, t.Assignee, ErrLockLost)
+	if t.Status != workspace.TaskInProgress || t.Assignee != x.actor || x.claimLapsed(t) {
+		return t, fmt.Errorf("task %s is not claimed by %q (status %s, assignee %q): %w", id, x.actor, t.Status, t.Assignee, workspace.ErrLockLost)
 	}
 	t.LeaseExpiresAt = x.now.Add(lease)
 	t.Version++
@@ -460,19 +452,19 @@ func (x *exec) heartbeat(ctx context.Context, id string, ifVersion int64, lease 
 	if err := x.tx.PutTask(ctx, t); err != nil {
 		return t, err
 	}
-	x.emit(EventTaskUpdated, taskSubject(t), t.Version, "heartbeat")
+	x.emit(workspace.EventTaskUpdated, taskSubject(t), t.Version, "heartbeat")
 	return t, nil
 }
 
-func noteSubject(kind, key string) Subject {
-	return Subject{Kind: SubjectNote, ID: kind + "/" + key, Name: key}
+func noteSubject(kind, key string) workspace.Subject {
+	return workspace.Subject{Kind: workspace.SubjectNote, ID: kind + "/" + key, Name: key}
 }
 
-func (x *exec) putNote(ctx context.Context, o PutNoteOp) (*Note, error) {
+func (x *exec) putNote(ctx context.Context, o workspace.PutNoteOp) (*workspace.Note, error) {
 	subj := noteSubject(o.Note.Kind, o.Note.Key)
 	n, err := x.tx.Note(ctx, o.Note.Kind, o.Note.Key)
 	exists := err == nil
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, workspace.ErrNotFound) {
 		return nil, err
 	}
 	if err := checkIfVersion(subj, o.IfVersion, n.Version); err != nil {
@@ -482,7 +474,7 @@ func (x *exec) putNote(ctx context.Context, o PutNoteOp) (*Note, error) {
 		return nil, err
 	}
 	if !exists {
-		n = Note{Kind: o.Note.Kind, Key: o.Note.Key, Author: x.actor, CreatedAt: x.now}
+		n = workspace.Note{Kind: o.Note.Kind, Key: o.Note.Key, Author: x.actor, CreatedAt: x.now}
 	}
 	n.Title, n.Body = o.Note.Title, o.Note.Body
 	n.Version++
@@ -490,15 +482,15 @@ func (x *exec) putNote(ctx context.Context, o PutNoteOp) (*Note, error) {
 	if err := x.tx.PutNote(ctx, n); err != nil {
 		return nil, err
 	}
-	x.emit(EventNotePut, subj, n.Version, o.Message)
+	x.emit(workspace.EventNotePut, subj, n.Version, o.Message)
 	return &n, nil
 }
 
-func (x *exec) deleteNote(ctx context.Context, o DeleteNoteOp) error {
+func (x *exec) deleteNote(ctx context.Context, o workspace.DeleteNoteOp) error {
 	subj := noteSubject(o.Kind, o.Key)
 	n, err := x.tx.Note(ctx, o.Kind, o.Key)
-	if errors.Is(err, ErrNotFound) {
-		return fmt.Errorf("note %s/%s: %w", o.Kind, o.Key, ErrNotFound)
+	if errors.Is(err, workspace.ErrNotFound) {
+		return fmt.Errorf("note %s/%s: %w", o.Kind, o.Key, workspace.ErrNotFound)
 	}
 	if err != nil {
 		return err
@@ -512,76 +504,76 @@ func (x *exec) deleteNote(ctx context.Context, o DeleteNoteOp) error {
 	if err := x.tx.DeleteNote(ctx, o.Kind, o.Key); err != nil {
 		return err
 	}
-	x.emit(EventNoteDeleted, subj, n.Version, o.Message)
+	x.emit(workspace.EventNoteDeleted, subj, n.Version, o.Message)
 	return nil
 }
 
-func lockSubject(resource string) Subject {
-	return Subject{Kind: SubjectLock, ID: resource, Name: resource}
+func lockSubject(resource string) workspace.Subject {
+	return workspace.Subject{Kind: workspace.SubjectLock, ID: resource, Name: resource}
 }
 
-func (x *exec) live(l Lease) bool { return l.Owner != "" && l.ExpiresAt.After(x.now) }
+func (x *exec) live(l workspace.Lease) bool { return l.Owner != "" && l.ExpiresAt.After(x.now) }
 
-func (x *exec) acquire(ctx context.Context, r AcquireRequest) (Lease, error) {
+func (x *exec) acquire(ctx context.Context, r workspace.AcquireRequest) (workspace.Lease, error) {
 	l, err := x.tx.Lease(ctx, r.Resource)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return Lease{}, err
+	if err != nil && !errors.Is(err, workspace.ErrNotFound) {
+		return workspace.Lease{}, err
 	}
 	subj := lockSubject(r.Resource)
 	if x.live(l) {
 		if l.Owner != r.Owner {
-			return Lease{}, &LockedError{Resource: r.Resource, Holder: l.Owner, Token: l.Token, ExpiresAt: l.ExpiresAt}
+			return workspace.Lease{}, &workspace.LockedError{Resource: r.Resource, Holder: l.Owner, Token: l.Token, ExpiresAt: l.ExpiresAt}
 		}
 		l.ExpiresAt = x.now.Add(r.TTL)
 		if err := x.tx.PutLease(ctx, l); err != nil {
-			return Lease{}, err
+			return workspace.Lease{}, err
 		}
-		x.emit(EventLockRenewed, subj, l.Token, r.Message)
+		x.emit(workspace.EventLockRenewed, subj, l.Token, r.Message)
 		return l, nil
 	}
 	if l.Owner != "" {
-		x.emit(EventLockExpired, subj, l.Token,
+		x.emit(workspace.EventLockExpired, subj, l.Token,
 			fmt.Sprintf("lease of %s (token %d) expired at %s", l.Owner, l.Token, l.ExpiresAt.Format(time.RFC3339Nano)))
 	}
-	next := Lease{Resource: r.Resource, Owner: r.Owner, Token: l.Token + 1, AcquiredAt: x.now, ExpiresAt: x.now.Add(r.TTL)}
+	next := workspace.Lease{Resource: r.Resource, Owner: r.Owner, Token: l.Token + 1, AcquiredAt: x.now, ExpiresAt: x.now.Add(r.TTL)}
 	if err := x.tx.PutLease(ctx, next); err != nil {
-		return Lease{}, err
+		return workspace.Lease{}, err
 	}
-	x.emit(EventLockAcquired, subj, next.Token, r.Message)
+	x.emit(workspace.EventLockAcquired, subj, next.Token, r.Message)
 	return next, nil
 }
 
 // holder checks that (owner, token) is the resource's current lease holder.
-func (x *exec) holder(ctx context.Context, resource, owner string, token int64) (Lease, error) {
+func (x *exec) holder(ctx context.Context, resource, owner string, token int64) (workspace.Lease, error) {
 	l, err := x.tx.Lease(ctx, resource)
-	if errors.Is(err, ErrNotFound) {
-		return l, fmt.Errorf("lock %q was never acquired: %w", resource, ErrNotHolder)
+	if errors.Is(err, workspace.ErrNotFound) {
+		return l, fmt.Errorf("lock %q was never acquired: %w", resource, workspace.ErrNotHolder)
 	}
 	if err != nil {
 		return l, err
 	}
 	switch {
 	case l.Token > token:
-		return l, fmt.Errorf("lock %q: token %d was superseded by token %d: %w", resource, token, l.Token, ErrLockLost)
+		return l, fmt.Errorf("lock %q: token %d was superseded by token %d: %w", resource, token, l.Token, workspace.ErrLockLost)
 	case l.Token != token || l.Owner != owner:
 		if l.Token == token && l.Owner == "" {
-			return l, fmt.Errorf("lock %q token %d was released: %w", resource, token, ErrLockLost)
+			return l, fmt.Errorf("lock %q token %d was released: %w", resource, token, workspace.ErrLockLost)
 		}
-		return l, fmt.Errorf("lock %q is not held by %q with token %d: %w", resource, owner, token, ErrNotHolder)
+		return l, fmt.Errorf("lock %q is not held by %q with token %d: %w", resource, owner, token, workspace.ErrNotHolder)
 	}
 	return l, nil
 }
 
-func (x *exec) renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+func (x *exec) renew(ctx context.Context, l workspace.Lease, ttl time.Duration) (workspace.Lease, error) {
 	cur, err := x.holder(ctx, l.Resource, l.Owner, l.Token)
 	if err != nil {
-		return Lease{}, err
+		return workspace.Lease{}, err
 	}
 	cur.ExpiresAt = x.now.Add(ttl)
 	if err := x.tx.PutLease(ctx, cur); err != nil {
-		return Lease{}, err
+		return workspace.Lease{}, err
 	}
-	x.emit(EventLockRenewed, lockSubject(l.Resource), cur.Token, "")
+	x.emit(workspace.EventLockRenewed, lockSubject(l.Resource), cur.Token, "")
 	return cur, nil
 }
 
@@ -594,17 +586,17 @@ func (x *exec) releaseLock(ctx context.Context, resource, owner string, token in
 	if err := x.tx.PutLease(ctx, cur); err != nil {
 		return err
 	}
-	x.emit(EventLockReleased, lockSubject(resource), cur.Token, msg)
+	x.emit(workspace.EventLockReleased, lockSubject(resource), cur.Token, msg)
 	return nil
 }
 
 func (x *exec) forceRelease(ctx context.Context, resource, msg string) error {
 	l, err := x.tx.Lease(ctx, resource)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, workspace.ErrNotFound) {
 		return err
 	}
 	if !x.live(l) {
-		return fmt.Errorf("lock %q is not held: %w", resource, ErrNotFound)
+		return fmt.Errorf("lock %q is not held: %w", resource, workspace.ErrNotFound)
 	}
 	prev := l.Owner
 	l.Owner, l.ExpiresAt = "", x.now
@@ -614,6 +606,6 @@ func (x *exec) forceRelease(ctx context.Context, resource, msg string) error {
 	if msg == "" {
 		msg = fmt.Sprintf("forced release of %s's lease (token %d)", prev, l.Token)
 	}
-	x.emit(EventLockForced, lockSubject(resource), l.Token, msg)
+	x.emit(workspace.EventLockForced, lockSubject(resource), l.Token, msg)
 	return nil
 }

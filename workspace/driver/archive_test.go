@@ -1,4 +1,4 @@
-package workspace_test
+package driver_test
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	_ "github.com/agentspace/agentspace/backend/sqlite"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 func openSQLite(t *testing.T, name string) workspace.Workspace {
@@ -242,7 +243,7 @@ func TestImportInSeveralTransactionsRoundTrips(t *testing.T) {
 	populate(t, src)
 	first := export(t, src)
 
-	t.Cleanup(workspace.SetImportChunk(3, 1))
+	t.Cleanup(driver.SetImportChunk(3, 1))
 	dst := openSQLite(t, "dst")
 	_, err := workspace.Import(ctx, dst, bytes.NewReader(first), workspace.ArchiveOptions{})
 	require.NoError(t, err)
@@ -255,7 +256,7 @@ func TestImportThatFailsAfterACommitSaysTheStoreIsPartial(t *testing.T) {
 	populate(t, src)
 	broken := strings.Replace(string(export(t, src)), `"type":"event","event":{"seq":3,`, `"type":"event","event":{"seq":33,`, 1)
 
-	t.Cleanup(workspace.SetImportChunk(3, 1))
+	t.Cleanup(driver.SetImportChunk(3, 1))
 	dst := openSQLite(t, "dst")
 	_, err := workspace.Import(ctx, dst, strings.NewReader(broken), workspace.ArchiveOptions{})
 	require.ErrorIs(t, err, workspace.ErrInvalid)
@@ -344,7 +345,7 @@ func TestImportReadsAVersion1Archive(t *testing.T) {
 func TestArchiveLinesValidateAgainstTheSchema(t *testing.T) {
 	src := openSQLite(t, "src")
 	populate(t, src)
-	f, err := os.Open("../docs/schema/workspace.schema.json")
+	f, err := os.Open("../../docs/schema/workspace.schema.json")
 	require.NoError(t, err)
 	defer f.Close()
 	doc, err := jsonschema.UnmarshalJSON(f)

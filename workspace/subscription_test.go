@@ -1,0 +1,55 @@
+package workspace_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+func TestNewSubscriptionDeliversInOrderAndReportsRunsError(t *testing.T) {
+	ctx := context.Background()
+	stop := errors.New("source gone")
+	s := workspace.NewSubscription(ctx, func(_ context.Context, send func(workspace.Message) bool) error {
+		for seq := int64(1); seq <= 3; seq++ {
+			if !send(workspace.Message{Event: workspace.Event{Seq: seq}, Head: 3}) {
+				return nil
+			}
+		}
+		return stop
+	})
+	for seq := int64(1); seq <= 3; seq++ {
+		m, err := s.Next(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, seq, m.Event.Seq)
+	}
+	_, err := s.Next(ctx)
+	assert.ErrorIs(t, err, stop)
+	assert.ErrorIs(t, s.Err(), stop)
+	assert.NoError(t, s.Close())
+}
+
+func TestNewSubscriptionReportsANilEndAsClosed(t *testing.T) {
+	s := workspace.NewSubscription(context.Background(), func(context.Context, func(workspace.Message) bool) error { return nil })
+	_, ok := <-s.C()
+	assert.False(t, ok)
+	assert.ErrorIs(t, s.Err(), workspace.ErrClosed)
+}
+
+func TestSubscriptionCloseCancelsRunAndWaitsForIt(t *testing.T) {
+	returned := false
+	s := workspace.NewSubscription(context.Background(), func(ctx context.Context, send func(workspace.Message) bool) error {
+		for send(workspace.Message{Progress: true}) {
+		}
+		returned = true
+		return ctx.Err()
+	})
+	assert.Nil(t, s.Err(), "Err is nil while the stream runs")
+	require.NoError(t, s.Close())
+	assert.True(t, returned, "Close returned before run did")
+	assert.ErrorIs(t, s.Err(), context.Canceled)
+}
