@@ -37,5 +37,5 @@ func NotifiesEarly(w workspace.Workspace) bool {
 func OwnReads(w workspace.Workspace) int64 { return w.(*handle).hub.ownReads.Load() }
 
 // ChangesTaken is how many of its store's notifications w's watcher has
-// dealt with while nobody waited.
+// taken and dealt with.
 func ChangesTaken(w workspace.Workspace) int64 { return w.(*handle).hub.changesTaken.Load() }
