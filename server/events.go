@@ -104,6 +104,7 @@ func (s *Server) eventRoutes() {
 		})
 
 	s.mux.HandleFunc(eventsRoute, s.streamEvents)
+	s.served = append(s.served, eventsRoute)
 	s.documentStream()
 }
 

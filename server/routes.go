@@ -45,6 +45,7 @@ func (s *Server) op(id, method, path, summary, tag string, status int) huma.Oper
 	if method != http.MethodGet {
 		errs = append(errs, http.StatusRequestEntityTooLarge, http.StatusLocked)
 	}
+	s.served = append(s.served, method+" "+path)
 	return huma.Operation{
 		OperationID:     id,
 		Method:          method,

@@ -70,6 +70,9 @@ type Server struct {
 	api     huma.API
 	tokens  *Tokens
 	metrics *metrics
+	// served lists the /v1 routes ("METHOD /path") the mux serves, for
+	// the test that finds each in the OpenAPI document.
+	served []string
 
 	// drain is cancelled by Drain: streams and long polls end on it.
 	drain     context.Context

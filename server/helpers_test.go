@@ -1,0 +1,5 @@
+package server_test
+
+import "sync"
+
+type lockedMu = sync.Mutex
