@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,6 +49,10 @@ token acts as the token's actor. SIGTERM or Ctrl-C drains: event streams
 end (clients resume with Last-Event-ID), requests under way finish.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			// main cancels ctx on these signals too; serve listens itself so
+			// that it drains wherever run is called from.
+			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			defer stop()
 			if (tlsCert == "") != (tlsKey == "") {
 				return usageErrorf("--tls-cert and --tls-key go together")
 			}
