@@ -109,7 +109,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 		var p principal
-		if strings.HasPrefix(r.URL.Path, "/v1/") && r.URL.Path != "/v1/openapi.json" {
+		// The API needs a principal; its description (/v1/openapi.json and
+		// the other forms huma serves) does not.
+		if strings.HasPrefix(r.URL.Path, "/v1/") && !strings.HasPrefix(r.URL.Path, "/v1/openapi") {
 			var err error
 			p, err = s.authenticate(r)
 			if err != nil {

@@ -114,4 +114,3 @@ func (s *Server) lockRoutes() {
 			return answer(s, ctx, &struct{ Body leases }{leases{ls}}, err)
 		})
 }
-

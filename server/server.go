@@ -135,6 +135,7 @@ func New(ws workspace.Workspace, opts Options) (*Server, error) {
 	s.routes()
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.Handle("GET /metrics", m.handler())
+	s.documentOps()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(CodeNoRoute, "no such route: "+r.Method+" "+truncate(r.URL.Path, 200)))
 	})
@@ -189,9 +190,38 @@ func (s *Server) fail(ctx context.Context, err error) *Problem {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return newProblem(CodeTimeout, "the request's deadline passed")
 	}
-	if errors.Is(err, context.Canceled) && s.drain.Err() != nil {
-		return newProblem(CodeUnavailable, "the server is shutting down")
+	if errors.Is(err, context.Canceled) {
+		if s.drain.Err() != nil {
+			return newProblem(CodeUnavailable, "the server is shutting down")
+		}
+		// The client went away: no one reads the answer, and it is no
+		// failure of the server's.
+		return newProblem(CodeTimeout, "the request was cancelled")
 	}
 	s.log.LogAttrs(ctx, slog.LevelError, "agentspace server: request failed", slog.Any("err", s.opts.Redact(err)))
 	return newProblem(CodeInternal, "internal error (logged by the server)")
+}
+
+// documentOps adds the plain routes outside /v1 to the OpenAPI document,
+// so that it lists everything the server answers.
+func (s *Server) documentOps() {
+	oapi := s.api.OpenAPI()
+	oapi.AddOperation(&huma.Operation{
+		OperationID: "healthz", Method: http.MethodGet, Path: "/healthz", Tags: []string{"meta"},
+		Summary:  "Liveness and store reachability: 200 with the head, or 503",
+		Security: []map[string][]string{{}},
+		Responses: map[string]*huma.Response{
+			"200": {Description: "The store answers", Content: map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Type: "object", Properties: map[string]*huma.Schema{"ok": {Type: "boolean"}, "head": {Type: "integer", Format: "int64"}}}}}},
+			"503": {Description: "The store does not answer"},
+		},
+	})
+	oapi.AddOperation(&huma.Operation{
+		OperationID: "metrics", Method: http.MethodGet, Path: "/metrics", Tags: []string{"meta"},
+		Summary:  "Prometheus metrics (text exposition format)",
+		Security: []map[string][]string{{}},
+		Responses: map[string]*huma.Response{
+			"200": {Description: "The metrics", Content: map[string]*huma.MediaType{"text/plain": {Schema: &huma.Schema{Type: "string"}}}},
+		},
+	})
+	s.served = append(s.served, "GET /healthz", "GET /metrics")
 }

@@ -224,4 +224,3 @@ func listenOn(network, addr string) (net.Listener, error) {
 	}
 	return ln, nil
 }
-

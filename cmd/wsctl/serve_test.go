@@ -4,12 +4,22 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"io"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,27 +48,57 @@ func wsctl(t *testing.T, dsn string, args ...string) (string, string, int) {
 	return out.String(), errb.String(), code
 }
 
+// serveLog collects a server process's stderr until it closes.
+type serveLog struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	done chan struct{}
+}
+
+// String is what the server wrote so far.
+func (l *serveLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// all waits for the process's stderr to close, then returns all of it.
+func (l *serveLog) all(t *testing.T) string {
+	t.Helper()
+	select {
+	case <-l.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server's stderr did not close")
+	}
+	return l.String()
+}
+
 // startServe starts `wsctl serve` as a process and returns its base URL.
-func startServe(t *testing.T, dsn string, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
+func startServe(t *testing.T, dsn string, args ...string) (*exec.Cmd, string, *serveLog) {
 	t.Helper()
 	cmd := exec.Command(wsctlBinary(t), append([]string{"--dsn", dsn, "serve"}, args...)...)
 	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-	stderr, err := cmd.StderrPipe()
+	pr, pw, err := os.Pipe()
 	require.NoError(t, err)
+	cmd.Stderr = pw
 	require.NoError(t, cmd.Start())
+	pw.Close()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	logs := &bytes.Buffer{}
+	logs := &serveLog{done: make(chan struct{})}
 	found := make(chan string, 1)
 	go func() {
-		sc := bufio.NewScanner(stderr)
-		re := regexp.MustCompile(`on (http://\S+) for`)
+		defer close(logs.done)
+		defer pr.Close()
+		sc := bufio.NewScanner(pr)
+		re := regexp.MustCompile(`on (https?://\S+) for`)
 		for sc.Scan() {
-			logs.WriteString(sc.Text() + "\n")
+			logs.mu.Lock()
+			logs.buf.WriteString(sc.Text() + "\n")
+			logs.mu.Unlock()
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
 				found <- m[1]
 			}
 		}
-		_, _ = io.Copy(logs, stderr)
 	}()
 	select {
 	case url := <-found:
@@ -103,10 +143,11 @@ func TestPythonExampleAgainstWsctlServe(t *testing.T) {
 	assert.Contains(t, string(out), `"step": "done"`)
 
 	require.NoError(t, srv.Process.Signal(syscall.SIGTERM))
+	all := logs.all(t)
 	require.NoError(t, srv.Wait())
-	assert.Contains(t, logs.String(), "wsctl serve: stopped")
-	assert.NotContains(t, logs.String(), tok[21:], "no secret in the server's log")
-	assert.Contains(t, logs.String(), `actor=py-agent`)
+	assert.Contains(t, all, "wsctl serve: stopped")
+	assert.NotContains(t, all, tok[21:], "no secret in the server's log")
+	assert.Contains(t, all, `actor=py-agent`)
 
 	ls, errOut, code := wsctl(t, dsn, "token", "ls")
 	require.Equal(t, 0, code, errOut)
@@ -152,4 +193,54 @@ func TestServeOnAUnixSocket(t *testing.T) {
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, cmd.Wait(), "%s", logs.String())
 	assert.Contains(t, logs.String(), "WITHOUT requiring tokens")
+}
+
+// selfSigned writes a certificate for 127.0.0.1 and its key, in PEM.
+func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "agentspace test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	kder, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600))
+	return certFile, keyFile, pool
+}
+
+func TestServeHTTPS(t *testing.T) {
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
+	_, errOut, code := wsctl(t, dsn, "init")
+	require.Equal(t, 0, code, errOut)
+	certFile, keyFile, pool := selfSigned(t)
+	srv, url, logs := startServe(t, dsn, "--listen", "127.0.0.1:0", "--tls-cert", certFile, "--tls-key", keyFile)
+	require.True(t, strings.HasPrefix(url, "https://"), url)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	resp, err := client.Get(url + "/healthz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	require.NoError(t, srv.Process.Signal(syscall.SIGTERM))
+	all := logs.all(t)
+	require.NoError(t, srv.Wait(), "%s", all)
+
+	_, errOut, code = wsctl(t, dsn, "serve", "--tls-cert", certFile)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "--tls-key")
 }
