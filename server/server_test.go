@@ -297,3 +297,30 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestDrainEndsLongPollsAndStreams checks that shutting down does not wait
+// out a long poll or a stream: both end at once, and new streams are
+// refused so that clients go elsewhere.
+func TestDrainEndsLongPollsAndStreams(t *testing.T) {
+	e := newEnv(t, sqliteDSN(t), server.Options{})
+	ch, cancel := stream(t, e.hs.URL, "", 0)
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		st, _ := e.do("POST", "/v1/tasks/claim", map[string]any{"wait": "30s"}, as, "bob")
+		done <- st
+	}()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	e.srv.Drain()
+	select {
+	case st := <-done:
+		assert.Equal(t, 404, st)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the long poll outlived the drain")
+	}
+	for range ch {
+	}
+	assert.Less(t, time.Since(start), 5*time.Second)
+	require.ErrorIs(t, e.fails(503, "GET", "/v1/events", nil), server.ErrUnavailable)
+}
