@@ -120,3 +120,19 @@ func TestWithoutRequiredTokensAPresentedTokenStillBinds(t *testing.T) {
 	require.ErrorAs(t, err, &ie)
 	assert.Equal(t, "actor", ie.Field)
 }
+
+func TestTokenCreateRejectsBadInput(t *testing.T) {
+	e := newEnv(t, sqliteDSN(t), server.Options{})
+	head := e.head()
+	for _, r := range []server.TokenRequest{
+		{Actor: ""},
+		{Actor: strings.Repeat("a", workspace.MaxActorLen+1)},
+		{Actor: "ann", Role: "Not A Role"},
+	} {
+		_, _, err := e.srv.Tokens().Create(context.Background(), r)
+		require.ErrorIs(t, err, workspace.ErrInvalid)
+	}
+	_, err := e.srv.Tokens().Revoke(context.Background(), "admin", "nosuchtoken")
+	require.ErrorIs(t, err, workspace.ErrNotFound)
+	assert.Equal(t, head, e.head(), "nothing written")
+}

@@ -62,7 +62,15 @@ func (p EventQueryParams) query() (workspace.EventQuery, error) {
 	return q, nil
 }
 
+// streamParams are the query parameters the event stream takes.
+var streamParams = map[string]bool{"after": true, "type": true, "actor": true, "subject_kind": true, "subject_id": true, "subject_name": true, "since": true, "until": true}
+
 func eventParams(v url.Values) (EventQueryParams, error) {
+	for k := range v {
+		if !streamParams[k] {
+			return EventQueryParams{}, &workspace.InvalidError{Field: truncate(k, 64), Reason: "is not a parameter of the event stream"}
+		}
+	}
 	p := EventQueryParams{Type: v["type"], Actor: v.Get("actor"), SubjectKind: v.Get("subject_kind"), SubjectID: v.Get("subject_id"), SubjectName: v.Get("subject_name"), Since: v.Get("since"), Until: v.Get("until")}
 	if a := v.Get("after"); a != "" {
 		n, err := strconv.ParseInt(a, 10, 64)

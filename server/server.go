@@ -118,6 +118,9 @@ func New(ws workspace.Workspace, opts Options) (*Server, error) {
 	cfg.DocsPath = ""
 	cfg.SchemasPath = ""
 	cfg.OpenAPIPath = "/v1/openapi"
+	// A misspelt filter (lable=, limt=) is a 422 rather than silently
+	// ignored.
+	cfg.RejectUnknownQueryParameters = true
 	cfg.Info.Description = "The agentspace workspace over HTTP: artifacts, tasks, notes, locks, batches and the event log. " +
 		"Errors are application/problem+json with a stable code."
 	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{

@@ -244,3 +244,15 @@ func TestServeHTTPS(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "--tls-key")
 }
+
+func TestTokenTTLTakesDaysAndDurations(t *testing.T) {
+	for in, want := range map[string]time.Duration{"30d": 30 * 24 * time.Hour, "12h": 12 * time.Hour, "0": -1, "90s": 90 * time.Second} {
+		got, err := parseTTL(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"", "d", "-1d", "1.5d", "-5m", "soon"} {
+		_, err := parseTTL(bad)
+		assert.Error(t, err, bad)
+	}
+}
