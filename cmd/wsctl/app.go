@@ -101,6 +101,8 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 conflict, 4 locked, 5 not found,
 		a.exportCmd(),
 		a.importCmd(),
 		a.benchCmd(),
+		a.serveCmd(),
+		a.tokenCmd(),
 		a.versionCmd(),
 	)
 	explainArgs(root)

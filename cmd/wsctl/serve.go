@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// Server timeouts: slow clients cannot hold a connection for ever. Event
+// streams clear their read deadline (they have no body) and bound each
+// write instead.
+const (
+	serveReadHeaderTimeout = 10 * time.Second
+	serveReadTimeout       = 2 * time.Minute
+	serveIdleTimeout       = 2 * time.Minute
+	serveMaxHeaderBytes    = 64 << 10
+)
+
+func (a *app) serveCmd() *cobra.Command {
+	var (
+		listen, tlsCert, tlsKey, logFormat, logLevel string
+		requireToken                                 bool
+		heartbeat, maxWait, drain                    time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the workspace over HTTP (/v1 API, SSE events, tokens)",
+		Long: `serve answers the HTTP API of the workspace: /v1 (JSON; events as
+Server-Sent Events at /v1/events), /v1/openapi.json, /healthz and /metrics.
+
+--listen takes HOST:PORT or unix:/path/to.sock. On any address but a
+loopback one or a unix socket, every request must present a token (see
+'wsctl token create'); on those, a request without a token acts as the
+actor it names (X-Agentspace-Actor or the body's actor), and one with a
+token acts as the token's actor. SIGTERM or Ctrl-C drains: event streams
+end (clients resume with Last-Event-ID), requests under way finish.`,
+		Args: cobra.NoArgs,
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			// main cancels ctx on these signals too; serve listens itself so
+			// that it drains wherever run is called from.
+			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if (tlsCert == "") != (tlsKey == "") {
+				return usageErrorf("--tls-cert and --tls-key go together")
+			}
+			logger, err := a.serverLogger(logFormat, logLevel)
+			if err != nil {
+				return err
+			}
+			network, addr, loopback, err := listenAddr(listen)
+			if err != nil {
+				return err
+			}
+			res, err := a.resolve()
+			if err != nil {
+				return err
+			}
+			a.dsn = res.DSN
+			var maxSize int64
+			if p, err := workspace.ParseDSN(res.DSN); err == nil {
+				maxSize = p.Options.MaxArtifactSize
+			}
+			ws, err := workspace.Open(ctx, res.DSN, workspace.Options{Logger: logger, MustExist: true})
+			if err != nil {
+				return err
+			}
+			defer ws.Close()
+			dsn := res.DSN
+			srv, err := server.New(ws, server.Options{
+				RequireToken:    requireToken || !loopback,
+				MaxArtifactSize: maxSize,
+				Heartbeat:       heartbeat,
+				MaxWait:         maxWait,
+				Logger:          logger,
+				Redact:          func(err error) error { return workspace.RedactError(err, dsn) },
+				Version:         readBuildInfo().Version,
+			})
+			if err != nil {
+				return err
+			}
+			ln, err := listenOn(network, addr)
+			if err != nil {
+				return err
+			}
+			hs := &http.Server{
+				Handler:           srv,
+				ReadHeaderTimeout: serveReadHeaderTimeout,
+				ReadTimeout:       serveReadTimeout,
+				IdleTimeout:       serveIdleTimeout,
+				MaxHeaderBytes:    serveMaxHeaderBytes,
+				ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+			}
+			hs.RegisterOnShutdown(srv.Drain)
+			scheme := "http"
+			if tlsCert != "" {
+				scheme = "https"
+			}
+			where := scheme + "://" + ln.Addr().String()
+			if network == "unix" {
+				where = "http+unix://" + addr
+			}
+			mode := "every request needs a token"
+			if !(requireToken || !loopback) {
+				mode = "serving WITHOUT requiring tokens (loopback or unix socket only): a request acts as the actor it names; a presented token still binds its actor"
+			}
+			fmt.Fprintf(a.stderr, "wsctl serve: %s on %s for %s\n", mode, where, workspace.RedactDSN(res.DSN))
+
+			errc := make(chan error, 1)
+			go func() {
+				if tlsCert != "" {
+					errc <- hs.ServeTLS(ln, tlsCert, tlsKey)
+				} else {
+					errc <- hs.Serve(ln)
+				}
+			}()
+			select {
+			case err := <-errc:
+				return err
+			case <-ctx.Done():
+			}
+			fmt.Fprintln(a.stderr, "wsctl serve: draining")
+			sctx, cancel := context.WithTimeout(context.Background(), drain)
+			defer cancel()
+			if err := hs.Shutdown(sctx); err != nil {
+				_ = hs.Close()
+				return fmt.Errorf("serve: shutdown: %w", err)
+			}
+			if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			fmt.Fprintln(a.stderr, "wsctl serve: stopped")
+			return nil
+		}),
+	}
+	f := c.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:7465", "HOST:PORT, or unix:/path/to.sock")
+	f.StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM), with --tls-key")
+	f.StringVar(&tlsKey, "tls-key", "", "the certificate's private key (PEM)")
+	f.BoolVar(&requireToken, "require-token", false, "require a token on every request, even on loopback")
+	f.DurationVar(&heartbeat, "heartbeat", server.DefaultHeartbeat, "how often an idle event stream sends a heartbeat")
+	f.DurationVar(&maxWait, "max-wait", server.DefaultMaxWait, "the longest a claim or lock long poll waits")
+	f.DurationVar(&drain, "drain-timeout", 30*time.Second, "how long SIGTERM waits for requests under way")
+	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug (one line per request), info, warn or error")
+	return c
+}
+
+func (a *app) serverLogger(format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageErrorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	o := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(a.stderr, o)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(a.stderr, o)), nil
+	}
+	return nil, usageErrorf("--log-format %q: want text or json", format)
+}
+
+// listenAddr parses --listen and says whether it is loopback-only (a
+// loopback IP, localhost, or a unix socket).
+func listenAddr(s string) (network, addr string, loopback bool, err error) {
+	if path, ok := strings.CutPrefix(s, "unix:"); ok {
+		if path == "" {
+			return "", "", false, usageErrorf("--listen %q: want unix:/path/to.sock", s)
+		}
+		return "unix", path, true, nil
+	}
+	host, _, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", "", false, usageErrorf("--listen %q: want HOST:PORT or unix:/path/to.sock", s)
+	}
+	if host == "localhost" {
+		return "tcp", s, true, nil
+	}
+	ip := net.ParseIP(host)
+	return "tcp", s, ip != nil && ip.IsLoopback(), nil
+}
+
+// listenOn opens the listener. A unix socket left by a server that died is
+// removed; one that answers is in use.
+func listenOn(network, addr string) (net.Listener, error) {
+	if network == "unix" {
+		if _, err := os.Stat(addr); err == nil {
+			if c, err := net.DialTimeout("unix", addr, time.Second); err == nil {
+				_ = c.Close()
+				return nil, fmt.Errorf("serve: %s: a server is listening there already", addr)
+			}
+			if err := os.Remove(addr); err != nil {
+				return nil, fmt.Errorf("serve: %w", err)
+			}
+		}
+		ln, err := net.Listen("unix", addr)
+		if err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+		// Only the owner may connect: without tokens, whoever can reach
+		// the socket can act as anyone.
+		if err := os.Chmod(addr, 0o600); err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+		return ln, nil
+	}
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	return ln, nil
+}

@@ -1,0 +1,157 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ActorHeader names the acting agent on a request without a token (only
+// where the server does not require tokens).
+const ActorHeader = "X-Agentspace-Actor"
+
+// principal is who a request acts as: bound to a token's actor, or (no
+// token, where allowed) whoever the request names.
+type principal struct {
+	actor string // the token's actor, or the ActorHeader value
+	role  string
+	token string // the token's public id; "" without a token
+}
+
+func (p principal) bound() bool { return p.token != "" }
+
+type principalKey struct{}
+
+func principalFrom(ctx context.Context) principal {
+	p, _ := ctx.Value(principalKey{}).(principal)
+	return p
+}
+
+// actorFor returns the actor a write acts as. named is the actor the
+// request body gives, if any. Behind a token it must be the token's actor
+// or empty; without one the body's actor wins, else the header's.
+func actorFor(ctx context.Context, named string) (string, error) {
+	p := principalFrom(ctx)
+	if p.bound() {
+		if named != "" && named != p.actor {
+			return "", fmt.Errorf("%w: the token acts as %q; a request cannot act as %q", ErrForbidden, p.actor, truncate(named, 64))
+		}
+		return p.actor, nil
+	}
+	if named != "" {
+		return named, nil
+	}
+	return p.actor, nil
+}
+
+// authenticate finds the request's principal. A request that presents a
+// token is bound to its actor whatever the server's mode; one with a bad
+// token is refused even where tokens are not required.
+func (s *Server) authenticate(r *http.Request) (principal, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		if s.opts.RequireToken {
+			return principal{}, fmt.Errorf("%w: this server requires a bearer token (Authorization: Bearer ast_...)", ErrUnauthorized)
+		}
+		return principal{actor: r.Header.Get(ActorHeader)}, nil
+	}
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return principal{}, fmt.Errorf("%w: the Authorization header must be \"Bearer <token>\"", ErrUnauthorized)
+	}
+	t, err := s.tokens.Verify(r.Context(), strings.TrimSpace(tok))
+	if err != nil {
+		return principal{}, err
+	}
+	return principal{actor: t.Actor, role: t.Role, token: t.ID}, nil
+}
+
+// recorder keeps the status a handler wrote, for the log and the metrics.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if !r.wrote {
+		r.status, r.wrote = http.StatusOK, true
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Flush lets event streams flush through the recorder.
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection's deadlines.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// middleware authenticates /v1 requests, then logs and counts every
+// request. It logs the method, route, status, time and actor: never a
+// header's value, so never a token.
+func (s *Server) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		var p principal
+		// The API needs a principal; its description (/v1/openapi.json and
+		// the other forms huma serves) does not.
+		if strings.HasPrefix(r.URL.Path, "/v1/") && !strings.HasPrefix(r.URL.Path, "/v1/openapi") {
+			var err error
+			p, err = s.authenticate(r)
+			if err != nil {
+				pr, ok := problemOf(err)
+				if !ok {
+					s.log.Error("agentspace server: token check failed", "err", s.opts.Redact(err))
+					pr = newProblem(CodeUnavailable, "could not check the token")
+				}
+				writeProblem(rec, pr)
+				s.observe(r, rec, p, start, "unauthenticated")
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+		}
+		next.ServeHTTP(rec, r)
+		s.observe(r, rec, p, start, r.Pattern)
+	})
+}
+
+func (s *Server) observe(r *http.Request, rec *recorder, p principal, start time.Time, route string) {
+	if route == "" || route == "/" {
+		route = "unmatched"
+	}
+	d := time.Since(start)
+	code := strconv.Itoa(rec.status)
+	s.metrics.requests.WithLabelValues(route, code).Inc()
+	if route != eventsRoute {
+		s.metrics.latency.WithLabelValues(route).Observe(d.Seconds())
+	}
+	if r.Method != http.MethodGet && rec.status < 300 {
+		s.metrics.writes.WithLabelValues(route).Inc()
+	}
+	if s.log.Enabled(r.Context(), slog.LevelDebug) {
+		s.log.LogAttrs(r.Context(), slog.LevelDebug, "agentspace server: request",
+			slog.String("method", r.Method), slog.String("route", route), slog.Int("status", rec.status),
+			slog.Duration("took", d), slog.String("actor", p.actor), slog.Bool("token", p.bound()),
+			slog.String("remote", r.RemoteAddr))
+	}
+}
+
+// errBadToken is the one answer for every token that does not pass, so
+// that the refusal says nothing about which part was wrong.
+var errBadToken = fmt.Errorf("%w: the token is unknown, revoked or expired", ErrUnauthorized)

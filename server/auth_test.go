@@ -1,0 +1,138 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+func bearer(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
+
+// TestTokensBindTheActor runs a server that requires tokens: a token acts
+// as its actor, cannot act as another (403), and is refused once revoked
+// or expired (401); a missing or malformed token is 401.
+func TestTokensBindTheActor(t *testing.T) {
+	e := newEnv(t, sqliteDSN(t), server.Options{RequireToken: true})
+	ctx := context.Background()
+	tok, info, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "ann", Role: "writer", By: "admin"})
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(tok, server.TokenPrefix+info.ID+"_"))
+
+	var who struct{ Actor, Role, Token string }
+	e.ok(200, &who, "GET", "/v1/whoami", nil, bearer(tok)...)
+	assert.Equal(t, "ann", who.Actor)
+	assert.Equal(t, "writer", who.Role)
+
+	var a workspace.Artifact
+	e.ok(201, &a, "POST", "/v1/artifacts", map[string]any{"name": "mine", "content": "x"}, bearer(tok)...)
+	assert.Equal(t, "ann", a.CreatedBy)
+	// The header cannot override the token either.
+	e.ok(201, &a, "POST", "/v1/artifacts", map[string]any{"name": "mine2", "content": "x"}, "Authorization", "Bearer "+tok, server.ActorHeader, "bob")
+	assert.Equal(t, "ann", a.CreatedBy)
+
+	head := e.head()
+	for _, body := range []map[string]any{
+		{"name": "theirs", "content": "x", "actor": "bob"},
+	} {
+		require.ErrorIs(t, e.fails(403, "POST", "/v1/artifacts", body, bearer(tok)...), server.ErrForbidden)
+	}
+	require.ErrorIs(t, e.fails(403, "POST", "/v1/tasks/claim", map[string]any{"actor": "bob"}, bearer(tok)...), server.ErrForbidden)
+	require.ErrorIs(t, e.fails(403, "POST", "/v1/locks/r/acquire", map[string]any{"actor": "bob", "ttl": "1m"}, bearer(tok)...), server.ErrForbidden)
+	require.ErrorIs(t, e.fails(403, "POST", "/v1/batch", map[string]any{"actor": "bob", "ops": []any{}}, bearer(tok)...), server.ErrForbidden)
+	assert.Equal(t, head, e.head(), "nothing written")
+
+	// The token notes are out of the API's reach.
+	require.ErrorIs(t, e.fails(403, "GET", "/v1/notes/token/"+info.ID, nil, bearer(tok)...), server.ErrForbidden)
+	require.ErrorIs(t, e.fails(403, "PUT", "/v1/notes/token/x", map[string]any{"body": "{}"}, bearer(tok)...), server.ErrForbidden)
+	require.ErrorIs(t, e.fails(403, "POST", "/v1/batch", map[string]any{"ops": []any{map[string]any{"op": "put_note", "kind": "token", "key": "x"}}}, bearer(tok)...), server.ErrForbidden)
+	var np workspace.NotePage
+	e.ok(200, &np, "GET", "/v1/notes", nil, bearer(tok)...)
+	assert.Empty(t, np.Notes)
+
+	flipped := tok[:len(tok)-1] + "a"
+	if strings.HasSuffix(tok, "a") {
+		flipped = tok[:len(tok)-1] + "b"
+	}
+	for _, hdr := range [][]string{
+		nil,
+		{server.ActorHeader, "ann"},
+		bearer("ast_nope"),
+		bearer(tok + "x"),
+		bearer(flipped),
+		{"Authorization", "Basic " + tok},
+	} {
+		st, body := e.do("GET", "/v1/whoami", nil, hdr...)
+		assert.Equal(t, http.StatusUnauthorized, st, "%v", hdr)
+		assert.NotContains(t, string(body), tok[len(server.TokenPrefix)+17:], "the secret is never echoed")
+		require.ErrorIs(t, server.DecodeError(st, body), server.ErrUnauthorized)
+	}
+	// Health and the document need no token.
+	st, _ := e.do("GET", "/healthz", nil)
+	assert.Equal(t, 200, st)
+	st, _ = e.do("GET", "/v1/openapi.json", nil)
+	assert.Equal(t, 200, st)
+
+	_, err = e.srv.Tokens().Revoke(ctx, "admin", info.ID)
+	require.NoError(t, err)
+	require.ErrorIs(t, e.fails(401, "GET", "/v1/whoami", nil, bearer(tok)...), server.ErrUnauthorized)
+
+	short, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "bob", TTL: 50 * time.Millisecond})
+	require.NoError(t, err)
+	e.ok(200, nil, "GET", "/v1/whoami", nil, bearer(short)...)
+	time.Sleep(100 * time.Millisecond)
+	require.ErrorIs(t, e.fails(401, "GET", "/v1/whoami", nil, bearer(short)...), server.ErrUnauthorized)
+
+	ts, err := e.srv.Tokens().List(ctx)
+	require.NoError(t, err)
+	require.Len(t, ts, 2)
+	assert.True(t, ts[0].Revoked || ts[1].Revoked)
+
+	// Nothing in the log holds a secret.
+	logs := e.logs.String()
+	assert.Contains(t, logs, "route=\"GET /v1/whoami\"")
+	assert.NotContains(t, logs, tok[len(server.TokenPrefix)+17:])
+	assert.NotContains(t, logs, short[len(server.TokenPrefix)+17:])
+}
+
+// TestWithoutRequiredTokensAPresentedTokenStillBinds runs a loopback-style
+// server: no token acts as the named actor, a token binds its actor, and a
+// bad token is refused.
+func TestWithoutRequiredTokensAPresentedTokenStillBinds(t *testing.T) {
+	e := newEnv(t, sqliteDSN(t), server.Options{})
+	tok, _, err := e.srv.Tokens().Create(context.Background(), server.TokenRequest{Actor: "ann"})
+	require.NoError(t, err)
+	var a workspace.Artifact
+	e.ok(201, &a, "POST", "/v1/artifacts", map[string]any{"name": "x", "content": "x", "actor": "bob"})
+	assert.Equal(t, "bob", a.CreatedBy)
+	require.ErrorIs(t, e.fails(403, "POST", "/v1/artifacts", map[string]any{"name": "y", "content": "x", "actor": "bob"}, bearer(tok)...), server.ErrForbidden)
+	require.ErrorIs(t, e.fails(401, "POST", "/v1/artifacts", map[string]any{"name": "y", "content": "x", "actor": "bob"}, bearer("ast_bad")...), server.ErrUnauthorized)
+	// No actor at all is the workspace's own invalid input.
+	err = e.fails(400, "POST", "/v1/artifacts", map[string]any{"name": "y", "content": "x"})
+	var ie *workspace.InvalidError
+	require.ErrorAs(t, err, &ie)
+	assert.Equal(t, "actor", ie.Field)
+}
+
+func TestTokenCreateRejectsBadInput(t *testing.T) {
+	e := newEnv(t, sqliteDSN(t), server.Options{})
+	head := e.head()
+	for _, r := range []server.TokenRequest{
+		{Actor: ""},
+		{Actor: strings.Repeat("a", workspace.MaxActorLen+1)},
+		{Actor: "ann", Role: "Not A Role"},
+	} {
+		_, _, err := e.srv.Tokens().Create(context.Background(), r)
+		require.ErrorIs(t, err, workspace.ErrInvalid)
+	}
+	_, err := e.srv.Tokens().Revoke(context.Background(), "admin", "nosuchtoken")
+	require.ErrorIs(t, err, workspace.ErrNotFound)
+	assert.Equal(t, head, e.head(), "nothing written")
+}

@@ -1,0 +1,67 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the server's Prometheus series, on a registry of its own
+// unless Options gave one, so that two servers in one process (tests, or
+// one per workspace) never collide.
+type metrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	streams  prometheus.Gauge
+	events   prometheus.Counter
+	writes   *prometheus.CounterVec
+	gatherer prometheus.Gatherer
+}
+
+func newMetrics(reg prometheus.Registerer, g prometheus.Gatherer) (*metrics, error) {
+	if reg == nil {
+		r := prometheus.NewRegistry()
+		reg = r
+		if g == nil {
+			g = r
+		}
+	}
+	if g == nil {
+		g = prometheus.DefaultGatherer
+	}
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentspace_http_requests_total",
+			Help: "HTTP requests answered, by route pattern and status code.",
+		}, []string{"route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "agentspace_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by route pattern (event streams are left out).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"route"}),
+		streams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "agentspace_http_open_streams",
+			Help: "Event streams (SSE) open now.",
+		}),
+		events: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "agentspace_http_streamed_events_total",
+			Help: "Events sent to SSE subscribers.",
+		}),
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentspace_http_commits_total",
+			Help: "Writes committed through the API, by route pattern.",
+		}, []string{"route"}),
+		gatherer: g,
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.streams, m.events, m.writes} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.gatherer, promhttp.HandlerOpts{})
+}

@@ -1,0 +1,97 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// NotePath names a note.
+type NotePath struct {
+	Kind string `path:"kind" doc:"The note's kind (a lower-case word)."`
+	Key  string `path:"key" doc:"The note's key, URL-escaped."`
+}
+
+type noteOut struct {
+	Body workspace.Note
+}
+
+// guardKind refuses the notes that hold tokens: their hashes never leave
+// the server, and only the token commands write them.
+func guardKind(kind string) error {
+	if kind == TokenKind {
+		return fmt.Errorf("%w: notes of kind %q hold tokens: use wsctl token", ErrForbidden, TokenKind)
+	}
+	return nil
+}
+
+func (s *Server) noteRoutes() {
+	huma.Register(s.api, s.op("putNote", http.MethodPut, "/v1/notes/{kind}/{key}", "Create or update a note", "notes", 0),
+		func(ctx context.Context, in *struct {
+			NotePath
+			Body NoteBody
+		}) (*noteOut, error) {
+			if err := guardKind(in.Kind); err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			w, err := s.write(ctx, in.Body.WriteFields)
+			if err != nil {
+				return nil, err
+			}
+			n, err := s.ws.Notes().Put(ctx, w, workspace.NotePut{Kind: in.Kind, Key: in.Key, Title: in.Body.Title, Body: in.Body.Body})
+			return answer(s, ctx, &noteOut{n}, err)
+		})
+
+	huma.Register(s.api, s.op("getNote", http.MethodGet, "/v1/notes/{kind}/{key}", "Get a note", "notes", 0),
+		func(ctx context.Context, in *struct{ NotePath }) (*noteOut, error) {
+			if err := guardKind(in.Kind); err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			n, err := s.ws.Notes().Get(ctx, in.Kind, in.Key)
+			return answer(s, ctx, &noteOut{n}, err)
+		})
+
+	huma.Register(s.api, s.op("deleteNote", http.MethodDelete, "/v1/notes/{kind}/{key}", "Delete a note", "notes", http.StatusNoContent),
+		func(ctx context.Context, in *struct {
+			NotePath
+			WriteQuery
+		}) (*struct{}, error) {
+			if err := guardKind(in.Kind); err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			w, err := s.write(ctx, in.fields())
+			if err != nil {
+				return nil, err
+			}
+			return answer(s, ctx, &struct{}{}, s.ws.Notes().Delete(ctx, w, in.Kind, in.Key))
+		})
+
+	huma.Register(s.api, s.op("listNotes", http.MethodGet, "/v1/notes", "List notes by kind, then key", "notes", 0),
+		func(ctx context.Context, in *struct {
+			Kind  string `query:"kind"`
+			After string `query:"after"`
+			Limit int    `query:"limit" minimum:"0" maximum:"1000"`
+		}) (*struct{ Body workspace.NotePage }, error) {
+			if err := guardKind(in.Kind); err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			p, err := s.ws.Notes().List(ctx, workspace.NoteFilter{Kind: in.Kind, After: in.After, Limit: in.Limit})
+			if err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			// A page may come out shorter than asked; its cursor is still
+			// the store's, so paging goes on past the token notes.
+			kept := p.Notes[:0]
+			for _, n := range p.Notes {
+				if n.Kind != TokenKind {
+					kept = append(kept, n)
+				}
+			}
+			p.Notes = kept
+			return &struct{ Body workspace.NotePage }{p}, nil
+		})
+}

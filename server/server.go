@@ -1,0 +1,230 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// Defaults of Options.
+const (
+	DefaultHeartbeat = 15 * time.Second
+	DefaultMaxWait   = 60 * time.Second
+	// framing is what a body may hold beside one artifact's content: the
+	// other fields and JSON's escaping.
+	framing = 1 << 20
+)
+
+// Options configure a Server. The zero value serves without requiring
+// tokens, which a caller must allow only on a loopback or unix-socket
+// listener.
+type Options struct {
+	// RequireToken makes every /v1 request present a valid bearer token.
+	// Without it, a request without a token acts as the actor it names
+	// (X-Agentspace-Actor or the body's actor); a request with a token is
+	// still bound to the token's actor, and a bad token is refused.
+	RequireToken bool
+	// MaxArtifactSize is the workspace's limit on one artifact's content
+	// (default workspace.DefaultMaxArtifactSize); request bodies are capped
+	// at its base64 size plus framing.
+	MaxArtifactSize int64
+	// Heartbeat is how often an idle event stream sends a comment line with
+	// the seq it has reached (default 15s).
+	Heartbeat time.Duration
+	// MaxWait bounds a long poll's wait (default 60s).
+	MaxWait time.Duration
+	// Logger receives one debug line per request and warnings; never a
+	// token (default slog.Default()).
+	Logger *slog.Logger
+	// Redact, when set, cleans an unexpected error's text before it is
+	// logged (the CLI passes one that hides the DSN's password).
+	Redact func(error) error
+	// Registerer receives the server's Prometheus metrics; nil gives the
+	// server a registry of its own, served at /metrics.
+	Registerer prometheus.Registerer
+	// Gatherer is what /metrics serves (default: the server's own registry).
+	Gatherer prometheus.Gatherer
+	// Version is reported in the OpenAPI document.
+	Version string
+}
+
+// Server serves one workspace over HTTP: the /v1 API (JSON, with events as
+// Server-Sent Events), /v1/openapi.json, /healthz and /metrics. It calls
+// only the public workspace API, so its rules are the library's.
+type Server struct {
+	ws      workspace.Workspace
+	opts    Options
+	log     *slog.Logger
+	mux     *http.ServeMux
+	handler http.Handler
+	api     huma.API
+	tokens  *Tokens
+	metrics *metrics
+	// served lists the /v1 routes ("METHOD /path") the mux serves, for
+	// the test that finds each in the OpenAPI document.
+	served []string
+
+	// drain is cancelled by Drain: streams and long polls end on it.
+	drain     context.Context
+	drainOnce sync.Once
+	stop      context.CancelFunc
+}
+
+// New builds the server for ws. It does not close ws.
+func New(ws workspace.Workspace, opts Options) (*Server, error) {
+	if ws == nil {
+		return nil, errors.New("server.New: nil workspace")
+	}
+	if opts.MaxArtifactSize <= 0 {
+		opts.MaxArtifactSize = workspace.DefaultMaxArtifactSize
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = DefaultHeartbeat
+	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = DefaultMaxWait
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Redact == nil {
+		opts.Redact = func(err error) error { return err }
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	s := &Server{ws: ws, opts: opts, log: opts.Logger, mux: http.NewServeMux(), tokens: NewTokens(ws)}
+	s.drain, s.stop = context.WithCancel(context.Background())
+	m, err := newMetrics(opts.Registerer, opts.Gatherer)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+
+	cfg := huma.DefaultConfig("agentspace", opts.Version)
+	// The link transformer would add "$schema" to every record: the wire
+	// shape is the workspace types' and nothing else.
+	cfg.CreateHooks = nil
+	cfg.DocsPath = ""
+	cfg.SchemasPath = ""
+	cfg.OpenAPIPath = "/v1/openapi"
+	// A misspelt filter (lable=, limt=) is a 422 rather than silently
+	// ignored.
+	cfg.RejectUnknownQueryParameters = true
+	cfg.Info.Description = "The agentspace workspace over HTTP: artifacts, tasks, notes, locks, batches and the event log. " +
+		"Errors are application/problem+json with a stable code."
+	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
+		"bearer": {Type: "http", Scheme: "bearer", Description: "ast_<id>_<secret>, from wsctl token create"},
+	}
+	cfg.Security = []map[string][]string{{"bearer": {}}, {}}
+	cfg.Transformers = []huma.Transformer{func(_ huma.Context, _ string, v any) (any, error) {
+		if m, ok := v.(*huma.ErrorModel); ok {
+			return fromHuma(m), nil
+		}
+		return v, nil
+	}}
+	s.api = humago.New(s.mux, cfg)
+	registerWireTypes(s.api)
+	s.routes()
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.Handle("GET /metrics", m.handler())
+	s.documentOps()
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, newProblem(CodeNoRoute, "no such route: "+r.Method+" "+truncate(r.URL.Path, 200)))
+	})
+	s.handler = s.middleware(s.mux)
+	return s, nil
+}
+
+// ServeHTTP serves one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// OpenAPI returns the API's OpenAPI 3.1 document (the one served at
+// /v1/openapi.json).
+func (s *Server) OpenAPI() *huma.OpenAPI { return s.api.OpenAPI() }
+
+// Drain ends every event stream and long poll cleanly and makes new ones
+// return at once: call it when shutting down (http.Server.RegisterOnShutdown),
+// since Shutdown itself waits for them. Other requests are unaffected.
+func (s *Server) Drain() { s.drainOnce.Do(s.stop) }
+
+// Tokens returns the token store the server checks requests against.
+func (s *Server) Tokens() *Tokens { return s.tokens }
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	head, err := s.ws.Events().Head(ctx)
+	w.Header().Set("Content-Type", "application/json")
+	if err != nil {
+		s.log.Warn("agentspace server: health check failed", "err", s.opts.Redact(err))
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"ok":false}` + "\n"))
+		return
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "head": head})
+}
+
+// writeProblem writes p as the answer, outside huma (plain handlers).
+func writeProblem(w http.ResponseWriter, p *Problem) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+}
+
+// fail maps a workspace call's error to the answer huma writes. An error
+// outside the known set is logged (redacted) and answered as internal
+// without its text.
+func (s *Server) fail(ctx context.Context, err error) *Problem {
+	if p, ok := problemOf(err); ok {
+		return p
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return newProblem(CodeTimeout, "the request's deadline passed")
+	}
+	if errors.Is(err, context.Canceled) {
+		if s.drain.Err() != nil {
+			return newProblem(CodeUnavailable, "the server is shutting down")
+		}
+		// The client went away: no one reads the answer, and it is no
+		// failure of the server's.
+		return newProblem(CodeTimeout, "the request was cancelled")
+	}
+	s.log.LogAttrs(ctx, slog.LevelError, "agentspace server: request failed", slog.Any("err", s.opts.Redact(err)))
+	return newProblem(CodeInternal, "internal error (logged by the server)")
+}
+
+// documentOps adds the plain routes outside /v1 to the OpenAPI document,
+// so that it lists everything the server answers.
+func (s *Server) documentOps() {
+	oapi := s.api.OpenAPI()
+	oapi.AddOperation(&huma.Operation{
+		OperationID: "healthz", Method: http.MethodGet, Path: "/healthz", Tags: []string{"meta"},
+		Summary:  "Liveness and store reachability: 200 with the head, or 503",
+		Security: []map[string][]string{{}},
+		Responses: map[string]*huma.Response{
+			"200": {Description: "The store answers", Content: map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Type: "object", Properties: map[string]*huma.Schema{"ok": {Type: "boolean"}, "head": {Type: "integer", Format: "int64"}}}}}},
+			"503": {Description: "The store does not answer"},
+		},
+	})
+	oapi.AddOperation(&huma.Operation{
+		OperationID: "metrics", Method: http.MethodGet, Path: "/metrics", Tags: []string{"meta"},
+		Summary:  "Prometheus metrics (text exposition format)",
+		Security: []map[string][]string{{}},
+		Responses: map[string]*huma.Response{
+			"200": {Description: "The metrics", Content: map[string]*huma.MediaType{"text/plain": {Schema: &huma.Schema{Type: "string"}}}},
+		},
+	})
+	s.served = append(s.served, "GET /healthz", "GET /metrics")
+}
