@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -35,14 +36,17 @@ import (
 // read once they pause (ownPause, at most ownMax after the first); an
 // early store's change after a quiet spell is read once the notifications
 // have settled (settleDelay, at most maxSettle after the first); reads
-// that find nothing look again at growing steps, from firstStep up to
-// poll.
+// that find nothing look again at growing steps, from a millisecond (or,
+// after a settled read that found nothing, the finer fineStep, slept in
+// the kernel by the napper) up to poll; a read that found the head moved
+// looks again after poll.
 type watchPlan struct {
-	notifies  bool          // the store notifies; else it is polled
-	early     bool          // its notifications may come before their commit is readable
-	poll      time.Duration // the longest step between reads while one is pending
-	tail      time.Duration // how long a notification without a seq stays pending
-	firstStep time.Duration // the look-agains' first step
+	notifies bool          // the store notifies; else it is polled
+	early    bool          // its notifications may come before their commit is readable
+	poll     time.Duration // the longest step between reads while one is pending
+	tail     time.Duration // how long a notification without a seq stays pending
+	fineStep time.Duration // the first look-again after a settled read (early stores)
+	fine     bool          // the look-agains follow a settled read that found nothing
 
 	due    time.Time // the next read; zero: none
 	ladder bool      // due is a look-again's
@@ -52,6 +56,9 @@ type watchPlan struct {
 	// read.
 	last    time.Time
 	confirm bool
+	// heard is when the latest notification taken while someone waited
+	// came: quiet spells are timed from it.
+	heard time.Time
 	// ownFirst and settleFirst are when the first change put off as the
 	// core's own, or settling, came since the last read (zero: none).
 	ownFirst    time.Time
@@ -87,11 +94,7 @@ const (
 // notifications may come early, read while it is pending at most poll
 // apart; a notification stays pending for tail.
 func newWatchPlan(notifies, early bool, poll, tail time.Duration) *watchPlan {
-	p := &watchPlan{notifies: notifies, early: early, poll: poll, tail: tail, firstStep: time.Millisecond}
-	if early {
-		p.firstStep = 2 * settleDelay
-	}
-	p.firstStep = min(p.firstStep, poll)
+	p := &watchPlan{notifies: notifies, early: early, poll: poll, tail: tail, fineStep: min(2*settleDelay, poll)}
 	return p
 }
 
@@ -109,10 +112,16 @@ func (p *watchPlan) setDue(t time.Time) {
 
 // notified takes in a notification that carries no seq, at now. own says
 // the core is writing or has just published (ownCommits.likely); wrote
-// says it ended a transaction within quietSpell.
-func (p *watchPlan) notified(now time.Time, own, wrote bool) {
-	quiet := now.Sub(p.last) >= quietSpell && !wrote
+// says it ended a transaction within quietSpell; waiting, that someone
+// waits. A quiet spell is timed from the last notification taken while
+// someone waited: the tail of a commit's notifications that lands while
+// its waiters read what it woke them for does not break it.
+func (p *watchPlan) notified(now time.Time, own, wrote, waiting bool) {
+	quiet := now.Sub(p.heard) >= quietSpell && !wrote
 	p.last, p.step = now, 0
+	if waiting {
+		p.heard = now
+	}
 	switch {
 	case own:
 		// A look-again due meanwhile waits with it; a settling read does not.
@@ -165,6 +174,14 @@ func (p *watchPlan) kicked(now time.Time) {
 // ticked takes in the safety tick: a read now.
 func (p *watchPlan) ticked(now time.Time) { p.setDue(now) }
 
+// precise reports whether the due read is one that a millisecond late
+// would cost a waiter: a settling change's, or a look-again just after a
+// settled read. Others wait on a runtime timer rather than hold a thread
+// in nap while the core's writers run.
+func (p *watchPlan) precise() bool {
+	return !p.settleFirst.IsZero() || (p.ladder && p.fine)
+}
+
 // ready reports whether the read is due at now. A look-again that falls
 // while the core's own commits are likely landing (own) is put off with
 // them.
@@ -185,16 +202,34 @@ func (p *watchPlan) ready(now time.Time, own bool) bool {
 // notification is pending, none otherwise. A read that failed counts as
 // one that found nothing new.
 func (p *watchPlan) read(start time.Time, moved bool) {
+	settled, own := !p.settleFirst.IsZero(), !p.ownFirst.IsZero()
 	p.ownFirst, p.settleFirst, p.confirm = time.Time{}, time.Time{}, false
 	p.due, p.ladder = time.Time{}, false
 	if !p.pending(start) {
 		p.step = 0
 		return
 	}
-	if moved {
-		p.step = 0
+	switch {
+	case moved || own:
+		// The commit it was woken for is in (or, put off as the core's
+		// own, was published already). Another that shared its
+		// notification may not be yet, but that is rare: look again
+		// within a poll interval, not at once, which would take a read
+		// snapshot while the store's next commit is most likely under way.
+		p.step, p.fine = p.poll, false
+	case settled:
+		// A settled read that found nothing is most likely just ahead of
+		// its commit's fsync: look again soon (fineStep, doubling while
+		// under a millisecond).
+		p.fine = true
+		p.step = min(max(2*p.step, p.fineStep), p.poll)
+	default:
+		// A millisecond is soon enough, and a runtime timer can keep it.
+		if p.step >= time.Millisecond {
+			p.fine = false
+		}
+		p.step = min(max(2*p.step, min(time.Millisecond, p.poll)), p.poll)
 	}
-	p.step = min(max(2*p.step, p.firstStep), p.poll)
 	p.due, p.ladder = start.Add(p.step), true
 }
 
@@ -239,7 +274,8 @@ func (o *ownCommits) wroteWithin(now time.Time, d time.Duration) bool {
 }
 
 // napUnder is the wait under which the loop sleeps in the kernel (nap)
-// rather than on a runtime timer, which may fire a millisecond late.
+// for a precise read, rather than on a runtime timer, which may fire a
+// millisecond late.
 const napUnder = time.Millisecond
 
 func (b *hub) watchLoop() {
@@ -260,29 +296,31 @@ func (b *hub) watchLoop() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	// armed is the due the timer is set for (zero: none): it is set again
+	// only when the due moves, as most inputs (the core's own commits'
+	// notifications, kicks) leave it where it is.
+	var armed time.Time
+	n := newNapper(&b.wg)
 	for {
 		var ticks, alarm <-chan time.Time
-		reached := false
+		var napped <-chan struct{}
 		if b.interest.Load() > 0 {
 			ticks = ticker.C
 			if !p.due.IsZero() {
 				switch wait := time.Until(p.due); {
 				case wait <= 0:
-					reached = true
-				case wait < napUnder:
-					nap(wait)
-					reached = true
+				case wait < napUnder && p.precise():
+					napped = n.until(p.due)
 				default:
-					timer.Reset(wait)
+					if !p.due.Equal(armed) {
+						timer.Reset(wait)
+						armed = p.due
+					}
 					alarm = timer.C
 				}
 			}
 		}
-		if reached {
-			if b.ctx.Err() != nil {
-				return
-			}
-		} else {
+		if napped != nil || alarm != nil || p.due.IsZero() || b.interest.Load() == 0 {
 			select {
 			case <-b.ctx.Done():
 				return
@@ -291,10 +329,12 @@ func (b *hub) watchLoop() {
 			case <-b.changes:
 				b.changed(p)
 			case <-alarm:
+				armed = time.Time{}
+			case <-napped:
+				n.woke()
 			case <-ticks:
 				p.ticked(time.Now())
 			}
-			timer.Stop()
 		}
 		if b.interest.Load() == 0 {
 			continue
@@ -303,6 +343,50 @@ func (b *hub) watchLoop() {
 			b.readHead(p, now)
 		}
 	}
+}
+
+// napper sleeps in the kernel (nap) on a goroutine of its own for the
+// loop's sub-millisecond waits, so that the loop goes on taking
+// notifications meanwhile (they may move the read: an early store's
+// settles once its notifications are quiet). One sleeper at a time: the
+// loop asks again only once it has taken the wake-up.
+type napper struct {
+	wg       *sync.WaitGroup
+	c        chan struct{}
+	due      atomic.Int64 // when to wake, as time since clockBase
+	sleeping bool         // the loop's: a sleeper is out and not yet taken
+}
+
+func newNapper(wg *sync.WaitGroup) *napper {
+	return &napper{wg: wg, c: make(chan struct{}, 1)}
+}
+
+// until returns the channel that wakes at due. A sleeper already out
+// takes the new due when its nap ends: a due moved later is kept, one
+// moved sooner is a little late.
+func (n *napper) until(due time.Time) <-chan struct{} {
+	n.due.Store(int64(due.Sub(clockBase)))
+	if !n.sleeping {
+		n.sleeping = true
+		n.wg.Add(1)
+		go n.sleep()
+	}
+	return n.c
+}
+
+// woke notes the wake-up taken.
+func (n *napper) woke() { n.sleeping = false }
+
+func (n *napper) sleep() {
+	defer n.wg.Done()
+	for {
+		wait := time.Duration(n.due.Load()) - time.Since(clockBase)
+		if wait <= 0 {
+			break
+		}
+		nap(wait)
+	}
+	n.c <- struct{}{}
 }
 
 // changed takes in a notification of the store.
@@ -319,7 +403,7 @@ func (b *hub) changed(p *watchPlan) {
 		return
 	}
 	now := time.Now()
-	p.notified(now, b.h.own.likely(now), b.h.own.wroteWithin(now, quietSpell))
+	p.notified(now, b.h.own.likely(now), b.h.own.wroteWithin(now, quietSpell), b.interest.Load() > 0)
 }
 
 // readHead reads the store's head, bumps the hub to it, and tells p.

@@ -152,7 +152,7 @@ func (s *watchSim) change() {
 	}
 	own := s.own()
 	s.logf("notified (own %v)", own)
-	s.p.notified(s.now, own, own)
+	s.p.notified(s.now, own, own, s.waiting)
 }
 
 // reconnect is a head notifier's listener coming back: what it missed
@@ -404,7 +404,7 @@ func TestWatchPlanOwnStreamDoesNotHoldOffAnotherStoresCommit(t *testing.T) {
 		s.run(simStart.Add(3 * time.Second))
 		for _, seq := range []int{22, 402} { // after 21 own commits, and after the last
 			late := s.seenAt[seq-1].Sub(s.visible[seq-1])
-			if late > ownPause+s.p.firstStep {
+			if late > ownPause+time.Millisecond {
 				t.Fatalf("early %v: the other store's commit %d was seen %v after it was readable\n%s", early, seq, late, strings.Join(s.log, "\n"))
 			}
 		}
@@ -440,7 +440,7 @@ func TestWatchPlanReadsABoundedNumberOfTimesAfterANotification(t *testing.T) {
 	s.setWaiting(simStart, true)
 	s.commit(simStart, 100*time.Microsecond)
 	s.run(simStart.Add(s.tick - time.Millisecond))
-	// 1 settled read, the ladder (300 µs doubling to 50 ms: 8 steps),
+	// 1 settled read, the ladder (1 ms doubling to 50 ms: 7 steps),
 	// then a read each 50 ms until the tail ends (1 s).
 	if s.reads < 10 || s.reads > 30 {
 		t.Fatalf("%d reads after one notification\n%s", s.reads, strings.Join(s.log, "\n"))
