@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -149,19 +150,73 @@ func tool[In any](s *Server, name, title, description string, enums map[string][
 		}
 		p.Enum = values
 	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcp: schema of %s: %v", name, err))
+	}
 	t := &sdk.Tool{Name: name, Title: title, Description: description, InputSchema: schema}
-	sdk.AddTool(s.sdk, t, func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, any, error) {
-		out, err := h(ctx, s.actor(ctx, req), in)
+	// The low-level handler validates the arguments itself, so that bad
+	// ones are tool errors of the same shape as the workspace's (class
+	// invalid, naming the field), not the SDK's own text.
+	s.sdk.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		out, err := func() (any, error) {
+			in, err := decodeArgs[In](req.Params.Arguments, resolved)
+			if err != nil {
+				return nil, err
+			}
+			return h(ctx, s.actor(ctx, req), in)
+		}()
 		if err != nil {
 			te := classify(err, s.opts.Redact)
 			if te.Error == ClassInternal {
 				s.opts.Logger.Warn("agentspace mcp: tool failed", "tool", name, "err", s.opts.Redact(err))
 			}
-			return errorResult(te), nil, nil
+			return errorResult(te), nil
 		}
-		res, err := okResult(out)
-		return res, nil, err
+		return okResult(out)
 	})
+}
+
+// decodeArgs checks a call's arguments against the tool's schema and
+// decodes them. A failure is an *InvalidError naming the argument.
+func decodeArgs[In any](raw json.RawMessage, schema *jsonschema.Resolved) (In, error) {
+	var in In
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	var v map[string]any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return in, badArg("arguments", "not a JSON object: %v", err)
+	}
+	if err := schema.Validate(v); err != nil {
+		return in, badArg(schemaField(err.Error()), "%v", err)
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		field := "arguments"
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			field = te.Field
+		}
+		return in, badArg(field, "%v", err)
+	}
+	return in, nil
+}
+
+// schemaField picks the argument a schema validation error is about: the
+// last "/properties/NAME" of its path, else "arguments".
+func schemaField(msg string) string {
+	i := strings.LastIndex(msg, "/properties/")
+	if i < 0 {
+		return "arguments"
+	}
+	rest := msg[i+len("/properties/"):]
+	if j := strings.IndexAny(rest, ":/ "); j >= 0 {
+		rest = rest[:j]
+	}
+	if rest == "" {
+		return "arguments"
+	}
+	return rest
 }
 
 // artifactName returns the artifact name a resource URI names.
