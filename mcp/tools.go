@@ -303,18 +303,7 @@ func (s *Server) taskClaim(ctx context.Context, actor string, in taskClaimIn) (a
 	if req.Wait && errors.Is(err, context.DeadlineExceeded) {
 		return nil, workspace.ErrNoTask
 	}
-	if err != nil {
-		return nil, err
-	}
-	// The claim's lock token fences the writes made for the task.
-	fence := int64(0)
-	if l, lerr := s.ws.Locks().Get(ctx, workspace.TaskResource(t.ID)); lerr == nil && l.Owner == actor {
-		fence = l.Token
-	}
-	if fence == 0 {
-		return t, nil
-	}
-	return withFields(t, map[string]any{"fence": fence})
+	return t, err
 }
 
 func (s *Server) taskUpdate(ctx context.Context, actor string, in taskUpdateIn) (any, error) {
