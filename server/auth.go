@@ -101,7 +101,7 @@ func (r *recorder) Flush() {
 // Unwrap lets http.ResponseController reach the connection's deadlines.
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// middleware authenticates /v1 requests, then logs and counts every
+// middleware authenticates /v1 and /mcp requests, then logs and counts every
 // request. It logs the method, route, status, time and actor: never a
 // header's value, so never a token.
 func (s *Server) middleware(next http.Handler) http.Handler {
@@ -111,7 +111,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		var p principal
 		// The API needs a principal; its description (/v1/openapi.json and
 		// the other forms huma serves) does not.
-		if strings.HasPrefix(r.URL.Path, "/v1/") && !strings.HasPrefix(r.URL.Path, "/v1/openapi") {
+		if (strings.HasPrefix(r.URL.Path, "/v1/") && !strings.HasPrefix(r.URL.Path, "/v1/openapi")) || r.URL.Path == mcpRoute {
 			var err error
 			p, err = s.authenticate(r)
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agentspace/agentspace/mcp"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -70,6 +71,7 @@ type Server struct {
 	api     huma.API
 	tokens  *Tokens
 	metrics *metrics
+	mcp     *mcp.Server
 	// served lists the /v1 routes ("METHOD /path") the mux serves, for
 	// the test that finds each in the OpenAPI document.
 	served []string
@@ -136,6 +138,7 @@ func New(ws workspace.Workspace, opts Options) (*Server, error) {
 	s.api = humago.New(s.mux, cfg)
 	registerWireTypes(s.api)
 	s.routes()
+	s.mountMCP()
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.Handle("GET /metrics", m.handler())
 	s.documentOps()
@@ -155,8 +158,14 @@ func (s *Server) OpenAPI() *huma.OpenAPI { return s.api.OpenAPI() }
 
 // Drain ends every event stream and long poll cleanly and makes new ones
 // return at once: call it when shutting down (http.Server.RegisterOnShutdown),
-// since Shutdown itself waits for them. Other requests are unaffected.
-func (s *Server) Drain() { s.drainOnce.Do(s.stop) }
+// since Shutdown itself waits for them. It also stops the MCP server's
+// change watcher. Other requests are unaffected.
+func (s *Server) Drain() {
+	s.drainOnce.Do(func() {
+		s.stop()
+		_ = s.mcp.Close()
+	})
+}
 
 // Tokens returns the token store the server checks requests against.
 func (s *Server) Tokens() *Tokens { return s.tokens }

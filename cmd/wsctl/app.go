@@ -103,6 +103,9 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 conflict, 4 locked, 5 not found,
 		a.benchCmd(),
 		a.serveCmd(),
 		a.tokenCmd(),
+		a.mcpCmd(),
+		a.primeCmd(),
+		a.setupCmd(),
 		a.versionCmd(),
 	)
 	explainArgs(root)

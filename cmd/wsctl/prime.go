@@ -1,0 +1,30 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentspace/agentspace/mcp"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+func (a *app) primeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "prime",
+		Short: "Print what an agent needs when it starts work (for a session-start hook)",
+		Long: `prime prints, in about a thousand tokens, what an agent needs when it starts
+work: what the workspace is, the loop (claim, lock, write with the fence,
+done; heartbeat on long work), the MCP tools and wsctl commands for it, and
+a live summary: tasks ready, what --as (or AGENTSPACE_ACTOR) holds, others
+at work and recent decisions. 'wsctl setup claude' runs it at every
+session start.`,
+		Args: cobra.NoArgs,
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			actor, _ := a.actor()
+			return a.with(ctx, func(ws workspace.Workspace) error {
+				return mcp.Prime(ctx, ws, a.stdout, mcp.PrimeOptions{Actor: actor})
+			})
+		}),
+	}
+}

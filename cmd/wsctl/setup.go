@@ -1,0 +1,318 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	"github.com/spf13/cobra"
+)
+
+// The markers of the blocks setup writes into files people also edit:
+// setup replaces what is between them and nothing else.
+const (
+	mdBegin   = "<!-- agentspace:begin (written by wsctl setup; edits inside are replaced) -->"
+	mdEnd     = "<!-- agentspace:end -->"
+	tomlBegin = "# agentspace:begin (written by wsctl setup; edits inside are replaced)"
+	tomlEnd   = "# agentspace:end"
+)
+
+// agentBlock is the instruction block setup puts in AGENTS.md, CLAUDE.md
+// or GEMINI.md: short, because the agent reads it every session.
+const agentBlock = `## Coordination: agentspace
+
+This project's agents share one agentspace workspace (tasks, versioned artifacts,
+decisions, locks). Use its MCP tools (server "agentspace"), or wsctl from a shell:
+
+1. task_claim to take the next ready task; task_update action=heartbeat on long work.
+2. lock op=acquire on what you edit; write with artifact_write, passing if_version
+   from your read and fence = your lock token. On "conflict", re-read and retry.
+3. task_update action=done with a summary and the artifacts; release the lock.
+4. Record decisions others must follow with note op=put kind=decision.
+
+Run "wsctl prime" for the full briefing and what is going on now.`
+
+// setupTarget is one agent's project-local configuration.
+type setupTarget struct {
+	mcpFile  string // where its MCP servers are configured
+	mdFile   string // the instructions file it reads
+	hook     bool   // it runs a SessionStart hook (Claude Code)
+	tomlConf bool   // mcpFile is Codex's TOML
+}
+
+var setupTargets = map[string]setupTarget{
+	"claude": {mcpFile: ".mcp.json", mdFile: "CLAUDE.md", hook: true},
+	"codex":  {mcpFile: ".codex/config.toml", mdFile: "AGENTS.md", tomlConf: true},
+	"gemini": {mcpFile: ".gemini/settings.json", mdFile: "GEMINI.md"},
+	"cursor": {mcpFile: ".cursor/mcp.json", mdFile: "AGENTS.md"},
+}
+
+func (a *app) setupCmd() *cobra.Command {
+	var dir, name, command, actor string
+	var dryRun bool
+	c := &cobra.Command{
+		Use:   "setup claude|codex|gemini|cursor",
+		Short: "Configure a coding agent in this project to use the workspace over MCP",
+		Long: `setup writes the project-local configuration a coding agent reads, so that
+it starts 'wsctl mcp' as an MCP server named agentspace:
+
+  claude  .mcp.json, .claude/settings.json (a SessionStart hook running
+          'wsctl prime'), and a block in CLAUDE.md
+  codex   .codex/config.toml ([mcp_servers.agentspace]; Codex reads it in
+          trusted projects), and a block in AGENTS.md
+  gemini  .gemini/settings.json (mcpServers), and a block in GEMINI.md
+  cursor  .cursor/mcp.json, and a block in AGENTS.md
+
+It is idempotent: it changes only its own entries and marked blocks,
+prints each file it created or updated (or left as it was), and writes
+nothing outside --dir. The server finds the workspace as wsctl does
+(agentspace.toml, AGENTSPACE_DSN); setup never writes a DSN into a file.`,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: []string{"claude", "codex", "gemini", "cursor"},
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			target, ok := setupTargets[args[0]]
+			if !ok {
+				return usageErrorf("unknown agent %q: one of claude, codex, gemini, cursor", args[0])
+			}
+			if actor == "" {
+				actor = a.actorFlag
+			}
+			if actor == "" {
+				actor = args[0]
+			}
+			if name == "" || strings.ContainsAny(name, "_ .\"'") {
+				// Gemini CLI refuses underscores in server names; the others
+				// take the name as a TOML or JSON key.
+				return usageErrorf("--name %q: use letters, digits and '-'", name)
+			}
+			s := setup{root: dir, dryRun: dryRun, out: a.stdout}
+			server := map[string]any{"command": command, "args": []any{"mcp"}, "env": map[string]any{"AGENTSPACE_ACTOR": actor}}
+			var err error
+			switch {
+			case target.tomlConf:
+				err = s.tomlBlock(target.mcpFile, codexTOML(name, command, actor))
+			case args[0] == "claude":
+				server["type"] = "stdio"
+				err = s.jsonKey(target.mcpFile, []string{"mcpServers", name}, server)
+			default:
+				err = s.jsonKey(target.mcpFile, []string{"mcpServers", name}, server)
+			}
+			if err != nil {
+				return err
+			}
+			if target.hook {
+				if err := s.claudeHook(".claude/settings.json", command+" prime --as "+shellWord(actor)); err != nil {
+					return err
+				}
+			}
+			return s.mdBlock(target.mdFile, agentBlock)
+		}),
+	}
+	c.Flags().StringVar(&dir, "dir", ".", "the project's root")
+	c.Flags().StringVar(&name, "name", "agentspace", "the MCP server's name in the agent's configuration")
+	c.Flags().StringVar(&command, "command", "wsctl", "how the agent starts wsctl (a name on its PATH or a path)")
+	c.Flags().StringVar(&actor, "actor", "", "who the agent acts as (default: --as, else the agent's name)")
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "say what would change, write nothing")
+	return c
+}
+
+// shellWord quotes s for a hook's command line when it needs it.
+func shellWord(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`;&|<>()*?[]#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// codexTOML is Codex's table for the server, written by hand rather than
+// by an encoder so that it never repeats an [mcp_servers] header the file
+// has already.
+func codexTOML(name, command, actor string) string {
+	q := func(s string) string {
+		b, _ := json.Marshal(s) // a JSON string is a TOML basic string
+		return string(b)
+	}
+	return fmt.Sprintf("[mcp_servers.%s]\ncommand = %s\nargs = [\"mcp\"]\nenv = { AGENTSPACE_ACTOR = %s }", name, q(command), q(actor))
+}
+
+// setup writes files under root, reporting each.
+type setup struct {
+	root   string
+	dryRun bool
+	out    interface{ Write([]byte) (int, error) }
+}
+
+func (s setup) path(rel string) string { return filepath.Join(s.root, filepath.FromSlash(rel)) }
+
+func (s setup) read(rel string) ([]byte, bool, error) {
+	b, err := os.ReadFile(s.path(rel))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return b, true, nil
+}
+
+// write stores content at rel if it differs from old, and says what it did.
+func (s setup) write(rel string, old []byte, existed bool, content []byte) error {
+	verb := "created"
+	switch {
+	case existed && bytes.Equal(old, content):
+		fmt.Fprintf(s.out, "unchanged  %s\n", rel)
+		return nil
+	case existed:
+		verb = "updated"
+	}
+	if s.dryRun {
+		verb = "would have " + verb
+	} else {
+		if err := os.MkdirAll(filepath.Dir(s.path(rel)), 0o750); err != nil {
+			return err
+		}
+		if err := os.WriteFile(s.path(rel), content, 0o600); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(s.out, "%-10s %s\n", verb, rel)
+	return nil
+}
+
+// readJSON reads a JSON object file, {} when it does not exist.
+func (s setup) readJSON(rel string) (map[string]any, []byte, bool, error) {
+	old, existed, err := s.read(rel)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	doc := map[string]any{}
+	if existed && len(bytes.TrimSpace(old)) > 0 {
+		if err := json.Unmarshal(old, &doc); err != nil {
+			return nil, nil, false, usageErrorf("%s is not a JSON object (%v): fix it or move it away, then run setup again", rel, err)
+		}
+	}
+	return doc, old, existed, nil
+}
+
+func (s setup) writeJSON(rel string, doc map[string]any, old []byte, existed bool) error {
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	return s.write(rel, old, existed, append(b, '\n'))
+}
+
+// jsonKey sets doc[path...] = value in a JSON file, keeping the rest.
+func (s setup) jsonKey(rel string, path []string, value any) error {
+	doc, old, existed, err := s.readJSON(rel)
+	if err != nil {
+		return err
+	}
+	m := doc
+	for _, k := range path[:len(path)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[k] = next
+		}
+		m = next
+	}
+	m[path[len(path)-1]] = value
+	return s.writeJSON(rel, doc, old, existed)
+}
+
+// claudeHook adds a SessionStart hook running command, unless one does.
+func (s setup) claudeHook(rel, command string) error {
+	doc, old, existed, err := s.readJSON(rel)
+	if err != nil {
+		return err
+	}
+	hooks, _ := doc["hooks"].(map[string]any)
+	if hooks == nil {
+		hooks = map[string]any{}
+		doc["hooks"] = hooks
+	}
+	starts, _ := hooks["SessionStart"].([]any)
+	for _, g := range starts {
+		group, _ := g.(map[string]any)
+		inner, _ := group["hooks"].([]any)
+		if slices.ContainsFunc(inner, func(h any) bool {
+			hm, _ := h.(map[string]any)
+			return hm["command"] == command
+		}) {
+			return s.writeJSON(rel, doc, old, existed)
+		}
+	}
+	hooks["SessionStart"] = append(starts, map[string]any{
+		"matcher": "startup|resume|clear|compact",
+		"hooks":   []any{map[string]any{"type": "command", "command": command}},
+	})
+	return s.writeJSON(rel, doc, old, existed)
+}
+
+// replaceBlock puts body between begin and end in text: where the markers
+// are, or appended.
+func replaceBlock(text, begin, end, body string) string {
+	block := begin + "\n" + body + "\n" + end + "\n"
+	if i := strings.Index(text, begin); i >= 0 {
+		if j := strings.Index(text[i:], end); j >= 0 {
+			rest := strings.TrimPrefix(text[i+j+len(end):], "\n")
+			return text[:i] + block + rest
+		}
+	}
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	if text != "" {
+		text += "\n"
+	}
+	return text + block
+}
+
+func (s setup) mdBlock(rel, body string) error {
+	old, existed, err := s.read(rel)
+	if err != nil {
+		return err
+	}
+	return s.write(rel, old, existed, []byte(replaceBlock(string(old), mdBegin, mdEnd, body)))
+}
+
+// tomlBlock writes Codex's server table in a marked block. A table of the
+// same name outside the block is the user's: setup leaves the file alone.
+func (s setup) tomlBlock(rel, body string) error {
+	old, existed, err := s.read(rel)
+	if err != nil {
+		return err
+	}
+	text := string(old)
+	outside := text
+	if i := strings.Index(text, tomlBegin); i >= 0 {
+		if j := strings.Index(text[i:], tomlEnd); j >= 0 {
+			outside = text[:i] + text[i+j+len(tomlEnd):]
+		}
+	}
+	var doc map[string]any
+	if _, err := toml.Decode(outside, &doc); err != nil {
+		return usageErrorf("%s is not valid TOML (%v): fix it, then run setup again", rel, err)
+	}
+	var mine map[string]any
+	if _, err := toml.Decode(body, &mine); err != nil {
+		return err
+	}
+	servers, _ := doc["mcp_servers"].(map[string]any)
+	for name := range mine["mcp_servers"].(map[string]any) {
+		if _, ok := servers[name]; ok {
+			fmt.Fprintf(s.out, "unchanged  %s (it configures mcp_servers.%s itself)\n", rel, name)
+			return nil
+		}
+	}
+	return s.write(rel, old, existed, []byte(replaceBlock(text, tomlBegin, tomlEnd, body)))
+}
