@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	_ "github.com/agentspace/agentspace/backend/postgres"
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	_ "github.com/agentspace/agentspace/backend/remote"
 	_ "github.com/agentspace/agentspace/backend/sqlite"
@@ -93,9 +94,9 @@ func (h harness) NewDSN(t testing.TB) string {
 func (harness) Inapplicable() map[string]string {
 	const store = "it opens the DSN's store itself (driver.OpenStore) to compare the store's optional read path with a plain View; a server's DSN has no store to open"
 	return map[string]string{
-		"ArtifactGetReadsWhatAViewReads":         store,
-		"NoteTaskAndLockGetsReadWhatAViewReads":  store,
-		"IdempotencyKeysExpire":                  "ws_idempotency_ttl sets how long a store keeps keys; the server's store keeps them for its own TTL, which a client's DSN cannot change",
+		"ArtifactGetReadsWhatAViewReads":          store,
+		"NoteTaskAndLockGetsReadWhatAViewReads":   store,
+		"IdempotencyKeysExpire":                   "ws_idempotency_ttl sets how long a store keeps keys; the server's store keeps them for its own TTL, which a client's DSN cannot change",
 		"MustExistFindsNoWorkspaceAndCreatesNone": "a server serves a workspace that exists (wsctl serve opens it with MustExist); a client can neither find none nor create one",
 	}
 }

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -118,6 +119,11 @@ func (t tasks) Release(ctx context.Context, w workspace.Write, id string) (works
 }
 
 func (t tasks) List(ctx context.Context, f workspace.TaskFilter) (workspace.TaskPage, error) {
+	// The server checks the status against its schema; checked here, it
+	// is refused with the library's own words.
+	if f.Status != "" && !f.Status.Valid() {
+		return workspace.TaskPage{}, &workspace.InvalidError{Field: "status", Reason: fmt.Sprintf("%q is not a task status", f.Status)}
+	}
 	q := url.Values{}
 	setStr(q, "status", string(f.Status))
 	setStr(q, "assignee", f.Assignee)
