@@ -53,7 +53,8 @@ func (backend) Open(ctx context.Context, cfg workspace.Config, opts workspace.Op
 	var who struct {
 		Actor string `json:"actor"`
 	}
-	if err := c.call(ctx, http.MethodGet, "/v1/whoami", nil, nil, &who); err != nil {
+	// No retry: a server that is not there says so at Open, at once.
+	if err := c.callRetry(ctx, http.MethodGet, "/v1/whoami", nil, nil, &who, false); err != nil {
 		_ = c.Close()
 		return nil, err
 	}
