@@ -106,6 +106,9 @@ func runCore(t *testing.T, h Harness) {
 	t.Run("Smoke", func(t *testing.T) { testSmoke(t, h) })
 	for _, c := range coreCases {
 		t.Run(c.name, func(t *testing.T) {
+			if why, ok := inapplicable(h, c.name); ok {
+				t.Skip("does not apply to this backend: " + why)
+			}
 			t.Parallel()
 			c.fn(t, h)
 		})

@@ -24,6 +24,30 @@ type Harness interface {
 	NewDSN(t testing.TB) string
 }
 
+// Inapplicable is an optional Harness capability, for a backend to which
+// some cases cannot apply (a client of a server elsewhere cannot reach the
+// store's own read paths, nor set the server's options): it names those
+// cases (by their t.Run name, as in "ReopenKeepsEverything") with the
+// reason, and Run reports each as skipped with that reason. Every case not
+// named must pass.
+type Inapplicable interface {
+	Harness
+	Inapplicable() map[string]string
+}
+
+// inapplicable returns why case name cannot apply to h, if h says so.
+func inapplicable(h Harness, name string) (string, bool) {
+	if p, ok := h.(private); ok {
+		h = p.Harness
+	}
+	ia, ok := h.(Inapplicable)
+	if !ok {
+		return "", false
+	}
+	why, ok := ia.Inapplicable()[name]
+	return why, ok
+}
+
 // childEnv carries a child process's role; see processes.go.
 const childEnv = "AGENTSPACE_CONFORMANCE_CHILD"
 

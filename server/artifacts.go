@@ -48,11 +48,12 @@ func (s *Server) artifactRoutes() {
 			Owner      string   `query:"owner"`
 			NamePrefix string   `query:"name_prefix"`
 			TaskID     string   `query:"task_id"`
-			Label      []string `query:"label" doc:"KEY=VALUE; repeat for more (every pair must match)."`
+			Label      []string `query:"label,explode" doc:"KEY=VALUE; repeat for more (every pair must match)."`
+			Labels     string   `query:"labels" doc:"The pairs as a JSON object, for keys that hold an =."`
 			After      string   `query:"after" doc:"The next cursor of the previous page."`
 			Limit      int      `query:"limit" minimum:"0" maximum:"1000"`
 		}) (*struct{ Body workspace.ArtifactPage }, error) {
-			labels, err := labelsQuery(in.Label)
+			labels, err := labelsQuery(in.Label, in.Labels)
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}

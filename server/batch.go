@@ -44,7 +44,7 @@ type OpBody struct {
 	ContentType *string               `json:"content_type,omitempty"`
 	Owner       *string               `json:"owner,omitempty"`
 	TaskID      *string               `json:"task_id,omitempty"`
-	Labels      map[string]string     `json:"labels,omitempty"`
+	Labels      map[string]string     `json:"labels,omitzero"`
 	To          int64                 `json:"to,omitempty"`
 	Title       *string               `json:"title,omitempty"`
 	Description *string               `json:"description,omitempty"`

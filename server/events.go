@@ -27,7 +27,7 @@ const streamWriteTimeout = 30 * time.Second
 // EventQueryParams are the event filters, as query parameters.
 type EventQueryParams struct {
 	After       int64    `query:"after" minimum:"0" doc:"Only events with seq > after."`
-	Type        []string `query:"type" doc:"Event types; repeat or separate with commas."`
+	Type        []string `query:"type,explode" doc:"Event types; repeat or separate with commas."`
 	Actor       string   `query:"actor"`
 	SubjectKind string   `query:"subject_kind" enum:"artifact,task,note,lock"`
 	SubjectID   string   `query:"subject_id"`
@@ -63,7 +63,25 @@ func (p EventQueryParams) query() (workspace.EventQuery, error) {
 }
 
 // streamParams are the query parameters the event stream takes.
-var streamParams = map[string]bool{"after": true, "type": true, "actor": true, "subject_kind": true, "subject_id": true, "subject_name": true, "since": true, "until": true}
+var streamParams = map[string]bool{"after": true, "type": true, "actor": true, "subject_kind": true, "subject_id": true, "subject_name": true, "since": true, "until": true, "heartbeat": true}
+
+// minHeartbeat bounds how often a stream may ask to be told the head.
+const minHeartbeat = 10 * time.Millisecond
+
+// streamHeartbeat is the heartbeat a stream asked for with heartbeat=DUR:
+// never longer than the server's own (which keeps proxies from closing an
+// idle stream), never shorter than minHeartbeat.
+func (s *Server) streamHeartbeat(v url.Values) (time.Duration, error) {
+	hb := s.opts.Heartbeat
+	if a := v.Get("heartbeat"); a != "" {
+		d, err := time.ParseDuration(a)
+		if err != nil || d < minHeartbeat {
+			return 0, &workspace.InvalidError{Field: "heartbeat", Reason: "want a duration of at least 10ms, such as 5s"}
+		}
+		hb = min(d, hb)
+	}
+	return hb, nil
+}
 
 func eventParams(v url.Values) (EventQueryParams, error) {
 	for k := range v {
@@ -134,6 +152,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, s.fail(r.Context(), err))
 		return
 	}
+	heartbeat, err := s.streamHeartbeat(r.URL.Query())
+	if err != nil {
+		writeProblem(w, s.fail(r.Context(), err))
+		return
+	}
 	if id := r.Header.Get("Last-Event-ID"); id != "" {
 		n, err := strconv.ParseInt(id, 10, 64)
 		if err != nil || n < 0 {
@@ -150,7 +173,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	stop := context.AfterFunc(s.drain, cancel)
 	defer stop()
-	sub, err := s.ws.Events().Subscribe(ctx, workspace.SubscribeRequest{Query: q, Heartbeat: s.opts.Heartbeat})
+	sub, err := s.ws.Events().Subscribe(ctx, workspace.SubscribeRequest{Query: q, Heartbeat: heartbeat})
 	if err != nil {
 		writeProblem(w, s.fail(ctx, err))
 		return
@@ -228,6 +251,7 @@ func (s *Server) documentStream() {
 		{Name: "subject_name", In: "query", Schema: &huma.Schema{Type: "string"}},
 		{Name: "since", In: "query", Schema: &huma.Schema{Type: "string", Format: "date-time"}},
 		{Name: "until", In: "query", Schema: &huma.Schema{Type: "string", Format: "date-time"}},
+		{Name: "heartbeat", In: "query", Description: "How often an idle stream sends a heartbeat (at least 10ms; at most, and by default, the server's --heartbeat).", Schema: &huma.Schema{Type: "string"}},
 		{Name: "Last-Event-ID", In: "header", Description: "The last id received: the stream resumes after it.", Schema: &huma.Schema{Type: "string"}},
 	}
 	problem := oapi.Components.Schemas.Schema(reflectProblem, true, "Problem")

@@ -34,11 +34,12 @@ func (s *Server) taskRoutes() {
 			Status   string   `query:"status" enum:"pending,in_progress,blocked,done,failed,cancelled"`
 			Assignee string   `query:"assignee"`
 			ParentID string   `query:"parent_id"`
-			Label    []string `query:"label" doc:"KEY=VALUE; repeat for more (every pair must match)."`
+			Label    []string `query:"label,explode" doc:"KEY=VALUE; repeat for more (every pair must match)."`
+			Labels   string   `query:"labels" doc:"The pairs as a JSON object, for keys that hold an =."`
 			After    string   `query:"after"`
 			Limit    int      `query:"limit" minimum:"0" maximum:"1000"`
 		}) (*struct{ Body workspace.TaskPage }, error) {
-			labels, err := labelsQuery(in.Label)
+			labels, err := labelsQuery(in.Label, in.Labels)
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}

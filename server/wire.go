@@ -84,7 +84,7 @@ type ArtifactChangeBody struct {
 	ContentType *string           `json:"content_type,omitempty"`
 	Owner       *string           `json:"owner,omitempty"`
 	TaskID      *string           `json:"task_id,omitempty"`
-	Labels      map[string]string `json:"labels,omitempty" doc:"Replaces every label when present."`
+	Labels      map[string]string `json:"labels,omitzero" doc:"Replaces every label when present."`
 	Content
 }
 
@@ -123,7 +123,7 @@ type TaskChangeBody struct {
 	Description *string               `json:"description,omitempty"`
 	Assignee    *string               `json:"assignee,omitempty"`
 	Priority    *int                  `json:"priority,omitempty"`
-	Labels      map[string]string     `json:"labels,omitempty" doc:"Replaces every label when present."`
+	Labels      map[string]string     `json:"labels,omitzero" doc:"Replaces every label when present."`
 	Result      *workspace.TaskResult `json:"result,omitempty"`
 }
 
@@ -203,12 +203,19 @@ func (d Duration) value(field string) (time.Duration, error) {
 	return v, nil
 }
 
-// labelsQuery parses repeated label=KEY=VALUE query parameters.
-func labelsQuery(vals []string) (map[string]string, error) {
-	if len(vals) == 0 {
+// labelsQuery parses repeated label=KEY=VALUE query parameters (the
+// key ends at the first "="), and the labels parameter, a JSON object of
+// pairs, for keys that hold an "=" themselves.
+func labelsQuery(vals []string, object string) (map[string]string, error) {
+	if len(vals) == 0 && object == "" {
 		return nil, nil
 	}
 	m := make(map[string]string, len(vals))
+	if object != "" {
+		if err := json.Unmarshal([]byte(object), &m); err != nil {
+			return nil, &workspace.InvalidError{Field: "labels", Reason: "must be a JSON object of strings"}
+		}
+	}
 	for _, v := range vals {
 		k, val, ok := strings.Cut(v, "=")
 		if !ok || k == "" {

@@ -353,9 +353,16 @@ func mergeOptions(base, o Options) Options {
 	return base
 }
 
+// secretParams are the URL DSN parameters that hold a secret: a
+// database's password, a server's bearer token.
+var secretParams = []string{"password", "ws_token"}
+
+func isSecretParam(k string) bool { return k == "password" || k == "ws_token" }
+
 var kvPasswordRE = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)`)
 
-// RedactDSN returns dsn with any password replaced by "xxxxx", for messages and logs.
+// RedactDSN returns dsn with any password (and a server's ws_token)
+// replaced by "xxxxx", for messages and logs.
 func RedactDSN(dsn string) string {
 	if scheme, rest, ok := strings.Cut(dsn, ":"); ok && strings.HasPrefix(rest, "//") && schemeRE.MatchString(scheme) {
 		if u, err := url.Parse(dsn); err == nil {
@@ -363,14 +370,17 @@ func RedactDSN(dsn string) string {
 				u.User = url.UserPassword(u.User.Username(), "xxxxx")
 			}
 			q := u.Query()
-			changed := q.Has("password")
-			if changed {
-				q.Set("password", "xxxxx")
+			changed := false
+			for _, k := range secretParams {
+				if q.Has(k) {
+					q.Set(k, "xxxxx")
+					changed = true
+				}
 			}
 			// A parameter may itself be a DSN (ws_listen_dsn) with its own password.
 			for k, vs := range q {
 				for i, v := range vs {
-					if r := RedactDSN(v); k != "password" && r != v {
+					if r := RedactDSN(v); !isSecretParam(k) && r != v {
 						vs[i], changed = r, true
 					}
 				}
@@ -395,12 +405,14 @@ func secrets(dsn string) []string {
 		if pw, ok := u.User.Password(); ok && pw != "" {
 			out = append(out, pw, url.QueryEscape(pw), url.PathEscape(pw))
 		}
-		if pw := u.Query().Get("password"); pw != "" {
-			out = append(out, pw)
+		for _, k := range secretParams {
+			if pw := u.Query().Get(k); pw != "" {
+				out = append(out, pw, url.QueryEscape(pw))
+			}
 		}
 		for k, vs := range u.Query() {
 			for _, v := range vs {
-				if k != "password" && v != dsn {
+				if !isSecretParam(k) && v != dsn {
 					out = append(out, secrets(v)...)
 				}
 			}

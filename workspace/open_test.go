@@ -144,9 +144,31 @@ func TestRedactDSN(t *testing.T) {
 		"host=h password='hun ter2' dbname=d":                                  "host=h password=xxxxx dbname=d",
 		"sqlite:.agentspace/workspace.db":                                      "sqlite:.agentspace/workspace.db",
 		"postgres://h/db?ws_listen_dsn=postgres%3A%2F%2Fa%3Ahunter2%40h2%2Fdb": "postgres://h/db?ws_listen_dsn=postgres%3A%2F%2Fa%3Axxxxx%40h2%2Fdb",
+		"http://127.0.0.1:7465?ws_token=ast_abc_hunter2":                       "http://127.0.0.1:7465?ws_token=xxxxx",
+		"https://ws.example/team?ws_token=ast_abc_hunter2&x=1":                 "https://ws.example/team?ws_token=xxxxx&x=1",
+		"http+unix:///run/ws.sock?ws_token=ast_abc_hunter2":                    "http+unix:///run/ws.sock?ws_token=xxxxx",
 	} {
 		assert.Equal(t, want, RedactDSN(in), in)
 	}
+}
+
+func TestParseDSNUnixSocketURL(t *testing.T) {
+	registerTestBackend(t, "testunix+http", "ws_token")
+	p, err := ParseDSN("testunix+http:///run/agent%20space/ws.sock?ws_token=ast_a_b")
+	require.NoError(t, err)
+	assert.Equal(t, "testunix+http:///run/agent%20space/ws.sock", p.Config.DSN, "the token leaves the DSN")
+	assert.Equal(t, "ast_a_b", p.Config.Params["ws_token"])
+	assert.Equal(t, "testunix+http", p.Config.Scheme)
+}
+
+func TestOpenNeverPrintsTheToken(t *testing.T) {
+	registerTestBackend(t, "testurl", "ws_token")
+	_, err := Open(context.Background(), "testurl://h:1/?ws_token=ast_abc_hunter2")
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "hunter2")
+	_, err = Open(context.Background(), "testurl://h:1/?ws_token=ast_abc_hunter2&ws_bogus=1")
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "hunter2")
 }
 
 func TestRedactErrorHidesThePasswordOfADSNInAParameter(t *testing.T) {

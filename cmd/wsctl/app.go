@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -150,9 +151,33 @@ func (a *app) open(ctx context.Context, create bool) (workspace.Workspace, error
 	if err != nil {
 		return nil, err
 	}
-	a.dsn = res.DSN
+	a.dsn = a.withToken(res.DSN)
 	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return workspace.Open(ctx, res.DSN, workspace.Options{Logger: logger, MustExist: !create})
+	return workspace.Open(ctx, a.dsn, workspace.Options{Logger: logger, MustExist: !create})
+}
+
+// withToken adds AGENTSPACE_TOKEN to a server's DSN as its ws_token, unless
+// the DSN carries one already: the library reads no environment.
+func (a *app) withToken(dsn string) string {
+	tok := a.getenv("AGENTSPACE_TOKEN")
+	if tok == "" || !isServerDSN(dsn) || strings.Contains(dsn, "ws_token=") {
+		return dsn
+	}
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + "ws_token=" + url.QueryEscape(tok)
+}
+
+// isServerDSN reports whether dsn names a workspace served by wsctl serve.
+func isServerDSN(dsn string) bool {
+	scheme, _, _ := strings.Cut(dsn, ":")
+	switch strings.ToLower(scheme) {
+	case "http", "https", "http+unix":
+		return true
+	}
+	return false
 }
 
 // with opens the existing workspace, runs fn, and closes it. A DSN that
@@ -187,6 +212,10 @@ func (a *app) actor() (string, error) {
 	}
 	if v := a.getenv("AGENTSPACE_ACTOR"); v != "" {
 		return v, nil
+	}
+	// Behind a token the server acts as the token's actor: no name needed.
+	if res, err := a.resolve(); err == nil && isServerDSN(res.DSN) && strings.Contains(a.withToken(res.DSN), "ws_token=") {
+		return "", nil
 	}
 	return "", usageErrorf("this command writes: say who you are with --as NAME or AGENTSPACE_ACTOR=NAME")
 }

@@ -4,5 +4,6 @@ package main
 import (
 	_ "github.com/agentspace/agentspace/backend/json"
 	_ "github.com/agentspace/agentspace/backend/postgres"
+	_ "github.com/agentspace/agentspace/backend/remote"
 	_ "github.com/agentspace/agentspace/backend/sqlite"
 )

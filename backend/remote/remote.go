@@ -1,0 +1,315 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// ParamToken is the DSN parameter that carries the bearer token.
+const ParamToken = "ws_token"
+
+// RetryFor bounds how long a retryable request (a GET, or a write with an
+// idempotency key) is retried after connection errors.
+const RetryFor = 15 * time.Second
+
+// maxErrorBody caps how much of an error answer is read.
+const maxErrorBody = 1 << 20
+
+// ErrRemoteArchive is what Export and Import answer: an archive is read
+// from or written to the store itself (open it by its own DSN), not
+// through a server.
+var ErrRemoteArchive = &workspace.InvalidError{Field: "workspace", Reason: "export and import need the store itself: run them with the store's DSN, not a server's"}
+
+func init() {
+	for _, s := range []string{"http", "https", "http+unix"} {
+		workspace.Register(s, backend{})
+	}
+}
+
+type backend struct{}
+
+// Params lists the token parameter, the remote backend's own.
+func (backend) Params() []string { return []string{ParamToken} }
+
+// Open builds a client for cfg's server and checks, with one request,
+// that the server answers and accepts the token.
+func (backend) Open(ctx context.Context, cfg workspace.Config, opts workspace.Options) (workspace.Workspace, error) {
+	c, err := newClient(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	var who struct {
+		Actor string `json:"actor"`
+	}
+	// No retry: a server that is not there says so at Open, at once.
+	if err := c.callRetry(ctx, http.MethodGet, "/v1/whoami", nil, nil, &who, false); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Client is a handle on a served workspace. It is safe for concurrent use;
+// its requests share one pool of connections.
+type Client struct {
+	base      string // scheme://host[/prefix], no trailing slash
+	token     string
+	http      *http.Client
+	transport *http.Transport
+	opts      workspace.Options
+
+	// life ends on Close: long polls and streams end with it.
+	life   context.Context
+	stop   context.CancelFunc
+	closed sync.Once
+	// mu orders track against Close: no stream is added to subs once
+	// Close has begun waiting for them.
+	mu   sync.Mutex
+	subs sync.WaitGroup
+}
+
+var _ workspace.Workspace = (*Client)(nil)
+
+func newClient(cfg workspace.Config, opts workspace.Options) (*Client, error) {
+	u, err := url.Parse(cfg.DSN)
+	if err != nil {
+		return nil, &workspace.InvalidError{Field: "dsn", Reason: "not a URL"}
+	}
+	if len(u.Query()) > 0 {
+		return nil, &workspace.InvalidError{Field: "dsn", Reason: "a server's DSN takes only ws_ parameters"}
+	}
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+		ForceAttemptHTTP2:   true,
+		TLSHandshakeTimeout: 10 * time.Second,
+	}
+	base := ""
+	switch cfg.Scheme {
+	case "http", "https":
+		if u.Host == "" {
+			return nil, &workspace.InvalidError{Field: "dsn", Reason: "names no host"}
+		}
+		base = cfg.Scheme + "://" + u.Host + strings.TrimSuffix(u.EscapedPath(), "/")
+		d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+		tr.DialContext = d.DialContext
+	case "http+unix":
+		sock := u.Path
+		if u.Host != "" || sock == "" {
+			return nil, &workspace.InvalidError{Field: "dsn", Reason: "want http+unix:///path/to.sock"}
+		}
+		base = "http://unix"
+		tr.Proxy = nil
+		d := &net.Dialer{Timeout: 10 * time.Second}
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", sock)
+		}
+	default:
+		return nil, &workspace.InvalidError{Field: "dsn", Reason: fmt.Sprintf("scheme %q is not a server's", cfg.Scheme)}
+	}
+	c := &Client{
+		base:      base,
+		token:     cfg.Params[ParamToken],
+		transport: tr,
+		opts:      opts.WithDefaults(),
+	}
+	c.http = &http.Client{
+		Transport: tr,
+		// A redirect is never an answer of ours; following one would send
+		// the token elsewhere.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	c.life, c.stop = context.WithCancel(context.Background())
+	return c, nil
+}
+
+// Close ends the client's subscriptions (with workspace.ErrClosed) and long
+// polls, waits for their goroutines, and drops idle connections. Closing
+// twice is harmless.
+func (c *Client) Close() error {
+	c.closed.Do(func() {
+		c.mu.Lock()
+		c.stop()
+		c.mu.Unlock()
+		c.subs.Wait()
+		c.transport.CloseIdleConnections()
+	})
+	return nil
+}
+
+func (c *Client) isClosed() bool { return c.life.Err() != nil }
+
+// Artifacts, Tasks, Notes, Locks and Events return the client's facets.
+func (c *Client) Artifacts() workspace.Artifacts { return artifacts{c} }
+
+// Tasks returns the task facet.
+func (c *Client) Tasks() workspace.Tasks { return tasks{c} }
+
+// Notes returns the note facet.
+func (c *Client) Notes() workspace.Notes { return notes{c} }
+
+// Locks returns the lock facet.
+func (c *Client) Locks() workspace.Locks { return locks{c} }
+
+// Events returns the event facet.
+func (c *Client) Events() workspace.Events { return events{c} }
+
+// Status returns the dashboard.
+func (c *Client) Status(ctx context.Context) (workspace.Status, error) {
+	var st workspace.Status
+	err := c.call(ctx, http.MethodGet, "/v1/status", nil, nil, &st)
+	return st, err
+}
+
+// Export answers ErrRemoteArchive: see the package comment.
+func (c *Client) Export(context.Context, io.Writer, workspace.ArchiveOptions) (workspace.ArchiveStats, error) {
+	return workspace.ArchiveStats{}, ErrRemoteArchive
+}
+
+// Import answers ErrRemoteArchive: see the package comment.
+func (c *Client) Import(context.Context, io.Reader, workspace.ArchiveOptions) (workspace.ArchiveStats, error) {
+	return workspace.ArchiveStats{}, ErrRemoteArchive
+}
+
+// Attach returns another client on the same server, with the same token,
+// which closes on its own.
+func (c *Client) Attach() (workspace.Workspace, error) {
+	if c.isClosed() {
+		return nil, workspace.ErrClosed
+	}
+	n := &Client{base: c.base, token: c.token, http: c.http, transport: c.transport, opts: c.opts}
+	n.life, n.stop = context.WithCancel(context.Background())
+	return n, nil
+}
+
+// call sends one request and decodes its answer into out (unless nil or
+// the answer is 204). An error answer is the typed error it carries.
+func (c *Client) call(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	return c.callRetry(ctx, method, path, query, body, out, method == http.MethodGet)
+}
+
+// callRetry is call; with retry, connection errors are retried for up to
+// RetryFor, which is safe for reads and for writes with an idempotency key.
+func (c *Client) callRetry(ctx context.Context, method, path string, query url.Values, body, out any, retry bool) error {
+	if c.isClosed() {
+		return workspace.ErrClosed
+	}
+	var payload []byte
+	if body != nil {
+		var err error
+		if payload, err = json.Marshal(body); err != nil {
+			return fmt.Errorf("%s %s: %w", method, path, err)
+		}
+	}
+	// A request ends with the client too, so that Close cuts long polls.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.life, cancel)
+	defer stop()
+
+	var deadline time.Time
+	backoff := 20 * time.Millisecond
+	for {
+		resp, err := c.send(ctx, method, path, query, payload)
+		if err == nil {
+			defer resp.Body.Close()
+			return decode(resp, out)
+		}
+		if c.isClosed() {
+			return workspace.ErrClosed
+		}
+		if ctx.Err() != nil || !retry {
+			return err
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(RetryFor)
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			if c.isClosed() {
+				return workspace.ErrClosed
+			}
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, payload []byte) (*http.Response, error) {
+	target := c.base + path
+	if len(query) > 0 {
+		target += "?" + query.Encode()
+	}
+	var rd io.Reader
+	if payload != nil {
+		rd = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, rd)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if payload != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		// url.Error keeps the cause (a cancelled context, a refused
+		// connection) for errors.Is; the URL holds no secret.
+		return nil, err
+	}
+	return resp, nil
+}
+
+// decode reads an answer: out from a 2xx, the typed error of any other.
+func decode(resp *http.Response, out any) error {
+	if resp.StatusCode >= 300 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		return server.DecodeError(resp.StatusCode, b)
+	}
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("decode answer: %w", err)
+	}
+	return nil
+}
+
+// segment escapes one path segment: a "/" inside it as %2F, and a "." or
+// ".." segment so that no one cleans it away. An empty segment would name
+// another route: it is refused here as the field it is.
+func segment(field, s string) (string, error) {
+	if s == "" {
+		return "", &workspace.InvalidError{Field: field, Reason: "must not be empty"}
+	}
+	switch s {
+	case ".":
+		return "%2E", nil
+	case "..":
+		return "%2E%2E", nil
+	}
+	return url.PathEscape(s), nil
+}
