@@ -202,7 +202,7 @@ func (p *watchPlan) ready(now time.Time, own bool) bool {
 // notification is pending, none otherwise. A read that failed counts as
 // one that found nothing new.
 func (p *watchPlan) read(start time.Time, moved bool) {
-	settled, own := !p.settleFirst.IsZero(), !p.ownFirst.IsZero()
+	settled := !p.settleFirst.IsZero()
 	p.ownFirst, p.settleFirst, p.confirm = time.Time{}, time.Time{}, false
 	p.due, p.ladder = time.Time{}, false
 	if !p.pending(start) {
@@ -210,12 +210,14 @@ func (p *watchPlan) read(start time.Time, moved bool) {
 		return
 	}
 	switch {
-	case moved || own:
-		// The commit it was woken for is in (or, put off as the core's
-		// own, was published already). Another that shared its
+	case moved:
+		// The commit it was woken for is in. Another that shared its
 		// notification may not be yet, but that is rare: look again
 		// within a poll interval, not at once, which would take a read
 		// snapshot while the store's next commit is most likely under way.
+		// (A read of changes put off as the core's own finds nothing
+		// moved as a rule, and looks again soon: another store's commit
+		// that came just after the core's is among them.)
 		p.step, p.fine = p.poll, false
 	case settled:
 		// A settled read that found nothing is most likely just ahead of

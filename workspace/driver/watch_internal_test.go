@@ -446,3 +446,27 @@ func TestWatchPlanReadsABoundedNumberOfTimesAfterANotification(t *testing.T) {
 		t.Fatalf("%d reads after one notification\n%s", s.reads, strings.Join(s.log, "\n"))
 	}
 }
+
+// TestWatchPlanCommitPutOffWithOwnIsSeenSoonWhateverThePoll: another
+// store's commit announced just after the core's own is put off with it,
+// and may not be readable when that read runs; the look-agains that
+// follow start at a millisecond whatever the poll interval, so it is seen
+// within ownMax and a few milliseconds, not a poll interval (a minute
+// here, as in the wake tests).
+func TestWatchPlanCommitPutOffWithOwnIsSeenSoonWhateverThePoll(t *testing.T) {
+	for _, early := range []bool{true, false} {
+		for _, lag := range []time.Duration{100 * time.Microsecond, 2 * time.Millisecond, 10 * time.Millisecond} {
+			s := newWatchSim(t, false, early)
+			s.tick = 20 * time.Minute
+			s.nextTck = simStart.Add(s.tick)
+			s.p = newWatchPlan(true, early, time.Minute, s.tick)
+			s.setWaiting(simStart, true)
+			s.ownCommit(simStart.Add(time.Millisecond))
+			s.commit(simStart.Add(time.Millisecond+100*time.Microsecond), lag)
+			s.run(simStart.Add(2 * time.Minute))
+			if late := s.seenAt[1].Sub(s.visible[1]); late > ownMax+4*time.Millisecond {
+				t.Fatalf("early %v, lag %v: the other store's commit was seen %v after it was readable\n%s", early, lag, late, strings.Join(s.log, "\n"))
+			}
+		}
+	}
+}
