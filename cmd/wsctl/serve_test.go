@@ -32,7 +32,7 @@ import (
 
 // wsctlBinary returns a path that runs this test binary as wsctl (see
 // TestMain): a real wsctl process.
-func wsctlBinary(t *testing.T) string {
+func wsctlBinary(t testing.TB) string {
 	t.Helper()
 	self, err := os.Executable()
 	require.NoError(t, err)
