@@ -25,10 +25,7 @@ func testMustExistFindsNoWorkspaceAndCreatesNone(t *testing.T, h Harness) {
 		if ws != nil {
 			_ = ws.Close()
 		}
-		require.ErrorIs(t, err, workspace.ErrNoWorkspace)
-		var nw *workspace.NoWorkspaceError
-		require.ErrorAs(t, err, &nw)
-		assert.NotEmpty(t, nw.Reason)
+		RequireNoWorkspace(t, err)
 	}
 
 	created, err := workspace.Open(ctx, dsn, workspace.Options{Private: true})
@@ -42,4 +39,16 @@ func testMustExistFindsNoWorkspaceAndCreatesNone(t *testing.T, h Harness) {
 	defer ws.Close()
 	_, err = ws.Notes().Get(ctx, "decision", "k")
 	assert.NoError(t, err)
+}
+
+// RequireNoWorkspace asserts that err says there is no workspace, as the
+// typed *workspace.NoWorkspaceError naming where it looked and why: the
+// check every backend's must-exist tests share.
+func RequireNoWorkspace(t testing.TB, err error) {
+	t.Helper()
+	require.ErrorIs(t, err, workspace.ErrNoWorkspace)
+	var nw *workspace.NoWorkspaceError
+	require.ErrorAs(t, err, &nw)
+	assert.NotEmpty(t, nw.Where)
+	assert.NotEmpty(t, nw.Reason)
 }

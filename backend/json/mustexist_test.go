@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	_ "github.com/agentspace/agentspace/backend/json"
+	"github.com/agentspace/agentspace/conformance"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -27,10 +28,10 @@ func TestMustExistOnAMissingDirectoryCreatesNothing(t *testing.T) {
 	parent := t.TempDir()
 	dsn := "json:" + filepath.Join(parent, "typo")
 	_, err := workspace.Open(ctx, dsn, workspace.Options{MustExist: true})
-	requireNoWorkspace(t, err)
+	conformance.RequireNoWorkspace(t, err)
 	assert.Contains(t, err.Error(), "does not exist")
 	_, err = workspace.OpenMigrator(ctx, dsn, workspace.Options{MustExist: true})
-	requireNoWorkspace(t, err)
+	conformance.RequireNoWorkspace(t, err)
 	es, err := os.ReadDir(parent)
 	require.NoError(t, err)
 	assert.Empty(t, es, "a failed must-exist open left files behind")
@@ -40,7 +41,7 @@ func TestMustExistOnADirectoryWithoutFormatLeavesItAlone(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o600))
 	_, err := workspace.Open(context.Background(), "json:"+dir, workspace.Options{MustExist: true})
-	requireNoWorkspace(t, err)
+	conformance.RequireNoWorkspace(t, err)
 	assert.Contains(t, err.Error(), "has no FORMAT file")
 	es, err := os.ReadDir(dir)
 	require.NoError(t, err)
@@ -63,5 +64,5 @@ func TestMustExistOpensACreatedTreeAndNotAnEmptiedOne(t *testing.T) {
 	require.NoError(t, m.Down(ctx, 0))
 	require.NoError(t, m.Close())
 	_, err = workspace.Open(ctx, dsn, workspace.Options{MustExist: true, Private: true})
-	requireNoWorkspace(t, err)
+	conformance.RequireNoWorkspace(t, err)
 }

@@ -10,6 +10,7 @@ import (
 
 	_ "github.com/agentspace/agentspace/backend/postgres"
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
+	"github.com/agentspace/agentspace/conformance"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -36,10 +37,10 @@ func TestMustExistOnAMissingSchemaCreatesNothing(t *testing.T) {
 	dsn := pgtest.NewDSN(t)
 	schema := pgtest.SchemaOf(t, dsn)
 	_, err := workspace.Open(ctx, dsn, workspace.Options{MustExist: true})
-	requireNoWorkspace(t, err)
+	conformance.RequireNoWorkspace(t, err)
 	assert.Contains(t, err.Error(), "the schema does not exist")
 	_, err = workspace.OpenMigrator(ctx, dsn, workspace.Options{MustExist: true})
-	requireNoWorkspace(t, err)
+	conformance.RequireNoWorkspace(t, err)
 	assert.False(t, schemaExists(t, schema), "a failed must-exist open created the schema")
 }
 
@@ -51,7 +52,7 @@ func TestMustExistOnAnEmptySchemaLeavesItEmpty(t *testing.T) {
 	_, err := conn.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize())
 	require.NoError(t, err)
 	_, err = workspace.Open(ctx, dsn, workspace.Options{MustExist: true})
-	requireNoWorkspace(t, err)
+	conformance.RequireNoWorkspace(t, err)
 	assert.Contains(t, err.Error(), "holds no agentspace schema version")
 	var tables int
 	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = $1`, schema).Scan(&tables))
@@ -73,5 +74,5 @@ func TestMustExistOpensACreatedSchemaAndNotAnEmptiedOne(t *testing.T) {
 	require.NoError(t, m.Down(ctx, 0))
 	require.NoError(t, m.Close())
 	_, err = workspace.Open(ctx, dsn, workspace.Options{MustExist: true, Private: true})
-	requireNoWorkspace(t, err)
+	conformance.RequireNoWorkspace(t, err)
 }

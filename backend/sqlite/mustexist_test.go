@@ -9,19 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/conformance"
 	"github.com/agentspace/agentspace/workspace"
 )
-
-// requireNoWorkspace asserts that err says there is no workspace, as the
-// typed error.
-func requireNoWorkspace(t *testing.T, err error) {
-	t.Helper()
-	require.ErrorIs(t, err, workspace.ErrNoWorkspace)
-	var nw *workspace.NoWorkspaceError
-	require.ErrorAs(t, err, &nw)
-	assert.NotEmpty(t, nw.Where)
-	assert.NotEmpty(t, nw.Reason)
-}
 
 // entries lists dir's names.
 func entries(t *testing.T, dir string) []string {
@@ -40,10 +30,10 @@ func TestMustExistOnAMissingFileCreatesNothing(t *testing.T) {
 	dir := t.TempDir()
 	dsn := "sqlite:" + filepath.Join(dir, "typo", "ws.db")
 	_, err := workspace.Open(ctx, dsn, workspace.Options{MustExist: true})
-	requireNoWorkspace(t, err)
+	conformance.RequireNoWorkspace(t, err)
 	assert.Contains(t, err.Error(), "does not exist")
 	_, err = workspace.OpenMigrator(ctx, dsn, workspace.Options{MustExist: true})
-	requireNoWorkspace(t, err)
+	conformance.RequireNoWorkspace(t, err)
 	assert.Empty(t, entries(t, dir), "a failed must-exist open left files behind")
 }
 
@@ -52,7 +42,7 @@ func TestMustExistOnAnEmptyFileLeavesItEmpty(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ws.db")
 	require.NoError(t, os.WriteFile(path, nil, 0o600))
 	_, err := workspace.Open(ctx, "sqlite:"+path, workspace.Options{MustExist: true})
-	requireNoWorkspace(t, err)
+	conformance.RequireNoWorkspace(t, err)
 	fi, err := os.Stat(path)
 	require.NoError(t, err)
 	assert.Zero(t, fi.Size())
@@ -77,7 +67,7 @@ func TestMustExistOpensACreatedWorkspaceAndNotAnEmptiedOne(t *testing.T) {
 	require.NoError(t, m.Down(ctx, 0))
 	require.NoError(t, m.Close())
 	_, err = workspace.Open(ctx, dsn, workspace.Options{MustExist: true, Private: true})
-	requireNoWorkspace(t, err)
+	conformance.RequireNoWorkspace(t, err)
 }
 
 func TestMustExistOnAFileThatIsNotADatabaseSaysWhatItIs(t *testing.T) {
