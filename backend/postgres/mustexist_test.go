@@ -14,15 +14,6 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-func requireNoWorkspace(t *testing.T, err error) {
-	t.Helper()
-	require.ErrorIs(t, err, workspace.ErrNoWorkspace)
-	var nw *workspace.NoWorkspaceError
-	require.ErrorAs(t, err, &nw)
-	assert.NotEmpty(t, nw.Where)
-	assert.NotEmpty(t, nw.Reason)
-}
-
 // schemaExists reports whether the server has the schema.
 func schemaExists(t *testing.T, name string) bool {
 	t.Helper()
