@@ -20,8 +20,10 @@ import (
 )
 
 // Workloads lists the workload names in the order they run. MEM is the
-// memory an idle handle and its subscribers hold (see memProbe).
-var Workloads = []string{"W1", "W2", "W3", "W4", "W5", "W6", "W7", "MEM"}
+// memory an idle handle and its subscribers hold (see memProbe); SSE is
+// the memory and fan-out latency of Config.Streams event streams on one
+// server (see streamRows).
+var Workloads = []string{"W1", "W2", "W3", "W4", "W5", "W6", "W7", "MEM", "SSE"}
 
 // DefaultConcurrency is the goroutine counts each workload runs at.
 var DefaultConcurrency = []int{1, 4, 16}
@@ -64,6 +66,20 @@ type Config struct {
 	// another process ("other process"), and MEM measures in a fresh
 	// process instead of this one. The command's context kills it.
 	Child func(ctx context.Context) *exec.Cmd
+	// Serve lists listeners ("tcp", "unix": ServeKinds) to run the
+	// workloads through instead: a server started in this process in front
+	// of DSN's store on each, reached by backend/remote clients. Each row's
+	// baseline (its raw columns and ratio) is then the same workload in
+	// this process on the same store, on Handles handles sharing it. MEM
+	// is skipped; SSE runs once.
+	Serve []string
+	// Processes, with Serve, adds a W1 row per listener run by this many
+	// child processes (Child) at c=1 each, against W1 at that
+	// concurrency in this process.
+	Processes int
+	// Streams is how many event streams SSE holds open on one server
+	// (default DefaultStreams).
+	Streams int
 	// Progress, if set, receives one line per measurement ("\r"-updated).
 	Progress io.Writer
 }
@@ -86,6 +102,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Tasks <= 0 {
 		c.Tasks = 10000
+	}
+	if c.Streams <= 0 {
+		c.Streams = DefaultStreams
 	}
 	return c
 }
@@ -224,8 +243,13 @@ type env struct {
 	backend string
 	prefix  string
 	handles []workspace.Workspace
-	updates atomic.Int64
+	// updates counts the store transactions of the handles' stores (or,
+	// through a server, of the server's store).
+	updates *atomic.Int64
 	content []byte
+	// via is "tcp" or "unix" when the handles are clients of a server
+	// (Config.Serve), "" in process.
+	via string
 }
 
 func newEnv(ctx context.Context, dsn string, handles int, shared bool) (*env, error) {
@@ -235,7 +259,7 @@ func newEnv(ctx context.Context, dsn string, handles int, shared bool) (*env, er
 	}
 	var id [4]byte
 	_, _ = rand.Read(id[:])
-	e := &env{dsn: dsn, backend: backendOf(p.Config.Scheme), prefix: "bench-" + hex.EncodeToString(id[:])}
+	e := &env{dsn: dsn, backend: backendOf(p.Config.Scheme), prefix: "bench-" + hex.EncodeToString(id[:]), updates: new(atomic.Int64)}
 	e.content = make([]byte, 1024)
 	_, _ = rand.Read(e.content)
 	for i := range handles {
@@ -265,11 +289,21 @@ func backendOf(scheme string) string {
 	return scheme
 }
 
-// open opens one more handle whose store transactions are counted.
+// servedScheme reports whether scheme is a server's (backend/remote).
+func servedScheme(scheme string) bool {
+	return scheme == "http" || scheme == "https" || scheme == "http+unix"
+}
+
+// open opens one more handle whose store transactions are counted. A
+// scheme with no store driver (a server's: http, https, http+unix) gets a
+// plain workspace.Open: its commits happen, and are counted, in the server.
 func (e *env) open(ctx context.Context) (workspace.Workspace, error) {
 	p, err := workspace.ParseDSN(e.dsn)
 	if err != nil {
 		return nil, err
+	}
+	if servedScheme(p.Config.Scheme) {
+		return workspace.Open(ctx, e.dsn, workspace.Options{Private: true})
 	}
 	p.Config.Logger = slog.Default()
 	p.Config.PollInterval = p.Options.PollInterval
@@ -280,7 +314,7 @@ func (e *env) open(ctx context.Context) (workspace.Workspace, error) {
 	if err != nil {
 		return nil, workspace.RedactError(fmt.Errorf("open %s: %w", workspace.RedactDSN(e.dsn), err), e.dsn)
 	}
-	return driver.New(countStore(st, &e.updates), p.Options), nil
+	return driver.New(countStore(st, e.updates), p.Options), nil
 }
 
 func (e *env) close() {

@@ -53,6 +53,7 @@ func TestRunAllProducesARowPerWorkloadVariantAndLevel(t *testing.T) {
 		Concurrency: []int{2},
 		Artifacts:   150,
 		Tasks:       50,
+		Streams:     20,
 		Child:       testChild,
 	}
 	var emitted []bench.Row
@@ -69,6 +70,11 @@ func TestRunAllProducesARowPerWorkloadVariantAndLevel(t *testing.T) {
 			assert.NotZero(t, r.HeapKiB, "%s %s c=%d", r.Workload, r.Variant, r.Concurrency)
 			continue
 		}
+		if r.Workload == "SSE" {
+			assert.Equal(t, 20, r.Concurrency)
+			assert.Contains(t, r.Note, "server in a child process")
+			continue
+		}
 		assert.Positive(t, r.OpsPerSec, "%s %s c=%d", r.Workload, r.Variant, r.Concurrency)
 		assert.GreaterOrEqual(t, r.P99us, r.P50us, "%s %s c=%d", r.Workload, r.Variant, r.Concurrency)
 		if r.Workload == "W1" {
@@ -80,7 +86,7 @@ func TestRunAllProducesARowPerWorkloadVariantAndLevel(t *testing.T) {
 	for _, w := range bench.Workloads {
 		assert.True(t, seen[w], "no row for %s", w)
 	}
-	for _, v := range []string{"W6 other process", "MEM idle handle", "MEM idle shared handle", "MEM subscribers", "MEM subscribers after 2000 events"} {
+	for _, v := range []string{"W6 other process", "SSE idle streams", "SSE fan-out", "MEM idle handle", "MEM idle shared handle", "MEM subscribers", "MEM subscribers after 2000 events"} {
 		assert.True(t, seen[v], "no row for %s", v)
 	}
 }

@@ -24,12 +24,16 @@ import (
 // childRequest is what the parent asks of a child.
 type childRequest struct {
 	// Op is "follow" (subscribe after After and report each event's seq
-	// and arrival time) or "mem" (run the memory probe and report).
+	// and arrival time), "mem" (run the memory probe and report), "w1"
+	// (W1 at c=1 on the artifact Name, for as long as each later line
+	// says: see childW1) or "serve" (serve DSN's store on a unix socket
+	// and report memory readings on request: see childServe).
 	Op     string `json:"op"`
 	DSN    string `json:"dsn"`
 	After  int64  `json:"after,omitempty"`
 	Subs   []int  `json:"subs,omitempty"`
 	Events int    `json:"events,omitempty"`
+	Name   string `json:"name,omitempty"`
 }
 
 // childReceipt is one event a following child received, at its wall clock
@@ -61,12 +65,19 @@ func ServeChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	enc := json.NewEncoder(out)
+	// These ops take more lines from the parent, and end at stdin's end.
+	switch req.Op {
+	case "w1":
+		return childW1(ctx, req, br, enc)
+	case "serve":
+		return childServe(ctx, req, br, enc)
+	}
 	go func() {
 		// The parent closing stdin (or dying) ends the child.
 		_, _ = io.Copy(io.Discard, br)
 		cancel()
 	}()
-	enc := json.NewEncoder(out)
 	switch req.Op {
 	case "follow":
 		return childFollow(ctx, req, enc)

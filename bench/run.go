@@ -20,6 +20,9 @@ const rounds = 4
 // row as soon as it is measured.
 func RunAll(ctx context.Context, cfg Config, emit func(Row)) ([]Row, error) {
 	cfg = cfg.withDefaults()
+	if len(cfg.Serve) > 0 {
+		return runServed(ctx, cfg, emit)
+	}
 	progress := progressFunc(cfg.Progress)
 	e, err := newEnv(ctx, cfg.DSN, cfg.Handles, cfg.Shared)
 	if err != nil {
@@ -33,9 +36,13 @@ func RunAll(ctx context.Context, cfg Config, emit func(Row)) ([]Row, error) {
 	defer r.close()
 	var rows []Row
 	for _, name := range cfg.Workloads {
-		if name == "MEM" {
-			progress("MEM: measuring")
-			mem, err := memRows(ctx, e.backend, cfg)
+		if name == "MEM" || name == "SSE" {
+			progress(name + ": measuring")
+			measureMem := memRows
+			if name == "SSE" {
+				measureMem = streamRows
+			}
+			mem, err := measureMem(ctx, e.backend, cfg)
 			if err != nil {
 				return rows, err
 			}
@@ -165,6 +172,10 @@ func Run(b *testing.B, h Harness) {
 			b.Run(name, func(b *testing.B) { benchMem(b, h, cfg) })
 			continue
 		}
+		if name == "SSE" {
+			b.Run(name, func(b *testing.B) { benchStreams(b, h, cfg) })
+			continue
+		}
 		b.Run(name, func(b *testing.B) {
 			e, err := newEnv(ctx, h.NewDSN(b), cfg.Handles, cfg.Shared)
 			if err != nil {
@@ -220,6 +231,33 @@ func benchMem(b *testing.B, h Harness, cfg Config) {
 			}
 			b.ReportMetric(r.RSSKiB, "rss-KiB")
 			b.ReportMetric(r.HeapKiB, "heap-KiB")
+		})
+	}
+}
+
+// benchStreams takes SSE's readings once (the server in a child process
+// if the harness has one) and reports them as metrics of sub-benchmarks.
+func benchStreams(b *testing.B, h Harness, cfg Config) {
+	cfg.DSN = h.NewDSN(b)
+	p, err := workspace.ParseDSN(cfg.DSN)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows, err := streamRows(context.Background(), backendOf(p.Config.Scheme), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range rows {
+		b.Run(fmt.Sprintf("%s/streams=%d", strings.ReplaceAll(r.Variant, " ", "_"), r.Concurrency), func(b *testing.B) {
+			for b.Loop() {
+			}
+			if r.Variant == "idle streams" {
+				b.ReportMetric(r.HeapKiB/float64(r.Concurrency), "heap-KiB/stream")
+				b.ReportMetric(r.RSSKiB/float64(r.Concurrency), "rss-KiB/stream")
+				return
+			}
+			b.ReportMetric(r.P50us, "p50-us")
+			b.ReportMetric(r.P99us, "p99-us")
 		})
 	}
 }

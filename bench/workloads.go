@@ -58,7 +58,7 @@ func cases(ctx context.Context, e *env, r rawStore, cfg Config, name string) ([]
 			return nil, nil, err
 		}
 		each("", 0, "", func(ctx context.Context, c int) (op, error) { return w1(ctx, e, "w1", c) })
-		if e.backend == "postgres" {
+		if e.backend == "postgres" && e.via == "" {
 			each("vs raw+notify", 0, "", func(ctx context.Context, c int) (op, error) { return w1(ctx, e, "w1n", c) })
 		}
 		return out, sub, nil
@@ -80,7 +80,8 @@ func cases(ctx context.Context, e *env, r rawStore, cfg Config, name string) ([]
 			s := spec{workload: name, variant: v, c: 1}
 			other := v == "handover other handle"
 			out = append(out, bcase{spec: s, latency: true, note: "latency: release -> waiter acquired", setup: func(ctx context.Context) (op, op, func(), error) {
-				return w4handover(e, other), nil, nothing, nil
+				raw, cleanup, err := r.op(ctx, s)
+				return w4handover(e, other), raw, cleanup, err
 			}})
 		}
 	case "W5":
@@ -96,7 +97,7 @@ func cases(ctx context.Context, e *env, r rawStore, cfg Config, name string) ([]
 		})
 	case "W6":
 		variants := []string{"same handle", "other handle"}
-		if e.backend == "postgres" {
+		if e.backend == "postgres" && e.via == "" {
 			variants = append(variants, "other pool")
 		}
 		if cfg.Child != nil {

@@ -29,6 +29,9 @@ func (a *app) benchCmd() *cobra.Command {
 		analyze    bool
 		cpuProfile string
 		serveChild bool
+		serve      string
+		processes  int
+		streams    int
 	)
 	c := &cobra.Command{
 		Use:   "bench",
@@ -49,7 +52,17 @@ release (and the hand-over latency to a waiter), W5 claim + done from a pool
 of --tasks with dependencies, W6 event latency (commit to subscriber: same
 handle, other handle, on Postgres another pool, another process), W7 a
 three-op batch, MEM the memory an idle handle and 1 and 100 subscribers hold
-(RSS and Go heap growth, measured in a fresh wsctl process).`,
+(RSS and Go heap growth, measured in a fresh wsctl process), SSE --streams
+event streams held open on one server (its memory per idle stream, in a
+fresh wsctl process, and the latency of events fanned out to all of them).
+
+The DSN may be a server's (http://, https://, http+unix://): the workloads
+then run through it, without a raw baseline. --serve tcp,unix instead starts
+a server in this process in front of the DSN's store, on loopback TCP and on
+a unix socket, and runs each workload through it next to the same workload
+in this process on the same store: the ratio is what the HTTP hop costs.
+With --processes N, W1 is also run by N wsctl processes at c=1 each through
+the server, against c=N in this process.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if serveChild {
@@ -58,6 +71,19 @@ three-op batch, MEM the memory an idle handle and 1 and 100 subscribers hold
 			ws, err := bench.ParseWorkloads(workloads)
 			if err != nil {
 				return usageErrorf("--workloads: %v", err)
+			}
+			via, err := bench.ParseServe(serve)
+			if err != nil {
+				return usageErrorf("--serve: %v", err)
+			}
+			if processes < 0 || processes > 256 {
+				return usageErrorf("--processes: %d is not a count between 0 and 256", processes)
+			}
+			if processes > 0 && len(via) == 0 {
+				return usageErrorf("--processes needs --serve")
+			}
+			if streams < 1 || streams > 10000 {
+				return usageErrorf("--streams: %d is not a count between 1 and 10000", streams)
 			}
 			levels, err := parseLevels(conc)
 			if err != nil {
@@ -83,6 +109,7 @@ three-op batch, MEM the memory an idle handle and 1 and 100 subscribers hold
 				DSN: res.DSN, Duration: duration, Workloads: ws, Concurrency: levels,
 				Handles: handles, Shared: shared, Settle: settle, Analyze: analyze, Artifacts: artifacts, Tasks: tasks,
 				Child: a.benchChild(), Progress: a.stderr,
+				Serve: via, Processes: processes, Streams: streams,
 			}
 			if a.jsonOut {
 				enc := json.NewEncoder(a.stdout)
@@ -109,6 +136,9 @@ three-op batch, MEM the memory an idle handle and 1 and 100 subscribers hold
 	f.DurationVar(&settle, "settle", 0, "wait this long after loading W3/W5 data before measuring (lets autovacuum analyze it)")
 	f.BoolVar(&analyze, "analyze", false, "postgres: ANALYZE the workspace's tables after loading W3/W5 data (what autovacuum would do)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	f.StringVar(&serve, "serve", "", "run the workloads through a server started here in front of the DSN's store: tcp, unix or tcp,unix")
+	f.IntVar(&processes, "processes", 0, "with --serve: also run W1 from this many wsctl processes at c=1 each")
+	f.IntVar(&streams, "streams", bench.DefaultStreams, "SSE: event streams held open on one server")
 	f.BoolVar(&serveChild, "serve-child", false, "internal: be the benchmark's child process (W6 other process, MEM)")
 	_ = f.MarkHidden("serve-child")
 	return c

@@ -20,8 +20,10 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -44,7 +46,15 @@ func main() {
 		sqliteAt = flag.String("sqlite", "", "directory for our SQLite store (empty: skip)")
 		pgDSN    = flag.String("pg", "", "our Postgres DSN, with its own ws_schema (empty: skip)")
 		rounds   = flag.Int("rounds", 2, "how many times etcd and ours alternate")
+		procs    = flag.Int("processes", 0, "also run our W1 from this many processes at c=1 each through one server's unix socket (0: skip)")
 	)
+	if os.Getenv(childEnv) == "1" {
+		// This program re-executed as the bench's child process.
+		if err := bench.ServeChild(context.Background(), os.Stdin, os.Stdout); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	flag.Parse()
 	ctx := context.Background()
 	var rows []row
@@ -58,6 +68,9 @@ func main() {
 		for _, dsn := range ours(*sqliteAt, *pgDSN, r) {
 			log.Printf("round %d: %s", r+1, dsn)
 			rows = append(rows, measureOurs(ctx, dsn, *duration)...)
+			if *procs > 0 {
+				rows = append(rows, measureServed(ctx, dsn, *duration, *procs)...)
+			}
 		}
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
@@ -139,6 +152,41 @@ func measureOurs(ctx context.Context, dsn string, d time.Duration) []row {
 		if out[i].note == "; raw 0/s, 0.00x" {
 			out[i].note = ""
 		}
+	}
+	return out
+}
+
+// childEnv makes this program the bench's child process when set.
+const childEnv = "AGENTSPACE_PEER_BENCH_CHILD"
+
+// child re-executes this program as the bench's child process.
+func child(ctx context.Context) *exec.Cmd {
+	self, err := os.Executable()
+	if err != nil {
+		log.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, self) // #nosec G204 -- this very program
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// measureServed runs our W1 from n processes at c=1 each through one
+// server's unix socket in front of dsn's store (the bench's --serve unix
+// --processes n): n agents on one host sharing the server's group commit.
+func measureServed(ctx context.Context, dsn string, d time.Duration, n int) []row {
+	cfg := bench.Config{DSN: dsn, Duration: d, Workloads: []string{"W1"}, Concurrency: []int{n}, Serve: []string{"unix"}, Processes: n, Child: child}
+	rs, err := bench.RunAll(ctx, cfg, nil)
+	if err != nil {
+		log.Fatalf("served: %v", err)
+	}
+	var out []row
+	for _, r := range rs {
+		if !strings.Contains(r.Variant, "processes") {
+			continue
+		}
+		out = append(out, row{system: r.Backend, workload: "W1 " + r.Variant, c: r.Concurrency, ops: r.OpsPerSec,
+			p50: r.P50us, p99: r.P99us, fsyncs: r.CommitsPerOp, note: fmt.Sprintf("%.2fx W1 c=%d in process", r.Ratio, n)})
 	}
 	return out
 }
