@@ -134,6 +134,13 @@ type Row struct {
 	// resident set and of its live Go heap plus goroutine stacks, in KiB.
 	RSSKiB  float64 `json:"rss_kib,omitempty"`
 	HeapKiB float64 `json:"heap_kib,omitempty"`
+	// CPUusPerOp and RawCPUusPerOp are the CPU time (user + system) this
+	// process spent per op, ours and the baseline's: a figure that moves
+	// less than rates on a busy machine. Only rows whose work all runs in
+	// this process have them (with Serve: the server, its clients and the
+	// store all do).
+	CPUusPerOp    float64 `json:"cpu_us_per_op,omitempty"`
+	RawCPUusPerOp float64 `json:"raw_cpu_us_per_op,omitempty"`
 	// Note says what the numbers mean where the columns do not.
 	Note string `json:"note,omitempty"`
 }
@@ -286,6 +293,12 @@ func backendOf(scheme string) string {
 	if scheme == "postgresql" {
 		return "postgres"
 	}
+	return scheme
+}
+
+// scheme is the scheme of e's DSN.
+func (e *env) scheme() string {
+	scheme, _, _ := strings.Cut(e.dsn, ":")
 	return scheme
 }
 

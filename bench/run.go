@@ -91,15 +91,21 @@ func runCase(ctx context.Context, e *env, r rawStore, c bcase, d time.Duration, 
 		commits             int64
 		oursSyncs, rawSyncs int64
 		haveSyncs           = true
+		oursCPU, rawCPU     time.Duration
+		haveCPU             = true
 	)
 	for i := range rounds {
 		progress(fmt.Sprintf("%s: ours (round %d/%d)", label, i+1, rounds))
 		before := e.updates.Load()
 		s0, ok0 := r.walSyncs(ctx)
+		t0, okt0 := cpuTime()
 		res, err := measure(ctx, c.c, slice, 0, ours)
 		if err != nil {
 			return Row{}, err
 		}
+		t1, okt1 := cpuTime()
+		oursCPU += t1 - t0
+		haveCPU = haveCPU && okt0 && okt1
 		s1, ok1 := r.walSyncs(ctx)
 		commits += e.updates.Load() - before
 		oursSyncs += s1 - s0
@@ -110,10 +116,14 @@ func runCase(ctx context.Context, e *env, r rawStore, c bcase, d time.Duration, 
 		}
 		progress(fmt.Sprintf("%s: raw (round %d/%d)", label, i+1, rounds))
 		s0, ok0 = r.walSyncs(ctx)
+		t0, okt0 = cpuTime()
 		res, err = measure(ctx, c.c, slice, 0, raw)
 		if err != nil {
 			return Row{}, fmt.Errorf("raw: %w", err)
 		}
+		t1, okt1 = cpuTime()
+		rawCPU += t1 - t0
+		haveCPU = haveCPU && okt0 && okt1
 		s1, ok1 = r.walSyncs(ctx)
 		rawSyncs += s1 - s0
 		haveSyncs = haveSyncs && ok0 && ok1
@@ -134,6 +144,16 @@ func runCase(ctx context.Context, e *env, r rawStore, c bcase, d time.Duration, 
 			row.Ratio = row.RawP99us / row.P99us
 		case !c.latency && row.RawOpsPerSec > 0:
 			row.Ratio = row.OpsPerSec / row.RawOpsPerSec
+		}
+	}
+	// Other processes' work (a child subscriber, a remote server's) is
+	// not in this process's CPU time: only throughput rows, and only
+	// where the workspace's parts run here, get the figure (a database
+	// server's work is counted for neither side).
+	if haveCPU && o.ops > 0 && !c.latency && (e.via != "" || !servedScheme(e.scheme())) {
+		row.CPUusPerOp = float64(oursCPU.Microseconds()) / float64(o.ops)
+		if rw.ops > 0 {
+			row.RawCPUusPerOp = float64(rawCPU.Microseconds()) / float64(rw.ops)
 		}
 	}
 	if haveSyncs && o.ops > 0 && !c.latency {

@@ -173,7 +173,7 @@ func parseLevels(s string) ([]int, error) {
 // benchTable prints rows for people: one line per row, ratio last.
 func (a *app) benchTable(rows []bench.Row) error {
 	tw := a.table()
-	fmt.Fprintln(tw, "WORKLOAD\tBACKEND\tC\tOPS/S\tP50\tP99\tRAW OPS/S\tRAW P99\tRATIO\tCOMMITS/OP\tNOTE")
+	fmt.Fprintln(tw, "WORKLOAD\tBACKEND\tC\tOPS/S\tP50\tP99\tRAW OPS/S\tRAW P99\tRATIO\tCOMMITS/OP\tCPU/OP (RAW)\tNOTE")
 	for _, r := range rows {
 		name := r.Workload
 		if r.Variant != "" {
@@ -193,12 +193,16 @@ func (a *app) benchTable(rows []bench.Row) error {
 				commits += fmt.Sprintf(" (wal_sync %.2f, raw %.2f)", r.WALSyncsPerOp, r.RawWALSyncsPerOp)
 			}
 		}
+		cpu := "-"
+		if r.CPUusPerOp > 0 {
+			cpu = fmt.Sprintf("%s (%s)", us(r.CPUusPerOp), us(r.RawCPUusPerOp))
+		}
 		ops, p50, p99 := fmt.Sprintf("%.0f", r.OpsPerSec), us(r.P50us), us(r.P99us)
 		if r.OpsPerSec == 0 && r.P99us == 0 {
 			ops, p50, p99 = "-", "-", "-" // MEM rows: the figures are in the note
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			name, r.Backend, r.Concurrency, ops, p50, p99, raw, rawP99, ratio, commits, orDash(r.Note))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			name, r.Backend, r.Concurrency, ops, p50, p99, raw, rawP99, ratio, commits, cpu, orDash(r.Note))
 	}
 	return tw.Flush()
 }
