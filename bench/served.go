@@ -18,6 +18,7 @@ import (
 	// Served rows reach the server through the remote backend.
 	_ "github.com/agentspace/agentspace/backend/remote"
 	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/workspace"
 )
 
 // Serving: with Config.Serve, RunAll starts a server (package server) in
@@ -67,6 +68,11 @@ func startServer(ctx context.Context, storeDSN, via string) (*served, error) {
 	if err != nil {
 		return nil, err
 	}
+	return serveHandle(st, via)
+}
+
+// serveHandle serves st's first handle (st is closed with the server).
+func serveHandle(st *env, via string) (*served, error) {
 	srv, err := server.New(st.handles[0], server.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		st.close()
@@ -160,8 +166,17 @@ func runServed(ctx context.Context, cfg Config, emit func(Row)) ([]Row, error) {
 func runVia(ctx context.Context, cfg Config, base *env, via string, out func(Row)) error {
 	progress := progressFunc(cfg.Progress)
 	progress("starting a server on " + via)
-	srv, err := startServer(ctx, cfg.DSN, via)
+	// The server's handle shares the baseline's store (its writer queue
+	// and event hub): one store, whose commits are counted either way,
+	// and no second store reading the other's commits from the file or
+	// the database.
+	h, err := workspace.Attach(base.handles[0])
 	if err != nil {
+		return err
+	}
+	srv, err := serveHandle(&env{dsn: base.dsn, backend: base.backend, handles: []workspace.Workspace{h}, updates: base.updates}, via)
+	if err != nil {
+		_ = h.Close()
 		return err
 	}
 	defer srv.stop()
