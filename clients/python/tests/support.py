@@ -78,7 +78,8 @@ class ServerProcess:
                     self.url = m.group(1)
                     found.set()
 
-        threading.Thread(target=read, daemon=True).start()
+        self._reader = threading.Thread(target=read, daemon=True)
+        self._reader.start()
         if not found.wait(60):
             self.kill()
             raise RuntimeError("wsctl serve did not start:\n" + "".join(self.log))
@@ -91,13 +92,21 @@ class ServerProcess:
         """Stop the server as SIGTERM does: it drains, then exits."""
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(30)
+        self._reap()
 
     def kill(self) -> None:
         """Kill the server with SIGKILL: no drain, no goodbye."""
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait(30)
+        self._reap()
+
+    def _reap(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.wait(30)
+        self._reader.join(30)
+        if self.proc.stderr:
+            self.proc.stderr.close()
 
 
 _shared: ServerProcess | None = None

@@ -236,7 +236,7 @@ class Workspace:
         return self._t
 
     def close(self) -> None:
-        """Close the calling thread's connection."""
+        """Close the client's connections (a later call opens new ones)."""
         self._t.close()
 
     def __enter__(self) -> Workspace:
@@ -362,12 +362,13 @@ class Workspace:
 
     def create_task(self, title: str, *, description: str | None = None, parent_id: str | None = None,
                     depends_on: Sequence[str] | None = None, priority: int | None = None, labels: Mapping[str, str] | None = None,
-                    assignee: str | None = None, message: str | None = None, idempotency_key: str | None = None) -> Task:
+                    assignee: str | None = None, if_version: int | None = None, fence: int | None = None,
+                    message: str | None = None, idempotency_key: str | None = None) -> Task:
         """Add a pending task."""
         body = {"title": title, "description": description, "parent_id": parent_id,
                 "depends_on": list(depends_on) if depends_on is not None else None, "priority": priority,
                 "labels": dict(labels) if labels is not None else None, "assignee": assignee}
-        v = self._write("POST", "/v1/tasks", body, if_version=None, fence=None, message=message, idempotency_key=idempotency_key)
+        v = self._write("POST", "/v1/tasks", body, if_version=if_version, fence=fence, message=message, idempotency_key=idempotency_key)
         return Task.from_dict(check_answer(v, "create_task"))
 
     def get_task(self, id: str) -> Task:
@@ -414,10 +415,11 @@ class Workspace:
                 continue
             return Task.from_dict(check_answer(v, "claim_task"))
 
-    def heartbeat_task(self, id: str, *, lease: Seconds | None = None, idempotency_key: str | None = None) -> Task:
+    def heartbeat_task(self, id: str, *, lease: Seconds | None = None, if_version: int | None = None, fence: int | None = None,
+                       message: str | None = None, idempotency_key: str | None = None) -> Task:
         """Extend the caller's claim on a task by ``lease`` seconds from now."""
         v = self._write("POST", f"/v1/tasks/{segment('id', id)}/heartbeat", {"lease": duration(lease, "lease")},
-                        if_version=None, fence=None, message=None, idempotency_key=idempotency_key)
+                        if_version=if_version, fence=fence, message=message, idempotency_key=idempotency_key)
         return Task.from_dict(check_answer(v, "heartbeat_task"))
 
     def complete_task(self, id: str, summary: str = "", artifacts: Sequence[str] = (), *, if_version: int | None = None,
@@ -434,9 +436,10 @@ class Workspace:
                         if_version=if_version, fence=fence, message=message, idempotency_key=idempotency_key)
         return Task.from_dict(check_answer(v, "fail_task"))
 
-    def release_task(self, id: str, *, message: str | None = None, idempotency_key: str | None = None) -> Task:
+    def release_task(self, id: str, *, if_version: int | None = None, fence: int | None = None, message: str | None = None,
+                     idempotency_key: str | None = None) -> Task:
         """Return a claimed task to pending, for another agent to claim."""
-        v = self._write("POST", f"/v1/tasks/{segment('id', id)}/release", {}, if_version=None, fence=None, message=message,
+        v = self._write("POST", f"/v1/tasks/{segment('id', id)}/release", {}, if_version=if_version, fence=fence, message=message,
                         idempotency_key=idempotency_key)
         return Task.from_dict(check_answer(v, "release_task"))
 
@@ -500,9 +503,10 @@ class Workspace:
         """Free a lease the caller holds with token."""
         self._t.request("POST", f"/v1/locks/{segment('resource', resource)}/release", body={"token": token})
 
-    def force_release_lock(self, resource: str, *, message: str | None = None, idempotency_key: str | None = None) -> None:
+    def force_release_lock(self, resource: str, *, if_version: int | None = None, fence: int | None = None,
+                           message: str | None = None, idempotency_key: str | None = None) -> None:
         """Free a lease whoever holds it (recorded in the log)."""
-        self._write("POST", f"/v1/locks/{segment('resource', resource)}/force-release", {}, if_version=None, fence=None,
+        self._write("POST", f"/v1/locks/{segment('resource', resource)}/force-release", {}, if_version=if_version, fence=fence,
                     message=message, idempotency_key=idempotency_key)
 
     def get_lock(self, resource: str) -> Lease:
@@ -550,6 +554,7 @@ class Workspace:
 
     def follow(self, after: int = 0, *, types: Sequence[str] | None = None, actor: str | None = None,
                subject_kind: str | None = None, subject_id: str | None = None, subject_name: str | None = None,
+               since: datetime | None = None, until: datetime | None = None,
                heartbeat: Seconds = 5.0, reconnect_for: Seconds | None = None) -> Iterator[Event]:
         """Yield the events after seq ``after``, the backlog then live, for ever.
 
@@ -563,7 +568,8 @@ class Workspace:
         from ._sse import follow
 
         q = {"type": ",".join(types) if types else None, "actor": actor, "subject_kind": subject_kind, "subject_id": subject_id,
-             "subject_name": subject_name, "heartbeat": duration(heartbeat, "heartbeat")}
+             "subject_name": subject_name, "since": format_time(since), "until": format_time(until),
+             "heartbeat": duration(heartbeat, "heartbeat")}
         return follow(self._t, after, q, seconds_of(heartbeat), self._t.retry_for if reconnect_for is None else seconds_of(reconnect_for))
 
     # Agent-loop helpers.

@@ -26,8 +26,9 @@ class _KeepAlive:
     beat raises one of the _GONE errors (then lost is set). Other errors
     (a server restarting) are kept in error and retried next period."""
 
-    def __init__(self, name: str, period: float, beat: Any) -> None:
+    def __init__(self, name: str, period: float, beat: Any, done: Any) -> None:
         self._stop = threading.Event()
+        self._done = done
         self._beat = beat
         self._period = max(period, 0.001)
         self.lost: AgentspaceError | None = None
@@ -36,15 +37,18 @@ class _KeepAlive:
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(self._period):
-            try:
-                self._beat()
-                self.error = None
-            except _GONE as e:
-                self.lost = e
-                return
-            except Exception as e:  # noqa: BLE001 - kept for the holder to see
-                self.error = e
+        try:
+            while not self._stop.wait(self._period):
+                try:
+                    self._beat()
+                    self.error = None
+                except _GONE as e:
+                    self.lost = e
+                    return
+                except Exception as e:  # noqa: BLE001 - kept for the holder to see
+                    self.error = e
+        finally:
+            self._done()
 
     def stop(self) -> None:
         self._stop.set()
@@ -114,7 +118,7 @@ class LockHolder:
             def beat() -> None:
                 held._lease = self._ws.renew_lock(self._resource, held._lease.token, self._ttl)
 
-            held._keep = _KeepAlive(f"agentspace-lock:{self._resource}", self._period, beat)
+            held._keep = _KeepAlive(f"agentspace-lock:{self._resource}", self._period, beat, self._ws.transport.close_thread)
         self._held = held
         return held
 
@@ -209,7 +213,7 @@ class ClaimHolder:
     def __enter__(self) -> HeldClaim:
         task = self._ws.claim_task(lease=self._lease, labels=self._labels, parent_id=self._parent_id, wait=self._wait)
         held = HeldClaim(self._ws, task)
-        held._keep = _KeepAlive(f"agentspace-claim:{task.id}", self._period, lambda: held._beat(self._lease))
+        held._keep = _KeepAlive(f"agentspace-claim:{task.id}", self._period, lambda: held._beat(self._lease), self._ws.transport.close_thread)
         self._held = held
         return held
 

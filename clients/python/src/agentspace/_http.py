@@ -88,6 +88,8 @@ class Transport:
         self.retry_for = retry_for
         self._ssl = ssl_context
         self._local = threading.local()
+        self._mu = threading.Lock()
+        self._all: set[http.client.HTTPConnection] = set()
 
     # Connections.
 
@@ -109,6 +111,8 @@ class Transport:
         if c is None:
             c = self.new_connection(self.timeout)
             self._local.conn = c
+            with self._mu:
+                self._all.add(c)
         return c
 
     def _drop(self) -> None:
@@ -116,10 +120,19 @@ class Transport:
         if c is not None:
             c.close()
             self._local.conn = None
+            with self._mu:
+                self._all.discard(c)
+
+    def close_thread(self) -> None:
+        """Close the calling thread's connection; the next request opens another."""
+        self._drop()
 
     def close(self) -> None:
-        """Close this thread's connection (others close with their threads)."""
-        self._drop()
+        """Close every connection the transport opened, in every thread."""
+        with self._mu:
+            conns, self._all = self._all, set()
+        for c in conns:
+            c.close()
 
     def headers(self, accept: str = "application/json") -> dict[str, str]:
         """Return the headers every request carries."""
