@@ -210,7 +210,7 @@ class Workspace:
     ``http+unix:///path/to.sock`` (default: ``AGENTSPACE_URL``, else
     http://127.0.0.1:7465); ``token`` a bearer token (default:
     ``AGENTSPACE_TOKEN``). Without a token, on a loopback server, ``actor``
-    names who acts.
+    (default: ``AGENTSPACE_ACTOR``) names who acts.
 
     Every error answer raises its typed error (:class:`ConflictError`,
     :class:`LockedError`, ...). Writes carry an idempotency key (a fresh

@@ -64,6 +64,7 @@ class Transport:
     ) -> None:
         url = url or os.environ.get("AGENTSPACE_URL") or DEFAULT_URL
         token = token if token is not None else os.environ.get("AGENTSPACE_TOKEN") or None
+        actor = actor if actor is not None else os.environ.get("AGENTSPACE_ACTOR") or None
         u = urllib.parse.urlsplit(url)
         if u.query or u.fragment:
             raise ValueError("the server URL takes no query or fragment")
