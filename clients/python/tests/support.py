@@ -135,10 +135,15 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{os.getpid()}-{time.monotonic_ns()}"
 
 
+FREEZE = -1
+
+
 class Proxy:
     """A TCP proxy on loopback in front of an HTTP server. ``cut`` decides,
     for each chunk the server sends on a connection, how many of its bytes
-    to pass on before closing both sides (None: all, keep going)."""
+    to pass on before closing both sides (None: all, keep going; FREEZE:
+    none, and keep the connection open but silent, as a half-open TCP
+    connection is)."""
 
     def __init__(self, upstream_url: str, cut: Callable[[int, bytes, int], int | None] | None = None) -> None:
         hostport = upstream_url.split("://", 1)[1].rstrip("/")
@@ -192,6 +197,12 @@ class Proxy:
                     if not b:
                         return
                     keep = self.cut(n, b, sent) if self.cut else None
+                    if keep == FREEZE:
+                        with self._mu:
+                            self.cuts += 1
+                        while not self._stop and client.recv(65536):
+                            pass  # silent until the client gives up
+                        return
                     if keep is not None:
                         with self._mu:
                             self.cuts += 1

@@ -138,6 +138,39 @@ class ResilienceTest(unittest.TestCase):
         self.assertEqual([e.subject.name for e in got], names, "no gap, no duplicate, in order")
         self.assertEqual([e.seq - got[0].seq for e in got], [0, 1, 2, 3, 4])
 
+    def test_follow_takes_a_silent_connection_for_dead(self) -> None:
+        actor = support.unique("silent-writer")
+        w = self.ws(self.url, actor)
+        head = w.events_head()
+        names = [support.unique("r/silent") for _ in range(3)]
+        for n in names:
+            w.create_artifact(n, "x")
+        # The first connection goes silent after its headers: no events,
+        # no heartbeats, no close.
+        p = self.proxy(lambda n, chunk, sent: support.FREEZE if n == 0 else None)
+        t0 = time.monotonic()
+        stream = self.ws(p.url, "reader").follow(after=head, actor=actor, heartbeat=0.2)
+        got = [next(stream).subject.name for _ in range(3)]
+        stream.close()
+        self.assertEqual(got, names)
+        self.assertEqual(p.cuts, 1)
+        self.assertGreaterEqual(time.monotonic() - t0, 0.6, "three heartbeats of silence first")
+
+    def test_a_connection_the_server_closed_while_idle_is_replaced(self) -> None:
+        srv = support.ServerProcess()
+        srv.start()
+        self.addCleanup(srv.kill)
+        lead = self.ws(srv.url, "lead")
+        worker = self.ws(srv.url, "worker", retry_for=10)
+        label = {"suite": support.unique("idle")}
+        lead.create_task("one", labels=label)
+        worker.whoami()  # the worker now has a kept-alive connection
+        srv.stop()
+        srv.start()  # same port; the worker's connection was closed by the old server
+        # A claim is never repeated after a drop: it succeeds only because
+        # the dead connection is noticed before the claim is sent on it.
+        self.assertEqual(worker.claim_task(labels=label).title, "one")
+
     def test_follow_survives_a_server_restart(self) -> None:
         srv = support.ServerProcess("--heartbeat", "1s")
         srv.start()
