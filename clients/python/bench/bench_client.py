@@ -48,7 +48,7 @@ def measure_calls(url: str, n: int) -> dict[str, float]:
         ws.create_artifact(name, "x" * 200)
     versions = {k: 1 for k in names}
     u = urllib.parse.urlsplit(base)
-    conn = http.client.HTTPConnection(u.hostname, u.port)
+    conn = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port)
 
     def path(k: str) -> str:
         return "/v1/artifacts/" + urllib.parse.quote(names[k], safe="")

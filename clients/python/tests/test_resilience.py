@@ -254,7 +254,7 @@ class ResilienceTest(unittest.TestCase):
 class _Fake(http.server.BaseHTTPRequestHandler):
     """Answers that are not the API's, by path."""
 
-    def log_message(self, *args: object) -> None:
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's name
         pass
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name

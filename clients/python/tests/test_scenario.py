@@ -135,6 +135,7 @@ class ScenarioTest(unittest.TestCase):
             args = substitute(st.get("args") or {}, saved)
             expect = st.get("expect") or {}
             err: AgentspaceError | None = None
+            got: Any = None
             try:
                 got = run_step(self.client(st.get("as", "scenario")), st["op"], args)
             except AgentspaceError as e:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 import urllib.parse
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._errors import InvalidError, LockedError, NoTaskError, ProtocolError
 from ._http import Transport, check_answer
@@ -28,6 +28,9 @@ from ._models import (
     encode_content,
     format_time,
 )
+
+if TYPE_CHECKING:
+    from ._helpers import ClaimHolder, LockHolder
 
 __all__ = ["Workspace", "Op", "Seconds", "artifact_resource", "task_resource"]
 
@@ -555,7 +558,7 @@ class Workspace:
     def follow(self, after: int = 0, *, types: Sequence[str] | None = None, actor: str | None = None,
                subject_kind: str | None = None, subject_id: str | None = None, subject_name: str | None = None,
                since: datetime | None = None, until: datetime | None = None,
-               heartbeat: Seconds = 5.0, reconnect_for: Seconds | None = None) -> Iterator[Event]:
+               heartbeat: Seconds = 5.0, reconnect_for: Seconds | None = None) -> Generator[Event, None, None]:
         """Yield the events after seq ``after``, the backlog then live, for ever.
 
         A dropped connection, a truncated stream or a server restart is
@@ -574,7 +577,7 @@ class Workspace:
 
     # Agent-loop helpers.
 
-    def lock(self, resource: str, ttl: Seconds = 30, *, wait: Seconds = 0, renew: bool = True, message: str | None = None) -> Any:
+    def lock(self, resource: str, ttl: Seconds = 30, *, wait: Seconds = 0, renew: bool = True, message: str | None = None) -> LockHolder:
         """A context manager holding the lease on resource for the block:
         ``with ws.lock("build", ttl=30) as lease: ...``. It renews the lease
         in a thread every third of ``ttl`` and releases it at the end. Pass
@@ -585,7 +588,7 @@ class Workspace:
         return LockHolder(self, resource, ttl, wait=wait, renew=renew, message=message)
 
     def claim(self, *, lease: Seconds = 300, labels: Mapping[str, str] | None = None, parent_id: str | None = None,
-              wait: Seconds = 0) -> Any:
+              wait: Seconds = 0) -> ClaimHolder:
         """A context manager claiming the best ready task for the block:
         ``with ws.claim(lease=60) as claim: ... claim.complete("done")``. It
         heartbeats in a thread every third of ``lease``; a block left

@@ -13,7 +13,7 @@ from __future__ import annotations
 import http.client
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 from ._errors import ProtocolError, ServerUnreachableError, UnavailableError, error_from_body, error_from_problem
@@ -23,7 +23,7 @@ from ._models import Event
 __all__ = ["follow"]
 
 
-def follow(t: Transport, after: int, query: dict[str, Any], heartbeat: float, reconnect_for: float) -> Iterator[Event]:
+def follow(t: Transport, after: int, query: dict[str, Any], heartbeat: float, reconnect_for: float) -> Generator[Event, None, None]:
     """Yield events after seq ``after`` for ever; see Workspace.follow."""
     if not isinstance(after, int) or isinstance(after, bool) or after < 0:
         from ._errors import InvalidError
