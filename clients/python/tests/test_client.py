@@ -335,6 +335,30 @@ class ClientTest(unittest.TestCase):
             os.environ.clear()
             os.environ.update(old)
 
+    def test_a_server_on_a_unix_socket(self) -> None:
+        import shutil
+        import tempfile
+
+        d = tempfile.mkdtemp(prefix="ws")  # a socket's path must fit in 108 bytes
+        self.addCleanup(shutil.rmtree, d, True)
+        srv = support.ServerProcess(listen="unix:" + os.path.join(d, "s.sock"))
+        srv.start()
+        self.addCleanup(srv.stop)
+        self.assertTrue(srv.url.startswith("http+unix:///"), srv.url)
+        ws = self.ws_at(srv.url, "unix-agent")
+        name = support.unique("c/unix") + "/a b.md"
+        head = ws.events_head()
+        ws.create_artifact(name, "over a socket")
+        self.assertEqual(ws.get_artifact(name).text, "over a socket")
+        stream = ws.follow(after=head, subject_name=name)
+        self.assertEqual(next(stream).actor, "unix-agent")
+        stream.close()
+
+    def ws_at(self, url: str, actor: str) -> Workspace:
+        w = Workspace(url, actor=actor, retry_for=5)
+        self.addCleanup(w.close)
+        return w
+
     def test_bad_arguments_are_refused_before_sending(self) -> None:
         ws = self.ws("alice")
         for call, field in [
