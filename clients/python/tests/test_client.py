@@ -371,8 +371,10 @@ class ClientTest(unittest.TestCase):
             with self.assertRaises(InvalidError) as cm:
                 call()
             self.assertEqual(cm.exception.field, field)
-        with self.assertRaises(ValueError):
-            Workspace("ftp://example.org")
+        for url in ("ftp://example.org", "http://:80", "http://h:1/?x=1", "http+unix://host/s.sock"):
+            with self.assertRaises(InvalidError) as cm:
+                Workspace(url)
+            self.assertEqual(cm.exception.field, "url")
 
 
 class OpenAPITest(unittest.TestCase):

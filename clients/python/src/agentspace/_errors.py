@@ -158,9 +158,9 @@ class CompactedError(AgentspaceError):
         self.floor: int = _int(self.problem.get("floor"))
 
 
-class InvalidError(AgentspaceError):
-    """Bad input (400 ``invalid``): ``field`` names it, ``reason`` says why.
-    Nothing was written."""
+class InvalidError(AgentspaceError, ValueError):
+    """Bad input (400 ``invalid``, or refused by the client before sending):
+    ``field`` names it, ``reason`` says why. Nothing was written."""
 
     code = "invalid"
 

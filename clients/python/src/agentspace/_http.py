@@ -21,9 +21,9 @@ import time
 import urllib.parse
 from typing import Any
 
-from ._errors import AgentspaceError, ProtocolError, ServerUnreachableError, error_from_body
+from ._errors import InvalidError, ProtocolError, ServerUnreachableError, error_from_body
 
-__all__ = ["Transport", "DEFAULT_URL"]
+__all__ = ["DEFAULT_URL", "Transport", "check_answer"]
 
 DEFAULT_URL = "http://127.0.0.1:7465"
 
@@ -67,21 +67,21 @@ class Transport:
         actor = actor if actor is not None else os.environ.get("AGENTSPACE_ACTOR") or None
         u = urllib.parse.urlsplit(url)
         if u.query or u.fragment:
-            raise ValueError("the server URL takes no query or fragment")
+            raise _bad_url("takes no query or fragment")
         self.scheme = u.scheme
         if u.scheme in ("http", "https"):
             if not u.hostname:
-                raise ValueError(f"the server URL names no host: {url!r}")
+                raise _bad_url("names no host")
             self._host = u.hostname
             self._port = u.port
             self.prefix = u.path.rstrip("/")
         elif u.scheme == "http+unix":
             if u.netloc or not u.path:
-                raise ValueError("want http+unix:///path/to.sock")
+                raise _bad_url("want http+unix:///path/to.sock")
             self._sock_path = urllib.parse.unquote(u.path)
             self.prefix = ""
         else:
-            raise ValueError(f"scheme {u.scheme!r} is not a server's: want http, https or http+unix")
+            raise _bad_url(f"scheme {u.scheme[:16]!r} is not a server's: want http, https or http+unix")
         self.url = url
         self.token = token
         self.actor = actor
@@ -235,6 +235,11 @@ class Transport:
         return resp.status, resp.getheader("Content-Type", "") or "", raw
 
 
+def _bad_url(reason: str) -> InvalidError:
+    # The URL itself may hold a secret (a password): it is not repeated.
+    return InvalidError(f"url: {reason}", problem={"code": "invalid", "field": "url", "reason": reason})
+
+
 def _dropped(sock: socket.socket) -> bool:
     """Report whether an idle connection's peer has closed it (it reads
     as ready: EOF, or bytes no request asked for)."""
@@ -256,5 +261,3 @@ def check_answer(v: Any, what: str) -> dict[str, Any]:
         raise ProtocolError(f"{what}: want a JSON object, got {type(v).__name__}")
     return v
 
-
-__all__ += ["check_answer", "AgentspaceError"]
