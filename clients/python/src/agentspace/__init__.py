@@ -1,0 +1,104 @@
+"""agentspace: a client of the agentspace HTTP API (``wsctl serve``),
+in Python's standard library only.
+
+    from agentspace import Workspace
+
+    ws = Workspace()          # AGENTSPACE_URL and AGENTSPACE_TOKEN
+    with ws.claim(lease=60) as claim:
+        with ws.lock("artifact:plans/api.md", ttl=30) as lease:
+            plan = ws.get_artifact("plans/api.md")
+            ws.update_artifact("plans/api.md", plan.text + "- more\\n",
+                               if_version=plan.version, fence=lease.token)
+        claim.complete("extended the plan", ["plans/api.md"])
+
+Records are dataclasses in the API's JSON shape; every error answer is a
+typed exception (ConflictError, LockedError, ...); ``follow`` yields the
+event log and resumes by itself after a dropped connection.
+"""
+
+from ._client import Op, Seconds, Workspace, artifact_resource, task_resource
+from ._errors import (
+    AgentspaceError,
+    AlreadyExistsError,
+    AuthError,
+    CompactedError,
+    ConflictError,
+    ForbiddenError,
+    InvalidError,
+    LockedError,
+    LockLostError,
+    NoTaskError,
+    NotFoundError,
+    NotHolderError,
+    ProtocolError,
+    ServerError,
+    ServerUnreachableError,
+    StaleFenceError,
+    TooLargeError,
+    UnavailableError,
+    error_from_problem,
+)
+from ._helpers import HeldClaim, HeldLease
+from ._models import (
+    Artifact,
+    ArtifactPage,
+    BatchResult,
+    Event,
+    EventPage,
+    Lease,
+    Note,
+    NotePage,
+    OpResult,
+    Status,
+    Subject,
+    Task,
+    TaskPage,
+    TaskResult,
+    Whoami,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AgentspaceError",
+    "AlreadyExistsError",
+    "Artifact",
+    "ArtifactPage",
+    "AuthError",
+    "BatchResult",
+    "CompactedError",
+    "ConflictError",
+    "Event",
+    "EventPage",
+    "ForbiddenError",
+    "HeldClaim",
+    "HeldLease",
+    "InvalidError",
+    "Lease",
+    "LockLostError",
+    "LockedError",
+    "NoTaskError",
+    "Note",
+    "NotePage",
+    "NotFoundError",
+    "NotHolderError",
+    "Op",
+    "OpResult",
+    "ProtocolError",
+    "Seconds",
+    "ServerError",
+    "ServerUnreachableError",
+    "StaleFenceError",
+    "Status",
+    "Subject",
+    "Task",
+    "TaskPage",
+    "TaskResult",
+    "TooLargeError",
+    "UnavailableError",
+    "Whoami",
+    "Workspace",
+    "artifact_resource",
+    "error_from_problem",
+    "task_resource",
+]

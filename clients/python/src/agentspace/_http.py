@@ -1,0 +1,263 @@
+"""The HTTP transport: one kept-alive connection per thread, typed errors,
+and retries that are safe.
+
+A request that never reached the server (refused, unreachable) is always
+retried. One that may have reached it (the connection dropped before the
+answer) is retried only when repeating it cannot do anything twice: reads,
+and writes that carry an idempotency key, which the server answers with
+the first result.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import select
+import socket
+import ssl
+import threading
+import time
+import urllib.parse
+from typing import Any
+
+from ._errors import InvalidError, ProtocolError, ServerUnreachableError, error_from_body
+
+__all__ = ["DEFAULT_URL", "Transport", "check_answer"]
+
+DEFAULT_URL = "http://127.0.0.1:7465"
+
+# Errors raised before a request left this process: repeating it is safe.
+_NOT_SENT = (ConnectionRefusedError, FileNotFoundError, socket.gaierror)
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    """HTTP over a unix socket (http+unix:///path/to.sock)."""
+
+    def __init__(self, path: str, timeout: float | None) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.settimeout(self.timeout)
+            s.connect(self._path)
+        except OSError:
+            s.close()
+            raise
+        self.sock = s
+
+
+class Transport:
+    """Sends the API's requests. Safe for use by many threads: each keeps
+    its own connection."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        token: str | None = None,
+        actor: str | None = None,
+        timeout: float = 60.0,
+        retry_for: float = 15.0,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        url = url or os.environ.get("AGENTSPACE_URL") or DEFAULT_URL
+        token = token if token is not None else os.environ.get("AGENTSPACE_TOKEN") or None
+        actor = actor if actor is not None else os.environ.get("AGENTSPACE_ACTOR") or None
+        u = urllib.parse.urlsplit(url)
+        if u.query or u.fragment:
+            raise _bad_url("takes no query or fragment")
+        self.scheme = u.scheme
+        if u.scheme in ("http", "https"):
+            if not u.hostname:
+                raise _bad_url("names no host")
+            self._host = u.hostname
+            self._port = u.port
+            self.prefix = u.path.rstrip("/")
+        elif u.scheme == "http+unix":
+            if u.netloc or not u.path:
+                raise _bad_url("want http+unix:///path/to.sock")
+            self._sock_path = urllib.parse.unquote(u.path)
+            self.prefix = ""
+        else:
+            raise _bad_url(f"scheme {u.scheme[:16]!r} is not a server's: want http, https or http+unix")
+        self.url = url
+        self.token = token
+        self.actor = actor
+        self.timeout = timeout
+        self.retry_for = retry_for
+        self._ssl = ssl_context
+        self._local = threading.local()
+        self._mu = threading.Lock()
+        self._all: set[http.client.HTTPConnection] = set()
+
+    # Connections.
+
+    def new_connection(self, timeout: float | None) -> http.client.HTTPConnection:
+        """Return a new, unopened connection to the server."""
+        if self.scheme == "http+unix":
+            return _UnixConnection(self._sock_path, timeout)
+        if self.scheme == "https":
+            return http.client.HTTPSConnection(self._host, self._port, timeout=timeout, context=self._ssl or ssl.create_default_context())
+        return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+
+    def _conn(self) -> http.client.HTTPConnection:
+        c: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+        if c is not None and c.sock is not None and _dropped(c.sock):
+            # The server closed the idle connection (its keep-alive timeout,
+            # a restart): a request sent on it would fail after leaving.
+            c.close()
+            c = None
+        if c is None:
+            c = self.new_connection(self.timeout)
+            self._local.conn = c
+            with self._mu:
+                self._all.add(c)
+        return c
+
+    def _drop(self) -> None:
+        c = getattr(self._local, "conn", None)
+        if c is not None:
+            c.close()
+            self._local.conn = None
+            with self._mu:
+                self._all.discard(c)
+
+    def close_thread(self) -> None:
+        """Close the calling thread's connection; the next request opens another."""
+        self._drop()
+
+    def close(self) -> None:
+        """Close every connection the transport opened, in every thread."""
+        with self._mu:
+            conns, self._all = self._all, set()
+        for c in conns:
+            c.close()
+
+    def headers(self, accept: str = "application/json") -> dict[str, str]:
+        """Return the headers every request carries."""
+        h = {"Accept": accept, "User-Agent": "agentspace-python/1"}
+        if self.token:
+            h["Authorization"] = "Bearer " + self.token
+        elif self.actor:
+            h["X-Agentspace-Actor"] = self.actor
+        return h
+
+    def target(self, path: str, query: dict[str, Any] | None = None) -> str:
+        """Return the request target: the prefix, the path and the query."""
+        t = self.prefix + path
+        if query:
+            pairs: list[tuple[str, str]] = []
+            for k, v in query.items():
+                if v is None or v == "" or v == [] or v == 0 and k in ("after", "limit", "version"):
+                    continue
+                if isinstance(v, (list, tuple)):
+                    pairs.extend((k, str(x)) for x in v)
+                elif isinstance(v, bool):
+                    pairs.append((k, "true" if v else "false"))
+                else:
+                    pairs.append((k, str(v)))
+            if pairs:
+                t += "?" + urllib.parse.urlencode(pairs)
+        return t
+
+    # Requests.
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: dict[str, Any] | None = None,
+        retry: bool = False,
+        timeout: float | None = None,
+    ) -> Any:
+        """Send one request and return its decoded JSON answer (None for
+        204). An error answer raises its typed error. With retry, a dropped
+        connection is retried (for up to retry_for seconds); a request that
+        never reached the server is retried in any case."""
+        payload = None if body is None else json.dumps(body, separators=(",", ":")).encode("utf-8")
+        target = self.target(path, query)
+        headers = self.headers()
+        if payload is not None:
+            headers["Content-Type"] = "application/json"
+        deadline = 0.0
+        backoff = 0.02
+        while True:
+            try:
+                status, ctype, raw = self._once(method, target, payload, headers, timeout)
+                break
+            except (OSError, http.client.HTTPException) as e:
+                self._drop()
+                sent = not isinstance(e, _NOT_SENT)
+                if sent and not retry:
+                    raise ServerUnreachableError(
+                        f"{method} {path}: the connection failed before an answer ({_describe(e)}); "
+                        "the request may or may not have been applied"
+                    ) from e
+                now = time.monotonic()
+                if deadline == 0.0:
+                    deadline = now + self.retry_for
+                if now >= deadline:
+                    raise ServerUnreachableError(f"{method} {path}: no answer from {self.url} for {self.retry_for:g}s ({_describe(e)})") from e
+                time.sleep(min(backoff, max(0.0, deadline - now)))
+                backoff = min(backoff * 2, 1.0)
+        if status >= 300:
+            raise error_from_body(status, raw)
+        if status == 204 or not raw:
+            return None
+        if not ctype.startswith("application/json"):
+            raise ProtocolError(f"{method} {path}: answer of type {ctype!r}, not JSON", status=status)
+        try:
+            return json.loads(raw)
+        except ValueError as e:
+            raise ProtocolError(f"{method} {path}: malformed JSON answer: {e}", status=status) from e
+
+    def _once(self, method: str, target: str, payload: bytes | None, headers: dict[str, str], timeout: float | None) -> tuple[int, str, bytes]:
+        c = self._conn()
+        if timeout is not None:
+            c.timeout = timeout
+            if c.sock is not None:
+                c.sock.settimeout(timeout)
+        try:
+            c.request(method, target, body=payload, headers=headers)
+            resp = c.getresponse()
+            raw = resp.read()
+        finally:
+            if timeout is not None:
+                c.timeout = self.timeout
+                if c.sock is not None:
+                    c.sock.settimeout(self.timeout)
+        if resp.will_close:
+            self._drop()
+        return resp.status, resp.getheader("Content-Type", "") or "", raw
+
+
+def _bad_url(reason: str) -> InvalidError:
+    # The URL itself may hold a secret (a password): it is not repeated.
+    return InvalidError(f"url: {reason}", problem={"code": "invalid", "field": "url", "reason": reason})
+
+
+def _dropped(sock: socket.socket) -> bool:
+    """Report whether an idle connection's peer has closed it (it reads
+    as ready: EOF, or bytes no request asked for)."""
+    try:
+        r, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(r)
+
+
+def _describe(e: BaseException) -> str:
+    text = str(e) or type(e).__name__
+    return f"{type(e).__name__}: {text}" if text != type(e).__name__ else text
+
+
+def check_answer(v: Any, what: str) -> dict[str, Any]:
+    """Return v if it is a JSON object, else raise ProtocolError."""
+    if not isinstance(v, dict):
+        raise ProtocolError(f"{what}: want a JSON object, got {type(v).__name__}")
+    return v
+
