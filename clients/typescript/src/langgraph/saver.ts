@@ -96,6 +96,12 @@ interface Held {
   headVersion: number;
   latest: Record<string, string>;
   cache: Map<string, Entry>;
+  /**
+   * Writes that came before their checkpoint: LangGraph may call putWrites
+   * for a checkpoint whose put it has queued behind the previous put. They
+   * are committed with that put.
+   */
+  early: Map<string, CheckpointDoc["writes"]>;
   lost?: unknown;
   timer?: NodeJS.Timeout;
 }
@@ -171,7 +177,7 @@ export class AgentspaceSaver extends BaseCheckpointSaver {
     }
     const resource = this.leaseResource(threadId);
     const l = await this.ws.locks.acquire(resource, { ttl: this.leaseTtl, wait: this.leaseWait || undefined, actor: this.actor, message: "langgraph thread writer" });
-    const held: Held = { token: l.token, headVersion: 0, latest: {}, cache: new Map() };
+    const held: Held = { token: l.token, headVersion: 0, latest: {}, cache: new Map(), early: new Map() };
     try {
       const head = await this.ws.artifacts.get(this.headName(threadId));
       held.headVersion = head.version;
@@ -305,7 +311,7 @@ export class AgentspaceSaver extends BaseCheckpointSaver {
         metadata: toStored(md),
         values,
         blobs,
-        writes: h.cache.get(key)?.doc.writes ?? {},
+        writes: { ...h.early.get(key), ...h.cache.get(key)?.doc.writes },
       };
       const prevLatest = h.latest[ns];
       const latest = { ...h.latest, [ns]: prevLatest !== undefined && prevLatest > checkpoint.id ? prevLatest : checkpoint.id };
@@ -326,6 +332,7 @@ export class AgentspaceSaver extends BaseCheckpointSaver {
         doc.writes = cur.doc.writes;
         arts = await this.commit(threadId, h, [op(cur.version)], latest);
       }
+      h.early.delete(key);
       this.remember(h, key, { version: arts[0].version, doc });
       return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
     });
@@ -341,9 +348,9 @@ export class AgentspaceSaver extends BaseCheckpointSaver {
     const values = await Promise.all(writes.map(([, v]) => this.serde.dumpsTyped(v)));
     await this.serial(threadId, async () => {
       const h = await this.lease(threadId);
+      const key = `${ns}\u0000${id}`;
       const cur = await this.load(threadId, ns, id);
-      if (!cur) throw new NotFoundError("not_found", 404, `AgentspaceSaver.putWrites: no checkpoint ${id} in thread ${threadId}`);
-      const merged = { ...cur.doc.writes };
+      const merged = { ...(cur ? cur.doc.writes : h.early.get(key)) };
       let changed = false;
       writes.forEach(([channel], i) => {
         const idx = WRITES_IDX_MAP[channel] ?? i;
@@ -353,10 +360,14 @@ export class AgentspaceSaver extends BaseCheckpointSaver {
         changed = true;
       });
       if (!changed) return;
+      if (!cur) {
+        h.early.set(key, merged);
+        return;
+      }
       const doc = { ...cur.doc, writes: merged };
       const name = this.checkpointName(threadId, ns, id);
       const arts = await this.commit(threadId, h, [{ op: "update_artifact", name, if_version: cur.version, content: JSON.stringify(doc) }], h.latest);
-      this.remember(h, `${ns}\u0000${id}`, { version: arts[0].version, doc });
+      this.remember(h, key, { version: arts[0].version, doc });
     });
   }
 

@@ -52,12 +52,12 @@ export class AgentspaceStore extends BaseStore {
     return `${this.prefix}/items/${this.nsSeg(namespace)}/${seg(key)}`;
   }
 
-  private item(a: Artifact): VersionedItem {
+  private item(a: Artifact, value?: Record<string, unknown>): VersionedItem {
     const [nsPart, keyPart] = a.name.slice(`${this.prefix}/items/`.length).split("/");
     return {
       namespace: unseg(nsPart).split(sep),
       key: unseg(keyPart),
-      value: JSON.parse(artifactText(a)) as Record<string, unknown>,
+      value: value ?? (JSON.parse(artifactText(a)) as Record<string, unknown>),
       createdAt: new Date(a.created_at ?? 0),
       updatedAt: new Date(a.updated_at ?? 0),
       version: a.version,
@@ -84,16 +84,16 @@ export class AgentspaceStore extends BaseStore {
     const content = JSON.stringify(value);
     const create = () => this.ws.artifacts.create({ name, kind: "memory", content, content_type: "application/json", actor: this.actor });
     const update = (v?: number) => this.ws.artifacts.update(name, { content, if_version: v, actor: this.actor });
-    if (opts.ifVersion === 0) return this.item(await create());
-    if (opts.ifVersion !== undefined) return this.item(await update(opts.ifVersion));
+    if (opts.ifVersion === 0) return this.item(await create(), value);
+    if (opts.ifVersion !== undefined) return this.item(await update(opts.ifVersion), value);
     for (;;) {
       try {
-        return this.item(await update());
+        return this.item(await update(), value);
       } catch (e) {
         if (!(e instanceof NotFoundError)) throw e;
       }
       try {
-        return this.item(await create());
+        return this.item(await create(), value);
       } catch (e) {
         if (!(e instanceof AlreadyExistsError)) throw e;
       }
