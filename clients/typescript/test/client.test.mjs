@@ -106,11 +106,11 @@ test("withLock renews the lease while its callback runs past the ttl", async () 
   await ws.withLock(
     resource,
     async ({ signal }) => {
-      await new Promise((r) => setTimeout(r, 1200));
+      await new Promise((r) => setTimeout(r, 2500));
       assert.equal(signal.aborted, false);
       await assert.rejects(other.locks.acquire(resource, { ttl: 1000 }), LockedError);
     },
-    { ttl: 400 },
+    { ttl: 1500 },
   );
   await other.locks.acquire(resource, { ttl: 1000 });
 });
@@ -124,13 +124,13 @@ test("claims: dependencies order the work, heartbeats keep a claim past its leas
   const got = await worker.withClaim(
     async ({ task }) => {
       assert.equal(task.id, first.id);
-      await new Promise((r) => setTimeout(r, 900));
+      await new Promise((r) => setTimeout(r, 2500));
       const now = await boss.tasks.get(task.id);
       assert.equal(now.status, "in_progress");
       assert.equal(now.assignee, worker.transport.actor);
       return { summary: "did it" };
     },
-    { lease: 300, labels: label },
+    { lease: 1500, labels: label },
   );
   assert.equal(got.summary, "did it");
   assert.equal((await boss.tasks.get(first.id)).status, "done");
