@@ -279,3 +279,30 @@ func snippet(t *testing.T, readme, heading string) string {
 	require.True(t, ok)
 	return block
 }
+
+// scenarioTest runs the shared client scenario (clients/scenario/) through
+// the TypeScript client, alone on a fresh workspace: it reads the head.
+func scenarioTest(t *testing.T, dsn string) {
+	n, npm := node(t)
+	dir := clientDir(t, n, npm)
+	file := repoDir(t, "clients", "scenario", "scenario.json")
+	if _, err := os.Stat(file); err != nil {
+		// The file comes with the Python client's branch; until it is merged
+		// there is nothing to run.
+		t.Skipf("SKIPPING the shared scenario: %s is not in this tree", file)
+	}
+	s := serve(t, dsn)
+	out := run(t, dir, append(s.env("scenario"), "AGENTSPACE_TEST_SCENARIO="+file), n, "--test", "--test-reporter=spec", filepath.Join("test", "scenario", "scenario.test.mjs"))
+	assert.Regexp(t, `(?m)^ℹ fail 0$`, out)
+	assert.NotRegexp(t, `(?m)^ℹ pass 0$`, out)
+}
+
+// TestTypeScriptScenarioOnSQLite runs the shared scenario on SQLite.
+func TestTypeScriptScenarioOnSQLite(t *testing.T) {
+	scenarioTest(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
+}
+
+// TestTypeScriptScenarioOnPostgres runs the shared scenario on PostgreSQL.
+func TestTypeScriptScenarioOnPostgres(t *testing.T) {
+	scenarioTest(t, pgtest.NewDSN(t))
+}
