@@ -44,7 +44,7 @@ const graph = new StateGraph(Team)
   .compile({
     // The thread's lease outlives a killed writer by at most leaseTtl; the
     // next start waits for it (leaseWait) and goes on from the checkpoint.
-    checkpointer: new AgentspaceSaver({ actor: `team-${process.pid}`, prefix: "examples/langgraph-team", leaseTtl: 2000, leaseWait: 15000 }),
+    checkpointer: new AgentspaceSaver({ actor: `team-${process.pid}`, prefix: "examples/langgraph-team", leaseTtl: 5000, leaseWait: 30000 }),
   });
 
 const config = { configurable: { thread_id }, recursionLimit: 100 };

@@ -124,3 +124,28 @@ test("the store's put takes an expected version and fails on a conflict", async 
   await store.delete(ns, "prefs");
   assert.equal(await store.get(ns, "prefs"), null);
 });
+
+test("a thread resumed by another saver sees exactly the pending nodes (emptied channels stay empty)", async () => {
+  const prefix = `lg/${randomUUID()}`;
+  const ws = client("lg-resume");
+  const first = new AgentspaceSaver({ client: ws, prefix, actor: "first" });
+  const config = { configurable: { thread_id: "resume" } };
+  const build = (saver) =>
+    new StateGraph(State)
+      .addNode("plan", () => ({ steps: ["plan"] }))
+      .addNode("work", () => ({ steps: ["work"] }))
+      .addEdge(START, "plan")
+      .addEdge("plan", "work")
+      .addEdge("work", END)
+      .compile({ checkpointer: saver, interruptBefore: ["work"] });
+  await build(first).invoke({ steps: [] }, config);
+  await first.close();
+  const second = new AgentspaceSaver({ client: ws, prefix, actor: "second" });
+  const g = build(second);
+  const state = await g.getState(config);
+  assert.deepEqual(state.next, ["work"]);
+  assert.deepEqual(state.values.steps, ["plan"]);
+  const out = await g.invoke(null, config);
+  assert.deepEqual(out.steps, ["plan", "work"]);
+  await second.close();
+});

@@ -37,7 +37,7 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import { Agentspace, artifactText, type Artifact, type BatchOp } from "../client.js";
-import { AlreadyExistsError, AgentspaceError, NotFoundError } from "../errors.js";
+import { AlreadyExistsError, AgentspaceError, ConnectionError, NotFoundError } from "../errors.js";
 import type { ClientOptions } from "../transport.js";
 import { seg, unseg } from "./names.js";
 
@@ -188,14 +188,29 @@ export class AgentspaceSaver extends BaseCheckpointSaver {
         throw e;
       }
     }
+    // A renewal that comes too late (a paused process, a slow server) finds
+    // the lease expired. If nobody holds it, the saver takes it again: any
+    // writer that held it in between and wrote moved the head, which this
+    // saver's if_version then refuses, so going on cannot fork the chain.
+    // If another owner holds it, the thread is lost to this saver.
     const renew = async () => {
       try {
         await this.ws.locks.renew(resource, { token: held.token, ttl: this.leaseTtl, actor: this.actor });
-        held.timer = setTimeout(renew, this.leaseTtl / 3);
-        held.timer.unref();
       } catch (e) {
-        held.lost = e;
+        if (e instanceof ConnectionError) {
+          held.timer = setTimeout(renew, Math.min(1000, this.leaseTtl / 6));
+          held.timer.unref();
+          return;
+        }
+        try {
+          held.token = (await this.ws.locks.acquire(resource, { ttl: this.leaseTtl, actor: this.actor, message: "langgraph thread writer" })).token;
+        } catch {
+          held.lost = e;
+          return;
+        }
       }
+      held.timer = setTimeout(renew, this.leaseTtl / 3);
+      held.timer.unref();
     };
     held.timer = setTimeout(renew, this.leaseTtl / 3);
     held.timer.unref();
@@ -298,9 +313,11 @@ export class AgentspaceSaver extends BaseCheckpointSaver {
       // A channel's value lives in the checkpoint that last changed it.
       const parentDoc = parent ? (await this.load(threadId, ns, parent))?.doc : undefined;
       const blobs: Record<string, string> = {};
+      // A channel in newVersions without a value was emptied at this
+      // checkpoint: it must not inherit the parent's value.
       for (const ch of Object.keys(checkpoint.channel_versions ?? {})) {
         if (ch in values) blobs[ch] = checkpoint.id;
-        else if (parentDoc?.blobs?.[ch] !== undefined) blobs[ch] = parentDoc.blobs[ch];
+        else if (!(ch in newVersions) && parentDoc?.blobs?.[ch] !== undefined) blobs[ch] = parentDoc.blobs[ch];
       }
       const doc: CheckpointDoc = {
         thread_id: threadId,
