@@ -201,11 +201,13 @@ func nodeTests(t *testing.T, s *server) {
 // TestTypeScriptClientOnSQLite runs the client's node --test suites
 // against wsctl serve on a SQLite workspace.
 func TestTypeScriptClientOnSQLite(t *testing.T) {
+	t.Parallel()
 	nodeTests(t, serve(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db")))
 }
 
 // TestTypeScriptClientOnPostgres runs them on a PostgreSQL workspace.
 func TestTypeScriptClientOnPostgres(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDSN(t)
 	nodeTests(t, serve(t, dsn))
 }
@@ -214,6 +216,7 @@ func TestTypeScriptClientOnPostgres(t *testing.T) {
 // @langchain/langgraph-checkpoint-validation suite, unchanged, against
 // AgentspaceSaver (vitest is the suite's own runner).
 func TestLangGraphCheckpointValidationSuite(t *testing.T) {
+	t.Parallel()
 	n, npm := node(t)
 	dir := clientDir(t, n, npm)
 	s := serve(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
@@ -229,6 +232,7 @@ func TestLangGraphCheckpointValidationSuite(t *testing.T) {
 // src/openapi.ts from the running server's /v1/openapi.json with
 // openapi-typescript and fails on any difference.
 func TestOpenAPITypesAreGeneratedFromTheServedDocument(t *testing.T) {
+	t.Parallel()
 	n, npm := node(t)
 	dir := clientDir(t, n, npm)
 	s := serve(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
@@ -252,6 +256,7 @@ func TestOpenAPITypesAreGeneratedFromTheServedDocument(t *testing.T) {
 // TypeScript" and "With LangGraph" code blocks are exactly the example
 // files, and runs those files against a server.
 func TestReadmeSnippetsAreTheTestedExamples(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile(repoDir(t, "README.md"))
 	require.NoError(t, err)
 	n, npm := node(t)
@@ -300,10 +305,12 @@ func scenarioTest(t *testing.T, dsn string) {
 
 // TestTypeScriptScenarioOnSQLite runs the shared scenario on SQLite.
 func TestTypeScriptScenarioOnSQLite(t *testing.T) {
+	t.Parallel()
 	scenarioTest(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
 }
 
 // TestTypeScriptScenarioOnPostgres runs the shared scenario on PostgreSQL.
 func TestTypeScriptScenarioOnPostgres(t *testing.T) {
+	t.Parallel()
 	scenarioTest(t, pgtest.NewDSN(t))
 }

@@ -19,6 +19,7 @@ import (
 // and starts it again: the second run resumes from the last checkpoint
 // (waiting out the dead writer's lease), and every item is done once.
 func TestLangGraphTeamExampleResumesAfterKill(t *testing.T) {
+	t.Parallel()
 	n, npm := node(t)
 	clientDir(t, n, npm)
 	dir := repoDir(t, "examples", "langgraph-team")
