@@ -180,10 +180,25 @@ func run(t *testing.T, dir string, env []string, name string, args ...string) st
 	return string(out)
 }
 
+var buildOnce sync.Once
+
+// clientDir installs the client's locked dependencies if need be, and
+// builds dist/ from src/ once per test run, so the tests run what src says.
 func clientDir(t *testing.T, n, npm string) string {
 	t.Helper()
 	dir := repoDir(t, "clients", "typescript")
-	npmCI(t, npm, dir, filepath.Join("dist", "langgraph", "index.js"))
+	npmCI(t, npm, dir, filepath.Join("node_modules", "typescript", "package.json"))
+	var out string
+	var err error
+	buildOnce.Do(func() {
+		cmd := exec.Command(n, filepath.Join("node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json")
+		cmd.Dir = dir
+		b, e := cmd.CombinedOutput()
+		out, err = string(b), e
+	})
+	require.NoError(t, err, "tsc: %s", out)
+	_, err = os.Stat(filepath.Join(dir, "dist", "langgraph", "index.js"))
+	require.NoError(t, err, "the client is not built")
 	return dir
 }
 
