@@ -51,18 +51,26 @@ func TestLangGraphTeamExampleResumesAfterKill(t *testing.T) {
 	second.Dir, second.Env = dir, env
 	out, err := second.CombinedOutput()
 	require.NoError(t, err, "%s\nserver:\n%s", out, s.logs)
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	line := func(prefix string) []byte {
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(l, prefix) {
+				return []byte(l)
+			}
+		}
+		t.Fatalf("no %s line in:\n%s", prefix, out)
+		return nil
+	}
 	var resumed struct {
 		Resumed string   `json:"resumed"`
 		Done    []string `json:"done"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(lines[0]), &resumed), "%s", out)
+	require.NoError(t, json.Unmarshal(line(`{"resumed"`), &resumed), "%s", out)
 	assert.NotEmpty(t, resumed.Resumed, "the second run resumed from a checkpoint: %s", out)
 	assert.Subset(t, resumed.Done, []string{"auth"})
 	var finished struct {
 		Finished []string `json:"finished"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &finished), "%s", out)
+	require.NoError(t, json.Unmarshal(line(`{"finished"`), &finished), "%s", out)
 	assert.Equal(t, []string{"auth", "billing", "search", "export"}, finished.Finished, "each item done once, in order")
 	assert.NotContains(t, string(out), `"node":"researcher","item":"auth"`, "done work is not redone")
 }
