@@ -47,7 +47,10 @@ const graph = new StateGraph(Team)
     checkpointer: new AgentspaceSaver({ actor: `team-${process.pid}`, prefix: "examples/langgraph-team", leaseTtl: 5000, leaseWait: 30000 }),
   });
 
-const config = { configurable: { thread_id }, recursionLimit: 100 };
+// durability "sync": each step's checkpoint is stored before the next step
+// starts, so a kill loses at most the step under way (LangGraph's default,
+// "async", lets the graph run ahead of its checkpoints).
+const config = { configurable: { thread_id }, recursionLimit: 100, durability: "sync" };
 const state = await graph.getState(config);
 let out;
 if (state.next.length > 0) {
