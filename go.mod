@@ -2,6 +2,9 @@ module github.com/agentspace/agentspace
 
 go 1.26.8
 
+// npm installs (clients/typescript, examples/langgraph-team) are not Go packages.
+ignore node_modules
+
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/anishathalye/porcupine v1.3.1

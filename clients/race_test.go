@@ -1,0 +1,5 @@
+//go:build race
+
+package clients_test
+
+const raceEnabled = true
