@@ -307,11 +307,8 @@ func scenarioTest(t *testing.T, dsn string) {
 	n, npm := node(t)
 	dir := clientDir(t, n, npm)
 	file := repoDir(t, "clients", "scenario", "scenario.json")
-	if _, err := os.Stat(file); err != nil {
-		// The file comes with the Python client's branch; until it is merged
-		// there is nothing to run.
-		t.Skipf("SKIPPING the shared scenario: %s is not in this tree", file)
-	}
+	_, err := os.Stat(file)
+	require.NoError(t, err, "the shared scenario file is part of the tree")
 	s := serve(t, dsn)
 	out := run(t, dir, append(s.env("scenario"), "AGENTSPACE_TEST_SCENARIO="+file), n, "--test", "--test-reporter=spec", filepath.Join("test", "scenario", "scenario.test.mjs"))
 	assert.Regexp(t, `(?m)^ℹ fail 0$`, out)
