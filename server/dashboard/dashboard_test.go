@@ -1,0 +1,591 @@
+package dashboard_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/agentspace/agentspace/backend/sqlite"
+	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/server/dashboard"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// env is a real server over a real SQLite file, with the dashboard at /.
+type env struct {
+	t   testing.TB
+	dsn string
+	ws  workspace.Workspace
+	srv *server.Server
+	hs  *httptest.Server
+}
+
+func newEnv(t testing.TB, opts server.Options) *env {
+	t.Helper()
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
+	ws, err := workspace.Open(context.Background(), dsn)
+	require.NoError(t, err)
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	srv, err := server.New(ws, opts)
+	require.NoError(t, err)
+	hs := httptest.NewUnstartedServer(srv)
+	hs.Config.RegisterOnShutdown(srv.Drain)
+	hs.Start()
+	e := &env{t: t, dsn: dsn, ws: ws, srv: srv, hs: hs}
+	t.Cleanup(func() {
+		srv.Drain()
+		hs.Close()
+		_ = ws.Close()
+	})
+	return e
+}
+
+// other opens a second, private handle on the store: a writer that
+// behaves as another process would.
+func (e *env) other() workspace.Workspace {
+	e.t.Helper()
+	ws, err := workspace.Open(context.Background(), e.dsn, workspace.Options{Private: true})
+	require.NoError(e.t, err)
+	e.t.Cleanup(func() { _ = ws.Close() })
+	return ws
+}
+
+// get fetches path with optional header pairs.
+func (e *env) get(path string, hdr ...string) (int, string) {
+	e.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, e.hs.URL+path, nil)
+	require.NoError(e.t, err)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := noRedirect.Do(req)
+	require.NoError(e.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(e.t, err)
+	return resp.StatusCode, string(b)
+}
+
+func (e *env) post(path string, form url.Values, hdr ...string) (int, string) {
+	e.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.hs.URL+path, strings.NewReader(form.Encode()))
+	require.NoError(e.t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := noRedirect.Do(req)
+	require.NoError(e.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(e.t, err)
+	return resp.StatusCode, string(b)
+}
+
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, Timeout: 30 * time.Second}
+
+// token makes a token for actor with role.
+func (e *env) token(actor, role string) string {
+	e.t.Helper()
+	tok, _, err := e.srv.Tokens().Create(context.Background(), server.TokenRequest{Actor: actor, Role: role, By: "setup"})
+	require.NoError(e.t, err)
+	return tok
+}
+
+// seeded is what seed wrote.
+type seeded struct {
+	plan, blocked, ready, running, failed, done workspace.Task
+	lease                                       workspace.Lease
+}
+
+// seed writes a small team's work: tasks in every column, a lock, an
+// artifact with three versions, notes of two kinds.
+func seed(t testing.TB, ws workspace.Workspace) seeded {
+	t.Helper()
+	ctx := context.Background()
+	w := func(actor string) workspace.Write { return workspace.Write{Actor: actor} }
+	var s seeded
+	var err error
+	s.plan, err = ws.Tasks().Create(ctx, w("lead"), workspace.NewTask{Title: "Write the auth plan", Priority: 5, Labels: map[string]string{"area": "auth"}})
+	require.NoError(t, err)
+	s.blocked, err = ws.Tasks().Create(ctx, w("lead"), workspace.NewTask{Title: "Build the login endpoint", DependsOn: []string{s.plan.ID}, Labels: map[string]string{"area": "auth"}})
+	require.NoError(t, err)
+	s.ready, err = ws.Tasks().Create(ctx, w("lead"), workspace.NewTask{Title: "Update the changelog", Priority: 1})
+	require.NoError(t, err)
+	s.failed, err = ws.Tasks().Create(ctx, w("lead"), workspace.NewTask{Title: "Flaky integration test", Priority: 9})
+	require.NoError(t, err)
+	s.done, err = ws.Tasks().Create(ctx, w("lead"), workspace.NewTask{Title: "Set up CI", Priority: 8})
+	require.NoError(t, err)
+	// Claims take the highest priority first: failed (9), done (8), plan (5).
+	c, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "tester", Lease: time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, s.failed.ID, c.ID)
+	_, err = ws.Tasks().Fail(ctx, w("tester"), c.ID, workspace.TaskResult{Summary: "timed out twice"})
+	require.NoError(t, err)
+	c, err = ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "builder", Lease: time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, s.done.ID, c.ID)
+	_, err = ws.Tasks().Complete(ctx, w("builder"), c.ID, workspace.TaskResult{Summary: "green"})
+	require.NoError(t, err)
+	s.running, err = ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "planner", Lease: 10 * time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, s.plan.ID, s.running.ID)
+	s.lease, err = ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:src/auth.go", Owner: "planner", TTL: 10 * time.Minute})
+	require.NoError(t, err)
+	a, err := ws.Artifacts().Create(ctx, workspace.Write{Actor: "planner", Message: "first draft"}, workspace.NewArtifact{
+		Name: "plans/auth.md", Kind: "plan", ContentType: "text/markdown", Content: []byte("# Auth plan\n\n- tokens\n- sessions\n")})
+	require.NoError(t, err)
+	_, err = ws.Artifacts().Update(ctx, workspace.Write{Actor: "planner", Message: "add refresh"}, workspace.ByID(a.ID),
+		workspace.ArtifactChange{Content: []byte("# Auth plan\n\n- tokens\n- refresh tokens\n- sessions\n")})
+	require.NoError(t, err)
+	_, err = ws.Artifacts().Update(ctx, workspace.Write{Actor: "reviewer", Message: "drop sessions"}, workspace.ByID(a.ID),
+		workspace.ArtifactChange{Content: []byte("# Auth plan\n\n- tokens\n- refresh tokens\n")})
+	require.NoError(t, err)
+	_, err = ws.Artifacts().Create(ctx, w("builder"), workspace.NewArtifact{Name: "src/auth.go", Kind: "code", ContentType: "text/x-go", Content: []byte("package auth\n\nfunc Login() {}\n")})
+	require.NoError(t, err)
+	_, err = ws.Artifacts().Create(ctx, w("builder"), workspace.NewArtifact{Name: "out/logo.png", Content: []byte{0x89, 'P', 'N', 'G', 0, 1, 2}})
+	require.NoError(t, err)
+	_, err = ws.Notes().Put(ctx, w("lead"), workspace.NotePut{Kind: "decision", Key: "jwt", Title: "Use JWT access tokens", Body: "Short-lived, 15 minutes."})
+	require.NoError(t, err)
+	_, err = ws.Notes().Put(ctx, w("tester"), workspace.NotePut{Kind: "friction", Key: "slow-ci", Title: "CI takes 20 minutes", Body: "Split the suite."})
+	require.NoError(t, err)
+	return s
+}
+
+func TestEveryViewAndFragmentRendersTheSeededWorkspace(t *testing.T) {
+	e := newEnv(t, server.Options{})
+	s := seed(t, e.ws)
+	cases := []struct {
+		path string
+		want []string
+	}{
+		{"/", []string{"Write the auth plan", "planner", "Build the login endpoint", "Update the changelog", "Flaky integration test", "timed out twice", "Set up CI", `id="col-waiting"`, `id="col-ready"`}},
+		{"/ui/locks", []string{"file:src/auth.go", "planner", ">" + itoa64(s.lease.Token) + "<", "left"}},
+		{"/ui/feed", []string{"task.claimed", "Write the auth plan", "plans/auth.md", "drop sessions", "lock.acquired"}},
+		{"/ui/artifacts", []string{"plans/", "src/", "out/"}},
+		{"/ui/artifacts?prefix=plans/", []string{"plans/auth.md", "v3", "reviewer"}},
+		{"/ui/artifact?name=plans/auth.md", []string{"<h1>Auth plan</h1>", "refresh tokens", "first draft", "add refresh", "drop sessions"}},
+		{"/ui/artifact?name=plans/auth.md&v=1", []string{"<li>sessions</li>", "head is v3"}},
+		{"/ui/artifact?name=src/auth.go", []string{`<pre class="code" data-lang="go">`, "func Login() {}"}},
+		{"/ui/artifact?name=out/logo.png", []string{"Binary content", "download"}},
+		{"/ui/diff?name=plans/auth.md&a=1&b=3", []string{`class="ins"`, "refresh tokens", `class="del"`, "sessions", "v1 (planner) → v3 (reviewer)"}},
+		{"/ui/notes", []string{"Use JWT access tokens", "CI takes 20 minutes", "Short-lived, 15 minutes."}},
+		{"/ui/notes?kind=friction", []string{"CI takes 20 minutes"}},
+		{"/ui/agents", []string{"planner", "Write the auth plan", "file:src/auth.go", "tester", "builder"}},
+	}
+	for _, c := range cases {
+		t.Run(c.path, func(t *testing.T) {
+			code, page := e.get(c.path)
+			require.Equal(t, http.StatusOK, code, page)
+			assert.Contains(t, page, "<!doctype html>")
+			for _, w := range c.want {
+				assert.Contains(t, page, w)
+			}
+			// The fragment is the page's main content alone.
+			frag := "/ui/frag/board"
+			if c.path != "/" {
+				u, err := url.Parse(c.path)
+				require.NoError(t, err)
+				frag = "/ui/frag/" + strings.TrimPrefix(u.Path, "/ui/") + "?" + u.RawQuery
+			}
+			code, body := e.get(frag)
+			require.Equal(t, http.StatusOK, code, body)
+			assert.NotContains(t, body, "<!doctype html>")
+			for _, w := range c.want {
+				assert.Contains(t, body, w)
+			}
+		})
+	}
+	t.Run("notes of kind token are never shown", func(t *testing.T) {
+		e.token("ops", "admin")
+		_, page := e.get("/ui/notes")
+		assert.NotContains(t, page, "token for ops")
+		code, _ := e.get("/ui/notes?kind=token")
+		assert.Equal(t, http.StatusForbidden, code)
+	})
+	t.Run("filters", func(t *testing.T) {
+		_, page := e.get("/?label=area%3Dauth")
+		assert.Contains(t, page, "Build the login endpoint")
+		assert.NotContains(t, page, "Update the changelog")
+		_, page = e.get("/?actor=tester")
+		assert.Contains(t, page, "Flaky integration test")
+		assert.NotContains(t, page, "Set up CI")
+		_, page = e.get("/ui/feed?type=task.claimed&actor=builder")
+		assert.Contains(t, page, "Set up CI")
+		assert.NotContains(t, page, "Flaky integration test")
+		_, page = e.get("/ui/feed?kind=artifact&subject=plans/auth.md")
+		assert.Contains(t, page, "drop sessions")
+		assert.NotContains(t, page, `class="ev ev-task"`)
+	})
+	t.Run("raw download is an attachment", func(t *testing.T) {
+		resp, err := http.Get(e.hs.URL + "/ui/artifact/raw?name=out/logo.png")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		assert.Equal(t, []byte{0x89, 'P', 'N', 'G', 0, 1, 2}, b)
+		assert.Equal(t, "application/octet-stream", resp.Header.Get("Content-Type"))
+		assert.Contains(t, resp.Header.Get("Content-Disposition"), "attachment")
+	})
+	t.Run("static files are embedded", func(t *testing.T) {
+		for _, f := range []string{"htmx.min.js", "htmx-ext-sse.min.js", "dash.js", "dash.css", "LICENSE.htmx", "LICENSE.htmx-ext-sse"} {
+			code, body := e.get("/ui/static/" + f)
+			assert.Equal(t, http.StatusOK, code, f)
+			assert.NotEmpty(t, body, f)
+		}
+	})
+}
+
+func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+func formatInt(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestBadQueriesAreClearErrors(t *testing.T) {
+	e := newEnv(t, server.Options{})
+	seed(t, e.ws)
+	cases := []struct {
+		path string
+		code int
+		want string
+	}{
+		{"/?label=nolabel", 400, "want KEY=VALUE"},
+		{"/?col=sideways", 400, "col"},
+		{"/?page=0", 400, "page"},
+		{"/ui/feed?kind=bogus", 400, "kind"},
+		{"/ui/feed?type=%3Cscript%3E", 400, "type"},
+		{"/ui/feed?before=x", 400, "before"},
+		{"/ui/artifact", 400, "name: missing"},
+		{"/ui/artifact?name=../etc/passwd", 400, "name"},
+		{"/ui/artifact?name=nope.md", 404, "not found"},
+		{"/ui/artifact?name=plans/auth.md&v=99", 404, "not found"},
+		{"/ui/diff?name=plans/auth.md&a=x", 400, "a"},
+		{"/ui/notes?kind=Bad%20Kind", 400, "kind"},
+		{"/ui/nowhere", 404, "no such page"},
+		{"/ui/stream?after=-1", 400, "after"},
+	}
+	for _, c := range cases {
+		code, body := e.get(c.path)
+		assert.Equal(t, c.code, code, c.path)
+		assert.Contains(t, body, c.want, c.path)
+		assert.Contains(t, body, `class="error"`, c.path)
+	}
+}
+
+// hostile is text full of markup that must render inert.
+const hostile = `<script>alert(1)</script>"><img src=x onerror=alert(2)>`
+
+func TestHostileNamesTitlesAndContentRenderInert(t *testing.T) {
+	e := newEnv(t, server.Options{})
+	ctx := context.Background()
+	w := workspace.Write{Actor: `ev"il<b>`, Message: hostile}
+	_, err := e.ws.Tasks().Create(ctx, w, workspace.NewTask{Title: hostile, Description: hostile, Labels: map[string]string{"k": hostile}})
+	require.NoError(t, err)
+	name := `x/"><img src=x onerror=alert(3)>.md`
+	_, err = e.ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: name, ContentType: "text/markdown",
+		Content: []byte("# hi\n\n" + hostile + "\n\n[click](javascript:alert(4))\n\n<iframe src=\"https://example.com\"></iframe>\n")})
+	require.NoError(t, err)
+	_, err = e.ws.Artifacts().Update(ctx, w, workspace.ByName(name), workspace.ArtifactChange{Content: []byte(hostile + "\n")})
+	require.NoError(t, err)
+	_, err = e.ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "code/" + `<script>.js`, Content: []byte(hostile)})
+	require.NoError(t, err)
+	_, err = e.ws.Notes().Put(ctx, w, workspace.NotePut{Kind: "decision", Key: "k", Title: hostile, Body: hostile})
+	require.NoError(t, err)
+	_, err = e.ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: hostile, Owner: hostile, TTL: time.Minute})
+	require.NoError(t, err)
+
+	q := url.QueryEscape
+	for _, path := range []string{"/", "/ui/locks", "/ui/feed", "/ui/artifacts", "/ui/artifacts?prefix=x/", "/ui/artifact?name=" + q(name) + "&v=1",
+		"/ui/artifact?name=" + q(name), "/ui/diff?name=" + q(name) + "&a=1&b=2", "/ui/artifact?name=" + q("code/<script>.js"),
+		"/ui/notes", "/ui/agents", "/ui/feed?actor=" + q(hostile) + "&subject=" + q(hostile),
+		"/?label=" + q("k="+hostile) + "&actor=" + q(hostile)} {
+		code, page := e.get(path)
+		require.Equal(t, http.StatusOK, code, path)
+		assertInert(t, path, page)
+	}
+	_, page := e.get("/ui/artifact?name=" + q(name) + "&v=1")
+	assert.Contains(t, page, "&lt;img src=x onerror=alert(3)&gt;", "the name is shown, escaped")
+	assert.Contains(t, page, "raw HTML omitted", "markdown drops raw HTML")
+	_, page = e.get("/")
+	assert.Contains(t, page, "&lt;script&gt;alert(1)&lt;/script&gt;", "the title is shown, escaped")
+}
+
+// csrfOf finds the CSRF token in a page's forms.
+var csrfRE = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
+
+func TestOperatorActionsNeedAnAdminTokenAndTheCSRFToken(t *testing.T) {
+	e := newEnv(t, server.Options{})
+	s := seed(t, e.ws)
+	admin := e.token("ops", dashboard.AdminRole)
+	reader := e.token("watcher", "")
+	cookie := dashboard.CookieName + "=" + admin
+	form := url.Values{"resource": {s.lease.Resource}}
+
+	// Nobody without the admin role sees the buttons or may act.
+	_, page := e.get("/ui/locks")
+	assert.NotContains(t, page, "/ui/action/lock/release")
+	code, body := e.post("/ui/action/lock/release", form)
+	assert.Equal(t, http.StatusForbidden, code)
+	assert.Contains(t, body, "admin role")
+	code, _ = e.post("/ui/action/lock/release", form, "Authorization", "Bearer "+reader)
+	assert.Equal(t, http.StatusForbidden, code)
+	code, _ = e.post("/ui/action/lock/release", form, "Cookie", dashboard.CookieName+"="+reader)
+	assert.Equal(t, http.StatusForbidden, code)
+	code, _ = e.post("/ui/action/lock/release", form, "Authorization", "Bearer ast_nope")
+	assert.Equal(t, http.StatusUnauthorized, code)
+
+	// The admin's cookie alone is not enough: a form from another site has
+	// no CSRF token, or is marked cross-site by the browser.
+	code, body = e.post("/ui/action/lock/release", form, "Cookie", cookie)
+	assert.Equal(t, http.StatusForbidden, code)
+	assert.Contains(t, body, "CSRF")
+	_, page = e.get("/ui/locks", "Cookie", cookie)
+	m := csrfRE.FindStringSubmatch(page)
+	require.NotNil(t, m, "the admin's page has forms with a CSRF token")
+	withCSRF := url.Values{"resource": {s.lease.Resource}, "csrf": {m[1]}}
+	code, _ = e.post("/ui/action/lock/release", withCSRF, "Cookie", cookie, "Sec-Fetch-Site", "cross-site")
+	assert.Equal(t, http.StatusForbidden, code)
+	code, _ = e.post("/ui/action/lock/release", withCSRF, "Cookie", cookie, "Origin", "http://evil.example")
+	assert.Equal(t, http.StatusForbidden, code)
+	_, err := e.ws.Locks().Get(context.Background(), s.lease.Resource)
+	require.NoError(t, err, "no refused action changed anything")
+
+	code, body = e.post("/ui/action/lock/release", withCSRF, "Cookie", cookie, "HX-Request", "true", "Sec-Fetch-Site", "same-origin")
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "released file:src/auth.go")
+	_, err = e.ws.Locks().Get(context.Background(), s.lease.Resource)
+	assert.ErrorIs(t, err, workspace.ErrNotFound)
+	p, err := e.ws.Events().Read(context.Background(), workspace.EventQuery{Types: []string{workspace.EventLockForced}})
+	require.NoError(t, err)
+	require.Len(t, p.Events, 1)
+	assert.Equal(t, "ops", p.Events[0].Actor, "the action is recorded as the token's actor")
+
+	// Retry a failed task; requeue refuses a live claim (the workspace's
+	// rule), and a bearer token needs no CSRF token.
+	code, body = e.post("/ui/action/task/retry", url.Values{"id": {s.failed.ID}}, "Authorization", "Bearer "+admin)
+	require.Equal(t, http.StatusOK, code, body)
+	tk, err := e.ws.Tasks().Get(context.Background(), s.failed.ID)
+	require.NoError(t, err)
+	assert.Equal(t, workspace.TaskPending, tk.Status)
+	assert.Equal(t, "ops", tk.UpdatedBy)
+	code, body = e.post("/ui/action/task/retry", url.Values{"id": {s.done.ID}}, "Authorization", "Bearer "+admin)
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, "only a failed task")
+	code, body = e.post("/ui/action/task/requeue", url.Values{"id": {s.running.ID}}, "Authorization", "Bearer "+admin)
+	assert.Equal(t, http.StatusConflict, code, body)
+	tk, err = e.ws.Tasks().Get(context.Background(), s.running.ID)
+	require.NoError(t, err)
+	assert.Equal(t, workspace.TaskInProgress, tk.Status, "a live claim stays its holder's")
+}
+
+func TestRequeueReturnsAStuckClaimToPending(t *testing.T) {
+	e := newEnv(t, server.Options{})
+	ctx := context.Background()
+	tk, err := e.ws.Tasks().Create(ctx, workspace.Write{Actor: "lead"}, workspace.NewTask{Title: "stuck"})
+	require.NoError(t, err)
+	_, err = e.ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "crashed", Lease: 50 * time.Millisecond})
+	require.NoError(t, err)
+	admin := e.token("ops", dashboard.AdminRole)
+	require.Eventually(t, func() bool {
+		_, page := e.get("/", "Authorization", "Bearer "+admin)
+		return strings.Contains(page, "/ui/action/task/requeue")
+	}, 5*time.Second, 20*time.Millisecond, "a lapsed claim offers requeue")
+	code, body := e.post("/ui/action/task/requeue", url.Values{"id": {tk.ID}}, "Authorization", "Bearer "+admin)
+	require.Equal(t, http.StatusOK, code, body)
+	got, err := e.ws.Tasks().Get(ctx, tk.ID)
+	require.NoError(t, err)
+	assert.Equal(t, workspace.TaskPending, got.Status)
+}
+
+func TestRequireTokenSendsPagesToTheLoginForm(t *testing.T) {
+	e := newEnv(t, server.Options{RequireToken: true})
+	code, _ := e.get("/")
+	assert.Equal(t, http.StatusSeeOther, code)
+	code, _ = e.get("/ui/frag/board")
+	assert.Equal(t, http.StatusUnauthorized, code)
+	code, _ = e.get("/ui/stream")
+	assert.Equal(t, http.StatusUnauthorized, code)
+	code, page := e.get("/ui/login")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, page, `name="token"`)
+
+	tok := e.token("watcher", "")
+	code, _ = e.post("/ui/login", url.Values{"token": {"ast_wrong"}})
+	assert.Equal(t, http.StatusSeeOther, code)
+	req, err := http.NewRequest(http.MethodPost, e.hs.URL+"/ui/login", strings.NewReader(url.Values{"token": {tok}}.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := noRedirect.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	var c *http.Cookie
+	for _, k := range resp.Cookies() {
+		if k.Name == dashboard.CookieName {
+			c = k
+		}
+	}
+	require.NotNil(t, c)
+	assert.True(t, c.HttpOnly)
+	assert.Equal(t, http.SameSiteStrictMode, c.SameSite)
+	code, page = e.get("/", "Cookie", c.Name+"="+c.Value)
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, page, "watcher")
+
+	_, err = e.srv.Tokens().Revoke(context.Background(), "setup", tok)
+	require.NoError(t, err)
+	code, _ = e.get("/", "Cookie", c.Name+"="+c.Value)
+	assert.Equal(t, http.StatusSeeOther, code, "a revoked token's cookie goes back to the login form")
+}
+
+// streamReader reads the dashboard stream's event names.
+func openStream(t *testing.T, e *env, after int64) (<-chan string, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.hs.URL+"/ui/stream?after="+formatInt(after), nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	out := make(chan string, 10000)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(out)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if name, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				out <- name
+			}
+		}
+	}()
+	return out, func() { cancel(); resp.Body.Close(); <-done }
+}
+
+func TestStreamTellsAPageWhatChangedInAnotherHandle(t *testing.T) {
+	e := newEnv(t, server.Options{})
+	seed(t, e.ws)
+	head, err := e.ws.Events().Head(context.Background())
+	require.NoError(t, err)
+	names, stop := openStream(t, e, head)
+	defer stop()
+
+	other := e.other()
+	_, err = other.Tasks().Create(context.Background(), workspace.Write{Actor: "elsewhere"}, workspace.NewTask{Title: "from another handle"})
+	require.NoError(t, err)
+	got := map[string]bool{}
+	deadline := time.After(5 * time.Second)
+	for !got["tasks"] || !got["events"] || !got["agents"] {
+		select {
+		case n := <-names:
+			got[n] = true
+		case <-deadline:
+			t.Fatalf("the stream named %v, not tasks, events and agents", got)
+		}
+	}
+	assert.False(t, got["artifacts"], "a task change does not refresh artifacts")
+
+	// A page that connects with an older cursor hears at once that it
+	// missed something.
+	late, stopLate := openStream(t, e, head)
+	defer stopLate()
+	select {
+	case n := <-late:
+		assert.NotEmpty(t, n)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a page behind the hub was not told to refresh")
+	}
+}
+
+func TestStreamCoalescesABurst(t *testing.T) {
+	e := newEnv(t, server.Options{})
+	head, err := e.ws.Events().Head(context.Background())
+	require.NoError(t, err)
+	names, stop := openStream(t, e, head)
+	ctx := context.Background()
+	const n = 2000
+	start := time.Now()
+	ops := make([]workspace.Op, 0, 100)
+	for i := range n {
+		ops = append(ops, &workspace.PutNoteOp{Note: workspace.NotePut{Kind: "glossary", Key: "k" + formatInt(int64(i)), Body: "x"}})
+		if len(ops) == cap(ops) {
+			_, err := e.ws.Commit(ctx, workspace.Batch{Actor: "burst", Ops: ops})
+			require.NoError(t, err)
+			ops = ops[:0]
+		}
+	}
+	took := time.Since(start)
+	last, err := e.ws.Events().Head(ctx)
+	require.NoError(t, err)
+	require.Equal(t, head+n, last)
+	// Wait for the stream to settle, then count.
+	time.Sleep(2 * dashboard.DefaultCoalesce)
+	stop()
+	count := map[string]int{}
+	for name := range names {
+		count[name]++
+	}
+	require.Positive(t, count["notes"])
+	// At most one message per view per interval, plus the first.
+	limit := int(took/dashboard.DefaultCoalesce) + 3
+	assert.LessOrEqual(t, count["notes"], limit, "%d events in %v gave %d refreshes", n, took, count["notes"])
+	assert.Zero(t, count["tasks"])
+}
+
+func TestHubStopsWhenThePagesLeave(t *testing.T) {
+	e := newEnv(t, server.Options{})
+	_, stop := openStream(t, e, 0)
+	stop()
+	// Another stream after the first left starts the hub again and hears
+	// new writes.
+	names, stop2 := openStream(t, e, 0)
+	defer stop2()
+	_, err := e.ws.Locks().Acquire(context.Background(), workspace.AcquireRequest{Resource: "r", Owner: "a", TTL: time.Minute})
+	require.NoError(t, err)
+	select {
+	case n := <-names:
+		assert.Contains(t, []string{"locks", "events", "agents"}, n)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no refresh after the hub restarted")
+	}
+}
+
+var (
+	tagRE     = regexp.MustCompile(`<([a-zA-Z][a-zA-Z0-9-]*)([^>]*)>`)
+	quotedRE  = regexp.MustCompile(`"[^"]*"|'[^']*'`)
+	handlerRE = regexp.MustCompile(`(?i)\son[a-z]+\s*=`)
+	jsURLRE   = regexp.MustCompile(`(?i)\s(href|src|action|hx-get|hx-post|sse-connect)\s*=\s*"\s*javascript:`)
+)
+
+// assertInert checks every tag of page: the only scripts are our own
+// files, there are no images, frames or embedded objects (the seeded
+// workspace has none of its own), no event-handler attributes and no
+// javascript: URLs. html/template quotes every attribute value and
+// escapes '>' inside it, so a tag ends at the first '>'.
+func assertInert(t *testing.T, where, page string) {
+	t.Helper()
+	for _, m := range tagRE.FindAllStringSubmatch(page, -1) {
+		name, attrs := strings.ToLower(m[1]), m[2]
+		switch name {
+		case "script":
+			assert.Regexp(t, `^ src="/ui/static/[a-z.-]+\.js"$`, attrs, "%s: a script that is not ours: %s", where, m[0])
+		case "img", "iframe", "object", "embed", "svg", "math", "base", "b":
+			t.Errorf("%s: an element from the content got through: %s", where, m[0])
+		}
+		assert.NotRegexp(t, handlerRE, quotedRE.ReplaceAllString(attrs, `""`), "%s: an event handler attribute: %s", where, m[0])
+		assert.NotRegexp(t, jsURLRE, m[0], "%s: a javascript: URL: %s", where, m[0])
+	}
+}
