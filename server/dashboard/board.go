@@ -50,26 +50,29 @@ type depLink struct {
 type column struct {
 	Key, Title string
 	Cards      []card
-	Total      int
+	Total      int  // cards in the column (of those read)
+	More       bool // the column holds more than were read
 	Page       int
 	Prev, Next string // URLs; "" when none
 }
 
 type board struct {
-	Columns []column
-	Label   string
-	Actor   string
-	Total   int // tasks matching the filter
-	Only    string
+	Columns   []column
+	Label     string
+	Actor     string
+	Only      string
+	Cancelled int // cancelled tasks, which have no column of their own
 }
 
-// boardFilter is the board's query: label=k=v, actor=NAME, and col with
-// page to page through one column.
+// boardFilter is the board's query: label=k=v and actor=NAME (the
+// claimer or suggested assignee), and col with page (or after, for the
+// done column's cursor) to page through one column.
 type boardFilter struct {
-	labelKey, labelVal string
-	actor              string
-	col                string
-	page               int
+	labels map[string]string
+	actor  string
+	col    string
+	page   int
+	after  string
 }
 
 func parseBoardFilter(q url.Values) (boardFilter, error) {
@@ -79,7 +82,7 @@ func parseBoardFilter(q url.Values) (boardFilter, error) {
 		if !ok || k == "" {
 			return f, invalid("label %q: want KEY=VALUE", truncate(l, 64))
 		}
-		f.labelKey, f.labelVal = k, v
+		f.labels = map[string]string{k: v}
 	}
 	f.actor = q.Get("actor")
 	if len(f.actor) > workspace.MaxActorLen {
@@ -94,137 +97,207 @@ func parseBoardFilter(q url.Values) (boardFilter, error) {
 		return f, err
 	}
 	f.page = p
+	if f.col == colDone {
+		f.after = q.Get("after")
+	}
 	return f, nil
 }
 
 func (f boardFilter) match(t *workspace.Task) bool {
-	if f.labelKey != "" {
-		if v, ok := t.Labels[f.labelKey]; !ok || v != f.labelVal {
+	for k, v := range f.labels {
+		if got, ok := t.Labels[k]; !ok || got != v {
 			return false
 		}
 	}
-	if f.actor != "" && t.Assignee != f.actor && t.CreatedBy != f.actor && t.UpdatedBy != f.actor {
-		return false
-	}
-	return true
+	return f.actor == "" || t.Assignee == f.actor
 }
 
-// allTasks reads every task, a page at a time.
-func allTasks(ctx context.Context, ws workspace.Workspace, f workspace.TaskFilter) ([]workspace.Task, error) {
-	f.Limit = 1000
-	var out []workspace.Task
-	for {
-		p, err := ws.Tasks().List(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p.Tasks...)
-		if p.Next == "" {
-			return out, nil
-		}
-		f.After = p.Next
-	}
+// boardScan is how many tasks of each open status the board reads: the
+// columns are sorted and paged among those.
+const boardScan = 1000
+
+// maxDepLookups bounds the dependencies the board looks up one by one.
+const maxDepLookups = 200
+
+// statusPage is one read of the tasks of a status.
+type statusPage struct {
+	tasks    []workspace.Task
+	complete bool
 }
 
+// loadBoard reads the open tasks (pending, in progress, blocked, failed)
+// up to boardScan of each, unfiltered, so that dependencies resolve
+// against them, and one page of done tasks with the filter applied in
+// the store. Every read is one page of Tasks.List: the board's cost does
+// not grow with the number of finished tasks.
 func (h *Handler) loadBoard(ctx context.Context, r *http.Request, _ Identity) (any, error) {
 	q := r.URL.Query()
 	f, err := parseBoardFilter(q)
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := allTasks(ctx, h.ws, workspace.TaskFilter{})
+	open := map[workspace.TaskStatus]statusPage{}
+	byID := map[string]*workspace.Task{}
+	for _, st := range []workspace.TaskStatus{workspace.TaskPending, workspace.TaskInProgress, workspace.TaskBlocked, workspace.TaskFailed} {
+		p, err := h.ws.Tasks().List(ctx, workspace.TaskFilter{Status: st, Limit: boardScan})
+		if err != nil {
+			return nil, err
+		}
+		open[st] = statusPage{tasks: p.Tasks, complete: p.Next == ""}
+		for i := range p.Tasks {
+			byID[p.Tasks[i].ID] = &p.Tasks[i]
+		}
+	}
+	// A dependency that is not among the open tasks read is looked up,
+	// up to maxDepLookups per render; beyond, it shows as unknown.
+	lookups := 0
+	status := func(id string) (string, workspace.TaskStatus, bool) {
+		if t, ok := byID[id]; ok {
+			return t.Title, t.Status, true
+		}
+		if lookups >= maxDepLookups {
+			return "", "", false
+		}
+		lookups++
+		t, err := h.ws.Tasks().Get(ctx, id)
+		if err != nil {
+			return "", "", false
+		}
+		byID[id] = &t
+		return t.Title, t.Status, true
+	}
+	done, err := h.ws.Tasks().List(ctx, workspace.TaskFilter{Status: workspace.TaskDone, Labels: f.labels, Assignee: f.actor, After: f.after, Limit: h.opts.PageSize})
 	if err != nil {
 		return nil, err
 	}
-	return buildBoard(tasks, f, q, h.now(), h.opts.PageSize), nil
+	st, err := h.ws.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := buildBoard(open, status, f, q, h.now(), h.opts.PageSize)
+	b.Cancelled = st.Tasks[workspace.TaskCancelled]
+	dc := column{Key: colDone, Title: columnTitles[colDone], Page: 1}
+	for _, t := range done.Tasks {
+		dc.Cards = append(dc.Cards, card{Task: t})
+	}
+	dc.Total = len(dc.Cards)
+	if f.labels == nil && f.actor == "" {
+		dc.Total = st.Tasks[workspace.TaskDone]
+	}
+	if done.Next != "" {
+		v := filterValues(q)
+		v.Set("col", colDone)
+		v.Set("after", done.Next)
+		dc.Next = "/?" + v.Encode()
+		dc.More = true
+	}
+	if f.after != "" {
+		dc.Prev = "/?" + func() string { v := filterValues(q); v.Set("col", colDone); return v.Encode() }()
+	}
+	if f.col == "" || f.col == colDone {
+		cols := b.Columns[:0:0]
+		for _, c := range b.Columns {
+			if c.Key == colFailed {
+				cols = append(cols, dc)
+			}
+			cols = append(cols, c)
+		}
+		if f.col == colDone {
+			cols = []column{dc}
+		}
+		b.Columns = cols
+	}
+	return b, nil
 }
 
-// buildBoard sorts tasks into columns: pending ones by whether every
-// dependency is done, cancelled ones with the done. Within a column,
-// higher priority first, then older first (the order Claim takes them).
-func buildBoard(tasks []workspace.Task, f boardFilter, q url.Values, now time.Time, pageSize int) board {
-	byID := make(map[string]*workspace.Task, len(tasks))
-	for i := range tasks {
-		byID[tasks[i].ID] = &tasks[i]
-	}
+// buildBoard sorts the open tasks into columns: pending ones by whether
+// every dependency is done. Within a column, higher priority first, then
+// older first (the order Claim takes them).
+func buildBoard(open map[workspace.TaskStatus]statusPage, status func(string) (string, workspace.TaskStatus, bool),
+	f boardFilter, q url.Values, now time.Time, pageSize int) board {
 	cols := map[string][]card{}
+	more := map[string]bool{}
 	b := board{Label: q.Get("label"), Actor: f.actor, Only: f.col}
-	for i := range tasks {
-		t := &tasks[i]
-		if !f.match(t) {
-			continue
-		}
-		b.Total++
-		c := card{Task: *t}
-		for _, d := range t.DependsOn {
-			dl := depLink{ID: d}
-			if dt, ok := byID[d]; ok {
-				dl.Title, dl.Status = dt.Title, dt.Status
-			} else {
-				dl.Missing = true
+	for _, st := range []workspace.TaskStatus{workspace.TaskPending, workspace.TaskInProgress, workspace.TaskBlocked, workspace.TaskFailed} {
+		p := open[st]
+		for i := range p.tasks {
+			t := &p.tasks[i]
+			if !f.match(t) {
+				continue
 			}
-			if dl.Status != workspace.TaskDone {
-				c.Waiting++
+			c := card{Task: *t}
+			for _, d := range t.DependsOn {
+				dl := depLink{ID: d}
+				var ok bool
+				dl.Title, dl.Status, ok = status(d)
+				dl.Missing = !ok
+				if dl.Status != workspace.TaskDone {
+					c.Waiting++
+				}
+				c.Deps = append(c.Deps, dl)
 			}
-			c.Deps = append(c.Deps, dl)
-		}
-		var key string
-		switch t.Status {
-		case workspace.TaskPending:
-			key = colReady
-			if c.Waiting > 0 {
+			var key string
+			switch t.Status {
+			case workspace.TaskPending:
+				key = colReady
+				if c.Waiting > 0 {
+					key = colWaiting
+				}
+			case workspace.TaskBlocked:
 				key = colWaiting
+			case workspace.TaskInProgress:
+				key = colProgress
+				c.Lapsed = !t.LeaseExpiresAt.IsZero() && !now.Before(t.LeaseExpiresAt)
+			default:
+				key = colFailed
 			}
-		case workspace.TaskBlocked:
-			key = colWaiting
-		case workspace.TaskInProgress:
-			key = colProgress
-			c.Lapsed = !t.LeaseExpiresAt.IsZero() && !now.Before(t.LeaseExpiresAt)
-		case workspace.TaskDone, workspace.TaskCancelled:
-			key = colDone
-		case workspace.TaskFailed:
-			key = colFailed
-		default:
-			continue
+			cols[key] = append(cols[key], c)
+			if !p.complete {
+				more[key] = true
+			}
 		}
-		cols[key] = append(cols[key], c)
 	}
 	for _, key := range columnOrder {
-		if f.col != "" && key != f.col {
+		if key == colDone || (f.col != "" && key != f.col) {
 			continue
 		}
 		cards := cols[key]
 		// List gives creation order; a stable sort keeps it within a priority.
 		slices.SortStableFunc(cards, func(a, b card) int { return b.Priority - a.Priority })
-		col := column{Key: key, Title: columnTitles[key], Total: len(cards), Page: 1}
 		page := 1
 		if key == f.col {
 			page = f.page
 		}
-		col.Page = page
+		col := column{Key: key, Title: columnTitles[key], Total: len(cards), More: more[key], Page: page}
 		lo := min((page-1)*pageSize, len(cards))
 		hi := min(lo+pageSize, len(cards))
 		col.Cards = cards[lo:hi]
 		if hi < len(cards) {
-			col.Next = pageURL("/", q, key, page+1)
+			col.Next = pageURL(q, key, page+1)
 		}
 		if page > 1 {
-			col.Prev = pageURL("/", q, key, page-1)
+			col.Prev = pageURL(q, key, page-1)
 		}
 		b.Columns = append(b.Columns, col)
 	}
 	return b
 }
 
-// pageURL is path with q's filters, showing page n of column col.
-func pageURL(path string, q url.Values, col string, n int) string {
+// filterValues is the board's filter part of q.
+func filterValues(q url.Values) url.Values {
 	v := url.Values{}
 	for _, k := range []string{"label", "actor"} {
 		if s := q.Get(k); s != "" {
 			v.Set(k, s)
 		}
 	}
+	return v
+}
+
+// pageURL is the board with q's filters, showing page n of column col.
+func pageURL(q url.Values, col string, n int) string {
+	v := filterValues(q)
 	v.Set("col", col)
 	v.Set("page", itoa(n))
-	return path + "?" + v.Encode()
+	return "/?" + v.Encode()
 }

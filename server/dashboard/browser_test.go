@@ -131,7 +131,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		return ctx
 	}
 	shoot := func(t *testing.T, ctx context.Context, name string) {
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(shots, name+".png"), png, 0o600))
 	}

@@ -300,3 +300,20 @@ func (h *Handler) loadAgents(ctx context.Context, _ *http.Request, _ Identity) (
 	})
 	return v, nil
 }
+
+// allTasks reads every task of f, a page at a time.
+func allTasks(ctx context.Context, ws workspace.Workspace, f workspace.TaskFilter) ([]workspace.Task, error) {
+	f.Limit = 1000
+	var out []workspace.Task
+	for {
+		p, err := ws.Tasks().List(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p.Tasks...)
+		if p.Next == "" {
+			return out, nil
+		}
+		f.After = p.Next
+	}
+}
