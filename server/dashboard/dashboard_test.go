@@ -535,7 +535,7 @@ func TestStreamCoalescesABurst(t *testing.T) {
 	require.NoError(t, err)
 	msgs, stop := openStreamTimed(t, e, head)
 	ctx := context.Background()
-	const n = 2000
+	const n = 1000
 	ops := make([]workspace.Op, 0, 100)
 	for i := range n {
 		ops = append(ops, &workspace.PutNoteOp{Note: workspace.NotePut{Kind: "glossary", Key: "k" + formatInt(int64(i)), Body: "x"}})
