@@ -18,6 +18,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	_ "github.com/agentspace/agentspace/backend/postgres"
+	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	_ "github.com/agentspace/agentspace/backend/sqlite"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/server/dashboard"
@@ -35,7 +37,12 @@ type env struct {
 
 func newEnv(t testing.TB, opts server.Options) *env {
 	t.Helper()
-	dsn := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
+	return newEnvOn(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"), opts)
+}
+
+// newEnvOn is newEnv on the store dsn names.
+func newEnvOn(t testing.TB, dsn string, opts server.Options) *env {
+	t.Helper()
 	ws, err := workspace.Open(context.Background(), dsn)
 	require.NoError(t, err)
 	if opts.Logger == nil {
@@ -527,6 +534,32 @@ func TestStreamTellsAPageWhatChangedInAnotherHandle(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a page behind the hub was not told to refresh")
 	}
+}
+
+// TestPostgresPagesFollowAnotherHandle runs the live path on Postgres,
+// where another handle's commits arrive by LISTEN/NOTIFY: the stream
+// names the view and the fragment then shows the write.
+func TestPostgresPagesFollowAnotherHandle(t *testing.T) {
+	e := newEnvOn(t, pgtest.NewDSN(t), server.Options{})
+	seed(t, e.ws)
+	head, err := e.ws.Events().Head(context.Background())
+	require.NoError(t, err)
+	names, stop := openStream(t, e, head)
+	defer stop()
+	_, err = e.other().Tasks().Create(context.Background(), workspace.Write{Actor: "remote"}, workspace.NewTask{Title: "from another host"})
+	require.NoError(t, err)
+	deadline := time.After(5 * time.Second)
+	for got := ""; got != "tasks"; {
+		select {
+		case got = <-names:
+		case <-deadline:
+			t.Fatal("the stream did not name the board")
+		}
+	}
+	_, body := e.get("/ui/frag/board")
+	assert.Contains(t, body, "from another host")
+	_, body = e.get("/ui/feed")
+	assert.Contains(t, body, "remote")
 }
 
 func TestStreamCoalescesABurst(t *testing.T) {
