@@ -1,7 +1,7 @@
 // Package server serves a workspace over HTTP: the /v1 JSON API, the event
 // log as Server-Sent Events, bearer tokens kept in the workspace itself,
 // an OpenAPI 3.1 document generated from the handlers, /healthz and
-// Prometheus /metrics.
+// Prometheus /metrics, and the live web dashboard (package dashboard) at /.
 //
 // Every handler makes calls of the public workspace API only, so the
 // server keeps no state of its own and enforces no rule the library does

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentspace/agentspace/mcp"
+	"github.com/agentspace/agentspace/server/dashboard"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -72,6 +73,7 @@ type Server struct {
 	tokens  *Tokens
 	metrics *metrics
 	mcp     *mcp.Server
+	dash    *dashboard.Handler
 	// served lists the /v1 routes ("METHOD /path") the mux serves, for
 	// the test that finds each in the OpenAPI document.
 	served []string
@@ -142,6 +144,9 @@ func New(ws workspace.Workspace, opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.Handle("GET /metrics", m.handler())
 	s.documentOps()
+	if err := s.mountDashboard(); err != nil {
+		return nil, err
+	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(CodeNoRoute, "no such route: "+r.Method+" "+truncate(r.URL.Path, 200)))
 	})
@@ -159,11 +164,12 @@ func (s *Server) OpenAPI() *huma.OpenAPI { return s.api.OpenAPI() }
 // Drain ends every event stream and long poll cleanly and makes new ones
 // return at once: call it when shutting down (http.Server.RegisterOnShutdown),
 // since Shutdown itself waits for them. It also stops the MCP server's
-// change watcher. Other requests are unaffected.
+// change watcher and the dashboard's streams. Other requests are unaffected.
 func (s *Server) Drain() {
 	s.drainOnce.Do(func() {
 		s.stop()
 		_ = s.mcp.Close()
+		s.dash.Close()
 	})
 }
 

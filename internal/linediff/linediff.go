@@ -1,12 +1,15 @@
-package main
+// Package linediff computes line diffs of two texts: an edit script (Myers'
+// O(ND) algorithm) and its unified form. wsctl artifact diff and the
+// dashboard's diff view both use it, so they show the same changes.
+package linediff
 
 import (
 	"fmt"
 	"strings"
 )
 
-// A line diff of our own (Myers' O(ND) algorithm) rather than a dependency:
-// it is ~150 lines, wsctl needs only unified output of two texts, and the
+// A line diff of our own rather than a dependency: it is ~150 lines, its
+// users need only an edit script and unified output of two texts, and the
 // well-known Go diff libraries either pull in more than that or are
 // internal to the Go tree.
 
@@ -14,21 +17,24 @@ import (
 // "replace everything in between", which is still a correct diff.
 const maxEditCost = 2000
 
-type opKind byte
+// Op is what an Edit does to one line.
+type Op byte
 
+// The three ops, each the character that starts its line in a unified diff.
 const (
-	opEqual opKind = ' '
-	opDel   opKind = '-'
-	opIns   opKind = '+'
+	Equal  Op = ' '
+	Delete Op = '-'
+	Insert Op = '+'
 )
 
-type edit struct {
-	kind opKind
-	a, b int // line index in a (for equal and del) and in b (for equal and ins)
+// Edit is one step of an edit script: a line kept, deleted or inserted.
+type Edit struct {
+	Kind Op
+	A, B int // line index in a (for equal and del) and in b (for equal and ins)
 }
 
-// splitLines splits s into lines that keep their "\n"; the last line may lack it.
-func splitLines(s string) []string {
+// Split splits s into lines that keep their "\n"; the last line may lack it.
+func Split(s string) []string {
 	if s == "" {
 		return nil
 	}
@@ -39,13 +45,13 @@ func splitLines(s string) []string {
 	return lines
 }
 
-// diffLines returns an edit script turning a into b.
-func diffLines(a, b []string) []edit {
-	var out []edit
+// Lines returns an edit script turning a into b.
+func Lines(a, b []string) []Edit {
+	var out []Edit
 	// Common prefix and suffix cost nothing and shrink the search.
 	pre := 0
 	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
-		out = append(out, edit{opEqual, pre, pre})
+		out = append(out, Edit{Equal, pre, pre})
 		pre++
 	}
 	suf := 0
@@ -54,14 +60,14 @@ func diffLines(a, b []string) []edit {
 	}
 	out = append(out, myers(a[pre:len(a)-suf], b[pre:len(b)-suf], pre)...)
 	for i := suf; i > 0; i-- {
-		out = append(out, edit{opEqual, len(a) - i, len(b) - i})
+		out = append(out, Edit{Equal, len(a) - i, len(b) - i})
 	}
 	return out
 }
 
 // myers finds a shortest edit script of a into b (offset is the index of
 // a[0] and b[0] in the whole texts).
-func myers(a, b []string, offset int) []edit {
+func myers(a, b []string, offset int) []Edit {
 	n, m := len(a), len(b)
 	if n == 0 || m == 0 {
 		return replaceAll(n, m, offset)
@@ -100,7 +106,7 @@ func myers(a, b []string, offset int) []edit {
 		return replaceAll(n, m, offset)
 	}
 	// Walk back through the snapshots to recover the path.
-	var rev []edit
+	var rev []Edit
 	x, y := n, m
 	for d := found; d > 0; d-- {
 		vd := trace[d] // vd[k+d] is diagonal k after step d-1
@@ -116,22 +122,22 @@ func myers(a, b []string, offset int) []edit {
 		for x > px && y > py {
 			x--
 			y--
-			rev = append(rev, edit{opEqual, x + offset, y + offset})
+			rev = append(rev, Edit{Equal, x + offset, y + offset})
 		}
 		if x == px {
 			y--
-			rev = append(rev, edit{opIns, x + offset, y + offset})
+			rev = append(rev, Edit{Insert, x + offset, y + offset})
 		} else {
 			x--
-			rev = append(rev, edit{opDel, x + offset, y + offset})
+			rev = append(rev, Edit{Delete, x + offset, y + offset})
 		}
 	}
 	for x > 0 && y > 0 {
 		x--
 		y--
-		rev = append(rev, edit{opEqual, x + offset, y + offset})
+		rev = append(rev, Edit{Equal, x + offset, y + offset})
 	}
-	out := make([]edit, len(rev))
+	out := make([]Edit, len(rev))
 	for i, e := range rev {
 		out[len(rev)-1-i] = e
 	}
@@ -139,27 +145,27 @@ func myers(a, b []string, offset int) []edit {
 }
 
 // replaceAll deletes all of a and inserts all of b.
-func replaceAll(n, m, offset int) []edit {
-	out := make([]edit, 0, n+m)
+func replaceAll(n, m, offset int) []Edit {
+	out := make([]Edit, 0, n+m)
 	for i := 0; i < n; i++ {
-		out = append(out, edit{opDel, offset + i, offset})
+		out = append(out, Edit{Delete, offset + i, offset})
 	}
 	for j := 0; j < m; j++ {
-		out = append(out, edit{opIns, offset + n, offset + j})
+		out = append(out, Edit{Insert, offset + n, offset + j})
 	}
 	return out
 }
 
-// unifiedDiff returns the unified diff of a and b with ctx lines of context,
+// Unified returns the unified diff of a and b with ctx lines of context,
 // or "" if they are equal.
-func unifiedDiff(nameA, nameB, a, b string, ctx int) string {
-	la, lb := splitLines(a), splitLines(b)
-	edits := diffLines(la, lb)
+func Unified(nameA, nameB, a, b string, ctx int) string {
+	la, lb := Split(a), Split(b)
+	edits := Lines(la, lb)
 	var sb strings.Builder
 	i := 0
 	for i < len(edits) {
 		// Find the next change.
-		for i < len(edits) && edits[i].kind == opEqual {
+		for i < len(edits) && edits[i].Kind == Equal {
 			i++
 		}
 		if i == len(edits) {
@@ -169,12 +175,12 @@ func unifiedDiff(nameA, nameB, a, b string, ctx int) string {
 		// Extend the hunk while changes are close enough to merge.
 		end := i
 		for end < len(edits) {
-			if edits[end].kind != opEqual {
+			if edits[end].Kind != Equal {
 				end++
 				continue
 			}
 			run := end
-			for run < len(edits) && edits[run].kind == opEqual {
+			for run < len(edits) && edits[run].Kind == Equal {
 				run++
 			}
 			if run == len(edits) || run-end > 2*ctx {
@@ -192,30 +198,30 @@ func unifiedDiff(nameA, nameB, a, b string, ctx int) string {
 	return sb.String()
 }
 
-func writeHunk(sb *strings.Builder, h []edit, la, lb []string) {
-	aStart, bStart := h[0].a, h[0].b
+func writeHunk(sb *strings.Builder, h []Edit, la, lb []string) {
+	aStart, bStart := h[0].A, h[0].B
 	var aCount, bCount int
 	for _, e := range h {
-		switch e.kind {
-		case opEqual:
+		switch e.Kind {
+		case Equal:
 			aCount++
 			bCount++
-		case opDel:
+		case Delete:
 			aCount++
-		case opIns:
+		case Insert:
 			bCount++
 		}
 	}
 	fmt.Fprintf(sb, "@@ -%s +%s @@\n", hunkRange(aStart, aCount), hunkRange(bStart, bCount))
 	for _, e := range h {
 		var line string
-		switch e.kind {
-		case opEqual, opDel:
-			line = la[e.a]
-		case opIns:
-			line = lb[e.b]
+		switch e.Kind {
+		case Equal, Delete:
+			line = la[e.A]
+		case Insert:
+			line = lb[e.B]
 		}
-		sb.WriteByte(byte(e.kind))
+		sb.WriteByte(byte(e.Kind))
 		sb.WriteString(line)
 		if !strings.HasSuffix(line, "\n") {
 			sb.WriteString("\n\\ No newline at end of file\n")

@@ -1,4 +1,7 @@
-package main
+// Package linediff computes line diffs of two texts: an edit script (Myers'
+// O(ND) algorithm) and its unified form. wsctl artifact diff and the
+// dashboard's diff view both use it, so they show the same changes.
+package linediff
 
 import (
 	"fmt"
@@ -11,14 +14,14 @@ import (
 )
 
 func TestUnifiedDiffOfEqualTextsIsEmpty(t *testing.T) {
-	assert.Equal(t, "", unifiedDiff("a", "b", "x\ny\n", "x\ny\n", 3))
+	assert.Equal(t, "", Unified("a", "b", "x\ny\n", "x\ny\n", 3))
 }
 
 func TestUnifiedDiffShowsChangedLineWithContext(t *testing.T) {
 	a := "1\n2\n3\n4\n5\n6\n7\n8\n9\n"
 	b := "1\n2\n3\n4\nfive\n6\n7\n8\n9\n"
 	want := "--- f@1\n+++ f@2\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n"
-	assert.Equal(t, want, unifiedDiff("f@1", "f@2", a, b, 3))
+	assert.Equal(t, want, Unified("f@1", "f@2", a, b, 3))
 }
 
 func TestUnifiedDiffSplitsDistantChangesIntoHunks(t *testing.T) {
@@ -31,19 +34,19 @@ func TestUnifiedDiffSplitsDistantChangesIntoHunks(t *testing.T) {
 		}
 		b.WriteString(line)
 	}
-	got := unifiedDiff("a", "b", a.String(), b.String(), 3)
+	got := Unified("a", "b", a.String(), b.String(), 3)
 	assert.Equal(t, 2, strings.Count(got, "@@ -"), got)
 	assert.Contains(t, got, "@@ -1,5 +1,5 @@\n a\n-b\n+X\n c\n d\n e\n")
 	assert.Contains(t, got, "@@ -16,5 +16,5 @@\n p\n q\n r\n-s\n+X\n t\n")
 }
 
 func TestUnifiedDiffMarksMissingFinalNewline(t *testing.T) {
-	got := unifiedDiff("a", "b", "x\n", "x\ny", 3)
+	got := Unified("a", "b", "x\n", "x\ny", 3)
 	assert.Equal(t, "--- a\n+++ b\n@@ -1 +1,2 @@\n x\n+y\n\\ No newline at end of file\n", got)
 }
 
 func TestUnifiedDiffFromEmpty(t *testing.T) {
-	got := unifiedDiff("a", "b", "", "x\ny\n", 3)
+	got := Unified("a", "b", "", "x\ny\n", 3)
 	assert.Equal(t, "--- a\n+++ b\n@@ -0,0 +1,2 @@\n+x\n+y\n", got)
 }
 
@@ -55,18 +58,18 @@ func TestDiffLinesAppliesToTarget(t *testing.T) {
 		{"1\n2\n3\n", "3\n2\n1\n"},
 	}
 	for _, c := range cases {
-		la, lb := splitLines(c[0]), splitLines(c[1])
+		la, lb := Split(c[0]), Split(c[1])
 		var rebuiltA, rebuiltB []string
-		for _, e := range diffLines(la, lb) {
-			switch e.kind {
-			case opEqual:
-				assert.Equal(t, la[e.a], lb[e.b])
-				rebuiltA = append(rebuiltA, la[e.a])
-				rebuiltB = append(rebuiltB, lb[e.b])
-			case opDel:
-				rebuiltA = append(rebuiltA, la[e.a])
-			case opIns:
-				rebuiltB = append(rebuiltB, lb[e.b])
+		for _, e := range Lines(la, lb) {
+			switch e.Kind {
+			case Equal:
+				assert.Equal(t, la[e.A], lb[e.B])
+				rebuiltA = append(rebuiltA, la[e.A])
+				rebuiltB = append(rebuiltB, lb[e.B])
+			case Delete:
+				rebuiltA = append(rebuiltA, la[e.A])
+			case Insert:
+				rebuiltB = append(rebuiltB, lb[e.B])
 			}
 		}
 		assert.Equal(t, c[0], strings.Join(rebuiltA, ""))
@@ -91,16 +94,16 @@ func TestDiffLinesIsMinimal(t *testing.T) {
 		a, b := randLines(), randLines()
 		kept := 0
 		var ra, rb []string
-		for _, e := range diffLines(a, b) {
-			switch e.kind {
-			case opEqual:
-				require.Equal(t, a[e.a], b[e.b])
-				ra, rb = append(ra, a[e.a]), append(rb, b[e.b])
+		for _, e := range Lines(a, b) {
+			switch e.Kind {
+			case Equal:
+				require.Equal(t, a[e.A], b[e.B])
+				ra, rb = append(ra, a[e.A]), append(rb, b[e.B])
 				kept++
-			case opDel:
-				ra = append(ra, a[e.a])
-			case opIns:
-				rb = append(rb, b[e.b])
+			case Delete:
+				ra = append(ra, a[e.A])
+			case Insert:
+				rb = append(rb, b[e.B])
 			}
 		}
 		require.Equal(t, strings.Join(a, ""), strings.Join(ra, ""), "case %d", i)
@@ -132,7 +135,7 @@ func TestDiffOfVeryDifferentTextsFallsBackToAReplacement(t *testing.T) {
 		fmt.Fprintf(&a, "a%d\n", i)
 		fmt.Fprintf(&b, "b%d\n", i)
 	}
-	got := unifiedDiff("a", "b", a.String(), b.String(), 3)
+	got := Unified("a", "b", a.String(), b.String(), 3)
 	assert.True(t, strings.HasPrefix(got, fmt.Sprintf("--- a\n+++ b\n@@ -1,%d +1,%d @@\n-a0\n", maxEditCost, maxEditCost)), got[:80])
 	assert.Equal(t, 2*maxEditCost, strings.Count(got, "\n")-3)
 }

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+func (a *app) dashboardCmd() *cobra.Command {
+	var (
+		listen string
+		open   bool
+	)
+	c := &cobra.Command{
+		Use:   "dashboard",
+		Short: "Serve the live web dashboard on loopback and print its URL",
+		Long: `dashboard serves the workspace's web dashboard (the task board, locks,
+the event feed, artifacts, notes and agents, all following live) and the
+same HTTP API as 'wsctl serve', on a loopback address only. It prints the
+URL; --open also opens it in the default browser.
+
+The dashboard is read-only until you log in with a token whose role is
+admin ('wsctl token create --role admin'): then it can release a lock,
+requeue a stuck task or retry a failed one, each recorded as that token's
+actor. To serve it to other hosts, use 'wsctl serve --listen', where
+every page needs a token. Ctrl-C stops it.`,
+		Args: cobra.NoArgs,
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			network, addr, loopback, err := listenAddr(listen)
+			if err != nil {
+				return err
+			}
+			if !loopback || network != "tcp" {
+				return usageErrorf("--listen %q: the dashboard listens on a loopback HOST:PORT only; use 'wsctl serve --listen' (with tokens) for others", listen)
+			}
+			res, err := a.resolve()
+			if err != nil {
+				return err
+			}
+			a.dsn = res.DSN
+			logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			ws, err := workspace.Open(ctx, res.DSN, workspace.Options{Logger: logger, MustExist: true})
+			if err != nil {
+				return err
+			}
+			defer ws.Close()
+			dsn := res.DSN
+			srv, err := server.New(ws, server.Options{
+				Logger:  logger,
+				Redact:  func(err error) error { return workspace.RedactError(err, dsn) },
+				Version: readBuildInfo().Version,
+			})
+			if err != nil {
+				return err
+			}
+			ln, err := listenOn(network, addr)
+			if err != nil {
+				return err
+			}
+			hs := &http.Server{
+				Handler:           srv,
+				ReadHeaderTimeout: serveReadHeaderTimeout,
+				ReadTimeout:       serveReadTimeout,
+				IdleTimeout:       serveIdleTimeout,
+				MaxHeaderBytes:    serveMaxHeaderBytes,
+				ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+			}
+			hs.RegisterOnShutdown(srv.Drain)
+			url := "http://" + ln.Addr().String() + "/"
+			fmt.Fprintln(a.stdout, url)
+			fmt.Fprintf(a.stderr, "wsctl dashboard: %s on %s (Ctrl-C stops it)\n", workspace.RedactDSN(res.DSN), url)
+			errc := make(chan error, 1)
+			go func() { errc <- hs.Serve(ln) }()
+			if open {
+				if err := openBrowser(url); err != nil {
+					fmt.Fprintf(a.stderr, "wsctl dashboard: could not open a browser (%v): open %s yourself\n", err, url)
+				}
+			}
+			select {
+			case err := <-errc:
+				return err
+			case <-ctx.Done():
+			}
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := hs.Shutdown(sctx); err != nil {
+				_ = hs.Close()
+			}
+			if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		}),
+	}
+	f := c.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:7466", "a loopback HOST:PORT (port 0 picks a free one)")
+	f.BoolVar(&open, "open", false, "open the dashboard in the default browser")
+	return c
+}
+
+// openBrowser asks the desktop to open url, without waiting for it.
+func openBrowser(url string) error {
+	var cmd *exec.Cmd
+	switch runtime.GOOS {
+	case "darwin":
+		cmd = exec.Command("open", url) // #nosec G204 -- url is the loopback address we listen on
+	case "windows":
+		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url) // #nosec G204 -- as above
+	default:
+		cmd = exec.Command("xdg-open", url) // #nosec G204 -- url is the loopback address we listen on
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	go func() { _ = cmd.Wait() }()
+	return nil
+}

@@ -1,0 +1,37 @@
+package server
+
+import (
+	"context"
+	"errors"
+
+	"github.com/agentspace/agentspace/server/dashboard"
+)
+
+// mountDashboard serves the web dashboard at / and under /ui/, with the
+// server's tokens: a token's role decides whether it may take operator
+// actions there.
+func (s *Server) mountDashboard() error {
+	d, err := dashboard.New(s.ws, dashboard.Options{
+		Verify: func(ctx context.Context, token string) (dashboard.Identity, error) {
+			t, err := s.tokens.Verify(ctx, token)
+			if errors.Is(err, ErrUnauthorized) {
+				return dashboard.Identity{}, dashboard.ErrBadToken
+			}
+			if err != nil {
+				return dashboard.Identity{}, err
+			}
+			return dashboard.Identity{Actor: t.Actor, Role: t.Role, TokenID: t.ID}, nil
+		},
+		RequireToken: s.opts.RequireToken,
+		Heartbeat:    s.opts.Heartbeat,
+		Logger:       s.log,
+		Redact:       s.opts.Redact,
+	})
+	if err != nil {
+		return err
+	}
+	s.dash = d
+	s.mux.Handle("GET /{$}", d)
+	s.mux.Handle("/ui/", d)
+	return nil
+}

@@ -1,0 +1,80 @@
+package dashboard_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// BenchmarkBoard10k renders the board of a workspace with 10,000 tasks
+// (a quarter of them waiting on another), server-side, through the
+// server's handler. Two baselines run beside it on the same store:
+// "status" (Workspace.Status, the cheapest whole-workspace read) and
+// "list" (reading all 10,000 tasks through Tasks.List, which the board
+// does not do: it reads one page per open status).
+func BenchmarkBoard10k(b *testing.B) {
+	e := newEnv(b, server.Options{})
+	ctx := context.Background()
+	const n = 10_000
+	var prev string
+	for i := 0; i < n; i += workspace.MaxOpsPerBatch {
+		ops := make([]workspace.Op, 0, workspace.MaxOpsPerBatch)
+		for j := i; j < i+workspace.MaxOpsPerBatch; j++ {
+			t := workspace.NewTask{Title: fmt.Sprintf("task %05d", j), Priority: j % 7, Labels: map[string]string{"team": strconv.Itoa(j % 5)}}
+			// A quarter of each batch after the first waits on the
+			// previous batch's last task.
+			if prev != "" && j-i < workspace.MaxOpsPerBatch/4 {
+				t.DependsOn = []string{prev}
+			}
+			ops = append(ops, &workspace.CreateTaskOp{Task: t})
+		}
+		res, err := e.ws.Commit(ctx, workspace.Batch{Actor: "seed", Ops: ops})
+		require.NoError(b, err)
+		prev = res.Results[len(res.Results)-1].Task.ID
+	}
+
+	b.Run("status", func(b *testing.B) {
+		for b.Loop() {
+			_, err := e.ws.Status(ctx)
+			require.NoError(b, err)
+		}
+	})
+	b.Run("list", func(b *testing.B) {
+		for b.Loop() {
+			f := workspace.TaskFilter{Limit: 1000}
+			count := 0
+			for {
+				p, err := e.ws.Tasks().List(ctx, f)
+				require.NoError(b, err)
+				count += len(p.Tasks)
+				if p.Next == "" {
+					break
+				}
+				f.After = p.Next
+			}
+			require.GreaterOrEqual(b, count, n)
+		}
+	})
+	b.Run("render", func(b *testing.B) {
+		for b.Loop() {
+			rec := httptest.NewRecorder()
+			e.srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+			require.Equal(b, http.StatusOK, rec.Code)
+		}
+	})
+	b.Run("render-filtered", func(b *testing.B) {
+		for b.Loop() {
+			rec := httptest.NewRecorder()
+			e.srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/?label=team%3D3", nil))
+			require.Equal(b, http.StatusOK, rec.Code)
+		}
+	})
+}
