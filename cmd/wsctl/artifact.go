@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentspace/agentspace/internal/textdiff"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -417,7 +418,7 @@ func (a *app) artifactDiffCmd() *cobra.Command {
 				binary := !isText(from.Content) || !isText(to.Content)
 				var diff string
 				if !binary {
-					diff = unifiedDiff(
+					diff = textdiff.Unified(
 						fmt.Sprintf("%s@%d", name, from.Version), fmt.Sprintf("%s@%d", name, to.Version),
 						string(from.Content), string(to.Content), 3)
 				}

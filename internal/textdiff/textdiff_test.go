@@ -1,4 +1,4 @@
-package main
+package textdiff
 
 import (
 	"fmt"
@@ -11,14 +11,14 @@ import (
 )
 
 func TestUnifiedDiffOfEqualTextsIsEmpty(t *testing.T) {
-	assert.Equal(t, "", unifiedDiff("a", "b", "x\ny\n", "x\ny\n", 3))
+	assert.Equal(t, "", Unified("a", "b", "x\ny\n", "x\ny\n", 3))
 }
 
 func TestUnifiedDiffShowsChangedLineWithContext(t *testing.T) {
 	a := "1\n2\n3\n4\n5\n6\n7\n8\n9\n"
 	b := "1\n2\n3\n4\nfive\n6\n7\n8\n9\n"
 	want := "--- f@1\n+++ f@2\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n"
-	assert.Equal(t, want, unifiedDiff("f@1", "f@2", a, b, 3))
+	assert.Equal(t, want, Unified("f@1", "f@2", a, b, 3))
 }
 
 func TestUnifiedDiffSplitsDistantChangesIntoHunks(t *testing.T) {
@@ -31,19 +31,19 @@ func TestUnifiedDiffSplitsDistantChangesIntoHunks(t *testing.T) {
 		}
 		b.WriteString(line)
 	}
-	got := unifiedDiff("a", "b", a.String(), b.String(), 3)
+	got := Unified("a", "b", a.String(), b.String(), 3)
 	assert.Equal(t, 2, strings.Count(got, "@@ -"), got)
 	assert.Contains(t, got, "@@ -1,5 +1,5 @@\n a\n-b\n+X\n c\n d\n e\n")
 	assert.Contains(t, got, "@@ -16,5 +16,5 @@\n p\n q\n r\n-s\n+X\n t\n")
 }
 
 func TestUnifiedDiffMarksMissingFinalNewline(t *testing.T) {
-	got := unifiedDiff("a", "b", "x\n", "x\ny", 3)
+	got := Unified("a", "b", "x\n", "x\ny", 3)
 	assert.Equal(t, "--- a\n+++ b\n@@ -1 +1,2 @@\n x\n+y\n\\ No newline at end of file\n", got)
 }
 
 func TestUnifiedDiffFromEmpty(t *testing.T) {
-	got := unifiedDiff("a", "b", "", "x\ny\n", 3)
+	got := Unified("a", "b", "", "x\ny\n", 3)
 	assert.Equal(t, "--- a\n+++ b\n@@ -0,0 +1,2 @@\n+x\n+y\n", got)
 }
 
@@ -132,7 +132,7 @@ func TestDiffOfVeryDifferentTextsFallsBackToAReplacement(t *testing.T) {
 		fmt.Fprintf(&a, "a%d\n", i)
 		fmt.Fprintf(&b, "b%d\n", i)
 	}
-	got := unifiedDiff("a", "b", a.String(), b.String(), 3)
+	got := Unified("a", "b", a.String(), b.String(), 3)
 	assert.True(t, strings.HasPrefix(got, fmt.Sprintf("--- a\n+++ b\n@@ -1,%d +1,%d @@\n-a0\n", maxEditCost, maxEditCost)), got[:80])
 	assert.Equal(t, 2*maxEditCost, strings.Count(got, "\n")-3)
 }

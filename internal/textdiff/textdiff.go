@@ -1,4 +1,6 @@
-package main
+// Package textdiff renders unified diffs of two texts, for wsctl's
+// artifact diff and the shadow package's promotions.
+package textdiff
 
 import (
 	"fmt"
@@ -6,7 +8,7 @@ import (
 )
 
 // A line diff of our own (Myers' O(ND) algorithm) rather than a dependency:
-// it is ~150 lines, wsctl needs only unified output of two texts, and the
+// it is ~150 lines, we need only unified output of two texts, and the
 // well-known Go diff libraries either pull in more than that or are
 // internal to the Go tree.
 
@@ -152,7 +154,7 @@ func replaceAll(n, m, offset int) []edit {
 
 // unifiedDiff returns the unified diff of a and b with ctx lines of context,
 // or "" if they are equal.
-func unifiedDiff(nameA, nameB, a, b string, ctx int) string {
+func Unified(nameA, nameB, a, b string, ctx int) string {
 	la, lb := splitLines(a), splitLines(b)
 	edits := diffLines(la, lb)
 	var sb strings.Builder
