@@ -126,8 +126,9 @@ type Rebased struct {
 }
 
 // Rebase moves the shadow's base to the real tree's current state for
-// every path the shadow did not change, so those changes stop being
-// conflicts; paths changed on both sides are listed and left alone.
+// every path the shadow did not change (or changed just as the real tree
+// did), so those stop being conflicts; paths changed differently on both
+// sides are listed and left alone.
 func (m *Manager) Rebase(ctx context.Context, ref, actor string) (Rebased, error) {
 	md, err := m.load(ref)
 	if err != nil {
@@ -160,6 +161,16 @@ func (m *Manager) Rebase(ctx context.Context, ref, actor string) (Rebased, error
 				continue // unchanged in the real tree
 			}
 			sv, inShadow := cur[p]
+			if inShadow == inReal && sv == rv {
+				// Both sides made the same change: it is the base now.
+				if inReal {
+					md.Base[p] = rv
+				} else {
+					delete(md.Base, p)
+				}
+				out.Refreshed = append(out.Refreshed, p)
+				continue
+			}
 			if inShadow != inBase || sv != bv {
 				out.Conflicts = append(out.Conflicts, p)
 				continue
