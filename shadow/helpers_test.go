@@ -125,6 +125,10 @@ func tree(t *testing.T, dir string) map[string]string {
 			out[filepath.ToSlash(rel)] = "link:" + l
 			return err
 		}
+		if !d.Type().IsRegular() {
+			out[filepath.ToSlash(rel)] = "special:" + d.Type().String()
+			return nil
+		}
 		b, err := os.ReadFile(p)
 		out[filepath.ToSlash(rel)] = fmt.Sprintf("%o:%s", info.Mode(), b)
 		return err

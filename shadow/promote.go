@@ -101,8 +101,10 @@ func conflicts(md meta, d Diff) ([]string, error) {
 			if inBase {
 				moved = append(moved, p)
 			}
+		case errors.Is(err, ErrUnsafePath):
+			return nil, fmt.Errorf("shadow %s: %w", md.ID, err)
 		case err != nil:
-			moved = append(moved, p) // unreadable or unsafe now: not what the base saw
+			moved = append(moved, p) // unreadable now: not what the base saw
 		case !inBase || cur != base:
 			moved = append(moved, p)
 		}
