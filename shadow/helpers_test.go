@@ -85,7 +85,7 @@ func newEnv(t *testing.T, opts Options) *env {
 	base := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	dsn := "sqlite:" + filepath.Join(base, "ws.db")
+	dsn := "sqlite:" + filepath.Join(base, "ws.db") + "?ws_synchronous=OFF" // kills, not power loss, are under test
 	ws, err := workspace.Open(ctx, dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })
@@ -95,6 +95,18 @@ func newEnv(t *testing.T, opts Options) *env {
 	dir := filepath.Join(base, "real")
 	require.NoError(t, os.Mkdir(dir, 0o755))
 	return &env{ctx: ctx, dsn: dsn, ws: ws, m: m, root: opts.Root, dir: dir}
+}
+
+// another returns an env on the same workspace with its own real
+// directory and shadow root: cheaper than a new store.
+func (e *env) another(t *testing.T) *env {
+	t.Helper()
+	base := t.TempDir()
+	m, err := New(e.ws, Options{Root: filepath.Join(base, "shadows")})
+	require.NoError(t, err)
+	dir := filepath.Join(base, "real")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	return &env{ctx: e.ctx, dsn: e.dsn, ws: e.ws, m: m, root: m.opts.Root, dir: dir}
 }
 
 // write puts files (path -> content) under dir.
