@@ -150,5 +150,5 @@ func linkEscapes(rel, target string) bool {
 // hasher is a SHA-256 that reports in hex.
 type hasher struct{ hash.Hash }
 
-func newHasher() hasher     { return hasher{sha256.New()} }
+func newHasher() hasher      { return hasher{sha256.New()} }
 func (h hasher) sum() string { return hex.EncodeToString(h.Sum(nil)) }
