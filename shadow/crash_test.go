@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -87,37 +88,40 @@ func TestPromotionSurvivesSIGKILLAtAnyStep(t *testing.T) {
 	seed := rand.Uint64()
 	rng := rand.New(rand.NewPCG(seed, 0))
 	t.Logf("seed %d, %d steps", seed, steps)
-	sawBase, sawPromoted := 0, 0
-	for i := range 30 {
-		at := 1 + rng.IntN(steps)
-		e := e.another(t)
-		s := crashTree(t, e)
-		killed, _ := promoteInChild(t, e, s, at)
-		require.True(t, killed, "run %d: kill at step %d of %d", i, at, steps)
-		require.NoError(t, e.m.Recover(e.ctx, e.dir))
-		got := tree(t, e.dir)
-		switch {
-		case assert.ObjectsAreEqual(base, got):
-			sawBase++
-		case assert.ObjectsAreEqual(promoted, got):
-			sawPromoted++
-			page, err := e.ws.Artifacts().List(e.ctx, workspace.ArtifactFilter{Kind: DiffArtifactKind, Labels: map[string]string{"shadow": s.ID}})
-			require.NoError(t, err)
-			assert.Len(t, page.Artifacts, 1, "run %d (seed %d, step %d): the promotion is recorded once", i, seed, at)
-			d, err := e.m.Diff(e.ctx, s.ID)
-			require.NoError(t, err)
-			assert.Empty(t, d.Changes, "run %d: the shadow's base moved to the promoted state", i)
-		default:
-			t.Fatalf("run %d (seed %d): killed at step %d of %d, the tree is neither base nor promoted:\n%v", i, seed, at, steps, got)
+	var sawBase, sawPromoted atomic.Int32
+	t.Run("kills", func(t *testing.T) {
+		for i := range 30 {
+			at := 1 + rng.IntN(steps)
+			t.Run(fmt.Sprintf("step%d", at), func(t *testing.T) {
+				t.Parallel() // the runs share nothing but the store
+				e := e.another(t)
+				s := crashTree(t, e)
+				killed, _ := promoteInChild(t, e, s, at)
+				require.True(t, killed, "run %d: kill at step %d of %d", i, at, steps)
+				require.NoError(t, e.m.Recover(e.ctx, e.dir))
+				got := tree(t, e.dir)
+				switch {
+				case assert.ObjectsAreEqual(base, got):
+					sawBase.Add(1)
+					// Undone: the same promotion can be made again, and completes.
+					_, err := e.m.Promote(e.ctx, s.ID, "")
+					require.NoError(t, err, "run %d", i)
+					assert.Equal(t, promoted, tree(t, e.dir))
+				case assert.ObjectsAreEqual(promoted, got):
+					sawPromoted.Add(1)
+					page, err := e.ws.Artifacts().List(e.ctx, workspace.ArtifactFilter{Kind: DiffArtifactKind, Labels: map[string]string{"shadow": s.ID}})
+					require.NoError(t, err)
+					assert.Len(t, page.Artifacts, 1, "run %d (seed %d, step %d): the promotion is recorded once", i, seed, at)
+					d, err := e.m.Diff(e.ctx, s.ID)
+					require.NoError(t, err)
+					assert.Empty(t, d.Changes, "run %d: the shadow's base moved to the promoted state", i)
+				default:
+					t.Fatalf("run %d (seed %d): killed at step %d of %d, the tree is neither base nor promoted:\n%v", i, seed, at, steps, got)
+				}
+			})
 		}
-		if assert.ObjectsAreEqual(base, got) {
-			// Undone: the same promotion can be made again, and completes.
-			_, err := e.m.Promote(e.ctx, s.ID, "")
-			require.NoError(t, err, "run %d", i)
-			assert.Equal(t, promoted, tree(t, e.dir))
-		}
-	}
-	t.Logf("after recovery: %d base, %d promoted", sawBase, sawPromoted)
-	assert.Positive(t, sawBase)
-	assert.Positive(t, sawPromoted)
+	})
+	t.Logf("after recovery: %d base, %d promoted", sawBase.Load(), sawPromoted.Load())
+	assert.Positive(t, sawBase.Load())
+	assert.Positive(t, sawPromoted.Load())
 }

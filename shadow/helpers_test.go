@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	_ "github.com/agentspace/agentspace/backend/sqlite"
+	_ "github.com/agentspace/agentspace/backend/json"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -85,7 +85,7 @@ func newEnv(t *testing.T, opts Options) *env {
 	base := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	dsn := "sqlite:" + filepath.Join(base, "ws.db") + "?ws_synchronous=OFF" // kills, not power loss, are under test
+	dsn := "json:" + filepath.Join(base, "ws") // the cheapest store to open: tests open many
 	ws, err := workspace.Open(ctx, dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })
