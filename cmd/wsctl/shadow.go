@@ -228,7 +228,11 @@ func (a *app) shadowDiffCmd() *cobra.Command {
 // validationFailed is the error of a validation with violations: exit 1,
 // after the violations are printed.
 func validationFailed(v shadow.Validation) error {
-	return &cliError{code: exitError, err: fmt.Errorf("validation failed: %d violations", len(v.Violations))}
+	noun := "violations"
+	if len(v.Violations) == 1 {
+		noun = "violation"
+	}
+	return &cliError{code: exitError, err: fmt.Errorf("validation failed: %d %s", len(v.Violations), noun)}
 }
 
 func (a *app) printValidation(v shadow.Validation) error {
