@@ -80,7 +80,7 @@ type env struct {
 	dir  string
 }
 
-func newEnv(t *testing.T, opts Options) *env {
+func newEnv(t testing.TB, opts Options) *env {
 	t.Helper()
 	base := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
