@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -73,7 +75,7 @@ func (m *Manager) Diff(ctx context.Context, ref string) (Diff, error) {
 }
 
 func diffOf(md meta) (Diff, error) {
-	cur, skipped, err := scan(md.Path)
+	cur, skipped, err := md.scanShadow()
 	if err != nil {
 		return Diff{}, fmt.Errorf("shadow %s: %w", md.ID, err)
 	}
@@ -235,4 +237,23 @@ func readEntry(root *os.Root, p string, e *Entry) ([]byte, bool) {
 
 func isText(b []byte) bool {
 	return utf8.Valid(b) && !bytes.ContainsRune(b, 0)
+}
+
+// scanShadow scans the shadow's tree with its stat cache (kept beside
+// the tree; losing it only costs hashing again).
+func (md meta) scanShadow() (Manifest, []Skipped, error) {
+	path := filepath.Join(filepath.Dir(md.Path), "stat.json")
+	var cache statCache
+	if b, err := os.ReadFile(path); err == nil { // #nosec G304 -- this package's own cache file
+		_ = json.Unmarshal(b, &cache) // a bad cache is an empty one
+	}
+	cur, skipped, next, err := scanCached(md.Path, cache)
+	if err != nil {
+		return nil, nil, err
+	}
+	if b, err := json.Marshal(next); err == nil {
+		_ = os.WriteFile(path+".tmp", b, 0o600)
+		_ = os.Rename(path+".tmp", path)
+	}
+	return cur, skipped, nil
 }

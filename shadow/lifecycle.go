@@ -139,7 +139,7 @@ func (m *Manager) Rebase(ctx context.Context, ref, actor string) (Rebased, error
 	}
 	out := Rebased{Shadow: md.ID}
 	err = m.withDir(ctx, md.Dir, false, func() error {
-		cur, _, err := scan(md.Path)
+		cur, _, err := md.scanShadow()
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,6 +45,37 @@ type Skipped struct {
 // and symbolic link. Special files are returned as skipped; a file that
 // cannot be read is an error naming it.
 func scan(root string) (Manifest, []Skipped, error) {
+	m, skipped, _, err := scanCached(root, nil)
+	return m, skipped, err
+}
+
+// statKey is what must not have changed for a cached hash to hold: the
+// inode, size and change time (which no one can set back, unlike mtime).
+type statKey struct {
+	Ino   uint64 `json:"i"`
+	Size  int64  `json:"s"`
+	Ctime int64  `json:"c"` // ns
+	Mode  uint32 `json:"m"`
+}
+
+// statCache maps paths to the key their entry was hashed under, so that a
+// rescan hashes only files that changed (as git's index does).
+type statCache map[string]cachedEntry
+
+type cachedEntry struct {
+	Key   statKey `json:"k"`
+	Entry Entry   `json:"e"`
+}
+
+// racyWindow: files changed this close to a scan are hashed again next
+// time, since a write in the same clock tick leaves ctime as it was.
+const racyWindow = 2 * time.Second
+
+// scanCached is scan reusing the hashes of files whose statKey is the one
+// cache recorded; it returns the cache for the next scan.
+func scanCached(root string, cache statCache) (Manifest, []Skipped, statCache, error) {
+	start := time.Now()
+	next := statCache{}
 	m := Manifest{}
 	var skipped []Skipped
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -68,17 +100,30 @@ func scan(root string) (Manifest, []Skipped, error) {
 			}
 			m[rel] = Entry{Hash: hashString(target), Mode: fs.ModeSymlink | 0o777, Size: int64(len(target)), Link: target}
 		case t.IsRegular():
+			var key statKey
+			var st unix.Stat_t
+			if err := unix.Lstat(p, &st); err == nil {
+				key = statKey{Ino: st.Ino, Size: st.Size, Ctime: st.Ctim.Nano(), Mode: st.Mode}
+				if c, ok := cache[rel]; ok && c.Key == key {
+					m[rel] = c.Entry
+					next[rel] = c
+					return nil
+				}
+			}
 			e, err := hashFile(p)
 			if err != nil {
 				return err
 			}
 			m[rel] = e
+			if key.Ino != 0 && start.Sub(time.Unix(0, key.Ctime)) > racyWindow {
+				next[rel] = cachedEntry{Key: key, Entry: e}
+			}
 		default:
 			skipped = append(skipped, Skipped{Path: rel, Reason: "special file (" + t.String() + ")"})
 		}
 		return nil
 	})
-	return m, skipped, err
+	return m, skipped, next, err
 }
 
 // hashFile hashes the regular file at p without following a link there.
