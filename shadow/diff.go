@@ -244,7 +244,8 @@ func isText(b []byte) bool {
 func (md meta) scanShadow() (Manifest, []Skipped, error) {
 	path := filepath.Join(filepath.Dir(md.Path), "stat.json")
 	var cache statCache
-	if b, err := os.ReadFile(path); err == nil { // #nosec G304 -- this package's own cache file
+	b, err := os.ReadFile(path) // #nosec G304 -- this package's own cache file
+	if err == nil {
 		_ = json.Unmarshal(b, &cache) // a bad cache is an empty one
 	}
 	cur, skipped, next, err := scanCached(md.Path, cache)
