@@ -424,8 +424,8 @@ func (c *ChangeSets) Promote(ctx context.Context, set, actor string) (workspace.
 	if err != nil {
 		return workspace.BatchResult{}, err
 	}
-	if cs.Validated == nil || !cs.Validated.Passed || cs.Validated.DiffHash != d.Hash {
-		return workspace.BatchResult{}, fmt.Errorf("change set %s: %w", set, ErrNotValidated)
+	if err := bound(cs.Validated, d.Hash, actor); err != nil {
+		return workspace.BatchResult{}, fmt.Errorf("change set %s: %w", set, err)
 	}
 	moved, err := c.moved(ctx, cs)
 	if err != nil {

@@ -54,8 +54,8 @@ func (m *Manager) Promote(ctx context.Context, ref, actor string) (Promotion, er
 		if err != nil {
 			return err
 		}
-		if md.Validated == nil || !md.Validated.Passed || md.Validated.DiffHash != d.Hash {
-			return fmt.Errorf("shadow %s: %w: run validate, then promote without changing the shadow", md.ID, ErrNotValidated)
+		if err := bound(md.Validated, d.Hash, actor); err != nil {
+			return fmt.Errorf("shadow %s: %w", md.ID, err)
 		}
 		if len(d.Changes) == 0 {
 			p = Promotion{Shadow: md.ID, Diff: d}
@@ -361,4 +361,21 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n]
+}
+
+// bound checks that v is a passing validation of the diff with hash h,
+// made by actor: leases are judged from the validator's side, so another
+// actor's validation does not vouch for this one's promotion.
+func bound(v *Validation, h, actor string) error {
+	switch {
+	case v == nil:
+		return fmt.Errorf("%w: validate first", ErrNotValidated)
+	case !v.Passed:
+		return fmt.Errorf("%w: the last validation found %d violations", ErrNotValidated, len(v.Violations))
+	case v.DiffHash != h:
+		return fmt.Errorf("%w: the diff changed since it was validated", ErrNotValidated)
+	case v.Actor != actor:
+		return fmt.Errorf("%w: validated by %s, promoted by %s", ErrNotValidated, v.Actor, actor)
+	}
+	return nil
 }

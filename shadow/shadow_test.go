@@ -109,6 +109,12 @@ func TestPromoteNeedsAPassingValidationOfThisDiff(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNotValidated, "the diff moved on")
 	assert.Equal(t, before, tree(t, e.dir), "a refused promotion writes nothing")
 
+	v, err = e.m.Validate(e.ctx, s.ID, "bob")
+	require.NoError(t, err)
+	require.True(t, v.Passed)
+	_, err = e.m.Promote(e.ctx, s.ID, "alice")
+	assert.ErrorIs(t, err, ErrNotValidated, "bob's validation does not vouch for alice")
+
 	p := e.validPromote(t, s)
 	assert.Equal(t, tree(t, s.Path), tree(t, e.dir))
 	assert.Len(t, p.Diff.Changes, 4)
@@ -127,7 +133,7 @@ func TestPromoteNeedsAPassingValidationOfThisDiff(t *testing.T) {
 	for _, m := range messages(t, e.ws, NoteKind) {
 		steps = append(steps, strings.Fields(m)[0])
 	}
-	assert.Equal(t, []string{EventOpened, EventValidated, EventValidated, EventPromoted}, steps)
+	assert.Equal(t, []string{EventOpened, EventValidated, EventValidated, EventValidated, EventPromoted}, steps)
 	leftovers, err := filepath.Glob(filepath.Join(e.dir, "*", ".shadow-*"))
 	require.NoError(t, err)
 	assert.Empty(t, leftovers)
