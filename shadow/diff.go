@@ -252,6 +252,9 @@ func (md meta) scanShadow() (Manifest, []Skipped, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if next == nil {
+		return cur, skipped, nil
+	}
 	if b, err := json.Marshal(next); err == nil {
 		_ = os.WriteFile(path+".tmp", b, 0o600)
 		_ = os.Rename(path+".tmp", path)

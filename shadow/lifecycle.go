@@ -63,7 +63,7 @@ func (m *Manager) Discard(ctx context.Context, ref, actor string, onlyViolations
 		return out, err
 	}
 	md.Validated = nil
-	if err := m.saveMeta(md); err != nil {
+	if err := m.saveMeta(md, true); err != nil {
 		return out, err
 	}
 	return out, m.record(ctx, md, actor, EventDiscarded, fmt.Sprintf("only violations: %d paths reverted", len(out.Reverted)))
@@ -186,7 +186,7 @@ func (m *Manager) Rebase(ctx context.Context, ref, actor string) (Rebased, error
 		return out, err
 	}
 	md.Validated = nil
-	if err := m.saveMeta(md); err != nil {
+	if err := m.saveMeta(md, true); err != nil {
 		return out, err
 	}
 	return out, m.record(ctx, md, actor, EventRebased, fmt.Sprintf("%d refreshed, %d conflicts", len(out.Refreshed), len(out.Conflicts)))

@@ -72,10 +72,12 @@ type cachedEntry struct {
 const racyWindow = 2 * time.Second
 
 // scanCached is scan reusing the hashes of files whose statKey is the one
-// cache recorded; it returns the cache for the next scan.
+// cache recorded; it returns the cache for the next scan, or nil when that
+// is cache itself.
 func scanCached(root string, cache statCache) (Manifest, []Skipped, statCache, error) {
 	start := time.Now()
 	next := statCache{}
+	dirty := false
 	m := Manifest{}
 	var skipped []Skipped
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -115,6 +117,7 @@ func scanCached(root string, cache statCache) (Manifest, []Skipped, statCache, e
 				return err
 			}
 			m[rel] = e
+			dirty = true
 			if key.Ino != 0 && start.Sub(time.Unix(0, key.Ctime)) > racyWindow {
 				next[rel] = cachedEntry{Key: key, Entry: e}
 			}
@@ -123,6 +126,9 @@ func scanCached(root string, cache statCache) (Manifest, []Skipped, statCache, e
 		}
 		return nil
 	})
+	if !dirty && len(next) == len(cache) {
+		next = nil // every entry came from cache: nothing to write back
+	}
 	return m, skipped, next, err
 }
 

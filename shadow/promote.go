@@ -353,7 +353,7 @@ func (m *Manager) recordPromotion(ctx context.Context, j journal) error {
 	if err != nil {
 		return fmt.Errorf("record promotion %s: %w", j.Promotion, err)
 	}
-	return m.saveMeta(md)
+	return m.saveMeta(md, true)
 }
 
 func truncate(s string, n int) string {

@@ -109,7 +109,7 @@ type Shadow struct {
 // meta is what a shadow keeps on disk beside its copy.
 type meta struct {
 	Shadow
-	Base Manifest `json:"base"`
+	Base Manifest `json:"-"` // in base.json: written only when the base moves
 }
 
 // OpenRequest is what Open takes.
@@ -162,7 +162,7 @@ func (m *Manager) Open(ctx context.Context, req OpenRequest) (Shadow, error) {
 		return err
 	})
 	if err == nil {
-		err = m.saveMeta(md)
+		err = m.saveMeta(md, true)
 	}
 	if err == nil {
 		err = m.record(ctx, md, req.Actor, EventOpened, "")
@@ -176,7 +176,7 @@ func (m *Manager) Open(ctx context.Context, req OpenRequest) (Shadow, error) {
 
 // Get returns the shadow named by its id or by its path (or a path inside it).
 func (m *Manager) Get(ctx context.Context, ref string) (Shadow, error) {
-	md, err := m.load(ref)
+	md, err := m.loadSummary(ref)
 	return md.Shadow, err
 }
 
@@ -191,7 +191,7 @@ func (m *Manager) List(ctx context.Context) ([]Shadow, error) {
 		if !e.IsDir() || e.Name() == "dirs" {
 			continue
 		}
-		md, err := m.load(e.Name())
+		md, err := m.loadSummary(e.Name())
 		if errors.Is(err, workspace.ErrNotFound) {
 			continue
 		}
@@ -204,8 +204,24 @@ func (m *Manager) List(ctx context.Context) ([]Shadow, error) {
 	return out, nil
 }
 
-// load reads a shadow's meta by id or path.
+// load reads a shadow's meta and base by id or path.
 func (m *Manager) load(ref string) (meta, error) {
+	md, err := m.loadSummary(ref)
+	if err != nil {
+		return md, err
+	}
+	b, err := os.ReadFile(filepath.Join(m.opts.Root, md.ID, "base.json")) // #nosec G304 -- md.ID is a checked shadow id
+	if err != nil {
+		return meta{}, fmt.Errorf("shadow %s: base manifest: %w", md.ID, err)
+	}
+	if err := json.Unmarshal(b, &md.Base); err != nil {
+		return meta{}, fmt.Errorf("shadow %s: corrupt base.json: %w", md.ID, err)
+	}
+	return md, nil
+}
+
+// loadSummary reads a shadow's meta without its base.
+func (m *Manager) loadSummary(ref string) (meta, error) {
 	id := ref
 	if strings.ContainsRune(ref, filepath.Separator) {
 		abs, err := filepath.Abs(ref)
@@ -235,8 +251,19 @@ func (m *Manager) load(ref string) (meta, error) {
 	return md, nil
 }
 
-// saveMeta replaces a shadow's meta atomically.
-func (m *Manager) saveMeta(md meta) error {
+// saveMeta replaces a shadow's meta atomically, and its base first when
+// withBase (a crash in between leaves a new base under an old meta, whose
+// validation then no longer matches the diff: safe).
+func (m *Manager) saveMeta(md meta, withBase bool) error {
+	if withBase {
+		b, err := json.Marshal(md.Base)
+		if err != nil {
+			return err
+		}
+		if err := writeAtomic(filepath.Join(m.opts.Root, md.ID, "base.json"), b); err != nil {
+			return err
+		}
+	}
 	b, err := json.Marshal(md)
 	if err != nil {
 		return err

@@ -179,7 +179,7 @@ func (m *Manager) Validate(ctx context.Context, ref, actor string) (Validation, 
 	}
 	v := Validation{DiffHash: d.Hash, Passed: len(vs) == 0, Violations: vs, Actor: actor, At: m.opts.Now().UTC()}
 	md.Validated = &v
-	if err := m.saveMeta(md); err != nil {
+	if err := m.saveMeta(md, false); err != nil {
 		return Validation{}, err
 	}
 	return v, m.record(ctx, md, actor, EventValidated, summary(v))
