@@ -108,6 +108,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 conflict, 4 locked, 5 not found,
 		a.mcpCmd(),
 		a.primeCmd(),
 		a.setupCmd(),
+		a.shadowCmd(), a.changesetCmd(),
 		a.versionCmd(),
 	)
 	explainArgs(root)

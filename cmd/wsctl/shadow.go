@@ -1,0 +1,436 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentspace/agentspace/shadow"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// shadowConfig is agentspace.toml's [shadow] table:
+//
+//	[shadow]
+//	root = ".agentspace/shadows"   # where shadows live (relative to the config file)
+//	validate = ["go vet ./...", "go test ./..."]
+//	timeout = "5m"                 # per validator command
+//	gc_age = "24h"                 # shadow gc: how long a task must have ended
+type shadowConfig struct {
+	Root     string   `toml:"root"`
+	Validate []string `toml:"validate"`
+	Timeout  string   `toml:"timeout"`
+	GCAge    string   `toml:"gc_age"`
+}
+
+// defaultGCAge is how long a shadow's task must have ended before gc.
+const defaultGCAge = 24 * time.Hour
+
+// shadowFlags are the flags every shadow command shares.
+type shadowFlags struct{ root string }
+
+func (f *shadowFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.root, "root", "", "directory of the shadows (default: [shadow] root, else .agentspace/shadows beside the config file or workspace)")
+}
+
+// shadowSettings reads [shadow] from the config file (--config, or the
+// nearest agentspace.toml) and resolves the shadows' root.
+func (a *app) shadowSettings(f shadowFlags) (shadow.Options, shadowConfig, error) {
+	var sc shadowConfig
+	path := a.configFlag
+	base := ""
+	if path == "" {
+		found, err := findUp()
+		if err != nil {
+			return shadow.Options{}, sc, err
+		}
+		path = found.config
+		if found.config == "" && found.storeDir != "" {
+			base = filepath.Dir(found.storeDir)
+		}
+	}
+	if path != "" {
+		cfg, err := readConfig(path)
+		if err != nil && !(errors.Is(err, fs.ErrNotExist) && a.configFlag == "") {
+			return shadow.Options{}, sc, usageErrorf("%v", err)
+		}
+		sc = cfg.Shadow
+		base = filepath.Dir(path)
+	}
+	opts := shadow.Options{Validators: sc.Validate, Root: f.root}
+	if sc.Timeout != "" {
+		d, err := time.ParseDuration(sc.Timeout)
+		if err != nil || d <= 0 {
+			return opts, sc, usageErrorf("[shadow] timeout %q: want a duration like 5m", sc.Timeout)
+		}
+		opts.ValidatorTimeout = d
+	}
+	switch {
+	case opts.Root != "":
+	case sc.Root != "" && filepath.IsAbs(sc.Root):
+		opts.Root = sc.Root
+	case sc.Root != "":
+		opts.Root = filepath.Join(base, sc.Root)
+	default:
+		opts.Root = filepath.Join(base, defaultStoreDir, "shadows")
+	}
+	return opts, sc, nil
+}
+
+// withShadows opens the workspace and a shadow Manager over it.
+func (a *app) withShadows(ctx context.Context, f shadowFlags, fn func(ws workspace.Workspace, m *shadow.Manager) error) error {
+	opts, _, err := a.shadowSettings(f)
+	if err != nil {
+		return err
+	}
+	return a.with(ctx, func(ws workspace.Workspace) error {
+		m, err := shadow.New(ws, opts)
+		if err != nil {
+			return err
+		}
+		return fn(ws, m)
+	})
+}
+
+func (a *app) shadowCmd() *cobra.Command {
+	return group("shadow", "Work on a copy of a directory; validate, then promote atomically or discard",
+		a.shadowOpenCmd(),
+		a.shadowLsCmd(),
+		a.shadowDiffCmd(),
+		a.shadowValidateCmd(),
+		a.shadowPromoteCmd(),
+		a.shadowRebaseCmd(),
+		a.shadowDiscardCmd(),
+		a.shadowGCCmd(),
+		a.shadowRecoverCmd(),
+	)
+}
+
+func (a *app) shadowOpenCmd() *cobra.Command {
+	var f shadowFlags
+	var task string
+	cmd := &cobra.Command{
+		Use:   "open DIR [--task T]",
+		Short: "Copy DIR into a new shadow (reflinks where the file system has them); prints its path",
+		Args:  cobra.ExactArgs(1),
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			actor, err := a.actor()
+			if err != nil {
+				return err
+			}
+			return a.withShadows(ctx, f, func(ws workspace.Workspace, m *shadow.Manager) error {
+				id, err := resolveOptionalTaskID(ctx, ws, task)
+				if err != nil {
+					return err
+				}
+				s, err := m.Open(ctx, shadow.OpenRequest{Dir: args[0], Actor: actor, Task: id})
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(s)
+				}
+				for _, sk := range s.Skipped {
+					fmt.Fprintf(a.stderr, "wsctl: skipped %s: %s\n", sk.Path, sk.Reason)
+				}
+				_, err = fmt.Fprintln(a.stdout, s.Path)
+				return err
+			})
+		}),
+	}
+	f.add(cmd)
+	cmd.Flags().StringVar(&task, "task", "", "the task the work is for: its areas bound what may change")
+	return cmd
+}
+
+func (a *app) shadowLsCmd() *cobra.Command {
+	var f shadowFlags
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List the shadows",
+		Args:  cobra.NoArgs,
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			return a.withShadows(ctx, f, func(ws workspace.Workspace, m *shadow.Manager) error {
+				list, err := m.List(ctx)
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return printList(a, list)
+				}
+				tw := a.table()
+				fmt.Fprintln(tw, "ID\tACTOR\tTASK\tVALIDATED\tDIR\tPATH")
+				for _, s := range list {
+					v := "-"
+					if s.Validated != nil {
+						v = map[bool]string{true: "passed", false: "failed"}[s.Validated.Passed]
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Actor, orDash(s.Task), v, s.Dir, s.Path)
+				}
+				return tw.Flush()
+			})
+		}),
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func (a *app) shadowDiffCmd() *cobra.Command {
+	var f shadowFlags
+	var stat bool
+	cmd := &cobra.Command{
+		Use:   "diff SHADOW [--stat]",
+		Short: "Show the shadow's changes against its base: a list, then a unified diff",
+		Args:  cobra.ExactArgs(1),
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			return a.withShadows(ctx, f, func(ws workspace.Workspace, m *shadow.Manager) error {
+				d, err := m.Diff(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(d)
+				}
+				for _, c := range d.Changes {
+					if c.Kind == shadow.Renamed {
+						fmt.Fprintf(a.stdout, "%-9s %s -> %s\n", c.Kind, c.From, c.Path)
+					} else {
+						fmt.Fprintf(a.stdout, "%-9s %s\n", c.Kind, c.Path)
+					}
+				}
+				for _, s := range d.Skipped {
+					fmt.Fprintf(a.stdout, "%-9s %s (%s)\n", "skipped", s.Path, s.Reason)
+				}
+				if stat || len(d.Changes) == 0 {
+					return nil
+				}
+				u, err := m.Unified(ctx, args[0], d)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprint(a.stdout, "\n"+u)
+				return err
+			})
+		}),
+	}
+	f.add(cmd)
+	cmd.Flags().BoolVar(&stat, "stat", false, "only the list of changed files")
+	return cmd
+}
+
+// validationFailed is the error of a validation with violations: exit 1,
+// after the violations are printed.
+func validationFailed(v shadow.Validation) error {
+	noun := "violations"
+	if len(v.Violations) == 1 {
+		noun = "violation"
+	}
+	return &cliError{code: exitError, err: fmt.Errorf("validation failed: %d %s", len(v.Violations), noun)}
+}
+
+func (a *app) printValidation(v shadow.Validation) error {
+	if a.jsonOut {
+		if err := a.printJSON(v); err != nil {
+			return err
+		}
+	} else {
+		for _, x := range v.Violations {
+			fmt.Fprintf(a.stdout, "%-8s %s %s\n", x.Rule, orDash(x.Path), strings.ReplaceAll(x.Detail, "\n", "\n         "))
+		}
+		if v.Passed {
+			fmt.Fprintf(a.stdout, "passed (diff %s)\n", v.DiffHash[:12])
+		}
+	}
+	if !v.Passed {
+		return validationFailed(v)
+	}
+	return nil
+}
+
+func (a *app) shadowValidateCmd() *cobra.Command {
+	var f shadowFlags
+	cmd := &cobra.Command{
+		Use:   "validate SHADOW",
+		Short: "Check the diff against task areas, roles, others' leases and the [shadow] validate commands",
+		Args:  cobra.ExactArgs(1),
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			actor, err := a.actor()
+			if err != nil {
+				return err
+			}
+			return a.withShadows(ctx, f, func(ws workspace.Workspace, m *shadow.Manager) error {
+				v, err := m.Validate(ctx, args[0], actor)
+				if err != nil {
+					return err
+				}
+				return a.printValidation(v)
+			})
+		}),
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func (a *app) shadowPromoteCmd() *cobra.Command {
+	var f shadowFlags
+	cmd := &cobra.Command{
+		Use:   "promote SHADOW",
+		Short: "Apply the validated diff to the real directory, all or nothing",
+		Args:  cobra.ExactArgs(1),
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			actor, err := a.actor()
+			if err != nil {
+				return err
+			}
+			return a.withShadows(ctx, f, func(ws workspace.Workspace, m *shadow.Manager) error {
+				p, err := m.Promote(ctx, args[0], actor)
+				var ce *shadow.ConflictError
+				if errors.As(err, &ce) {
+					return &cliError{code: exitConflict, err: err, hint: "'wsctl shadow rebase' takes the real tree's other changes; then resolve these files, validate and promote"}
+				}
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(p)
+				}
+				_, err = fmt.Fprintf(a.stdout, "promoted %d changes; diff kept as artifact %s\n", len(p.Diff.Changes), orDash(p.Artifact))
+				return err
+			})
+		}),
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func (a *app) shadowRebaseCmd() *cobra.Command {
+	var f shadowFlags
+	cmd := &cobra.Command{
+		Use:   "rebase SHADOW",
+		Short: "Take the real tree's changes to files the shadow left alone into the shadow and its base",
+		Args:  cobra.ExactArgs(1),
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			actor, err := a.actor()
+			if err != nil {
+				return err
+			}
+			return a.withShadows(ctx, f, func(ws workspace.Workspace, m *shadow.Manager) error {
+				r, err := m.Rebase(ctx, args[0], actor)
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(r)
+				}
+				for _, p := range r.Refreshed {
+					fmt.Fprintf(a.stdout, "refreshed %s\n", p)
+				}
+				for _, p := range r.Conflicts {
+					fmt.Fprintf(a.stdout, "conflict  %s\n", p)
+				}
+				return nil
+			})
+		}),
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func (a *app) shadowDiscardCmd() *cobra.Command {
+	var f shadowFlags
+	var only bool
+	cmd := &cobra.Command{
+		Use:   "discard SHADOW [--only-violations]",
+		Short: "Drop the shadow, or only revert the files its last validation found breaking a rule",
+		Args:  cobra.ExactArgs(1),
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			actor, err := a.actor()
+			if err != nil {
+				return err
+			}
+			return a.withShadows(ctx, f, func(ws workspace.Workspace, m *shadow.Manager) error {
+				d, err := m.Discard(ctx, args[0], actor, only)
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(d)
+				}
+				for _, p := range d.Reverted {
+					fmt.Fprintf(a.stdout, "reverted %s\n", p)
+				}
+				if d.Removed {
+					fmt.Fprintf(a.stdout, "discarded %s\n", d.Shadow)
+				}
+				return nil
+			})
+		}),
+	}
+	f.add(cmd)
+	cmd.Flags().BoolVar(&only, "only-violations", false, "revert only the files that broke a rule; keep the rest")
+	return cmd
+}
+
+func (a *app) shadowGCCmd() *cobra.Command {
+	var f shadowFlags
+	var age time.Duration
+	cmd := &cobra.Command{
+		Use:   "gc [--age D]",
+		Short: "Remove shadows whose task ended, or whose claim lapsed, longer than D ago",
+		Args:  cobra.NoArgs,
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			actor, err := a.actor()
+			if err != nil {
+				return err
+			}
+			_, sc, err := a.shadowSettings(f)
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("age") && sc.GCAge != "" {
+				if age, err = time.ParseDuration(sc.GCAge); err != nil || age < 0 {
+					return usageErrorf("[shadow] gc_age %q: want a duration like 24h", sc.GCAge)
+				}
+			}
+			return a.withShadows(ctx, f, func(ws workspace.Workspace, m *shadow.Manager) error {
+				removed, err := m.GC(ctx, shadow.GCRequest{Actor: actor, Age: age})
+				if a.jsonOut && err == nil {
+					return printList(a, removed)
+				}
+				for _, id := range removed {
+					fmt.Fprintf(a.stdout, "removed %s\n", id)
+				}
+				return err
+			})
+		}),
+	}
+	f.add(cmd)
+	cmd.Flags().DurationVar(&age, "age", defaultGCAge, "how long ago the task must have ended (default: [shadow] gc_age, else 24h)")
+	return cmd
+}
+
+func (a *app) shadowRecoverCmd() *cobra.Command {
+	var f shadowFlags
+	cmd := &cobra.Command{
+		Use:   "recover DIR",
+		Short: "Finish or undo a promotion into DIR that a crash cut (every shadow command does this first)",
+		Args:  cobra.ExactArgs(1),
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			return a.withShadows(ctx, f, func(ws workspace.Workspace, m *shadow.Manager) error {
+				if _, err := os.Stat(args[0]); err != nil {
+					return &cliError{code: exitUsage, err: err}
+				}
+				return m.Recover(ctx, args[0])
+			})
+		}),
+	}
+	f.add(cmd)
+	return cmd
+}

@@ -1,0 +1,158 @@
+package shadow
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// benchFiles and benchFileSize size the benchmark tree; set
+// AGENTSPACE_SHADOW_BENCH_FILES and AGENTSPACE_SHADOW_BENCH_KB for a
+// bigger one (the figures in docs/shadows.md use 20000 and 10).
+func benchTreeSize(b *testing.B) (files, kb int) {
+	files, kb = 2000, 10
+	if v := os.Getenv("AGENTSPACE_SHADOW_BENCH_FILES"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(b, err)
+		files = n
+	}
+	if v := os.Getenv("AGENTSPACE_SHADOW_BENCH_KB"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(b, err)
+		kb = n
+	}
+	return files, kb
+}
+
+// benchTree writes files of kb KiB each, 100 to a directory.
+func benchTree(b *testing.B, dir string, files, kb int) {
+	b.Helper()
+	buf := make([]byte, kb<<10)
+	for i := range files {
+		for j := range buf {
+			buf[j] = byte('a' + (i+j)%26)
+		}
+		p := filepath.Join(dir, fmt.Sprintf("d%03d", i/100), fmt.Sprintf("f%05d.txt", i))
+		require.NoError(b, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(b, os.WriteFile(p, buf, 0o644))
+	}
+}
+
+// BenchmarkOpen measures Open of a tree against `cp -a` of the same tree
+// in the same run; reported: MB/s of each and their ratio.
+func BenchmarkOpen(b *testing.B) {
+	files, kb := benchTreeSize(b)
+	e := newEnv(b, Options{})
+	e.ctx = context.Background() // building a big tree can outlast a test's deadline
+	benchTree(b, e.dir, files, kb)
+	mb := float64(files*kb) / 1024
+	reflinks, err := ReflinksAvailable(e.dir)
+	require.NoError(b, err)
+	var cpTime, openTime time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		dst := filepath.Join(b.TempDir(), "cp")
+		t0 := time.Now()
+		out, err := exec.Command("cp", "-a", e.dir, dst).CombinedOutput()
+		require.NoError(b, err, "%s", out)
+		cpTime += time.Since(t0)
+		require.NoError(b, os.RemoveAll(dst))
+
+		t0 = time.Now()
+		s, err := e.m.Open(e.ctx, OpenRequest{Dir: e.dir, Actor: "bench"})
+		require.NoError(b, err)
+		openTime += time.Since(t0)
+		_, err = e.m.Discard(e.ctx, s.ID, "", false)
+		require.NoError(b, err)
+	}
+	b.ReportMetric(mb*float64(b.N)/openTime.Seconds(), "open-MB/s")
+	b.ReportMetric(mb*float64(b.N)/cpTime.Seconds(), "cp-a-MB/s")
+	b.ReportMetric(openTime.Seconds()/cpTime.Seconds(), "open/cp-a")
+	b.ReportMetric(map[bool]float64{true: 1}[reflinks], "reflinks")
+}
+
+// changed50 opens a shadow of the tree and changes 50 of its files.
+func changed50(b *testing.B, e *env) Shadow {
+	b.Helper()
+	s, err := e.m.Open(e.ctx, OpenRequest{Dir: e.dir, Actor: "bench"})
+	require.NoError(b, err)
+	for i := range 50 {
+		p := filepath.Join(s.Path, fmt.Sprintf("d%03d", i%10), fmt.Sprintf("f%05d.txt", (i%10)*100+i/10))
+		require.NoError(b, os.WriteFile(p, []byte(fmt.Sprintf("changed %d\n", i)), 0o644))
+	}
+	return s
+}
+
+// BenchmarkDiffValidate50 measures Diff plus Validate of a shadow with 50
+// changed files (the tree's size as for BenchmarkOpen), warm.
+func BenchmarkDiffValidate50(b *testing.B) {
+	files, kb := benchTreeSize(b)
+	e := newEnv(b, Options{})
+	e.ctx = context.Background() // building a big tree can outlast a test's deadline
+	benchTree(b, e.dir, files, kb)
+	s := changed50(b, e)
+	// The first diff hashes every file (cold); after it, only files whose
+	// inode, size or ctime moved are hashed again (warm, what is timed).
+	time.Sleep(racyWindow)
+	t0 := time.Now()
+	_, err := e.m.Diff(e.ctx, s.ID)
+	require.NoError(b, err)
+	cold := time.Since(t0)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		d, err := e.m.Diff(e.ctx, s.ID)
+		require.NoError(b, err)
+		require.Len(b, d.Changes, 50)
+		v, err := e.m.Validate(e.ctx, s.ID, "")
+		require.NoError(b, err)
+		require.True(b, v.Passed)
+	}
+	b.ReportMetric(float64(cold.Milliseconds()), "cold-diff-ms")
+}
+
+// BenchmarkPromote50 measures Promote of 50 changed files (validated
+// before the timer runs), against writing the same 50 files in place.
+func BenchmarkPromote50(b *testing.B) {
+	files, kb := benchTreeSize(b)
+	e := newEnv(b, Options{})
+	e.ctx = context.Background() // building a big tree can outlast a test's deadline
+	benchTree(b, e.dir, files, kb)
+	var promote, plain time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		s := changed50(b, e)
+		v, err := e.m.Validate(e.ctx, s.ID, "")
+		require.NoError(b, err)
+		require.True(b, v.Passed)
+		b.StartTimer()
+		t0 := time.Now()
+		p, err := e.m.Promote(e.ctx, s.ID, "")
+		require.NoError(b, err)
+		require.Len(b, p.Diff.Changes, 50)
+		promote += time.Since(t0)
+		b.StopTimer()
+		// The baseline: the same 50 writes straight into the tree, synced.
+		t0 = time.Now()
+		for _, c := range p.Diff.Changes {
+			f, err := os.Create(filepath.Join(e.dir, c.Path))
+			require.NoError(b, err)
+			_, err = f.WriteString("plain\n")
+			require.NoError(b, err)
+			require.NoError(b, f.Sync())
+			require.NoError(b, f.Close())
+		}
+		plain += time.Since(t0)
+		_, err = e.m.Discard(e.ctx, s.ID, "", false)
+		require.NoError(b, err)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(promote.Milliseconds())/float64(b.N), "promote-ms")
+	b.ReportMetric(promote.Seconds()/plain.Seconds(), "promote/plain-writes")
+}
