@@ -37,6 +37,8 @@ type fileConfig struct {
 	DefaultEnv string               `toml:"default_env"`
 	DSN        string               `toml:"dsn"`
 	Env        map[string]envConfig `toml:"env"`
+	Work       workConfig           `toml:"work"`  // wsctl work: see work.go
+	Merge      mergeConfig          `toml:"merge"` // wsctl merge: see work.go
 }
 
 type envConfig struct {
@@ -196,7 +198,7 @@ func readConfig(path string) (fileConfig, error) {
 		for i, k := range und {
 			keys[i] = k.String()
 		}
-		return cfg, fmt.Errorf("config file %s: unknown keys %s (known: default_env, dsn, [env.NAME] dsn)", path, strings.Join(keys, ", "))
+		return cfg, fmt.Errorf("config file %s: unknown keys %s (known: default_env, dsn, [env.NAME] dsn, [work] and [merge] keys: see docs/worktrees.md)", path, strings.Join(keys, ", "))
 	}
 	return cfg, nil
 }
