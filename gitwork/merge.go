@@ -2,9 +2,11 @@ package gitwork
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +35,7 @@ var ErrLeaseLost = errors.New("merger lost the queue's lease")
 type Merger struct {
 	m     *Manager
 	actor string
+	owner string // the lease's owner: actor plus this process and merger, so two mergers never share it
 	lease workspace.Lease
 	fence string // the blob id our fence ref points at
 	// Hooks for crash tests: a no-op unless set.
@@ -52,7 +55,10 @@ type Result struct {
 
 // NewMerger returns a merger acting as actor. It takes the lease on Run.
 func (m *Manager) NewMerger(actor string) *Merger {
-	return &Merger{m: m, actor: actor, step: func(string) {}}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	owner := fmt.Sprintf("%s#%d-%x", actor, os.Getpid(), b)
+	return &Merger{m: m, actor: actor, owner: owner, step: func(string) {}}
 }
 
 // SetStepHook calls fn at each named step of a merge (for crash tests).
@@ -64,7 +70,7 @@ func (mg *Merger) SetStepHook(fn func(step string)) { mg.step = fn }
 // report, if not nil, is called with each entry's result.
 func (mg *Merger) Run(ctx context.Context, follow bool, report func(Result)) error {
 	lease, err := mg.m.ws.Locks().Acquire(ctx, workspace.AcquireRequest{
-		Resource: QueueResource(mg.m.cfg.Integration), Owner: mg.actor, TTL: mg.m.cfg.LeaderTTL, Wait: true,
+		Resource: QueueResource(mg.m.cfg.Integration), Owner: mg.owner, TTL: mg.m.cfg.LeaderTTL, Wait: true,
 		Message: "merge queue leader",
 	})
 	if err != nil {
@@ -75,6 +81,9 @@ func (mg *Merger) Run(ctx context.Context, follow bool, report func(Result)) err
 		_ = mg.m.ws.Locks().Release(context.WithoutCancel(ctx), mg.currentLease())
 	}()
 	if err := mg.writeFence(ctx); err != nil {
+		return err
+	}
+	if err := mg.removeStaleCheckouts(ctx); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -176,7 +185,7 @@ func (mg *Merger) writeFence(ctx context.Context) error {
 			return fmt.Errorf("%w: the fence holds token %d, newer than ours (%d)", ErrLeaseLost, tok, mg.lease.Token)
 		}
 	}
-	body := fmt.Sprintf("token %d\nowner %s\n", mg.lease.Token, strings.ReplaceAll(mg.actor, "\n", " "))
+	body := fmt.Sprintf("token %d\nowner %s\n", mg.lease.Token, strings.ReplaceAll(mg.owner, "\n", " "))
 	blob, err := g.runIn(ctx, []byte(body), "hash-object", "-w", "--stdin")
 	if err != nil {
 		return err
@@ -194,6 +203,25 @@ func (mg *Merger) writeFence(ctx context.Context) error {
 	return nil
 }
 
+// removeStaleCheckouts removes the temporary checkouts a merger that died
+// left behind: with the lease held, no other merger is using one.
+func (mg *Merger) removeStaleCheckouts(ctx context.Context) error {
+	out, err := mg.m.git.run(ctx, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return err
+	}
+	for _, field := range strings.Split(out, "\x00") {
+		path, ok := strings.CutPrefix(field, "worktree ")
+		if !ok || !strings.HasPrefix(filepath.Base(path), checkoutPrefix) {
+			continue
+		}
+		_, _ = mg.m.git.run(ctx, "worktree", "remove", "--force", "--force", "--", path)
+		_ = os.RemoveAll(path)
+	}
+	_, err = mg.m.git.run(ctx, "worktree", "prune")
+	return err
+}
+
 // pass merges the queue as it stands; it returns how many entries it took up.
 func (mg *Merger) pass(ctx context.Context, report func(Result)) (int, error) {
 	recs, err := List(ctx, mg.m.ws)
@@ -201,8 +229,8 @@ func (mg *Merger) pass(ctx context.Context, report func(Result)) (int, error) {
 		return 0, err
 	}
 	n := 0
-	// An entry left merging by a merger that died is finished first.
-	for _, st := range []Status{StatusMerging, StatusSubmitted} {
+	// Entries a merger that died left merged or merging are finished first.
+	for _, st := range []Status{StatusMerged, StatusMerging, StatusSubmitted} {
 		for _, rec := range recs {
 			if rec.Status != st {
 				continue
@@ -213,7 +241,12 @@ func (mg *Merger) pass(ctx context.Context, report func(Result)) (int, error) {
 				continue
 			}
 			n++
-			res, err := mg.merge(ctx, rec)
+			var res Result
+			if st == StatusMerged {
+				res, err = mg.finish(ctx, rec)
+			} else {
+				res, err = mg.merge(ctx, rec)
+			}
 			if err != nil {
 				return n, err
 			}
@@ -236,15 +269,21 @@ func (mg *Merger) merge(ctx context.Context, rec Worktree) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		if rec.Status == StatusMerging && rec.Candidate != "" {
-			// A merger stopped after building this candidate: if the
-			// branch took it, finish; else build it again.
-			if in, err := g.isAncestor(ctx, rec.Candidate, old); err != nil {
-				return Result{}, err
-			} else if in {
-				return mg.landed(ctx, rec, rec.Candidate, "finished after a merger stopped: the branch already holds it")
+		msg := "merging onto " + short(old)
+		if rec.Status == StatusMerging && attempt == 0 {
+			// A merger stopped mid-entry: if the branch took its
+			// candidate, finish; else build it again.
+			if rec.Candidate != "" {
+				if in, err := g.isAncestor(ctx, rec.Candidate, old); err != nil {
+					return Result{}, err
+				} else if in {
+					return mg.landed(ctx, rec, rec.Candidate, "finished after a merger stopped: the branch already holds it")
+				}
 			}
-			rec.Detail = fmt.Sprintf("retried: %s stopped before %s landed", orSomeone(rec.Merger), short(rec.Candidate))
+			rec.Detail = fmt.Sprintf("retried: %s stopped before it landed", orSomeone(rec.Merger))
+			msg += "; " + rec.Detail
+		} else if rec.Detail != "" {
+			msg += "; " + rec.Detail
 		}
 		if attempt > m.cfg.MaxRetries {
 			rec.Status, rec.Detail = StatusSubmitted, fmt.Sprintf("%s moved %d times while merging; left in the queue", m.cfg.Integration, attempt)
@@ -256,7 +295,7 @@ func (mg *Merger) merge(ctx context.Context, rec Worktree) (Result, error) {
 		}
 		rec.Status, rec.Merger, rec.Onto, rec.Candidate = StatusMerging, mg.actor, old, ""
 		rec.Attempts++
-		if rec, err = put(ctx, m.ws, mg.actor, rec, "merging onto "+short(old)); err != nil {
+		if rec, err = put(ctx, m.ws, mg.actor, rec, msg); err != nil {
 			return Result{}, err
 		}
 		mg.step("merging")
@@ -360,10 +399,13 @@ func (mg *Merger) build(ctx context.Context, rec Worktree, old string) (cand, wh
 	})
 }
 
+// checkoutPrefix names the merger's temporary checkouts.
+const checkoutPrefix = "agentspace-merge-"
+
 // withCheckout runs fn in a temporary detached worktree at commit, and
 // removes it after.
 func withCheckout(ctx context.Context, g git, commit string, fn func(dir string) (string, string, error)) (string, string, error) {
-	dir, err := os.MkdirTemp("", "agentspace-merge-")
+	dir, err := os.MkdirTemp("", checkoutPrefix)
 	if err != nil {
 		return "", "", err
 	}
@@ -408,20 +450,26 @@ func (mg *Merger) advance(ctx context.Context, old, cand string) (bool, error) {
 	return false, err
 }
 
-// landed records a merged entry, completes its task on its agent's behalf
-// and removes its worktree and branch.
+// landed records a merged entry and finishes it.
 func (mg *Merger) landed(ctx context.Context, rec Worktree, commit, msg string) (Result, error) {
-	m := mg.m
 	rec.Status, rec.Merged, rec.Detail = StatusMerged, commit, ""
-	rec, err := put(ctx, m.ws, mg.actor, rec, msg)
+	rec, err := put(ctx, mg.m.ws, mg.actor, rec, msg)
 	if err != nil {
 		return Result{}, err
 	}
 	mg.step("recorded")
+	return mg.finish(ctx, rec)
+}
+
+// finish completes a merged entry's task on its agent's behalf and
+// removes its worktree and branch. A merger that stopped before doing so
+// leaves the record merged, and the next one finishes it.
+func (mg *Merger) finish(ctx context.Context, rec Worktree) (Result, error) {
+	m := mg.m
 	t, err := m.ws.Tasks().Get(ctx, rec.Task)
 	if err == nil && t.Status == workspace.TaskInProgress {
-		_, err = m.ws.Tasks().Complete(ctx, workspace.Write{Actor: t.Assignee, Message: "merged by " + mg.actor + " as " + short(commit)},
-			rec.Task, workspace.TaskResult{Summary: "merged into " + m.cfg.Integration + " as " + commit, Artifacts: []string{rec.Patch}})
+		_, err = m.ws.Tasks().Complete(ctx, workspace.Write{Actor: t.Assignee, Message: "merged by " + mg.actor + " as " + short(rec.Merged)},
+			rec.Task, workspace.TaskResult{Summary: "merged into " + m.cfg.Integration + " as " + rec.Merged, Artifacts: []string{rec.Patch}})
 	}
 	detail := ""
 	if err != nil {
@@ -430,7 +478,7 @@ func (mg *Merger) landed(ctx context.Context, rec Worktree, commit, msg string) 
 	if _, rerr := m.release(ctx, mg.actor, rec, "released after merge"); rerr != nil {
 		detail = strings.TrimPrefix(detail+"; release failed: "+rerr.Error(), "; ")
 	}
-	return Result{Task: rec.Task, Status: StatusMerged, Commit: commit, Detail: detail}, nil
+	return Result{Task: rec.Task, Status: StatusMerged, Commit: rec.Merged, Detail: detail}, nil
 }
 
 // giveBack records a conflicted or failed entry: the task stays with its
