@@ -17,12 +17,13 @@ import (
 
 // newRepo makes a repository with one commit on main (a.txt, shared.txt)
 // whose own checkout is detached, as a merge queue's hub should be.
-func newRepo(t *testing.T) string {
+func newRepo(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "repo")
 	gitT(t, "", "init", "-q", "-b", "main", dir)
 	gitT(t, dir, "config", "user.email", "test@example.invalid")
 	gitT(t, dir, "config", "user.name", "test")
+	gitT(t, dir, "config", "gc.auto", "0") // no background gc racing the temp dir's removal
 	writeFile(t, filepath.Join(dir, "a.txt"), "a\n")
 	writeFile(t, filepath.Join(dir, "shared.txt"), "one\ntwo\nthree\n")
 	gitT(t, dir, "add", "-A")
@@ -32,7 +33,7 @@ func newRepo(t *testing.T) string {
 }
 
 // gitT runs git in dir and returns its trimmed stdout.
-func gitT(t *testing.T, dir string, args ...string) string {
+func gitT(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
@@ -42,13 +43,13 @@ func gitT(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func writeFile(t *testing.T, path, content string) {
+func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o750))
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
 }
 
-func openWS(t *testing.T) workspace.Workspace {
+func openWS(t testing.TB) workspace.Workspace {
 	t.Helper()
 	ws, err := workspace.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
 	require.NoError(t, err)
@@ -56,7 +57,7 @@ func openWS(t *testing.T) workspace.Workspace {
 	return ws
 }
 
-func newManager(t *testing.T, ws workspace.Workspace, cfg gitwork.Config) *gitwork.Manager {
+func newManager(t testing.TB, ws workspace.Workspace, cfg gitwork.Config) *gitwork.Manager {
 	t.Helper()
 	m, err := gitwork.New(context.Background(), ws, cfg)
 	require.NoError(t, err)
@@ -64,7 +65,7 @@ func newManager(t *testing.T, ws workspace.Workspace, cfg gitwork.Config) *gitwo
 }
 
 // claimed adds a task and claims it as agent.
-func claimed(t *testing.T, ws workspace.Workspace, agent, title string) workspace.Task {
+func claimed(t testing.TB, ws workspace.Workspace, agent, title string) workspace.Task {
 	t.Helper()
 	ctx := context.Background()
 	task, err := ws.Tasks().Create(ctx, workspace.Write{Actor: "lead"}, workspace.NewTask{Title: title, Labels: map[string]string{"t": title}})
@@ -77,7 +78,7 @@ func claimed(t *testing.T, ws workspace.Workspace, agent, title string) workspac
 
 // work starts a worktree for a new task, writes files in it, commits and
 // submits. It returns the record.
-func work(t *testing.T, m *gitwork.Manager, ws workspace.Workspace, agent, title string, files map[string]string) gitwork.Worktree {
+func work(t testing.TB, m *gitwork.Manager, ws workspace.Workspace, agent, title string, files map[string]string) gitwork.Worktree {
 	t.Helper()
 	ctx := context.Background()
 	task := claimed(t, ws, agent, title)
@@ -94,13 +95,13 @@ func work(t *testing.T, m *gitwork.Manager, ws workspace.Workspace, agent, title
 }
 
 // firstParents lists the integration branch's first-parent subjects, oldest first.
-func firstParents(t *testing.T, repo string) []string {
+func firstParents(t testing.TB, repo string) []string {
 	t.Helper()
 	out := gitT(t, repo, "log", "--first-parent", "--reverse", "--format=%s", "main")
 	return strings.Split(out, "\n")
 }
 
-func record(t *testing.T, ws workspace.Workspace, task string) gitwork.Worktree {
+func record(t testing.TB, ws workspace.Workspace, task string) gitwork.Worktree {
 	t.Helper()
 	recs, err := gitwork.List(context.Background(), ws)
 	require.NoError(t, err)

@@ -304,7 +304,7 @@ func (mg *Merger) merge(ctx context.Context, rec Worktree) (Result, error) {
 			return Result{}, err
 		}
 		if len(files) > 0 {
-			return mg.giveBack(ctx, rec, StatusConflicted, "conflicting files: "+strings.Join(files, ", "))
+			return mg.giveBack(ctx, rec, StatusConflicted, "conflicting files: "+strings.Join(files, ", "), files...)
 		}
 		cand, why, err := mg.build(ctx, rec, old)
 		if err != nil {
@@ -410,9 +410,10 @@ func withCheckout(ctx context.Context, g git, commit string, fn func(dir string)
 		return "", "", err
 	}
 	defer func() {
-		_, _ = g.run(context.WithoutCancel(ctx), "worktree", "remove", "--force", "--force", "--", dir)
-		_ = os.RemoveAll(dir)
-		_, _ = g.run(context.WithoutCancel(ctx), "worktree", "prune")
+		if _, err := g.run(context.WithoutCancel(ctx), "worktree", "remove", "--force", "--force", "--", dir); err != nil {
+			_ = os.RemoveAll(dir)
+			_, _ = g.run(context.WithoutCancel(ctx), "worktree", "prune")
+		}
 	}()
 	if _, err := g.run(ctx, "worktree", "add", "--quiet", "--detach", "--", dir, commit); err != nil {
 		return "", "", err
@@ -482,8 +483,9 @@ func (mg *Merger) finish(ctx context.Context, rec Worktree) (Result, error) {
 }
 
 // giveBack records a conflicted or failed entry: the task stays with its
-// agent, and with OnConflictTask a new task is made to resolve it.
-func (mg *Merger) giveBack(ctx context.Context, rec Worktree, st Status, detail string) (Result, error) {
+// agent, and with OnConflictTask a new task is made to resolve it, whose
+// areas are the conflicting files.
+func (mg *Merger) giveBack(ctx context.Context, rec Worktree, st Status, detail string, files ...string) (Result, error) {
 	m := mg.m
 	rec.Status, rec.Detail, rec.Candidate = st, detail, ""
 	rec, err := put(ctx, m.ws, mg.actor, rec, fmt.Sprintf("%s: %s", st, firstLine(detail)))
@@ -495,13 +497,24 @@ func (mg *Merger) giveBack(ctx context.Context, rec Worktree, st Status, detail 
 		_, err := m.ws.Tasks().Create(ctx, workspace.Write{Actor: mg.actor, Message: "merge " + string(st)}, workspace.NewTask{
 			Title:       fmt.Sprintf("Resolve: %s (%s)", t.Title, st),
 			Description: fmt.Sprintf("The branch %s of task %s did not merge into %s:\n\n%s", rec.Branch, rec.Task, m.cfg.Integration, detail),
-			ParentID:    rec.Task, Priority: t.Priority, Labels: map[string]string{"merge": string(st)},
+			ParentID:    rec.Task, Priority: t.Priority, Labels: map[string]string{"merge": string(st)}, Areas: areasOf(files),
 		})
 		if err != nil {
 			return Result{}, err
 		}
 	}
 	return Result{Task: rec.Task, Status: st, Detail: detail}, nil
+}
+
+// areasOf keeps the files that are valid task areas.
+func areasOf(files []string) []string {
+	var out []string
+	for _, f := range files {
+		if workspace.ValidateArea(f) == nil && len(out) < workspace.MaxAreas {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func short(c string) string {

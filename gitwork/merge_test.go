@@ -115,6 +115,7 @@ func TestConflictTaskModeMakesAResolutionTask(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, page.Tasks, 1)
 	assert.Contains(t, page.Tasks[0].Description, "shared.txt")
+	assert.Equal(t, []string{"shared.txt"}, page.Tasks[0].Areas)
 	assert.Equal(t, workspace.TaskPending, page.Tasks[0].Status)
 }
 

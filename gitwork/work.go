@@ -287,8 +287,8 @@ func (m *Manager) removeWorktree(ctx context.Context, path, branch string) error
 		if _, err := m.git.run(ctx, "worktree", "remove", "--force", "--force", "--", path); err != nil {
 			return err
 		}
-	}
-	if _, err := m.git.run(ctx, "worktree", "prune"); err != nil {
+	} else if _, err := m.git.run(ctx, "worktree", "prune"); err != nil {
+		// The directory is gone: forget its registration.
 		return err
 	}
 	if _, err := m.git.run(ctx, "update-ref", "-d", "--end-of-options", "refs/heads/"+branch); err != nil && exitCode(err) < 0 {
