@@ -197,10 +197,19 @@ func (mg *Merger) writeFence(ctx context.Context) error {
 	} else {
 		args = append(args, strings.Repeat("0", len(mg.fence)))
 	}
-	if _, err := g.run(ctx, args...); err != nil {
-		return fmt.Errorf("%w: the fence ref moved: %w", ErrLeaseLost, err)
+	// A merger that lost the lease may hold the ref's lock for a moment
+	// (its last, failing, transaction): try again briefly.
+	for try := 0; ; try++ {
+		_, err := g.run(ctx, args...)
+		if err == nil {
+			return nil
+		}
+		cur, _ := g.run(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", ref)
+		if strings.TrimSpace(cur) != old || try == 5 {
+			return fmt.Errorf("%w: the fence ref moved: %w", ErrLeaseLost, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return nil
 }
 
 // removeStaleCheckouts removes the temporary checkouts a merger that died
