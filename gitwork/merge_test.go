@@ -15,6 +15,7 @@ import (
 )
 
 func TestMergeQueueMergesInSubmissionOrderAndNamesConflicts(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{gitwork.ModeRebase, gitwork.ModeMerge} {
 		t.Run(mode, func(t *testing.T) {
 			ctx := context.Background()
@@ -74,6 +75,7 @@ func TestMergeQueueMergesInSubmissionOrderAndNamesConflicts(t *testing.T) {
 }
 
 func TestFailingValidationNeverReachesTheBranch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo, ws := newRepo(t), openWS(t)
 	m := newManager(t, ws, gitwork.Config{Repo: repo, Validate: []string{"test -f a.txt", "if test -e BAD; then echo found BAD >&2; exit 3; fi"}})
@@ -92,6 +94,7 @@ func TestFailingValidationNeverReachesTheBranch(t *testing.T) {
 }
 
 func TestValidationTimesOut(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo, ws := newRepo(t), openWS(t)
 	m := newManager(t, ws, gitwork.Config{Repo: repo, Validate: []string{"sleep 30"}, ValidateTimeout: 200e6})
@@ -105,6 +108,7 @@ func TestValidationTimesOut(t *testing.T) {
 }
 
 func TestConflictTaskModeMakesAResolutionTask(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo, ws := newRepo(t), openWS(t)
 	m := newManager(t, ws, gitwork.Config{Repo: repo, OnConflict: gitwork.OnConflictTask})
@@ -123,6 +127,7 @@ func TestConflictTaskModeMakesAResolutionTask(t *testing.T) {
 // merger validates: its compare-and-swap fails, it rebuilds on the new
 // head, validates again and lands on top of the hand commit.
 func TestHandPushMidQueueIsNeverOverwritten(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo, ws := newRepo(t), openWS(t)
 	counter := filepath.Join(t.TempDir(), "validations")
@@ -155,6 +160,7 @@ func TestHandPushMidQueueIsNeverOverwritten(t *testing.T) {
 }
 
 func TestAMergerThatLostItsLeaseCannotMoveTheBranch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo, ws := newRepo(t), openWS(t)
 	m := newManager(t, ws, gitwork.Config{Repo: repo, LeaderTTL: 300e6})

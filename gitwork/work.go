@@ -213,6 +213,13 @@ func (m *Manager) Release(ctx context.Context, actor, task string) (Worktree, er
 	if rec.Status == StatusSubmitted || rec.Status == StatusMerging {
 		return rec, fmt.Errorf("task %s: worktree is %s: the merge queue owns it: %w", task, rec.Status, workspace.ErrConflict)
 	}
+	t, err := m.ws.Tasks().Get(ctx, task)
+	if err != nil && !isNotFound(err) {
+		return rec, err
+	}
+	if err == nil && t.Status == workspace.TaskInProgress && t.Assignee != actor && time.Now().Before(t.LeaseExpiresAt) {
+		return rec, fmt.Errorf("task %s is claimed by %q: only its agent releases its worktree: %w", task, t.Assignee, workspace.ErrNotHolder)
+	}
 	return m.release(ctx, actor, rec, "released")
 }
 

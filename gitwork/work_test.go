@@ -16,6 +16,7 @@ import (
 )
 
 func TestStartRecordsBaseAndSubmitStoresPatch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo, ws := newRepo(t), openWS(t)
 	m := newManager(t, ws, gitwork.Config{Repo: repo})
@@ -56,6 +57,7 @@ func TestStartRecordsBaseAndSubmitStoresPatch(t *testing.T) {
 }
 
 func TestReleaseKeepsUnmergedWorkUnderABackupRef(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo, ws := newRepo(t), openWS(t)
 	m := newManager(t, ws, gitwork.Config{Repo: repo})
@@ -66,6 +68,8 @@ func TestReleaseKeepsUnmergedWorkUnderABackupRef(t *testing.T) {
 	gitT(t, w.Path, "add", "-A")
 	gitT(t, w.Path, "commit", "-q", "-m", "c")
 	writeFile(t, filepath.Join(w.Path, "untracked.txt"), "u\n")
+	_, err = m.Release(ctx, "bob", task.ID)
+	require.ErrorIs(t, err, workspace.ErrNotHolder, "another agent may not release a live claim's worktree")
 
 	w, err = m.Release(ctx, "ann", task.ID)
 	require.NoError(t, err)
@@ -78,6 +82,7 @@ func TestReleaseKeepsUnmergedWorkUnderABackupRef(t *testing.T) {
 }
 
 func TestGCReleasesEndedTasksAndNeverALiveClaim(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo, ws := newRepo(t), openWS(t)
 	m := newManager(t, ws, gitwork.Config{Repo: repo})
@@ -101,6 +106,7 @@ func TestGCReleasesEndedTasksAndNeverALiveClaim(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func TestHostileIDsBranchesAndPathsAreRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo, ws := newRepo(t), openWS(t)
 	m := newManager(t, ws, gitwork.Config{Repo: repo})

@@ -269,11 +269,11 @@ func TestMergerKilledAtRandomMomentsKeepsMainValidated(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	validated := filepath.Join(t.TempDir(), "validated")
-	repo := gitRepo(t, "[merge]\nlease = \"400ms\"\nvalidate = [\"sleep 0.05\", \"echo $AGENTSPACE_MERGE_CANDIDATE >> '"+validated+"'\"]\n")
+	repo := gitRepo(t, "[merge]\nlease = \"5s\"\nvalidate = [\"sleep 0.05\", \"echo $AGENTSPACE_MERGE_CANDIDATE >> '"+validated+"'\"]\n")
 	ws, dsn := newWorkspace(t)
 	m, err := gitwork.New(ctx, ws, gitwork.Config{Repo: repo})
 	require.NoError(t, err)
-	const entries = 16
+	const entries = 10
 	for i := range entries {
 		submitOne(t, ws, m, "agent", i)
 	}
@@ -292,10 +292,13 @@ func TestMergerKilledAtRandomMomentsKeepsMainValidated(t *testing.T) {
 			l, err := ws.Locks().Get(ctx, gitwork.QueueResource("main"))
 			return err == nil && l.Token != prev.Token
 		}, 30*time.Second, 5*time.Millisecond)
-		delay := time.Duration(rng.IntN(900)) * time.Millisecond
+		delay := time.Duration(rng.IntN(700)) * time.Millisecond
 		time.Sleep(delay)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		_ = cmd.Wait()
+		// Free its lease at once rather than wait out the TTL (expiry is
+		// the SIGSTOP test's subject): the next merger gets a new token.
+		require.NoError(t, ws.Locks().ForceRelease(ctx, workspace.Write{Actor: "test"}, gitwork.QueueResource("main")))
 
 		after := gitIn(t, repo, "rev-parse", "main")
 		if after != before {
