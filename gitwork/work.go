@@ -110,7 +110,17 @@ func (m *Manager) Start(ctx context.Context, actor, task string) (Worktree, erro
 		return rec, fmt.Errorf("gitwork: %w", err)
 	}
 	if _, err := m.git.run(ctx, "worktree", "add", "--quiet", "-b", branch, "--", path, base); err != nil {
-		return rec, fmt.Errorf("gitwork: creating the worktree of task %s: %w", task, err)
+		// A Start that died before recording its worktree left it behind:
+		// adopt it, based where its branch left the integration branch.
+		cur, herr := git{dir: path}.run(ctx, "symbolic-ref", "--quiet", "HEAD")
+		if herr != nil || strings.TrimSpace(cur) != "refs/heads/"+branch {
+			return rec, fmt.Errorf("gitwork: creating the worktree of task %s: %w", task, err)
+		}
+		mb, merr := m.git.run(ctx, "merge-base", "--end-of-options", "refs/heads/"+branch, "refs/heads/"+m.cfg.Integration)
+		if merr != nil {
+			return rec, merr
+		}
+		base = strings.TrimSpace(mb)
 	}
 	w := Worktree{Task: task, Agent: actor, Path: path, Branch: branch, Base: base, Status: StatusActive, Version: rec.Version}
 	w, err = put(ctx, m.ws, actor, w, "worktree created at "+path)

@@ -146,3 +146,22 @@ func TestHostileIDsBranchesAndPathsAreRefused(t *testing.T) {
 	_, err = os.Stat(filepath.Join(w.Path, "a.txt"))
 	assert.NoError(t, err)
 }
+
+// TestStartAdoptsAWorktreeItsCrashedPredecessorLeft: a worktree made but
+// not recorded (the process died in between) is adopted, not refused.
+func TestStartAdoptsAWorktreeItsCrashedPredecessorLeft(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, ws := newRepo(t), openWS(t)
+	m := newManager(t, ws, gitwork.Config{Repo: repo})
+	task := claimed(t, ws, "ann", "x")
+	w, err := m.Start(ctx, "ann", task.ID)
+	require.NoError(t, err)
+	require.NoError(t, ws.Notes().Delete(ctx, workspace.Write{Actor: "test"}, gitwork.NoteKind, task.ID))
+
+	again, err := m.Start(ctx, "ann", task.ID)
+	require.NoError(t, err)
+	assert.Equal(t, w.Path, again.Path)
+	assert.Equal(t, w.Base, again.Base)
+	assert.Equal(t, gitwork.StatusActive, again.Status)
+}
