@@ -185,3 +185,27 @@ func TestAMergerThatLostItsLeaseCannotMoveTheBranch(t *testing.T) {
 	assert.Equal(t, []string{"init", "t1"}, log, "only the merger in charge merged it, once")
 	assert.NotEqual(t, before, gitT(t, repo, "rev-parse", "main"))
 }
+
+// TestTheFenceRefStopsAMergerWhoseLeaseStillLooksLive: a successor's fence
+// in git stops the compare-and-swap even when the workspace lease still
+// renews (say the successor saw it expire by another clock).
+func TestTheFenceRefStopsAMergerWhoseLeaseStillLooksLive(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, ws := newRepo(t), openWS(t)
+	m := newManager(t, ws, gitwork.Config{Repo: repo})
+	work(t, m, ws, "ann", "t1", map[string]string{"one.txt": "1\n"})
+	before := gitT(t, repo, "rev-parse", "main")
+	mg := m.NewMerger("merger")
+	mg.SetStepHook(func(step string) {
+		if step == "validated" {
+			f := filepath.Join(t.TempDir(), "fence")
+			writeFile(t, f, "token 999999\nowner successor\n")
+			blob := gitT(t, repo, "hash-object", "-w", "--", f)
+			gitT(t, repo, "update-ref", "refs/agentspace/merge-fence/main", blob)
+		}
+	})
+	err := mg.Run(ctx, false, nil)
+	require.ErrorIs(t, err, gitwork.ErrLeaseLost)
+	assert.Equal(t, before, gitT(t, repo, "rev-parse", "main"), "the branch did not move")
+}
