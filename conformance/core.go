@@ -46,6 +46,7 @@ var coreCases = []coreCase{
 	{"NoteListByKindWithCursor", testNoteList},
 	// tasks.go
 	{"TaskCreateAndGet", testTaskCreateGet},
+	{"TaskAreasRoundTripAndClaimAvoidsOverlap", testTaskAreas},
 	{"TaskStateMachine", testTaskStateMachine},
 	{"TaskClaimTakesHighestPriorityThenOldestReady", testTaskClaimOrder},
 	{"TaskClaimFilters", testTaskClaimFilters},

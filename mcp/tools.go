@@ -65,6 +65,7 @@ type taskAddIn struct {
 	Description string            `json:"description,omitempty"`
 	ParentID    string            `json:"parent_id,omitempty"`
 	DependsOn   []string          `json:"depends_on,omitempty" jsonschema:"ids of tasks that must be done first"`
+	Areas       []string          `json:"areas,omitempty" jsonschema:"paths the task expects to touch"`
 	Priority    int               `json:"priority,omitempty" jsonschema:"higher is claimed first"`
 	Labels      map[string]string `json:"labels,omitempty"`
 }
@@ -73,6 +74,7 @@ type taskClaimIn struct {
 	LeaseSeconds int               `json:"lease_seconds,omitempty" jsonschema:"how long the claim lives without a heartbeat (default 300)"`
 	Labels       map[string]string `json:"labels,omitempty" jsonschema:"claim only tasks with these labels"`
 	ParentID     string            `json:"parent_id,omitempty" jsonschema:"claim only subtasks of this task"`
+	AvoidOverlap bool              `json:"avoid_overlap,omitempty" jsonschema:"prefer a task whose areas overlap no task in progress"`
 	WaitSeconds  int               `json:"wait_seconds,omitempty" jsonschema:"wait up to this long (max 60) for a task to become ready"`
 }
 
@@ -266,7 +268,7 @@ func (s *Server) artifactList(ctx context.Context, _ string, in artifactListIn) 
 
 func (s *Server) taskAdd(ctx context.Context, actor string, in taskAddIn) (any, error) {
 	return s.ws.Tasks().Create(ctx, workspace.Write{Actor: actor}, workspace.NewTask{Title: in.Title, Description: in.Description,
-		ParentID: in.ParentID, DependsOn: in.DependsOn, Priority: in.Priority, Labels: in.Labels})
+		ParentID: in.ParentID, DependsOn: in.DependsOn, Areas: in.Areas, Priority: in.Priority, Labels: in.Labels})
 }
 
 // seconds turns a tool's seconds argument into a duration: negative is
@@ -292,7 +294,7 @@ func (s *Server) taskClaim(ctx context.Context, actor string, in taskClaimIn) (a
 	if err != nil {
 		return nil, err
 	}
-	req := workspace.ClaimRequest{Actor: actor, Lease: lease, Labels: in.Labels, ParentID: in.ParentID}
+	req := workspace.ClaimRequest{Actor: actor, Lease: lease, Labels: in.Labels, ParentID: in.ParentID, AvoidOverlap: in.AvoidOverlap}
 	if wait > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, wait)

@@ -50,6 +50,7 @@ type OpBody struct {
 	Description *string               `json:"description,omitempty"`
 	ParentID    string                `json:"parent_id,omitempty"`
 	DependsOn   []string              `json:"depends_on,omitempty"`
+	Areas       []string              `json:"areas,omitempty"`
 	Priority    *int                  `json:"priority,omitempty"`
 	Assignee    *string               `json:"assignee,omitempty"`
 	Status      *workspace.TaskStatus `json:"status,omitempty" enum:"pending,in_progress,blocked,done,failed,cancelled"`
@@ -91,7 +92,7 @@ func (o OpBody) op() (workspace.Op, error) {
 	case OpRollbackArtifact:
 		return workspace.RollbackArtifactOp{Ref: o.ref(), To: o.To, Cond: cond}, nil
 	case OpCreateTask:
-		return workspace.CreateTaskOp{Message: o.Message, Task: workspace.NewTask{Title: deref(o.Title), Description: deref(o.Description), ParentID: o.ParentID, DependsOn: o.DependsOn, Priority: deref(o.Priority), Labels: o.Labels, Assignee: deref(o.Assignee)}}, nil
+		return workspace.CreateTaskOp{Message: o.Message, Task: workspace.NewTask{Title: deref(o.Title), Description: deref(o.Description), ParentID: o.ParentID, DependsOn: o.DependsOn, Areas: o.Areas, Priority: deref(o.Priority), Labels: o.Labels, Assignee: deref(o.Assignee)}}, nil
 	case OpUpdateTask:
 		return workspace.UpdateTaskOp{ID: o.ID, Cond: cond, Change: workspace.TaskChange{Status: o.Status, Title: o.Title, Description: o.Description, Assignee: o.Assignee, Priority: o.Priority, Labels: o.Labels, Result: o.Result}}, nil
 	case OpPutNote:

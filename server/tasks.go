@@ -81,7 +81,7 @@ func (s *Server) taskRoutes() {
 		if err != nil {
 			return nil, s.fail(ctx, err)
 		}
-		req := workspace.ClaimRequest{Actor: actor, Lease: lease, Labels: in.Body.Labels, ParentID: in.Body.ParentID}
+		req := workspace.ClaimRequest{Actor: actor, Lease: lease, Labels: in.Body.Labels, ParentID: in.Body.ParentID, AvoidOverlap: in.Body.AvoidOverlap}
 		if wait <= 0 {
 			t, err := s.ws.Tasks().Claim(ctx, req)
 			return answer(s, ctx, &taskOut{t}, err)

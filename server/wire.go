@@ -106,13 +106,14 @@ type NewTaskBody struct {
 	Description string            `json:"description,omitempty"`
 	ParentID    string            `json:"parent_id,omitempty"`
 	DependsOn   []string          `json:"depends_on,omitempty"`
+	Areas       []string          `json:"areas,omitempty" doc:"Paths the task expects to touch."`
 	Priority    int               `json:"priority,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
 	Assignee    string            `json:"assignee,omitempty"`
 }
 
 func (b NewTaskBody) task() workspace.NewTask {
-	return workspace.NewTask{Title: b.Title, Description: b.Description, ParentID: b.ParentID, DependsOn: b.DependsOn, Priority: b.Priority, Labels: b.Labels, Assignee: b.Assignee}
+	return workspace.NewTask{Title: b.Title, Description: b.Description, ParentID: b.ParentID, DependsOn: b.DependsOn, Areas: b.Areas, Priority: b.Priority, Labels: b.Labels, Assignee: b.Assignee}
 }
 
 // TaskChangeBody changes a task: absent fields stay as they are.
@@ -138,6 +139,8 @@ type ClaimBody struct {
 	Labels   map[string]string `json:"labels,omitempty"`
 	ParentID string            `json:"parent_id,omitempty"`
 	Wait     Duration          `json:"wait,omitempty" doc:"Long poll: wait up to this long for a task (capped by the server)."`
+	// AvoidOverlap is workspace.ClaimRequest.AvoidOverlap.
+	AvoidOverlap bool `json:"avoid_overlap,omitempty" doc:"Prefer a ready task whose areas overlap no task in progress."`
 }
 
 // HeartbeatBody extends a claim.

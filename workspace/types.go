@@ -204,6 +204,7 @@ type Task struct {
 	Assignee       string            `json:"assignee"`
 	ParentID       string            `json:"parent_id"`
 	DependsOn      []string          `json:"depends_on"` // ids of tasks that must be done first
+	Areas          []string          `json:"areas"`      // paths the task expects to touch (see ClaimRequest.AvoidOverlap)
 	Priority       int               `json:"priority"`   // higher first
 	Labels         map[string]string `json:"labels"`
 	Result         TaskResult        `json:"result"`
@@ -222,9 +223,13 @@ type NewTask struct {
 	Description string
 	ParentID    string
 	DependsOn   []string
-	Priority    int
-	Labels      map[string]string
-	Assignee    string // a suggested assignee; Claim may still give it to anyone
+	// Areas are the paths (files, or directories ending in '/') the task
+	// expects to touch: relative, slash-separated, no '..'. A hint for
+	// ClaimRequest.AvoidOverlap, not a lock.
+	Areas    []string
+	Priority int
+	Labels   map[string]string
+	Assignee string // a suggested assignee; Claim may still give it to anyone
 }
 
 // TaskChange is what Tasks.Update takes: nil fields stay as they are.
@@ -265,6 +270,10 @@ type ClaimRequest struct {
 	ParentID string
 	// Wait blocks until a task is ready or ctx ends, instead of ErrNoTask.
 	Wait bool
+	// AvoidOverlap prefers the best ready task whose Areas overlap no
+	// in_progress task's (see AreasOverlap); when every ready task
+	// overlaps, the best of them is claimed as without it.
+	AvoidOverlap bool
 }
 
 // Note is a piece of shared context: a decision, a constraint, a glossary term.

@@ -112,6 +112,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 	type plain Task
 	p := plain(t)
 	p.DependsOn, p.Labels = emptySlice(p.DependsOn), emptyMap(p.Labels)
+	p.Areas = emptySlice(p.Areas)
 	utc(&p.LeaseExpiresAt, &p.CreatedAt, &p.UpdatedAt)
 	return json.Marshal(p)
 }
@@ -124,6 +125,7 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 	}
 	*t = Task(p)
 	t.DependsOn, t.Labels = nilSlice(t.DependsOn), nilMap(t.Labels)
+	t.Areas = nilSlice(t.Areas)
 	return nil
 }
 

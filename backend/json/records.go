@@ -210,6 +210,7 @@ type taskJSON struct {
 	Assignee       string               `json:"assignee,omitempty"`
 	ParentID       string               `json:"parent_id,omitempty"`
 	DependsOn      []string             `json:"depends_on,omitempty"`
+	Areas          []string             `json:"areas,omitempty"`
 	Priority       int                  `json:"priority"`
 	Labels         map[string]string    `json:"labels,omitempty"`
 	Result         workspace.TaskResult `json:"result,omitzero"`
@@ -225,7 +226,7 @@ type taskJSON struct {
 func encodeTask(t workspace.Task) ([]byte, error) {
 	return marshalFile(taskJSON{
 		ID: t.ID, Title: t.Title, Description: t.Description, Status: t.Status, Assignee: t.Assignee,
-		ParentID: t.ParentID, DependsOn: t.DependsOn, Priority: t.Priority, Labels: t.Labels, Result: t.Result,
+		ParentID: t.ParentID, DependsOn: t.DependsOn, Areas: t.Areas, Priority: t.Priority, Labels: t.Labels, Result: t.Result,
 		Attempts: t.Attempts, LeaseExpiresAt: t.LeaseExpiresAt, Version: t.Version,
 		CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy, UpdatedAt: t.UpdatedAt, UpdatedBy: t.UpdatedBy,
 	})
@@ -241,7 +242,7 @@ func decodeTask(file string, data []byte) (workspace.Task, error) {
 	}
 	return workspace.Task{
 		ID: j.ID, Title: j.Title, Description: j.Description, Status: j.Status, Assignee: j.Assignee,
-		ParentID: j.ParentID, DependsOn: j.DependsOn, Priority: j.Priority, Labels: j.Labels, Result: j.Result,
+		ParentID: j.ParentID, DependsOn: j.DependsOn, Areas: j.Areas, Priority: j.Priority, Labels: j.Labels, Result: j.Result,
 		Attempts: j.Attempts, LeaseExpiresAt: utc(j.LeaseExpiresAt), Version: j.Version,
 		CreatedAt: j.CreatedAt.UTC(), CreatedBy: j.CreatedBy, UpdatedAt: j.UpdatedAt.UTC(), UpdatedBy: j.UpdatedBy,
 	}, nil

@@ -231,6 +231,7 @@ func copyArtifact(a workspace.Artifact) workspace.Artifact {
 func copyTask(t workspace.Task) workspace.Task {
 	t.Labels = maps.Clone(t.Labels)
 	t.DependsOn = slices.Clone(t.DependsOn)
+	t.Areas = slices.Clone(t.Areas)
 	t.Result.Artifacts = slices.Clone(t.Result.Artifacts)
 	return t
 }

@@ -276,7 +276,7 @@ func (t *writeTx) DeleteArtifact(ctx context.Context, id string) error {
 
 // Tasks.
 
-const taskCols = `id, title, description, status, assignee, parent_id, depends_on, priority, labels, result, attempts, lease_expires_at, version, created_at, created_by, updated_at, updated_by`
+const taskCols = `id, title, description, status, assignee, parent_id, depends_on, priority, labels, result, attempts, lease_expires_at, version, created_at, created_by, updated_at, updated_by, areas`
 
 func scanTask(row pgx.Row) (workspace.Task, error) {
 	var (
@@ -285,11 +285,14 @@ func scanTask(row pgx.Row) (workspace.Task, error) {
 		lease  *time.Time
 	)
 	err := row.Scan(&t.ID, &t.Title, &t.Description, &status, &t.Assignee, &t.ParentID, &t.DependsOn, &t.Priority,
-		&t.Labels, &t.Result, &t.Attempts, &lease, &t.Version, &t.CreatedAt, &t.CreatedBy, &t.UpdatedAt, &t.UpdatedBy)
+		&t.Labels, &t.Result, &t.Attempts, &lease, &t.Version, &t.CreatedAt, &t.CreatedBy, &t.UpdatedAt, &t.UpdatedBy, &t.Areas)
 	t.Status = workspace.TaskStatus(status)
 	t.Labels = nilIfEmpty(t.Labels)
 	if len(t.DependsOn) == 0 {
 		t.DependsOn = nil
+	}
+	if len(t.Areas) == 0 {
+		t.Areas = nil
 	}
 	if lease != nil {
 		t.LeaseExpiresAt = lease.UTC()
@@ -343,13 +346,13 @@ const (
 		WHERE status = 'in_progress' AND lease_expires_at <= clock_timestamp()
 		ORDER BY lease_expires_at, id LIMIT $1`
 	putTask = `INSERT INTO tasks (` + taskCols + `)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11, $12, $13, $14, $15, $16, $17)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11, $12, $13, $14, $15, $16, $17, $18)
 		ON CONFLICT (id) DO UPDATE SET title = EXCLUDED.title, description = EXCLUDED.description,
 			status = EXCLUDED.status, assignee = EXCLUDED.assignee, parent_id = EXCLUDED.parent_id,
 			depends_on = EXCLUDED.depends_on, priority = EXCLUDED.priority, labels = EXCLUDED.labels,
 			result = EXCLUDED.result, attempts = EXCLUDED.attempts, lease_expires_at = EXCLUDED.lease_expires_at,
 			version = EXCLUDED.version, created_at = EXCLUDED.created_at, created_by = EXCLUDED.created_by,
-			updated_at = EXCLUDED.updated_at, updated_by = EXCLUDED.updated_by`
+			updated_at = EXCLUDED.updated_at, updated_by = EXCLUDED.updated_by, areas = EXCLUDED.areas`
 )
 
 func (t *readTx) Task(ctx context.Context, id string) (workspace.Task, error) {
@@ -420,9 +423,12 @@ func (t *readTx) ExpiredClaims(ctx context.Context, now time.Time, limit int) ([
 }
 
 func (t *writeTx) PutTask(ctx context.Context, task workspace.Task) error {
-	deps := task.DependsOn
+	deps, areas := task.DependsOn, task.Areas
 	if deps == nil {
 		deps = []string{}
+	}
+	if areas == nil {
+		areas = []string{}
 	}
 	result, err := json.Marshal(task.Result)
 	if err != nil {
@@ -435,7 +441,7 @@ func (t *writeTx) PutTask(ctx context.Context, task workspace.Task) error {
 	t.pl.dropEarlyHint(driver.ReadHint{Task: task.ID})
 	_, err = t.q.Exec(ctx, putTask, task.ID, task.Title, task.Description, string(task.Status), task.Assignee,
 		task.ParentID, deps, task.Priority, labelsJSON(task.Labels), string(result), task.Attempts, lease,
-		task.Version, task.CreatedAt, task.CreatedBy, task.UpdatedAt, task.UpdatedBy)
+		task.Version, task.CreatedAt, task.CreatedBy, task.UpdatedAt, task.UpdatedBy, areas)
 	if err != nil {
 		return fmt.Errorf("postgres: put task %s: %w", task.ID, err)
 	}

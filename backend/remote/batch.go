@@ -76,7 +76,7 @@ func (c *Client) opBody(op workspace.Op) (server.OpBody, error) {
 		return b, ref(&b, o.Ref)
 	case workspace.CreateTaskOp:
 		t := o.Task
-		return server.OpBody{Op: server.OpCreateTask, Message: o.Message, Title: str(t.Title), Description: str(t.Description), ParentID: t.ParentID, DependsOn: t.DependsOn, Priority: &t.Priority, Labels: t.Labels, Assignee: str(t.Assignee)}, nil
+		return server.OpBody{Op: server.OpCreateTask, Message: o.Message, Title: str(t.Title), Description: str(t.Description), ParentID: t.ParentID, DependsOn: t.DependsOn, Areas: t.Areas, Priority: &t.Priority, Labels: t.Labels, Assignee: str(t.Assignee)}, nil
 	case workspace.UpdateTaskOp:
 		ch := o.Change
 		b := server.OpBody{Op: server.OpUpdateTask, ID: o.ID, Status: ch.Status, Title: ch.Title, Description: ch.Description, Assignee: ch.Assignee, Priority: ch.Priority, Labels: ch.Labels, Result: ch.Result}

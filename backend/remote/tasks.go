@@ -33,7 +33,7 @@ func taskPath(id, action string) (string, error) {
 
 func (t tasks) Create(ctx context.Context, w workspace.Write, n workspace.NewTask) (workspace.Task, error) {
 	var out workspace.Task
-	body := server.NewTaskBody{WriteFields: writeFields(w), Title: n.Title, Description: n.Description, ParentID: n.ParentID, DependsOn: n.DependsOn, Priority: n.Priority, Labels: n.Labels, Assignee: n.Assignee}
+	body := server.NewTaskBody{WriteFields: writeFields(w), Title: n.Title, Description: n.Description, ParentID: n.ParentID, DependsOn: n.DependsOn, Areas: n.Areas, Priority: n.Priority, Labels: n.Labels, Assignee: n.Assignee}
 	err := t.c.callRetry(ctx, http.MethodPost, "/v1/tasks", nil, body, &out, w.IdempotencyKey != "")
 	return out, err
 }
@@ -62,7 +62,7 @@ func (t tasks) Update(ctx context.Context, w workspace.Write, id string, ch work
 // Claim takes the best ready task; with Wait, it long-polls until a task
 // is ready or ctx ends.
 func (t tasks) Claim(ctx context.Context, r workspace.ClaimRequest) (workspace.Task, error) {
-	body := server.ClaimBody{Actor: r.Actor, Lease: duration(r.Lease), Labels: r.Labels, ParentID: r.ParentID}
+	body := server.ClaimBody{Actor: r.Actor, Lease: duration(r.Lease), Labels: r.Labels, ParentID: r.ParentID, AvoidOverlap: r.AvoidOverlap}
 	if r.Wait {
 		body.Wait = duration(longPoll)
 	}

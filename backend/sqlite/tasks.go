@@ -13,19 +13,19 @@ import (
 
 const taskCols = `t.id, t.title, t.description, t.status, t.assignee, t.parent_id, t.depends_on,
 	t.priority, t.labels, t.result, t.attempts, t.lease_expires_at, t.version,
-	t.created_at, t.created_by, t.updated_at, t.updated_by`
+	t.created_at, t.created_by, t.updated_at, t.updated_by, t.areas`
 
 const (
 	qTask    = `SELECT ` + taskCols + ` FROM tasks t WHERE t.id = ?`
 	qPutTask = `INSERT INTO tasks (id, title, description, status, assignee, parent_id, depends_on,
-		priority, labels, result, attempts, lease_expires_at, version, created_at, created_by, updated_at, updated_by)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		priority, labels, result, attempts, lease_expires_at, version, created_at, created_by, updated_at, updated_by, areas)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET title = excluded.title, description = excluded.description,
 		status = excluded.status, assignee = excluded.assignee, parent_id = excluded.parent_id,
 		depends_on = excluded.depends_on, priority = excluded.priority, labels = excluded.labels,
 		result = excluded.result, attempts = excluded.attempts, lease_expires_at = excluded.lease_expires_at,
 		version = excluded.version, created_at = excluded.created_at, created_by = excluded.created_by,
-		updated_at = excluded.updated_at, updated_by = excluded.updated_by`
+		updated_at = excluded.updated_at, updated_by = excluded.updated_by, areas = excluded.areas`
 	qPutDep = `INSERT OR IGNORE INTO task_deps (task_id, dep_id) VALUES (?, ?)`
 	// qReadyTask picks the best claimable task in one statement: pending,
 	// no dependency that is not done, highest priority then oldest id (the
@@ -49,13 +49,17 @@ func scanTask(sc scanner) (workspace.Task, error) {
 	var (
 		t                    workspace.Task
 		deps, labels, result sql.NullString
+		areas                sql.NullString
 		lease                sql.NullInt64
 		created, updated     int64
 	)
 	err := sc.Scan(&t.ID, &t.Title, &t.Description, &t.Status, &t.Assignee, &t.ParentID, &deps,
 		&t.Priority, &labels, &result, &t.Attempts, &lease, &t.Version,
-		&created, &t.CreatedBy, &updated, &t.UpdatedBy)
+		&created, &t.CreatedBy, &updated, &t.UpdatedBy, &areas)
 	if err != nil {
+		return t, err
+	}
+	if err := decodeJSON(areas, &t.Areas, "tasks", t.ID, "areas"); err != nil {
 		return t, err
 	}
 	t.LeaseExpiresAt = fromNullMicros(lease)
@@ -186,6 +190,10 @@ func (t *writeTx) PutTask(ctx context.Context, task workspace.Task) error {
 	if err != nil {
 		return err
 	}
+	areas, err := jsonText(task.Areas, len(task.Areas) == 0)
+	if err != nil {
+		return err
+	}
 	res := task.Result
 	result, err := jsonText(res, res.Summary == "" && len(res.Artifacts) == 0)
 	if err != nil {
@@ -194,7 +202,7 @@ func (t *writeTx) PutTask(ctx context.Context, task workspace.Task) error {
 	if _, err := t.q.ExecContext(ctx, qPutTask, task.ID, task.Title, task.Description, string(task.Status),
 		task.Assignee, task.ParentID, deps, task.Priority, labels, result, task.Attempts,
 		nullMicros(task.LeaseExpiresAt), task.Version, micros(task.CreatedAt), task.CreatedBy,
-		micros(task.UpdatedAt), task.UpdatedBy); err != nil {
+		micros(task.UpdatedAt), task.UpdatedBy, areas); err != nil {
 		return fmt.Errorf("sqlite: put task %s: %w", task.ID, err)
 	}
 	// Dependencies are fixed at creation, but a task may arrive at any

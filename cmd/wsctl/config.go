@@ -38,6 +38,8 @@ type fileConfig struct {
 	DSN        string               `toml:"dsn"`
 	Env        map[string]envConfig `toml:"env"`
 	Shadow     shadowConfig         `toml:"shadow"` // see shadow.go
+	Work       workConfig           `toml:"work"`   // wsctl work: see work.go
+	Merge      mergeConfig          `toml:"merge"`  // wsctl merge: see work.go
 }
 
 type envConfig struct {
@@ -197,7 +199,7 @@ func readConfig(path string) (fileConfig, error) {
 		for i, k := range und {
 			keys[i] = k.String()
 		}
-		return cfg, fmt.Errorf("config file %s: unknown keys %s (known: default_env, dsn, [env.NAME] dsn, [shadow])", path, strings.Join(keys, ", "))
+		return cfg, fmt.Errorf("config file %s: unknown keys %s (known: default_env, dsn, [env.NAME] dsn, [shadow] (docs/shadows.md), [work] and [merge] (docs/worktrees.md))", path, strings.Join(keys, ", "))
 	}
 	return cfg, nil
 }

@@ -72,6 +72,7 @@ func (a *app) taskAddCmd() *cobra.Command {
 	f.StringVarP(&n.Description, "description", "d", "", "what is to be done, in detail")
 	f.IntVar(&n.Priority, "priority", 0, "higher is claimed first")
 	f.StringArrayVar(&n.DependsOn, "depends-on", nil, "id of a task that must be done first (repeatable)")
+	f.StringArrayVar(&n.Areas, "area", nil, "a path the task expects to touch, e.g. src/api/ (repeatable; see claim --avoid-overlap)")
 	f.StringVar(&n.ParentID, "parent", "", "id of the parent task")
 	f.StringVar(&n.Assignee, "assignee", "", "suggested assignee")
 	f.StringArrayVar(&labels, "label", nil, "label KEY=VALUE (repeatable)")
@@ -86,6 +87,7 @@ func (a *app) taskClaimCmd() *cobra.Command {
 		timeout time.Duration
 		labels  []string
 		parent  string
+		avoid   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "claim",
@@ -116,7 +118,7 @@ unless --wait.`,
 				if err != nil {
 					return err
 				}
-				t, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: actor, Lease: lease, Labels: lbl, ParentID: parent, Wait: wait})
+				t, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: actor, Lease: lease, Labels: lbl, ParentID: parent, Wait: wait, AvoidOverlap: avoid})
 				if err != nil {
 					if wait && timeout > 0 && ctx.Err() == context.DeadlineExceeded {
 						return fmt.Errorf("no task became ready within %s: %w", timeout, workspace.ErrNoTask)
@@ -133,6 +135,7 @@ unless --wait.`,
 	f.DurationVar(&timeout, "timeout", 0, "with --wait: give up (exit 6) after this long")
 	f.StringArrayVar(&labels, "label", nil, "only tasks with label KEY=VALUE (repeatable)")
 	f.StringVar(&parent, "parent", "", "only subtasks of this task")
+	f.BoolVar(&avoid, "avoid-overlap", false, "prefer a task whose --area paths overlap no task in progress")
 	return cmd
 }
 
@@ -328,6 +331,7 @@ func (a *app) taskShowCmd() *cobra.Command {
 				fmt.Fprintf(tw, "attempts:\t%d\n", t.Attempts)
 				fmt.Fprintf(tw, "parent:\t%s\n", orDash(t.ParentID))
 				fmt.Fprintf(tw, "depends on:\t%s\n", orDash(strings.Join(t.DependsOn, ", ")))
+				fmt.Fprintf(tw, "areas:\t%s\n", orDash(strings.Join(t.Areas, ", ")))
 				fmt.Fprintf(tw, "labels:\t%s\n", formatLabels(t.Labels))
 				fmt.Fprintf(tw, "version:\t%d\n", t.Version)
 				fmt.Fprintf(tw, "created:\t%s by %s\n", when(t.CreatedAt), t.CreatedBy)

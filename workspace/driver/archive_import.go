@@ -283,6 +283,9 @@ func (im *importer) payload(ctx context.Context, typ string, line []byte) error 
 		if len(t.DependsOn) == 0 {
 			t.DependsOn = nil
 		}
+		if len(t.Areas) == 0 {
+			t.Areas = nil
+		}
 		if len(t.Labels) == 0 {
 			t.Labels = nil
 		}

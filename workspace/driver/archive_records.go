@@ -61,6 +61,14 @@ func (im *importer) task(ctx context.Context, r workspace.Task) error {
 	if r.ParentID != "" && !im.tasks[r.ParentID] {
 		return im.errf("task %s: parent %s is not earlier in the archive", r.ID, r.ParentID)
 	}
+	if len(r.Areas) > workspace.MaxAreas {
+		return im.errf("task %s: more than %d areas", r.ID, workspace.MaxAreas)
+	}
+	for _, a := range r.Areas {
+		if err := workspace.ValidateArea(a); err != nil {
+			return im.errf("task %s: %v", r.ID, err)
+		}
+	}
 	for _, d := range r.DependsOn {
 		if err := checkID("depends on", d); err != nil {
 			return im.errf("%v", err)

@@ -284,13 +284,19 @@ func (x *exec) createTask(ctx context.Context, o workspace.CreateTaskOp) (*works
 		}
 		deps = append(deps, d)
 	}
+	var areas []string
+	for _, a := range o.Task.Areas {
+		if !slices.Contains(areas, a) {
+			areas = append(areas, a)
+		}
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return nil, err
 	}
 	t := workspace.Task{
 		ID: id.String(), Title: o.Task.Title, Description: o.Task.Description, Status: workspace.TaskPending,
-		Assignee: o.Task.Assignee, ParentID: o.Task.ParentID, DependsOn: deps, Priority: o.Task.Priority,
+		Assignee: o.Task.Assignee, ParentID: o.Task.ParentID, DependsOn: deps, Areas: areas, Priority: o.Task.Priority,
 		Labels: cloneLabels(o.Task.Labels), Version: 1,
 		CreatedAt: x.now, CreatedBy: x.actor, UpdatedAt: x.now, UpdatedBy: x.actor,
 	}
@@ -416,7 +422,12 @@ func (x *exec) claim(ctx context.Context, r workspace.ClaimRequest) (workspace.T
 			return workspace.Task{}, err
 		}
 	}
-	t, err := x.tx.ReadyTask(ctx, r)
+	var t workspace.Task
+	if r.AvoidOverlap {
+		t, err = x.readyApart(ctx, r)
+	} else {
+		t, err = x.tx.ReadyTask(ctx, r)
+	}
 	if errors.Is(err, workspace.ErrNotFound) {
 		return workspace.Task{}, workspace.ErrNoTask
 	}

@@ -292,6 +292,14 @@ func (h *handle) checkOp(op workspace.Op) error {
 				return err
 			}
 		}
+		if len(o.Task.Areas) > workspace.MaxAreas {
+			return invalid("areas", "more than %d areas", workspace.MaxAreas)
+		}
+		for _, a := range o.Task.Areas {
+			if err := workspace.ValidateArea(a); err != nil {
+				return err
+			}
+		}
 		if o.Task.Assignee != "" {
 			if err := checkKey("assignee", o.Task.Assignee, workspace.MaxActorLen); err != nil {
 				return err

@@ -1,0 +1,333 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentspace/agentspace/gitwork"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// workConfig is agentspace.toml's [work] table:
+//
+//	[work]
+//	root = ".agentspace/worktrees"   # relative to the repository
+//	branch_prefix = "agent/"
+//	integration = "main"
+//	queue_lease = "2h"               # a submitted task's claim, while it waits
+//	gc_age = "1h"
+type workConfig struct {
+	Root         string `toml:"root"`
+	BranchPrefix string `toml:"branch_prefix"`
+	Integration  string `toml:"integration"`
+	QueueLease   string `toml:"queue_lease"`
+	GCAge        string `toml:"gc_age"`
+}
+
+// mergeConfig is agentspace.toml's [merge] table:
+//
+//	[merge]
+//	mode = "rebase"                  # or "merge"
+//	validate = ["go test ./..."]
+//	timeout = "10m"                  # per validation command
+//	on_conflict = "return"           # or "task"
+//	lease = "30s"                    # the merger's lease on the queue
+type mergeConfig struct {
+	Mode       string   `toml:"mode"`
+	Validate   []string `toml:"validate"`
+	Timeout    string   `toml:"timeout"`
+	OnConflict string   `toml:"on_conflict"`
+	Lease      string   `toml:"lease"`
+}
+
+// gitworkConfig reads [work] and [merge] from the config file wsctl uses
+// (none is fine: the defaults) for the repository repo.
+func (a *app) gitworkConfig(repo string) (gitwork.Config, error) {
+	path := a.configFlag
+	if path == "" {
+		found, err := findUp()
+		if err != nil {
+			return gitwork.Config{}, err
+		}
+		path = found.config
+	}
+	var fc fileConfig
+	if path != "" {
+		var err error
+		if fc, err = readConfig(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return gitwork.Config{}, usageErrorf("%v", err)
+		}
+	}
+	cfg := gitwork.Config{
+		Repo: repo, Integration: fc.Work.Integration, BranchPrefix: fc.Work.BranchPrefix,
+		Mode: fc.Merge.Mode, Validate: fc.Merge.Validate, OnConflict: fc.Merge.OnConflict,
+	}
+	if fc.Work.Root != "" {
+		cfg.Root = fc.Work.Root
+		if !filepath.IsAbs(cfg.Root) {
+			cfg.Root = filepath.Join(repo, cfg.Root)
+		}
+	}
+	for _, d := range []struct {
+		key string
+		val string
+		dst *time.Duration
+	}{
+		{"[work] queue_lease", fc.Work.QueueLease, &cfg.QueueLease},
+		{"[work] gc_age", fc.Work.GCAge, &cfg.GCAge},
+		{"[merge] timeout", fc.Merge.Timeout, &cfg.ValidateTimeout},
+		{"[merge] lease", fc.Merge.Lease, &cfg.LeaderTTL},
+	} {
+		if d.val == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.val)
+		if err != nil || v <= 0 {
+			return cfg, usageErrorf("%s: %s = %q is not a positive duration like \"10m\"", path, d.key, d.val)
+		}
+		*d.dst = v
+	}
+	return cfg, nil
+}
+
+// withWork opens the workspace and a gitwork.Manager for the repository.
+func (a *app) withWork(ctx context.Context, repo string, fn func(ws workspace.Workspace, m *gitwork.Manager) error) error {
+	cfg, err := a.gitworkConfig(repo)
+	if err != nil {
+		return err
+	}
+	return a.with(ctx, func(ws workspace.Workspace) error {
+		m, err := gitwork.New(ctx, ws, cfg)
+		if err != nil {
+			return err
+		}
+		return fn(ws, m)
+	})
+}
+
+func (a *app) workCmd() *cobra.Command {
+	var repo string
+	c := group("work", "A git worktree per task: start, submit, ls, release, gc",
+		a.workStartCmd(&repo),
+		a.workSubmitCmd(&repo),
+		a.workLsCmd(&repo),
+		a.workReleaseCmd(&repo),
+		a.workGCCmd(&repo),
+	)
+	c.PersistentFlags().StringVar(&repo, "repo", ".", "the git repository (or any worktree of it)")
+	return c
+}
+
+// workTaskCmd is a work subcommand that takes one task and prints its record.
+func (a *app) workTaskCmd(repo *string, use, short, long string, op func(m *gitwork.Manager, ctx context.Context, actor, task string) (gitwork.Worktree, error), print func(gitwork.Worktree) error) *cobra.Command {
+	return &cobra.Command{
+		Use: use, Short: short, Long: long,
+		Args: cobra.ExactArgs(1),
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			actor, err := a.actor()
+			if err != nil {
+				return err
+			}
+			return a.withWork(ctx, *repo, func(ws workspace.Workspace, m *gitwork.Manager) error {
+				task, err := resolveTaskID(ctx, ws, args[0])
+				if err != nil {
+					return err
+				}
+				w, err := op(m, ctx, actor, task)
+				if errors.Is(err, gitwork.ErrDirty) {
+					return &cliError{code: exitConflict, err: err, hint: "commit your changes (or remove them), then submit again"}
+				}
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(w)
+				}
+				return print(w)
+			})
+		}),
+	}
+}
+
+func (a *app) workStartCmd(repo *string) *cobra.Command {
+	return a.workTaskCmd(repo, "start TASK", "Make a worktree for a task you claimed; prints its path",
+		`Make a git worktree for TASK (which you must have claimed) on a new branch
+from the integration branch's head, recorded as its base. Prints the path.
+Run again, it prints the same path.`,
+		(*gitwork.Manager).Start,
+		func(w gitwork.Worktree) error { _, err := fmt.Fprintln(a.stdout, w.Path); return err })
+}
+
+func (a *app) workSubmitCmd(repo *string) *cobra.Command {
+	return a.workTaskCmd(repo, "submit TASK", "Queue a task's committed worktree for the merge queue",
+		`Queue TASK's worktree for 'wsctl merge run'. Refuses uncommitted changes
+(exit 3). Stores git diff base...head as the artifact worktrees/TASK.patch
+and extends your claim while the entry waits.`,
+		(*gitwork.Manager).Submit,
+		func(w gitwork.Worktree) error {
+			_, err := fmt.Fprintf(a.stdout, "%s submitted %s\n", w.Branch, w.Head)
+			return err
+		})
+}
+
+func (a *app) workReleaseCmd(repo *string) *cobra.Command {
+	return a.workTaskCmd(repo, "release TASK", "Remove a task's worktree and branch, keeping unmerged work under a backup ref",
+		"", (*gitwork.Manager).Release,
+		func(w gitwork.Worktree) error {
+			if w.Backup != "" {
+				_, err := fmt.Fprintf(a.stdout, "released %s; unmerged work kept at %s\n", w.Path, w.Backup)
+				return err
+			}
+			_, err := fmt.Fprintf(a.stdout, "released %s\n", w.Path)
+			return err
+		})
+}
+
+func (a *app) printWorktrees(ws []gitwork.Worktree) error {
+	if a.jsonOut {
+		return printList(a, ws)
+	}
+	tw := a.table()
+	fmt.Fprintln(tw, "TASK\tSTATUS\tBRANCH\tAGENT\tHEAD\tDETAIL")
+	for _, w := range ws {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", w.Task, w.Status, w.Branch, orDash(w.Agent), orDash(shortCommit(w.Head)), orDash(firstLineOf(w.Detail)))
+	}
+	return tw.Flush()
+}
+
+func shortCommit(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}
+
+// firstLineOf shortens s to its first line, at most 80 bytes, for tables.
+func firstLineOf(s string) string {
+	for i, r := range s {
+		if r == '\n' {
+			return s[:i] + " …"
+		}
+	}
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
+
+func (a *app) workLsCmd(repo *string) *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List worktree records, queued ones in submission order",
+		Args:  cobra.NoArgs,
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			return a.with(ctx, func(ws workspace.Workspace) error {
+				recs, err := gitwork.List(ctx, ws)
+				if err != nil {
+					return err
+				}
+				out := recs[:0]
+				for _, r := range recs {
+					if all || r.Status != gitwork.StatusReleased {
+						out = append(out, r)
+					}
+				}
+				return a.printWorktrees(out)
+			})
+		}),
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "include released worktrees")
+	return cmd
+}
+
+func (a *app) workGCCmd(repo *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "gc",
+		Short: "Release worktrees whose task ended or whose claim lapsed over [work] gc_age ago",
+		Args:  cobra.NoArgs,
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			actor, err := a.actor()
+			if err != nil {
+				return err
+			}
+			return a.withWork(ctx, *repo, func(ws workspace.Workspace, m *gitwork.Manager) error {
+				out, err := m.GC(ctx, actor)
+				if perr := a.printWorktrees(out); err == nil {
+					err = perr
+				}
+				return err
+			})
+		}),
+	}
+}
+
+func (a *app) mergeCmd() *cobra.Command {
+	var (
+		repo   string
+		once   bool
+		follow bool
+	)
+	run := &cobra.Command{
+		Use:   "run",
+		Short: "Run the merge queue: validate and merge submitted worktrees in order",
+		Long: `Take the merge queue's lease (waiting while another merger holds it), then,
+in submission order, bring each submitted branch up to date with the
+integration branch, run [merge] validate in a clean checkout of the result,
+and advance the integration branch by compare-and-swap. Conflicts and red
+validations leave the branch untouched and go back to the task's agent.
+--once (the default) works through the queue as it stands; --follow keeps
+waiting for submissions. One line (or one JSON object) per entry.`,
+		Args: cobra.NoArgs,
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			if once && follow {
+				return usageErrorf("--once and --follow exclude each other")
+			}
+			actor, err := a.actor()
+			if err != nil {
+				return err
+			}
+			return a.withWork(ctx, repo, func(ws workspace.Workspace, m *gitwork.Manager) error {
+				mg := m.NewMerger(actor)
+				if step := a.getenv("AGENTSPACE_TEST_MERGE_STEP_DELAY"); step != "" {
+					if d, err := time.ParseDuration(step); err == nil {
+						mg.SetStepHook(func(string) { time.Sleep(d) })
+					}
+				}
+				err := mg.Run(ctx, follow, func(r gitwork.Result) {
+					if a.jsonOut {
+						_ = a.printJSONLine(r)
+						return
+					}
+					fmt.Fprintf(a.stdout, "%s\t%s\t%s\t%s\n", r.Task, r.Status, orDash(shortCommit(r.Commit)), orDash(firstLineOf(r.Detail)))
+				})
+				if follow && errors.Is(err, context.Canceled) {
+					return nil
+				}
+				return err
+			})
+		}),
+	}
+	f := run.Flags()
+	f.StringVar(&repo, "repo", ".", "the git repository (or any worktree of it)")
+	f.BoolVar(&once, "once", false, "work through the queue as it stands, then exit (the default)")
+	f.BoolVar(&follow, "follow", false, "keep merging new submissions until interrupted")
+	return group("merge", "The merge queue: run", run)
+}
+
+// printJSONLine writes v as one line of NDJSON.
+func (a *app) printJSONLine(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(a.stdout, "%s\n", b)
+	return err
+}

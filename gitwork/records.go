@@ -1,0 +1,133 @@
+package gitwork
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// NoteKind is the kind of the notes that hold worktree records, keyed by
+// task id. Their note.put events are the worktrees' history.
+const NoteKind = "worktree"
+
+// Status is a worktree's place in its life cycle:
+//
+//	active -> submitted -> merging -> merged -> released
+//	                               -> conflicted | failed -> active (resubmit after a fix) or released
+//	merging -> submitted (a merger died, or the integration branch moved: retried)
+type Status string
+
+// The statuses, in life-cycle order.
+const (
+	StatusActive     Status = "active"     // created; the agent works in it
+	StatusSubmitted  Status = "submitted"  // queued for the merger
+	StatusMerging    Status = "merging"    // a merger built a candidate and is validating it
+	StatusMerged     Status = "merged"     // the integration branch holds it
+	StatusConflicted Status = "conflicted" // it does not merge cleanly; Detail names the files
+	StatusFailed     Status = "failed"     // validation failed; Detail holds the output
+	StatusReleased   Status = "released"   // the worktree and branch are gone
+)
+
+// Worktree is the workspace's record of one task's worktree. Its JSON is
+// the body of a note of kind NoteKind keyed by the task id.
+type Worktree struct {
+	Task        string    `json:"task"`
+	Agent       string    `json:"agent"`
+	Path        string    `json:"path"`
+	Branch      string    `json:"branch"`
+	Base        string    `json:"base"` // the integration commit the branch started from
+	Head        string    `json:"head"` // the branch's commit when submitted
+	Status      Status    `json:"status"`
+	SubmittedAt time.Time `json:"submitted_at,omitzero"`
+	Patch       string    `json:"patch"`     // the artifact holding git diff base...head
+	Candidate   string    `json:"candidate"` // the commit under validation (merging)
+	Onto        string    `json:"onto"`      // the integration commit the candidate was built on
+	Merged      string    `json:"merged"`    // the integration commit that took it
+	Attempts    int       `json:"attempts"`  // how many times a merger took it up
+	Merger      string    `json:"merger"`
+	Detail      string    `json:"detail"` // conflicting files, failing output, or why it was retried
+	Backup      string    `json:"backup"` // a ref keeping unmerged work of a released worktree
+	Version     int64     `json:"version"`
+	UpdatedAt   time.Time `json:"updated_at,omitzero"`
+}
+
+// maxDetail bounds the output kept in a record.
+const maxDetail = 16 << 10
+
+// get reads the record of task, ErrNotFound if it has none.
+func get(ctx context.Context, ws workspace.Workspace, task string) (Worktree, error) {
+	n, err := ws.Notes().Get(ctx, NoteKind, task)
+	if err != nil {
+		return Worktree{}, fmt.Errorf("worktree of task %s: %w", task, err)
+	}
+	return decode(n)
+}
+
+func decode(n workspace.Note) (Worktree, error) {
+	var w Worktree
+	if err := json.Unmarshal([]byte(n.Body), &w); err != nil {
+		return Worktree{}, fmt.Errorf("worktree record %s: corrupt body: %w", n.Key, err)
+	}
+	w.Version, w.UpdatedAt = n.Version, n.UpdatedAt
+	return w, nil
+}
+
+// put writes w if the stored record is still at w.Version (0: whatever
+// is stored; a new record is written only by the task's claimer), and
+// returns it with its new version. msg goes to the event log.
+func put(ctx context.Context, ws workspace.Workspace, actor string, w Worktree, msg string) (Worktree, error) {
+	if len(w.Detail) > maxDetail {
+		w.Detail = "…" + w.Detail[len(w.Detail)-maxDetail:]
+	}
+	w.Detail = strings.ToValidUTF8(w.Detail, "?")
+	body, err := json.Marshal(w)
+	if err != nil {
+		return w, err
+	}
+	n, err := ws.Notes().Put(ctx, workspace.Write{Actor: actor, IfVersion: w.Version, Message: msg},
+		workspace.NotePut{Kind: NoteKind, Key: w.Task, Title: fmt.Sprintf("%s %s", w.Status, w.Branch), Body: string(body)})
+	if err != nil {
+		return w, fmt.Errorf("worktree of task %s: %w", w.Task, err)
+	}
+	return decode(n)
+}
+
+// List returns every worktree record, in submission order for those
+// submitted, then by task id.
+func List(ctx context.Context, ws workspace.Workspace) ([]Worktree, error) {
+	var out []Worktree
+	f := workspace.NoteFilter{Kind: NoteKind, Limit: 1000}
+	for {
+		page, err := ws.Notes().List(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range page.Notes {
+			w, err := decode(n)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, w)
+		}
+		if page.Next == "" {
+			break
+		}
+		f.After = page.Next
+	}
+	slices.SortStableFunc(out, func(a, b Worktree) int {
+		if c := a.SubmittedAt.Compare(b.SubmittedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Task, b.Task)
+	})
+	return out, nil
+}
+
+// isNotFound reports whether err means the record is missing.
+func isNotFound(err error) bool { return errors.Is(err, workspace.ErrNotFound) }

@@ -1,0 +1,356 @@
+package gitwork
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// Manager hands out worktrees for tasks and records them in a workspace.
+// It is safe for use by one goroutine at a time; many Managers, in many
+// processes, may share one repository and workspace.
+type Manager struct {
+	ws  workspace.Workspace
+	cfg Config
+	git git // in the repository's common directory's top
+}
+
+// ErrDirty is returned by Submit for a worktree with uncommitted changes.
+var ErrDirty = errors.New("worktree has uncommitted changes")
+
+// New checks git's version and the repository and returns a Manager.
+func New(ctx context.Context, ws workspace.Workspace, cfg Config) (*Manager, error) {
+	if _, err := CheckGitVersion(ctx); err != nil {
+		return nil, err
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	g := git{dir: cfg.Repo}
+	// The common directory names the main repository even from a worktree.
+	common, err := g.run(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return nil, fmt.Errorf("gitwork: %s is not a git repository: %w", cfg.Repo, err)
+	}
+	g.dir = strings.TrimSpace(common)
+	if _, err := g.revParse(ctx, "refs/heads/"+cfg.Integration); err != nil {
+		return nil, fmt.Errorf("gitwork: integration branch %q: %w", cfg.Integration, err)
+	}
+	return &Manager{ws: ws, cfg: cfg, git: g}, nil
+}
+
+// Config returns the configuration in effect, defaults filled in.
+func (m *Manager) Config() Config { return m.cfg }
+
+// shortID is the random tail of a task's UUIDv7: its head is a timestamp
+// that tasks made in the same minute share.
+func shortID(task string) string { return strings.ReplaceAll(task, "-", "")[20:] }
+
+// checkTask accepts a task id only if it is a UUID: nothing else reaches
+// a path or a branch name.
+func checkTask(task string) error {
+	if u, err := uuid.Parse(task); err != nil || len(task) != 36 || u.String() != task {
+		return invalid("task", "%q is not a task id (a lower-case UUID)", task)
+	}
+	return nil
+}
+
+// claimedBy returns the task if actor holds its live claim.
+func (m *Manager) claimedBy(ctx context.Context, actor, task string) (workspace.Task, error) {
+	t, err := m.ws.Tasks().Get(ctx, task)
+	if err != nil {
+		return t, err
+	}
+	if t.Status != workspace.TaskInProgress || t.Assignee != actor {
+		return t, fmt.Errorf("task %s is %s, assigned to %q: claim it first: %w", task, t.Status, t.Assignee, workspace.ErrNotHolder)
+	}
+	return t, nil
+}
+
+// Start makes a worktree for task, which actor must have claimed, on a new
+// branch from the integration branch's head, and records it. Started
+// again, it returns the existing worktree.
+func (m *Manager) Start(ctx context.Context, actor, task string) (Worktree, error) {
+	if err := checkTask(task); err != nil {
+		return Worktree{}, err
+	}
+	if _, err := m.claimedBy(ctx, actor, task); err != nil {
+		return Worktree{}, err
+	}
+	rec, err := get(ctx, m.ws, task)
+	switch {
+	case err == nil && rec.Status != StatusReleased:
+		if _, serr := os.Stat(rec.Path); serr == nil {
+			return rec, nil
+		}
+		return rec, fmt.Errorf("task %s: its worktree %s is recorded as %s but is missing: release it first: %w", task, rec.Path, rec.Status, workspace.ErrConflict)
+	case err != nil && !isNotFound(err):
+		return rec, err
+	}
+	short := shortID(task)
+	path := filepath.Join(m.cfg.Root, short)
+	branch := m.cfg.BranchPrefix + short
+	if err := CheckBranch(branch); err != nil {
+		return rec, err
+	}
+	base, err := m.git.revParse(ctx, "refs/heads/"+m.cfg.Integration)
+	if err != nil {
+		return rec, err
+	}
+	if err := os.MkdirAll(m.cfg.Root, 0o750); err != nil {
+		return rec, fmt.Errorf("gitwork: %w", err)
+	}
+	if _, err := m.git.run(ctx, "worktree", "add", "--quiet", "-b", branch, "--", path, base); err != nil {
+		// A Start that died before recording its worktree left it behind:
+		// adopt it, based where its branch left the integration branch.
+		cur, herr := git{dir: path}.run(ctx, "symbolic-ref", "--quiet", "HEAD")
+		if herr != nil || strings.TrimSpace(cur) != "refs/heads/"+branch {
+			return rec, fmt.Errorf("gitwork: creating the worktree of task %s: %w", task, err)
+		}
+		mb, merr := m.git.run(ctx, "merge-base", "--end-of-options", "refs/heads/"+branch, "refs/heads/"+m.cfg.Integration)
+		if merr != nil {
+			return rec, merr
+		}
+		base = strings.TrimSpace(mb)
+	}
+	w := Worktree{Task: task, Agent: actor, Path: path, Branch: branch, Base: base, Status: StatusActive, Version: rec.Version}
+	w, err = put(ctx, m.ws, actor, w, "worktree created at "+path)
+	if err != nil {
+		// Unrecorded, the worktree would be invisible to gc: take it back.
+		_ = m.removeWorktree(context.WithoutCancel(ctx), path, branch)
+		return w, err
+	}
+	return w, nil
+}
+
+// dirty lists the uncommitted changes (untracked files included) in a worktree.
+func dirty(ctx context.Context, path string) (string, error) {
+	out, err := git{dir: path}.run(ctx, "status", "--porcelain", "--untracked-files=all")
+	return strings.TrimSpace(out), err
+}
+
+// PatchName is the artifact that holds a submission's diff.
+func PatchName(task string) string { return "worktrees/" + task + ".patch" }
+
+// Submit queues task's worktree for the merger: it refuses one with
+// uncommitted changes (ErrDirty) or no commits, stores git diff
+// base...head as a patch artifact linked to the task, and extends the
+// task's claim while it waits in the queue.
+func (m *Manager) Submit(ctx context.Context, actor, task string) (Worktree, error) {
+	if err := checkTask(task); err != nil {
+		return Worktree{}, err
+	}
+	if _, err := m.claimedBy(ctx, actor, task); err != nil {
+		return Worktree{}, err
+	}
+	rec, err := get(ctx, m.ws, task)
+	if err != nil {
+		return rec, err
+	}
+	switch rec.Status {
+	case StatusActive, StatusConflicted, StatusFailed:
+	default:
+		return rec, fmt.Errorf("task %s: worktree is %s, not active: %w", task, rec.Status, workspace.ErrConflict)
+	}
+	changes, err := dirty(ctx, rec.Path)
+	if err != nil {
+		return rec, err
+	}
+	if changes != "" {
+		return rec, fmt.Errorf("%w in %s: commit or remove them first:\n%s", ErrDirty, rec.Path, changes)
+	}
+	head, err := m.git.revParse(ctx, "refs/heads/"+rec.Branch)
+	if err != nil {
+		return rec, err
+	}
+	if head == rec.Base {
+		return rec, invalid("worktree", "branch %s has no commits beyond its base %s: nothing to submit", rec.Branch, rec.Base[:12])
+	}
+	patch, err := m.git.run(ctx, "diff", "--binary", "--end-of-options", rec.Base+"..."+head)
+	if err != nil {
+		return rec, err
+	}
+	if err := m.putPatch(ctx, actor, task, []byte(patch)); err != nil {
+		return rec, err
+	}
+	if _, err := m.ws.Tasks().Heartbeat(ctx, workspace.Write{Actor: actor, Message: "submitted for merge"}, task, m.cfg.QueueLease); err != nil {
+		return rec, err
+	}
+	rec.Status, rec.Head, rec.Patch, rec.Detail = StatusSubmitted, head, PatchName(task), ""
+	rec.Candidate, rec.Onto = "", ""
+	rec.SubmittedAt = time.Now().UTC()
+	return put(ctx, m.ws, actor, rec, "submitted "+head[:12])
+}
+
+func (m *Manager) putPatch(ctx context.Context, actor, task string, patch []byte) error {
+	name := PatchName(task)
+	w := workspace.Write{Actor: actor, Message: "patch of task " + task}
+	_, err := m.ws.Artifacts().Get(ctx, workspace.ArtifactRef{Name: name})
+	switch {
+	case err == nil:
+		_, err = m.ws.Artifacts().Update(ctx, w, workspace.ArtifactRef{Name: name}, workspace.ArtifactChange{Content: patch})
+	case isNotFound(err):
+		_, err = m.ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: name, Kind: "patch", Content: patch, ContentType: "text/x-diff", TaskID: task})
+	}
+	return err
+}
+
+// Release removes task's worktree and branch and records it released.
+// Work that is not on the integration branch is kept first under
+// refs/agentspace/backup/<short id> (uncommitted and untracked files in
+// one extra commit), which the record names. Only the task's agent may
+// release an active worktree; any actor may release one whose task ended.
+func (m *Manager) Release(ctx context.Context, actor, task string) (Worktree, error) {
+	if err := checkTask(task); err != nil {
+		return Worktree{}, err
+	}
+	rec, err := get(ctx, m.ws, task)
+	if err != nil {
+		return rec, err
+	}
+	if rec.Status == StatusReleased {
+		return rec, nil
+	}
+	if rec.Status == StatusSubmitted || rec.Status == StatusMerging {
+		return rec, fmt.Errorf("task %s: worktree is %s: the merge queue owns it: %w", task, rec.Status, workspace.ErrConflict)
+	}
+	t, err := m.ws.Tasks().Get(ctx, task)
+	if err != nil && !isNotFound(err) {
+		return rec, err
+	}
+	if err == nil && t.Status == workspace.TaskInProgress && t.Assignee != actor && time.Now().Before(t.LeaseExpiresAt) {
+		return rec, fmt.Errorf("task %s is claimed by %q: only its agent releases its worktree: %w", task, t.Assignee, workspace.ErrNotHolder)
+	}
+	return m.release(ctx, actor, rec, "released")
+}
+
+func (m *Manager) release(ctx context.Context, actor string, rec Worktree, why string) (Worktree, error) {
+	backup, err := m.backup(ctx, rec)
+	if err != nil {
+		return rec, err
+	}
+	if err := m.removeWorktree(ctx, rec.Path, rec.Branch); err != nil {
+		return rec, err
+	}
+	rec.Status, rec.Backup = StatusReleased, backup
+	msg := why
+	if backup != "" {
+		msg += "; unmerged work kept at " + backup
+	}
+	return put(ctx, m.ws, actor, rec, msg)
+}
+
+// backup keeps the worktree's work that the integration branch lacks
+// under a ref, and returns the ref ("" when there is nothing to keep).
+func (m *Manager) backup(ctx context.Context, rec Worktree) (string, error) {
+	head, err := m.git.revParse(ctx, "refs/heads/"+rec.Branch)
+	if err != nil {
+		head = "" // the branch is gone already
+	}
+	if _, serr := os.Stat(rec.Path); serr == nil {
+		// Snapshot uncommitted and untracked files in a private index.
+		changes, err := dirty(ctx, rec.Path)
+		if err != nil {
+			return "", err
+		}
+		if changes != "" && head != "" {
+			idx := filepath.Join(os.TempDir(), "agentspace-backup-"+shortID(rec.Task)+".idx")
+			defer os.Remove(idx)
+			wg := git{dir: rec.Path, env: []string{"GIT_INDEX_FILE=" + idx}}
+			if _, err := wg.run(ctx, "read-tree", "--end-of-options", head); err != nil {
+				return "", err
+			}
+			if _, err := wg.run(ctx, "add", "-A", "--", "."); err != nil {
+				return "", err
+			}
+			tree, err := wg.run(ctx, "write-tree")
+			if err != nil {
+				return "", err
+			}
+			c, err := wg.run(ctx, "commit-tree", "-p", head, "-m", "agentspace: uncommitted work of task "+rec.Task, "--end-of-options", strings.TrimSpace(tree))
+			if err != nil {
+				return "", err
+			}
+			head = strings.TrimSpace(c)
+		}
+	}
+	if head == "" {
+		return "", nil
+	}
+	merged, err := m.git.isAncestor(ctx, head, "refs/heads/"+m.cfg.Integration)
+	if err != nil || merged {
+		return "", err
+	}
+	ref := "refs/agentspace/backup/" + shortID(rec.Task)
+	if _, err := m.git.run(ctx, "update-ref", "-m", "agentspace backup", "--end-of-options", ref, head); err != nil {
+		return "", err
+	}
+	return ref, nil
+}
+
+// removeWorktree removes the worktree at path and deletes branch; either
+// may be gone already.
+func (m *Manager) removeWorktree(ctx context.Context, path, branch string) error {
+	if _, err := os.Stat(path); err == nil {
+		if _, err := m.git.run(ctx, "worktree", "remove", "--force", "--force", "--", path); err != nil {
+			return err
+		}
+	} else if _, err := m.git.run(ctx, "worktree", "prune"); err != nil {
+		// The directory is gone: forget its registration.
+		return err
+	}
+	if _, err := m.git.run(ctx, "update-ref", "-d", "--end-of-options", "refs/heads/"+branch); err != nil && exitCode(err) < 0 {
+		return err
+	}
+	return nil
+}
+
+// GC releases worktrees whose task ended, or whose claim lapsed (or task
+// went back to pending) longer than Config.GCAge ago. A live claim is
+// never reaped, nor a worktree the merge queue holds. It returns the
+// released records.
+func (m *Manager) GC(ctx context.Context, actor string) ([]Worktree, error) {
+	recs, err := List(ctx, m.ws)
+	if err != nil {
+		return nil, err
+	}
+	var out []Worktree
+	now := time.Now()
+	for _, rec := range recs {
+		switch rec.Status {
+		case StatusReleased, StatusSubmitted, StatusMerging:
+			continue
+		}
+		t, err := m.ws.Tasks().Get(ctx, rec.Task)
+		var why string
+		switch {
+		case isNotFound(err):
+			why = "gc: task is gone"
+		case err != nil:
+			return out, err
+		case t.Status == workspace.TaskDone || t.Status == workspace.TaskCancelled || t.Status == workspace.TaskFailed:
+			why = "gc: task " + string(t.Status)
+		case t.Status == workspace.TaskInProgress && t.Assignee == rec.Agent && !t.LeaseExpiresAt.IsZero() && now.Sub(t.LeaseExpiresAt) > m.cfg.GCAge:
+			why = "gc: claim lapsed at " + t.LeaseExpiresAt.Format(time.RFC3339)
+		case (t.Status != workspace.TaskInProgress || t.Assignee != rec.Agent) && now.Sub(t.UpdatedAt) > m.cfg.GCAge:
+			why = "gc: task left its agent at " + t.UpdatedAt.Format(time.RFC3339)
+		default:
+			continue
+		}
+		r, err := m.release(ctx, actor, rec, why)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
