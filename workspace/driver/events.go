@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -313,7 +314,12 @@ func (e events) Compact(ctx context.Context, floor int64) error {
 	if err := e.h.alive(); err != nil {
 		return err
 	}
+	var refused *workspace.ForbiddenError
 	err := e.h.st.Update(ctx, func(tx Tx) error {
+		if err := e.h.allowAdmin(ctx, tx, policy.AdminCompact); err != nil {
+			errors.As(err, &refused)
+			return err
+		}
 		head, err := tx.Head(ctx)
 		if err != nil {
 			return err
@@ -327,6 +333,9 @@ func (e events) Compact(ctx context.Context, floor int64) error {
 		}
 		return tx.CompactEvents(ctx, floor)
 	})
+	if refused != nil {
+		e.h.recordDenied(ctx, refused, workspace.Subject{})
+	}
 	return wrapErr("events.compact", err)
 }
 

@@ -27,6 +27,8 @@ type core struct {
 	// own records the core's transactions, by which its watcher tells
 	// their notifications from other stores'.
 	own ownCommits
+	// policy is the compiled policy, checked per operation (policy.go).
+	policy policyCache
 
 	// key is the core's entry in the shared registry, "" for one made by
 	// New; refs counts its handles (guarded by sharedMu); ready closes once
@@ -177,12 +179,19 @@ func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (
 		}
 	}
 	prune := b.IdempotencyKey != "" && h.commits.Add(1)%64 == 1
+	who := whoFor(ctx, b.Actor)
 
 	j := &job{actor: b.Actor, prune: prune, hints: readHints(ops)}
 	if b.IdempotencyKey != "" {
 		j.idemKey, j.fingerprint = idemScope(b.Actor, b.IdempotencyKey), fingerprint(ops)
 	}
 	j.apply = func(ctx context.Context, x *exec) error {
+		if i, err := x.authorize(ctx, who, ops); err != nil {
+			if len(ops) == 1 {
+				return err
+			}
+			return &workspace.BatchError{Index: i, Op: b.Ops[i], Err: err}
+		}
 		for i, op := range ops {
 			r, err := x.apply(ctx, op)
 			if err != nil {
