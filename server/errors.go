@@ -18,8 +18,10 @@ var (
 	// required, or a token that is unknown, revoked or expired (401).
 	ErrUnauthorized = errors.New("unauthorized")
 	// ErrForbidden: the token's actor may not do this: write as another
-	// actor, or touch the records that hold tokens (403).
-	ErrForbidden = errors.New("forbidden")
+	// actor, or touch the records that hold tokens (403). It is the
+	// workspace's own sentinel, so that the server's refusals and the
+	// policy's (a *workspace.ForbiddenError) are one class to a client.
+	ErrForbidden = workspace.ErrForbidden
 	// ErrUnavailable: the server is shutting down (503); retry elsewhere.
 	ErrUnavailable = errors.New("server unavailable")
 )
