@@ -110,8 +110,8 @@ func (d Decision) Reason() string {
 	return fmt.Sprintf("no %s entry of roles %s grants it", d.Rule, strings.Join(d.Roles, ", "))
 }
 
-// File returns the policy as parsed (a copy that shares nothing mutable
-// with p only in its top-level maps; do not modify it).
+// File returns the policy as parsed. It shares its maps and slices with p:
+// read it, do not modify it.
 func (p *Policy) File() File { return p.file }
 
 // RolesOf returns the roles of actor: those [actors] gives it by name, else

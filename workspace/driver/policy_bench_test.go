@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -31,20 +32,26 @@ func rules50() string {
 }
 
 // BenchmarkPolicyCost measures W1 (a version-checked update), W2 (a get
-// of 1 KiB, as an actor) and W5 (claim and complete) on SQLite with no
-// policy and with a 50-rule one, one after the other in one run: compare
-// each pair's ns/op for the cost of enforcement.
+// of 1 KiB, as an actor) and W5 (claim and complete) on SQLite and
+// PostgreSQL with no policy and with a 50-rule one, one after the other in
+// one run: compare each pair's ns/op for the cost of enforcement.
 func BenchmarkPolicyCost(b *testing.B) {
-	for _, w := range []string{"W1", "W2", "W5"} {
-		for _, mode := range []string{"none", "rules50"} {
-			b.Run(w+"/"+mode, func(b *testing.B) { benchPolicy(b, w, mode == "rules50") })
+	stores := map[string]func(b *testing.B) string{
+		"sqlite":   func(b *testing.B) string { return "sqlite:" + filepath.Join(b.TempDir(), "ws.db") },
+		"postgres": func(b *testing.B) string { return pgtest.NewDSN(b) },
+	}
+	for _, backend := range []string{"sqlite", "postgres"} {
+		for _, w := range []string{"W1", "W2", "W5"} {
+			for _, mode := range []string{"none", "rules50"} {
+				b.Run(backend+"/"+w+"/"+mode, func(b *testing.B) { benchPolicy(b, stores[backend](b), w, mode == "rules50") })
+			}
 		}
 	}
 }
 
-func benchPolicy(b *testing.B, w string, withPolicy bool) {
+func benchPolicy(b *testing.B, dsn, w string, withPolicy bool) {
 	ctx := workspace.AsActor(context.Background(), "bench")
-	ws, err := workspace.Open(ctx, "sqlite:"+filepath.Join(b.TempDir(), "ws.db"))
+	ws, err := workspace.Open(ctx, dsn)
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = ws.Close() })
 	if withPolicy {
