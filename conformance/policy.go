@@ -296,11 +296,15 @@ func testPolicyChangeSeen(t *testing.T, h Harness) {
 	_, err = b.Artifacts().List(workspace.AsActor(ctx, "bob"), workspace.ArtifactFilter{})
 	require.NoError(t, err)
 	applyPolicy(t, ctx, a, testPolicy)
-	// A write is checked against the policy of its own transaction: at once.
-	_, err = b.Artifacts().Create(ctx, as("alice"), workspace.NewArtifact{Name: "src/after.go", Content: []byte("x")})
+	// The handle that changed it is bound at once.
+	_, err = a.Artifacts().Create(ctx, as("alice"), workspace.NewArtifact{Name: "src/after.go", Content: []byte("x")})
 	requireForbidden(t, err, "alice", "artifact.write", "artifacts_write")
-	// A read, against a policy confirmed shortly before it began: b's
-	// reads follow once its cache is older than the recheck period.
+	// Another store's handle checks against a policy confirmed shortly
+	// before each operation: it follows once its cache is older than that.
+	require.Eventually(t, func() bool {
+		_, err := b.Artifacts().Create(ctx, as("alice"), workspace.NewArtifact{Name: "src/after.go", Content: []byte("x")})
+		return errors.Is(err, workspace.ErrForbidden)
+	}, 10*time.Second, 20*time.Millisecond)
 	require.Eventually(t, func() bool {
 		_, err := b.Notes().Get(workspace.AsActor(ctx, "bob"), "constraint", "none")
 		return errors.Is(err, workspace.ErrForbidden)

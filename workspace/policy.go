@@ -11,9 +11,13 @@ import "context"
 const PolicyArtifact = ".agentspace/policy.toml"
 
 // EventDenied is the type of the event that records an operation the
-// policy refused. Its Subject is the record asked for (Kind "policy" for
-// an administration right), its Message the action and the reason.
+// policy refused. Its Subject has Kind SubjectPolicy, the action as ID
+// and the record's name (artifact name, "kind/key" of a note, lock
+// resource, task title) as Name; its Message gives the action and reason.
 const EventDenied = "denied"
+
+// SubjectPolicy is the subject kind of denied events.
+const SubjectPolicy = "policy"
 
 // Principal is who an operation acts for, carried by its context: the
 // actor, and the roles to check when they are not the policy's roles of

@@ -314,12 +314,10 @@ func (e events) Compact(ctx context.Context, floor int64) error {
 	if err := e.h.alive(); err != nil {
 		return err
 	}
-	var refused *workspace.ForbiddenError
+	if err := e.h.allowAdmin(ctx, policy.AdminCompact); err != nil {
+		return err
+	}
 	err := e.h.st.Update(ctx, func(tx Tx) error {
-		if err := e.h.allowAdmin(ctx, tx, policy.AdminCompact); err != nil {
-			errors.As(err, &refused)
-			return err
-		}
 		head, err := tx.Head(ctx)
 		if err != nil {
 			return err
@@ -333,9 +331,6 @@ func (e events) Compact(ctx context.Context, floor int64) error {
 		}
 		return tx.CompactEvents(ctx, floor)
 	})
-	if refused != nil {
-		e.h.recordDenied(ctx, refused, workspace.Subject{})
-	}
 	return wrapErr("events.compact", err)
 }
 

@@ -258,12 +258,16 @@ func (t tasks) Claim(ctx context.Context, r workspace.ClaimRequest) (workspace.T
 	if err := checkOptionalID("parent id", r.ParentID); err != nil {
 		return workspace.Task{}, err
 	}
+	w, err := t.h.who(ctx, r.Actor)
+	if err != nil {
+		return workspace.Task{}, err
+	}
 	hints := []ReadHint{{Claim: &r}}
 	for {
 		wake := t.h.hub.watch()
 		var out workspace.Task
 		err := t.h.runHinted(ctx, "tasks.claim", r.Actor, hints, func(x *exec) error {
-			if err := x.allow(ctx, whoFor(ctx, r.Actor), policy.TaskClaim, "", workspace.Subject{Kind: "task"}); err != nil {
+			if err := x.allow(w, policy.TaskClaim, "", workspace.Subject{Kind: "task"}); err != nil {
 				return err
 			}
 			var err error
@@ -443,11 +447,15 @@ func (l locks) Acquire(ctx context.Context, r workspace.AcquireRequest) (workspa
 	if err := checkText("message", r.Message, workspace.MaxTextLen); err != nil {
 		return workspace.Lease{}, err
 	}
+	w, err := l.h.who(ctx, r.Owner)
+	if err != nil {
+		return workspace.Lease{}, err
+	}
 	for {
 		wake := l.h.hub.watch()
 		var out workspace.Lease
 		err := l.h.runHinted(ctx, "locks.acquire", r.Owner, []ReadHint{{Lease: r.Resource}}, func(x *exec) error {
-			if err := x.allowLock(ctx, r.Owner, r.Resource); err != nil {
+			if err := x.allow(w, policy.Lock, r.Resource, lockSubject(r.Resource)); err != nil {
 				return err
 			}
 			var err error
@@ -473,9 +481,13 @@ func (l locks) Renew(ctx context.Context, lease workspace.Lease, ttl time.Durati
 	if err := checkTTL("ttl", ttl); err != nil {
 		return workspace.Lease{}, err
 	}
+	w, err := l.h.who(ctx, lease.Owner)
+	if err != nil {
+		return workspace.Lease{}, err
+	}
 	var out workspace.Lease
-	err := l.h.runHinted(ctx, "locks.renew", lease.Owner, []ReadHint{{Lease: lease.Resource}}, func(x *exec) error {
-		if err := x.allowLock(ctx, lease.Owner, lease.Resource); err != nil {
+	err = l.h.runHinted(ctx, "locks.renew", lease.Owner, []ReadHint{{Lease: lease.Resource}}, func(x *exec) error {
+		if err := x.allow(w, policy.Lock, lease.Resource, lockSubject(lease.Resource)); err != nil {
 			return err
 		}
 		var err error
@@ -489,8 +501,12 @@ func (l locks) Release(ctx context.Context, lease workspace.Lease) error {
 	if err := checkLease(lease); err != nil {
 		return err
 	}
+	w, err := l.h.who(ctx, lease.Owner)
+	if err != nil {
+		return err
+	}
 	return l.h.runHinted(ctx, "locks.release", lease.Owner, []ReadHint{{Lease: lease.Resource}}, func(x *exec) error {
-		if err := x.allowLock(ctx, lease.Owner, lease.Resource); err != nil {
+		if err := x.allow(w, policy.Lock, lease.Resource, lockSubject(lease.Resource)); err != nil {
 			return err
 		}
 		return x.releaseLock(ctx, lease.Resource, lease.Owner, lease.Token, "")
@@ -507,8 +523,12 @@ func (l locks) ForceRelease(ctx context.Context, w workspace.Write, resource str
 	if err := checkText("message", w.Message, workspace.MaxTextLen); err != nil {
 		return err
 	}
+	who, err := l.h.who(ctx, w.Actor)
+	if err != nil {
+		return err
+	}
 	return l.h.runHinted(ctx, "locks.force_release", w.Actor, []ReadHint{{Lease: resource}}, func(x *exec) error {
-		if err := x.allowLock(ctx, w.Actor, resource); err != nil {
+		if err := x.allow(who, policy.Lock, resource, lockSubject(resource)); err != nil {
 			return err
 		}
 		return x.forceRelease(ctx, resource, w.Message)

@@ -179,7 +179,10 @@ func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (
 		}
 	}
 	prune := b.IdempotencyKey != "" && h.commits.Add(1)%64 == 1
-	who := whoFor(ctx, b.Actor)
+	who, err := h.who(ctx, b.Actor)
+	if err != nil {
+		return workspace.BatchResult{}, err
+	}
 
 	j := &job{actor: b.Actor, prune: prune, hints: readHints(ops)}
 	if b.IdempotencyKey != "" {
@@ -209,6 +212,9 @@ func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (
 	}
 	if err := h.submit(ctx, j); err != nil {
 		return workspace.BatchResult{}, wrapErr(opname, err)
+	}
+	if touchesPolicy(ops, j.res) {
+		h.policy.changed()
 	}
 	return j.res, nil
 }

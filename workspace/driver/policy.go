@@ -13,21 +13,25 @@ import (
 
 // Enforcement of the workspace's policy (workspace.PolicyArtifact).
 //
-// Writes are checked inside their own transaction against the policy head
-// read in that transaction: a policy change and a write it governs are
-// serialised like any two writes, so no write ever passes under a policy
-// already replaced. Reads are checked against the core's cached policy,
-// which is confirmed by a read of the head at most policyRecheck before
-// the read starts (and by every write transaction of the core):
+// Every operation is checked against the core's cached policy, confirmed
+// by a read of the policy's head (its own snapshot, outside the
+// operation's transaction) at most policyRecheck before the operation
+// began; a commit of the core's own that touches the policy makes the next
+// operation read it again. So:
 //
-//	a read is checked against a policy that was in force no earlier than
-//	policyRecheck before the read began.
+//	an operation is checked against a policy that was in force no earlier
+//	than policyRecheck before it began; after a handle's own policy
+//	change, its next operation is checked against that change or a newer.
 //
-// The compiled policy is cached by the artifact's ID and version, so a
-// policy is parsed once per version per core, not per call.
+// Reading the head inside each write's transaction would bind a change at
+// once on every host, but costs every write a read (a round trip on
+// PostgreSQL, where it also defeats the predicted single-writer path)
+// even with no policy at all. The compiled policy is cached by the
+// artifact's ID and version: it is parsed once per version per core.
 
-// policyRecheck bounds how stale the policy a read is checked against may
-// be. Its cost is one read of the policy's head per period per core.
+// policyRecheck bounds how stale the policy an operation is checked
+// against may be. Its cost is one read of the policy's head per period
+// per core, whatever the load.
 const policyRecheck = 100 * time.Millisecond
 
 // tokenKind is the note kind that holds a server's tokens (see
@@ -42,42 +46,56 @@ type policyCache struct {
 	version int64
 	pol     *policy.Policy // nil: no policy, everything allowed
 	bad     error          // the stored policy does not parse
-	checked time.Time      // when the head was last confirmed
+	checked time.Time      // when the read that confirmed it began
+	// stale is when the core last committed a change to the policy: a
+	// read that began before it may have missed the change.
+	stale time.Time
 }
 
-// current returns the policy for the head (id, version) read at when,
-// compiling content (read by load) only for a version not seen before.
+// current returns the policy for the head (id, version) read by a
+// snapshot taken at or after when, compiling content (read by load) only
+// for a version not seen before.
 func (c *policyCache) current(id string, version int64, when time.Time, load func() ([]byte, error)) (*policy.Policy, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if id != c.id || version != c.version {
-		c.id, c.version, c.pol, c.bad = id, version, nil, nil
+		src := []byte(nil)
 		if id != "" {
-			src, err := load()
-			if err != nil {
-				c.id = "" // read again next time
+			var err error
+			if src, err = load(); err != nil {
 				return nil, err
 			}
+		}
+		c.id, c.version, c.pol, c.bad = id, version, nil, nil
+		if id != "" {
 			c.pol, c.bad = policy.Parse(src)
 		}
 	}
-	if when.After(c.checked) {
+	if when.After(c.checked) && when.After(c.stale) {
 		c.checked = when
 	}
 	return c.pol, c.bad
 }
 
-// fresh returns the cached policy if it was confirmed after since.
+// fresh returns the cached policy if it was confirmed after since and
+// after the core's last change to it.
 func (c *policyCache) fresh(since time.Time) (pol *policy.Policy, bad error, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.checked.IsZero() || c.checked.Before(since) {
+	if c.checked.IsZero() || c.checked.Before(since) || !c.checked.After(c.stale) {
 		return nil, nil, false
 	}
 	return c.pol, c.bad, true
 }
 
-// policyIn reads the policy head in tx (a write's or a read's snapshot).
+// changed records that the core committed a change to the policy.
+func (c *policyCache) changed() {
+	c.mu.Lock()
+	c.stale = time.Now()
+	c.mu.Unlock()
+}
+
+// policyIn reads the policy head in tx.
 func (c *core) policyIn(ctx context.Context, tx ReadTx, when time.Time) (*policy.Policy, error) {
 	head, err := tx.Artifact(ctx, workspace.ByName(workspace.PolicyArtifact))
 	if errors.Is(err, workspace.ErrNotFound) {
@@ -91,15 +109,14 @@ func (c *core) policyIn(ctx context.Context, tx ReadTx, when time.Time) (*policy
 	})
 }
 
-// readPolicy returns the policy a read starting now is checked against.
-func (h *handle) readPolicy(ctx context.Context) (*policy.Policy, error) {
+// readPolicy returns the policy an operation starting now is checked
+// against; bad is set when the stored policy does not parse.
+func (h *handle) readPolicy(ctx context.Context) (pol *policy.Policy, bad error, err error) {
 	start := time.Now()
 	if pol, bad, ok := h.policy.fresh(start.Add(-policyRecheck)); ok {
-		return pol, bad
+		return pol, bad, nil
 	}
-	var pol *policy.Policy
-	var bad error
-	err := h.st.View(ctx, func(tx ReadTx) error {
+	err = h.st.View(ctx, func(tx ReadTx) error {
 		var err error
 		pol, err = h.policyIn(ctx, tx, start)
 		var pe *policy.Error
@@ -109,21 +126,26 @@ func (h *handle) readPolicy(ctx context.Context) (*policy.Policy, error) {
 		return err
 	})
 	if err != nil {
-		return nil, wrapErr("policy", err)
+		return nil, nil, wrapErr("policy", err)
 	}
-	return pol, bad
+	return pol, bad, nil
 }
 
-// who is the identity an operation is checked for.
+// who is the identity an operation is checked for, and the policy.
 type who struct {
 	actor string
 	roles []string // nil: the policy's roles of actor
 	set   bool     // a principal was given (reads without one are unchecked)
+	pol   *policy.Policy
+	bad   error
 }
 
-// whoFor returns the identity of an operation by actor (a write's; "" for
-// a read), from the principal ctx carries.
-func whoFor(ctx context.Context, actor string) who {
+// none reports whether nothing is to be checked: no policy.
+func (w who) none() bool { return w.pol == nil && w.bad == nil }
+
+// who returns the identity of an operation by actor (a write's; "" for a
+// read), from the principal ctx carries, with the policy to check.
+func (h *handle) who(ctx context.Context, actor string) (who, error) {
 	p, ok := workspace.PrincipalFrom(ctx)
 	w := who{actor: actor, set: ok}
 	if ok {
@@ -132,28 +154,30 @@ func whoFor(ctx context.Context, actor string) who {
 		}
 		w.roles = p.Roles
 	}
-	return w
+	var err error
+	w.pol, w.bad, err = h.readPolicy(ctx)
+	return w, err
 }
 
 // decide checks one action; a refusal is a *ForbiddenError. A policy
 // that no longer parses (stored by an import, or by a store edited by
 // hand) refuses everything but a fix of the policy itself.
-func (w who) decide(pol *policy.Policy, bad error, a policy.Action, object string) error {
-	if bad != nil {
+func (w who) decide(a policy.Action, object string) error {
+	if w.bad != nil {
 		if a == policy.AdminPolicy {
 			return nil
 		}
 		return &workspace.ForbiddenError{Actor: w.actor, Action: string(a), Object: object, Rule: policy.RuleKey(a),
-			Reason: fmt.Sprintf("the stored policy is invalid; fix %s first (%v)", workspace.PolicyArtifact, bad)}
+			Reason: fmt.Sprintf("the stored policy is invalid; fix %s first (%v)", workspace.PolicyArtifact, w.bad)}
 	}
-	if pol == nil {
+	if w.pol == nil {
 		return nil
 	}
 	roles := w.roles
 	if roles == nil {
-		roles = pol.RolesOf(w.actor)
+		roles = w.pol.RolesOf(w.actor)
 	}
-	d := pol.Check(roles, a, object)
+	d := w.pol.Check(roles, a, object)
 	if d.Allowed {
 		return nil
 	}
@@ -163,15 +187,14 @@ func (w who) decide(pol *policy.Policy, bad error, a policy.Action, object strin
 // allowRead checks a read of object for ctx's principal; reads without a
 // principal are not checked. A refusal is recorded as a denied event.
 func (h *handle) allowRead(ctx context.Context, a policy.Action, object string, subj workspace.Subject) error {
-	w := whoFor(ctx, "")
-	if !w.set {
+	if _, ok := workspace.PrincipalFrom(ctx); !ok {
 		return nil
 	}
-	pol, bad := h.readPolicy(ctx)
-	if pol == nil && bad == nil {
-		return nil
+	w, err := h.who(ctx, "")
+	if err != nil || w.none() {
+		return err
 	}
-	if err := w.decide(pol, bad, a, object); err != nil {
+	if err := w.decide(a, object); err != nil {
 		var fe *workspace.ForbiddenError
 		if errors.As(err, &fe) {
 			h.recordDenied(ctx, fe, subj)
@@ -184,15 +207,35 @@ func (h *handle) allowRead(ctx context.Context, a policy.Action, object string, 
 // readFilter returns a predicate for listings: what ctx's principal may
 // read. It is nil when nothing is filtered.
 func (h *handle) readFilter(ctx context.Context) (func(a policy.Action, object string) bool, error) {
-	w := whoFor(ctx, "")
-	if !w.set {
+	if _, ok := workspace.PrincipalFrom(ctx); !ok {
 		return nil, nil
 	}
-	pol, bad := h.readPolicy(ctx)
-	if pol == nil && bad == nil {
-		return nil, nil
+	w, err := h.who(ctx, "")
+	if err != nil || w.none() {
+		return nil, err
 	}
-	return func(a policy.Action, object string) bool { return w.decide(pol, bad, a, object) == nil }, nil
+	return func(a policy.Action, object string) bool { return w.decide(a, object) == nil }, nil
+}
+
+// allowAdmin checks an administration right of ctx's principal; a call
+// without a principal is not checked (the caller opened the store). A
+// refusal is recorded.
+func (h *handle) allowAdmin(ctx context.Context, a policy.Action) error {
+	if _, ok := workspace.PrincipalFrom(ctx); !ok {
+		return nil
+	}
+	w, err := h.who(ctx, "")
+	if err != nil {
+		return err
+	}
+	if err := w.decide(a, ""); err != nil {
+		var fe *workspace.ForbiddenError
+		if errors.As(err, &fe) {
+			h.recordDenied(ctx, fe, workspace.Subject{})
+		}
+		return err
+	}
+	return nil
 }
 
 // noteAction is the action and object a note of kind needs.
@@ -220,27 +263,19 @@ func artifactReadable(allow func(policy.Action, string) bool, name string) bool 
 	return allow == nil || name == workspace.PolicyArtifact || allow(policy.ArtifactRead, name)
 }
 
-// authorize checks a write job's ops inside its transaction, all of them
-// before any is applied, so that a refused batch has written nothing.
-// It returns the index of the op refused, with its error.
+// authorize checks a write job's ops inside its transaction (reading the
+// records they name there), all of them before any is applied, so that a
+// refused batch has written nothing. It returns the index of the op
+// refused, with its error.
 func (x *exec) authorize(ctx context.Context, w who, ops []workspace.Op) (int, error) {
-	pol, err := x.h.policyIn(ctx, x.tx, time.Now())
-	var pe *policy.Error
-	bad := error(nil)
-	if errors.As(err, &pe) {
-		bad, err = err, nil
-	}
-	if err != nil {
-		return 0, err
-	}
 	for i, op := range ops {
-		if pol != nil || bad != nil {
+		if !w.none() {
 			a, object, subj, err := x.opAction(ctx, w, op)
 			if err != nil {
 				return i, err
 			}
 			if a != "" {
-				if err := w.decide(pol, bad, a, object); err != nil {
+				if err := w.decide(a, object); err != nil {
 					x.denied(err, subj)
 					return i, err
 				}
@@ -256,17 +291,8 @@ func (x *exec) authorize(ctx context.Context, w who, ops []workspace.Op) (int, e
 
 // allow checks one action of a write that is not a batch op (a claim, a
 // lease) inside its transaction.
-func (x *exec) allow(ctx context.Context, w who, a policy.Action, object string, subj workspace.Subject) error {
-	pol, err := x.h.policyIn(ctx, x.tx, time.Now())
-	var pe *policy.Error
-	bad := error(nil)
-	if errors.As(err, &pe) {
-		bad, err = err, nil
-	}
-	if err != nil {
-		return err
-	}
-	if err := w.decide(pol, bad, a, object); err != nil {
+func (x *exec) allow(w who, a policy.Action, object string, subj workspace.Subject) error {
+	if err := w.decide(a, object); err != nil {
 		x.denied(err, subj)
 		return err
 	}
@@ -376,7 +402,9 @@ func (x *exec) checkPolicyWrite(ctx context.Context, w who, op workspace.Op) err
 	if err != nil {
 		return &workspace.InvalidError{Field: "policy", Reason: err.Error()}
 	}
-	if w.decide(pol, nil, policy.AdminPolicy, "") != nil {
+	after := w
+	after.pol, after.bad = pol, nil
+	if after.decide(policy.AdminPolicy, "") != nil {
 		return &workspace.InvalidError{Field: "policy", Reason: fmt.Sprintf("it would take the admin \"policy\" right from its author %q, who could then not change it back", w.actor)}
 	}
 	return nil
@@ -397,12 +425,17 @@ type refusal struct {
 	subject workspace.Subject
 }
 
-// deniedEvent is the event that records a refusal.
+// deniedEvent is the event that records a refusal. Its subject is of kind
+// "policy", its ID the action and its Name the record's name, not the
+// record's own subject: a denied event changes no record, and stores that
+// re-read the record an event names (json) must not look for one that may
+// not exist.
 func deniedEvent(actor string, now time.Time, r refusal) workspace.Event {
-	subj := r.subject
-	if subj.Kind == "" {
-		subj = workspace.Subject{Kind: "policy", Name: r.err.Action}
+	name := r.subject.Name
+	if name == "" {
+		name = r.err.Object
 	}
+	subj := workspace.Subject{Kind: workspace.SubjectPolicy, ID: r.err.Action, Name: name}
 	return workspace.Event{Time: now, Actor: actor, Type: workspace.EventDenied, Subject: subj,
 		Message: fmt.Sprintf("%s: %s", r.err.Action, r.err.Reason)}
 }
@@ -426,28 +459,20 @@ func (c *core) recordDenied(ctx context.Context, fe *workspace.ForbiddenError, s
 	c.hub.publish([]workspace.Event{ev})
 }
 
-// allowLock checks a lease operation by actor on resource.
-func (x *exec) allowLock(ctx context.Context, actor, resource string) error {
-	return x.allow(ctx, whoFor(ctx, actor), policy.Lock, resource, workspace.Subject{Kind: "lock", Name: resource})
-}
-
-// allowAdmin checks an administration right of ctx's principal inside tx;
-// a call without a principal is not checked (the caller opened the store).
-func (c *core) allowAdmin(ctx context.Context, tx ReadTx, a policy.Action) error {
-	w := whoFor(ctx, "")
-	if !w.set {
-		return nil
+// touchesPolicy reports whether a committed batch may have changed the
+// policy: an op named it, wrote it, or deleted an artifact by ID.
+func touchesPolicy(ops []workspace.Op, res workspace.BatchResult) bool {
+	for _, r := range res.Results {
+		if r.Artifact != nil && r.Artifact.Name == workspace.PolicyArtifact {
+			return true
+		}
 	}
-	pol, err := c.policyIn(ctx, tx, time.Now())
-	var pe *policy.Error
-	bad := error(nil)
-	if errors.As(err, &pe) {
-		bad, err = err, nil
+	for _, op := range ops {
+		if o, ok := op.(workspace.DeleteArtifactOp); ok && (o.Ref.Name == workspace.PolicyArtifact || o.Ref.Name == "") {
+			return true
+		}
 	}
-	if err != nil {
-		return err
-	}
-	return w.decide(pol, bad, a, "")
+	return false
 }
 
 // allowArtifactRead checks a direct read of artifact name (the policy is
