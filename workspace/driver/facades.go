@@ -258,15 +258,16 @@ func (t tasks) Claim(ctx context.Context, r workspace.ClaimRequest) (workspace.T
 	if err := checkOptionalID("parent id", r.ParentID); err != nil {
 		return workspace.Task{}, err
 	}
-	w, err := t.h.who(ctx, r.Actor)
-	if err != nil {
-		return workspace.Task{}, err
-	}
 	hints := []ReadHint{{Claim: &r}}
 	for {
+		// Each try is checked against the policy of its time.
+		w, err := t.h.who(ctx, r.Actor)
+		if err != nil {
+			return workspace.Task{}, err
+		}
 		wake := t.h.hub.watch()
 		var out workspace.Task
-		err := t.h.runHinted(ctx, "tasks.claim", r.Actor, hints, func(x *exec) error {
+		err = t.h.runHinted(ctx, "tasks.claim", r.Actor, hints, func(x *exec) error {
 			if err := x.allow(w, policy.TaskClaim, "", workspace.Subject{Kind: "task"}); err != nil {
 				return err
 			}
@@ -447,14 +448,14 @@ func (l locks) Acquire(ctx context.Context, r workspace.AcquireRequest) (workspa
 	if err := checkText("message", r.Message, workspace.MaxTextLen); err != nil {
 		return workspace.Lease{}, err
 	}
-	w, err := l.h.who(ctx, r.Owner)
-	if err != nil {
-		return workspace.Lease{}, err
-	}
 	for {
+		w, err := l.h.who(ctx, r.Owner)
+		if err != nil {
+			return workspace.Lease{}, err
+		}
 		wake := l.h.hub.watch()
 		var out workspace.Lease
-		err := l.h.runHinted(ctx, "locks.acquire", r.Owner, []ReadHint{{Lease: r.Resource}}, func(x *exec) error {
+		err = l.h.runHinted(ctx, "locks.acquire", r.Owner, []ReadHint{{Lease: r.Resource}}, func(x *exec) error {
 			if err := x.allow(w, policy.Lock, r.Resource, lockSubject(r.Resource)); err != nil {
 				return err
 			}

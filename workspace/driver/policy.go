@@ -112,6 +112,9 @@ func (c *core) policyIn(ctx context.Context, tx ReadTx, when time.Time) (*policy
 // readPolicy returns the policy an operation starting now is checked
 // against; bad is set when the stored policy does not parse.
 func (h *handle) readPolicy(ctx context.Context) (pol *policy.Policy, bad error, err error) {
+	if err := h.alive(); err != nil {
+		return nil, nil, err
+	}
 	start := time.Now()
 	if pol, bad, ok := h.policy.fresh(start.Add(-policyRecheck)); ok {
 		return pol, bad, nil
