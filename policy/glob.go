@@ -52,6 +52,18 @@ func (p Pattern) Match(name string) bool {
 	return matchSegments(p.segs, strings.Split(name, "/"))
 }
 
+// matchParts is Match for a name already split at "/" (Check splits the
+// object once for all the patterns it tries).
+func (p Pattern) matchParts(name string, parts []string) bool {
+	if p.all {
+		return true
+	}
+	if len(p.segs) == 1 {
+		return len(parts) == 1 && matchSegment(p.segs[0], name)
+	}
+	return matchSegments(p.segs, parts)
+}
+
 // matchSegments is the wildcard match of segs against names where "**" is
 // the star: greedy, backtracking only to the latest "**", which is enough
 // because a later "**" can absorb whatever an earlier one would have.

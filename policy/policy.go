@@ -145,6 +145,7 @@ func (p *Policy) RolesOf(actor string) []string {
 // admin role, which grants everything.
 func (p *Policy) Check(roles []string, action Action, object string) Decision {
 	d := Decision{Roles: roles, Rule: ruleKey[action]}
+	var parts []string
 	for _, name := range roles {
 		if name == AdminRole {
 			d.Allowed, d.Role, d.Pattern = true, AdminRole, "*"
@@ -159,7 +160,10 @@ func (p *Policy) Check(roles []string, action Action, object string) Decision {
 			return d
 		}
 		for _, pat := range r.patterns[action] {
-			if pat.Match(object) {
+			if parts == nil {
+				parts = strings.Split(object, "/")
+			}
+			if pat.matchParts(object, parts) {
 				d.Allowed, d.Role, d.Pattern = true, name, pat.src
 				return d
 			}
