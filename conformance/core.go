@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -105,7 +106,7 @@ var coreCases = []coreCase{
 // they run in parallel.
 func runCore(t *testing.T, h Harness) {
 	t.Run("Smoke", func(t *testing.T) { testSmoke(t, h) })
-	for _, c := range append(coreCases, changeSetCases...) {
+	for _, c := range slices.Concat(coreCases, changeSetCases, policyCases) {
 		t.Run(c.name, func(t *testing.T) {
 			if why, ok := inapplicable(h, c.name); ok {
 				t.Skip("does not apply to this backend: " + why)

@@ -29,6 +29,7 @@ const (
 	ClassTooLarge      = "too_large"
 	ClassClosed        = "closed"
 	ClassTimeout       = "timeout"
+	ClassForbidden     = "forbidden"
 	ClassInternal      = "internal"
 )
 
@@ -52,6 +53,9 @@ type ToolError struct {
 	Reason string `json:"reason,omitempty"`
 	// Compacted logs: the oldest seq kept.
 	Floor int64 `json:"floor,omitempty"`
+	// Refusals of the policy: the action and the rule consulted.
+	Action string `json:"action,omitempty"`
+	Rule   string `json:"rule,omitempty"`
 }
 
 // classify is the one table from the workspace's errors to tool errors.
@@ -64,6 +68,7 @@ func classify(err error, redact func(error) error) ToolError {
 		stale    *workspace.StaleFenceError
 		invalid  *workspace.InvalidError
 		compact  *workspace.CompactedError
+		denied   *workspace.ForbiddenError
 	)
 	te := ToolError{Message: err.Error()}
 	switch {
@@ -104,6 +109,11 @@ func classify(err error, redact func(error) error) ToolError {
 	case errors.As(err, &compact):
 		te.Error, te.Floor = ClassCompacted, compact.Floor
 		te.Hint = fmt.Sprintf("re-read the current state, then wait from after_seq %d", compact.Floor-1)
+	case errors.As(err, &denied):
+		te.Error, te.Action, te.Rule, te.Reason = ClassForbidden, denied.Action, denied.Rule, denied.Reason
+		te.Hint = "the workspace's policy does not let you do this: do not retry; ask whoever holds the right, or leave it"
+	case errors.Is(err, workspace.ErrForbidden):
+		te.Error = ClassForbidden
 	case errors.Is(err, workspace.ErrClosed):
 		te.Error = ClassClosed
 	case errors.Is(err, context.DeadlineExceeded):

@@ -164,7 +164,13 @@ func tool[In any](s *Server, name, title, description string, enums map[string][
 			if err != nil {
 				return nil, err
 			}
-			return h(ctx, s.actor(ctx, req), in)
+			actor := s.actor(ctx, req)
+			if _, ok := workspace.PrincipalFrom(ctx); !ok && actor != "" {
+				// Reads leave out what the actor may not read; behind the
+				// HTTP server the token's principal is already set.
+				ctx = workspace.AsActor(ctx, actor)
+			}
+			return h(ctx, actor, in)
 		}()
 		if err != nil {
 			te := classify(err, s.opts.Redact)

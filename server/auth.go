@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentspace/agentspace/workspace"
 )
 
 // ActorHeader names the acting agent on a request without a token (only
@@ -23,6 +25,17 @@ type principal struct {
 }
 
 func (p principal) bound() bool { return p.token != "" }
+
+// workspacePrincipal is who the engine checks the request's operations
+// for: the token's role when it names one (whatever actor the body names,
+// a write acts as the token's actor), else the policy's roles of the actor.
+func (p principal) workspacePrincipal() workspace.Principal {
+	wp := workspace.Principal{Actor: p.actor}
+	if p.role != "" {
+		wp.Roles = []string{p.role}
+	}
+	return wp
+}
 
 type principalKey struct{}
 
@@ -124,7 +137,8 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				s.observe(r, rec, p, start, "unauthenticated")
 				return
 			}
-			r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+			ctx := context.WithValue(r.Context(), principalKey{}, p)
+			r = r.WithContext(workspace.WithPrincipal(ctx, p.workspacePrincipal()))
 		}
 		next.ServeHTTP(rec, r)
 		s.observe(r, rec, p, start, r.Pattern)

@@ -18,8 +18,10 @@ var (
 	// required, or a token that is unknown, revoked or expired (401).
 	ErrUnauthorized = errors.New("unauthorized")
 	// ErrForbidden: the token's actor may not do this: write as another
-	// actor, or touch the records that hold tokens (403).
-	ErrForbidden = errors.New("forbidden")
+	// actor, or touch the records that hold tokens (403). It is the
+	// workspace's own sentinel, so that the server's refusals and the
+	// policy's (a *workspace.ForbiddenError) are one class to a client.
+	ErrForbidden = workspace.ErrForbidden
 	// ErrUnavailable: the server is shutting down (503); retry elsewhere.
 	ErrUnavailable = errors.New("server unavailable")
 )
@@ -86,6 +88,12 @@ type Problem struct {
 	Dirty bool  `json:"dirty,omitempty"`
 	// no_workspace
 	Where string `json:"where,omitempty"`
+	// forbidden by the policy (with reason)
+	Actor  string   `json:"actor,omitempty"`
+	Roles  []string `json:"roles,omitempty"`
+	Action string   `json:"action,omitempty"`
+	Object string   `json:"object,omitempty"`
+	Rule   string   `json:"rule,omitempty"`
 }
 
 // Error returns the problem's detail.
@@ -152,6 +160,7 @@ func problemOf(err error) (*Problem, bool) {
 		ie  *workspace.InvalidError
 		se  *workspace.SchemaError
 		nwe *workspace.NoWorkspaceError
+		fe  *workspace.ForbiddenError
 	)
 	if errors.As(err, &be) {
 		p, ok := problemOf(be.Err)
@@ -188,6 +197,9 @@ func problemOf(err error) (*Problem, bool) {
 	case errors.As(err, &nwe):
 		p = newProblem(CodeNoWorkspace, nwe.Error())
 		p.Where, p.Reason = nwe.Where, nwe.Reason
+	case errors.As(err, &fe):
+		p = newProblem(CodeForbidden, fe.Error())
+		p.Actor, p.Roles, p.Action, p.Object, p.Rule, p.Reason = fe.Actor, fe.Roles, fe.Action, fe.Object, fe.Rule, fe.Reason
 	case errors.Is(err, workspace.ErrNotFound):
 		p = newProblem(CodeNotFound, detail)
 	case errors.Is(err, workspace.ErrAlreadyExists):
@@ -261,6 +273,10 @@ func (p *Problem) typed(status int) error {
 		return &workspace.SchemaError{Current: p.Current, Want: p.Want, Dirty: p.Dirty}
 	case CodeNoWorkspace:
 		return &workspace.NoWorkspaceError{Where: p.Where, Reason: p.Reason}
+	case CodeForbidden:
+		if p.Action != "" {
+			return &workspace.ForbiddenError{Actor: p.Actor, Roles: p.Roles, Action: p.Action, Object: p.Object, Rule: p.Rule, Reason: p.Reason}
+		}
 	}
 	sentinel := map[string]error{
 		CodeNotFound:      workspace.ErrNotFound,

@@ -31,6 +31,7 @@ func TestEveryErrorSurvivesTheWire(t *testing.T) {
 		{&workspace.InvalidError{Field: "content", Reason: "over 10 bytes", TooLarge: true}, workspace.ErrTooLarge, 413},
 		{&workspace.SchemaError{Current: 3, Want: 5, Dirty: true}, workspace.ErrSchema, 503},
 		{&workspace.NoWorkspaceError{Where: "/x", Reason: "the file does not exist"}, workspace.ErrNoWorkspace, 503},
+		{&workspace.ForbiddenError{Actor: "ann", Roles: []string{"planner"}, Action: "artifact.write", Object: "src/a.go", Rule: "artifacts_write", Reason: "no artifacts_write entry of roles planner grants it"}, workspace.ErrForbidden, 403},
 		{fmt.Errorf("artifacts.get %q: %w", "x", workspace.ErrNotFound), workspace.ErrNotFound, 404},
 		{fmt.Errorf("artifacts.create: %w", workspace.ErrAlreadyExists), workspace.ErrAlreadyExists, 409},
 		{workspace.ErrNotHolder, workspace.ErrNotHolder, 409},

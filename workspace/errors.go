@@ -43,7 +43,33 @@ var (
 	// (Options.MustExist). Nothing was created. The error is a
 	// *NoWorkspaceError.
 	ErrNoWorkspace = errors.New("no workspace")
+	// ErrForbidden: the workspace's policy does not let the actor do this.
+	// Nothing was written but a "denied" event. The error is a *ForbiddenError.
+	ErrForbidden = errors.New("forbidden")
 )
+
+// ForbiddenError reports an operation the policy refused: who asked, what
+// for, on what, and the rule that was consulted. It matches ErrForbidden.
+type ForbiddenError struct {
+	Actor  string   `json:"actor"`
+	Roles  []string `json:"roles"`  // the roles checked
+	Action string   `json:"action"` // a policy action, e.g. "artifact.write"
+	Object string   `json:"object"` // an artifact name, note kind, lock resource, task id; "" for admin rights
+	Rule   string   `json:"rule"`   // the policy key that would grant it, e.g. "artifacts_write"
+	Reason string   `json:"reason"` // one line: why
+}
+
+// Error describes the refusal in one line.
+func (e *ForbiddenError) Error() string {
+	obj := ""
+	if e.Object != "" {
+		obj = fmt.Sprintf(" %q", e.Object)
+	}
+	return fmt.Sprintf("forbidden: %q may not %s%s: %s", e.Actor, e.Action, obj, e.Reason)
+}
+
+// Is reports whether target is ErrForbidden.
+func (e *ForbiddenError) Is(target error) bool { return target == ErrForbidden }
 
 // NoWorkspaceError reports that there is no workspace where a DSN points.
 // It matches ErrNoWorkspace.

@@ -69,7 +69,7 @@ Only init, import and migrate up/goto create a workspace; every other
 command needs one that exists.
 
 Exit codes: 0 ok, 1 error, 2 usage, 3 conflict, 4 locked, 5 not found,
-6 no task ready, 7 no workspace there.`,
+6 no task ready, 7 no workspace there, 8 forbidden by the policy.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,
@@ -107,6 +107,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 conflict, 4 locked, 5 not found,
 		a.tokenCmd(),
 		a.workCmd(),
 		a.mergeCmd(),
+		a.policyCmd(), a.roleCmd(), a.checkCmd(),
 		a.mcpCmd(),
 		a.primeCmd(),
 		a.setupCmd(),
@@ -140,7 +141,12 @@ func group(use, short string, subs ...*cobra.Command) *cobra.Command {
 // can tell it from cobra's own (usage) errors.
 func (a *app) action(fn func(ctx context.Context, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		if err := fn(cmd.Context(), cmd, args); err != nil {
+		ctx := cmd.Context()
+		if who := a.declaredActor(); who != "" {
+			// Reads leave out what this actor may not read (see docs/policy.md).
+			ctx = workspace.AsActor(ctx, who)
+		}
+		if err := fn(ctx, cmd, args); err != nil {
 			return classify(err)
 		}
 		return nil
@@ -207,6 +213,14 @@ func (a *app) withStore(ctx context.Context, create bool, fn func(ws workspace.W
 		err = cerr
 	}
 	return err
+}
+
+// declaredActor is the actor --as or AGENTSPACE_ACTOR names, if any.
+func (a *app) declaredActor() string {
+	if a.actorFlag != "" {
+		return a.actorFlag
+	}
+	return a.getenv("AGENTSPACE_ACTOR")
 }
 
 // actor returns who is acting, or a usage error saying how to say it.

@@ -21,6 +21,8 @@ const (
 	exitNotFound = 5
 	exitNoTask   = 6
 	exitNoStore  = 7
+	// exitForbidden: the workspace's policy refused it (ErrForbidden).
+	exitForbidden = 8
 )
 
 // cliError is an error with the exit code it maps to and, optionally, what
@@ -86,6 +88,9 @@ func classify(err error) error {
 	case errors.Is(err, workspace.ErrNoWorkspace):
 		c.code = exitNoStore
 		c.hint = "create one with 'wsctl init', or point wsctl at yours with --dsn, AGENTSPACE_DSN or agentspace.toml ('wsctl config' shows which it used)"
+	case errors.Is(err, workspace.ErrForbidden):
+		c.code = exitForbidden
+		c.hint = "the workspace's policy does not let you: 'wsctl policy show' lists the roles, 'wsctl policy check' explains"
 	case errors.Is(err, workspace.ErrNoTask):
 		c.code = exitNoTask
 		c.hint = "add one with 'wsctl task add', or wait for one with 'wsctl task claim --wait'"

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -311,6 +312,9 @@ func (e events) Compact(ctx context.Context, floor int64) error {
 		return invalid("floor", "%d: the floor is a seq, at least 1", floor)
 	}
 	if err := e.h.alive(); err != nil {
+		return err
+	}
+	if err := e.h.allowAdmin(ctx, policy.AdminCompact); err != nil {
 		return err
 	}
 	err := e.h.st.Update(ctx, func(tx Tx) error {

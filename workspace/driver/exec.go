@@ -21,6 +21,8 @@ type exec struct {
 	actor  string
 	now    time.Time
 	events []workspace.Event
+	// refused, when set, receives an op the policy refused (policy.go).
+	refused *refusal
 }
 
 func (x *exec) emit(typ string, subj workspace.Subject, version int64, msg string) {

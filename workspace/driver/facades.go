@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -55,6 +57,11 @@ func (a artifacts) Get(ctx context.Context, ref workspace.ArtifactRef) (workspac
 	if err := checkRef(ref); err != nil {
 		return workspace.Artifact{}, err
 	}
+	if ref.Name != "" {
+		if err := a.h.allowArtifactRead(ctx, ref.Name, ref.ID); err != nil {
+			return workspace.Artifact{}, err
+		}
+	}
 	var hints []ReadHint
 	if ref.Version == 0 {
 		hints = []ReadHint{{Artifact: workspace.ArtifactRef{ID: ref.ID, Name: ref.Name}, Content: true}}
@@ -88,6 +95,11 @@ func (a artifacts) Get(ctx context.Context, ref workspace.ArtifactRef) (workspac
 		}
 		return nil
 	})
+	if err == nil && ref.Name == "" {
+		if err := a.h.allowArtifactRead(ctx, out.Name, out.ID); err != nil {
+			return workspace.Artifact{}, err
+		}
+	}
 	return out, err
 }
 
@@ -115,6 +127,11 @@ func (a artifacts) Versions(ctx context.Context, ref workspace.ArtifactRef) ([]w
 		}
 		return err
 	})
+	if err == nil {
+		if err := a.h.allowArtifactRead(ctx, out[len(out)-1].Name, out[0].ID); err != nil {
+			return nil, err
+		}
+	}
 	return out, err
 }
 
@@ -144,6 +161,10 @@ func (a artifacts) List(ctx context.Context, f workspace.ArtifactFilter) (worksp
 	if err := checkLabels("labels", f.Labels); err != nil {
 		return workspace.ArtifactPage{}, err
 	}
+	allow, err := a.h.readFilter(ctx)
+	if err != nil {
+		return workspace.ArtifactPage{}, err
+	}
 	var page workspace.ArtifactPage
 	err = a.h.view(ctx, "artifacts.list", func(tx ReadTx) error {
 		var err error
@@ -152,6 +173,11 @@ func (a artifacts) List(ctx context.Context, f workspace.ArtifactFilter) (worksp
 	})
 	if n := len(page.Artifacts); n == f.Limit {
 		page.Next = page.Artifacts[n-1].Name
+	}
+	if allow != nil {
+		// The cursor stays the unfiltered page's: a filtered page may hold
+		// fewer than Limit, or none, with more to follow.
+		page.Artifacts = slices.DeleteFunc(page.Artifacts, func(x workspace.Artifact) bool { return !artifactReadable(allow, x.Name) })
 	}
 	return page, err
 }
@@ -234,9 +260,17 @@ func (t tasks) Claim(ctx context.Context, r workspace.ClaimRequest) (workspace.T
 	}
 	hints := []ReadHint{{Claim: &r}}
 	for {
+		// Each try is checked against the policy of its time.
+		w, err := t.h.who(ctx, r.Actor)
+		if err != nil {
+			return workspace.Task{}, err
+		}
 		wake := t.h.hub.watch()
 		var out workspace.Task
-		err := t.h.runHinted(ctx, "tasks.claim", r.Actor, hints, func(x *exec) error {
+		err = t.h.runHinted(ctx, "tasks.claim", r.Actor, hints, func(x *exec) error {
+			if err := x.allow(w, policy.TaskClaim, "", workspace.Subject{Kind: "task"}); err != nil {
+				return err
+			}
 			var err error
 			out, err = x.claim(ctx, r)
 			return err
@@ -341,6 +375,10 @@ func (n notes) Get(ctx context.Context, kind, key string) (workspace.Note, error
 	if err := checkKey("note key", key, workspace.MaxKeyLen); err != nil {
 		return workspace.Note{}, err
 	}
+	act, obj := noteAction(false, kind)
+	if err := n.h.allowRead(ctx, act, obj, workspace.Subject{Kind: "note", Name: kind + "/" + key}); err != nil {
+		return workspace.Note{}, err
+	}
 	var out workspace.Note
 	err := n.h.viewHinted(ctx, "notes.get", []ReadHint{{NoteKind: kind, NoteKey: key}}, func(tx ReadTx) error {
 		var err error
@@ -371,6 +409,10 @@ func (n notes) List(ctx context.Context, f workspace.NoteFilter) (workspace.Note
 		}
 		q.AfterKind, q.AfterKey = kind, key
 	}
+	allow, err := n.h.readFilter(ctx)
+	if err != nil {
+		return workspace.NotePage{}, err
+	}
 	var page workspace.NotePage
 	err = n.h.view(ctx, "notes.list", func(tx ReadTx) error {
 		var err error
@@ -380,6 +422,11 @@ func (n notes) List(ctx context.Context, f workspace.NoteFilter) (workspace.Note
 	if c := len(page.Notes); c == limit {
 		last := page.Notes[c-1]
 		page.Next = last.Kind + "/" + last.Key
+	}
+	if allow != nil {
+		page.Notes = slices.DeleteFunc(page.Notes, func(x workspace.Note) bool {
+			return !allow(noteAction(false, x.Kind))
+		})
 	}
 	return page, err
 }
@@ -402,9 +449,16 @@ func (l locks) Acquire(ctx context.Context, r workspace.AcquireRequest) (workspa
 		return workspace.Lease{}, err
 	}
 	for {
+		w, err := l.h.who(ctx, r.Owner)
+		if err != nil {
+			return workspace.Lease{}, err
+		}
 		wake := l.h.hub.watch()
 		var out workspace.Lease
-		err := l.h.runHinted(ctx, "locks.acquire", r.Owner, []ReadHint{{Lease: r.Resource}}, func(x *exec) error {
+		err = l.h.runHinted(ctx, "locks.acquire", r.Owner, []ReadHint{{Lease: r.Resource}}, func(x *exec) error {
+			if err := x.allow(w, policy.Lock, r.Resource, lockSubject(r.Resource)); err != nil {
+				return err
+			}
 			var err error
 			out, err = x.acquire(ctx, r)
 			return err
@@ -428,8 +482,15 @@ func (l locks) Renew(ctx context.Context, lease workspace.Lease, ttl time.Durati
 	if err := checkTTL("ttl", ttl); err != nil {
 		return workspace.Lease{}, err
 	}
+	w, err := l.h.who(ctx, lease.Owner)
+	if err != nil {
+		return workspace.Lease{}, err
+	}
 	var out workspace.Lease
-	err := l.h.runHinted(ctx, "locks.renew", lease.Owner, []ReadHint{{Lease: lease.Resource}}, func(x *exec) error {
+	err = l.h.runHinted(ctx, "locks.renew", lease.Owner, []ReadHint{{Lease: lease.Resource}}, func(x *exec) error {
+		if err := x.allow(w, policy.Lock, lease.Resource, lockSubject(lease.Resource)); err != nil {
+			return err
+		}
 		var err error
 		out, err = x.renew(ctx, lease, ttl)
 		return err
@@ -441,7 +502,14 @@ func (l locks) Release(ctx context.Context, lease workspace.Lease) error {
 	if err := checkLease(lease); err != nil {
 		return err
 	}
+	w, err := l.h.who(ctx, lease.Owner)
+	if err != nil {
+		return err
+	}
 	return l.h.runHinted(ctx, "locks.release", lease.Owner, []ReadHint{{Lease: lease.Resource}}, func(x *exec) error {
+		if err := x.allow(w, policy.Lock, lease.Resource, lockSubject(lease.Resource)); err != nil {
+			return err
+		}
 		return x.releaseLock(ctx, lease.Resource, lease.Owner, lease.Token, "")
 	})
 }
@@ -456,7 +524,14 @@ func (l locks) ForceRelease(ctx context.Context, w workspace.Write, resource str
 	if err := checkText("message", w.Message, workspace.MaxTextLen); err != nil {
 		return err
 	}
+	who, err := l.h.who(ctx, w.Actor)
+	if err != nil {
+		return err
+	}
 	return l.h.runHinted(ctx, "locks.force_release", w.Actor, []ReadHint{{Lease: resource}}, func(x *exec) error {
+		if err := x.allow(who, policy.Lock, resource, lockSubject(resource)); err != nil {
+			return err
+		}
 		return x.forceRelease(ctx, resource, w.Message)
 	})
 }

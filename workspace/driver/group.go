@@ -60,6 +60,7 @@ type job struct {
 	res      workspace.BatchResult
 	events   []workspace.Event
 	conflict *workspace.ConflictError
+	refused  refusal
 	message  string
 	err      error
 	done     chan struct{}
@@ -67,6 +68,7 @@ type job struct {
 
 func (j *job) reset() {
 	j.res, j.events, j.conflict, j.message, j.err = workspace.BatchResult{}, nil, nil, "", nil
+	j.refused = refusal{}
 }
 
 // submit runs j alone or hands it to the committer, and waits for its
@@ -401,6 +403,9 @@ func (h *core) runGroup(ctx context.Context, group []*job) []*job {
 				if j.conflict != nil {
 					all = append(all, conflictEvent(j.actor, now, j.conflict, j.message))
 				}
+				if j.refused.err != nil {
+					all = append(all, deniedEvent(j.actor, now, j.refused))
+				}
 				continue
 			}
 			if !j.res.Replayed {
@@ -459,6 +464,9 @@ func (h *core) runGroup(ctx context.Context, group []*job) []*job {
 			if j.conflict != nil {
 				h.recordConflict(ctx, j.actor, j.conflict, j.message)
 			}
+			if j.refused.err != nil {
+				h.recordDenied(ctx, j.refused.err, j.refused.subject)
+			}
 		case err != nil && j.err == nil:
 			j.err = err
 		case j.err == nil && !j.res.Replayed:
@@ -502,7 +510,7 @@ func (h *core) runJob(ctx context.Context, tx Tx, sp Savepointer, now time.Time,
 			return false, err
 		}
 	}
-	x := &exec{h: h, tx: writeMarker{Tx: tx, wrote: &wrote}, actor: j.actor, now: now}
+	x := &exec{h: h, tx: writeMarker{Tx: tx, wrote: &wrote}, actor: j.actor, now: now, refused: &j.refused}
 	if err := j.apply(ctx, x); err != nil {
 		if sp != nil {
 			if rerr := sp.RollbackSavepoint(ctx); rerr != nil {
@@ -538,7 +546,7 @@ var errIsolate = errors.New("workspace: the group runs again with a savepoint pe
 // may have aborted the transaction).
 func conditionFailed(err error) bool {
 	for _, e := range []error{workspace.ErrNotFound, workspace.ErrAlreadyExists, workspace.ErrConflict, workspace.ErrLocked, workspace.ErrNotHolder,
-		workspace.ErrLockLost, workspace.ErrStaleFence, workspace.ErrNoTask, workspace.ErrInvalid, workspace.ErrTooLarge} {
+		workspace.ErrLockLost, workspace.ErrStaleFence, workspace.ErrNoTask, workspace.ErrInvalid, workspace.ErrTooLarge, workspace.ErrForbidden} {
 		if errors.Is(err, e) {
 			return true
 		}

@@ -27,6 +27,8 @@ type core struct {
 	// own records the core's transactions, by which its watcher tells
 	// their notifications from other stores'.
 	own ownCommits
+	// policy is the compiled policy, checked per operation (policy.go).
+	policy policyCache
 
 	// key is the core's entry in the shared registry, "" for one made by
 	// New; refs counts its handles (guarded by sharedMu); ready closes once
@@ -177,12 +179,22 @@ func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (
 		}
 	}
 	prune := b.IdempotencyKey != "" && h.commits.Add(1)%64 == 1
+	who, err := h.who(ctx, b.Actor)
+	if err != nil {
+		return workspace.BatchResult{}, err
+	}
 
 	j := &job{actor: b.Actor, prune: prune, hints: readHints(ops)}
 	if b.IdempotencyKey != "" {
 		j.idemKey, j.fingerprint = idemScope(b.Actor, b.IdempotencyKey), fingerprint(ops)
 	}
 	j.apply = func(ctx context.Context, x *exec) error {
+		if i, err := x.authorize(ctx, who, ops); err != nil {
+			if len(ops) == 1 {
+				return err
+			}
+			return &workspace.BatchError{Index: i, Op: b.Ops[i], Err: err}
+		}
 		for i, op := range ops {
 			r, err := x.apply(ctx, op)
 			if err != nil {
@@ -200,6 +212,9 @@ func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (
 	}
 	if err := h.submit(ctx, j); err != nil {
 		return workspace.BatchResult{}, wrapErr(opname, err)
+	}
+	if touchesPolicy(ops, j.res) {
+		h.policy.changed()
 	}
 	return j.res, nil
 }

@@ -1,0 +1,312 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// testPolicy is the policy the policy cases apply: one role per rule kind.
+const testPolicy = `
+[roles.planner]
+artifacts_read  = ["**"]
+artifacts_write = ["plans/**"]
+notes_read  = ["*"]
+notes_write = ["decision"]
+tasks = ["add"]
+
+[roles.implementer]
+artifacts_read  = ["src/**", "plans/**"]
+artifacts_write = ["src/**"]
+artifacts_delete = []
+notes_read = ["decision"]
+tasks = ["claim", "finish"]
+locks = ["file:src/**"]
+
+[roles.lead]
+tasks = ["others"]
+admin = ["compact"]
+
+[actors]
+root  = ["admin"]
+alice = ["planner"]
+bob   = ["implementer"]
+lena  = ["lead"]
+`
+
+// policyCases are the cases of the policy's enforcement, one per rule kind.
+var policyCases = []coreCase{
+	{"PolicyArtifactRulesReadWriteDelete", testPolicyArtifacts},
+	{"PolicyNoteRulesByKind", testPolicyNotes},
+	{"PolicyTaskRules", testPolicyTasks},
+	{"PolicyLockRulesByResource", testPolicyLocks},
+	{"PolicyAdminRules", testPolicyAdmin},
+	{"PolicyBatchWithOneForbiddenOpIsRefusedWhole", testPolicyBatch},
+	{"PolicyChangeIsSeenByEveryHandle", testPolicyChangeSeen},
+}
+
+// applyPolicy writes src as the workspace's policy, by root.
+func applyPolicy(t *testing.T, ctx context.Context, ws workspace.Workspace, src string) {
+	t.Helper()
+	_, err := ws.Artifacts().Get(ctx, workspace.ByName(workspace.PolicyArtifact))
+	if err == nil {
+		_, err = ws.Artifacts().Update(ctx, as("root"), workspace.ByName(workspace.PolicyArtifact), workspace.ArtifactChange{Content: []byte(src)})
+	} else {
+		_, err = ws.Artifacts().Create(ctx, as("root"), workspace.NewArtifact{Name: workspace.PolicyArtifact, Kind: "policy", Content: []byte(src)})
+	}
+	require.NoError(t, err)
+}
+
+// requireForbidden checks err is the policy's refusal of action by actor.
+func requireForbidden(t *testing.T, err error, actor, action, rule string) *workspace.ForbiddenError {
+	t.Helper()
+	require.ErrorIs(t, err, workspace.ErrForbidden)
+	var fe *workspace.ForbiddenError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, actor, fe.Actor)
+	assert.Equal(t, action, fe.Action)
+	assert.Equal(t, rule, fe.Rule)
+	assert.NotEmpty(t, fe.Reason)
+	return fe
+}
+
+// deniedEvents returns the log's denied events.
+func deniedEvents(t *testing.T, ctx context.Context, ws workspace.Workspace) []workspace.Event {
+	t.Helper()
+	page, err := ws.Events().Read(ctx, workspace.EventQuery{Types: []string{workspace.EventDenied}})
+	require.NoError(t, err)
+	return page.Events
+}
+
+func testPolicyArtifacts(t *testing.T, h Harness) {
+	ctx := caseCtx(t, time.Minute)
+	_, ws := fresh(t, h)
+	// No policy: everything allowed, as before.
+	_, err := ws.Artifacts().Create(ctx, as("bob"), workspace.NewArtifact{Name: "plans/early.md", Content: []byte("x")})
+	require.NoError(t, err)
+	applyPolicy(t, ctx, ws, testPolicy)
+	// Reads through a server always have a principal: read as root.
+	rootCtx := workspace.AsActor(ctx, "root")
+
+	_, err = ws.Artifacts().Create(ctx, as("alice"), workspace.NewArtifact{Name: "plans/p.md", Content: []byte("plan")})
+	require.NoError(t, err)
+	src, err := ws.Artifacts().Create(ctx, as("bob"), workspace.NewArtifact{Name: "src/a.go", Content: []byte("package a")})
+	require.NoError(t, err)
+	_, err = ws.Artifacts().Create(ctx, as("root"), workspace.NewArtifact{Name: "secret/k", Content: []byte("k")})
+	require.NoError(t, err)
+
+	head, err := ws.Events().Head(ctx)
+	require.NoError(t, err)
+	_, err = ws.Artifacts().Create(ctx, as("alice"), workspace.NewArtifact{Name: "src/b.go", Content: []byte("no")})
+	fe := requireForbidden(t, err, "alice", "artifact.write", "artifacts_write")
+	assert.Equal(t, "src/b.go", fe.Object)
+	assert.Equal(t, []string{"planner"}, fe.Roles)
+	_, err = ws.Artifacts().Get(rootCtx, workspace.ByName("src/b.go"))
+	require.ErrorIs(t, err, workspace.ErrNotFound, "a refused write writes nothing")
+	evs, err := ws.Events().Read(ctx, workspace.EventQuery{AfterSeq: head})
+	require.NoError(t, err)
+	require.Len(t, evs.Events, 1, "only the denied event is logged")
+	assert.Equal(t, workspace.EventDenied, evs.Events[0].Type)
+	assert.Equal(t, "alice", evs.Events[0].Actor)
+	assert.Equal(t, "src/b.go", evs.Events[0].Subject.Name)
+
+	// Update by ID and rollback are writes of the artifact's name.
+	_, err = ws.Artifacts().Update(ctx, as("alice"), workspace.ByID(src.ID), workspace.ArtifactChange{Content: []byte("x")})
+	requireForbidden(t, err, "alice", "artifact.write", "artifacts_write")
+	_, err = ws.Artifacts().Update(ctx, as("bob"), workspace.ByID(src.ID), workspace.ArtifactChange{Content: []byte("package a // 2")})
+	require.NoError(t, err)
+	_, err = ws.Artifacts().Rollback(ctx, as("alice"), workspace.ByName("src/a.go"), 1)
+	requireForbidden(t, err, "alice", "artifact.write", "artifacts_write")
+	// Delete: bob's artifacts_delete is empty, alice's defaults to her writes.
+	err = ws.Artifacts().Delete(ctx, as("bob"), workspace.ByName("src/a.go"))
+	requireForbidden(t, err, "bob", "artifact.delete", "artifacts_delete")
+	require.NoError(t, ws.Artifacts().Delete(ctx, as("alice"), workspace.ByName("plans/early.md")))
+
+	// Reads: a listing leaves out what the actor may not read, a direct read is forbidden.
+	bobCtx := workspace.AsActor(ctx, "bob")
+	page, err := ws.Artifacts().List(bobCtx, workspace.ArtifactFilter{})
+	require.NoError(t, err)
+	var names []string
+	for _, a := range page.Artifacts {
+		names = append(names, a.Name)
+	}
+	assert.Equal(t, []string{workspace.PolicyArtifact, "plans/p.md", "src/a.go"}, names)
+	_, err = ws.Artifacts().Get(bobCtx, workspace.ByName("secret/k"))
+	requireForbidden(t, err, "bob", "artifact.read", "artifacts_read")
+	_, err = ws.Artifacts().Versions(bobCtx, workspace.ByName("secret/k"))
+	requireForbidden(t, err, "bob", "artifact.read", "artifacts_read")
+	got, err := ws.Artifacts().Get(bobCtx, workspace.ByID(src.ID))
+	require.NoError(t, err)
+	assert.Equal(t, "src/a.go", got.Name)
+	// Everyone may read the policy.
+	_, err = ws.Artifacts().Get(bobCtx, workspace.ByName(workspace.PolicyArtifact))
+	require.NoError(t, err)
+	assert.NotEmpty(t, deniedEvents(t, ctx, ws))
+}
+
+func testPolicyNotes(t *testing.T, h Harness) {
+	ctx := caseCtx(t, time.Minute)
+	_, ws := fresh(t, h)
+	applyPolicy(t, ctx, ws, testPolicy)
+	_, err := ws.Notes().Put(ctx, as("alice"), workspace.NotePut{Kind: "decision", Key: "db", Body: "postgres"})
+	require.NoError(t, err)
+	_, err = ws.Notes().Put(ctx, as("alice"), workspace.NotePut{Kind: "constraint", Key: "x", Body: "no"})
+	fe := requireForbidden(t, err, "alice", "note.write", "notes_write")
+	assert.Equal(t, "constraint", fe.Object)
+	_, err = ws.Notes().Put(ctx, as("root"), workspace.NotePut{Kind: "constraint", Key: "x", Body: "yes"})
+	require.NoError(t, err)
+	err = ws.Notes().Delete(ctx, as("bob"), "decision", "db")
+	requireForbidden(t, err, "bob", "note.write", "notes_write")
+
+	bobCtx := workspace.AsActor(ctx, "bob")
+	page, err := ws.Notes().List(bobCtx, workspace.NoteFilter{})
+	require.NoError(t, err)
+	require.Len(t, page.Notes, 1)
+	assert.Equal(t, "decision", page.Notes[0].Kind)
+	_, err = ws.Notes().Get(bobCtx, "constraint", "x")
+	requireForbidden(t, err, "bob", "note.read", "notes_read")
+	_, err = ws.Notes().Get(workspace.AsActor(ctx, "alice"), "constraint", "x")
+	require.NoError(t, err)
+}
+
+func testPolicyTasks(t *testing.T, h Harness) {
+	ctx := caseCtx(t, time.Minute)
+	_, ws := fresh(t, h)
+	applyPolicy(t, ctx, ws, testPolicy)
+	_, err := ws.Tasks().Create(ctx, as("bob"), workspace.NewTask{Title: "t0"})
+	requireForbidden(t, err, "bob", "task.add", "tasks")
+	task, err := ws.Tasks().Create(ctx, as("alice"), workspace.NewTask{Title: "t1"})
+	require.NoError(t, err)
+	_, err = ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "alice"})
+	requireForbidden(t, err, "alice", "task.claim", "tasks")
+	claimed, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "bob"})
+	require.NoError(t, err)
+	require.Equal(t, task.ID, claimed.ID)
+	// Changing another's task needs "others"; finishing one's own, "finish".
+	title := "renamed"
+	_, err = ws.Tasks().Update(ctx, as("alice"), task.ID, workspace.TaskChange{Title: &title})
+	requireForbidden(t, err, "alice", "task.others", "tasks")
+	_, err = ws.Tasks().Update(ctx, as("lena"), task.ID, workspace.TaskChange{Title: &title})
+	require.NoError(t, err)
+	_, err = ws.Tasks().Complete(ctx, as("bob"), task.ID, workspace.TaskResult{Summary: "done"})
+	require.NoError(t, err)
+
+	// alice may add but not finish: she has no claim right, so she finishes
+	// nothing of her own; another of hers fails as "finish".
+	t2, err := ws.Tasks().Create(ctx, as("alice"), workspace.NewTask{Title: "t2"})
+	require.NoError(t, err)
+	_, err = ws.Tasks().Update(ctx, as("alice"), t2.ID, workspace.TaskChange{Title: &title})
+	require.NoError(t, err, "the creator may edit her own unassigned task")
+	cancelled := workspace.TaskCancelled
+	_, err = ws.Tasks().Update(ctx, as("bob"), t2.ID, workspace.TaskChange{Status: &cancelled})
+	requireForbidden(t, err, "bob", "task.others", "tasks")
+}
+
+func testPolicyLocks(t *testing.T, h Harness) {
+	ctx := caseCtx(t, time.Minute)
+	_, ws := fresh(t, h)
+	applyPolicy(t, ctx, ws, testPolicy)
+	l, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:src/a.go", Owner: "bob", TTL: time.Minute})
+	require.NoError(t, err)
+	_, err = ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:docs/a.md", Owner: "bob", TTL: time.Minute})
+	fe := requireForbidden(t, err, "bob", "lock", "locks")
+	assert.Equal(t, "file:docs/a.md", fe.Object)
+	err = ws.Locks().ForceRelease(ctx, as("alice"), "file:src/a.go")
+	requireForbidden(t, err, "alice", "lock", "locks")
+	_, err = ws.Locks().Get(workspace.AsActor(ctx, "root"), "file:src/a.go")
+	require.NoError(t, err, "the refused force-release released nothing")
+	_, err = ws.Locks().Renew(ctx, l, time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, ws.Locks().Release(ctx, l))
+}
+
+func testPolicyAdmin(t *testing.T, h Harness) {
+	ctx := caseCtx(t, time.Minute)
+	_, ws := fresh(t, h)
+	applyPolicy(t, ctx, ws, testPolicy)
+	// Only the admin right changes the policy, whatever artifacts_write says.
+	_, err := ws.Artifacts().Update(ctx, as("alice"), workspace.ByName(workspace.PolicyArtifact), workspace.ArtifactChange{Content: []byte("")})
+	requireForbidden(t, err, "alice", "admin.policy", "admin")
+	err = ws.Artifacts().Delete(ctx, as("bob"), workspace.ByName(workspace.PolicyArtifact))
+	requireForbidden(t, err, "bob", "admin.policy", "admin")
+	// A policy that does not parse, or that locks its author out, is refused.
+	_, err = ws.Artifacts().Update(ctx, as("root"), workspace.ByName(workspace.PolicyArtifact), workspace.ArtifactChange{Content: []byte("[roles.x]\nfly = 1\n")})
+	require.ErrorIs(t, err, workspace.ErrInvalid)
+	_, err = ws.Artifacts().Update(ctx, as("root"), workspace.ByName(workspace.PolicyArtifact), workspace.ArtifactChange{Content: []byte("[actors]\nroot = []\n")})
+	require.ErrorIs(t, err, workspace.ErrInvalid)
+	// Note kind "token" holds a server's tokens: the admin "tokens" right
+	// (a server refuses it before the engine does).
+	_, err = ws.Notes().Put(ctx, as("alice"), workspace.NotePut{Kind: "token", Key: "t1", Body: "{}"})
+	require.ErrorIs(t, err, workspace.ErrForbidden)
+	// Compacting is checked for the principal the context names.
+	head, err := ws.Events().Head(ctx)
+	require.NoError(t, err)
+	err = ws.Events().Compact(workspace.AsActor(ctx, "bob"), head)
+	requireForbidden(t, err, "bob", "admin.compact", "admin")
+	require.NoError(t, ws.Events().Compact(workspace.AsActor(ctx, "lena"), head))
+	// A rollback of the policy is a policy change like any other.
+	applyPolicy(t, ctx, ws, testPolicy+"\n[roles.extra]\n")
+	_, err = ws.Artifacts().Rollback(ctx, as("root"), workspace.ByName(workspace.PolicyArtifact), 1)
+	require.NoError(t, err)
+	// Deleting it: no policy, everything allowed again.
+	require.NoError(t, ws.Artifacts().Delete(ctx, as("root"), workspace.ByName(workspace.PolicyArtifact)))
+	_, err = ws.Artifacts().Create(ctx, as("alice"), workspace.NewArtifact{Name: "src/free.go", Content: []byte("x")})
+	require.NoError(t, err)
+}
+
+func testPolicyBatch(t *testing.T, h Harness) {
+	ctx := caseCtx(t, time.Minute)
+	_, ws := fresh(t, h)
+	applyPolicy(t, ctx, ws, testPolicy)
+	head, err := ws.Events().Head(ctx)
+	require.NoError(t, err)
+	_, err = ws.Commit(ctx, workspace.Batch{Actor: "alice", Ops: []workspace.Op{
+		workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "plans/ok.md", Content: []byte("ok")}},
+		workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: "k", Body: "b"}},
+		workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "src/no.go", Content: []byte("no")}},
+	}})
+	var be *workspace.BatchError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, 2, be.Index)
+	requireForbidden(t, err, "alice", "artifact.write", "artifacts_write")
+	rootCtx := workspace.AsActor(ctx, "root")
+	_, err = ws.Artifacts().Get(rootCtx, workspace.ByName("plans/ok.md"))
+	require.ErrorIs(t, err, workspace.ErrNotFound, "the allowed ops of a refused batch are not written")
+	_, err = ws.Notes().Get(rootCtx, "decision", "k")
+	require.ErrorIs(t, err, workspace.ErrNotFound)
+	evs, err := ws.Events().Read(ctx, workspace.EventQuery{AfterSeq: head})
+	require.NoError(t, err)
+	require.Len(t, evs.Events, 1)
+	assert.Equal(t, workspace.EventDenied, evs.Events[0].Type)
+}
+
+func testPolicyChangeSeen(t *testing.T, h Harness) {
+	ctx := caseCtx(t, time.Minute)
+	dsn, a := fresh(t, h)
+	b := open(t, dsn)
+	// b has seen "no policy" before the change.
+	_, err := b.Artifacts().Create(ctx, as("alice"), workspace.NewArtifact{Name: "src/before.go", Content: []byte("x")})
+	require.NoError(t, err)
+	_, err = b.Artifacts().List(workspace.AsActor(ctx, "bob"), workspace.ArtifactFilter{})
+	require.NoError(t, err)
+	applyPolicy(t, ctx, a, testPolicy)
+	// The handle that changed it is bound at once.
+	_, err = a.Artifacts().Create(ctx, as("alice"), workspace.NewArtifact{Name: "src/after.go", Content: []byte("x")})
+	requireForbidden(t, err, "alice", "artifact.write", "artifacts_write")
+	// Another store's handle checks against a policy confirmed shortly
+	// before each operation: it follows once its cache is older than that.
+	require.Eventually(t, func() bool {
+		_, err := b.Artifacts().Create(ctx, as("alice"), workspace.NewArtifact{Name: "src/after.go", Content: []byte("x")})
+		return errors.Is(err, workspace.ErrForbidden)
+	}, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool {
+		_, err := b.Notes().Get(workspace.AsActor(ctx, "bob"), "constraint", "none")
+		return errors.Is(err, workspace.ErrForbidden)
+	}, 10*time.Second, 20*time.Millisecond)
+}

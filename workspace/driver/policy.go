@@ -1,0 +1,488 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentspace/agentspace/policy"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// Enforcement of the workspace's policy (workspace.PolicyArtifact).
+//
+// Every operation is checked against the core's cached policy, confirmed
+// by a read of the policy's head (its own snapshot, outside the
+// operation's transaction) at most policyRecheck before the operation
+// began; a commit of the core's own that touches the policy makes the next
+// operation read it again. So:
+//
+//	an operation is checked against a policy that was in force no earlier
+//	than policyRecheck before it began; after a handle's own policy
+//	change, its next operation is checked against that change or a newer.
+//
+// Reading the head inside each write's transaction would bind a change at
+// once on every host, but costs every write a read (a round trip on
+// PostgreSQL, where it also defeats the predicted single-writer path)
+// even with no policy at all. The compiled policy is cached by the
+// artifact's ID and version: it is parsed once per version per core.
+
+// policyRecheck bounds how stale the policy an operation is checked
+// against may be. Its cost is one read of the policy's head per period
+// per core, whatever the load.
+const policyRecheck = 100 * time.Millisecond
+
+// tokenKind is the note kind that holds a server's tokens (see
+// server.TokenKind): writing or reading those notes needs the admin
+// "tokens" right.
+const tokenKind = "token"
+
+// policyCache is a core's compiled policy.
+type policyCache struct {
+	mu      sync.Mutex
+	id      string // the artifact compiled; "" for no policy
+	version int64
+	pol     *policy.Policy // nil: no policy, everything allowed
+	bad     error          // the stored policy does not parse
+	checked time.Time      // when the read that confirmed it began
+	// stale is when the core last committed a change to the policy: a
+	// read that began before it may have missed the change.
+	stale time.Time
+}
+
+// current returns the policy for the head (id, version) read by a
+// snapshot taken at or after when, compiling content (read by load) only
+// for a version not seen before.
+func (c *policyCache) current(id string, version int64, when time.Time, load func() ([]byte, error)) (*policy.Policy, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if id != c.id || version != c.version {
+		src := []byte(nil)
+		if id != "" {
+			var err error
+			if src, err = load(); err != nil {
+				return nil, err
+			}
+		}
+		c.id, c.version, c.pol, c.bad = id, version, nil, nil
+		if id != "" {
+			c.pol, c.bad = policy.Parse(src)
+		}
+	}
+	if when.After(c.checked) && when.After(c.stale) {
+		c.checked = when
+	}
+	return c.pol, c.bad
+}
+
+// fresh returns the cached policy if it was confirmed after since and
+// after the core's last change to it.
+func (c *policyCache) fresh(since time.Time) (pol *policy.Policy, bad error, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.checked.IsZero() || c.checked.Before(since) || !c.checked.After(c.stale) {
+		return nil, nil, false
+	}
+	return c.pol, c.bad, true
+}
+
+// changed records that the core committed a change to the policy.
+func (c *policyCache) changed() {
+	c.mu.Lock()
+	c.stale = time.Now()
+	c.mu.Unlock()
+}
+
+// policyIn reads the policy head in tx.
+func (c *core) policyIn(ctx context.Context, tx ReadTx, when time.Time) (*policy.Policy, error) {
+	head, err := tx.Artifact(ctx, workspace.ByName(workspace.PolicyArtifact))
+	if errors.Is(err, workspace.ErrNotFound) {
+		return c.policy.current("", 0, when, nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.policy.current(head.ID, head.Version, when, func() ([]byte, error) {
+		return tx.Content(ctx, head.ID, head.Version, head.SHA256)
+	})
+}
+
+// readPolicy returns the policy an operation starting now is checked
+// against; bad is set when the stored policy does not parse.
+func (h *handle) readPolicy(ctx context.Context) (pol *policy.Policy, bad error, err error) {
+	if err := h.alive(); err != nil {
+		return nil, nil, err
+	}
+	start := time.Now()
+	if pol, bad, ok := h.policy.fresh(start.Add(-policyRecheck)); ok {
+		return pol, bad, nil
+	}
+	err = h.st.View(ctx, func(tx ReadTx) error {
+		var err error
+		pol, err = h.policyIn(ctx, tx, start)
+		var pe *policy.Error
+		if errors.As(err, &pe) {
+			bad, err = err, nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, wrapErr("policy", err)
+	}
+	return pol, bad, nil
+}
+
+// who is the identity an operation is checked for, and the policy.
+type who struct {
+	actor string
+	roles []string // nil: the policy's roles of actor
+	set   bool     // a principal was given (reads without one are unchecked)
+	pol   *policy.Policy
+	bad   error
+}
+
+// none reports whether nothing is to be checked: no policy.
+func (w who) none() bool { return w.pol == nil && w.bad == nil }
+
+// who returns the identity of an operation by actor (a write's; "" for a
+// read), from the principal ctx carries, with the policy to check.
+func (h *handle) who(ctx context.Context, actor string) (who, error) {
+	p, ok := workspace.PrincipalFrom(ctx)
+	w := who{actor: actor, set: ok}
+	if ok {
+		if actor == "" {
+			w.actor = p.Actor
+		}
+		w.roles = p.Roles
+	}
+	var err error
+	w.pol, w.bad, err = h.readPolicy(ctx)
+	return w, err
+}
+
+// decide checks one action; a refusal is a *ForbiddenError. A policy
+// that no longer parses (stored by an import, or by a store edited by
+// hand) refuses everything but a fix of the policy itself.
+func (w who) decide(a policy.Action, object string) error {
+	if w.bad != nil {
+		if a == policy.AdminPolicy {
+			return nil
+		}
+		return &workspace.ForbiddenError{Actor: w.actor, Action: string(a), Object: object, Rule: policy.RuleKey(a),
+			Reason: fmt.Sprintf("the stored policy is invalid; fix %s first (%v)", workspace.PolicyArtifact, w.bad)}
+	}
+	if w.pol == nil {
+		return nil
+	}
+	roles := w.roles
+	if roles == nil {
+		roles = w.pol.RolesOf(w.actor)
+	}
+	d := w.pol.Check(roles, a, object)
+	if d.Allowed {
+		return nil
+	}
+	return &workspace.ForbiddenError{Actor: w.actor, Roles: roles, Action: string(a), Object: object, Rule: d.Rule, Reason: d.Reason()}
+}
+
+// allowRead checks a read of object for ctx's principal; reads without a
+// principal are not checked. A refusal is recorded as a denied event.
+func (h *handle) allowRead(ctx context.Context, a policy.Action, object string, subj workspace.Subject) error {
+	if _, ok := workspace.PrincipalFrom(ctx); !ok {
+		return nil
+	}
+	w, err := h.who(ctx, "")
+	if err != nil || w.none() {
+		return err
+	}
+	if err := w.decide(a, object); err != nil {
+		var fe *workspace.ForbiddenError
+		if errors.As(err, &fe) {
+			h.recordDenied(ctx, fe, subj)
+		}
+		return err
+	}
+	return nil
+}
+
+// readFilter returns a predicate for listings: what ctx's principal may
+// read. It is nil when nothing is filtered.
+func (h *handle) readFilter(ctx context.Context) (func(a policy.Action, object string) bool, error) {
+	if _, ok := workspace.PrincipalFrom(ctx); !ok {
+		return nil, nil
+	}
+	w, err := h.who(ctx, "")
+	if err != nil || w.none() {
+		return nil, err
+	}
+	return func(a policy.Action, object string) bool { return w.decide(a, object) == nil }, nil
+}
+
+// allowAdmin checks an administration right of ctx's principal; a call
+// without a principal is not checked (the caller opened the store). A
+// refusal is recorded.
+func (h *handle) allowAdmin(ctx context.Context, a policy.Action) error {
+	if _, ok := workspace.PrincipalFrom(ctx); !ok {
+		return nil
+	}
+	w, err := h.who(ctx, "")
+	if err != nil {
+		return err
+	}
+	if err := w.decide(a, ""); err != nil {
+		var fe *workspace.ForbiddenError
+		if errors.As(err, &fe) {
+			h.recordDenied(ctx, fe, workspace.Subject{})
+		}
+		return err
+	}
+	return nil
+}
+
+// noteAction is the action and object a note of kind needs.
+func noteAction(write bool, kind string) (policy.Action, string) {
+	switch {
+	case kind == tokenKind:
+		return policy.AdminTokens, ""
+	case write:
+		return policy.NoteWrite, kind
+	}
+	return policy.NoteRead, kind
+}
+
+// artifactAction is the action and object a write of artifact name needs.
+func artifactAction(a policy.Action, name string) (policy.Action, string) {
+	if name == workspace.PolicyArtifact {
+		return policy.AdminPolicy, ""
+	}
+	return a, name
+}
+
+// artifactReadable reports whether name may be read under allow: the
+// policy itself is readable by everyone, so that agents can see their rights.
+func artifactReadable(allow func(policy.Action, string) bool, name string) bool {
+	return allow == nil || name == workspace.PolicyArtifact || allow(policy.ArtifactRead, name)
+}
+
+// authorize checks a write job's ops inside its transaction (reading the
+// records they name there), all of them before any is applied, so that a
+// refused batch has written nothing. It returns the index of the op
+// refused, with its error.
+func (x *exec) authorize(ctx context.Context, w who, ops []workspace.Op) (int, error) {
+	for i, op := range ops {
+		if !w.none() {
+			a, object, subj, err := x.opAction(ctx, w, op)
+			if err != nil {
+				return i, err
+			}
+			if a != "" {
+				if err := w.decide(a, object); err != nil {
+					x.denied(err, subj)
+					return i, err
+				}
+			}
+		}
+		// With no policy, only a first policy's content is checked.
+		if err := x.checkPolicyWrite(ctx, w, op); err != nil {
+			return i, err
+		}
+	}
+	return 0, nil
+}
+
+// allow checks one action of a write that is not a batch op (a claim, a
+// lease) inside its transaction.
+func (x *exec) allow(w who, a policy.Action, object string, subj workspace.Subject) error {
+	if err := w.decide(a, object); err != nil {
+		x.denied(err, subj)
+		return err
+	}
+	return nil
+}
+
+// denied keeps the refusal for the job, whose failure records it.
+func (x *exec) denied(err error, subj workspace.Subject) {
+	var fe *workspace.ForbiddenError
+	if errors.As(err, &fe) && x.refused != nil {
+		*x.refused = refusal{err: fe, subject: subj}
+	}
+}
+
+// opAction returns what op needs: its action, object and subject. An op on
+// a record that does not exist needs nothing here: it fails on its own.
+func (x *exec) opAction(ctx context.Context, w who, op workspace.Op) (policy.Action, string, workspace.Subject, error) {
+	artifact := func(ref workspace.ArtifactRef, a policy.Action) (policy.Action, string, workspace.Subject, error) {
+		name := ref.Name
+		if name == "" {
+			head, err := x.tx.Artifact(ctx, workspace.ArtifactRef{ID: ref.ID})
+			if errors.Is(err, workspace.ErrNotFound) {
+				return "", "", workspace.Subject{}, nil
+			}
+			if err != nil {
+				return "", "", workspace.Subject{}, err
+			}
+			name = head.Name
+		}
+		act, obj := artifactAction(a, name)
+		return act, obj, workspace.Subject{Kind: "artifact", ID: ref.ID, Name: name}, nil
+	}
+	switch o := op.(type) {
+	case workspace.CreateArtifactOp:
+		return artifact(workspace.ByName(o.Artifact.Name), policy.ArtifactWrite)
+	case workspace.UpdateArtifactOp:
+		return artifact(o.Ref, policy.ArtifactWrite)
+	case workspace.RollbackArtifactOp:
+		return artifact(o.Ref, policy.ArtifactWrite)
+	case workspace.DeleteArtifactOp:
+		return artifact(o.Ref, policy.ArtifactDelete)
+	case workspace.CreateTaskOp:
+		return policy.TaskAdd, "", workspace.Subject{Kind: "task", Name: o.Task.Title}, nil
+	case workspace.UpdateTaskOp:
+		t, err := x.tx.Task(ctx, o.ID)
+		if errors.Is(err, workspace.ErrNotFound) {
+			return "", "", workspace.Subject{}, nil
+		}
+		if err != nil {
+			return "", "", workspace.Subject{}, err
+		}
+		subj := workspace.Subject{Kind: "task", ID: t.ID, Name: t.Title}
+		own := t.Assignee == w.actor || (t.Assignee == "" && t.CreatedBy == w.actor)
+		switch {
+		case !own:
+			return policy.TaskOthers, t.ID, subj, nil
+		case o.Change.Status != nil && (*o.Change.Status == workspace.TaskDone || *o.Change.Status == workspace.TaskFailed):
+			return policy.TaskFinish, t.ID, subj, nil
+		}
+		return "", "", workspace.Subject{}, nil
+	case workspace.PutNoteOp:
+		a, obj := noteAction(true, o.Note.Kind)
+		return a, obj, workspace.Subject{Kind: "note", Name: o.Note.Kind + "/" + o.Note.Key}, nil
+	case workspace.DeleteNoteOp:
+		a, obj := noteAction(true, o.Kind)
+		return a, obj, workspace.Subject{Kind: "note", Name: o.Kind + "/" + o.Key}, nil
+	case workspace.ReleaseLockOp:
+		return policy.Lock, o.Resource, workspace.Subject{Kind: "lock", Name: o.Resource}, nil
+	}
+	return "", "", workspace.Subject{}, nil
+}
+
+// checkPolicyWrite refuses a new version of the policy that does not parse,
+// or that would take the admin "policy" right from its own author.
+func (x *exec) checkPolicyWrite(ctx context.Context, w who, op workspace.Op) error {
+	var src []byte
+	switch o := op.(type) {
+	case workspace.CreateArtifactOp:
+		if o.Artifact.Name != workspace.PolicyArtifact {
+			return nil
+		}
+		src = o.Artifact.Content
+	case workspace.UpdateArtifactOp:
+		if o.Change.Content == nil || !x.isPolicy(ctx, o.Ref) {
+			return nil
+		}
+		src = o.Change.Content
+	case workspace.RollbackArtifactOp:
+		if !x.isPolicy(ctx, o.Ref) {
+			return nil
+		}
+		head, err := x.tx.Artifact(ctx, workspace.ByName(workspace.PolicyArtifact))
+		if err != nil {
+			return nil // the rollback fails on its own
+		}
+		old, err := x.tx.ArtifactVersion(ctx, head.ID, o.To)
+		if err != nil {
+			return nil
+		}
+		if src, err = x.tx.Content(ctx, old.ID, old.Version, old.SHA256); err != nil {
+			return err
+		}
+	default:
+		return nil
+	}
+	pol, err := policy.Parse(src)
+	if err != nil {
+		return &workspace.InvalidError{Field: "policy", Reason: err.Error()}
+	}
+	after := w
+	after.pol, after.bad = pol, nil
+	if after.decide(policy.AdminPolicy, "") != nil {
+		return &workspace.InvalidError{Field: "policy", Reason: fmt.Sprintf("it would take the admin \"policy\" right from its author %q, who could then not change it back", w.actor)}
+	}
+	return nil
+}
+
+func (x *exec) isPolicy(ctx context.Context, ref workspace.ArtifactRef) bool {
+	if ref.Name != "" {
+		return ref.Name == workspace.PolicyArtifact
+	}
+	head, err := x.tx.Artifact(ctx, workspace.ArtifactRef{ID: ref.ID})
+	return err == nil && head.Name == workspace.PolicyArtifact
+}
+
+// refusal is a job's denied operation, recorded by the committer as a
+// denied event when the job fails.
+type refusal struct {
+	err     *workspace.ForbiddenError
+	subject workspace.Subject
+}
+
+// deniedEvent is the event that records a refusal. Its subject is of kind
+// "policy", its ID the action and its Name the record's name, not the
+// record's own subject: a denied event changes no record, and stores that
+// re-read the record an event names (json) must not look for one that may
+// not exist.
+func deniedEvent(actor string, now time.Time, r refusal) workspace.Event {
+	name := r.subject.Name
+	if name == "" {
+		name = r.err.Object
+	}
+	subj := workspace.Subject{Kind: workspace.SubjectPolicy, ID: r.err.Action, Name: name}
+	return workspace.Event{Time: now, Actor: actor, Type: workspace.EventDenied, Subject: subj,
+		Message: fmt.Sprintf("%s: %s", r.err.Action, r.err.Reason)}
+}
+
+// recordDenied appends the denied event of a refused read or of a write
+// whose transaction was rolled back, in its own transaction. It is best
+// effort: the caller already has its error.
+func (c *core) recordDenied(ctx context.Context, fe *workspace.ForbiddenError, subj workspace.Subject) {
+	ctx = context.WithoutCancel(ctx)
+	var ev workspace.Event
+	err := c.st.Update(ctx, func(tx Tx) error {
+		ev = deniedEvent(fe.Actor, tx.Now(), refusal{err: fe, subject: subj})
+		first, err := tx.AppendEvents(ctx, []workspace.Event{ev})
+		ev.Seq = first
+		return err
+	})
+	if err != nil {
+		c.opts.Logger.Warn("agentspace: recording a denied event failed", "err", err)
+		return
+	}
+	c.hub.publish([]workspace.Event{ev})
+}
+
+// touchesPolicy reports whether a committed batch may have changed the
+// policy: an op named it, wrote it, or deleted an artifact by ID.
+func touchesPolicy(ops []workspace.Op, res workspace.BatchResult) bool {
+	for _, r := range res.Results {
+		if r.Artifact != nil && r.Artifact.Name == workspace.PolicyArtifact {
+			return true
+		}
+	}
+	for _, op := range ops {
+		if o, ok := op.(workspace.DeleteArtifactOp); ok && (o.Ref.Name == workspace.PolicyArtifact || o.Ref.Name == "") {
+			return true
+		}
+	}
+	return false
+}
+
+// allowArtifactRead checks a direct read of artifact name (the policy is
+// readable by everyone).
+func (h *handle) allowArtifactRead(ctx context.Context, name, id string) error {
+	if name == workspace.PolicyArtifact {
+		return nil
+	}
+	return h.allowRead(ctx, policy.ArtifactRead, name, workspace.Subject{Kind: "artifact", ID: id, Name: name})
+}

@@ -1,0 +1,52 @@
+package workspace
+
+import "context"
+
+// PolicyArtifact is the reserved artifact that holds the workspace's
+// policy (TOML, see package policy). While it exists the engine checks
+// every operation against it; without it everything is allowed. Writing,
+// rolling back or deleting it needs the admin "policy" right, and a new
+// version must parse and must leave its author that right, so that no one
+// locks the team out by accident. Every actor may read it.
+const PolicyArtifact = ".agentspace/policy.toml"
+
+// EventDenied is the type of the event that records an operation the
+// policy refused. Its Subject has Kind SubjectPolicy, the action as ID
+// and the record's name (artifact name, "kind/key" of a note, lock
+// resource, task title) as Name; its Message gives the action and reason.
+const EventDenied = "denied"
+
+// SubjectPolicy is the subject kind of denied events.
+const SubjectPolicy = "policy"
+
+// Principal is who an operation acts for, carried by its context: the
+// actor, and the roles to check when they are not the policy's roles of
+// that actor (a server's token names its role).
+type Principal struct {
+	Actor string
+	// Roles, when non-nil, are checked instead of the roles the policy
+	// gives Actor.
+	Roles []string
+}
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying p. Reads check their result against
+// the policy for p; writes use p.Roles (when set) for the write's actor.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// AsActor returns ctx acting as actor, with the roles the policy gives it.
+// Reads made with such a context leave out what actor may not read.
+func AsActor(ctx context.Context, actor string) context.Context {
+	return WithPrincipal(ctx, Principal{Actor: actor})
+}
+
+// PrincipalFrom returns the principal ctx carries. A context without one
+// reads unchecked: the in-process caller is trusted with what it could
+// open anyway (see docs/policy.md).
+func PrincipalFrom(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
