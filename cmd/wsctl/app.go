@@ -69,7 +69,7 @@ Only init, import and migrate up/goto create a workspace; every other
 command needs one that exists.
 
 Exit codes: 0 ok, 1 error, 2 usage, 3 conflict, 4 locked, 5 not found,
-6 no task ready, 7 no workspace there, 8 forbidden by the policy.`,
+6 no task ready, 7 forbidden by the policy, 8 no workspace there.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,
@@ -191,7 +191,7 @@ func isServerDSN(dsn string) bool {
 }
 
 // with opens the existing workspace, runs fn, and closes it. A DSN that
-// names no workspace is an error (exit 7): a mistyped path must not leave
+// names no workspace is an error (exit 8): a mistyped path must not leave
 // an empty store behind, nor send writes where no one else looks.
 func (a *app) with(ctx context.Context, fn func(ws workspace.Workspace) error) error {
 	return a.withStore(ctx, false, fn)

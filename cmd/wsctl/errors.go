@@ -20,9 +20,9 @@ const (
 	exitLocked   = 4
 	exitNotFound = 5
 	exitNoTask   = 6
-	exitNoStore  = 7
 	// exitForbidden: the workspace's policy refused it (ErrForbidden).
-	exitForbidden = 8
+	exitForbidden = 7
+	exitNoStore   = 8
 )
 
 // cliError is an error with the exit code it maps to and, optionally, what

@@ -13,8 +13,8 @@
 //	4 locked: a lease stands in the way (ErrLocked, ErrStaleFence, ErrNotHolder, ErrLockLost)
 //	5 not found (ErrNotFound)
 //	6 no task ready to claim (ErrNoTask)
-//	7 no workspace where the DSN points (ErrNoWorkspace): only init, import and migrate up/goto create one
-//	8 forbidden by the workspace's policy (ErrForbidden)
+//	7 forbidden by the workspace's policy (ErrForbidden)
+//	8 no workspace where the DSN points (ErrNoWorkspace): only init, import and migrate up/goto create one
 package main
 
 import (
