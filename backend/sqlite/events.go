@@ -20,7 +20,7 @@ const (
 	qPutEvent   = `INSERT INTO events (` + eventCols + `, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qCompact    = `DELETE FROM events WHERE seq < ?`
 	// qAppendState is qHead plus where the indexed part of the log ends.
-	qAppendState  = `SELECT max(coalesce((SELECT max(seq) FROM events), 0), floor - 1), indexed_to,
+	qAppendState = `SELECT max(coalesce((SELECT max(seq) FROM events), 0), floor - 1), indexed_to,
 		coalesce((SELECT hash FROM events ORDER BY seq DESC LIMIT 1), floor_hash) FROM meta WHERE id = 1`
 	qIndexTail    = `UPDATE events SET indexed = 1 WHERE seq > ? AND seq <= ?`
 	qSetIndexedTo = `UPDATE meta SET indexed_to = ? WHERE id = 1`

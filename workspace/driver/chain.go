@@ -41,7 +41,7 @@ func ChainBody(e workspace.Event) []byte {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(s))) // #nosec G115 -- strings are bounded far below 4 GiB by validation
 		b = append(b, s...)
 	}
-	b = binary.BigEndian.AppendUint64(b, uint64(e.Version)) // #nosec G115 -- two's complement is the documented encoding
+	b = binary.BigEndian.AppendUint64(b, uint64(e.Version))      // #nosec G115 -- two's complement is the documented encoding
 	b = binary.BigEndian.AppendUint32(b, uint32(len(e.Message))) // #nosec G115 -- bounded by validation
 	return append(b, e.Message...)
 }
