@@ -43,8 +43,13 @@ const (
 	// head it read under the writers' lock. Should the counter say
 	// otherwise, the statement fails (a text that is no number, cast to one)
 	// and with it the transaction.
+	//
+	// The chain's recursive CTE hashes the events in order from the head's
+	// hash. p's LIMIT 1 (counters has one row) keeps the planner from
+	// estimating millions of rows for it, which would JIT-compile the
+	// statement for a second and more.
 	appendEvents = `WITH RECURSIVE p AS (
-		SELECT seq AS base, hash FROM counters
+		SELECT seq AS base, hash FROM counters LIMIT 1
 	), ch(n, h) AS (
 		SELECT 0::bigint, p.hash FROM p
 		UNION ALL
@@ -84,7 +89,7 @@ const (
 	// importEvents keeps the seqs given (an import), moving the head to
 	// the last, and chains the events from the head's hash.
 	importEvents = `WITH RECURSIVE p AS (
-		SELECT hash FROM counters
+		SELECT hash FROM counters LIMIT 1
 	), ch(n, h) AS (
 		SELECT 0::bigint, p.hash FROM p
 		UNION ALL
