@@ -37,6 +37,7 @@ type fileConfig struct {
 	DefaultEnv string               `toml:"default_env"`
 	DSN        string               `toml:"dsn"`
 	Env        map[string]envConfig `toml:"env"`
+	Retention  retentionConfig      `toml:"retention"` // see gc.go
 }
 
 type envConfig struct {
@@ -196,7 +197,7 @@ func readConfig(path string) (fileConfig, error) {
 		for i, k := range und {
 			keys[i] = k.String()
 		}
-		return cfg, fmt.Errorf("config file %s: unknown keys %s (known: default_env, dsn, [env.NAME] dsn)", path, strings.Join(keys, ", "))
+		return cfg, fmt.Errorf("config file %s: unknown keys %s (known: default_env, dsn, [env.NAME] dsn, [retention] keep_events, keep_events_for)", path, strings.Join(keys, ", "))
 	}
 	return cfg, nil
 }
