@@ -18,6 +18,10 @@ type GCPolicy struct {
 	KeepEvents int64
 	// KeepEventsFor keeps the events younger than this.
 	KeepEventsFor time.Duration
+	// MinEvents: remove nothing unless at least this many events would go.
+	// A scheduled gc sets 2, so that the event each run records cannot by
+	// itself make the next run remove one more.
+	MinEvents int64
 	// DryRun reports what would go and removes nothing.
 	DryRun bool
 	// Batch is how many events one transaction removes (default 10000),

@@ -150,17 +150,10 @@ func rotateBackups(dir string, keep int) ([]string, error) {
 	if keep == 0 {
 		return nil, nil
 	}
-	entries, err := os.ReadDir(dir)
+	names, err := backupNames(dir)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for _, e := range entries {
-		if n := e.Name(); e.Type().IsRegular() && strings.HasPrefix(n, backupPrefix) && strings.HasSuffix(n, backupSuffix) {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names) // the names sort by time
 	var removed []string
 	for _, n := range names[:max(len(names)-keep, 0)] {
 		p := filepath.Join(dir, n)
@@ -174,18 +167,23 @@ func rotateBackups(dir string, keep int) ([]string, error) {
 
 func (a *app) restoreCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "restore FILE",
+		Use:   "restore FILE|DIR",
 		Short: "Load a backup into the workspace's store, which must be empty, and verify it",
-		Long: `Import a backup written by 'wsctl backup' (or 'wsctl export') into the
-store the DSN names, which must be new or empty: every record is
+		Long: `Import a backup written by 'wsctl backup' (or 'wsctl export'), or the
+newest backup in DIR, into the store the DSN names, which must be new or
+empty: every record is
 validated and the event log's hash chain checked as it is read, and the
 restored store is verified afterwards. Nothing is written into a store
 that is not empty.`,
 		Args: cobra.ExactArgs(1),
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			f, err := os.Open(args[0])
+			path, err := backupFile(args[0])
 			if err != nil {
-				return inputFileError(args[0], err)
+				return err
+			}
+			f, err := os.Open(path) // #nosec G304 -- the backup the user named
+			if err != nil {
+				return inputFileError(path, err)
 			}
 			defer f.Close()
 			return a.withNew(ctx, func(ws workspace.Workspace) error {
@@ -206,9 +204,45 @@ that is not empty.`,
 						HeadHash string                 `json:"head_hash"`
 					}{st, r.HeadHash})
 				}
-				fmt.Fprintf(a.stdout, "restored %d records from %s, verified (head hash %s)\n", st.Records(), args[0], r.HeadHash)
+				fmt.Fprintf(a.stdout, "restored %d records from %s, verified (head hash %s)\n", st.Records(), path, r.HeadHash)
 				return nil
 			})
 		}),
 	}
+}
+
+// backupFile is the file restore reads: from, or the newest backup in it
+// when it is a directory.
+func backupFile(from string) (string, error) {
+	fi, err := os.Stat(from)
+	if err != nil {
+		return "", inputFileError(from, err)
+	}
+	if !fi.IsDir() {
+		return from, nil
+	}
+	names, err := backupNames(from)
+	if err != nil {
+		return "", err
+	}
+	if len(names) == 0 {
+		return "", usageErrorf("%s holds no backups (%s*%s)", from, backupPrefix, backupSuffix)
+	}
+	return filepath.Join(from, names[len(names)-1]), nil
+}
+
+// backupNames are the backups in dir, oldest first (the names sort by time).
+func backupNames(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if n := e.Name(); e.Type().IsRegular() && strings.HasPrefix(n, backupPrefix) && strings.HasSuffix(n, backupSuffix) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
 }

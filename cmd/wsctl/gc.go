@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,17 +39,9 @@ func (f *gcFlags) add(cmd *cobra.Command) {
 // policy merges the config file's [retention] with the flags set on cmd.
 func (a *app) gcPolicy(cmd *cobra.Command, f gcFlags) (workspace.GCPolicy, error) {
 	p := workspace.GCPolicy{Batch: f.batch}
-	res, err := a.resolve()
+	rc, err := a.retentionConfig()
 	if err != nil {
 		return p, err
-	}
-	var rc retentionConfig
-	if res.ConfigFile != "" {
-		cfg, err := readConfig(res.ConfigFile)
-		if err != nil {
-			return p, err
-		}
-		rc = cfg.Retention
 	}
 	if cmd.Flags().Changed("keep-events") {
 		rc.KeepEvents = f.keepEvents
@@ -124,4 +117,61 @@ compacted error with the floor. See docs/retention.md.`,
 	f.add(cmd)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would go; remove nothing")
 	return cmd
+}
+
+// retentionConfig is the [retention] table of the config file --config
+// names or, without it, of the nearest agentspace.toml (none: zero), read
+// whichever way the DSN was chosen.
+func (a *app) retentionConfig() (retentionConfig, error) {
+	path := a.configFlag
+	if path == "" {
+		found, err := findUp()
+		if err != nil || found.config == "" {
+			return retentionConfig{}, err
+		}
+		path = found.config
+	}
+	cfg, err := readConfig(path)
+	if err != nil {
+		return retentionConfig{}, usageErrorf("%v", err)
+	}
+	return cfg.Retention, nil
+}
+
+// scheduleGC runs gc with the retention policy every `every` until ctx
+// ends or the returned stop is called (stop waits for a run under way). A
+// failed run is logged and tried again at the next tick.
+func (a *app) scheduleGC(ctx context.Context, cmd *cobra.Command, ws workspace.Workspace, every time.Duration, f gcFlags,
+	logger *slog.Logger) (stop func(), err error) {
+	if every <= 0 {
+		return func() {}, nil
+	}
+	p, err := a.gcPolicy(cmd, f)
+	if err != nil {
+		return nil, err
+	}
+	p.Actor, p.MinEvents = "wsctl-serve", 2
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			r, err := workspace.GC(ctx, ws, p)
+			if err != nil {
+				logger.Warn("wsctl serve: gc failed", "err", err)
+				continue
+			}
+			if r.Events.Count > 0 {
+				logger.Info("wsctl serve: gc", "events", r.Events.Count, "bytes", r.Events.Bytes, "floor", r.FloorAfter, "seq", r.Seq)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }, nil
 }

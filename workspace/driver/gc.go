@@ -84,6 +84,8 @@ func checkGCPolicy(p *workspace.GCPolicy) error {
 	switch {
 	case p.KeepEvents < 0:
 		return invalid("keep events", "%d: a count of events, at least 0", p.KeepEvents)
+	case p.MinEvents < 0:
+		return invalid("min events", "%d: a count of events, at least 0", p.MinEvents)
 	case p.KeepEventsFor < 0:
 		return invalid("keep events for", "%v: a duration, at least 0", p.KeepEventsFor)
 	case p.Batch < 0 || p.Batch > maxGCBatch:
@@ -121,7 +123,7 @@ func gcTarget(ctx context.Context, tx ReadTx, p workspace.GCPolicy) (floor, targ
 		}
 		target, set = min(target, young), true
 	}
-	if !set || target < floor {
+	if !set || target < floor || target-floor < p.MinEvents {
 		target = floor
 	}
 	return floor, target, nil
