@@ -24,7 +24,7 @@ type GCPolicy struct {
 	MinEvents int64
 	// DryRun reports what would go and removes nothing.
 	DryRun bool
-	// Batch is how many events one transaction removes (default 10000),
+	// Batch is how many events one transaction removes (default 1000),
 	// so that writers wait at most for one batch.
 	Batch int64
 }

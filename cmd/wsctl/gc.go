@@ -33,7 +33,7 @@ func (f *gcFlags) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.Int64Var(&f.keepEvents, "keep-events", 0, "keep the newest N events (overrides [retention] keep_events)")
 	fl.StringVar(&f.keepEventsFor, "keep-events-for", "", "keep events younger than this, e.g. 720h (overrides [retention] keep_events_for)")
-	fl.Int64Var(&f.batch, "batch", 0, "events removed per transaction (default 10000): writers wait for one batch at most")
+	fl.Int64Var(&f.batch, "batch", 0, "events removed per transaction (default 1000): writers wait for one batch at most")
 }
 
 // policy merges the config file's [retention] with the flags set on cmd.

@@ -3,12 +3,13 @@ package driver
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/agentspace/agentspace/workspace"
 )
 
 const (
-	defaultGCBatch = 10000
+	defaultGCBatch = 1000
 	maxGCBatch     = 1000000
 )
 
@@ -41,6 +42,7 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 		if p.DryRun {
 			continue
 		}
+		began := time.Now()
 		err := h.st.Update(ctx, func(tx Tx) error {
 			cur, err := tx.Floor(ctx)
 			if err != nil || to <= cur {
@@ -53,6 +55,15 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 		}
 		r.Batches++
 		r.FloorAfter = to
+		// Pace: rest as long as the batch took, so that writers get at
+		// least half of the store's write time while gc runs.
+		if to < target {
+			select {
+			case <-ctx.Done():
+				return r, wrapErr("gc", ctx.Err())
+			case <-time.After(time.Since(began)):
+			}
+		}
 	}
 	if p.DryRun {
 		r.FloorAfter = max(target, r.Floor)
