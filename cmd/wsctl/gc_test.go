@@ -23,7 +23,7 @@ func TestServeRunsGCOnSchedule(t *testing.T) {
 	startServe(t, dsn, "--gc-every", "100ms", "--keep-events", "2")
 	var out string
 	require.Eventually(t, func() bool {
-		out, _, _ = wsctl(t, dsn, "events", "--json")
+		out, _, _ = wsctl(t, dsn, "events", "--json", "--after", "3")
 		return strings.Contains(out, "workspace.gc")
 	}, 30*time.Second, 100*time.Millisecond, "serve's gc never ran")
 	assert.Contains(t, out, "wsctl-serve")

@@ -36,7 +36,7 @@ var ZeroChainHash = make([]byte, ChainHashSize)
 func ChainBody(e workspace.Event) []byte {
 	n := 8 + 8 + 4*6 + len(e.Actor) + len(e.Type) + len(e.Subject.Kind) + len(e.Subject.ID) + len(e.Subject.Name) + len(e.Message)
 	b := make([]byte, 0, n)
-	b = binary.BigEndian.AppendUint64(b, uint64(e.Time.UnixMicro()))
+	b = binary.BigEndian.AppendUint64(b, uint64(e.Time.UnixMicro())) // #nosec G115 -- two's complement is the documented encoding
 	for _, s := range []string{e.Actor, e.Type, e.Subject.Kind, e.Subject.ID, e.Subject.Name} {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(s))) // #nosec G115 -- strings are bounded far below 4 GiB by validation
 		b = append(b, s...)
