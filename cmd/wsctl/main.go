@@ -14,6 +14,7 @@
 //	5 not found (ErrNotFound)
 //	6 no task ready to claim (ErrNoTask)
 //	7 no workspace where the DSN points (ErrNoWorkspace): only init, import and migrate up/goto create one
+//	8 verify or restore found the event chain or an artifact's content broken
 package main
 
 import (
