@@ -53,13 +53,13 @@ func TestFormat1StoreIsMigratedAndReadsBack(t *testing.T) {
 	var se *workspace.SchemaError
 	require.ErrorAs(t, err, &se, "an older format needs the migration to be asked for")
 	assert.Equal(t, int64(1), se.Current)
-	assert.Equal(t, int64(2), se.Want)
+	assert.Equal(t, int64(latestFormat), se.Want)
 
 	ws, err := Open(ctx, dir, true, workspace.Options{})
 	require.NoError(t, err)
 	format, err := os.ReadFile(filepath.Join(dir, formatFile))
 	require.NoError(t, err)
-	assert.Equal(t, "2\n", string(format))
+	assert.Equal(t, "3\n", string(format))
 	fi, err := os.Stat(filepath.Join(dir, journalFile))
 	require.NoError(t, err)
 	assert.Zero(t, fi.Size(), "the journal was replayed")

@@ -52,7 +52,7 @@ func TestArtifactHeadsAreReadableFilesAndOldVersionsAreBlobs(t *testing.T) {
 	assert.Len(t, blobs, 2, "each distinct content once")
 	format, err := os.ReadFile(filepath.Join(dir, "FORMAT"))
 	require.NoError(t, err)
-	assert.Equal(t, "2\n", string(format))
+	assert.Equal(t, "3\n", string(format))
 	log, err := os.ReadFile(filepath.Join(dir, "events.ndjson"))
 	require.NoError(t, err)
 	assert.Equal(t, 2, strings.Count(string(log), "\n"), "one event per line")
