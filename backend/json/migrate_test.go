@@ -133,7 +133,7 @@ func TestFormat1StoreIsMigratedAndReadsBack(t *testing.T) {
 	// Down to format 1 and up again: the same records.
 	m, err := jsonDriver{}.OpenMigrator(ctx, workspace.Config{Target: dir})
 	require.NoError(t, err)
-	require.NoError(t, m.Down(ctx, 1))
+	require.NoError(t, m.Down(ctx, 2))
 	v, dirty, err := m.Version(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, uint(1), v)
