@@ -14,7 +14,7 @@ import (
 // shape every face shares (docs/schema/workspace.schema.json). Lines come
 // in this order:
 //
-//	{"type":"header","format":"agentspace-archive","version":2}
+//	{"type":"header","format":"agentspace-archive","version":3}
 //	{"type":"task","task":{...}}          every task, by id (so dependencies and parents come first)
 //	{"type":"note","note":{...}}          every note, by kind then key
 //	{"type":"artifact","artifact":{...}}  every version of every artifact: artifacts by id
@@ -23,22 +23,27 @@ import (
 //	{"type":"artifact_deleted","id":...}  right after the last version of a deleted artifact
 //	{"type":"lease","lease":{...}}        every lease row, live, expired or released, by resource
 //	                                      (released rows keep the newest token, so tokens keep growing)
-//	{"type":"log","floor":F,"head":H}
-//	{"type":"event","event":{...}}        every event from the floor to the head, by seq
+//	{"type":"log","floor":F,"head":H,"floor_hash":"..."}
+//	                                      floor_hash: the hash the floor's event chains from
+//	{"type":"event","event":{...},"hash":"..."}
+//	                                      every event from the floor to the head, by seq,
+//	                                      with its link in the log's hash chain (hex; see
+//	                                      driver.ChainHash), checked by Import
 //	{"type":"end","counts":{...}}         record counts: a truncated archive is refused
 //
 // Times are RFC 3339 in UTC with up to microsecond precision. Export is
 // deterministic: importing an archive into an empty store of any backend
-// and exporting it again gives the same bytes. Import also reads version 1,
-// whose records kept their fields next to "type" (an event's type in
-// "event") and their content in base64.
+// and exporting it again gives the same bytes. Import also reads version 2
+// (no hashes: the store chains the events anew) and version 1, whose
+// records kept their fields next to "type" (an event's type in "event")
+// and their content in base64.
 //
 // Idempotency keys are not archived (they are short-lived retry guards).
 // Deleted artifacts and released lease rows are found through the event
 // log; those whose every event was compacted away are not exported.
 const (
 	ArchiveFormat  = "agentspace-archive"
-	ArchiveVersion = 2
+	ArchiveVersion = 3
 )
 
 // ArchiveOptions tune Export and Import.

@@ -17,8 +17,9 @@
 //	  FORMAT                     format version ("2"; "2 dirty" while a migration step runs)
 //	  .lock                      flock target: exclusive for writes, shared for reads
 //	  .journal                   the write-ahead log: transactions since the last checkpoint
-//	  events.ndjson              the event log: one JSON event per line, seq ascending
-//	  floor.json                 {"floor": N} once the log was compacted below N
+//	  events.ndjson              the event log: one JSON event per line, seq ascending,
+//	                             each with its "hash" in the chain (driver.ChainHash)
+//	  floor.json                 {"floor": N, "hash": H} once the log was compacted below N
 //	  artifacts/NAME             the head content of each live artifact, as a plain file:
 //	                             cat DIR/artifacts/plans/auth-api.md
 //	  meta/artifacts/ID.json     an artifact's name, deleted flag and its head version's metadata

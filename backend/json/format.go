@@ -20,7 +20,7 @@ import (
 // check). Steps are Go functions; each runs under the exclusive flock, so
 // two `migrate up` at once are safe.
 
-const latestFormat = 2
+const latestFormat = 3
 
 // migration moves the tree from version i to i+1 (up) and back (down).
 type migration struct {
@@ -33,6 +33,7 @@ type migration struct {
 var migrations = []migration{
 	{name: "initial layout", up: createLayout, down: removeLayout},
 	{name: "append-only artifact versions", up: splitVersions, down: joinVersions},
+	{name: "event hash chain", up: startChain, down: dropChain},
 }
 
 // layoutDirs are the directories of format 1 (format 2 adds versionsDir).

@@ -15,7 +15,7 @@ import (
 func FuzzParseEvents(f *testing.F) {
 	f.Add([]byte(`{"seq":1,"time":"2026-01-02T03:04:05.000006Z","actor":"a","type":"note.put","subject":{"kind":"note","id":"d/k","name":"k"},"version":1}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		evs, err := parseEvents(data, 1)
+		evs, _, err := parseEvents(data, 1)
 		if err != nil {
 			var ce *CorruptError
 			if !errors.As(err, &ce) || ce.File != eventsFile || ce.Line < 1 {

@@ -60,6 +60,8 @@ type record struct {
 	Events []eventJSON `json:"events,omitempty"`
 	// Floor, when set, compacts the log below it (after Events).
 	Floor int64 `json:"floor,omitempty"`
+	// FloorHash is the chain's base at the floor (hex), with Floor.
+	FloorHash string `json:"floor_hash,omitempty"`
 }
 
 type fileWrite struct {
@@ -375,7 +377,7 @@ func (s *store) applyAppending(rec *record, diskLast int64, superseded map[strin
 		return err
 	}
 	if rec.Floor > 0 {
-		if err := s.compactFile(rec.Floor); err != nil {
+		if err := s.compactFile(rec.Floor, rec.FloorHash); err != nil {
 			return err
 		}
 	}
@@ -521,9 +523,9 @@ func (s *store) appendEventLines(evs []eventJSON, diskLast int64) error {
 // compactFile rewrites events.ndjson without the events below floor, and
 // records the floor first, so that a crash in between loses nothing (a
 // replay does both again).
-func (s *store) compactFile(floor int64) error {
+func (s *store) compactFile(floor int64, hash string) error {
 	dirs := dirSet{}
-	fb, err := marshalFile(floorJSON{Floor: floor})
+	fb, err := marshalFile(floorJSON{Floor: floor, Hash: hash})
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func (s *store) refresh() error {
 	if err != nil {
 		return err
 	}
-	evs, err := parseEvents(data, s.logLines+1)
+	evs, hashes, err := parseEvents(data, s.logLines+1)
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func (s *store) refresh() error {
 			return err
 		}
 	}
-	s.st.appendEvents(evs)
+	s.st.appendEvents(evs, hashes)
 	if len(evs) > 0 {
 		s.diskLast = evs[len(evs)-1].Seq
 	}
@@ -369,6 +369,9 @@ func (s *store) load() error {
 			return corrupt(floorFile, "floor %d is below 1", fj.Floor)
 		}
 		st.floor = fj.Floor
+		if st.floorHash, err = decodeHash(fj.Hash); err != nil {
+			return &CorruptError{File: floorFile, Line: 1, Err: err}
+		}
 	}
 	f, err := s.root.Open(eventsFile)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -389,7 +392,7 @@ func (s *store) load() error {
 		if id.size != fi.Size() {
 			id.mtime = time.Time{} // changed while read: look again next time
 		}
-		if st.events, err = parseEvents(data, 1); err != nil {
+		if st.events, st.hashes, err = parseEvents(data, 1); err != nil {
 			return err
 		}
 		if n := len(st.events); n > 0 && st.events[0].Seq < st.floor {
@@ -406,22 +409,26 @@ func (s *store) load() error {
 
 // parseEvents decodes NDJSON event lines; first is data's first line
 // number. Every line must be complete and seqs must increase.
-func parseEvents(data []byte, first int) ([]workspace.Event, error) {
-	var out []workspace.Event
+func parseEvents(data []byte, first int) ([]workspace.Event, [][]byte, error) {
+	var (
+		out    []workspace.Event
+		hashes [][]byte
+	)
 	n := first - 1
 	for line := range bytes.Lines(data) {
 		n++
 		if line[len(line)-1] != '\n' {
-			return nil, &CorruptError{File: eventsFile, Line: n, Err: errors.New("incomplete last line")}
+			return nil, nil, &CorruptError{File: eventsFile, Line: n, Err: errors.New("incomplete last line")}
 		}
-		ev, err := decodeEventLine(eventsFile, n, line)
+		ev, hash, err := decodeChainedLine(eventsFile, n, line)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if k := len(out); k > 0 && ev.Seq <= out[k-1].Seq {
-			return nil, &CorruptError{File: eventsFile, Line: n, Err: fmt.Errorf("seq %d after seq %d", ev.Seq, out[k-1].Seq)}
+			return nil, nil, &CorruptError{File: eventsFile, Line: n, Err: fmt.Errorf("seq %d after seq %d", ev.Seq, out[k-1].Seq)}
 		}
 		out = append(out, ev)
+		hashes = append(hashes, hash)
 	}
-	return out, nil
+	return out, hashes, nil
 }

@@ -53,13 +53,13 @@ func TestFormat1StoreIsMigratedAndReadsBack(t *testing.T) {
 	var se *workspace.SchemaError
 	require.ErrorAs(t, err, &se, "an older format needs the migration to be asked for")
 	assert.Equal(t, int64(1), se.Current)
-	assert.Equal(t, int64(2), se.Want)
+	assert.Equal(t, int64(latestFormat), se.Want)
 
 	ws, err := Open(ctx, dir, true, workspace.Options{})
 	require.NoError(t, err)
 	format, err := os.ReadFile(filepath.Join(dir, formatFile))
 	require.NoError(t, err)
-	assert.Equal(t, "2\n", string(format))
+	assert.Equal(t, "3\n", string(format))
 	fi, err := os.Stat(filepath.Join(dir, journalFile))
 	require.NoError(t, err)
 	assert.Zero(t, fi.Size(), "the journal was replayed")
@@ -133,7 +133,7 @@ func TestFormat1StoreIsMigratedAndReadsBack(t *testing.T) {
 	// Down to format 1 and up again: the same records.
 	m, err := jsonDriver{}.OpenMigrator(ctx, workspace.Config{Target: dir})
 	require.NoError(t, err)
-	require.NoError(t, m.Down(ctx, 1))
+	require.NoError(t, m.Down(ctx, 2))
 	v, dirty, err := m.Version(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, uint(1), v)

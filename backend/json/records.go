@@ -2,6 +2,8 @@ package jsonstore
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -322,6 +324,9 @@ type eventJSON struct {
 	Subject subjectJSON `json:"subject"`
 	Version int64       `json:"version,omitempty"`
 	Message string      `json:"message,omitempty"`
+	// Hash is the event's link in the log's hash chain, hex (see
+	// driver.ChainHash); absent on events written before the chain.
+	Hash string `json:"hash,omitempty"`
 }
 
 type subjectJSON struct {
@@ -330,9 +335,10 @@ type subjectJSON struct {
 	Name string `json:"name,omitempty"`
 }
 
-func toEventJSON(e workspace.Event) eventJSON {
+func toEventJSON(e workspace.Event, hash []byte) eventJSON {
 	return eventJSON{Seq: e.Seq, Time: e.Time, Actor: e.Actor, Type: e.Type,
-		Subject: subjectJSON{Kind: e.Subject.Kind, ID: e.Subject.ID, Name: e.Subject.Name}, Version: e.Version, Message: e.Message}
+		Subject: subjectJSON{Kind: e.Subject.Kind, ID: e.Subject.ID, Name: e.Subject.Name}, Version: e.Version, Message: e.Message,
+		Hash: hex.EncodeToString(hash)}
 }
 
 func fromEventJSON(j eventJSON) workspace.Event {
@@ -341,8 +347,8 @@ func fromEventJSON(j eventJSON) workspace.Event {
 }
 
 // encodeEventLine returns the event as one line of the log, newline included.
-func encodeEventLine(e workspace.Event) ([]byte, error) {
-	b, err := json.Marshal(toEventJSON(e))
+func encodeEventLine(e workspace.Event, hash []byte) ([]byte, error) {
+	b, err := json.Marshal(toEventJSON(e, hash))
 	if err != nil {
 		return nil, err
 	}
@@ -351,14 +357,37 @@ func encodeEventLine(e workspace.Event) ([]byte, error) {
 
 // decodeEventLine decodes line number n of file.
 func decodeEventLine(file string, n int, line []byte) (workspace.Event, error) {
+	e, _, err := decodeChainedLine(file, n, line)
+	return e, err
+}
+
+// decodeChainedLine decodes line number n of file, and its hash (nil if
+// it has none).
+func decodeChainedLine(file string, n int, line []byte) (workspace.Event, []byte, error) {
 	var j eventJSON
 	if err := decodeJSON(file, n, line, &j); err != nil {
-		return workspace.Event{}, err
+		return workspace.Event{}, nil, err
 	}
 	if j.Seq < 1 || j.Type == "" {
-		return workspace.Event{}, &CorruptError{File: file, Line: n, Err: errors.New("an event needs a positive seq and a type")}
+		return workspace.Event{}, nil, &CorruptError{File: file, Line: n, Err: errors.New("an event needs a positive seq and a type")}
 	}
-	return fromEventJSON(j), nil
+	hash, err := decodeHash(j.Hash)
+	if err != nil {
+		return workspace.Event{}, nil, &CorruptError{File: file, Line: n, Err: err}
+	}
+	return fromEventJSON(j), hash, nil
+}
+
+// decodeHash decodes a chain hash written as hex ("" is none).
+func decodeHash(s string) ([]byte, error) {
+	if s == "" {
+		return nil, nil
+	}
+	h, err := hex.DecodeString(s)
+	if err != nil || len(h) != sha256.Size {
+		return nil, fmt.Errorf("hash %.80q is not %d hex bytes", s, sha256.Size)
+	}
+	return h, nil
 }
 
 // marshalFile is the indented JSON of a record file, newline-terminated so

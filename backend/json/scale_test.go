@@ -69,7 +69,7 @@ func generateTree(b *testing.B, dir string, n int) {
 			}
 		}
 		line, err := encodeEventLine(workspace.Event{Seq: int64(j + 1), Time: now, Actor: "bench", Type: workspace.EventArtifactCreated,
-			Subject: workspace.Subject{Kind: workspace.SubjectArtifact, ID: id, Name: a.Name}, Version: 1})
+			Subject: workspace.Subject{Kind: workspace.SubjectArtifact, ID: id, Name: a.Name}, Version: 1}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

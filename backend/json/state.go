@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // noteKey identifies a note.
@@ -36,7 +37,10 @@ type state struct {
 	leases map[string]workspace.Lease
 
 	events []workspace.Event // ascending seq, all >= floor
+	hashes [][]byte          // each event's chain hash (nil before the chain)
 	floor  int64
+	// floorHash is the hash the event at the floor chains from (nil: zeros).
+	floorHash []byte
 }
 
 func newState() *state {
@@ -201,18 +205,35 @@ func (s *state) setLease(resource string, l *workspace.Lease) func() {
 	}
 }
 
-func (s *state) appendEvents(evs []workspace.Event) func() {
+func (s *state) appendEvents(evs []workspace.Event, hashes [][]byte) func() {
 	n := len(s.events)
 	s.events = append(s.events, evs...)
-	return func() { s.events = s.events[:n:n] }
+	s.hashes = append(s.hashes, hashes...)
+	return func() { s.events, s.hashes = s.events[:n:n], s.hashes[:n:n] }
+}
+
+// headHash is the hash the next event chains from: the newest event's, or
+// the floor's base when there is none, or one written before the chain.
+func (s *state) headHash() []byte {
+	if n := len(s.hashes); n > 0 && s.hashes[n-1] != nil {
+		return s.hashes[n-1]
+	}
+	if s.floorHash == nil {
+		return driver.ZeroChainHash
+	}
+	return s.floorHash
 }
 
 func (s *state) compact(floor int64) func() {
-	oldEvents, oldFloor := s.events, s.floor
+	oldEvents, oldHashes, oldFloor, oldBase := s.events, s.hashes, s.floor, s.floorHash
 	i := sort.Search(len(s.events), func(i int) bool { return s.events[i].Seq >= floor })
+	if i > 0 && s.events[i-1].Seq == floor-1 && s.hashes[i-1] != nil {
+		s.floorHash = s.hashes[i-1]
+	}
 	s.events = slices.Clone(s.events[i:])
+	s.hashes = slices.Clone(s.hashes[i:])
 	s.floor = floor
-	return func() { s.events, s.floor = oldEvents, oldFloor }
+	return func() { s.events, s.hashes, s.floor, s.floorHash = oldEvents, oldHashes, oldFloor, oldBase }
 }
 
 // eventsAfter returns the index of the first event with Seq > seq.

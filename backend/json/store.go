@@ -40,6 +40,9 @@ const (
 
 type floorJSON struct {
 	Floor int64 `json:"floor"`
+	// Hash is the hash the event at the floor chains from (hex), absent
+	// when it is 32 zero bytes.
+	Hash string `json:"hash,omitempty"`
 }
 
 // fileIdent is an append-only file as last read: its inode (a replaced

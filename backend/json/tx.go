@@ -38,7 +38,10 @@ type tx struct {
 	idem     map[string]idemJSON
 	prune    time.Time
 	events   []workspace.Event
+	hashes   [][]byte // events' chain hashes
 	floor    int64
+	// base is set when SetChainBase ran: floor.json is rewritten.
+	base bool
 }
 
 func newTx(s *store, write bool) *tx {

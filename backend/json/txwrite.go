@@ -2,6 +2,7 @@ package jsonstore
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // The write half of tx: each write changes the state, marks what the
@@ -194,8 +196,10 @@ func (t *tx) AppendEvents(ctx context.Context, evs []workspace.Event) (int64, er
 			prev = e.Seq
 		}
 	}
+	hashes := driver.ChainHashes(t.st.headHash(), evs)
 	setField(t, &t.events, append(t.events, evs...))
-	t.undo = append(t.undo, t.st.appendEvents(evs))
+	setField(t, &t.hashes, append(t.hashes, hashes...))
+	t.undo = append(t.undo, t.st.appendEvents(evs, hashes))
 	return evs[0].Seq, nil
 }
 
@@ -209,6 +213,16 @@ func (t *tx) CompactEvents(ctx context.Context, floor int64) error {
 // if it changed nothing.
 func (t *tx) record() (*record, error) {
 	rec := &record{Floor: t.floor}
+	if t.floor > 0 || t.base {
+		rec.FloorHash = hex.EncodeToString(t.st.floorHash)
+	}
+	if t.base && t.floor == 0 {
+		data, err := marshalFile(floorJSON{Floor: t.st.floor, Hash: rec.FloorHash})
+		if err != nil {
+			return nil, err
+		}
+		rec.Writes = append(rec.Writes, fileWrite{Path: floorFile, Data: data})
+	}
 	var removes, writes []mirrorOp
 	for _, id := range sortedKeys(t.arts) {
 		before, r := t.arts[id], t.st.arts[id]
@@ -280,8 +294,8 @@ func (t *tx) record() (*record, error) {
 		}
 		rec.Writes = append(rec.Writes, fileWrite{Path: idemPath(k), Data: data})
 	}
-	for _, e := range t.events {
-		rec.Events = append(rec.Events, toEventJSON(e))
+	for i, e := range t.events {
+		rec.Events = append(rec.Events, toEventJSON(e, t.hashes[i]))
 	}
 	if len(rec.Writes) == 0 && len(rec.Appends) == 0 && len(rec.Removes) == 0 && len(rec.Events) == 0 && rec.Floor == 0 {
 		return nil, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 const eventCols = `seq, time, actor, type, subject_kind, subject_id, subject_name, version, message`
@@ -42,13 +43,24 @@ const (
 	// head it read under the writers' lock. Should the counter say
 	// otherwise, the statement fails (a text that is no number, cast to one)
 	// and with it the transaction.
-	appendEvents = `WITH c AS (
-		UPDATE counters SET seq = seq + $1 RETURNING seq - $1 AS base
+	//
+	// The chain's recursive CTE hashes the events in order from the head's
+	// hash. p's LIMIT 1 (counters has one row) keeps the planner from
+	// estimating millions of rows for it, which would JIT-compile the
+	// statement for a second and more.
+	appendEvents = `WITH RECURSIVE p AS (
+		SELECT seq AS base, hash FROM counters LIMIT 1
+	), ch(n, h) AS (
+		SELECT 0::bigint, p.hash FROM p
+		UNION ALL
+		SELECT ch.n + 1, sha256(ch.h || int8send(p.base + ch.n + 1) || ($14::bytea[])[ch.n + 1]) FROM ch, p WHERE ch.n < $1
+	), c AS (
+		UPDATE counters SET seq = seq + $1, hash = (SELECT h FROM ch WHERE n = $1) RETURNING seq - $1 AS base
 	), ins AS (
-		INSERT INTO events (` + eventCols + `)
-		SELECT c.base + e.n, e.time, e.actor, e.type, e.kind, e.id, e.name, e.version, e.message
+		INSERT INTO events (` + eventCols + `, hash)
+		SELECT c.base + e.n, e.time, e.actor, e.type, e.kind, e.id, e.name, e.version, e.message, ch.h
 		FROM c, unnest($2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[])
-			WITH ORDINALITY AS e(time, actor, type, kind, id, name, version, message, n)
+			WITH ORDINALITY AS e(time, actor, type, kind, id, name, version, message, n) JOIN ch ON ch.n = e.n
 	)
 	SELECT CASE WHEN c.base + 1 = $11::bigint THEN CASE WHEN $13::boolean THEN pg_notify($10, $12)::text ELSE '' END
 		ELSE ('agentspace: the event log head moved under the writers lock: expected ' ||
@@ -62,26 +74,41 @@ const (
 	// every run of fewer events (it runs under genericOn); and LIMIT 1 (c
 	// has one row) keeps the CASE, cheaper with constants, from counting
 	// for the many rows the planner expects of counters before it is
-	// analyzed.
+	// analyzed. The event's hash chains from the head's, kept in the
+	// counter row: its SET reads the old row, so no extra read is needed.
 	appendEvent = `WITH c AS (
-		UPDATE counters SET seq = seq + 1 RETURNING seq - 1 AS base
+		UPDATE counters SET seq = seq + 1, hash = sha256(hash || int8send(seq + 1) || $13::bytea) RETURNING seq - 1 AS base, hash
 	), ins AS (
-		INSERT INTO events (` + eventCols + `)
-		SELECT c.base + 1, $1, $2, $3, $4, $5, $6, $7, $8 FROM c
+		INSERT INTO events (` + eventCols + `, hash)
+		SELECT c.base + 1, $1, $2, $3, $4, $5, $6, $7, $8, c.hash FROM c
 	)
 	SELECT CASE WHEN c.base + 1 = $10::bigint THEN CASE WHEN $12::boolean THEN pg_notify($9, $11)::text ELSE '' END
 		ELSE ('agentspace: the event log head moved under the writers lock: expected ' ||
 			($10::bigint - 1) || ', found ' || c.base)::bigint::text END
 	FROM c LIMIT 1`
-	// importEvents keeps the seqs given (an import), moving the head to the last.
-	importEvents = `WITH c AS (
-		UPDATE counters SET seq = greatest(seq, $1) RETURNING seq
+	// importEvents keeps the seqs given (an import), moving the head to
+	// the last, and chains the events from the head's hash.
+	importEvents = `WITH RECURSIVE p AS (
+		SELECT hash FROM counters LIMIT 1
+	), ch(n, h) AS (
+		SELECT 0::bigint, p.hash FROM p
+		UNION ALL
+		SELECT ch.n + 1, sha256(ch.h || int8send(($11::bigint[])[ch.n + 1]) || ($12::bytea[])[ch.n + 1]) FROM ch
+		WHERE ch.n < cardinality($11::bigint[])
+	), c AS (
+		UPDATE counters SET seq = greatest(seq, $1), hash = (SELECT h FROM ch ORDER BY n DESC LIMIT 1) RETURNING seq
 	), ins AS (
-		INSERT INTO events (` + eventCols + `)
-		SELECT * FROM unnest($11::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[])
+		INSERT INTO events (` + eventCols + `, hash)
+		SELECT e.seq, e.time, e.actor, e.type, e.kind, e.id, e.name, e.version, e.message, ch.h
+		FROM unnest($11::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[])
+			WITH ORDINALITY AS e(seq, time, actor, type, kind, id, name, version, message, n) JOIN ch ON ch.n = e.n
 	)
 	SELECT pg_notify($10, c.seq::text) FROM c`
-	compactEvents = `WITH d AS (DELETE FROM events WHERE seq < $1) UPDATE counters SET floor = $1`
+	// compactEvents keeps the hash of the last event it removes as the
+	// chain's base: the subquery reads the statement's snapshot, from
+	// before the DELETE.
+	compactEvents = `WITH d AS (DELETE FROM events WHERE seq < $1)
+		UPDATE counters SET floor = $1, floor_hash = coalesce((SELECT hash FROM events WHERE seq = $1 - 1), floor_hash)`
 )
 
 func (t *readTx) Events(ctx context.Context, q workspace.EventQuery) ([]workspace.Event, error) {
@@ -135,7 +162,7 @@ func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (i
 		e := events[0]
 		first := t.seq + 1
 		_, _ = t.pl.Exec(ctx, appendEvent, e.Time, e.Actor, e.Type, e.Subject.Kind, e.Subject.ID, e.Subject.Name,
-			e.Version, e.Message, t.channel, first, t.payload(first, events), t.notify)
+			e.Version, e.Message, t.channel, first, t.payload(first, events), t.notify, driver.ChainBody(e))
 		t.seq = first
 		return first, nil
 	}
@@ -149,15 +176,17 @@ func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (i
 		names    = make([]string, n)
 		versions = make([]int64, n)
 		messages = make([]string, n)
+		bodies   = make([][]byte, n)
 	)
 	for i, e := range events {
 		seqs[i], times[i], actors[i], types[i] = e.Seq, e.Time, e.Actor, e.Type
 		kinds[i], ids[i], names[i] = e.Subject.Kind, e.Subject.ID, e.Subject.Name
 		versions[i], messages[i] = e.Version, e.Message
+		bodies[i] = driver.ChainBody(e)
 	}
 	if events[0].Seq != 0 {
 		last := events[n-1].Seq
-		err := t.pl.read(ctx, rowQuery{sql: importEvents, args: []any{last, times, actors, types, kinds, ids, names, versions, messages, t.channel, seqs},
+		err := t.pl.read(ctx, rowQuery{sql: importEvents, args: []any{last, times, actors, types, kinds, ids, names, versions, messages, t.channel, seqs, bodies},
 			scan: func(row pgx.Row) error { return row.Scan(nil) }})
 		if err != nil {
 			return 0, fmt.Errorf("postgres: import events: %w", err)
@@ -169,7 +198,7 @@ func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (i
 	// Planned once: see genericOn.
 	t.pl.queue(genericOn)
 	_, _ = t.pl.Exec(ctx, appendEvents, int64(n), times, actors, types, kinds, ids, names, versions, messages, t.channel, first,
-		t.payload(first, events), t.notify)
+		t.payload(first, events), t.notify, bodies)
 	t.pl.queue(genericBack)
 	t.seq += int64(n)
 	return first, nil

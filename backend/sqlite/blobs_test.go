@@ -87,7 +87,7 @@ func TestMigrationGivesVersionsTheirBlobs(t *testing.T) {
 	assert.Equal(t, 5, versions)
 	require.NoError(t, st.Close())
 
-	require.NoError(t, m.Down(ctx, 2)) // 000005 (task areas), then 000004 (blob ids)
+	require.NoError(t, m.Goto(ctx, 3))
 	v, _, err := m.Version(ctx)
 	require.NoError(t, err)
 	require.Equal(t, uint(3), v)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 const (
@@ -16,13 +17,16 @@ const (
 	qEventsAll = `SELECT ` + eventCols + ` FROM events WHERE seq > ? ORDER BY seq LIMIT +?`
 	// qEventsFrom starts a filtered read of the log (eventsQuery).
 	qEventsFrom = `SELECT ` + eventCols + ` FROM events WHERE `
-	qPutEvent   = `INSERT INTO events (` + eventCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qPutEvent   = `INSERT INTO events (` + eventCols + `, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qCompact    = `DELETE FROM events WHERE seq < ?`
 	// qAppendState is qHead plus where the indexed part of the log ends.
-	qAppendState  = `SELECT max(coalesce((SELECT max(seq) FROM events), 0), floor - 1), indexed_to FROM meta WHERE id = 1`
+	qAppendState = `SELECT max(coalesce((SELECT max(seq) FROM events), 0), floor - 1), indexed_to,
+		coalesce((SELECT hash FROM events ORDER BY seq DESC LIMIT 1), floor_hash) FROM meta WHERE id = 1`
 	qIndexTail    = `UPDATE events SET indexed = 1 WHERE seq > ? AND seq <= ?`
 	qSetIndexedTo = `UPDATE meta SET indexed_to = ? WHERE id = 1`
-	qSetFloor     = `UPDATE meta SET floor = ? WHERE id = 1`
+	// qSetFloor keeps the hash of the last event compacted away, so the
+	// chain still verifies from the floor: it runs before qCompact.
+	qSetFloor = `UPDATE meta SET floor = ?, floor_hash = coalesce((SELECT hash FROM events WHERE seq = ?), floor_hash) WHERE id = 1`
 )
 
 // DefaultIndexBatch is how many events the log's tail holds before a
@@ -165,8 +169,11 @@ func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (i
 	if len(events) == 0 {
 		return 0, nil
 	}
-	var head, indexedTo int64
-	if err := t.q.QueryRowContext(ctx, qAppendState).Scan(&head, &indexedTo); err != nil {
+	var (
+		head, indexedTo int64
+		prev            []byte // the hash the first event chains from
+	)
+	if err := t.q.QueryRowContext(ctx, qAppendState).Scan(&head, &indexedTo, &prev); err != nil {
 		return 0, fmt.Errorf("sqlite: event head: %w", err)
 	}
 	if !t.noted.set {
@@ -184,8 +191,10 @@ func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (i
 		if i == 0 {
 			first = seq
 		}
+		e.Seq = seq
+		prev = driver.ChainHash(prev, e)
 		if _, err := t.q.ExecContext(ctx, qPutEvent, seq, micros(e.Time), e.Actor, e.Type,
-			e.Subject.Kind, e.Subject.ID, e.Subject.Name, e.Version, e.Message); err != nil {
+			e.Subject.Kind, e.Subject.ID, e.Subject.Name, e.Version, e.Message, prev); err != nil {
 			return 0, fmt.Errorf("sqlite: append event %d: %w", seq, err)
 		}
 		head = seq
@@ -203,11 +212,11 @@ func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (i
 }
 
 func (t *writeTx) CompactEvents(ctx context.Context, floor int64) error {
+	if _, err := t.q.ExecContext(ctx, qSetFloor, floor, floor-1); err != nil {
+		return fmt.Errorf("sqlite: set event floor: %w", err)
+	}
 	if _, err := t.q.ExecContext(ctx, qCompact, floor); err != nil {
 		return fmt.Errorf("sqlite: compact events: %w", err)
-	}
-	if _, err := t.q.ExecContext(ctx, qSetFloor, floor); err != nil {
-		return fmt.Errorf("sqlite: set event floor: %w", err)
 	}
 	t.floor = floor
 	return nil

@@ -37,9 +37,10 @@ type fileConfig struct {
 	DefaultEnv string               `toml:"default_env"`
 	DSN        string               `toml:"dsn"`
 	Env        map[string]envConfig `toml:"env"`
-	Shadow     shadowConfig         `toml:"shadow"` // see shadow.go
-	Work       workConfig           `toml:"work"`   // wsctl work: see work.go
-	Merge      mergeConfig          `toml:"merge"`  // wsctl merge: see work.go
+	Shadow     shadowConfig         `toml:"shadow"`    // see shadow.go
+	Work       workConfig           `toml:"work"`      // wsctl work: see work.go
+	Merge      mergeConfig          `toml:"merge"`     // wsctl merge: see work.go
+	Retention  retentionConfig      `toml:"retention"` // see gc.go
 }
 
 type envConfig struct {
@@ -199,7 +200,7 @@ func readConfig(path string) (fileConfig, error) {
 		for i, k := range und {
 			keys[i] = k.String()
 		}
-		return cfg, fmt.Errorf("config file %s: unknown keys %s (known: default_env, dsn, [env.NAME] dsn, [shadow] (docs/shadows.md), [work] and [merge] (docs/worktrees.md))", path, strings.Join(keys, ", "))
+		return cfg, fmt.Errorf("config file %s: unknown keys %s (known: default_env, dsn, [env.NAME] dsn, [shadow] (docs/shadows.md), [work] and [merge] (docs/worktrees.md), [retention] (docs/retention.md))", path, strings.Join(keys, ", "))
 	}
 	return cfg, nil
 }

@@ -15,6 +15,7 @@
 //	6 no task ready to claim (ErrNoTask)
 //	7 forbidden by the workspace's policy (ErrForbidden)
 //	8 no workspace where the DSN points (ErrNoWorkspace): only init, import and migrate up/goto create one
+//	9 verify or restore found the event chain or an artifact's content broken
 package main
 
 import (

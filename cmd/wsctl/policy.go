@@ -144,7 +144,7 @@ func (a *app) policyCheckCmd() *cobra.Command {
 		Use:   "check ACTOR ACTION [OBJECT]",
 		Short: "Say whether ACTOR may do ACTION on OBJECT, and why (exit 0 or 8)",
 		Long: `check answers from the stored policy, as the engine would: exit 0 and the
-rule that grants it, or exit 8 and why not. ACTION is one of:
+rule that grants it, or exit 7 and why not. ACTION is one of:
   ` + actionList() + `
 OBJECT is an artifact name, a note kind or a lock resource (none for task
 and admin actions).`,
@@ -169,7 +169,7 @@ and admin actions).`,
 	}
 }
 
-// explain prints a decision and turns a refusal into exit 8.
+// explain prints a decision and turns a refusal into exit 7.
 func (a *app) explain(p *policy.Policy, actor string, act policy.Action, object string) error {
 	d := policy.Decision{Allowed: true}
 	reason := "no policy: everything is allowed"
@@ -324,7 +324,7 @@ func (a *app) checkCmd() *cobra.Command {
 func (a *app) checkWriteCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "write PATH",
-		Short: "Exit 0 if you (--as) may write PATH under the policy, else exit 8 with the reason",
+		Short: "Exit 0 if you (--as) may write PATH under the policy, else exit 7 with the reason",
 		Long: `check write lets an agent's own hooks (a pre-edit hook) refuse an edit before
 it happens. PATH is a file path relative to the project's root (the
 artifact name it would be promoted as); "./" and a path under the current

@@ -34,6 +34,8 @@ func (a *app) serveCmd() *cobra.Command {
 		listen, tlsCert, tlsKey, logFormat, logLevel string
 		requireToken                                 bool
 		heartbeat, maxWait, drain                    time.Duration
+		gcEvery                                      time.Duration // see gc.go
+		gcf                                          gcFlags
 	)
 	c := &cobra.Command{
 		Use:   "serve",
@@ -78,6 +80,11 @@ end (clients resume with Last-Event-ID), requests under way finish.`,
 				return err
 			}
 			defer ws.Close()
+			stopGC, err := a.scheduleGC(ctx, cmd, ws, gcEvery, gcf, logger)
+			if err != nil {
+				return err
+			}
+			defer stopGC()
 			dsn := res.DSN
 			srv, err := server.New(ws, server.Options{
 				RequireToken:    requireToken || !loopback,
@@ -155,6 +162,8 @@ end (clients resume with Last-Event-ID), requests under way finish.`,
 	f.DurationVar(&drain, "drain-timeout", 30*time.Second, "how long SIGTERM waits for requests under way")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug (one line per request), info, warn or error")
+	f.DurationVar(&gcEvery, "gc-every", 0, "run gc with the retention policy this often (0: never)")
+	gcf.add(c)
 	return c
 }
 

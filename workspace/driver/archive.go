@@ -17,6 +17,8 @@ type archiveLog struct {
 	Type  string `json:"type"`
 	Floor int64  `json:"floor"`
 	Head  int64  `json:"head"`
+	// FloorHash is the hash the event at the floor chains from (hex).
+	FloorHash string `json:"floor_hash,omitempty"`
 }
 
 type archiveDeleted struct {
@@ -33,6 +35,8 @@ type archiveOut struct {
 	Artifact *workspace.Artifact `json:"artifact,omitempty"`
 	Lease    *workspace.Lease    `json:"lease,omitempty"`
 	Event    *workspace.Event    `json:"event,omitempty"`
+	// Hash is an event's link in the log's hash chain (hex).
+	Hash string `json:"hash,omitempty"`
 }
 
 // archiveIn is a record line as Import reads it. Its types have no
@@ -45,6 +49,7 @@ type archiveIn struct {
 	Artifact *artifactJSON    `json:"artifact"`
 	Lease    *workspace.Lease `json:"lease"`
 	Event    *workspace.Event `json:"event"`
+	Hash     string           `json:"hash"`
 }
 
 type archiveEnd struct {

@@ -3,6 +3,7 @@ package driver
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,14 +67,7 @@ func (h *handle) Export(ctx context.Context, w io.Writer, opts workspace.Archive
 		if err := exportLeases(ctx, tx, enc, p, resources); err != nil {
 			return err
 		}
-		if err := enc.Encode(archiveLog{Type: recLog, Floor: floor, Head: head}); err != nil {
-			return err
-		}
-		if err := eachEvent(ctx, tx, floor, func(ev workspace.Event) error {
-			p.stats.Events++
-			p.tick()
-			return enc.Encode(archiveOut{Type: recEvent, Event: &ev})
-		}); err != nil {
+		if err := exportLog(ctx, tx, enc, p, floor, head); err != nil {
 			return err
 		}
 		if err := enc.Encode(archiveEnd{Type: recEnd, Counts: p.stats}); err != nil {
@@ -242,4 +236,45 @@ func exportLeases(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress
 		p.tick()
 	}
 	return nil
+}
+
+// exportLog writes the log record and the events, with the hash chain when
+// the store keeps one.
+func exportLog(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress, floor, head int64) error {
+	cr, ok := tx.(ChainReader)
+	if !ok {
+		if err := enc.Encode(archiveLog{Type: recLog, Floor: floor, Head: head}); err != nil {
+			return err
+		}
+		return eachEvent(ctx, tx, floor, func(ev workspace.Event) error {
+			p.stats.Events++
+			p.tick()
+			return enc.Encode(archiveOut{Type: recEvent, Event: &ev})
+		})
+	}
+	base, err := cr.ChainBase(ctx)
+	if err != nil {
+		return err
+	}
+	if err := enc.Encode(archiveLog{Type: recLog, Floor: floor, Head: head, FloorHash: hex.EncodeToString(base)}); err != nil {
+		return err
+	}
+	after := max(floor-1, 0)
+	for {
+		evs, err := cr.ChainEvents(ctx, after, archivePage)
+		if err != nil {
+			return err
+		}
+		for _, ce := range evs {
+			p.stats.Events++
+			p.tick()
+			if err := enc.Encode(archiveOut{Type: recEvent, Event: &ce.Event, Hash: hex.EncodeToString(ce.Hash)}); err != nil {
+				return err
+			}
+			after = ce.Event.Seq
+		}
+		if len(evs) < archivePage {
+			return nil
+		}
+	}
 }

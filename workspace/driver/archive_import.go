@@ -86,6 +86,7 @@ type importer struct {
 	head    int64
 	nextSeq int64
 	sawEnd  bool
+	chain   importChain
 }
 
 func (im *importer) errf(format string, args ...any) error {
@@ -224,7 +225,7 @@ func (im *importer) record(ctx context.Context, typ string, line []byte) error {
 			return im.errf("log floor %d and head %d are inconsistent", r.Floor, r.Head)
 		}
 		im.floor, im.head, im.nextSeq = r.Floor, r.Head, r.Floor
-		return nil
+		return im.chain.start(im, r.FloorHash)
 	case recEvent:
 		if err := im.enter(stageEvents, typ); err != nil {
 			return err
@@ -301,7 +302,7 @@ func (im *importer) payload(ctx context.Context, typ string, line []byte) error 
 	case recLease:
 		return im.lease(ctx, *r.Lease)
 	default:
-		return im.event(ctx, *r.Event)
+		return im.event(ctx, *r.Event, r.Hash)
 	}
 }
 
@@ -337,7 +338,7 @@ func (im *importer) payloadV1(ctx context.Context, typ string, line []byte) erro
 		if err != nil {
 			return err
 		}
-		return im.event(ctx, ev)
+		return im.event(ctx, ev, "")
 	}
 }
 
@@ -396,6 +397,9 @@ func (im *importer) flush(ctx context.Context) error {
 			}
 		}
 		if len(im.events) > 0 {
+			if err := im.chain.setBase(ctx, tx, im.events[0].Seq == im.floor); err != nil {
+				return err
+			}
 			if _, err := tx.AppendEvents(ctx, im.events); err != nil {
 				return err
 			}
@@ -437,6 +441,9 @@ func checkEmpty(ctx context.Context, tx Tx) error {
 // finish records the log's floor and checks that the store's log is the archive's.
 func (im *importer) finish(ctx context.Context) error {
 	return im.h.st.Update(ctx, func(tx Tx) error {
+		if err := im.chain.setBase(ctx, tx, im.head < im.floor); err != nil {
+			return err
+		}
 		if im.floor > 1 {
 			if err := tx.CompactEvents(ctx, im.floor); err != nil {
 				return err

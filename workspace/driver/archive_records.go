@@ -228,7 +228,7 @@ func (im *importer) lease(ctx context.Context, r workspace.Lease) error {
 	return im.add(ctx, 0, func(ctx context.Context, tx Tx) error { return tx.PutLease(ctx, l) })
 }
 
-func (im *importer) event(ctx context.Context, r workspace.Event) error {
+func (im *importer) event(ctx context.Context, r workspace.Event, hash string) error {
 	if r.Seq != im.nextSeq {
 		return im.errf("event seq %d where %d was due: the log must be gap-free from its floor", r.Seq, im.nextSeq)
 	}
@@ -246,6 +246,9 @@ func (im *importer) event(ctx context.Context, r workspace.Event) error {
 		return err
 	}
 	if err := im.times([]string{"time"}, &r.Time); err != nil {
+		return err
+	}
+	if err := im.chain.link(im, r, hash); err != nil {
 		return err
 	}
 	im.events = append(im.events, r)

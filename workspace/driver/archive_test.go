@@ -206,7 +206,7 @@ func TestImportRejectsBrokenArchivesAndWritesNothing(t *testing.T) {
 	}{
 		{"empty", "", "is empty"},
 		{"not an archive", "hello\n", "not a JSON object"},
-		{"newer version", strings.Replace(good, `"version":2}`, `"version":3}`, 1), "archive version 3"},
+		{"newer version", strings.Replace(good, `"version":3}`, `"version":4}`, 1), "archive version 4"},
 		{"truncated", strings.Join(lines[:len(lines)-2], ""), "truncated"},
 		{"gap in the log", without(`"type":"event","event":{"seq":3,`), "seq 4 where 3 was due"},
 		{"wrong content", strings.Replace(good, `"content":"one\n"`, `"content":"two\n"`, 1), "does not match its sha256"},
@@ -316,7 +316,7 @@ func TestImportReadsAVersion1Archive(t *testing.T) {
 
 	// The store exports the current version, which round-trips byte for byte.
 	current := export(t, dst)
-	assert.True(t, strings.HasPrefix(string(current), `{"type":"header","format":"agentspace-archive","version":2}`))
+	assert.True(t, strings.HasPrefix(string(current), `{"type":"header","format":"agentspace-archive","version":3}`))
 	again := openSQLite(t, "again")
 	_, err = workspace.Import(ctx, again, bytes.NewReader(current), workspace.ArchiveOptions{})
 	require.NoError(t, err)

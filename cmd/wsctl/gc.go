@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// retentionConfig is agentspace.toml's [retention] table, the policy `wsctl
+// gc` and `wsctl serve --gc-every` apply unless flags say otherwise:
+//
+//	[retention]
+//	keep_events = 1000000        # keep the newest N events
+//	keep_events_for = "720h"     # and those younger than this
+type retentionConfig struct {
+	KeepEvents    int64  `toml:"keep_events"`
+	KeepEventsFor string `toml:"keep_events_for"`
+}
+
+// gcFlags are the retention flags of gc (and serve's schedule).
+type gcFlags struct {
+	keepEvents    int64
+	keepEventsFor string
+	batch         int64
+}
+
+func (f *gcFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.Int64Var(&f.keepEvents, "keep-events", 0, "keep the newest N events (overrides [retention] keep_events)")
+	fl.StringVar(&f.keepEventsFor, "keep-events-for", "", "keep events younger than this, e.g. 720h (overrides [retention] keep_events_for)")
+	fl.Int64Var(&f.batch, "batch", 0, "events removed per transaction (default 1000): writers wait for one batch at most")
+}
+
+// policy merges the config file's [retention] with the flags set on cmd.
+func (a *app) gcPolicy(cmd *cobra.Command, f gcFlags) (workspace.GCPolicy, error) {
+	p := workspace.GCPolicy{Batch: f.batch}
+	rc, err := a.retentionConfig()
+	if err != nil {
+		return p, err
+	}
+	if cmd.Flags().Changed("keep-events") {
+		rc.KeepEvents = f.keepEvents
+	}
+	if cmd.Flags().Changed("keep-events-for") {
+		rc.KeepEventsFor = f.keepEventsFor
+	}
+	p.KeepEvents = rc.KeepEvents
+	if rc.KeepEventsFor != "" {
+		d, err := time.ParseDuration(rc.KeepEventsFor)
+		if err != nil || d <= 0 {
+			return p, usageErrorf("keep events for %q: want a positive duration such as 720h", rc.KeepEventsFor)
+		}
+		p.KeepEventsFor = d
+	}
+	if p.KeepEvents == 0 && p.KeepEventsFor == 0 {
+		return p, usageErrorf("no retention policy: set --keep-events or --keep-events-for, or [retention] in agentspace.toml")
+	}
+	return p, nil
+}
+
+func (a *app) gcCmd() *cobra.Command {
+	var (
+		f      gcFlags
+		dryRun bool
+	)
+	cmd := &cobra.Command{
+		Use:   "gc [--dry-run] [--keep-events N] [--keep-events-for DURATION]",
+		Short: "Remove events the retention policy does not keep (--dry-run: only report)",
+		Long: `Compact the event log below the oldest event the retention policy keeps
+(the newest --keep-events, and those younger than --keep-events-for; an
+event either rule keeps stays), in transactions of --batch events, so
+writers are never held up for long, and record what went as a
+workspace.gc event. The policy comes from agentspace.toml's [retention]
+table; flags override it. The hash chain keeps verifying from the new
+floor. Readers and subscribers asking for removed events get a
+compacted error with the floor. See docs/retention.md.`,
+		Args: cobra.NoArgs,
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			p, err := a.gcPolicy(cmd, f)
+			if err != nil {
+				return err
+			}
+			p.DryRun = dryRun
+			if !dryRun {
+				if p.Actor, err = a.actor(); err != nil {
+					return err
+				}
+			} else {
+				p.Actor = "dry-run"
+			}
+			return a.with(ctx, func(ws workspace.Workspace) error {
+				r, err := workspace.GC(ctx, ws, p)
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(r)
+				}
+				verb := "removed"
+				if r.DryRun {
+					verb = "would remove"
+				}
+				fmt.Fprintf(a.stdout, "events: %s %d (%d bytes), floor %d -> %d", verb, r.Events.Count, r.Events.Bytes, r.Floor, r.FloorAfter)
+				if r.Seq > 0 {
+					fmt.Fprintf(a.stdout, " in %d batches; recorded as event %d", r.Batches, r.Seq)
+				}
+				fmt.Fprintln(a.stdout)
+				return nil
+			})
+		}),
+	}
+	f.add(cmd)
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would go; remove nothing")
+	return cmd
+}
+
+// retentionConfig is the [retention] table of the config file --config
+// names or, without it, of the nearest agentspace.toml (none: zero), read
+// whichever way the DSN was chosen.
+func (a *app) retentionConfig() (retentionConfig, error) {
+	path := a.configFlag
+	if path == "" {
+		found, err := findUp()
+		if err != nil || found.config == "" {
+			return retentionConfig{}, err
+		}
+		path = found.config
+	}
+	cfg, err := readConfig(path)
+	if err != nil {
+		return retentionConfig{}, usageErrorf("%v", err)
+	}
+	return cfg.Retention, nil
+}
+
+// scheduleGC runs gc with the retention policy every `every` until ctx
+// ends or the returned stop is called (stop waits for a run under way). A
+// failed run is logged and tried again at the next tick.
+func (a *app) scheduleGC(ctx context.Context, cmd *cobra.Command, ws workspace.Workspace, every time.Duration, f gcFlags,
+	logger *slog.Logger) (stop func(), err error) {
+	if every <= 0 {
+		return func() {}, nil
+	}
+	p, err := a.gcPolicy(cmd, f)
+	if err != nil {
+		return nil, err
+	}
+	p.Actor, p.MinEvents = "wsctl-serve", 2
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			r, err := workspace.GC(ctx, ws, p)
+			if err != nil {
+				logger.Warn("wsctl serve: gc failed", "err", err)
+				continue
+			}
+			if r.Events.Count > 0 {
+				logger.Info("wsctl serve: gc", "events", r.Events.Count, "bytes", r.Events.Bytes, "floor", r.FloorAfter, "seq", r.Seq)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }, nil
+}

@@ -1,0 +1,320 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
+)
+
+// retentionCases are the cases of the tamper-evident log and of retention.
+var retentionCases = []coreCase{
+	{"EventChainVerifiesFromTheFloor", testChainVerifies},
+	{"EventChainSurvivesExportAndImport", testChainArchive},
+	{"GCRemovesWhatNoRuleKeepsInBatches", testGCEvents},
+	{"GCUnderConcurrentWritersAndSubscribers", testGCConcurrent},
+}
+
+// verify runs workspace.Verify and requires it to read.
+func verify(t testing.TB, ws workspace.Workspace) workspace.VerifyReport {
+	t.Helper()
+	r, err := workspace.Verify(testCtx(t), ws)
+	require.NoError(t, err)
+	return r
+}
+
+// chainOf recomputes the hash of the log's head from the events Read
+// returns, by the documented encoding, chained from base.
+func chainOf(t testing.TB, ws workspace.Workspace, base []byte, after int64) string {
+	t.Helper()
+	h := base
+	for _, e := range eventsAfter(t, ws, after) {
+		h = driver.ChainHash(h, e)
+	}
+	return hex.EncodeToString(h)
+}
+
+// testChainVerifies: every event a store writes (alone, in a group commit
+// of concurrent writers, after compaction) links to the one before by the
+// documented encoding, and Verify checks the whole chain and every
+// artifact version's content; compaction keeps the chain verifiable from
+// the floor, with the head's hash unchanged.
+func testChainVerifies(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	dsn, ws1 := fresh(t, h)
+	ws2 := open(t, dsn)
+
+	r := verify(t, ws1)
+	assert.True(t, r.OK(), "an empty log verifies: %v", r.Problems)
+	assert.Equal(t, hex.EncodeToString(driver.ZeroChainHash), r.HeadHash)
+
+	a, err := ws1.Artifacts().Create(ctx, workspace.Write{Actor: "planner", Message: "ünïcode ✓"}, workspace.NewArtifact{Name: "plans/p.md", Content: []byte("v1")})
+	require.NoError(t, err)
+	_, err = ws2.Artifacts().Update(ctx, as("coder"), workspace.ByID(a.ID), workspace.ArtifactChange{Content: []byte("v2")})
+	require.NoError(t, err)
+	_, err = ws1.Artifacts().Update(ctx, asAt("racer", 1), workspace.ByID(a.ID), workspace.ArtifactChange{Content: []byte("v3")})
+	require.ErrorIs(t, err, workspace.ErrConflict, "a conflict event is chained too")
+	_, err = ws2.Tasks().Create(ctx, as("lead"), workspace.NewTask{Title: "build"})
+	require.NoError(t, err)
+	// Concurrent writers on both handles: group commits append several
+	// events in one transaction.
+	var wg sync.WaitGroup
+	for w := range 6 {
+		ws := []workspace.Workspace{ws1, ws2}[w%2]
+		wg.Go(func() {
+			for i := range 8 {
+				_, err := ws.Notes().Put(ctx, as(fmt.Sprintf("w%d", w)), workspace.NotePut{Kind: "log", Key: fmt.Sprintf("%d-%d", w, i), Title: "t"})
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+
+	head := headOf(t, ws1)
+	r = verify(t, ws2)
+	require.True(t, r.OK(), "verify: %v", r.Problems)
+	assert.Equal(t, int64(1), r.Floor)
+	assert.Equal(t, head, r.Head)
+	assert.Equal(t, head, r.Events, "every event's link is checked")
+	assert.Equal(t, int64(2), r.Versions, "every artifact version's content is checked")
+	assert.Equal(t, chainOf(t, ws1, driver.ZeroChainHash, 0), r.HeadHash, "the store chains by the documented encoding")
+
+	floor := head / 2
+	require.NoError(t, ws1.Events().Compact(ctx, floor))
+	after := verify(t, ws2)
+	require.True(t, after.OK(), "verify after compaction: %v", after.Problems)
+	assert.Equal(t, floor, after.Floor)
+	assert.Equal(t, head-floor+1, after.Events, "from the floor on")
+	assert.Equal(t, r.HeadHash, after.HeadHash, "compaction keeps the chain: the head's hash is unchanged")
+
+	writeNotes(t, ws2, "after", 3)
+	require.NoError(t, ws1.Events().Compact(ctx, head+1), "compact every event written before")
+	r = verify(t, ws1)
+	require.True(t, r.OK(), "verify: %v", r.Problems)
+	assert.Equal(t, int64(3), r.Events)
+	writeNotes(t, ws1, "more", 2)
+	r = verify(t, ws2)
+	require.True(t, r.OK(), "verify: %v", r.Problems)
+	assert.Equal(t, int64(5), r.Events)
+}
+
+// testChainArchive: an archive carries each event's hash and the chain's
+// base at its floor; importing it gives a store whose chain is the same
+// (head hash and all) and verifies.
+func testChainArchive(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	_, ws := fresh(t, h)
+	writeNotes(t, ws, "a", 9)
+	require.NoError(t, ws.Events().Compact(ctx, 4))
+	src := verify(t, ws)
+	require.True(t, src.OK(), "verify: %v", src.Problems)
+
+	var archive bytes.Buffer
+	_, err := workspace.Export(ctx, ws, &archive, workspace.ArchiveOptions{})
+	require.NoError(t, err)
+	assert.Contains(t, archive.String(), `"hash":"`+src.HeadHash+`"`, "the archive carries the chain")
+
+	_, copyWS := fresh(t, h)
+	_, err = workspace.Import(ctx, copyWS, bytes.NewReader(archive.Bytes()), workspace.ArchiveOptions{})
+	require.NoError(t, err)
+	dst := verify(t, copyWS)
+	require.True(t, dst.OK(), "verify the copy: %v", dst.Problems)
+	assert.Equal(t, src.HeadHash, dst.HeadHash)
+	assert.Equal(t, src.Floor, dst.Floor)
+	writeNotes(t, copyWS, "b", 2)
+	r := verify(t, copyWS)
+	assert.True(t, r.OK(), "the copy chains on: %v", r.Problems)
+
+	// An archive whose event was edited is refused, and nothing is written.
+	var tampered []byte
+	for line := range bytes.Lines(archive.Bytes()) {
+		if bytes.HasPrefix(line, []byte(`{"type":"event"`)) && bytes.Contains(line, []byte(`a-5"`)) {
+			line = bytes.ReplaceAll(line, []byte(`a-5"`), []byte(`a-X"`))
+		}
+		tampered = append(tampered, line...)
+	}
+	require.NotEqual(t, archive.Bytes(), tampered, "the archive has an event of note a-5")
+	_, empty := fresh(t, h)
+	_, err = workspace.Import(ctx, empty, bytes.NewReader(tampered), workspace.ArchiveOptions{})
+	require.ErrorIs(t, err, workspace.ErrInvalid)
+	assert.Contains(t, err.Error(), "hash")
+	assert.Equal(t, int64(0), headOf(t, empty), "nothing is written")
+}
+
+// Tamper edits a store behind the library's back, as anyone with access to
+// its files or its database could. Each func gets the DSN of a store no
+// handle has open.
+type Tamper struct {
+	// EditMessage changes the message of event seq in place, its hash kept.
+	EditMessage func(t testing.TB, dsn string, seq int64)
+	// DeleteEvent removes event seq.
+	DeleteEvent func(t testing.TB, dsn string, seq int64)
+	// EditContent changes the stored bytes of artifact id's content.
+	EditContent func(t testing.TB, dsn string, id string)
+}
+
+// RunTamper checks that Verify finds each edit tm makes and names the
+// first seq it broke (or the artifact), on stores from h.
+func RunTamper(t *testing.T, h Harness, tm Tamper) {
+	// setup writes an artifact and notes up to seq 10, and closes.
+	setup := func(t *testing.T) (string, string) {
+		dsn := h.NewDSN(t)
+		ws, err := workspace.Open(testCtx(t), dsn, workspace.Options{})
+		require.NoError(t, err)
+		a, err := ws.Artifacts().Create(testCtx(t), as("planner"), workspace.NewArtifact{Name: "plan.md", Content: []byte("the plan")})
+		require.NoError(t, err)
+		writeNotes(t, ws, "w", 9)
+		r := verify(t, ws)
+		require.True(t, r.OK(), "verify before tampering: %v", r.Problems)
+		require.NoError(t, ws.Close())
+		return dsn, a.ID
+	}
+	reopen := func(t *testing.T, dsn string) workspace.VerifyReport {
+		ws, err := workspace.Open(testCtx(t), dsn, workspace.Options{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = ws.Close() })
+		return verify(t, ws)
+	}
+	t.Run("EditedEventIsNamed", func(t *testing.T) {
+		dsn, _ := setup(t)
+		tm.EditMessage(t, dsn, 4)
+		r := reopen(t, dsn)
+		assert.False(t, r.OK())
+		assert.Equal(t, int64(4), r.BrokenSeq, "problems: %v", r.Problems)
+	})
+	t.Run("DeletedEventIsNamed", func(t *testing.T) {
+		dsn, _ := setup(t)
+		tm.DeleteEvent(t, dsn, 6)
+		r := reopen(t, dsn)
+		assert.False(t, r.OK())
+		assert.Equal(t, int64(6), r.BrokenSeq, "problems: %v", r.Problems)
+	})
+	t.Run("EditedContentIsNamed", func(t *testing.T) {
+		dsn, id := setup(t)
+		tm.EditContent(t, dsn, id)
+		r := reopen(t, dsn)
+		assert.False(t, r.OK())
+		assert.Zero(t, r.BrokenSeq, "the log is intact")
+		require.Len(t, r.Problems, 1)
+		assert.Contains(t, r.Problems[0], id)
+	})
+}
+
+// testGCEvents: a dry run reports what would go and removes nothing; gc
+// removes the events no rule keeps, in batches, records an EventGC event,
+// and leaves a chain that verifies; a read below the new floor gets a
+// *CompactedError; bad policies are refused.
+func testGCEvents(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	_, ws := fresh(t, h)
+	writeNotes(t, ws, "a", 30)
+
+	for _, p := range []workspace.GCPolicy{
+		{Actor: "gc", KeepEvents: -1},
+		{Actor: "gc", KeepEventsFor: -time.Hour},
+		{Actor: "", KeepEvents: 1},
+		{Actor: "gc", KeepEvents: 1, Batch: -1},
+	} {
+		_, err := workspace.GC(ctx, ws, p)
+		require.ErrorIs(t, err, workspace.ErrInvalid, "%+v", p)
+	}
+
+	young, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepEventsFor: time.Hour})
+	require.NoError(t, err)
+	assert.Zero(t, young.Events.Count, "every event is younger than an hour")
+	assert.Equal(t, int64(30), headOf(t, ws), "nothing removed records nothing")
+
+	dry, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepEvents: 10, DryRun: true})
+	require.NoError(t, err)
+	assert.Equal(t, int64(20), dry.Events.Count)
+	assert.Positive(t, dry.Events.Bytes)
+	assert.Equal(t, int64(1), dry.Floor)
+	assert.Equal(t, int64(21), dry.FloorAfter)
+	st, err := ws.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), st.Floor, "a dry run removes nothing")
+	assert.Equal(t, int64(30), st.Head)
+
+	r, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepEvents: 10, Batch: 7})
+	require.NoError(t, err)
+	assert.Equal(t, dry.Events, r.Events, "the dry run counted what went")
+	assert.Equal(t, int64(21), r.FloorAfter)
+	assert.Equal(t, 3, r.Batches, "20 events in batches of 7")
+	assert.Equal(t, int64(31), r.Seq)
+	evs := eventsAfter(t, ws, 20)
+	require.Len(t, evs, 11)
+	assert.Equal(t, workspace.EventGC, evs[10].Type)
+	assert.Equal(t, "gc", evs[10].Actor)
+	assert.Contains(t, evs[10].Message, "removed 20 events")
+
+	_, err = ws.Events().Read(ctx, workspace.EventQuery{AfterSeq: 5})
+	var ce *workspace.CompactedError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, int64(21), ce.Floor)
+	v := verify(t, ws)
+	assert.True(t, v.OK(), "verify after gc: %v", v.Problems)
+	assert.Equal(t, int64(11), v.Events)
+
+	again, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepEvents: 11})
+	require.NoError(t, err)
+	assert.Zero(t, again.Events.Count, "gc is idempotent")
+	assert.Equal(t, int64(31), headOf(t, ws))
+}
+
+// testGCConcurrent: writers on two handles keep committing while gc
+// removes old events in small batches; no write is lost, seqs stay
+// gap-free from the floor, a subscriber that started above the floor
+// sees every event, and the chain verifies.
+func testGCConcurrent(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	dsn, ws1 := fresh(t, h)
+	ws2 := open(t, dsn)
+	writeNotes(t, ws1, "old", 40)
+	sub, err := ws2.Events().Subscribe(ctx, workspace.SubscribeRequest{Query: workspace.EventQuery{AfterSeq: 35}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Close() })
+
+	var wg sync.WaitGroup
+	for w, ws := range []workspace.Workspace{ws1, ws2} {
+		wg.Go(func() { assert.NoError(t, putNotes(ctx, ws, fmt.Sprintf("new%d", w), 15)) })
+	}
+	r, err := workspace.GC(ctx, ws1, workspace.GCPolicy{Actor: "gc", KeepEvents: 5, Batch: 3})
+	require.NoError(t, err)
+	wg.Wait()
+	assert.GreaterOrEqual(t, r.FloorAfter, int64(36))
+	head := headOf(t, ws2)
+	assert.Equal(t, int64(40+30+1), head, "every write and the gc event")
+	// The subscriber gets every event in order or, if gc removed events it
+	// had not read yet, a *CompactedError: never a silent gap.
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	last := int64(35)
+	for last < head {
+		m, err := sub.Next(sctx)
+		if err != nil {
+			var ce *workspace.CompactedError
+			require.ErrorAs(t, err, &ce, "the subscription ends only on compaction, after seq %d", last)
+			assert.Greater(t, ce.Floor, last+1, "it needed an event below the floor")
+			break
+		}
+		if m.Progress {
+			continue
+		}
+		require.Equal(t, last+1, m.Event.Seq, "events arrive in order, with no gap")
+		last = m.Event.Seq
+	}
+	n, err := ws2.Notes().List(ctx, workspace.NoteFilter{Kind: "decision", Limit: 1000})
+	require.NoError(t, err)
+	assert.Len(t, n.Notes, 70, "gc removes events, never records")
+	v := verify(t, ws2)
+	assert.True(t, v.OK(), "verify: %v", v.Problems)
+}

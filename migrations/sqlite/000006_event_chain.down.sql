@@ -1,0 +1,2 @@
+ALTER TABLE meta DROP COLUMN floor_hash;
+ALTER TABLE events DROP COLUMN hash;

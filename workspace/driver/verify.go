@@ -1,0 +1,162 @@
+package driver
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// Verify implements workspace.Verifier: it recomputes the event chain
+// from the floor's base and each artifact version's SHA-256, in one
+// snapshot.
+func (h *handle) Verify(ctx context.Context) (workspace.VerifyReport, error) {
+	if err := h.alive(); err != nil {
+		return workspace.VerifyReport{}, err
+	}
+	var r workspace.VerifyReport
+	err := h.view(ctx, "verify", func(tx ReadTx) error {
+		r = workspace.VerifyReport{}
+		cr, ok := tx.(ChainReader)
+		if !ok {
+			return fmt.Errorf("this store keeps no hash chain: %w", workspace.ErrInvalid)
+		}
+		ids, err := verifyChain(ctx, tx, cr, &r)
+		if err != nil {
+			return err
+		}
+		return verifyContents(ctx, tx, ids, &r)
+	})
+	return r, wrapErr("verify", err)
+}
+
+// verifyChain checks the links from the floor to the head and returns the
+// artifact IDs the log names (for deleted artifacts' versions).
+func verifyChain(ctx context.Context, tx ReadTx, cr ChainReader, r *workspace.VerifyReport) (map[string]bool, error) {
+	var err error
+	if r.Floor, err = tx.Floor(ctx); err != nil {
+		return nil, err
+	}
+	if r.Head, err = tx.Head(ctx); err != nil {
+		return nil, err
+	}
+	prev, err := cr.ChainBase(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]bool{}
+	next, chained := r.Floor, false
+	broken := func(seq int64, format string, args ...any) {
+		if r.BrokenSeq == 0 {
+			r.BrokenSeq = seq
+			r.Problems = append(r.Problems, fmt.Sprintf("event %d: ", seq)+fmt.Sprintf(format, args...))
+		}
+	}
+	after := r.Floor - 1
+	for r.BrokenSeq == 0 {
+		evs, err := cr.ChainEvents(ctx, after, archivePage)
+		if err != nil {
+			return nil, err
+		}
+		for _, ce := range evs {
+			e := ce.Event
+			if e.Subject.Kind == workspace.SubjectArtifact && e.Subject.ID != "" {
+				ids[e.Subject.ID] = true
+			}
+			if r.BrokenSeq != 0 {
+				continue
+			}
+			switch {
+			case e.Seq != next:
+				broken(next, "missing (the next event stored is %d)", e.Seq)
+				continue
+			case ce.Hash == nil && !chained:
+				r.Unchained++ // written before the store kept the chain
+			case ce.Hash == nil:
+				broken(e.Seq, "has no hash, after chained events")
+			default:
+				chained = true
+				want := ChainHash(prev, e)
+				if !bytes.Equal(want, ce.Hash) {
+					broken(e.Seq, "stored hash %s, computed %s: this event, or the link before it, was changed",
+						short(ce.Hash), short(want))
+				}
+				prev = ce.Hash
+				r.Events++
+			}
+			next = e.Seq + 1
+		}
+		if len(evs) < archivePage {
+			break
+		}
+		after = evs[len(evs)-1].Event.Seq
+	}
+	if r.BrokenSeq == 0 && next != r.Head+1 {
+		broken(next, "missing (the log's head is %d)", r.Head)
+	}
+	r.HeadHash = hex.EncodeToString(prev)
+	return ids, nil
+}
+
+func short(h []byte) string {
+	s := hex.EncodeToString(h)
+	if len(s) > 16 {
+		return s[:16] + "…"
+	}
+	return s
+}
+
+// verifyContents checks every stored version of the live artifacts and of
+// those the log names.
+func verifyContents(ctx context.Context, tx ReadTx, ids map[string]bool, r *workspace.VerifyReport) error {
+	f := workspace.ArtifactFilter{Limit: archivePage}
+	for {
+		as, err := tx.ListArtifacts(ctx, f)
+		if err != nil {
+			return err
+		}
+		for _, a := range as {
+			ids[a.ID] = true
+		}
+		if len(as) < archivePage {
+			break
+		}
+		f.After = as[len(as)-1].Name
+	}
+	order := make([]string, 0, len(ids))
+	for id := range ids {
+		order = append(order, id)
+	}
+	slices.Sort(order)
+	for _, id := range order {
+		versions, err := tx.ArtifactVersions(ctx, id)
+		if errors.Is(err, workspace.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("artifact %s versions: %w", id, err)
+		}
+		for _, v := range versions {
+			content, err := tx.Content(ctx, id, v.Version, v.SHA256)
+			if errors.Is(err, workspace.ErrNotFound) {
+				r.Problems = append(r.Problems, fmt.Sprintf("artifact %s (%s) version %d: content missing", id, v.Name, v.Version))
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("artifact %s version %d content: %w", id, v.Version, err)
+			}
+			sum := sha256.Sum256(content)
+			if got := hex.EncodeToString(sum[:]); got != v.SHA256 {
+				r.Problems = append(r.Problems, fmt.Sprintf("artifact %s (%s) version %d: content hashes to %s, recorded %s",
+					id, v.Name, v.Version, got[:16]+"…", truncate(v.SHA256, 16)+"…"))
+			}
+			r.Versions++
+		}
+	}
+	return nil
+}

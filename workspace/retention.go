@@ -1,0 +1,70 @@
+package workspace
+
+import (
+	"context"
+	"time"
+)
+
+// EventGC is the type of the event a garbage collection records: its
+// message says what it removed. Its subject is the workspace ("workspace").
+const EventGC = "workspace.gc"
+
+// GCPolicy says what a garbage collection keeps. A zero field keeps
+// everything of its kind; an event is kept when either event rule keeps it.
+type GCPolicy struct {
+	// Actor is who runs it (recorded on its event).
+	Actor string
+	// KeepEvents keeps the newest N events.
+	KeepEvents int64
+	// KeepEventsFor keeps the events younger than this.
+	KeepEventsFor time.Duration
+	// MinEvents: remove nothing unless at least this many events would go.
+	// A scheduled gc sets 2, so that the event each run records cannot by
+	// itself make the next run remove one more.
+	MinEvents int64
+	// DryRun reports what would go and removes nothing.
+	DryRun bool
+	// Batch is how many events one transaction removes (default 1000),
+	// so that writers wait at most for one batch.
+	Batch int64
+}
+
+// GCKind counts what a collection removed (or would) of one kind.
+type GCKind struct {
+	Count int64 `json:"count"`
+	// Bytes is the size of what was counted, in the store-independent
+	// canonical encoding (an event's body, a version's content).
+	Bytes int64 `json:"bytes"`
+}
+
+// GCReport is what a collection removed, or would with DryRun.
+type GCReport struct {
+	DryRun bool `json:"dry_run"`
+	// Floor is the event log's floor before, and FloorAfter after.
+	Floor      int64  `json:"floor"`
+	FloorAfter int64  `json:"floor_after"`
+	Events     GCKind `json:"events"`
+	// Batches is the number of transactions the removal took.
+	Batches int `json:"batches"`
+	// Seq is the seq of the event recorded for it (0 for a dry run or
+	// when nothing went).
+	Seq int64 `json:"seq,omitempty"`
+}
+
+// Collector is implemented by every Workspace that Open returns (and
+// driver.New).
+type Collector interface {
+	GC(ctx context.Context, p GCPolicy) (GCReport, error)
+}
+
+// GC removes what policy p does not keep (see GCPolicy) from the store
+// behind ws, in small transactions, and records what it removed as an
+// EventGC event. Subscribers and readers that need removed events get a
+// *CompactedError with the new floor.
+func GC(ctx context.Context, ws Workspace, p GCPolicy) (GCReport, error) {
+	c, ok := ws.(Collector)
+	if !ok || c == nil {
+		return GCReport{}, invalid("workspace", "GC needs a Workspace made by Open or driver.New, not %T", ws)
+	}
+	return c.GC(ctx, p)
+}
