@@ -157,6 +157,7 @@ const (
 	DefaultMaxArtifactSize = 32 << 20
 	DefaultPollInterval    = 50 * time.Millisecond
 	DefaultGroupWait       = 250 * time.Microsecond
+	DefaultPolicyRecheck   = 100 * time.Millisecond
 	DefaultIdempotencyTTL  = 24 * time.Hour
 	DefaultClaimLease      = 5 * time.Minute
 	DefaultHeartbeat       = 5 * time.Second

@@ -85,6 +85,7 @@ const (
 	paramIdempotencyTTL  = "ws_idempotency_ttl"
 	paramPrivate         = "ws_private"
 	paramWaitForGroup    = "ws_group_wait"
+	paramPolicyRecheck   = "ws_policy_recheck"
 )
 
 // Options tune a handle. The zero value means the defaults.
@@ -120,6 +121,14 @@ type Options struct {
 	// store behind. The backend must be able to tell (a driver.Driver
 	// does so as a driver.Prober).
 	MustExist bool
+	// PolicyRecheck bounds how stale the workspace's policy may be when an
+	// operation is checked against it: the handle reads the policy's head
+	// again when its copy was confirmed longer ago than this (default
+	// 100ms; negative: read it for every operation; ws_policy_recheck in
+	// the DSN, 0 for every operation). A handle's own policy change binds
+	// at once on that handle whatever the setting. A longer bound saves a
+	// read on a handle whose operations come further apart than that.
+	PolicyRecheck time.Duration
 }
 
 // WithDefaults returns o with every zero field set to its default, as
@@ -139,6 +148,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.GroupWait == 0 {
 		o.GroupWait = DefaultGroupWait
+	}
+	if o.PolicyRecheck == 0 {
+		o.PolicyRecheck = DefaultPolicyRecheck
 	}
 	return o
 }
@@ -240,6 +252,15 @@ func ParseDSN(dsn string) (ParsedDSN, error) {
 			if dur == 0 {
 				opts.GroupWait = -1
 			}
+		case key == paramPolicyRecheck:
+			dur, err := time.ParseDuration(v)
+			if err != nil || dur < 0 || dur > time.Hour {
+				return p, invalid("dsn", "%s=%q: want a duration between 0 (every operation) and 1h", key, v)
+			}
+			opts.PolicyRecheck = dur
+			if dur == 0 {
+				opts.PolicyRecheck = -1
+			}
 		case key == paramPrivate:
 			b, err := strconv.ParseBool(v)
 			if err != nil {
@@ -249,7 +270,7 @@ func ParseDSN(dsn string) (ParsedDSN, error) {
 		case own[key]:
 			cfg.Params[key] = v
 		default:
-			known := []string{paramAutoMigrate, paramWaitForGroup, paramIdempotencyTTL, paramMaxArtifactSize, paramPoll, paramPrivate}
+			known := []string{paramAutoMigrate, paramWaitForGroup, paramIdempotencyTTL, paramMaxArtifactSize, paramPoll, paramPrivate, paramPolicyRecheck}
 			known = append(known, d.Params()...)
 			sort.Strings(known)
 			return p, invalid("dsn", "unknown parameter %s for scheme %q (known: %s)", key, scheme, strings.Join(known, ", "))
@@ -347,6 +368,9 @@ func mergeOptions(base, o Options) Options {
 	}
 	if o.GroupWait != 0 {
 		base.GroupWait = o.GroupWait
+	}
+	if o.PolicyRecheck != 0 {
+		base.PolicyRecheck = o.PolicyRecheck
 	}
 	base.Private = base.Private || o.Private
 	base.MustExist = base.MustExist || o.MustExist

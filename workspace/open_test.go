@@ -63,6 +63,21 @@ func TestParseDSNGroupWait(t *testing.T) {
 	assert.Equal(t, DefaultGroupWait, Options{}.WithDefaults().GroupWait)
 }
 
+func TestParseDSNPolicyRecheck(t *testing.T) {
+	registerTestBackend(t, "testfile")
+	p, err := ParseDSN("testfile:x?ws_policy_recheck=2s")
+	require.NoError(t, err)
+	assert.Equal(t, 2*time.Second, p.Options.PolicyRecheck)
+	p, err = ParseDSN("testfile:x?ws_policy_recheck=0")
+	require.NoError(t, err)
+	assert.Negative(t, p.Options.PolicyRecheck, "0 in a DSN is every operation, not the default")
+	assert.Equal(t, DefaultPolicyRecheck, Options{}.WithDefaults().PolicyRecheck)
+	for _, bad := range []string{"soon", "-1s", "2h"} {
+		_, err := ParseDSN("testfile:x?ws_policy_recheck=" + bad)
+		assert.ErrorIs(t, err, ErrInvalid, bad)
+	}
+}
+
 // Options given to Open override the DSN's ws_ parameters, field by field;
 // a zero field keeps the DSN's.
 func TestOpenOptionsOverrideTheDSNFieldByField(t *testing.T) {
