@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,4 +140,24 @@ func detailOf(v Validation, path string) string {
 		}
 	}
 	return ""
+}
+
+func TestShadowPromotionRefusesWhatAPolicyChangedSinceValidationForbids(t *testing.T) {
+	e := policyEnv(t)
+	write(t, e.dir, map[string]string{"docs/r.md": "r"})
+	s := e.open(t, "alice", "")
+	write(t, s.Path, map[string]string{"docs/r.md": "R"})
+	v, err := e.m.Validate(e.ctx, s.ID, "")
+	require.NoError(t, err)
+	require.True(t, v.Passed, "%v", violated(v))
+
+	// The lead takes docs/ from implementers after the validation.
+	_, err = e.ws.Artifacts().Update(e.ctx, workspace.Write{Actor: "root"}, workspace.ByName(workspace.PolicyArtifact),
+		workspace.ArtifactChange{Content: []byte(strings.Replace(teamPolicy, `"src/**", "docs/**", "shadows/**"`, `"src/**", "shadows/**"`, 1))})
+	require.NoError(t, err)
+	_, err = e.m.Promote(e.ctx, s.ID, "")
+	var fe *workspace.ForbiddenError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "docs/r.md", fe.Object)
+	assert.Equal(t, map[string]string{"docs/r.md": "644:r"}, tree(t, e.dir), "nothing was promoted")
 }

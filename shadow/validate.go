@@ -121,6 +121,14 @@ func principalOf(ctx context.Context, actor string) workspace.Principal {
 	return workspace.Principal{Actor: actor}
 }
 
+// role returns the policy's refusal of writing (del: removing) name, or nil.
+func (c *checker) role(ctx context.Context, prefix, name string, del bool) error {
+	if c.policy != nil {
+		return c.policy.CheckPath(ctx, c.actor, prefix+name)
+	}
+	return c.writes.Check(c.as, name, del)
+}
+
 // check returns the violations of writing (del: removing) name, whose
 // lease resources start with prefix ("file:" or "artifact:").
 func (c *checker) check(ctx context.Context, prefix, name string, del bool) []Violation {
@@ -134,13 +142,7 @@ func (c *checker) check(ctx context.Context, prefix, name string, del bool) []Vi
 			out = append(out, Violation{Rule: RuleArea, Path: name, Detail: fmt.Sprintf("outside task %s's areas %s", c.task, strings.Join(c.areas, ","))})
 		}
 	}
-	var err error
-	if c.policy != nil {
-		err = c.policy.CheckPath(ctx, c.actor, prefix+name)
-	} else {
-		err = c.writes.Check(c.as, name, del)
-	}
-	if err != nil {
+	if err := c.role(ctx, prefix, name, del); err != nil {
 		out = append(out, Violation{Rule: RuleRole, Path: name, Detail: err.Error()})
 	}
 	for _, l := range c.leases {
