@@ -38,6 +38,10 @@ type Merger struct {
 	owner string // the lease's owner: actor plus this process and merger, so two mergers never share it
 	lease workspace.Lease
 	fence string // the blob id our fence ref points at
+	// roles are the merger actor's roles under the policy when Run began,
+	// checked for the lease, whose owner names this process too; nil: no
+	// policy, or the context's principal decides.
+	roles []string
 	// Hooks for crash tests: a no-op unless set.
 	step func(name string)
 
@@ -69,7 +73,10 @@ func (mg *Merger) SetStepHook(fn func(step string)) { mg.step = fn }
 // once the queue is empty; with follow it waits for more until ctx ends.
 // report, if not nil, is called with each entry's result.
 func (mg *Merger) Run(ctx context.Context, follow bool, report func(Result)) error {
-	lease, err := mg.m.ws.Locks().Acquire(ctx, workspace.AcquireRequest{
+	if err := mg.leaseRoles(ctx); err != nil {
+		return fmt.Errorf("merge queue: %w", err)
+	}
+	lease, err := mg.m.ws.Locks().Acquire(mg.leaseCtx(ctx), workspace.AcquireRequest{
 		Resource: QueueResource(mg.m.cfg.Integration), Owner: mg.owner, TTL: mg.m.cfg.LeaderTTL, Wait: true,
 		Message: "merge queue leader",
 	})
@@ -78,7 +85,7 @@ func (mg *Merger) Run(ctx context.Context, follow bool, report func(Result)) err
 	}
 	mg.lease = lease
 	defer func() {
-		_ = mg.m.ws.Locks().Release(context.WithoutCancel(ctx), mg.currentLease())
+		_ = mg.m.ws.Locks().Release(mg.leaseCtx(context.WithoutCancel(ctx)), mg.currentLease())
 	}()
 	if err := mg.writeFence(ctx); err != nil {
 		return err
@@ -151,7 +158,7 @@ func (mg *Merger) keepLease(ctx context.Context, cancel context.CancelCauseFunc,
 
 // renew extends the lease; an error means this merger must not move the branch.
 func (mg *Merger) renew(ctx context.Context) error {
-	l, err := mg.m.ws.Locks().Renew(ctx, mg.currentLease(), mg.m.cfg.LeaderTTL)
+	l, err := mg.m.ws.Locks().Renew(mg.leaseCtx(ctx), mg.currentLease(), mg.m.cfg.LeaderTTL)
 	mg.mu.Lock()
 	defer mg.mu.Unlock()
 	if err != nil {
@@ -321,6 +328,19 @@ func (mg *Merger) merge(ctx context.Context, rec Worktree) (Result, error) {
 		}
 		if cand == "" {
 			return mg.giveBack(ctx, rec, StatusConflicted, why)
+		}
+		// The policy is checked first: it is cheap, and no command need run
+		// for work that may not land.
+		changed, err := mg.changedPaths(ctx, old, cand)
+		if err != nil {
+			return Result{}, err
+		}
+		refused, why, err := mg.policyRefusals(ctx, rec, changed)
+		if err != nil {
+			return Result{}, err
+		}
+		if len(refused) > 0 {
+			return mg.giveBack(ctx, rec, StatusFailed, why, refused...)
 		}
 		rec.Candidate = cand
 		if rec, err = put(ctx, m.ws, mg.actor, rec, "validating "+short(cand)); err != nil {

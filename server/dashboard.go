@@ -8,8 +8,9 @@ import (
 )
 
 // mountDashboard serves the web dashboard at / and under /ui/, with the
-// server's tokens: a token's role decides whether it may take operator
-// actions there.
+// server's tokens: an operator action there is a write as the token's
+// actor and role, decided by the workspace's policy (without one, only an
+// admin-role token acts).
 func (s *Server) mountDashboard() error {
 	d, err := dashboard.New(s.ws, dashboard.Options{
 		Verify: func(ctx context.Context, token string) (dashboard.Identity, error) {

@@ -7,10 +7,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentspace/agentspace/workspace"
 )
 
 // benchFiles and benchFileSize size the benchmark tree; set
@@ -155,4 +158,30 @@ func BenchmarkPromote50(b *testing.B) {
 	}
 	b.ReportMetric(float64(promote.Milliseconds())/float64(b.N), "promote-ms")
 	b.ReportMetric(promote.Seconds()/plain.Seconds(), "promote/plain-writes")
+}
+
+// BenchmarkValidate50Policy measures Validate of 50 changed files with no
+// policy stored, then with a 50-rule policy whose last rule grants them:
+// the cost of checking each path's role, as a ratio of the first.
+func BenchmarkValidate50Policy(b *testing.B) {
+	e := newEnv(b, Options{})
+	e.ctx = context.Background()
+	benchTree(b, e.dir, 1000, 1)
+	s := changed50(b, e)
+	validate := func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			v, err := e.m.Validate(e.ctx, s.ID, "")
+			require.NoError(b, err)
+			require.True(b, v.Passed, "%v", v.Violations)
+		}
+	}
+	b.Run("no-policy", validate)
+	var pol strings.Builder
+	for i := range 49 {
+		fmt.Fprintf(&pol, "[roles.r%02d]\nartifacts_write = [\"area%02d/**\"]\n", i, i)
+	}
+	pol.WriteString("[roles.writer]\nartifacts_write = [\"d*/**\", \"shadows/**\"]\nnotes_write = [\"shadow\"]\n[actors]\nroot = [\"admin\"]\nbench = [\"writer\"]\n")
+	_, err := e.ws.Artifacts().Create(e.ctx, workspace.Write{Actor: "root"}, workspace.NewArtifact{Name: workspace.PolicyArtifact, Content: []byte(pol.String())})
+	require.NoError(b, err)
+	b.Run("policy-50-rules", validate)
 }

@@ -99,7 +99,7 @@ func NewChangeSets(ws workspace.Workspace, opts Options) *ChangeSets {
 		opts.ValidatorTimeout = 2 * time.Minute
 	}
 	if opts.Areas == nil {
-		opts.Areas = TaskLabelAreas
+		opts.Areas = TaskAreas
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -351,8 +351,9 @@ func (c *ChangeSets) Validate(ctx context.Context, set, actor string) (Validatio
 	}
 	var vs []Violation
 	for _, s := range cs.Staged {
-		for _, n := range s.touched() {
-			vs = append(vs, chk.check(ctx, "artifact:", n)...)
+		for i, n := range s.touched() {
+			del := s.Op == OpDelete || (s.Op == OpRename && i == 0)
+			vs = append(vs, chk.check(ctx, "artifact:", n, del)...)
 		}
 	}
 	if len(c.m.opts.Validators) > 0 {

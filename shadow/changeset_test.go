@@ -78,7 +78,7 @@ func TestChangeSetValidationUsesTheSameRules(t *testing.T) {
 	e := newEnv(t, Options{})
 	_, err := e.ws.Artifacts().Create(e.ctx, workspace.Write{Actor: "alice"}, workspace.NewArtifact{Name: "docs/a.md", Content: []byte("a")})
 	require.NoError(t, err)
-	tk, err := e.ws.Tasks().Create(e.ctx, workspace.Write{Actor: "lead"}, workspace.NewTask{Title: "t", Labels: map[string]string{AreasLabel: "docs/"}})
+	tk, err := e.ws.Tasks().Create(e.ctx, workspace.Write{Actor: "lead"}, workspace.NewTask{Title: "t", Areas: []string{"docs/"}})
 	require.NoError(t, err)
 	_, err = e.ws.Locks().Acquire(e.ctx, workspace.AcquireRequest{Resource: "artifact:docs/", Owner: "bob", TTL: time.Hour})
 	require.NoError(t, err)

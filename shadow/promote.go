@@ -57,6 +57,9 @@ func (m *Manager) Promote(ctx context.Context, ref, actor string) (Promotion, er
 		if err := bound(md.Validated, d.Hash, actor); err != nil {
 			return fmt.Errorf("shadow %s: %w", md.ID, err)
 		}
+		if err := m.stillAllowed(ctx, actor, d); err != nil {
+			return fmt.Errorf("shadow %s: %w", md.ID, err)
+		}
 		if len(d.Changes) == 0 {
 			p = Promotion{Shadow: md.ID, Diff: d}
 			return nil
@@ -82,6 +85,28 @@ func (m *Manager) Promote(ctx context.Context, ref, actor string) (Promotion, er
 		return m.finish(ctx, m.dirState(md.Dir), j)
 	})
 	return p, err
+}
+
+// stillAllowed checks the diff's paths against the policy in force now:
+// one changed since the validation may refuse what it passed. A refusal
+// is the policy's error (a *workspace.ForbiddenError for the workspace's).
+func (m *Manager) stillAllowed(ctx context.Context, actor string, d Diff) error {
+	c := &checker{actor: actor, policy: m.opts.Policy, as: principalOf(ctx, actor)}
+	if c.policy == nil {
+		w, err := workspace.NewWriteCheck(ctx, m.ws)
+		if err != nil {
+			return err
+		}
+		c.writes = w
+	}
+	for _, ch := range d.Changes {
+		for i, p := range ch.touched() {
+			if err := c.role(ctx, "file:", p, ch.Kind == Deleted || (ch.Kind == Renamed && i == 0)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // conflicts lists the paths the diff touches whose real file is no longer

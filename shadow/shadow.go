@@ -50,9 +50,11 @@ type Options struct {
 	Validators []string
 	// ValidatorTimeout bounds each validator command (default 2 minutes).
 	ValidatorTimeout time.Duration
-	// Policy, when set, checks each changed path against the actor's role.
+	// Policy, when set, replaces the workspace's policy in checking each
+	// changed path against the actor's roles; nil: the workspace's policy
+	// (none stored: every path is allowed).
 	Policy PathPolicy
-	// Areas returns the path areas a task declares; default TaskLabelAreas.
+	// Areas returns the path areas a task declares; default TaskAreas.
 	Areas AreasFunc
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -80,7 +82,7 @@ func New(ws workspace.Workspace, opts Options) (*Manager, error) {
 		opts.ValidatorTimeout = 2 * time.Minute
 	}
 	if opts.Areas == nil {
-		opts.Areas = TaskLabelAreas
+		opts.Areas = TaskAreas
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

@@ -17,7 +17,7 @@ import (
 // The rules a validation checks, named in each Violation.
 const (
 	RuleArea    = "area"    // the path is outside the task's declared areas
-	RuleRole    = "role"    // the actor's role may not write the path (Options.Policy)
+	RuleRole    = "role"    // the actor's roles may not write (or delete) the path under the policy
 	RuleLease   = "lease"   // someone else holds a lease on the path or a prefix of it
 	RuleCommand = "command" // a validator command failed or timed out
 	RuleUnsafe  = "unsafe"  // a link out of the tree, a special file, a file its owner cannot read
@@ -40,9 +40,11 @@ type Validation struct {
 	At         time.Time   `json:"at"`
 }
 
-// PathPolicy is the roles hook: CheckPath returns nil when actor may write
-// resource (a "file:PATH" or "artifact:NAME"), else an error whose text is
-// the reason. A nil Options.Policy allows every path.
+// PathPolicy is a roles hook that replaces the workspace's policy:
+// CheckPath returns nil when actor may write resource (a "file:PATH" or
+// "artifact:NAME"), else an error whose text is the reason. Without one
+// (Options.Policy nil) the workspace's own policy decides, by the rule the
+// engine applies (workspace.WriteCheck).
 type PathPolicy interface {
 	CheckPath(ctx context.Context, actor, resource string) error
 }
@@ -51,20 +53,9 @@ type PathPolicy interface {
 // globs ("docs/*.md") or exact paths. No areas: the area rule is off.
 type AreasFunc func(t workspace.Task) []string
 
-// AreasLabel is the task label TaskLabelAreas reads.
-const AreasLabel = "areas"
-
-// TaskLabelAreas reads a task's areas from its "areas" label, a
-// comma-separated list.
-func TaskLabelAreas(t workspace.Task) []string {
-	var out []string
-	for _, a := range strings.Split(t.Labels[AreasLabel], ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
-		}
-	}
-	return out
-}
+// TaskAreas is the default AreasFunc: the task's own Areas, the ones a
+// claim with AvoidOverlap keeps apart.
+func TaskAreas(t workspace.Task) []string { return t.Areas }
 
 // inArea reports whether p falls in area.
 func inArea(area, p string) bool {
@@ -86,11 +77,20 @@ type checker struct {
 	areas  []string // nil: no area rule
 	task   string
 	leases []workspace.Lease
-	policy PathPolicy
+	policy PathPolicy            // a replacement of the workspace's policy, or nil
+	writes *workspace.WriteCheck // the workspace's policy, when policy is nil
+	as     workspace.Principal   // who the workspace's policy checks
 }
 
 func (m *Manager) newChecker(ctx context.Context, actor, task string) (*checker, error) {
-	c := &checker{actor: actor, task: task, policy: m.opts.Policy}
+	c := &checker{actor: actor, task: task, policy: m.opts.Policy, as: principalOf(ctx, actor)}
+	if c.policy == nil {
+		w, err := workspace.NewWriteCheck(ctx, m.ws)
+		if err != nil {
+			return nil, err
+		}
+		c.writes = w
+	}
 	if task != "" {
 		t, err := m.ws.Tasks().Get(ctx, task)
 		if err != nil {
@@ -111,9 +111,27 @@ func (m *Manager) newChecker(ctx context.Context, actor, task string) (*checker,
 	return c, nil
 }
 
-// check returns the violations of writing name, whose lease resources
-// start with prefix ("file:" or "artifact:").
-func (c *checker) check(ctx context.Context, prefix, name string) []Violation {
+// principalOf is who actor's writes are checked as: ctx's principal (a
+// server's token, with its roles) when it is actor, else actor with the
+// policy's roles.
+func principalOf(ctx context.Context, actor string) workspace.Principal {
+	if p, ok := workspace.PrincipalFrom(ctx); ok && p.Actor == actor {
+		return p
+	}
+	return workspace.Principal{Actor: actor}
+}
+
+// role returns the policy's refusal of writing (del: removing) name, or nil.
+func (c *checker) role(ctx context.Context, prefix, name string, del bool) error {
+	if c.policy != nil {
+		return c.policy.CheckPath(ctx, c.actor, prefix+name)
+	}
+	return c.writes.Check(c.as, name, del)
+}
+
+// check returns the violations of writing (del: removing) name, whose
+// lease resources start with prefix ("file:" or "artifact:").
+func (c *checker) check(ctx context.Context, prefix, name string, del bool) []Violation {
 	var out []Violation
 	if c.areas != nil {
 		ok := false
@@ -124,10 +142,8 @@ func (c *checker) check(ctx context.Context, prefix, name string) []Violation {
 			out = append(out, Violation{Rule: RuleArea, Path: name, Detail: fmt.Sprintf("outside task %s's areas %s", c.task, strings.Join(c.areas, ","))})
 		}
 	}
-	if c.policy != nil {
-		if err := c.policy.CheckPath(ctx, c.actor, prefix+name); err != nil {
-			out = append(out, Violation{Rule: RuleRole, Path: name, Detail: err.Error()})
-		}
+	if err := c.role(ctx, prefix, name, del); err != nil {
+		out = append(out, Violation{Rule: RuleRole, Path: name, Detail: err.Error()})
 	}
 	for _, l := range c.leases {
 		held, ok := strings.CutPrefix(l.Resource, prefix)
@@ -173,8 +189,9 @@ func (m *Manager) Validate(ctx context.Context, ref, actor string) (Validation, 
 		if ch.New != nil && !ch.New.isLink() && ch.New.Mode&0o400 == 0 {
 			vs = append(vs, Violation{Rule: RuleUnsafe, Path: ch.Path, Detail: fmt.Sprintf("unreadable by its owner (mode %o)", uint32(ch.New.Mode))})
 		}
-		for _, p := range ch.touched() {
-			vs = append(vs, c.check(ctx, "file:", p)...)
+		for i, p := range ch.touched() {
+			del := ch.Kind == Deleted || (ch.Kind == Renamed && i == 0)
+			vs = append(vs, c.check(ctx, "file:", p, del)...)
 		}
 	}
 	v := Validation{DiffHash: d.Hash, Passed: len(vs) == 0, Violations: vs, Actor: actor, At: m.opts.Now().UTC()}

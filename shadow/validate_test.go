@@ -71,7 +71,7 @@ func TestEachRuleRejectsWhatItMustAndOnlyThat(t *testing.T) {
 			write(t, e.dir, files)
 			task := ""
 			if c.areas != "" {
-				tk, err := e.ws.Tasks().Create(e.ctx, workspace.Write{Actor: "lead"}, workspace.NewTask{Title: "t", Labels: map[string]string{AreasLabel: c.areas}})
+				tk, err := e.ws.Tasks().Create(e.ctx, workspace.Write{Actor: "lead"}, workspace.NewTask{Title: "t", Areas: strings.Split(c.areas, ",")})
 				require.NoError(t, err)
 				task = tk.ID
 			}
@@ -105,7 +105,7 @@ func TestEachRuleRejectsWhatItMustAndOnlyThat(t *testing.T) {
 func TestDiscardOnlyViolationsKeepsTheRest(t *testing.T) {
 	e := newEnv(t, Options{})
 	write(t, e.dir, map[string]string{"api/a.go": "a", "web/x.js": "x"})
-	tk, err := e.ws.Tasks().Create(e.ctx, workspace.Write{Actor: "lead"}, workspace.NewTask{Title: "t", Labels: map[string]string{AreasLabel: "api/"}})
+	tk, err := e.ws.Tasks().Create(e.ctx, workspace.Write{Actor: "lead"}, workspace.NewTask{Title: "t", Areas: []string{"api/"}})
 	require.NoError(t, err)
 	s := e.open(t, "alice", tk.ID)
 	write(t, s.Path, map[string]string{"api/a.go": "A", "api/new.go": "N", "web/x.js": "X", "web/new.js": "Y"})

@@ -142,7 +142,7 @@ func problemLine(p policy.Problem) string {
 func (a *app) policyCheckCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "check ACTOR ACTION [OBJECT]",
-		Short: "Say whether ACTOR may do ACTION on OBJECT, and why (exit 0 or 8)",
+		Short: "Say whether ACTOR may do ACTION on OBJECT, and why (exit 0 or 7)",
 		Long: `check answers from the stored policy, as the engine would: exit 0 and the
 rule that grants it, or exit 7 and why not. ACTION is one of:
   ` + actionList() + `
@@ -177,6 +177,11 @@ func (a *app) explain(p *policy.Policy, actor string, act policy.Action, object 
 		d = p.Allowed(actor, act, object)
 		reason = d.Reason()
 	}
+	return a.explainDecision(d, reason, actor, act, object)
+}
+
+// explainDecision prints d with its reason and turns a refusal into exit 7.
+func (a *app) explainDecision(d policy.Decision, reason, actor string, act policy.Action, object string) error {
 	if a.jsonOut {
 		if err := a.printJSON(struct {
 			policy.Decision
@@ -341,11 +346,21 @@ change reaches the workspace.`,
 				return err
 			}
 			return a.with(ctx, func(ws workspace.Workspace) error {
-				p, _, err := loadPolicy(ctx, ws)
+				// The rule shadows and the merge queue apply, and the engine's.
+				c, err := workspace.NewWriteCheck(ctx, ws)
 				if err != nil {
 					return err
 				}
-				return a.explain(p, actor, policy.ArtifactWrite, name)
+				who := workspace.Principal{Actor: actor}
+				act, obj, d := c.Decide(who, name, false)
+				reason := d.Reason()
+				var fe *workspace.ForbiddenError
+				if c.None() {
+					reason = "no policy: everything is allowed"
+				} else if errors.As(c.Check(who, name, false), &fe) {
+					reason = fe.Reason
+				}
+				return a.explainDecision(d, reason, actor, act, obj)
 			})
 		}),
 	}

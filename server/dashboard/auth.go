@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -40,7 +41,37 @@ func (h *Handler) identity(r *http.Request) (id Identity, bearer bool, err error
 		return Identity{}, bearer, ErrBadToken
 	}
 	id, err = h.opts.Verify(r.Context(), tok)
+	if err != nil || id.TokenID == "" {
+		return id, bearer, err
+	}
+	id.governed, err = h.governed(r.Context())
 	return id, bearer, err
+}
+
+// governed reports whether the workspace has a policy: then the engine
+// decides each operator action for the token's actor and role, and
+// without one only an admin-role token acts (the dashboard stays
+// read-only for everyone else).
+func (h *Handler) governed(ctx context.Context) (bool, error) {
+	_, err := h.ws.Artifacts().Get(ctx, workspace.ByName(workspace.PolicyArtifact))
+	switch {
+	case errors.Is(err, workspace.ErrNotFound):
+		return false, nil
+	case errors.Is(err, workspace.ErrForbidden):
+		return true, nil
+	}
+	return err == nil, err
+}
+
+// principal is who an operator action's write is checked as, the way the
+// HTTP API checks a token's requests: the token's actor, with its role
+// when it names one, else the policy's roles of that actor.
+func principal(id Identity) workspace.Principal {
+	p := workspace.Principal{Actor: id.Actor}
+	if id.Role != "" {
+		p.Roles = []string{id.Role}
+	}
+	return p
 }
 
 // reader returns who may read, or answers the request itself: a bad
@@ -153,9 +184,12 @@ func clearCookie(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 }
 
-// action wraps an operator action: the caller must be an admin, the
-// request same-origin, and a cookie-borne request must carry its page's
-// CSRF token. The answer is a message fragment (the page's flash area).
+// action wraps an operator action: the caller must hold a token that may
+// act (Identity.Operator), the request be same-origin, and a cookie-borne
+// request carry its page's CSRF token. The write is then done as the
+// token's principal, so the workspace's policy decides it like any other
+// write: a refusal is a 403 and nothing is written. The answer is a
+// message fragment (the page's flash area).
 func (h *Handler) action(do func(r *http.Request, w workspace.Write) (string, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
@@ -171,8 +205,11 @@ func (h *Handler) action(do func(r *http.Request, w workspace.Write) (string, er
 		case err != nil:
 			h.internal(w, r, fmt.Errorf("checking a token: %w", err))
 			return
-		case !id.Admin():
-			h.flash(w, r, http.StatusForbidden, "refused: operator actions need a token with the admin role")
+		case id.TokenID == "":
+			h.flash(w, r, http.StatusForbidden, "refused: operator actions need a token; log in at /ui/login")
+			return
+		case !id.Operator():
+			h.flash(w, r, http.StatusForbidden, "refused: the workspace has no policy, so operator actions need a token with the admin role")
 			return
 		case !sameOrigin(r):
 			h.flash(w, r, http.StatusForbidden, "refused: the form was posted from another site")
@@ -181,11 +218,14 @@ func (h *Handler) action(do func(r *http.Request, w workspace.Write) (string, er
 			h.flash(w, r, http.StatusForbidden, "refused: the form's CSRF token is missing or stale; reload the page")
 			return
 		}
+		r = r.WithContext(workspace.WithPrincipal(r.Context(), principal(id)))
 		msg, err := do(r, workspace.Write{Actor: id.Actor, Message: "from the dashboard"})
 		var br *badRequest
 		switch {
 		case errors.As(err, &br):
 			h.flash(w, r, br.status, br.msg)
+		case errors.Is(err, workspace.ErrForbidden):
+			h.flash(w, r, http.StatusForbidden, "refused: "+err.Error())
 		case err != nil && isUserError(err):
 			h.flash(w, r, http.StatusConflict, "not done: "+err.Error())
 		case err != nil:

@@ -17,7 +17,8 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// AdminRole is the token role that may take operator actions.
+// AdminRole is the token role that may take operator actions where the
+// workspace has no policy (with one, the policy's built-in admin role).
 const AdminRole = "admin"
 
 // Defaults of Options.
@@ -35,10 +36,18 @@ type Identity struct {
 	Actor   string
 	Role    string
 	TokenID string // the token's public id
+	// governed is set by the handler: the workspace has a policy, which
+	// decides each operator action of this token.
+	governed bool
 }
 
-// Admin reports whether the identity may take operator actions.
+// Admin reports whether the identity's token has the admin role.
 func (id Identity) Admin() bool { return id.TokenID != "" && id.Role == AdminRole }
+
+// Operator reports whether the identity may attempt operator actions: a
+// token with the admin role, or any token where the workspace has a
+// policy (which then decides each action, as for every other write).
+func (id Identity) Operator() bool { return id.TokenID != "" && (id.Role == AdminRole || id.governed) }
 
 // Options configure a Handler.
 type Options struct {

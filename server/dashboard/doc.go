@@ -11,9 +11,11 @@
 // open page: nothing polls the store.
 //
 // The dashboard is read-only by default. Operator actions (release a
-// lock, requeue a task, retry a failed one) need a token whose role is
-// AdminRole, presented as a bearer header or through the login form's
-// cookie; a form posted with the cookie must carry the page's CSRF token.
-// Each action is one workspace write by the token's actor, so it is in
-// the event log like any other.
+// lock, requeue a task, retry a failed one) need a token, presented as a
+// bearer header or through the login form's cookie; a form posted with the
+// cookie must carry the page's CSRF token. Each action is one workspace
+// write as the token's actor and role, so where the workspace has a policy
+// the engine decides it (a refusal is a 403, nothing written) and it is in
+// the event log like any other; where it has none, only a token whose role
+// is AdminRole may act.
 package dashboard

@@ -68,16 +68,16 @@ var funcs = template.FuncMap{
 		}
 		return template.URL(v.Encode()) // #nosec G203 -- url.Values.Encode escapes every byte that matters
 	},
-	"short":   func(id string) string { return truncate(id, 8) },
-	"itoa":    itoa,
-	"list":    func(s ...string) []string { return s },
-	"i64":     func(n int64) string { return strconv.FormatInt(n, 10) },
-	"add":     func(a, b int) int { return a + b },
-	"trimNL":  func(s string) string { return strings.TrimSuffix(s, "\n") },
-	"bytes":   humanBytes,
-	"eventOf": func(e workspace.Event) string { return strings.SplitN(e.Type, ".", 2)[0] },
-	"admin":   func(id Identity) bool { return id.Admin() },
-	"lapsed":  func(now, t time.Time) bool { return !t.IsZero() && !now.Before(t) },
+	"short":    func(id string) string { return truncate(id, 8) },
+	"itoa":     itoa,
+	"list":     func(s ...string) []string { return s },
+	"i64":      func(n int64) string { return strconv.FormatInt(n, 10) },
+	"add":      func(a, b int) int { return a + b },
+	"trimNL":   func(s string) string { return strings.TrimSuffix(s, "\n") },
+	"bytes":    humanBytes,
+	"eventOf":  func(e workspace.Event) string { return strings.SplitN(e.Type, ".", 2)[0] },
+	"operator": func(id Identity) bool { return id.Operator() },
+	"lapsed":   func(now, t time.Time) bool { return !t.IsZero() && !now.Before(t) },
 }
 
 func humanBytes(n int64) string {
