@@ -10,9 +10,9 @@ import (
 // front of SQLite.
 func TestConformance(t *testing.T) { conformance.Run(t, harness{}) }
 
-// TestConformanceOverUnixSocket runs it through a server on a unix socket
-// in front of SQLite.
-func TestConformanceOverUnixSocket(t *testing.T) { conformance.Run(t, harness{unix: true}) }
+// The unix-socket transport is the same client and server over another
+// dialer: TestScenarioFileInOneWorkspace runs the shared scenario through
+// it, rather than a third pass of the whole suite (minutes of CI).
 
 // TestConformancePostgres runs it through a server on loopback TCP in
 // front of PostgreSQL (skipped, loudly, where there is none; see pgtest).

@@ -31,12 +31,15 @@ func TestGetsOfOneRecordRunNoView(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	counted := &countedViews{store: openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))}
-	ws := driver.New(counted, workspace.Options{})
+	// Writes confirm the workspace's policy with a View of their own (at most
+	// once per PolicyRecheck): the count below is of the Gets'.
+	ws := driver.New(counted, workspace.Options{PolicyRecheck: time.Hour})
 	w := workspace.Write{Actor: "ann"}
 	_, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "plans/a.md", Content: []byte("v1")})
 	require.NoError(t, err)
 	_, err = ws.Artifacts().Update(ctx, w, workspace.ArtifactRef{Name: "plans/a.md"}, workspace.ArtifactChange{Content: []byte("v2")})
 	require.NoError(t, err)
+	counted.views = 0
 
 	got, err := ws.Artifacts().Get(ctx, workspace.ArtifactRef{Name: "plans/a.md"})
 	require.NoError(t, err)

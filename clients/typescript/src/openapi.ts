@@ -593,6 +593,8 @@ export interface components {
         };
         ClaimBody: {
             actor?: string;
+            /** @description Prefer a ready task whose areas overlap no task in progress. */
+            avoid_overlap?: boolean;
             labels?: {
                 [key: string]: string;
             };
@@ -757,6 +759,8 @@ export interface components {
         NewTaskBody: {
             /** @description Who writes. Behind a token: the token's actor or empty. */
             actor?: string;
+            /** @description Paths the task expects to touch. */
+            areas?: string[] | null;
             assignee?: string;
             depends_on?: string[] | null;
             description?: string;
@@ -821,6 +825,7 @@ export interface components {
             notes: components["schemas"]["Note"][] | null;
         };
         OpBody: {
+            areas?: string[] | null;
             assignee?: string;
             body?: string;
             /** @description The content: text, or base64 when content_encoding is base64. */
@@ -868,6 +873,8 @@ export interface components {
             task?: components["schemas"]["Task"];
         };
         Problem: {
+            action?: string;
+            actor?: string;
             /** Format: int64 */
             batch_index?: number;
             code: string;
@@ -887,10 +894,13 @@ export interface components {
             holder?: string;
             /** Format: int64 */
             newest?: number;
+            object?: string;
             reason?: string;
             /** Format: int64 */
             requested?: number;
             resource?: string;
+            roles?: string[] | null;
+            rule?: string;
             /** Format: int64 */
             status: number;
             subject?: components["schemas"]["Subject"];
@@ -964,6 +974,7 @@ export interface components {
             name: string;
         };
         Task: {
+            areas: string[] | null;
             assignee: string;
             /** Format: int64 */
             attempts: number;

@@ -171,11 +171,12 @@ class Op:
     @staticmethod
     def create_task(title: str, *, description: str | None = None, parent_id: str | None = None, depends_on: Sequence[str] | None = None,
                     priority: int | None = None, labels: Mapping[str, str] | None = None, assignee: str | None = None,
-                    message: str | None = None) -> dict[str, Any]:
+                    areas: Sequence[str] | None = None, message: str | None = None) -> dict[str, Any]:
         """Create a pending task."""
         return _clean({"op": "create_task", "title": title, "description": description, "parent_id": parent_id,
                        "depends_on": list(depends_on) if depends_on is not None else None, "priority": priority,
-                       "labels": dict(labels) if labels is not None else None, "assignee": assignee, "message": message})
+                       "labels": dict(labels) if labels is not None else None, "assignee": assignee,
+                       "areas": list(areas) if areas is not None else None, "message": message})
 
     @staticmethod
     def update_task(id: str, *, status: str | None = None, title: str | None = None, description: str | None = None,
@@ -365,12 +366,13 @@ class Workspace:
 
     def create_task(self, title: str, *, description: str | None = None, parent_id: str | None = None,
                     depends_on: Sequence[str] | None = None, priority: int | None = None, labels: Mapping[str, str] | None = None,
-                    assignee: str | None = None, if_version: int | None = None, fence: int | None = None,
-                    message: str | None = None, idempotency_key: str | None = None) -> Task:
-        """Add a pending task."""
+                    assignee: str | None = None, areas: Sequence[str] | None = None, if_version: int | None = None,
+                    fence: int | None = None, message: str | None = None, idempotency_key: str | None = None) -> Task:
+        """Add a pending task; ``areas`` are the paths it expects to touch."""
         body = {"title": title, "description": description, "parent_id": parent_id,
                 "depends_on": list(depends_on) if depends_on is not None else None, "priority": priority,
-                "labels": dict(labels) if labels is not None else None, "assignee": assignee}
+                "labels": dict(labels) if labels is not None else None, "assignee": assignee,
+                "areas": list(areas) if areas is not None else None}
         v = self._write("POST", "/v1/tasks", body, if_version=if_version, fence=fence, message=message, idempotency_key=idempotency_key)
         return Task.from_dict(check_answer(v, "create_task"))
 
@@ -396,11 +398,13 @@ class Workspace:
         return TaskPage.from_dict(check_answer(self._get("/v1/tasks", q), "list_tasks"))
 
     def claim_task(self, *, lease: Seconds = 300, labels: Mapping[str, str] | None = None, parent_id: str | None = None,
-                   wait: Seconds = 0) -> Task:
+                   wait: Seconds = 0, avoid_overlap: bool = False) -> Task:
         """Claim the best ready task (pending, every dependency done; highest
         priority, then oldest) for ``lease`` seconds. NoTaskError when none
-        is ready after waiting up to ``wait`` seconds."""
-        body = _clean({"lease": duration(lease, "lease"), "labels": dict(labels) if labels is not None else None, "parent_id": parent_id})
+        is ready after waiting up to ``wait`` seconds. ``avoid_overlap``
+        prefers a task whose areas overlap no task in progress."""
+        body = _clean({"lease": duration(lease, "lease"), "labels": dict(labels) if labels is not None else None, "parent_id": parent_id,
+                       "avoid_overlap": avoid_overlap or None})
         deadline = time.monotonic() + seconds_of(wait)
         while True:
             left = deadline - time.monotonic()

@@ -215,6 +215,7 @@ class Task:
     depends_on: list[str] = field(default_factory=list)
     priority: int = 0
     labels: dict[str, str] = field(default_factory=dict)
+    areas: list[str] = field(default_factory=list)  # paths the task expects to touch
     result: TaskResult = field(default_factory=TaskResult)
     attempts: int = 0
     lease_expires_at: datetime | None = None
@@ -231,7 +232,7 @@ class Task:
         return cls(
             id=_s(d, "id"), title=_s(d, "title"), description=_s(d, "description"), status=_s(d, "status"),
             assignee=_s(d, "assignee"), parent_id=_s(d, "parent_id"), depends_on=_strs(d, "depends_on"),
-            priority=_i(d, "priority"), labels=_labels(d),
+            priority=_i(d, "priority"), labels=_labels(d), areas=_strs(d, "areas"),
             result=TaskResult.from_dict(r if isinstance(r, dict) else {}), attempts=_i(d, "attempts"),
             lease_expires_at=parse_time(d.get("lease_expires_at")), version=_i(d, "version"),
             created_at=parse_time(d.get("created_at")), created_by=_s(d, "created_by"),
@@ -243,7 +244,7 @@ class Task:
         out: dict[str, Any] = {
             "id": self.id, "title": self.title, "description": self.description, "status": self.status,
             "assignee": self.assignee, "parent_id": self.parent_id, "depends_on": list(self.depends_on),
-            "priority": self.priority, "labels": dict(self.labels), "result": self.result.to_dict(),
+            "priority": self.priority, "labels": dict(self.labels), "areas": list(self.areas), "result": self.result.to_dict(),
             "attempts": self.attempts, "version": self.version,
             "created_by": self.created_by, "updated_by": self.updated_by,
         }
