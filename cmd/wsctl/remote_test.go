@@ -47,7 +47,7 @@ func TestWsctlThroughServeWithAToken(t *testing.T) {
 	assert.Contains(t, out, `"author": "ann"`)
 
 	_, errOut, code = wsctlEnv(t, env, "--as", "bob", "note", "put", "decision", "db2", "--title", "x", "--body", "x")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitForbidden, code, "writing as another actor is forbidden: %s", errOut)
 	assert.Contains(t, errOut, "forbidden")
 
 	bad := tok[:len(tok)-4] + "aaaa"
