@@ -12,7 +12,7 @@ func TestConformance(t *testing.T) { conformance.Run(t, harness{}) }
 
 // The unix-socket transport is the same client and server over another
 // dialer: TestScenarioFileInOneWorkspace runs the shared scenario through
-// it, rather than a third pass of the whole suite (minutes of CI).
+// it, rather than the whole suite once more (minutes of CI).
 
 // TestConformancePostgres runs it through a server on loopback TCP in
 // front of PostgreSQL (skipped, loudly, where there is none; see pgtest).
