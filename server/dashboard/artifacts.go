@@ -140,6 +140,7 @@ type artifactView struct {
 	Binary   bool
 	TooLarge bool
 	Lang     string
+	Code     template.HTML // Text, escaped, with token spans (highlight.go)
 }
 
 func artifactRef(q url.Values, version string) (workspace.ArtifactRef, error) {
@@ -199,6 +200,7 @@ func (h *Handler) loadArtifact(ctx context.Context, r *http.Request, _ Identity)
 		v.Text = string(a.Content)
 		v.Lines = strings.Count(v.Text, "\n")
 		v.Lang = strings.TrimPrefix(path.Ext(a.Name), ".")
+		v.Code = highlight(v.Lang, v.Text)
 	}
 	return v, nil
 }

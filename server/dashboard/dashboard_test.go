@@ -185,7 +185,7 @@ func TestEveryViewAndFragmentRendersTheSeededWorkspace(t *testing.T) {
 		{"/ui/artifacts?prefix=plans/", []string{"plans/auth.md", "v3", "reviewer"}},
 		{"/ui/artifact?name=plans/auth.md", []string{"<h1>Auth plan</h1>", "refresh tokens", "first draft", "add refresh", "drop sessions"}},
 		{"/ui/artifact?name=plans/auth.md&v=1", []string{"<li>sessions</li>", "head is v3"}},
-		{"/ui/artifact?name=src/auth.go", []string{`<pre class="code" data-lang="go">`, "func Login() {}"}},
+		{"/ui/artifact?name=src/auth.go", []string{`<pre class="code" data-lang="go">`, `<span class="tok-k">func</span> Login() {}`}},
 		{"/ui/artifact?name=out/logo.png", []string{"Binary content", "download"}},
 		{"/ui/diff?name=plans/auth.md&a=1&b=3", []string{`class="ins"`, "refresh tokens", `class="del"`, "sessions", "v1 (planner) → v3 (reviewer)"}},
 		{"/ui/notes", []string{"Use JWT access tokens", "CI takes 20 minutes", "Short-lived, 15 minutes."}},
