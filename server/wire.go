@@ -47,18 +47,7 @@ type Content struct {
 // bytes decodes the content with the workspace's own decoder of the shape,
 // so a bad encoding is the same *InvalidError as in any other face.
 func (c Content) bytes() ([]byte, error) {
-	if c.Content == nil && c.ContentEncoding == "" {
-		return nil, nil
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return nil, err
-	}
-	var a workspace.Artifact
-	if err := json.Unmarshal(b, &a); err != nil {
-		return nil, err
-	}
-	return a.Content, nil
+	return workspace.DecodeContent(c.Content, c.ContentEncoding)
 }
 
 // NewArtifactBody creates an artifact.

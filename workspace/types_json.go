@@ -58,23 +58,33 @@ func (a *Artifact) UnmarshalJSON(b []byte) error {
 func (w *artifactJSON) artifact() (Artifact, error) {
 	a := Artifact(w.artifactFields)
 	a.Labels = nilMap(a.Labels)
+	c, err := DecodeContent(w.Content, w.ContentEncoding)
+	a.Content = c
+	return a, err
+}
+
+// DecodeContent decodes an artifact's content as the shared JSON shape
+// carries it: content (nil when absent) in content_encoding, utf-8 when
+// that is empty, or base64. A bad encoding is an *InvalidError naming the
+// field. Every face that takes content in this shape decodes it here.
+func DecodeContent(content *string, encoding string) ([]byte, error) {
 	switch {
-	case w.Content == nil:
-		if w.ContentEncoding != "" {
-			return a, invalid("content_encoding", "%q without content", truncate(w.ContentEncoding, 32))
+	case content == nil:
+		if encoding != "" {
+			return nil, invalid("content_encoding", "%q without content", truncate(encoding, 32))
 		}
-	case w.ContentEncoding == "" || w.ContentEncoding == contentUTF8:
-		a.Content = []byte(*w.Content)
-	case w.ContentEncoding == contentBase64:
-		c, err := base64.StdEncoding.DecodeString(*w.Content)
+		return nil, nil
+	case encoding == "" || encoding == contentUTF8:
+		return []byte(*content), nil
+	case encoding == contentBase64:
+		c, err := base64.StdEncoding.DecodeString(*content)
 		if err != nil {
-			return a, invalid("content", "not base64: %v", err)
+			return nil, invalid("content", "not base64: %v", err)
 		}
-		a.Content = c
+		return c, nil
 	default:
-		return a, invalid("content_encoding", "%q is neither %q nor %q", truncate(w.ContentEncoding, 32), contentUTF8, contentBase64)
+		return nil, invalid("content_encoding", "%q is neither %q nor %q", truncate(encoding, 32), contentUTF8, contentBase64)
 	}
-	return a, nil
 }
 
 // artifactFields is Artifact without its methods, so that artifactJSON can
