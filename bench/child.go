@@ -26,8 +26,9 @@ type childRequest struct {
 	// Op is "follow" (subscribe after After and report each event's seq
 	// and arrival time), "mem" (run the memory probe and report), "w1"
 	// (W1 at c=1 on the artifact Name, for as long as each later line
-	// says: see childW1) or "serve" (serve DSN's store on a unix socket
-	// and report memory readings on request: see childServe).
+	// says: see childW1), "echo" (the same with W1's request to the bare
+	// server at DSN: see echoServer) or "serve" (serve DSN's store on a
+	// unix socket and report memory readings on request: see childServe).
 	Op     string `json:"op"`
 	DSN    string `json:"dsn"`
 	After  int64  `json:"after,omitempty"`
@@ -68,7 +69,7 @@ func ServeChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	enc := json.NewEncoder(out)
 	// These ops take more lines from the parent, and end at stdin's end.
 	switch req.Op {
-	case "w1":
+	case "w1", "echo":
 		return childW1(ctx, req, br, enc)
 	case "serve":
 		return childServe(ctx, req, br, enc)

@@ -33,23 +33,29 @@ type w1Result struct {
 	Ops       int     `json:"ops,omitempty"`
 	ElapsedNs int64   `json:"elapsed_ns,omitempty"`
 	LatNs     []int64 `json:"lat_ns,omitempty"`
+	CPUNs     int64   `json:"cpu_ns,omitempty"` // the child's own CPU time in the round
 	Err       string  `json:"err,omitempty"`
 }
 
 // childW1 opens req.DSN, creates its artifact under req.Name, says it is
 // ready, then measures W1 at c=1 for each round the parent sends, until
-// stdin ends.
+// stdin ends. With op "echo" it measures the same request and answer
+// against a bare HTTP server at req.DSN instead (see echoServer).
 func childW1(ctx context.Context, req childRequest, in *bufio.Reader, enc *json.Encoder) error {
-	ws, err := workspace.Open(ctx, req.DSN)
-	if err != nil {
-		return enc.Encode(w1Result{Err: err.Error()})
-	}
-	defer ws.Close()
-	e := &env{dsn: req.DSN, prefix: req.Name, handles: []workspace.Workspace{ws}, updates: new(atomic.Int64), content: make([]byte, 1024)}
-	_, _ = rand.Read(e.content)
-	o, err := w1(ctx, e, "w1", 1)
-	if err != nil {
-		return enc.Encode(w1Result{Err: err.Error()})
+	var o op
+	if req.Op == "echo" {
+		o = echoOp(req.DSN)
+	} else {
+		ws, err := workspace.Open(ctx, req.DSN)
+		if err != nil {
+			return enc.Encode(w1Result{Err: err.Error()})
+		}
+		defer ws.Close()
+		e := &env{dsn: req.DSN, prefix: req.Name, handles: []workspace.Workspace{ws}, updates: new(atomic.Int64), content: make([]byte, 1024)}
+		_, _ = rand.Read(e.content)
+		if o, err = w1(ctx, e, "w1", 1); err != nil {
+			return enc.Encode(w1Result{Err: err.Error()})
+		}
 	}
 	if err := enc.Encode(w1Result{Ready: true}); err != nil {
 		return err
@@ -66,8 +72,10 @@ func childW1(ctx context.Context, req childRequest, in *bufio.Reader, enc *json.
 		if err := json.Unmarshal(line, &r); err != nil {
 			return fmt.Errorf("bench child: round: %w", err)
 		}
+		cpu0, _ := cpuTime()
 		res, err := measure(ctx, 1, time.Duration(r.ForNs), 0, o)
-		ans := w1Result{Ops: res.ops, ElapsedNs: res.elapsed.Nanoseconds()}
+		cpu1, _ := cpuTime()
+		ans := w1Result{Ops: res.ops, ElapsedNs: res.elapsed.Nanoseconds(), CPUNs: (cpu1 - cpu0).Nanoseconds()}
 		if err != nil {
 			ans.Err = err.Error()
 		}
@@ -96,89 +104,95 @@ func (c *child) readW1() (w1Result, error) {
 }
 
 // runProcesses measures W1 run by cfg.Processes children through e's
-// server, against W1 at that concurrency on base, alternating.
-func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(string)) (Row, error) {
+// server, against W1 at that concurrency on base, alternating. Its second
+// row is the ceiling of the same children's transport on this machine:
+// the same requests and answers (W1's JSON, 1 KiB of content each way)
+// from as many processes against a bare net/http server on the same kind
+// of listener, which decodes and encodes them and stores nothing; its
+// ratio is the served row's rate over the bare one.
+func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(string)) ([]Row, error) {
 	n := cfg.Processes
 	if cfg.Child == nil {
-		return Row{}, errNoChild
+		return nil, errNoChild
 	}
 	label := fmt.Sprintf("W1 via %s, %d processes", e.via, n)
 	progress(label + ": starting them")
-	var kids []*child
+	echoDSN, stopEcho, err := echoServer(e.via)
+	if err != nil {
+		return nil, err
+	}
+	defer stopEcho()
+	var kids, echoes []*child
 	defer func() {
-		for _, c := range kids {
+		for _, c := range append(kids, echoes...) {
 			go func() {
 				for c.out.Scan() {
 				}
 				close(c.read)
 			}()
 		}
-		for _, c := range kids {
+		for _, c := range append(kids, echoes...) {
 			c.stop()
 		}
 	}()
 	for i := range n {
 		c, err := startChild(ctx, cfg.Child, childRequest{Op: "w1", DSN: e.dsn, Name: fmt.Sprintf("%s/p%d", e.prefix, i)})
 		if err != nil {
-			return Row{}, err
+			return nil, err
 		}
 		kids = append(kids, c)
+		c, err = startChild(ctx, cfg.Child, childRequest{Op: "echo", DSN: echoDSN})
+		if err != nil {
+			return nil, err
+		}
+		echoes = append(echoes, c)
 	}
-	for _, c := range kids {
+	for _, c := range append(kids, echoes...) {
 		if _, err := c.readW1(); err != nil {
-			return Row{}, err
+			return nil, err
 		}
 	}
 	stop, err := drain(ctx, base.handles[0])
 	if err != nil {
-		return Row{}, err
+		return nil, err
 	}
 	defer stop()
 	inproc, err := w1(ctx, base, "w1p", n)
 	if err != nil {
-		return Row{}, err
+		return nil, err
 	}
 	slice := cfg.Duration / (2 * rounds)
 	round, _ := json.Marshal(w1Round{ForNs: slice.Nanoseconds()})
 	round = append(round, '\n')
 	var (
-		ours, raw result
-		commits   int64
+		ours, raw, bare procTotals
+		commits         int64
 	)
 	for i := range rounds {
 		progress(fmt.Sprintf("%s: in process (round %d/%d)", label, i+1, rounds))
 		res, err := measure(ctx, n, slice, 0, inproc)
 		if err != nil {
-			return Row{}, fmt.Errorf("in process: %w", err)
+			return nil, fmt.Errorf("in process: %w", err)
 		}
 		raw.add(res)
 		progress(fmt.Sprintf("%s: processes (round %d/%d)", label, i+1, rounds))
 		before := e.updates.Load()
-		for _, c := range kids {
-			if _, err := c.stdin.Write(round); err != nil {
-				return Row{}, fmt.Errorf("child process: %w", err)
-			}
+		if err := ours.round(kids, round); err != nil {
+			return nil, err
 		}
-		var longest time.Duration
-		for _, c := range kids {
-			r, err := c.readW1()
-			if err != nil {
-				return Row{}, err
-			}
-			ours.ops += r.Ops
-			longest = max(longest, time.Duration(r.ElapsedNs))
-			for _, l := range r.LatNs {
-				ours.lat = append(ours.lat, time.Duration(l))
-			}
-		}
-		ours.elapsed += longest
 		commits += e.updates.Load() - before
+		progress(fmt.Sprintf("%s: bare HTTP (round %d/%d)", label, i+1, rounds))
+		if err := bare.round(echoes, round); err != nil {
+			return nil, err
+		}
 	}
 	row := Row{
 		Workload: "W1", Variant: fmt.Sprintf("via %s, %d processes", e.via, n), Backend: e.backend, Concurrency: n,
 		OpsPerSec: ours.rate(), P50us: ours.percentile(0.50), P99us: ours.percentile(0.99),
 		RawOpsPerSec: raw.rate(), RawP50us: raw.percentile(0.50), RawP99us: raw.percentile(0.99),
-		Note: fmt.Sprintf("%d child processes at c=1, each its own client of the server; baseline (raw columns): c=%d in process on the same store", n, n),
+		CPUusPerOp: ours.serverCPU(),
+		Note: fmt.Sprintf("%d child processes at c=1, each its own client of the server; CPU/OP is the server's, the clients' %s; baseline (raw columns): c=%d in process on the same store",
+			n, ours.clientCPU(), n),
 	}
 	if row.RawOpsPerSec > 0 {
 		row.Ratio = row.OpsPerSec / row.RawOpsPerSec
@@ -186,5 +200,65 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 	if ours.ops > 0 {
 		row.CommitsPerOp = float64(commits) / float64(ours.ops)
 	}
-	return row, nil
+	floor := Row{
+		Workload: "HTTP", Variant: fmt.Sprintf("bare via %s, %d processes", e.via, n), Backend: "-", Concurrency: n,
+		OpsPerSec: bare.rate(), P50us: bare.percentile(0.50), P99us: bare.percentile(0.99),
+		CPUusPerOp: bare.serverCPU(),
+		Note: fmt.Sprintf("W1's request and answer from %d processes to a bare net/http server that decodes and encodes them and stores nothing: the transport's ceiling here; the clients' %s; ratio: the served row's rate over this",
+			n, bare.clientCPU()),
+	}
+	if floor.OpsPerSec > 0 {
+		floor.Ratio = row.OpsPerSec / floor.OpsPerSec
+	}
+	return []Row{row, floor}, nil
+}
+
+// procTotals adds up the rounds of a group of children, and this
+// process's CPU time while they ran (only the server runs here then).
+type procTotals struct {
+	result
+	cpu, childCPU time.Duration
+}
+
+// round has each child measure one round and adds their answers.
+func (t *procTotals) round(kids []*child, round []byte) error {
+	cpu0, _ := cpuTime()
+	for _, c := range kids {
+		if _, err := c.stdin.Write(round); err != nil {
+			return fmt.Errorf("child process: %w", err)
+		}
+	}
+	var longest time.Duration
+	for _, c := range kids {
+		r, err := c.readW1()
+		if err != nil {
+			return err
+		}
+		t.ops += r.Ops
+		t.childCPU += time.Duration(r.CPUNs)
+		longest = max(longest, time.Duration(r.ElapsedNs))
+		for _, l := range r.LatNs {
+			t.lat = append(t.lat, time.Duration(l))
+		}
+	}
+	cpu1, _ := cpuTime()
+	t.cpu += cpu1 - cpu0
+	t.elapsed += longest
+	return nil
+}
+
+// serverCPU is this process's CPU per op in µs while the children ran.
+func (t *procTotals) serverCPU() float64 {
+	if t.ops == 0 {
+		return 0
+	}
+	return float64(t.cpu.Microseconds()) / float64(t.ops)
+}
+
+// clientCPU says the children's CPU per op.
+func (t *procTotals) clientCPU() string {
+	if t.ops == 0 {
+		return "CPU per op unknown"
+	}
+	return fmt.Sprintf("CPU per op %dµs", (t.childCPU / time.Duration(t.ops)).Microseconds())
 }

@@ -207,12 +207,14 @@ func runVia(ctx context.Context, cfg Config, base *env, via string, out func(Row
 			out(viaRow(row, via))
 		}
 		if name == "W1" && cfg.Processes > 0 {
-			row, err := runProcesses(ctx, e, base, cfg, progress)
+			rows, err := runProcesses(ctx, e, base, cfg, progress)
 			if err != nil {
 				cleanup()
 				return fmt.Errorf("W1 %d processes: %w", cfg.Processes, err)
 			}
-			out(row)
+			for _, row := range rows {
+				out(row)
+			}
 		}
 		cleanup()
 	}

@@ -36,13 +36,13 @@ func TestServedRowsCompareEachListenerWithInProcess(t *testing.T) {
 			dsn:       func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "ws.db") },
 			serve:     []string{"tcp", "unix"},
 			workloads: []string{"W1", "W4", "W6"},
-			want:      []string{"W1 via %s", "W1 via %s, 2 processes", "W4 via %s", "W4 via %s handover other handle", "W6 via %s same handle", "W6 via %s other process", "W6 via %s resume"},
+			want:      []string{"W1 via %s", "W1 via %s, 2 processes", "HTTP bare via %s, 2 processes", "W4 via %s", "W4 via %s handover other handle", "W6 via %s same handle", "W6 via %s other process", "W6 via %s resume"},
 		},
 		"postgres": {
 			dsn:       func(t *testing.T) string { return pgtest.NewDSN(t) },
 			serve:     []string{"unix"},
 			workloads: []string{"W1"},
-			want:      []string{"W1 via %s", "W1 via %s, 2 processes"},
+			want:      []string{"W1 via %s", "W1 via %s, 2 processes", "HTTP bare via %s, 2 processes"},
 		},
 	}
 	for backend, tc := range cases {
@@ -57,6 +57,19 @@ func TestServedRowsCompareEachListenerWithInProcess(t *testing.T) {
 			for _, r := range rows {
 				name := r.Workload + " " + r.Variant
 				seen[name] = true
+				if r.Workload == "HTTP" {
+					// The transport's ceiling: no store, so no backend and
+					// no baseline; its ratio is the served row's rate over it.
+					assert.True(t, strings.HasPrefix(r.Variant, "bare via "), name)
+					assert.Equal(t, "-", r.Backend, name)
+					assert.Positive(t, r.OpsPerSec, name)
+					assert.Positive(t, r.Ratio, name)
+					assert.Contains(t, r.Note, "clients' CPU per op", name)
+					continue
+				}
+				if strings.HasSuffix(name, "processes") {
+					assert.Contains(t, r.Note, "clients' CPU per op", name)
+				}
 				assert.Equal(t, backend, r.Backend, name)
 				assert.True(t, strings.HasPrefix(r.Variant, "via tcp") || strings.HasPrefix(r.Variant, "via unix"), name)
 				assert.Contains(t, r.Note, "in process on the same store", name)

@@ -194,8 +194,11 @@ func (a *app) benchTable(rows []bench.Row) error {
 			}
 		}
 		cpu := "-"
-		if r.CPUusPerOp > 0 {
+		switch {
+		case r.CPUusPerOp > 0 && r.RawCPUusPerOp > 0:
 			cpu = fmt.Sprintf("%s (%s)", us(r.CPUusPerOp), us(r.RawCPUusPerOp))
+		case r.CPUusPerOp > 0:
+			cpu = us(r.CPUusPerOp)
 		}
 		ops, p50, p99 := fmt.Sprintf("%.0f", r.OpsPerSec), us(r.P50us), us(r.P99us)
 		if r.OpsPerSec == 0 && r.P99us == 0 {
