@@ -52,6 +52,10 @@ type Config struct {
 	// MaxRetries bounds how often one entry is rebuilt because the
 	// integration branch moved under it, default 5.
 	MaxRetries int
+	// PerAgent makes Start give each agent one long-lived worktree and
+	// branch (BranchPrefix + the agent's name), reused across its tasks,
+	// instead of one per task: see StartPerAgent.
+	PerAgent bool
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -505,6 +505,17 @@ func (mg *Merger) finish(ctx context.Context, rec Worktree) (Result, error) {
 	if err != nil {
 		detail = "task not completed: " + err.Error()
 	}
+	if rec.PerAgent {
+		why := "released after merge"
+		if s := m.settleAgent(ctx, rec); s != "" {
+			why += "; " + s
+		}
+		rec.Status = StatusReleased
+		if _, perr := put(ctx, m.ws, mg.actor, rec, why); perr != nil {
+			detail = strings.TrimPrefix(detail+"; release failed: "+perr.Error(), "; ")
+		}
+		return Result{Task: rec.Task, Status: StatusMerged, Commit: rec.Merged, Detail: detail}, nil
+	}
 	if _, rerr := m.release(ctx, mg.actor, rec, "released after merge"); rerr != nil {
 		detail = strings.TrimPrefix(detail+"; release failed: "+rerr.Error(), "; ")
 	}
