@@ -55,9 +55,9 @@ type Worktree struct {
 	Backup      string    `json:"backup"` // a ref keeping unmerged work of a released worktree
 	// PerAgent: the worktree and branch are its agent's, reused across
 	// tasks; releasing the record leaves them in place.
-	PerAgent bool `json:"per_agent,omitempty"`
-	Version     int64     `json:"version"`
-	UpdatedAt   time.Time `json:"updated_at,omitzero"`
+	PerAgent  bool      `json:"per_agent,omitempty"`
+	Version   int64     `json:"version"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
 }
 
 // maxDetail bounds the output kept in a record.
