@@ -2,10 +2,12 @@ package gitwork_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -208,4 +210,44 @@ func TestTheFenceRefStopsAMergerWhoseLeaseStillLooksLive(t *testing.T) {
 	err := mg.Run(ctx, false, nil)
 	require.ErrorIs(t, err, gitwork.ErrLeaseLost)
 	assert.Equal(t, before, gitT(t, repo, "rev-parse", "main"), "the branch did not move")
+}
+
+// TestQueueOrderIsTheLogsNotTheSubmittersClock: three submitters whose
+// recorded times disagree with the order they submitted in (one clock an
+// hour ahead, one a day behind) are merged in the order their submissions
+// reached the workspace's event log.
+func TestQueueOrderIsTheLogsNotTheSubmittersClock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, ws := newRepo(t), openWS(t)
+	m := newManager(t, ws, gitwork.Config{Repo: repo})
+	first := work(t, m, ws, "ann", "first", map[string]string{"1.txt": "1\n"})
+	second := work(t, m, ws, "bob", "second", map[string]string{"2.txt": "2\n"})
+	third := work(t, m, ws, "cat", "third", map[string]string{"3.txt": "3\n"})
+	skew := func(w gitwork.Worktree, at time.Time) {
+		n, err := ws.Notes().Get(ctx, gitwork.NoteKind, w.Task)
+		require.NoError(t, err)
+		var body map[string]any
+		require.NoError(t, json.Unmarshal([]byte(n.Body), &body))
+		body["submitted_at"] = at.Format(time.RFC3339Nano)
+		b, err := json.Marshal(body)
+		require.NoError(t, err)
+		_, err = ws.Notes().Put(ctx, workspace.Write{Actor: w.Agent, IfVersion: n.Version},
+			workspace.NotePut{Kind: n.Kind, Key: n.Key, Title: n.Title, Body: string(b)})
+		require.NoError(t, err)
+	}
+	skew(first, second.SubmittedAt.Add(time.Hour))
+	skew(third, first.SubmittedAt.Add(-24*time.Hour))
+
+	recs, err := gitwork.List(ctx, ws)
+	require.NoError(t, err)
+	require.Len(t, recs, 3)
+	assert.Equal(t, []string{first.Task, second.Task, third.Task}, []string{recs[0].Task, recs[1].Task, recs[2].Task})
+	assert.True(t, recs[0].QueueSeq < recs[1].QueueSeq && recs[1].QueueSeq < recs[2].QueueSeq, "ordered by seq: %d %d %d", recs[0].QueueSeq, recs[1].QueueSeq, recs[2].QueueSeq)
+	assert.True(t, recs[0].SubmittedAt.After(recs[1].SubmittedAt), "the clocks disagree with that order")
+
+	var got []string
+	require.NoError(t, m.NewMerger("merger").Run(ctx, false, func(r gitwork.Result) { got = append(got, r.Task) }))
+	assert.Equal(t, []string{first.Task, second.Task, third.Task}, got)
+	assert.Equal(t, []string{"init", "first", "second", "third"}, firstParents(t, repo))
 }

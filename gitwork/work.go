@@ -198,6 +198,9 @@ func (m *Manager) Submit(ctx context.Context, actor, task string) (Worktree, err
 	rec.Status, rec.Head, rec.Patch, rec.Detail = StatusSubmitted, head, PatchName(task), ""
 	rec.Candidate, rec.Onto = "", ""
 	rec.SubmittedAt = time.Now().UTC()
+	// The put is conditional on rec.Version, so it writes the next one;
+	// its event's seq orders the queue.
+	rec.SubmitVersion = rec.Version + 1
 	return put(ctx, m.ws, actor, rec, "submitted "+head[:12])
 }
 
