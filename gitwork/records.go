@@ -51,15 +51,15 @@ type Worktree struct {
 	SubmitVersion int64 `json:"submit_version,omitempty"`
 	// QueueSeq is that seq, filled in by List for queued entries (0:
 	// not queued, or its event is no longer in the log); never stored.
-	QueueSeq int64 `json:"queue_seq,omitempty"`
-	Patch       string    `json:"patch"`     // the artifact holding git diff base...head
-	Candidate   string    `json:"candidate"` // the commit under validation (merging)
-	Onto        string    `json:"onto"`      // the integration commit the candidate was built on
-	Merged      string    `json:"merged"`    // the integration commit that took it
-	Attempts    int       `json:"attempts"`  // how many times a merger took it up
-	Merger      string    `json:"merger"`
-	Detail      string    `json:"detail"` // conflicting files, failing output, or why it was retried
-	Backup      string    `json:"backup"` // a ref keeping unmerged work of a released worktree
+	QueueSeq  int64  `json:"queue_seq,omitempty"`
+	Patch     string `json:"patch"`     // the artifact holding git diff base...head
+	Candidate string `json:"candidate"` // the commit under validation (merging)
+	Onto      string `json:"onto"`      // the integration commit the candidate was built on
+	Merged    string `json:"merged"`    // the integration commit that took it
+	Attempts  int    `json:"attempts"`  // how many times a merger took it up
+	Merger    string `json:"merger"`
+	Detail    string `json:"detail"` // conflicting files, failing output, or why it was retried
+	Backup    string `json:"backup"` // a ref keeping unmerged work of a released worktree
 	// PerAgent: the worktree and branch are its agent's, reused across
 	// tasks; releasing the record leaves them in place.
 	PerAgent  bool      `json:"per_agent,omitempty"`
