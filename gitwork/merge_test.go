@@ -2,6 +2,7 @@ package gitwork_test
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -250,4 +251,44 @@ func TestQueueOrderIsTheLogsNotTheSubmittersClock(t *testing.T) {
 	require.NoError(t, m.NewMerger("merger").Run(ctx, false, func(r gitwork.Result) { got = append(got, r.Task) }))
 	assert.Equal(t, []string{first.Task, second.Task, third.Task}, got)
 	assert.Equal(t, []string{"init", "first", "second", "third"}, firstParents(t, repo))
+}
+
+// TestAFollowingMergerWakesOnTheSubmissionEvent: with the safety poll an
+// hour away, only the submission's event can wake the merger to merge it
+// (the second surely comes after a pass that found the queue empty).
+func TestAFollowingMergerWakesOnTheSubmissionEvent(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	repo, ws := newRepo(t), openWS(t)
+	m := newManager(t, ws, gitwork.Config{Repo: repo, FollowPoll: time.Hour})
+	results := make(chan gitwork.Result, 4)
+	waiting := make(chan struct{})
+	mctx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() {
+		close(waiting)
+		ran <- m.NewMerger("merger").Run(mctx, true, func(r gitwork.Result) { results <- r })
+	}()
+	<-waiting
+	// Wait until it holds the queue (and so has passed over the empty queue).
+	require.Eventually(t, func() bool {
+		_, err := ws.Locks().Get(ctx, gitwork.QueueResource("main"))
+		return err == nil
+	}, 30*time.Second, 10*time.Millisecond)
+	for i, name := range []string{"one", "two"} {
+		w := work(t, m, ws, "ann", name, map[string]string{name + ".txt": name + "\n"})
+		select {
+		case r := <-results:
+			assert.Equal(t, w.Task, r.Task, "submission %d", i)
+			assert.Equal(t, gitwork.StatusMerged, r.Status)
+		case <-ctx.Done():
+			t.Fatalf("submission %d was not merged: the merger did not wake", i)
+		}
+	}
+	stop()
+	if err := <-ran; !errors.Is(err, context.Canceled) {
+		require.NoError(t, err)
+	}
+	assert.Equal(t, []string{"init", "one", "two"}, firstParents(t, repo))
 }

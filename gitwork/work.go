@@ -201,7 +201,7 @@ func (m *Manager) Submit(ctx context.Context, actor, task string) (Worktree, err
 	// The put is conditional on rec.Version, so it writes the next one;
 	// its event's seq orders the queue.
 	rec.SubmitVersion = rec.Version + 1
-	return put(ctx, m.ws, actor, rec, "submitted "+head[:12])
+	return put(ctx, m.ws, actor, rec, submittedMsg+head[:12])
 }
 
 func (m *Manager) putPatch(ctx context.Context, actor, task string, patch []byte) error {
