@@ -147,7 +147,7 @@ given back.`,
 		}),
 	}
 	f := cmd.Flags()
-	wt.register(f)
+	wt.register(cmd)
 	f.DurationVar(&lease, "lease", workspace.DefaultClaimLease, "how long the claim lives without a heartbeat")
 	f.BoolVar(&wait, "wait", false, "wait until a task is ready instead of exiting 6")
 	f.DurationVar(&timeout, "timeout", 0, "with --wait: give up (exit 6) after this long")

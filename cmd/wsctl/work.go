@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/agentspace/agentspace/gitwork"
 	"github.com/agentspace/agentspace/workspace"
@@ -372,7 +371,8 @@ type worktreeFlags struct {
 	repo     string
 }
 
-func (w *worktreeFlags) register(f *pflag.FlagSet) {
+func (w *worktreeFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
 	f.BoolVar(&w.on, "worktree", false, "also make the task's git worktree (as 'wsctl work start'); prints ID<TAB>PATH")
 	f.BoolVar(&w.perAgent, "per-agent", false, "with --worktree: use your own long-lived worktree (see 'wsctl work start --per-agent')")
 	f.StringVar(&w.repo, "repo", ".", "with --worktree: the git repository (or any worktree of it)")
