@@ -208,3 +208,55 @@ func messages(t *testing.T, ws workspace.Workspace, task string) []string {
 	}
 	return out
 }
+
+// TestPerAgentResetFinishedByTheNextMerger: a merger that stopped after
+// moving an agent's branch to the merged commit but before updating its
+// checkout leaves it to the next, which updates the checkout.
+func TestPerAgentResetFinishedByTheNextMerger(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, ws := newRepo(t), openWS(t)
+	m := newManager(t, ws, gitwork.Config{Repo: repo, PerAgent: true})
+	// bob's entry lands first, so ann's is rebased: her branch must move.
+	t1 := claimed(t, ws, "bob", "first")
+	w1, err := m.Start(ctx, "bob", t1.ID)
+	require.NoError(t, err)
+	t2 := claimed(t, ws, "ann", "second")
+	w2, err := m.Start(ctx, "ann", t2.ID)
+	require.NoError(t, err)
+	commitIn(t, w1.Path, "first", map[string]string{"1.txt": "1\n"})
+	_, err = m.Submit(ctx, "bob", t1.ID)
+	require.NoError(t, err)
+	commitIn(t, w2.Path, "second", map[string]string{"2.txt": "2\n"})
+	_, err = m.Submit(ctx, "ann", t2.ID)
+	require.NoError(t, err)
+
+	stopped, stop := context.WithCancel(ctx)
+	mg := m.NewMerger("merger")
+	mg.SetStepHook(func(step string) {
+		if step != "recorded" {
+			return
+		}
+		rec := record(t, ws, t2.ID)
+		if rec.Status != gitwork.StatusMerged {
+			return
+		}
+		// The first half of the reset, then the merger dies.
+		gitT(t, repo, "update-ref", "refs/heads/agent/ann", rec.Merged, rec.Head)
+		stop()
+	})
+	_ = mg.Run(stopped, false, nil)
+	rec := record(t, ws, t2.ID)
+	require.Equal(t, gitwork.StatusMerged, rec.Status, "the merger stopped before finishing: %s", rec.Detail)
+	require.NotEqual(t, rec.Head, rec.Merged, "ann's entry was rebased")
+	require.NotEmpty(t, gitT(t, w2.Path, "status", "--porcelain"), "the checkout is behind its branch")
+
+	require.NoError(t, m.NewMerger("merger").Run(ctx, false, nil))
+	assert.Equal(t, gitwork.StatusReleased, record(t, ws, t2.ID).Status)
+	assert.Equal(t, gitT(t, repo, "rev-parse", "main"), gitT(t, w2.Path, "rev-parse", "HEAD"))
+	assert.Empty(t, gitT(t, w2.Path, "status", "--porcelain"), "the next merger updated the checkout")
+	assert.FileExists(t, filepath.Join(w2.Path, "1.txt"))
+	task, err := ws.Tasks().Get(ctx, t2.ID)
+	require.NoError(t, err)
+	assert.Equal(t, workspace.TaskDone, task.Status)
+}

@@ -110,6 +110,9 @@ given back.`,
 			if err != nil {
 				return err
 			}
+			if wt.perAgent && !wt.on {
+				return usageErrorf("--per-agent needs --worktree")
+			}
 			open := a.with
 			var m *gitwork.Manager
 			if wt.on {
