@@ -67,6 +67,13 @@ type Worktree struct {
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
 }
 
+// Claimed is a task claimed with its worktree: what task claim with a
+// worktree answers, on every face.
+type Claimed struct {
+	Task     workspace.Task `json:"task"`
+	Worktree Worktree       `json:"worktree"`
+}
+
 // maxDetail bounds the output kept in a record.
 const maxDetail = 16 << 10
 

@@ -371,3 +371,24 @@ func (m *Manager) GC(ctx context.Context, actor string) ([]Worktree, error) {
 	}
 	return out, nil
 }
+
+// StartClaimed is Start (StartPerAgent with perAgent) for a task actor
+// has just claimed: if the worktree cannot be made, it gives the claim
+// back at once (Tasks.Release), so the task is not held by an agent with
+// nowhere to work on it, and the error says so. Every face's "claim with
+// a worktree" is this.
+func (m *Manager) StartClaimed(ctx context.Context, actor, task string, perAgent bool) (Worktree, error) {
+	start := m.Start
+	if perAgent {
+		start = m.StartPerAgent
+	}
+	w, err := start(ctx, actor, task)
+	if err == nil {
+		return w, nil
+	}
+	first, _, _ := strings.Cut(err.Error(), "\n")
+	if _, rerr := m.ws.Tasks().Release(context.WithoutCancel(ctx), workspace.Write{Actor: actor, Message: "no worktree: " + first}, task); rerr != nil {
+		return w, fmt.Errorf("%w (and giving the claim back failed: %v)", err, rerr)
+	}
+	return w, fmt.Errorf("task %s claimed, then given back: %w", task, err)
+}

@@ -143,7 +143,7 @@ given back.`,
 					return err
 				}
 				if m != nil {
-					return a.claimWorktree(context.WithoutCancel(ctx), ws, m, wt, actor, t)
+					return a.claimWorktree(context.WithoutCancel(ctx), m, wt, actor, t)
 				}
 				return a.printTaskID(t)
 			})

@@ -378,34 +378,19 @@ func (w *worktreeFlags) register(cmd *cobra.Command) {
 	f.StringVar(&w.repo, "repo", ".", "with --worktree: the git repository (or any worktree of it)")
 }
 
-// claimed is what task claim --worktree prints with --json.
-type claimed struct {
-	Task     workspace.Task   `json:"task"`
-	Worktree gitwork.Worktree `json:"worktree"`
-}
-
 // claimWorktree starts the worktree of the task actor just claimed and
-// prints both; if it cannot, it gives the claim back, so the task is not
-// held by an agent that has nowhere to work on it.
-func (a *app) claimWorktree(ctx context.Context, ws workspace.Workspace, m *gitwork.Manager, f worktreeFlags, actor string, t workspace.Task) error {
-	start := m.Start
-	if f.perAgent {
-		start = m.StartPerAgent
+// prints both (gitwork.Manager.StartClaimed gives the claim back if it
+// cannot).
+func (a *app) claimWorktree(ctx context.Context, m *gitwork.Manager, f worktreeFlags, actor string, t workspace.Task) error {
+	w, err := m.StartClaimed(ctx, actor, t.ID, f.perAgent)
+	if errors.Is(err, gitwork.ErrDirty) {
+		return &cliError{code: exitConflict, err: err, hint: "commit your changes (or remove them), then claim again"}
 	}
-	w, err := start(ctx, actor, t.ID)
 	if err != nil {
-		if _, rerr := ws.Tasks().Release(ctx, workspace.Write{Actor: actor, Message: "no worktree: " + firstLineOf(err.Error())}, t.ID); rerr != nil {
-			err = fmt.Errorf("%w (and giving the claim back failed: %v)", err, rerr)
-		} else {
-			err = fmt.Errorf("task %s claimed, then given back: %w", t.ID, err)
-		}
-		if errors.Is(err, gitwork.ErrDirty) {
-			return &cliError{code: exitConflict, err: err, hint: "commit your changes (or remove them), then claim again"}
-		}
 		return err
 	}
 	if a.jsonOut {
-		return a.printJSON(claimed{Task: t, Worktree: w})
+		return a.printJSON(gitwork.Claimed{Task: t, Worktree: w})
 	}
 	_, err = fmt.Fprintf(a.stdout, "%s\t%s\n", t.ID, w.Path)
 	return err

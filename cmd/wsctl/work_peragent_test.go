@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -168,3 +170,59 @@ func TestTaskClaimWorktree(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestMCPTaskClaimWorktree: task_claim with worktree: true claims and
+// makes the worktree, as task claim --worktree does; a server outside a
+// repository refuses such a claim before claiming anything.
+func TestMCPTaskClaimWorktree(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	repo := gitRepo(t, "")
+	dsn, ws := newMCPWorkspace(t)
+	for _, title := range []string{"a", "b"} {
+		_, err := ws.Tasks().Create(ctx, workspace.Write{Actor: "lead"}, workspace.NewTask{Title: title})
+		require.NoError(t, err)
+	}
+	call := func(dir string, args map[string]any) (bool, map[string]any, string) {
+		cmd := exec.Command(wsctlBinary(t), "--dsn", dsn, "mcp", "--as", "ann")
+		cmd.Dir, cmd.Env = dir, mcpEnv()
+		c := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "0"}, nil)
+		cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+		require.NoError(t, err)
+		defer cs.Close()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "task_claim", Arguments: args})
+		require.NoError(t, err)
+		var m map[string]any
+		b, _ := json.Marshal(res.StructuredContent)
+		require.NoError(t, json.Unmarshal(b, &m))
+		text := ""
+		for _, c := range res.Content {
+			if tc, ok := c.(*sdk.TextContent); ok {
+				text += tc.Text
+			}
+		}
+		return res.IsError, m, text
+	}
+
+	isErr, _, text := call(t.TempDir(), map[string]any{"worktree": true})
+	require.True(t, isErr)
+	assert.Contains(t, text, "no git repository")
+	isErr, _, text = call(repo, map[string]any{"per_agent": true})
+	require.True(t, isErr)
+	assert.Contains(t, text, "needs worktree")
+	page, err := ws.Tasks().List(ctx, workspace.TaskFilter{Status: workspace.TaskPending})
+	require.NoError(t, err)
+	assert.Len(t, page.Tasks, 2, "nothing was claimed")
+
+	isErr, got, text := call(repo, map[string]any{"worktree": true, "per_agent": true})
+	require.False(t, isErr, text)
+	task, _ := got["task"].(map[string]any)
+	wt, _ := got["worktree"].(map[string]any)
+	require.NotNil(t, task, "%v", got)
+	require.NotNil(t, wt, "%v", got)
+	assert.Equal(t, "ann", task["assignee"])
+	assert.Equal(t, task["id"], wt["task"])
+	assert.Equal(t, "agent/ann", wt["branch"])
+	path, _ := wt["path"].(string)
+	assert.FileExists(t, filepath.Join(path, "shared.txt"))
+}
