@@ -52,6 +52,13 @@ type Config struct {
 	// MaxRetries bounds how often one entry is rebuilt because the
 	// integration branch moved under it, default 5.
 	MaxRetries int
+	// PerAgent makes Start give each agent one long-lived worktree and
+	// branch (BranchPrefix + the agent's name), reused across its tasks,
+	// instead of one per task: see StartPerAgent.
+	PerAgent bool
+	// FollowPoll is how often a following merger looks at the queue when
+	// no submission's event woke it: a safety net, default 10s.
+	FollowPoll time.Duration
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -86,6 +93,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.GCAge <= 0 {
 		c.GCAge = time.Hour
+	}
+	if c.FollowPoll <= 0 {
+		c.FollowPoll = 10 * time.Second
 	}
 	if c.MaxRetries <= 0 {
 		c.MaxRetries = 5

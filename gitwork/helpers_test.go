@@ -51,7 +51,13 @@ func writeFile(t testing.TB, path, content string) {
 
 func openWS(t testing.TB) workspace.Workspace {
 	t.Helper()
-	ws, err := workspace.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
+	return openDSN(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
+}
+
+// openDSN opens a workspace handle on dsn, closed when the test ends.
+func openDSN(t testing.TB, dsn string) workspace.Workspace {
+	t.Helper()
+	ws, err := workspace.Open(context.Background(), dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })
 	return ws

@@ -44,6 +44,8 @@ type Merger struct {
 	roles []string
 	// Hooks for crash tests: a no-op unless set.
 	step func(name string)
+	// pollOnly: follow by polling every legacyPoll, not the event stream.
+	pollOnly bool
 
 	mu   sync.Mutex
 	lost error
@@ -68,9 +70,16 @@ func (m *Manager) NewMerger(actor string) *Merger {
 // SetStepHook calls fn at each named step of a merge (for crash tests).
 func (mg *Merger) SetStepHook(fn func(step string)) { mg.step = fn }
 
+// SetPollOnly makes a following merger look at the queue every 500 ms
+// instead of waking on the event stream: how it followed before, kept to
+// measure the two against each other.
+func (mg *Merger) SetPollOnly(on bool) { mg.pollOnly = on }
+
 // Run takes the queue's lease (waiting for another merger to let go),
 // then merges entries in submission order. With follow false it returns
-// once the queue is empty; with follow it waits for more until ctx ends.
+// once the queue is empty; with follow it waits for more until ctx ends,
+// woken by each submission's event (Events.Subscribe), and looks at the
+// queue every Config.FollowPoll besides.
 // report, if not nil, is called with each entry's result.
 func (mg *Merger) Run(ctx context.Context, follow bool, report func(Result)) error {
 	if err := mg.leaseRoles(ctx); err != nil {
@@ -99,6 +108,23 @@ func (mg *Merger) Run(ctx context.Context, follow bool, report func(Result)) err
 	defer close(done)
 	go mg.keepLease(ctx, cancel, done)
 
+	var wake <-chan struct{}
+	poll := mg.m.cfg.FollowPoll
+	if follow {
+		if mg.pollOnly {
+			poll = legacyPoll
+		} else {
+			// From the head before the first pass: a submission made
+			// while a pass runs wakes the next.
+			head, err := mg.m.ws.Events().Head(ctx)
+			if err != nil {
+				return err
+			}
+			var watching sync.WaitGroup
+			wake = mg.watch(ctx, head, &watching)
+			defer func() { cancel(nil); watching.Wait() }()
+		}
+	}
 	for {
 		n, err := mg.pass(ctx, report)
 		if err != nil {
@@ -119,9 +145,63 @@ func (mg *Merger) Run(ctx context.Context, follow bool, report func(Result)) err
 				return lost
 			}
 			return nil
-		case <-time.After(500 * time.Millisecond):
+		case <-wake:
+		case <-time.After(poll):
 		}
 	}
+}
+
+// legacyPoll is how often a following merger looked at the queue before it
+// followed the event stream (kept for SetPollOnly, to measure against).
+const legacyPoll = 500 * time.Millisecond
+
+// submittedMsg starts the event message of a submission.
+const submittedMsg = "submitted "
+
+// watch follows the workspace's event stream from after seq and signals
+// the returned channel (coalesced) on every submission to the queue. A
+// stream that ends (a remote workspace gone, the log compacted past it) is
+// followed again from the head, after one wake in case it missed one; the
+// merger's slow safety poll covers the time in between.
+func (mg *Merger) watch(ctx context.Context, after int64, wg *sync.WaitGroup) <-chan struct{} {
+	wake := make(chan struct{}, 1)
+	signal := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	q := workspace.EventQuery{Types: []string{workspace.EventNotePut}, SubjectKind: string(workspace.SubjectNote)}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			q.AfterSeq = after
+			sub, err := mg.m.ws.Events().Subscribe(ctx, workspace.SubscribeRequest{Query: q})
+			if err == nil {
+				for msg := range sub.C() {
+					if msg.Progress {
+						continue
+					}
+					after = msg.Event.Seq
+					if strings.HasPrefix(msg.Event.Subject.ID, NoteKind+"/") && strings.HasPrefix(msg.Event.Message, submittedMsg) {
+						signal()
+					}
+				}
+				_ = sub.Close()
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			if head, err := mg.m.ws.Events().Head(ctx); err == nil && head > after {
+				after = head
+				signal()
+			}
+		}
+	}()
+	return wake
 }
 
 func (mg *Merger) currentLease() workspace.Lease {
@@ -504,6 +584,17 @@ func (mg *Merger) finish(ctx context.Context, rec Worktree) (Result, error) {
 	detail := ""
 	if err != nil {
 		detail = "task not completed: " + err.Error()
+	}
+	if rec.PerAgent {
+		why := "released after merge"
+		if s := m.settleAgent(ctx, rec); s != "" {
+			why += "; " + s
+		}
+		rec.Status = StatusReleased
+		if _, perr := put(ctx, m.ws, mg.actor, rec, why); perr != nil {
+			detail = strings.TrimPrefix(detail+"; release failed: "+perr.Error(), "; ")
+		}
+		return Result{Task: rec.Task, Status: StatusMerged, Commit: rec.Merged, Detail: detail}, nil
 	}
 	if _, rerr := m.release(ctx, mg.actor, rec, "released after merge"); rerr != nil {
 		detail = strings.TrimPrefix(detail+"; release failed: "+rerr.Error(), "; ")

@@ -2,10 +2,13 @@ package gitwork_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -208,4 +211,84 @@ func TestTheFenceRefStopsAMergerWhoseLeaseStillLooksLive(t *testing.T) {
 	err := mg.Run(ctx, false, nil)
 	require.ErrorIs(t, err, gitwork.ErrLeaseLost)
 	assert.Equal(t, before, gitT(t, repo, "rev-parse", "main"), "the branch did not move")
+}
+
+// TestQueueOrderIsTheLogsNotTheSubmittersClock: three submitters whose
+// recorded times disagree with the order they submitted in (one clock an
+// hour ahead, one a day behind) are merged in the order their submissions
+// reached the workspace's event log.
+func TestQueueOrderIsTheLogsNotTheSubmittersClock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, ws := newRepo(t), openWS(t)
+	m := newManager(t, ws, gitwork.Config{Repo: repo})
+	first := work(t, m, ws, "ann", "first", map[string]string{"1.txt": "1\n"})
+	second := work(t, m, ws, "bob", "second", map[string]string{"2.txt": "2\n"})
+	third := work(t, m, ws, "cat", "third", map[string]string{"3.txt": "3\n"})
+	skew := func(w gitwork.Worktree, at time.Time) {
+		n, err := ws.Notes().Get(ctx, gitwork.NoteKind, w.Task)
+		require.NoError(t, err)
+		var body map[string]any
+		require.NoError(t, json.Unmarshal([]byte(n.Body), &body))
+		body["submitted_at"] = at.Format(time.RFC3339Nano)
+		b, err := json.Marshal(body)
+		require.NoError(t, err)
+		_, err = ws.Notes().Put(ctx, workspace.Write{Actor: w.Agent, IfVersion: n.Version},
+			workspace.NotePut{Kind: n.Kind, Key: n.Key, Title: n.Title, Body: string(b)})
+		require.NoError(t, err)
+	}
+	skew(first, second.SubmittedAt.Add(time.Hour))
+	skew(third, first.SubmittedAt.Add(-24*time.Hour))
+
+	recs, err := gitwork.List(ctx, ws)
+	require.NoError(t, err)
+	require.Len(t, recs, 3)
+	assert.Equal(t, []string{first.Task, second.Task, third.Task}, []string{recs[0].Task, recs[1].Task, recs[2].Task})
+	assert.True(t, recs[0].QueueSeq < recs[1].QueueSeq && recs[1].QueueSeq < recs[2].QueueSeq, "ordered by seq: %d %d %d", recs[0].QueueSeq, recs[1].QueueSeq, recs[2].QueueSeq)
+	assert.True(t, recs[0].SubmittedAt.After(recs[1].SubmittedAt), "the clocks disagree with that order")
+
+	var got []string
+	require.NoError(t, m.NewMerger("merger").Run(ctx, false, func(r gitwork.Result) { got = append(got, r.Task) }))
+	assert.Equal(t, []string{first.Task, second.Task, third.Task}, got)
+	assert.Equal(t, []string{"init", "first", "second", "third"}, firstParents(t, repo))
+}
+
+// TestAFollowingMergerWakesOnTheSubmissionEvent: with the safety poll an
+// hour away, only the submission's event can wake the merger to merge it
+// (the second surely comes after a pass that found the queue empty).
+func TestAFollowingMergerWakesOnTheSubmissionEvent(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	repo, ws := newRepo(t), openWS(t)
+	m := newManager(t, ws, gitwork.Config{Repo: repo, FollowPoll: time.Hour})
+	results := make(chan gitwork.Result, 4)
+	waiting := make(chan struct{})
+	mctx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() {
+		close(waiting)
+		ran <- m.NewMerger("merger").Run(mctx, true, func(r gitwork.Result) { results <- r })
+	}()
+	<-waiting
+	// Wait until it holds the queue (and so has passed over the empty queue).
+	require.Eventually(t, func() bool {
+		_, err := ws.Locks().Get(ctx, gitwork.QueueResource("main"))
+		return err == nil
+	}, 30*time.Second, 10*time.Millisecond)
+	for i, name := range []string{"one", "two"} {
+		w := work(t, m, ws, "ann", name, map[string]string{name + ".txt": name + "\n"})
+		select {
+		case r := <-results:
+			assert.Equal(t, w.Task, r.Task, "submission %d", i)
+			assert.Equal(t, gitwork.StatusMerged, r.Status)
+		case <-ctx.Done():
+			t.Fatalf("submission %d was not merged: the merger did not wake", i)
+		}
+	}
+	stop()
+	if err := <-ran; !errors.Is(err, context.Canceled) {
+		require.NoError(t, err)
+	}
+	assert.Equal(t, []string{"init", "one", "two"}, firstParents(t, repo))
 }

@@ -78,8 +78,12 @@ func (m *Manager) claimedBy(ctx context.Context, actor, task string) (workspace.
 
 // Start makes a worktree for task, which actor must have claimed, on a new
 // branch from the integration branch's head, and records it. Started
-// again, it returns the existing worktree.
+// again, it returns the existing worktree. With Config.PerAgent it is
+// StartPerAgent.
 func (m *Manager) Start(ctx context.Context, actor, task string) (Worktree, error) {
+	if m.cfg.PerAgent {
+		return m.StartPerAgent(ctx, actor, task)
+	}
 	if err := checkTask(task); err != nil {
 		return Worktree{}, err
 	}
@@ -172,6 +176,12 @@ func (m *Manager) Submit(ctx context.Context, actor, task string) (Worktree, err
 	if err != nil {
 		return rec, err
 	}
+	if rec.PerAgent {
+		// The commits since the last point the integration branch holds.
+		if rec.Base, err = m.mergeBase(ctx, rec.Branch); err != nil {
+			return rec, err
+		}
+	}
 	if head == rec.Base {
 		return rec, invalid("worktree", "branch %s has no commits beyond its base %s: nothing to submit", rec.Branch, rec.Base[:12])
 	}
@@ -188,7 +198,10 @@ func (m *Manager) Submit(ctx context.Context, actor, task string) (Worktree, err
 	rec.Status, rec.Head, rec.Patch, rec.Detail = StatusSubmitted, head, PatchName(task), ""
 	rec.Candidate, rec.Onto = "", ""
 	rec.SubmittedAt = time.Now().UTC()
-	return put(ctx, m.ws, actor, rec, "submitted "+head[:12])
+	// The put is conditional on rec.Version, so it writes the next one;
+	// its event's seq orders the queue.
+	rec.SubmitVersion = rec.Version + 1
+	return put(ctx, m.ws, actor, rec, submittedMsg+head[:12])
 }
 
 func (m *Manager) putPatch(ctx context.Context, actor, task string, patch []byte) error {
@@ -204,7 +217,8 @@ func (m *Manager) putPatch(ctx context.Context, actor, task string, patch []byte
 	return err
 }
 
-// Release removes task's worktree and branch and records it released.
+// Release removes task's worktree and branch and records it released (a
+// per-agent worktree and branch stay: the record alone is released).
 // Work that is not on the integration branch is kept first under
 // refs/agentspace/backup/<short id> (uncommitted and untracked files in
 // one extra commit), which the record names. Only the task's agent may
@@ -238,8 +252,11 @@ func (m *Manager) release(ctx context.Context, actor string, rec Worktree, why s
 	if err != nil {
 		return rec, err
 	}
-	if err := m.removeWorktree(ctx, rec.Path, rec.Branch); err != nil {
-		return rec, err
+	// An agent's own worktree outlives the task: only the record goes.
+	if !rec.PerAgent {
+		if err := m.removeWorktree(ctx, rec.Path, rec.Branch); err != nil {
+			return rec, err
+		}
 	}
 	rec.Status, rec.Backup = StatusReleased, backup
 	msg := why
@@ -353,4 +370,25 @@ func (m *Manager) GC(ctx context.Context, actor string) ([]Worktree, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// StartClaimed is Start (StartPerAgent with perAgent) for a task actor
+// has just claimed: if the worktree cannot be made, it gives the claim
+// back at once (Tasks.Release), so the task is not held by an agent with
+// nowhere to work on it, and the error says so. Every face's "claim with
+// a worktree" is this.
+func (m *Manager) StartClaimed(ctx context.Context, actor, task string, perAgent bool) (Worktree, error) {
+	start := m.Start
+	if perAgent {
+		start = m.StartPerAgent
+	}
+	w, err := start(ctx, actor, task)
+	if err == nil {
+		return w, nil
+	}
+	first, _, _ := strings.Cut(err.Error(), "\n")
+	if _, rerr := m.ws.Tasks().Release(context.WithoutCancel(ctx), workspace.Write{Actor: actor, Message: "no worktree: " + first}, task); rerr != nil {
+		return w, fmt.Errorf("%w (and giving the claim back failed: %v)", err, rerr)
+	}
+	return w, fmt.Errorf("task %s claimed, then given back: %w", task, err)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentspace/agentspace/gitwork"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -37,6 +38,10 @@ type Options struct {
 	// Redact cleans an unexpected error's text before an agent sees it
 	// (wsctl passes one that hides the DSN's password).
 	Redact func(error) error
+	// Worktrees, when set, lets task_claim make the claimed task's git
+	// worktree too (worktree: true): wsctl mcp sets it when it runs in a
+	// git repository. nil: such a claim is refused before claiming.
+	Worktrees *gitwork.Manager
 }
 
 // Server serves one workspace to MCP clients: the tools, the artifact

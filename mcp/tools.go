@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentspace/agentspace/gitwork"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -76,6 +77,8 @@ type taskClaimIn struct {
 	ParentID     string            `json:"parent_id,omitempty" jsonschema:"claim only subtasks of this task"`
 	AvoidOverlap bool              `json:"avoid_overlap,omitempty" jsonschema:"prefer a task whose areas overlap no task in progress"`
 	WaitSeconds  int               `json:"wait_seconds,omitempty" jsonschema:"wait up to this long (max 60) for a task to become ready"`
+	Worktree     bool              `json:"worktree,omitempty" jsonschema:"also make the task's git worktree; the answer is {task, worktree} and worktree.path is where to work"`
+	PerAgent     bool              `json:"per_agent,omitempty" jsonschema:"with worktree: use your own long-lived worktree and branch, reused across your tasks"`
 }
 
 type taskUpdateIn struct {
@@ -294,6 +297,12 @@ func (s *Server) taskClaim(ctx context.Context, actor string, in taskClaimIn) (a
 	if err != nil {
 		return nil, err
 	}
+	if in.PerAgent && !in.Worktree {
+		return nil, badArg("per_agent", "needs worktree")
+	}
+	if in.Worktree && s.opts.Worktrees == nil {
+		return nil, badArg("worktree", "this server has no git repository: run wsctl mcp in one (or with --repo)")
+	}
 	req := workspace.ClaimRequest{Actor: actor, Lease: lease, Labels: in.Labels, ParentID: in.ParentID, AvoidOverlap: in.AvoidOverlap}
 	if wait > 0 {
 		var cancel context.CancelFunc
@@ -305,7 +314,14 @@ func (s *Server) taskClaim(ctx context.Context, actor string, in taskClaimIn) (a
 	if req.Wait && errors.Is(err, context.DeadlineExceeded) {
 		return nil, workspace.ErrNoTask
 	}
-	return t, err
+	if err != nil || !in.Worktree {
+		return t, err
+	}
+	w, err := s.opts.Worktrees.StartClaimed(context.WithoutCancel(ctx), actor, t.ID, in.PerAgent)
+	if err != nil {
+		return nil, err
+	}
+	return gitwork.Claimed{Task: t, Worktree: w}, nil
 }
 
 func (s *Server) taskUpdate(ctx context.Context, actor string, in taskUpdateIn) (any, error) {

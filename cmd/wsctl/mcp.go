@@ -12,12 +12,14 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/agentspace/agentspace/gitwork"
 	"github.com/agentspace/agentspace/mcp"
 	"github.com/agentspace/agentspace/workspace"
 )
 
 func (a *app) mcpCmd() *cobra.Command {
-	return &cobra.Command{
+	var repo string
+	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve the workspace to a coding agent over MCP (stdio)",
 		Long: `mcp serves the workspace as a Model Context Protocol server on stdin and
@@ -26,15 +28,26 @@ act as --as (or AGENTSPACE_ACTOR); without one, reads work and writes are
 refused with a tool error saying how to set it.
 
 'wsctl serve' serves the same tools over HTTP at /mcp, acting as the
-caller's token.`,
+caller's token.
+
+Run in a git repository (or with --repo), task_claim can also make the
+claimed task's worktree (worktree: true), as 'wsctl task claim --worktree'.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			actor, _ := a.actor()
 			return a.with(ctx, func(ws workspace.Workspace) error {
 				dsn := a.dsn
 				logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-				s := mcp.NewServer(ws, mcp.Options{Actor: actor, Version: readBuildInfo().Version, Logger: logger,
-					Redact: func(err error) error { return workspace.RedactError(err, dsn) }})
+				opts := mcp.Options{Actor: actor, Version: readBuildInfo().Version, Logger: logger,
+					Redact: func(err error) error { return workspace.RedactError(err, dsn) }}
+				// Worktrees only where there is a repository with the
+				// integration branch; elsewhere such a claim is refused.
+				if cfg, err := a.gitworkConfig(repo); err == nil {
+					if m, err := gitwork.New(ctx, ws, cfg); err == nil {
+						opts.Worktrees = m
+					}
+				}
+				s := mcp.NewServer(ws, opts)
 				defer s.Close()
 				t := newDrainingStdio(a.stdin, a.stdout)
 				err := s.Run(ctx, t)
@@ -45,6 +58,8 @@ caller's token.`,
 			})
 		}),
 	}
+	cmd.Flags().StringVar(&repo, "repo", ".", "the git repository task_claim's worktrees are made in (or any worktree of it)")
+	return cmd
 }
 
 // drainingStdio is the stdio transport with one difference: at the end of

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentspace/agentspace/gitwork"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -88,6 +89,7 @@ func (a *app) taskClaimCmd() *cobra.Command {
 		labels  []string
 		parent  string
 		avoid   bool
+		wt      worktreeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "claim",
@@ -95,7 +97,9 @@ func (a *app) taskClaimCmd() *cobra.Command {
 		Long: `Claim the best ready task (pending, every dependency done; highest priority,
 then oldest) for yourself, under a lease: heartbeat before it lapses or the
 task returns to pending. Prints the task id; exit 6 if no task is ready,
-unless --wait.`,
+unless --wait. With --worktree, also makes the task's git worktree (as
+'wsctl work start') and prints "ID<TAB>PATH"; if that fails the claim is
+given back.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			actor, err := a.actor()
@@ -106,7 +110,20 @@ unless --wait.`,
 			if err != nil {
 				return err
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			if wt.perAgent && !wt.on {
+				return usageErrorf("--per-agent needs --worktree")
+			}
+			open := a.with
+			var m *gitwork.Manager
+			if wt.on {
+				open = func(ctx context.Context, fn func(workspace.Workspace) error) error {
+					return a.withWork(ctx, wt.repo, func(ws workspace.Workspace, wm *gitwork.Manager) error {
+						m = wm
+						return fn(ws)
+					})
+				}
+			}
+			return open(ctx, func(ws workspace.Workspace) error {
 				// The timeout bounds the wait, not opening the store.
 				ctx := ctx
 				if timeout > 0 {
@@ -125,11 +142,15 @@ unless --wait.`,
 					}
 					return err
 				}
+				if m != nil {
+					return a.claimWorktree(context.WithoutCancel(ctx), m, wt, actor, t)
+				}
 				return a.printTaskID(t)
 			})
 		}),
 	}
 	f := cmd.Flags()
+	wt.register(cmd)
 	f.DurationVar(&lease, "lease", workspace.DefaultClaimLease, "how long the claim lives without a heartbeat")
 	f.BoolVar(&wait, "wait", false, "wait until a task is ready instead of exiting 6")
 	f.DurationVar(&timeout, "timeout", 0, "with --wait: give up (exit 6) after this long")

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,12 +26,14 @@ import (
 //	integration = "main"
 //	queue_lease = "2h"               # a submitted task's claim, while it waits
 //	gc_age = "1h"
+//	mode = "per-task"                # or "per-agent": one long-lived worktree per agent
 type workConfig struct {
 	Root         string `toml:"root"`
 	BranchPrefix string `toml:"branch_prefix"`
 	Integration  string `toml:"integration"`
 	QueueLease   string `toml:"queue_lease"`
 	GCAge        string `toml:"gc_age"`
+	Mode         string `toml:"mode"`
 }
 
 // mergeConfig is agentspace.toml's [merge] table:
@@ -68,6 +73,13 @@ func (a *app) gitworkConfig(repo string) (gitwork.Config, error) {
 	cfg := gitwork.Config{
 		Repo: repo, Integration: fc.Work.Integration, BranchPrefix: fc.Work.BranchPrefix,
 		Mode: fc.Merge.Mode, Validate: fc.Merge.Validate, OnConflict: fc.Merge.OnConflict,
+	}
+	switch fc.Work.Mode {
+	case "", "per-task":
+	case "per-agent":
+		cfg.PerAgent = true
+	default:
+		return cfg, usageErrorf("%s: [work] mode = %q: want \"per-task\" or \"per-agent\"", path, fc.Work.Mode)
 	}
 	if fc.Work.Root != "" {
 		cfg.Root = fc.Work.Root
@@ -142,7 +154,7 @@ func (a *app) workTaskCmd(repo *string, use, short, long string, op func(m *gitw
 				}
 				w, err := op(m, ctx, actor, task)
 				if errors.Is(err, gitwork.ErrDirty) {
-					return &cliError{code: exitConflict, err: err, hint: "commit your changes (or remove them), then submit again"}
+					return &cliError{code: exitConflict, err: err, hint: "commit your changes (or remove them), then run it again"}
 				}
 				if err != nil {
 					return err
@@ -157,12 +169,26 @@ func (a *app) workTaskCmd(repo *string, use, short, long string, op func(m *gitw
 }
 
 func (a *app) workStartCmd(repo *string) *cobra.Command {
-	return a.workTaskCmd(repo, "start TASK", "Make a worktree for a task you claimed; prints its path",
+	var perAgent bool
+	cmd := a.workTaskCmd(repo, "start TASK", "Make a worktree for a task you claimed; prints its path",
 		`Make a git worktree for TASK (which you must have claimed) on a new branch
 from the integration branch's head, recorded as its base. Prints the path.
-Run again, it prints the same path.`,
-		(*gitwork.Manager).Start,
+Run again, it prints the same path.
+
+With --per-agent (or [work] mode = "per-agent"), TASK gets your own
+long-lived worktree and branch (agent/<you>), reused across your tasks and
+brought up to date with the integration branch first (fast-forward, or a
+rebase of your own commits); a dirty worktree, another unmerged task of
+yours in it, or a rebase that stops are refused (exit 3).`,
+		func(m *gitwork.Manager, ctx context.Context, actor, task string) (gitwork.Worktree, error) {
+			if perAgent {
+				return m.StartPerAgent(ctx, actor, task)
+			}
+			return m.Start(ctx, actor, task)
+		},
 		func(w gitwork.Worktree) error { _, err := fmt.Fprintln(a.stdout, w.Path); return err })
+	cmd.Flags().BoolVar(&perAgent, "per-agent", false, "use your own long-lived worktree and branch (agent/<you>), reused across tasks")
+	return cmd
 }
 
 func (a *app) workSubmitCmd(repo *string) *cobra.Command {
@@ -290,6 +316,12 @@ waiting for submissions. One line (or one JSON object) per entry.`,
 			if once && follow {
 				return usageErrorf("--once and --follow exclude each other")
 			}
+			if follow {
+				// Interrupted, a following merger lets go of the queue cleanly.
+				var stop context.CancelFunc
+				ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+				defer stop()
+			}
 			actor, err := a.actor()
 			if err != nil {
 				return err
@@ -329,5 +361,37 @@ func (a *app) printJSONLine(v any) error {
 		return err
 	}
 	_, err = fmt.Fprintf(a.stdout, "%s\n", b)
+	return err
+}
+
+// worktreeFlags are task claim's --worktree, --per-agent and --repo.
+type worktreeFlags struct {
+	on       bool
+	perAgent bool
+	repo     string
+}
+
+func (w *worktreeFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.BoolVar(&w.on, "worktree", false, "also make the task's git worktree (as 'wsctl work start'); prints ID<TAB>PATH")
+	f.BoolVar(&w.perAgent, "per-agent", false, "with --worktree: use your own long-lived worktree (see 'wsctl work start --per-agent')")
+	f.StringVar(&w.repo, "repo", ".", "with --worktree: the git repository (or any worktree of it)")
+}
+
+// claimWorktree starts the worktree of the task actor just claimed and
+// prints both (gitwork.Manager.StartClaimed gives the claim back if it
+// cannot).
+func (a *app) claimWorktree(ctx context.Context, m *gitwork.Manager, f worktreeFlags, actor string, t workspace.Task) error {
+	w, err := m.StartClaimed(ctx, actor, t.ID, f.perAgent)
+	if errors.Is(err, gitwork.ErrDirty) {
+		return &cliError{code: exitConflict, err: err, hint: "commit your changes (or remove them), then claim again"}
+	}
+	if err != nil {
+		return err
+	}
+	if a.jsonOut {
+		return a.printJSON(gitwork.Claimed{Task: t, Worktree: w})
+	}
+	_, err = fmt.Fprintf(a.stdout, "%s\t%s\n", t.ID, w.Path)
 	return err
 }
