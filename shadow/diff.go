@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -239,25 +238,16 @@ func isText(b []byte) bool {
 	return utf8.Valid(b) && !bytes.ContainsRune(b, 0)
 }
 
-// scanShadow scans the shadow's tree with its stat cache (kept beside
-// the tree; losing it only costs hashing again).
+// scanShadow scans the shadow's tree with its stat cache (stat.bin, kept
+// beside the tree; losing it only costs hashing again).
 func (md meta) scanShadow() (Manifest, []Skipped, error) {
-	path := filepath.Join(filepath.Dir(md.Path), "stat.json")
-	var cache statCache
-	b, err := os.ReadFile(path) // #nosec G304 -- this package's own cache file
-	if err == nil {
-		_ = json.Unmarshal(b, &cache) // a bad cache is an empty one
-	}
-	cur, skipped, next, err := scanCached(md.Path, cache)
+	path := filepath.Join(filepath.Dir(md.Path), "stat.bin")
+	cur, skipped, next, err := scanCached(md.Path, readCache(path))
 	if err != nil {
 		return nil, nil, err
 	}
-	if next == nil {
-		return cur, skipped, nil
-	}
-	if b, err := json.Marshal(next); err == nil {
-		_ = os.WriteFile(path+".tmp", b, 0o600)
-		_ = os.Rename(path+".tmp", path)
+	if next != nil {
+		writeCache(path, next)
 	}
 	return cur, skipped, nil
 }

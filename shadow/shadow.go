@@ -111,7 +111,7 @@ type Shadow struct {
 // meta is what a shadow keeps on disk beside its copy.
 type meta struct {
 	Shadow
-	Base Manifest `json:"-"` // in base.json: written only when the base moves
+	Base Manifest `json:"-"` // in base.bin: written only when the base moves
 }
 
 // OpenRequest is what Open takes.
@@ -212,12 +212,9 @@ func (m *Manager) load(ref string) (meta, error) {
 	if err != nil {
 		return md, err
 	}
-	b, err := os.ReadFile(filepath.Join(m.opts.Root, md.ID, "base.json")) // #nosec G304 -- md.ID is a checked shadow id
+	md.Base, err = readBase(filepath.Join(m.opts.Root, md.ID))
 	if err != nil {
 		return meta{}, fmt.Errorf("shadow %s: base manifest: %w", md.ID, err)
-	}
-	if err := json.Unmarshal(b, &md.Base); err != nil {
-		return meta{}, fmt.Errorf("shadow %s: corrupt base.json: %w", md.ID, err)
 	}
 	return md, nil
 }
@@ -258,11 +255,7 @@ func (m *Manager) loadSummary(ref string) (meta, error) {
 // validation then no longer matches the diff: safe).
 func (m *Manager) saveMeta(md meta, withBase bool) error {
 	if withBase {
-		b, err := json.Marshal(md.Base)
-		if err != nil {
-			return err
-		}
-		if err := writeAtomic(filepath.Join(m.opts.Root, md.ID, "base.json"), b); err != nil {
+		if err := writeBase(filepath.Join(m.opts.Root, md.ID), md.Base); err != nil {
 			return err
 		}
 	}
