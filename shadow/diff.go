@@ -89,8 +89,7 @@ func diffOf(md meta) (Diff, error) {
 func compare(base, cur Manifest) Diff {
 	var added, deleted []string
 	var d Diff
-	for _, p := range cur.sortedPaths() {
-		n := cur[p]
+	for p, n := range cur { // the changes are sorted below: no need to sort 20,000 paths
 		o, ok := base[p]
 		switch {
 		case !ok:
@@ -99,11 +98,15 @@ func compare(base, cur Manifest) Diff {
 			d.Changes = append(d.Changes, Change{Kind: Modified, Path: p, Old: &o, New: &n})
 		}
 	}
-	for _, p := range base.sortedPaths() {
-		if _, ok := cur[p]; !ok {
-			deleted = append(deleted, p)
+	if len(base) != len(cur)-len(added) { // else every base path is in cur
+		for p := range base {
+			if _, ok := cur[p]; !ok {
+				deleted = append(deleted, p)
+			}
 		}
 	}
+	slices.Sort(added)
+	slices.Sort(deleted) // renames pair in path order
 	used := map[string]bool{}
 	for _, p := range added {
 		n := cur[p]
@@ -129,12 +132,17 @@ func compare(base, cur Manifest) Diff {
 		}
 	}
 	slices.SortFunc(d.Changes, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
+	d.Hash = diffHash(d.Changes)
+	return d
+}
+
+// diffHash names a list of changes (in path order) and their contents.
+func diffHash(changes []Change) string {
 	h := sha256.New()
-	for _, c := range d.Changes {
+	for _, c := range changes {
 		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\n", c.Kind, c.Path, c.From, entryKey(c.Old), entryKey(c.New))
 	}
-	d.Hash = hex.EncodeToString(h.Sum(nil))
-	return d
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func entryKey(e *Entry) string {

@@ -8,6 +8,7 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -94,7 +95,7 @@ const racyWindow = 2 * time.Second
 // subdirectories on a few goroutines, and hashes the files the cache
 // misses in parallel after the walk.
 func scanCached(root string, cache statCache) (Manifest, []Skipped, statCache, error) {
-	s := &scanner{root: root, cache: cache, start: time.Now(), m: Manifest{}, next: statCache{}}
+	s := &scanner{root: root, cache: cache, start: time.Now(), m: make(Manifest, len(cache)), fresh: statCache{}}
 	s.sem = make(chan struct{}, scanWorkers())
 	s.walk("")
 	s.wg.Wait()
@@ -105,10 +106,15 @@ func scanCached(root string, cache statCache) (Manifest, []Skipped, statCache, e
 		return nil, nil, nil, err
 	}
 	slices.SortFunc(s.skipped, func(a, b Skipped) int { return strings.Compare(a.Path, b.Path) })
-	if len(s.misses) == 0 && len(s.next) == len(cache) {
-		s.next = nil // every entry came from cache: nothing to write back
+	if len(s.misses) == 0 && len(s.hits) == len(cache) {
+		return s.m, s.skipped, nil, nil // every entry came from cache: nothing to write back
 	}
-	return s.m, s.skipped, s.next, nil
+	next := make(statCache, len(s.hits)+len(s.fresh))
+	for _, p := range s.hits {
+		next[p] = cache[p]
+	}
+	maps.Copy(next, s.fresh)
+	return s.m, s.skipped, next, nil
 }
 
 // scanWorkers is how many goroutines walk or hash at once: the walk
@@ -124,7 +130,8 @@ type scanner struct {
 
 	mu      sync.Mutex
 	m       Manifest
-	next    statCache
+	hits    []string  // paths whose cached entry held
+	fresh   statCache // entries hashed now, old enough to cache
 	skipped []Skipped
 	misses  []miss
 	errs    map[string]error // by path: the first in path order is returned
@@ -177,7 +184,7 @@ func (s *scanner) walk(rel string) {
 	type rec struct {
 		rel string
 		e   Entry
-		c   *cachedEntry
+		hit bool
 	}
 	var recs []rec
 	var misses []miss
@@ -216,7 +223,7 @@ func (s *scanner) walk(rel string) {
 			}
 			key := keyOf(&st)
 			if c, ok := s.cache[p]; ok && c.Key == key {
-				recs = append(recs, rec{rel: p, e: c.Entry, c: &c})
+				recs = append(recs, rec{rel: p, e: c.Entry, hit: true})
 				continue
 			}
 			misses = append(misses, miss{rel: p, key: key})
@@ -228,8 +235,8 @@ func (s *scanner) walk(rel string) {
 	defer s.mu.Unlock()
 	for _, r := range recs {
 		s.m[r.rel] = r.e
-		if r.c != nil {
-			s.next[r.rel] = *r.c
+		if r.hit {
+			s.hits = append(s.hits, r.rel)
 		}
 	}
 	s.misses = append(s.misses, misses...)
@@ -257,7 +264,7 @@ func (s *scanner) hashMisses() error {
 				s.mu.Lock()
 				s.m[ms.rel] = e
 				if ms.key.Ino != 0 && s.start.Sub(time.Unix(0, ms.key.Ctime)) > racyWindow {
-					s.next[ms.rel] = cachedEntry{Key: ms.key, Entry: e}
+					s.fresh[ms.rel] = cachedEntry{Key: ms.key, Entry: e}
 				}
 				s.mu.Unlock()
 			}

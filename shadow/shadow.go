@@ -159,9 +159,16 @@ func (m *Manager) Open(ctx context.Context, req OpenRequest) (Shadow, error) {
 		}
 		md.Reflinked = st.Cloned > 0
 		md.Skipped = st.Skipped
-		// The base is the copy's manifest: the copy is what the agent starts from.
-		md.Base, _, err = scan(md.Path)
-		return err
+		// The base is the copy's manifest: the copy is what the agent starts
+		// from. Its stat cache is kept, so the first diff hashes only what
+		// changed (and the files copied within racyWindow of the scan).
+		base, _, cache, err := scanCached(md.Path, nil)
+		if err != nil {
+			return err
+		}
+		md.Base = base
+		writeCache(filepath.Join(home, "stat.bin"), cache)
+		return nil
 	})
 	if err == nil {
 		err = m.saveMeta(md, true)
