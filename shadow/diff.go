@@ -78,6 +78,9 @@ func diffOf(md meta) (Diff, error) {
 	if err != nil {
 		return Diff{}, fmt.Errorf("shadow %s: %w", md.ID, err)
 	}
+	if err := md.resolveBase(cur, false); err != nil {
+		return Diff{}, fmt.Errorf("shadow %s: %w", md.ID, err)
+	}
 	d := compare(md.Base, cur)
 	d.Shadow = md.ID
 	d.Skipped = skipped
@@ -258,4 +261,68 @@ func (md meta) scanShadow() (Manifest, []Skipped, error) {
 		writeCache(path, next)
 	}
 	return cur, skipped, nil
+}
+
+// snapshotDir is where Open keeps a second reflink of every file it
+// cloned: the base's content of entries whose hash is deferred.
+func (md meta) snapshotDir() string { return filepath.Join(filepath.Dir(md.Path), "snapshot") }
+
+// resolveBase hashes, from the snapshot, every deferred entry (Open's
+// clones, whose hash was never read) that a comparison with cur needs:
+// base entries cur lacks or differs from, and cur entries (stat cache
+// hits of such clones) that differ from the base; with all, every one.
+// It changes md.Base (and cur) in place, not on disk: hashing a few
+// changed files again costs less than rewriting the base each diff.
+//
+// The invariant that makes this safe: an entry is deferred only when Open
+// made it, from a file it cloned twice, into the tree and the snapshot;
+// the snapshot is never written after, and every later change of a base
+// entry (promotion, rebase, discard) stores a hash.
+func (md meta) resolveBase(cur Manifest, all bool) error {
+	snap := ""
+	resolve := func(p string, e *Entry) error {
+		if e.Hash != "" {
+			return nil
+		}
+		if snap == "" {
+			snap = md.snapshotDir()
+		}
+		got, err := hashFile(filepath.Join(snap, filepath.FromSlash(p)))
+		if err != nil {
+			return fmt.Errorf("base snapshot: %w", err)
+		}
+		if got.Size != e.Size {
+			return fmt.Errorf("base snapshot: %s is %d bytes, the base says %d", p, got.Size, e.Size)
+		}
+		e.Hash = got.Hash
+		return nil
+	}
+	for p, b := range md.Base {
+		if b.Hash != "" {
+			continue
+		}
+		n, inCur := cur[p]
+		if !all && inCur && n == b {
+			continue
+		}
+		old := b
+		if err := resolve(p, &b); err != nil {
+			return err
+		}
+		md.Base[p] = b
+		if inCur && n == old { // the same clone, unchanged: the same hash
+			cur[p] = b
+		}
+	}
+	for p, n := range cur {
+		if n.Hash == "" {
+			if b, ok := md.Base[p]; !ok || b != n {
+				if err := resolve(p, &n); err != nil {
+					return err
+				}
+				cur[p] = n
+			}
+		}
+	}
+	return nil
 }

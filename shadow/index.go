@@ -21,7 +21,8 @@ import (
 // with a record of the manifest being
 //
 //	path (uvarint length, bytes), mode (uvarint), size (varint),
-//	SHA-256 (32 raw bytes), link target (uvarint length, bytes)
+//	SHA-256 (a length byte, 32 or 0 when deferred, then raw bytes),
+//	link target (uvarint length, bytes)
 //
 // and a record of the stat cache being a statKey (inode, size, ctime ns,
 // mtime ns as varints, mode as uvarint) followed by a manifest record.
@@ -41,14 +42,19 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 var errCorrupt = errors.New("corrupt index file")
 
 func appendEntry(b []byte, p string, e Entry) ([]byte, error) {
-	h, err := hex.DecodeString(e.Hash)
-	if err != nil || len(h) != 32 {
-		return nil, fmt.Errorf("%s: entry hash %q is not a hex SHA-256", p, e.Hash)
+	var h []byte
+	if e.Hash != "" { // else deferred (Open's clones): no hash yet
+		var err error
+		h, err = hex.DecodeString(e.Hash)
+		if err != nil || len(h) != 32 {
+			return nil, fmt.Errorf("%s: entry hash %q is not a hex SHA-256", p, e.Hash)
+		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(p)))
 	b = append(b, p...)
 	b = binary.AppendUvarint(b, uint64(e.Mode))
 	b = binary.AppendVarint(b, e.Size)
+	b = append(b, byte(len(h)))
 	b = append(b, h...)
 	b = binary.AppendUvarint(b, uint64(len(e.Link)))
 	return append(b, e.Link...), nil
@@ -156,7 +162,13 @@ func (r *reader) entry() rawEntry {
 	r.paths = append(r.paths, p...)
 	e.mode = fs.FileMode(r.uvarint())
 	e.size = r.varint()
-	h := r.bytes(32)
+	var h []byte
+	switch n := r.bytes(1); {
+	case len(n) == 1 && (n[0] == 0 || n[0] == 32):
+		h = r.bytes(uint64(n[0]))
+	default:
+		r.err = errCorrupt
+	}
 	e.hash = span{len(r.hashes), len(r.hashes) + 2*len(h)}
 	r.hashes = hex.AppendEncode(r.hashes, h)
 	l := r.bytes(r.uvarint())

@@ -24,7 +24,11 @@ import (
 // (its content's hash and permission bits) or a symbolic link (the hash of
 // its target).
 type Entry struct {
-	Hash string      `json:"hash"` // hex SHA-256 of the content, or of the link's target
+	// Hash is the hex SHA-256 of the content, or of the link's target. In
+	// a shadow's base only, it is empty for a file Open cloned and nobody
+	// has needed the hash of yet: the shadow's snapshot holds its content
+	// (see resolveBase); a Diff never carries an empty one.
+	Hash string      `json:"hash"`
 	Mode fs.FileMode `json:"mode"` // permission bits, plus fs.ModeSymlink for links
 	Size int64       `json:"size"`
 	Link string      `json:"link,omitempty"` // a symbolic link's target
@@ -76,15 +80,24 @@ type cachedEntry struct {
 	Entry Entry
 }
 
-// racyWindow: a file whose ctime is this close to the start of the scan
+// racyMargin: a file whose ctime is this close to the start of the scan
 // that hashed it is not cached, and is hashed again next time. This is
 // git's "racily clean" problem: a write in the same clock tick as the one
 // the cache saw leaves size and times as they were. The cache trusts a key
 // only if its ctime is older than the scan's start by more than the file
-// system's timestamp granularity plus the kernel's coarse clock lag, so
-// any write after the scan read the file has a later ctime. FAT keeps 2 s
-// mtimes, hence 2 s; inode, size or mode moving also misses the cache.
-const racyWindow = 2 * time.Second
+// system's timestamp granularity plus the kernel's coarse clock lag (one
+// tick, at most 10 ms), so any write after the scan read the file has a
+// later ctime. The granularity is judged from the ctimes the scan saw: any
+// with a sub-second part means nanosecond times (ext4, XFS, btrfs, tmpfs):
+// 50 ms; none (FAT keeps 2 s, some others 1 s): 2 s. Inode, size, mtime
+// or mode moving also misses the cache; ctime cannot be set by anyone, so
+// only a clock stepped back could fool it, as it would git.
+func racyMargin(fine bool) time.Duration {
+	if fine {
+		return 50 * time.Millisecond
+	}
+	return 2 * time.Second
+}
 
 // scanCached is scan reusing the hashes of files whose statKey is the one
 // cache recorded; it returns the cache for the next scan, or nil when that
@@ -134,6 +147,7 @@ type scanner struct {
 	fresh   statCache // entries hashed now, old enough to cache
 	skipped []Skipped
 	misses  []miss
+	fine    bool             // a ctime with a sub-second part: the file system keeps ns times
 	errs    map[string]error // by path: the first in path order is returned
 }
 
@@ -188,6 +202,7 @@ func (s *scanner) walk(rel string) {
 	}
 	var recs []rec
 	var misses []miss
+	fine := false
 	var skipped []Skipped
 	for _, d := range ents {
 		name := d.Name()
@@ -222,6 +237,7 @@ func (s *scanner) walk(rel string) {
 				continue
 			}
 			key := keyOf(&st)
+			fine = fine || key.Ctime%1e9 != 0
 			if c, ok := s.cache[p]; ok && c.Key == key {
 				recs = append(recs, rec{rel: p, e: c.Entry, hit: true})
 				continue
@@ -241,14 +257,16 @@ func (s *scanner) walk(rel string) {
 	}
 	s.misses = append(s.misses, misses...)
 	s.skipped = append(s.skipped, skipped...)
+	s.fine = s.fine || fine
 }
 
 // hashMisses hashes the files the cache missed, a few at a time, and
-// caches those whose ctime is old enough to trust (racyWindow).
+// caches those whose ctime is old enough to trust (racyMargin).
 func (s *scanner) hashMisses() error {
 	if len(s.misses) == 0 {
 		return nil
 	}
+	edge := s.start.Add(-racyMargin(s.fine)).UnixNano()
 	work := make(chan miss)
 	var wg sync.WaitGroup
 	for range min(scanWorkers(), len(s.misses)) {
@@ -263,7 +281,7 @@ func (s *scanner) hashMisses() error {
 				}
 				s.mu.Lock()
 				s.m[ms.rel] = e
-				if ms.key.Ino != 0 && s.start.Sub(time.Unix(0, ms.key.Ctime)) > racyWindow {
+				if ms.key.Ino != 0 && ms.key.Ctime < edge {
 					s.fresh[ms.rel] = cachedEntry{Key: ms.key, Entry: e}
 				}
 				s.mu.Unlock()

@@ -152,22 +152,17 @@ func (m *Manager) Open(ctx context.Context, req OpenRequest) (Shadow, error) {
 	}
 	md := meta{Shadow: Shadow{ID: id, Dir: dir, Path: filepath.Join(home, "tree"), Task: req.Task, Actor: req.Actor, State: StateOpen, CreatedAt: m.opts.Now().UTC()}}
 	err = m.withDir(ctx, dir, false, func() error {
-		cloneOK := true
-		st, err := copyTree(dir, md.Path, &cloneOK)
+		// The base is the copy's manifest, made while copying: the copy is
+		// what the agent starts from. Its stat cache is kept, so the first
+		// diff hashes only what changed.
+		st, err := copyTree(dir, md.Path, md.snapshotDir())
 		if err != nil {
 			return err
 		}
 		md.Reflinked = st.Cloned > 0
 		md.Skipped = st.Skipped
-		// The base is the copy's manifest: the copy is what the agent starts
-		// from. Its stat cache is kept, so the first diff hashes only what
-		// changed (and the files copied within racyWindow of the scan).
-		base, _, cache, err := scanCached(md.Path, nil)
-		if err != nil {
-			return err
-		}
-		md.Base = base
-		writeCache(filepath.Join(home, "stat.bin"), cache)
+		md.Base = st.Base
+		writeCache(filepath.Join(home, "stat.bin"), st.Cache)
 		return nil
 	})
 	if err == nil {
