@@ -76,25 +76,31 @@ func BenchmarkOpen(b *testing.B) {
 	reflinks, err := ReflinksAvailable(filepath.Dir(e.dir))
 	require.NoError(b, err)
 	b.Run("interleaved", func(b *testing.B) {
-		var cpTime, openTime time.Duration
+		var cpTime, openTime, cpCPU, openCPU time.Duration
 		for i := 0; i < b.N; i++ {
 			dst := filepath.Join(filepath.Dir(e.dir), "cp")
+			c0 := cpuTime(unix.RUSAGE_CHILDREN)
 			t0 := time.Now()
 			out, err := exec.Command("cp", "-a", e.dir, dst).CombinedOutput()
 			require.NoError(b, err, "%s", out)
 			cpTime += time.Since(t0)
+			cpCPU += cpuTime(unix.RUSAGE_CHILDREN) - c0
 			require.NoError(b, os.RemoveAll(dst))
 
+			c0 = cpuTime(unix.RUSAGE_SELF)
 			t0 = time.Now()
 			s, err := e.m.Open(e.ctx, OpenRequest{Dir: e.dir, Actor: "bench"})
 			require.NoError(b, err)
 			openTime += time.Since(t0)
+			openCPU += cpuTime(unix.RUSAGE_SELF) - c0
 			require.Equal(b, reflinks, s.Reflinked)
 			_, err = e.m.Discard(e.ctx, s.ID, "", false)
 			require.NoError(b, err)
 		}
 		b.ReportMetric(openTime.Seconds()*1000/float64(b.N), "open-ms")
 		b.ReportMetric(cpTime.Seconds()*1000/float64(b.N), "cp-a-ms")
+		b.ReportMetric(openCPU.Seconds()*1000/float64(b.N), "open-cpu-ms")
+		b.ReportMetric(cpCPU.Seconds()*1000/float64(b.N), "cp-a-cpu-ms")
 		b.ReportMetric(mb*float64(b.N)/openTime.Seconds(), "open-MB/s")
 		b.ReportMetric(mb*float64(b.N)/cpTime.Seconds(), "cp-a-MB/s")
 		b.ReportMetric(openTime.Seconds()/cpTime.Seconds(), "open/cp-a")

@@ -3,7 +3,6 @@ package shadow
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -191,23 +190,34 @@ type copied struct {
 // the way. The first refusal to clone turns cloneOK off. A cloned file's
 // entry has no hash: the caller defers it to snap, or has no use for it.
 func copyOne(src, dst, snap string, cloneOK *atomic.Bool) (copied, error) {
-	in, err := openNoFollow(src)
+	// Raw descriptors: os.File's poller bookkeeping is a few system calls
+	// per file, which a tree of clones feels.
+	in, err := unix.Open(src, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return copied{}, err
+		if errors.Is(err, unix.ELOOP) {
+			return copied{}, fmt.Errorf("%w: %s is a symbolic link", ErrUnsafePath, src)
+		}
+		return copied{}, &os.PathError{Op: "open", Path: src, Err: err}
 	}
-	defer in.Close()
-	info, err := in.Stat()
-	if err != nil {
-		return copied{}, err
+	defer func() { _ = unix.Close(in) }()
+	var st unix.Stat_t
+	if err := unix.Fstat(in, &st); err != nil {
+		return copied{}, &os.PathError{Op: "stat", Path: src, Err: err}
 	}
-	if !info.Mode().IsRegular() {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return copied{}, fmt.Errorf("copy %s: %w: not a regular file", src, ErrUnsafePath)
 	}
-	out, err := os.OpenFile(dst, os.O_RDWR|os.O_CREATE|os.O_EXCL, info.Mode().Perm()|0o200) // #nosec G304 -- dst is inside a tree this package made
+	perm := st.Mode & 0o777
+	out, err := unix.Open(dst, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, perm|0o200)
 	if err != nil {
-		return copied{}, err
+		return copied{}, &os.PathError{Op: "create", Path: dst, Err: err}
 	}
-	defer func() { _ = out.Close() }() // for the error paths: closed below
+	closed := false
+	defer func() {
+		if !closed {
+			_ = unix.Close(out)
+		}
+	}()
 	var r copied
 	if cloneOK.Load() {
 		r.cloned, err = clone(out, in)
@@ -219,12 +229,12 @@ func copyOne(src, dst, snap string, cloneOK *atomic.Bool) (copied, error) {
 		}
 	}
 	if r.cloned && snap != "" {
-		sf, err := os.OpenFile(snap, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) // #nosec G304 -- inside the shadow's own home
+		sf, err := unix.Open(snap, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o600)
 		if err != nil {
-			return copied{}, err
+			return copied{}, &os.PathError{Op: "create", Path: snap, Err: err}
 		}
 		ok, err := clone(sf, out)
-		if cerr := sf.Close(); err == nil {
+		if cerr := unix.Close(sf); err == nil {
 			err = cerr
 		}
 		if err != nil || !ok {
@@ -232,31 +242,74 @@ func copyOne(src, dst, snap string, cloneOK *atomic.Bool) (copied, error) {
 		}
 	}
 	if !r.cloned {
-		h := newHasher()
-		n, err := io.Copy(out, io.TeeReader(in, h))
+		sum, n, err := copyHashing(out, in)
 		if err != nil {
 			return copied{}, fmt.Errorf("copy %s: %w", src, err)
 		}
-		r.entry = Entry{Hash: h.sum(), Mode: info.Mode().Perm(), Size: n}
+		r.entry = Entry{Hash: sum, Mode: fs.FileMode(perm), Size: n}
 	}
-	if err := out.Chmod(info.Mode().Perm()); err != nil {
-		return copied{}, err
+	if err := unix.Fstat(out, &st); err != nil {
+		return copied{}, &os.PathError{Op: "stat", Path: dst, Err: err}
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(out.Fd()), &st); err != nil {
-		return copied{}, err
+	if st.Mode&0o777 != perm { // the umask took bits, or 0o200 was added
+		if err := unix.Fchmod(out, perm); err != nil {
+			return copied{}, &os.PathError{Op: "chmod", Path: dst, Err: err}
+		}
+		if err := unix.Fstat(out, &st); err != nil {
+			return copied{}, &os.PathError{Op: "stat", Path: dst, Err: err}
+		}
 	}
 	if r.cloned { // the hash is deferred to snap (or, without one, not wanted)
-		r.entry = Entry{Mode: info.Mode().Perm(), Size: st.Size}
+		r.entry = Entry{Mode: fs.FileMode(perm), Size: st.Size}
 	}
 	r.key = keyOf(&st)
-	return r, out.Close()
+	closed = true
+	if err := unix.Close(out); err != nil {
+		return copied{}, &os.PathError{Op: "close", Path: dst, Err: err}
+	}
+	return r, nil
+}
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+// copyHashing copies the rest of in to out and returns the SHA-256 of
+// what it wrote, and how many bytes.
+func copyHashing(out, in int) (string, int64, error) {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	h := newHasher()
+	var total int64
+	for {
+		n, err := unix.Read(in, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return "", total, err
+		}
+		if n == 0 {
+			return h.sum(), total, nil
+		}
+		h.Write(buf[:n]) // #nosec G104 -- a hash.Hash never fails to write
+		for w := buf[:n]; len(w) > 0; {
+			k, err := unix.Write(out, w)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil {
+				return "", total, err
+			}
+			w = w[k:]
+		}
+		total += int64(n)
+	}
 }
 
 // clone makes dst share src's blocks (FICLONE); false when the file
 // system cannot (none, or another file system).
-func clone(dst, src *os.File) (bool, error) {
-	err := unix.IoctlFileClone(int(dst.Fd()), int(src.Fd()))
+func clone(dst, src int) (bool, error) {
+	err := unix.IoctlFileClone(dst, src)
 	switch {
 	case err == nil:
 		return true, nil
