@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 )
@@ -118,6 +119,16 @@ func (r *reader) uvarint() uint64 {
 	return v
 }
 
+// uint32 is uvarint for a value that must fit 32 bits.
+func (r *reader) uint32() uint32 {
+	v := r.uvarint()
+	if v > math.MaxUint32 {
+		r.err = errCorrupt
+		return 0
+	}
+	return uint32(v) // #nosec G115 -- checked just above
+}
+
 func (r *reader) varint() int64 {
 	if r.err != nil {
 		return 0
@@ -160,7 +171,7 @@ func (r *reader) entry() rawEntry {
 	p := r.bytes(r.uvarint())
 	e.path = span{len(r.paths), len(r.paths) + len(p)}
 	r.paths = append(r.paths, p...)
-	e.mode = fs.FileMode(r.uvarint())
+	e.mode = fs.FileMode(r.uint32())
 	e.size = r.varint()
 	var h []byte
 	switch n := r.bytes(1); {
@@ -192,8 +203,9 @@ func open(b []byte, magic string) (*reader, int, error) {
 		return nil, 0, errCorrupt
 	}
 	r.paths = make([]byte, 0, len(r.b))
-	r.hashes = make([]byte, 0, int(n)*64)
-	return r, int(n), nil
+	count := int(n) // #nosec G115 -- n <= len(r.b), an int
+	r.hashes = make([]byte, 0, count*64)
+	return r, count, nil
 }
 
 // strings returns the cut functions for the reader's paths and hashes.
@@ -236,7 +248,7 @@ func decodeCache(b []byte) (statCache, error) {
 	keys := make([]statKey, n)
 	raw := make([]rawEntry, n)
 	for i := range raw {
-		keys[i] = statKey{Ino: r.uvarint(), Size: r.varint(), Ctime: r.varint(), Mtime: r.varint(), Mode: uint32(r.uvarint())}
+		keys[i] = statKey{Ino: r.uvarint(), Size: r.varint(), Ctime: r.varint(), Mtime: r.varint(), Mode: r.uint32()}
 		raw[i] = r.entry()
 	}
 	if r.err != nil || len(r.b) != 0 {

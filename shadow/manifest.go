@@ -355,16 +355,6 @@ func hashBytes(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// sortedPaths returns m's paths in order.
-func (m Manifest) sortedPaths() []string {
-	out := make([]string, 0, len(m))
-	for p := range m {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // linkEscapes reports whether a link at path rel (inside a tree) with
 // target would resolve outside the tree, judged lexically: absolute targets
 // and targets that climb above the root escape.
