@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -79,6 +78,9 @@ func diffOf(md meta) (Diff, error) {
 	if err != nil {
 		return Diff{}, fmt.Errorf("shadow %s: %w", md.ID, err)
 	}
+	if err := md.resolveBase(cur, false); err != nil {
+		return Diff{}, fmt.Errorf("shadow %s: %w", md.ID, err)
+	}
 	d := compare(md.Base, cur)
 	d.Shadow = md.ID
 	d.Skipped = skipped
@@ -90,8 +92,7 @@ func diffOf(md meta) (Diff, error) {
 func compare(base, cur Manifest) Diff {
 	var added, deleted []string
 	var d Diff
-	for _, p := range cur.sortedPaths() {
-		n := cur[p]
+	for p, n := range cur { // the changes are sorted below: no need to sort 20,000 paths
 		o, ok := base[p]
 		switch {
 		case !ok:
@@ -100,11 +101,15 @@ func compare(base, cur Manifest) Diff {
 			d.Changes = append(d.Changes, Change{Kind: Modified, Path: p, Old: &o, New: &n})
 		}
 	}
-	for _, p := range base.sortedPaths() {
-		if _, ok := cur[p]; !ok {
-			deleted = append(deleted, p)
+	if len(base) != len(cur)-len(added) { // else every base path is in cur
+		for p := range base {
+			if _, ok := cur[p]; !ok {
+				deleted = append(deleted, p)
+			}
 		}
 	}
+	slices.Sort(added)
+	slices.Sort(deleted) // renames pair in path order
 	used := map[string]bool{}
 	for _, p := range added {
 		n := cur[p]
@@ -130,12 +135,17 @@ func compare(base, cur Manifest) Diff {
 		}
 	}
 	slices.SortFunc(d.Changes, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
+	d.Hash = diffHash(d.Changes)
+	return d
+}
+
+// diffHash names a list of changes (in path order) and their contents.
+func diffHash(changes []Change) string {
 	h := sha256.New()
-	for _, c := range d.Changes {
+	for _, c := range changes {
 		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\n", c.Kind, c.Path, c.From, entryKey(c.Old), entryKey(c.New))
 	}
-	d.Hash = hex.EncodeToString(h.Sum(nil))
-	return d
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func entryKey(e *Entry) string {
@@ -239,25 +249,80 @@ func isText(b []byte) bool {
 	return utf8.Valid(b) && !bytes.ContainsRune(b, 0)
 }
 
-// scanShadow scans the shadow's tree with its stat cache (kept beside
-// the tree; losing it only costs hashing again).
+// scanShadow scans the shadow's tree with its stat cache (stat.bin, kept
+// beside the tree; losing it only costs hashing again).
 func (md meta) scanShadow() (Manifest, []Skipped, error) {
-	path := filepath.Join(filepath.Dir(md.Path), "stat.json")
-	var cache statCache
-	b, err := os.ReadFile(path) // #nosec G304 -- this package's own cache file
-	if err == nil {
-		_ = json.Unmarshal(b, &cache) // a bad cache is an empty one
-	}
-	cur, skipped, next, err := scanCached(md.Path, cache)
+	path := filepath.Join(filepath.Dir(md.Path), "stat.bin")
+	cur, skipped, next, err := scanCached(md.Path, readCache(path))
 	if err != nil {
 		return nil, nil, err
 	}
-	if next == nil {
-		return cur, skipped, nil
-	}
-	if b, err := json.Marshal(next); err == nil {
-		_ = os.WriteFile(path+".tmp", b, 0o600)
-		_ = os.Rename(path+".tmp", path)
+	if next != nil {
+		writeCache(path, next)
 	}
 	return cur, skipped, nil
+}
+
+// snapshotDir is where Open keeps a second reflink of every file it
+// cloned: the base's content of entries whose hash is deferred.
+func (md meta) snapshotDir() string { return filepath.Join(filepath.Dir(md.Path), "snapshot") }
+
+// resolveBase hashes, from the snapshot, every deferred entry (Open's
+// clones, whose hash was never read) that a comparison with cur needs:
+// base entries cur lacks or differs from, and cur entries (stat cache
+// hits of such clones) that differ from the base; with all, every one.
+// It changes md.Base (and cur) in place, not on disk: hashing a few
+// changed files again costs less than rewriting the base each diff.
+//
+// The invariant that makes this safe: an entry is deferred only when Open
+// made it, from a file it cloned twice, into the tree and the snapshot;
+// the snapshot is never written after, and every later change of a base
+// entry (promotion, rebase, discard) stores a hash.
+func (md meta) resolveBase(cur Manifest, all bool) error {
+	snap := ""
+	resolve := func(p string, e *Entry) error {
+		if e.Hash != "" {
+			return nil
+		}
+		if snap == "" {
+			snap = md.snapshotDir()
+		}
+		got, err := hashFile(filepath.Join(snap, filepath.FromSlash(p)))
+		if err != nil {
+			return fmt.Errorf("base snapshot: %w", err)
+		}
+		if got.Size != e.Size {
+			return fmt.Errorf("base snapshot: %s is %d bytes, the base says %d", p, got.Size, e.Size)
+		}
+		e.Hash = got.Hash
+		return nil
+	}
+	for p, b := range md.Base {
+		if b.Hash != "" {
+			continue
+		}
+		n, inCur := cur[p]
+		if !all && inCur && n == b {
+			continue
+		}
+		old := b
+		if err := resolve(p, &b); err != nil {
+			return err
+		}
+		md.Base[p] = b
+		if inCur && n == old { // the same clone, unchanged: the same hash
+			cur[p] = b
+		}
+	}
+	for p, n := range cur {
+		if n.Hash == "" {
+			if b, ok := md.Base[p]; !ok || b != n {
+				if err := resolve(p, &n); err != nil {
+					return err
+				}
+				cur[p] = n
+			}
+		}
+	}
+	return nil
 }

@@ -82,7 +82,22 @@ type env struct {
 
 func newEnv(t testing.TB, opts Options) *env {
 	t.Helper()
-	base := t.TempDir()
+	return newEnvIn(t, t.TempDir(), opts)
+}
+
+// tempIn makes a directory under parent, removed after the test.
+func tempIn(t testing.TB, parent string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(parent, "shadow-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+// newEnvIn is newEnv in base, an empty directory.
+func newEnvIn(t testing.TB, base string, opts Options) *env {
+	t.Helper()
+	var err error
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	dsn := "json:" + filepath.Join(base, "ws") // the cheapest store to open: tests open many

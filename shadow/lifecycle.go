@@ -143,6 +143,9 @@ func (m *Manager) Rebase(ctx context.Context, ref, actor string) (Rebased, error
 		if err != nil {
 			return err
 		}
+		if err := md.resolveBase(cur, true); err != nil { // every path is compared
+			return err
+		}
 		realM, _, err := scan(md.Dir)
 		if err != nil {
 			return err

@@ -8,10 +8,13 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -21,7 +24,11 @@ import (
 // (its content's hash and permission bits) or a symbolic link (the hash of
 // its target).
 type Entry struct {
-	Hash string      `json:"hash"` // hex SHA-256 of the content, or of the link's target
+	// Hash is the hex SHA-256 of the content, or of the link's target. In
+	// a shadow's base only, it is empty for a file Open cloned and nobody
+	// has needed the hash of yet: the shadow's snapshot holds its content
+	// (see resolveBase); a Diff never carries an empty one.
+	Hash string      `json:"hash"`
 	Mode fs.FileMode `json:"mode"` // permission bits, plus fs.ModeSymlink for links
 	Size int64       `json:"size"`
 	Link string      `json:"link,omitempty"` // a symbolic link's target
@@ -50,12 +57,18 @@ func scan(root string) (Manifest, []Skipped, error) {
 }
 
 // statKey is what must not have changed for a cached hash to hold: the
-// inode, size and change time (which no one can set back, unlike mtime).
+// inode, size, change time (which no one can set back, unlike mtime),
+// modification time and mode.
 type statKey struct {
-	Ino   uint64 `json:"i"`
-	Size  int64  `json:"s"`
-	Ctime int64  `json:"c"` // ns
-	Mode  uint32 `json:"m"`
+	Ino   uint64
+	Size  int64
+	Ctime int64 // ns
+	Mtime int64 // ns
+	Mode  uint32
+}
+
+func keyOf(st *unix.Stat_t) statKey {
+	return statKey{Ino: st.Ino, Size: st.Size, Ctime: st.Ctim.Nano(), Mtime: st.Mtim.Nano(), Mode: st.Mode}
 }
 
 // statCache maps paths to the key their entry was hashed under, so that a
@@ -63,73 +76,238 @@ type statKey struct {
 type statCache map[string]cachedEntry
 
 type cachedEntry struct {
-	Key   statKey `json:"k"`
-	Entry Entry   `json:"e"`
+	Key   statKey
+	Entry Entry
 }
 
-// racyWindow: files changed this close to a scan are hashed again next
-// time, since a write in the same clock tick leaves ctime as it was.
-const racyWindow = 2 * time.Second
+// racyMargin: a file whose ctime is this close to the start of the scan
+// that hashed it is not cached, and is hashed again next time. This is
+// git's "racily clean" problem: a write in the same clock tick as the one
+// the cache saw leaves size and times as they were. The cache trusts a key
+// only if its ctime is older than the scan's start by more than the file
+// system's timestamp granularity plus the kernel's coarse clock lag (one
+// tick, at most 10 ms), so any write after the scan read the file has a
+// later ctime. The granularity is judged from the ctimes the scan saw: any
+// with a sub-second part means nanosecond times (ext4, XFS, btrfs, tmpfs):
+// 50 ms; none (FAT keeps 2 s, some others 1 s): 2 s. Inode, size, mtime
+// or mode moving also misses the cache; ctime cannot be set by anyone, so
+// only a clock stepped back could fool it, as it would git.
+func racyMargin(fine bool) time.Duration {
+	if fine {
+		return 50 * time.Millisecond
+	}
+	return 2 * time.Second
+}
 
 // scanCached is scan reusing the hashes of files whose statKey is the one
 // cache recorded; it returns the cache for the next scan, or nil when that
 // is cache itself.
+//
+// It reads each directory once (getdents), stats its files relative to the
+// directory's descriptor (fstatat, no path lookup from the root), walks
+// subdirectories on a few goroutines, and hashes the files the cache
+// misses in parallel after the walk.
 func scanCached(root string, cache statCache) (Manifest, []Skipped, statCache, error) {
-	start := time.Now()
-	next := statCache{}
-	dirty := false
-	m := Manifest{}
+	s := &scanner{root: root, cache: cache, start: time.Now(), m: make(Manifest, len(cache)), fresh: statCache{}}
+	s.sem = make(chan struct{}, scanWorkers())
+	s.walk("")
+	s.wg.Wait()
+	if err := s.firstErr(); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := s.hashMisses(); err != nil {
+		return nil, nil, nil, err
+	}
+	slices.SortFunc(s.skipped, func(a, b Skipped) int { return strings.Compare(a.Path, b.Path) })
+	if len(s.misses) == 0 && len(s.hits) == len(cache) {
+		return s.m, s.skipped, nil, nil // every entry came from cache: nothing to write back
+	}
+	next := make(statCache, len(s.hits)+len(s.fresh))
+	for _, p := range s.hits {
+		next[p] = cache[p]
+	}
+	maps.Copy(next, s.fresh)
+	return s.m, s.skipped, next, nil
+}
+
+// scanWorkers is how many goroutines walk or hash at once: the walk
+// mostly waits in system calls, so a few more than the cores.
+func scanWorkers() int { return min(2*runtime.GOMAXPROCS(0), 8) }
+
+type scanner struct {
+	root  string
+	cache statCache
+	start time.Time
+	sem   chan struct{}
+	wg    sync.WaitGroup
+
+	mu      sync.Mutex
+	m       Manifest
+	hits    []string  // paths whose cached entry held
+	fresh   statCache // entries hashed now, old enough to cache
+	skipped []Skipped
+	misses  []miss
+	fine    bool             // a ctime with a sub-second part: the file system keeps ns times
+	errs    map[string]error // by path: the first in path order is returned
+}
+
+// miss is a file the cache could not vouch for: hashed after the walk.
+type miss struct {
+	rel string
+	key statKey
+}
+
+func (s *scanner) fail(rel string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.errs == nil {
+		s.errs = map[string]error{}
+	}
+	s.errs[rel] = err
+}
+
+func (s *scanner) firstErr() error {
+	if len(s.errs) == 0 {
+		return nil
+	}
+	paths := make([]string, 0, len(s.errs))
+	for p := range s.errs {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	return s.errs[paths[0]]
+}
+
+// walk reads the directory rel (relative to the root, "" for the root)
+// and records its entries, walking subdirectories on another goroutine
+// when one is free, else on this one.
+func (s *scanner) walk(rel string) {
+	dir := filepath.Join(s.root, filepath.FromSlash(rel))
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		s.fail(rel, fmt.Errorf("scan %s: %w", dir, &os.PathError{Op: "open", Path: dir, Err: err}))
+		return
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		s.fail(rel, fmt.Errorf("scan %s: %w", dir, err))
+		return
+	}
+	type rec struct {
+		rel string
+		e   Entry
+		hit bool
+	}
+	var recs []rec
+	var misses []miss
+	fine := false
 	var skipped []Skipped
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fmt.Errorf("scan %s: %w", p, err)
+	for _, d := range ents {
+		name := d.Name()
+		p := name
+		if rel != "" {
+			p = rel + "/" + name
 		}
-		if p == root {
-			return nil
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
 		switch t := d.Type(); {
 		case t.IsDir():
-			return nil
+			select {
+			case s.sem <- struct{}{}:
+				s.wg.Add(1)
+				go func() {
+					defer s.wg.Done()
+					defer func() { <-s.sem }()
+					s.walk(p)
+				}()
+			default:
+				s.walk(p)
+			}
 		case t&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
+			target, err := readlinkat(fd, name)
 			if err != nil {
-				return fmt.Errorf("scan %s: %w", p, err)
+				s.fail(p, fmt.Errorf("scan %s: %w", filepath.Join(dir, name), err))
+				continue
 			}
-			m[rel] = Entry{Hash: hashString(target), Mode: fs.ModeSymlink | 0o777, Size: int64(len(target)), Link: target}
+			recs = append(recs, rec{rel: p, e: Entry{Hash: hashString(target), Mode: fs.ModeSymlink | 0o777, Size: int64(len(target)), Link: target}})
 		case t.IsRegular():
-			var key statKey
 			var st unix.Stat_t
-			if err := unix.Lstat(p, &st); err == nil {
-				key = statKey{Ino: st.Ino, Size: st.Size, Ctime: st.Ctim.Nano(), Mode: st.Mode}
-				if c, ok := cache[rel]; ok && c.Key == key {
-					m[rel] = c.Entry
-					next[rel] = c
-					return nil
-				}
+			if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				misses = append(misses, miss{rel: p}) // hashing names the error
+				continue
 			}
-			e, err := hashFile(p)
-			if err != nil {
-				return err
+			key := keyOf(&st)
+			fine = fine || key.Ctime%1e9 != 0
+			if c, ok := s.cache[p]; ok && c.Key == key {
+				recs = append(recs, rec{rel: p, e: c.Entry, hit: true})
+				continue
 			}
-			m[rel] = e
-			dirty = true
-			if key.Ino != 0 && start.Sub(time.Unix(0, key.Ctime)) > racyWindow {
-				next[rel] = cachedEntry{Key: key, Entry: e}
-			}
+			misses = append(misses, miss{rel: p, key: key})
 		default:
-			skipped = append(skipped, Skipped{Path: rel, Reason: "special file (" + t.String() + ")"})
+			skipped = append(skipped, Skipped{Path: p, Reason: "special file (" + t.String() + ")"})
 		}
-		return nil
-	})
-	if !dirty && len(next) == len(cache) {
-		next = nil // every entry came from cache: nothing to write back
 	}
-	return m, skipped, next, err
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range recs {
+		s.m[r.rel] = r.e
+		if r.hit {
+			s.hits = append(s.hits, r.rel)
+		}
+	}
+	s.misses = append(s.misses, misses...)
+	s.skipped = append(s.skipped, skipped...)
+	s.fine = s.fine || fine
+}
+
+// hashMisses hashes the files the cache missed, a few at a time, and
+// caches those whose ctime is old enough to trust (racyMargin).
+func (s *scanner) hashMisses() error {
+	if len(s.misses) == 0 {
+		return nil
+	}
+	edge := s.start.Add(-racyMargin(s.fine)).UnixNano()
+	work := make(chan miss)
+	var wg sync.WaitGroup
+	for range min(scanWorkers(), len(s.misses)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ms := range work {
+				e, err := hashFile(filepath.Join(s.root, filepath.FromSlash(ms.rel)))
+				if err != nil {
+					s.fail(ms.rel, err)
+					continue
+				}
+				s.mu.Lock()
+				s.m[ms.rel] = e
+				if ms.key.Ino != 0 && ms.key.Ctime < edge {
+					s.fresh[ms.rel] = cachedEntry{Key: ms.key, Entry: e}
+				}
+				s.mu.Unlock()
+			}
+		}()
+	}
+	for _, ms := range s.misses {
+		work <- ms
+	}
+	close(work)
+	wg.Wait()
+	return s.firstErr()
+}
+
+// readlinkat reads the target of the link name in the directory fd.
+func readlinkat(fd int, name string) (string, error) {
+	for n := 256; ; n *= 2 {
+		buf := make([]byte, n)
+		k, err := unix.Readlinkat(fd, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if k < n {
+			return string(buf[:k]), nil
+		}
+	}
 }
 
 // hashFile hashes the regular file at p without following a link there.
@@ -175,16 +353,6 @@ func hashString(s string) string {
 func hashBytes(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
-}
-
-// sortedPaths returns m's paths in order.
-func (m Manifest) sortedPaths() []string {
-	out := make([]string, 0, len(m))
-	for p := range m {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // linkEscapes reports whether a link at path rel (inside a tree) with

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -289,20 +290,72 @@ func stage(real, sh *os.Root, j *journal) error {
 		}
 		step()
 	}
+	// Durable before the commit: every staged file, then every directory
+	// holding one. The fsyncs run a few at once, so the file system can
+	// commit them together rather than one journal commit per file.
+	var syncs []func() error
+	for _, op := range j.Ops {
+		if !op.Delete && !op.Entry.isLink() {
+			syncs = append(syncs, func() error { return syncFile(real, op.Stage) })
+		}
+	}
+	if err := parallel(syncs); err != nil {
+		return err
+	}
 	dirs := map[string]bool{}
 	for _, op := range j.Ops {
 		dirs[path.Dir(op.Path)] = true
 	}
+	syncs = syncs[:0]
 	for d := range dirs {
-		if err := syncDir(filepath.Join(j.Dir, filepath.FromSlash(d))); err != nil {
+		syncs = append(syncs, func() error { return syncDir(filepath.Join(j.Dir, filepath.FromSlash(d))) })
+	}
+	return parallel(syncs)
+}
+
+// syncFile fsyncs the file p of root.
+func syncFile(root *os.Root, p string) error {
+	f, err := root.Open(p)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// parallel runs fns on a few goroutines and returns the first error (in
+// fns' order).
+func parallel(fns []func() error) error {
+	errs := make([]error, len(fns))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(8, len(fns)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = fns[i]()
+			}
+		}()
+	}
+	for i := range fns {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// copyChecked copies op.Path from the shadow to op.Stage in the real tree,
-// synced, refusing it unless its bytes hash to the validated hash.
+// copyChecked copies op.Path from the shadow to op.Stage in the real tree
+// (stage syncs it), refusing it unless its bytes hash to the validated hash.
 func copyChecked(real, sh *os.Root, op jop) error {
 	info, err := sh.Lstat(op.Path)
 	if err != nil {
@@ -325,9 +378,7 @@ func copyChecked(real, sh *os.Root, op jop) error {
 	if err == nil {
 		err = out.Chmod(op.Entry.Mode.Perm()) // umask must not change the promoted mode
 	}
-	if err == nil {
-		err = out.Sync()
-	}
+
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}

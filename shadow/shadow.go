@@ -111,7 +111,7 @@ type Shadow struct {
 // meta is what a shadow keeps on disk beside its copy.
 type meta struct {
 	Shadow
-	Base Manifest `json:"-"` // in base.json: written only when the base moves
+	Base Manifest `json:"-"` // in base.bin: written only when the base moves
 }
 
 // OpenRequest is what Open takes.
@@ -152,16 +152,18 @@ func (m *Manager) Open(ctx context.Context, req OpenRequest) (Shadow, error) {
 	}
 	md := meta{Shadow: Shadow{ID: id, Dir: dir, Path: filepath.Join(home, "tree"), Task: req.Task, Actor: req.Actor, State: StateOpen, CreatedAt: m.opts.Now().UTC()}}
 	err = m.withDir(ctx, dir, false, func() error {
-		cloneOK := true
-		st, err := copyTree(dir, md.Path, &cloneOK)
+		// The base is the copy's manifest, made while copying: the copy is
+		// what the agent starts from. Its stat cache is kept, so the first
+		// diff hashes only what changed.
+		st, err := copyTree(dir, md.Path, md.snapshotDir())
 		if err != nil {
 			return err
 		}
 		md.Reflinked = st.Cloned > 0
 		md.Skipped = st.Skipped
-		// The base is the copy's manifest: the copy is what the agent starts from.
-		md.Base, _, err = scan(md.Path)
-		return err
+		md.Base = st.Base
+		writeCache(filepath.Join(home, "stat.bin"), st.Cache)
+		return nil
 	})
 	if err == nil {
 		err = m.saveMeta(md, true)
@@ -212,12 +214,9 @@ func (m *Manager) load(ref string) (meta, error) {
 	if err != nil {
 		return md, err
 	}
-	b, err := os.ReadFile(filepath.Join(m.opts.Root, md.ID, "base.json")) // #nosec G304 -- md.ID is a checked shadow id
+	md.Base, err = readBase(filepath.Join(m.opts.Root, md.ID))
 	if err != nil {
 		return meta{}, fmt.Errorf("shadow %s: base manifest: %w", md.ID, err)
-	}
-	if err := json.Unmarshal(b, &md.Base); err != nil {
-		return meta{}, fmt.Errorf("shadow %s: corrupt base.json: %w", md.ID, err)
 	}
 	return md, nil
 }
@@ -258,11 +257,7 @@ func (m *Manager) loadSummary(ref string) (meta, error) {
 // validation then no longer matches the diff: safe).
 func (m *Manager) saveMeta(md meta, withBase bool) error {
 	if withBase {
-		b, err := json.Marshal(md.Base)
-		if err != nil {
-			return err
-		}
-		if err := writeAtomic(filepath.Join(m.opts.Root, md.ID, "base.json"), b); err != nil {
+		if err := writeBase(filepath.Join(m.opts.Root, md.ID), md.Base); err != nil {
 			return err
 		}
 	}

@@ -158,7 +158,27 @@ func (c *checker) check(ctx context.Context, prefix, name string, del bool) []Vi
 // changed path against the task's areas, the policy, and others' leases;
 // it records the outcome (shadow.validated) bound to the diff's hash.
 func (m *Manager) Validate(ctx context.Context, ref, actor string) (Validation, error) {
-	md, err := m.load(ref)
+	return m.validate(ctx, ref, actor, nil)
+}
+
+// ValidateDiff is Validate of d, a diff Diff returned for this shadow,
+// without scanning the tree again when no validator commands are
+// configured (commands may change files, so with them the tree is scanned
+// after they ran, as Validate does). It is safe to pass a diff the tree
+// has since moved from: the validation is bound to d's hash, recomputed
+// here from d's changes, and Promote scans again and accepts only a tree
+// whose diff has exactly that hash.
+func (m *Manager) ValidateDiff(ctx context.Context, ref, actor string, d Diff) (Validation, error) {
+	return m.validate(ctx, ref, actor, &d)
+}
+
+func (m *Manager) validate(ctx context.Context, ref, actor string, given *Diff) (Validation, error) {
+	reuse := given != nil && len(m.opts.Validators) == 0
+	load := m.load
+	if reuse {
+		load = m.loadSummary // the diff is given: no base to compare with
+	}
+	md, err := load(ref)
 	if err != nil {
 		return Validation{}, err
 	}
@@ -171,9 +191,21 @@ func (m *Manager) Validate(ctx context.Context, ref, actor string) (Validation, 
 			vs = append(vs, v)
 		}
 	}
-	d, err := diffOf(md) // after the commands: a formatter may have changed files
-	if err != nil {
-		return Validation{}, err
+	var d Diff
+	switch {
+	case reuse:
+		if given.Shadow != md.ID {
+			return Validation{}, &workspace.InvalidError{Field: "diff", Reason: "is of shadow " + given.Shadow + ", not " + md.ID}
+		}
+		if h := diffHash(given.Changes); h != given.Hash {
+			return Validation{}, &workspace.InvalidError{Field: "diff", Reason: "hash does not match its changes"}
+		}
+		d = *given
+	default:
+		d, err = diffOf(md) // after the commands: a formatter may have changed files
+		if err != nil {
+			return Validation{}, err
+		}
 	}
 	c, err := m.newChecker(ctx, actor, md.Task)
 	if err != nil {

@@ -183,3 +183,63 @@ func TestHostilePathsNeverReachOutsideTheRealTree(t *testing.T) {
 	})
 	assert.Equal(t, outsideBefore, tree(t, outside))
 }
+
+// ValidateDiff checks the diff it is given without scanning again, but
+// only a diff whose hash is its changes', of this shadow; and a diff the
+// tree has since moved from vouches for nothing at promotion.
+func TestValidateDiffIsBoundToTheTree(t *testing.T) {
+	e := newEnv(t, Options{})
+	write(t, e.dir, map[string]string{"a.txt": "a", "b.txt": "b"})
+	s := e.open(t, "alice", "")
+	other := e.open(t, "alice", "")
+	write(t, s.Path, map[string]string{"a.txt": "A"})
+	d, err := e.m.Diff(e.ctx, s.ID)
+	require.NoError(t, err)
+	require.Len(t, d.Changes, 1)
+
+	forged := d
+	forged.Changes = nil // the real diff's hash, fewer changes
+	_, err = e.m.ValidateDiff(e.ctx, s.ID, "", forged)
+	require.ErrorIs(t, err, workspace.ErrInvalid)
+	_, err = e.m.ValidateDiff(e.ctx, other.ID, "", d)
+	require.ErrorIs(t, err, workspace.ErrInvalid)
+
+	v, err := e.m.ValidateDiff(e.ctx, s.ID, "", d)
+	require.NoError(t, err)
+	require.True(t, v.Passed)
+	require.Equal(t, d.Hash, v.DiffHash)
+
+	// The tree moves after the diff: the validation no longer holds.
+	write(t, s.Path, map[string]string{"b.txt": "B"})
+	_, err = e.m.Promote(e.ctx, s.ID, "")
+	require.ErrorIs(t, err, ErrNotValidated)
+	require.Equal(t, "a", tree(t, e.dir)["a.txt"][len("644:"):])
+
+	// Validated again with the tree as it is, it promotes.
+	d, err = e.m.Diff(e.ctx, s.ID)
+	require.NoError(t, err)
+	_, err = e.m.ValidateDiff(e.ctx, s.ID, "", d)
+	require.NoError(t, err)
+	p, err := e.m.Promote(e.ctx, s.ID, "")
+	require.NoError(t, err)
+	require.Len(t, p.Diff.Changes, 2)
+}
+
+// With validator commands configured, ValidateDiff scans after they ran
+// (a formatter may change files): the validation is of the tree then.
+func TestValidateDiffScansAgainAfterCommands(t *testing.T) {
+	e := newEnv(t, Options{Validators: []string{"printf fmt > a.txt"}})
+	write(t, e.dir, map[string]string{"a.txt": "a"})
+	s := e.open(t, "alice", "")
+	write(t, s.Path, map[string]string{"a.txt": "A"})
+	d, err := e.m.Diff(e.ctx, s.ID)
+	require.NoError(t, err)
+	v, err := e.m.ValidateDiff(e.ctx, s.ID, "", d)
+	require.NoError(t, err)
+	require.True(t, v.Passed)
+	require.NotEqual(t, d.Hash, v.DiffHash, "the command changed a.txt after the diff")
+	p, err := e.m.Promote(e.ctx, s.ID, "")
+	require.NoError(t, err)
+	require.Equal(t, "fmt", tree(t, e.dir)["a.txt"][len("644:"):])
+	require.Len(t, p.Diff.Changes, 1)
+}

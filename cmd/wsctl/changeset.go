@@ -27,14 +27,22 @@ func (a *app) changesetCmd() *cobra.Command {
 	)
 }
 
-// withSets opens the workspace and its change sets, with [shadow]'s validators.
-func (a *app) withSets(ctx context.Context, fn func(sets *shadow.ChangeSets) error) error {
-	opts, _, err := a.shadowSettings(shadowFlags{})
-	if err != nil {
-		return err
-	}
-	return a.with(ctx, func(ws workspace.Workspace) error {
-		return fn(shadow.NewChangeSets(ws, opts))
+// setAction is the RunE of a changeset command: it resolves the actor
+// (when withActor) and opens the workspace's change sets with [shadow]'s
+// validators, as shadowAction does for shadows.
+func (a *app) setAction(withActor bool, fn func(ctx context.Context, args []string, actor string, sets *shadow.ChangeSets) error) func(*cobra.Command, []string) error {
+	return a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		actor, err := a.actorIf(withActor)
+		if err != nil {
+			return err
+		}
+		opts, _, err := a.shadowSettings(shadowFlags{})
+		if err != nil {
+			return err
+		}
+		return a.with(ctx, func(ws workspace.Workspace) error {
+			return fn(ctx, args, actor, shadow.NewChangeSets(ws, opts))
+		})
 	})
 }
 
@@ -44,25 +52,19 @@ func (a *app) changesetBeginCmd() *cobra.Command {
 		Use:   "begin SET [--task T]",
 		Short: "Start a change set",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			actor, err := a.actor()
+		RunE: a.setAction(true, func(ctx context.Context, args []string, actor string, sets *shadow.ChangeSets) error {
+			cs, err := sets.Begin(ctx, args[0], actor, task)
 			if err != nil {
 				return err
 			}
-			return a.withSets(ctx, func(sets *shadow.ChangeSets) error {
-				cs, err := sets.Begin(ctx, args[0], actor, task)
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(cs)
-				}
-				_, err = fmt.Fprintln(a.stdout, cs.Name)
-				return err
-			})
+			if a.jsonOut {
+				return a.printJSON(cs)
+			}
+			_, err = fmt.Fprintln(a.stdout, cs.Name)
+			return err
 		}),
 	}
-	cmd.Flags().StringVar(&task, "task", "", "the task the set is for (full id): its areas bound the names")
+	taskFlag(cmd, &task, "names")
 	return cmd
 }
 
@@ -72,31 +74,27 @@ func (a *app) changesetStageCmd(name, op, use, short string, nargs int) *cobra.C
 		Use:   use,
 		Short: short,
 		Args:  cobra.ExactArgs(nargs),
-		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			actor, err := a.actor()
-			if err != nil {
-				return err
-			}
+		RunE: a.setAction(true, func(ctx context.Context, args []string, actor string, sets *shadow.ChangeSets) error {
 			r := shadow.StageRequest{Op: op, Name: args[1], Kind: kind, ContentType: ctype}
 			if op == shadow.OpRename {
 				r.NewName = args[2]
 			}
 			if op == shadow.OpCreate || op == shadow.OpUpdate {
-				if r.Content, err = a.readInput(file); err != nil {
-					return err
-				}
-			}
-			return a.withSets(ctx, func(sets *shadow.ChangeSets) error {
-				cs, err := sets.Stage(ctx, args[0], actor, r)
+				content, err := a.readInput(file)
 				if err != nil {
 					return err
 				}
-				if a.jsonOut {
-					return a.printJSON(cs)
-				}
-				_, err = fmt.Fprintf(a.stdout, "%s: %d staged\n", cs.Name, len(cs.Staged))
+				r.Content = content
+			}
+			cs, err := sets.Stage(ctx, args[0], actor, r)
+			if err != nil {
 				return err
-			})
+			}
+			if a.jsonOut {
+				return a.printJSON(cs)
+			}
+			_, err = fmt.Fprintf(a.stdout, "%s: %d staged\n", cs.Name, len(cs.Staged))
+			return err
 		}),
 	}
 	if op == shadow.OpCreate || op == shadow.OpUpdate {
@@ -114,22 +112,20 @@ func (a *app) changesetLsCmd() *cobra.Command {
 		Use:   "ls",
 		Short: "List the change sets",
 		Args:  cobra.NoArgs,
-		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.withSets(ctx, func(sets *shadow.ChangeSets) error {
-				list, err := sets.List(ctx)
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return printList(a, list)
-				}
-				tw := a.table()
-				fmt.Fprintln(tw, "SET\tSTATE\tACTOR\tTASK\tCREATED")
-				for _, cs := range list {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cs.Name, cs.State, cs.Actor, orDash(cs.Task), stamp(cs.CreatedAt))
-				}
-				return tw.Flush()
-			})
+		RunE: a.setAction(false, func(ctx context.Context, args []string, actor string, sets *shadow.ChangeSets) error {
+			list, err := sets.List(ctx)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return printList(a, list)
+			}
+			tw := a.table()
+			fmt.Fprintln(tw, "SET\tSTATE\tACTOR\tTASK\tCREATED")
+			for _, cs := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cs.Name, cs.State, cs.Actor, orDash(cs.Task), stamp(cs.CreatedAt))
+			}
+			return tw.Flush()
 		}),
 	}
 }
@@ -139,33 +135,31 @@ func (a *app) changesetDiffCmd() *cobra.Command {
 		Use:   "diff SET",
 		Short: "Show the set's changes against the versions they started from",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.withSets(ctx, func(sets *shadow.ChangeSets) error {
-				d, err := sets.Diff(ctx, args[0])
-				if err != nil {
-					return err
+		RunE: a.setAction(false, func(ctx context.Context, args []string, actor string, sets *shadow.ChangeSets) error {
+			d, err := sets.Diff(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(d)
+			}
+			for _, c := range d.Changes {
+				from := fmt.Sprintf("%s@%d", c.Name, c.BaseVersion)
+				to := c.Name
+				switch c.Op {
+				case shadow.OpCreate:
+					from = "/dev/null"
+				case shadow.OpDelete:
+					to = "/dev/null"
+				case shadow.OpRename:
+					to = c.NewName
 				}
-				if a.jsonOut {
-					return a.printJSON(d)
+				fmt.Fprintf(a.stdout, "%s %s\n", c.Op, c.Name)
+				if c.Op != shadow.OpDelete || c.Old != nil {
+					fmt.Fprint(a.stdout, linediff.Unified(from, to, string(c.Old), string(c.New), 3))
 				}
-				for _, c := range d.Changes {
-					from := fmt.Sprintf("%s@%d", c.Name, c.BaseVersion)
-					to := c.Name
-					switch c.Op {
-					case shadow.OpCreate:
-						from = "/dev/null"
-					case shadow.OpDelete:
-						to = "/dev/null"
-					case shadow.OpRename:
-						to = c.NewName
-					}
-					fmt.Fprintf(a.stdout, "%s %s\n", c.Op, c.Name)
-					if c.Op != shadow.OpDelete || c.Old != nil {
-						fmt.Fprint(a.stdout, linediff.Unified(from, to, string(c.Old), string(c.New), 3))
-					}
-				}
-				return nil
-			})
+			}
+			return nil
 		}),
 	}
 }
@@ -175,18 +169,12 @@ func (a *app) changesetValidateCmd() *cobra.Command {
 		Use:   "validate SET",
 		Short: "Check the set against task areas, roles, others' leases and the [shadow] validate commands",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			actor, err := a.actor()
+		RunE: a.setAction(true, func(ctx context.Context, args []string, actor string, sets *shadow.ChangeSets) error {
+			v, err := sets.Validate(ctx, args[0], actor)
 			if err != nil {
 				return err
 			}
-			return a.withSets(ctx, func(sets *shadow.ChangeSets) error {
-				v, err := sets.Validate(ctx, args[0], actor)
-				if err != nil {
-					return err
-				}
-				return a.printValidation(v)
-			})
+			return a.printValidation(v)
 		}),
 	}
 }
@@ -196,26 +184,20 @@ func (a *app) changesetPromoteCmd() *cobra.Command {
 		Use:   "promote SET",
 		Short: "Commit the whole validated set as one batch, if no artifact it touches moved",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			actor, err := a.actor()
+		RunE: a.setAction(true, func(ctx context.Context, args []string, actor string, sets *shadow.ChangeSets) error {
+			res, err := sets.Promote(ctx, args[0], actor)
+			var ce *shadow.ConflictError
+			if errors.As(err, &ce) {
+				return &cliError{code: exitConflict, err: ce, hint: "discard the set, or begin it again from the new heads"}
+			}
 			if err != nil {
 				return err
 			}
-			return a.withSets(ctx, func(sets *shadow.ChangeSets) error {
-				res, err := sets.Promote(ctx, args[0], actor)
-				var ce *shadow.ConflictError
-				if errors.As(err, &ce) {
-					return &cliError{code: exitConflict, err: ce, hint: "discard the set, or begin it again from the new heads"}
-				}
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(res)
-				}
-				_, err = fmt.Fprintf(a.stdout, "promoted: %d events\n", len(res.Events))
-				return err
-			})
+			if a.jsonOut {
+				return a.printJSON(res)
+			}
+			_, err = fmt.Fprintf(a.stdout, "promoted: %d events\n", len(res.Events))
+			return err
 		}),
 	}
 }
@@ -225,14 +207,8 @@ func (a *app) changesetDiscardCmd() *cobra.Command {
 		Use:   "discard SET",
 		Short: "Drop the set's staged changes",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			actor, err := a.actor()
-			if err != nil {
-				return err
-			}
-			return a.withSets(ctx, func(sets *shadow.ChangeSets) error {
-				return sets.Discard(ctx, args[0], actor)
-			})
+		RunE: a.setAction(true, func(ctx context.Context, args []string, actor string, sets *shadow.ChangeSets) error {
+			return sets.Discard(ctx, args[0], actor)
 		}),
 	}
 }

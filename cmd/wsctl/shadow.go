@@ -99,6 +99,39 @@ func (a *app) withShadows(ctx context.Context, f shadowFlags, fn func(ws workspa
 	})
 }
 
+// shadowRun is the body of a shadow command: its arguments, the acting
+// actor ("" for a command that needs none), the workspace and its shadows.
+type shadowRun func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws workspace.Workspace, m *shadow.Manager) error
+
+// shadowAction is the RunE of a shadow command: it resolves the actor
+// (when withActor), opens the workspace and a Manager under f's --root
+// (read when the command runs, after its flags are parsed), and runs fn.
+func (a *app) shadowAction(f *shadowFlags, withActor bool, fn shadowRun) func(*cobra.Command, []string) error {
+	return a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		actor, err := a.actorIf(withActor)
+		if err != nil {
+			return err
+		}
+		return a.withShadows(ctx, *f, func(ws workspace.Workspace, m *shadow.Manager) error {
+			return fn(ctx, cmd, args, actor, ws, m)
+		})
+	})
+}
+
+// actorIf is a.actor() when needed, else "".
+func (a *app) actorIf(needed bool) (string, error) {
+	if !needed {
+		return "", nil
+	}
+	return a.actor()
+}
+
+// taskFlag adds --task: the task the work is for, whose areas bound what
+// may change (what: "paths" or "names").
+func taskFlag(cmd *cobra.Command, task *string, what string) {
+	cmd.Flags().StringVar(task, "task", "", "the task the work is for: its areas bound the "+what+" that may change")
+}
+
 func (a *app) shadowCmd() *cobra.Command {
 	return group("shadow", "Work on a copy of a directory; validate, then promote atomically or discard",
 		a.shadowOpenCmd(),
@@ -120,33 +153,27 @@ func (a *app) shadowOpenCmd() *cobra.Command {
 		Use:   "open DIR [--task T]",
 		Short: "Copy DIR into a new shadow (reflinks where the file system has them); prints its path",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			actor, err := a.actor()
+		RunE: a.shadowAction(&f, true, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws workspace.Workspace, m *shadow.Manager) error {
+			id, err := resolveOptionalTaskID(ctx, ws, task)
 			if err != nil {
 				return err
 			}
-			return a.withShadows(ctx, f, func(ws workspace.Workspace, m *shadow.Manager) error {
-				id, err := resolveOptionalTaskID(ctx, ws, task)
-				if err != nil {
-					return err
-				}
-				s, err := m.Open(ctx, shadow.OpenRequest{Dir: args[0], Actor: actor, Task: id})
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(s)
-				}
-				for _, sk := range s.Skipped {
-					fmt.Fprintf(a.stderr, "wsctl: skipped %s: %s\n", sk.Path, sk.Reason)
-				}
-				_, err = fmt.Fprintln(a.stdout, s.Path)
+			s, err := m.Open(ctx, shadow.OpenRequest{Dir: args[0], Actor: actor, Task: id})
+			if err != nil {
 				return err
-			})
+			}
+			if a.jsonOut {
+				return a.printJSON(s)
+			}
+			for _, sk := range s.Skipped {
+				fmt.Fprintf(a.stderr, "wsctl: skipped %s: %s\n", sk.Path, sk.Reason)
+			}
+			_, err = fmt.Fprintln(a.stdout, s.Path)
+			return err
 		}),
 	}
 	f.add(cmd)
-	cmd.Flags().StringVar(&task, "task", "", "the task the work is for: its areas bound what may change")
+	taskFlag(cmd, &task, "paths")
 	return cmd
 }
 
@@ -156,26 +183,24 @@ func (a *app) shadowLsCmd() *cobra.Command {
 		Use:   "ls",
 		Short: "List the shadows",
 		Args:  cobra.NoArgs,
-		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.withShadows(ctx, f, func(ws workspace.Workspace, m *shadow.Manager) error {
-				list, err := m.List(ctx)
-				if err != nil {
-					return err
+		RunE: a.shadowAction(&f, false, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws workspace.Workspace, m *shadow.Manager) error {
+			list, err := m.List(ctx)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return printList(a, list)
+			}
+			tw := a.table()
+			fmt.Fprintln(tw, "ID\tACTOR\tTASK\tVALIDATED\tDIR\tPATH")
+			for _, s := range list {
+				v := "-"
+				if s.Validated != nil {
+					v = map[bool]string{true: "passed", false: "failed"}[s.Validated.Passed]
 				}
-				if a.jsonOut {
-					return printList(a, list)
-				}
-				tw := a.table()
-				fmt.Fprintln(tw, "ID\tACTOR\tTASK\tVALIDATED\tDIR\tPATH")
-				for _, s := range list {
-					v := "-"
-					if s.Validated != nil {
-						v = map[bool]string{true: "passed", false: "failed"}[s.Validated.Passed]
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Actor, orDash(s.Task), v, s.Dir, s.Path)
-				}
-				return tw.Flush()
-			})
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Actor, orDash(s.Task), v, s.Dir, s.Path)
+			}
+			return tw.Flush()
 		}),
 	}
 	f.add(cmd)
@@ -189,35 +214,33 @@ func (a *app) shadowDiffCmd() *cobra.Command {
 		Use:   "diff SHADOW [--stat]",
 		Short: "Show the shadow's changes against its base: a list, then a unified diff",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.withShadows(ctx, f, func(ws workspace.Workspace, m *shadow.Manager) error {
-				d, err := m.Diff(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(d)
-				}
-				for _, c := range d.Changes {
-					if c.Kind == shadow.Renamed {
-						fmt.Fprintf(a.stdout, "%-9s %s -> %s\n", c.Kind, c.From, c.Path)
-					} else {
-						fmt.Fprintf(a.stdout, "%-9s %s\n", c.Kind, c.Path)
-					}
-				}
-				for _, s := range d.Skipped {
-					fmt.Fprintf(a.stdout, "%-9s %s (%s)\n", "skipped", s.Path, s.Reason)
-				}
-				if stat || len(d.Changes) == 0 {
-					return nil
-				}
-				u, err := m.Unified(ctx, args[0], d)
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprint(a.stdout, "\n"+u)
+		RunE: a.shadowAction(&f, false, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws workspace.Workspace, m *shadow.Manager) error {
+			d, err := m.Diff(ctx, args[0])
+			if err != nil {
 				return err
-			})
+			}
+			if a.jsonOut {
+				return a.printJSON(d)
+			}
+			for _, c := range d.Changes {
+				if c.Kind == shadow.Renamed {
+					fmt.Fprintf(a.stdout, "%-9s %s -> %s\n", c.Kind, c.From, c.Path)
+				} else {
+					fmt.Fprintf(a.stdout, "%-9s %s\n", c.Kind, c.Path)
+				}
+			}
+			for _, s := range d.Skipped {
+				fmt.Fprintf(a.stdout, "%-9s %s (%s)\n", "skipped", s.Path, s.Reason)
+			}
+			if stat || len(d.Changes) == 0 {
+				return nil
+			}
+			u, err := m.Unified(ctx, args[0], d)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprint(a.stdout, "\n"+u)
+			return err
 		}),
 	}
 	f.add(cmd)
@@ -260,18 +283,12 @@ func (a *app) shadowValidateCmd() *cobra.Command {
 		Use:   "validate SHADOW",
 		Short: "Check the diff against task areas, roles, others' leases and the [shadow] validate commands",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			actor, err := a.actor()
+		RunE: a.shadowAction(&f, true, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws workspace.Workspace, m *shadow.Manager) error {
+			v, err := m.Validate(ctx, args[0], actor)
 			if err != nil {
 				return err
 			}
-			return a.withShadows(ctx, f, func(ws workspace.Workspace, m *shadow.Manager) error {
-				v, err := m.Validate(ctx, args[0], actor)
-				if err != nil {
-					return err
-				}
-				return a.printValidation(v)
-			})
+			return a.printValidation(v)
 		}),
 	}
 	f.add(cmd)
@@ -284,26 +301,20 @@ func (a *app) shadowPromoteCmd() *cobra.Command {
 		Use:   "promote SHADOW",
 		Short: "Apply the validated diff to the real directory, all or nothing",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			actor, err := a.actor()
+		RunE: a.shadowAction(&f, true, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws workspace.Workspace, m *shadow.Manager) error {
+			p, err := m.Promote(ctx, args[0], actor)
+			var ce *shadow.ConflictError
+			if errors.As(err, &ce) {
+				return &cliError{code: exitConflict, err: err, hint: "'wsctl shadow rebase' takes the real tree's other changes; then resolve these files, validate and promote"}
+			}
 			if err != nil {
 				return err
 			}
-			return a.withShadows(ctx, f, func(ws workspace.Workspace, m *shadow.Manager) error {
-				p, err := m.Promote(ctx, args[0], actor)
-				var ce *shadow.ConflictError
-				if errors.As(err, &ce) {
-					return &cliError{code: exitConflict, err: err, hint: "'wsctl shadow rebase' takes the real tree's other changes; then resolve these files, validate and promote"}
-				}
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(p)
-				}
-				_, err = fmt.Fprintf(a.stdout, "promoted %d changes; diff kept as artifact %s\n", len(p.Diff.Changes), orDash(p.Artifact))
-				return err
-			})
+			if a.jsonOut {
+				return a.printJSON(p)
+			}
+			_, err = fmt.Fprintf(a.stdout, "promoted %d changes; diff kept as artifact %s\n", len(p.Diff.Changes), orDash(p.Artifact))
+			return err
 		}),
 	}
 	f.add(cmd)
@@ -316,27 +327,21 @@ func (a *app) shadowRebaseCmd() *cobra.Command {
 		Use:   "rebase SHADOW",
 		Short: "Take the real tree's changes to files the shadow left alone into the shadow and its base",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			actor, err := a.actor()
+		RunE: a.shadowAction(&f, true, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws workspace.Workspace, m *shadow.Manager) error {
+			r, err := m.Rebase(ctx, args[0], actor)
 			if err != nil {
 				return err
 			}
-			return a.withShadows(ctx, f, func(ws workspace.Workspace, m *shadow.Manager) error {
-				r, err := m.Rebase(ctx, args[0], actor)
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(r)
-				}
-				for _, p := range r.Refreshed {
-					fmt.Fprintf(a.stdout, "refreshed %s\n", p)
-				}
-				for _, p := range r.Conflicts {
-					fmt.Fprintf(a.stdout, "conflict  %s\n", p)
-				}
-				return nil
-			})
+			if a.jsonOut {
+				return a.printJSON(r)
+			}
+			for _, p := range r.Refreshed {
+				fmt.Fprintf(a.stdout, "refreshed %s\n", p)
+			}
+			for _, p := range r.Conflicts {
+				fmt.Fprintf(a.stdout, "conflict  %s\n", p)
+			}
+			return nil
 		}),
 	}
 	f.add(cmd)
@@ -350,27 +355,21 @@ func (a *app) shadowDiscardCmd() *cobra.Command {
 		Use:   "discard SHADOW [--only-violations]",
 		Short: "Drop the shadow, or only revert the files its last validation found breaking a rule",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			actor, err := a.actor()
+		RunE: a.shadowAction(&f, true, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws workspace.Workspace, m *shadow.Manager) error {
+			d, err := m.Discard(ctx, args[0], actor, only)
 			if err != nil {
 				return err
 			}
-			return a.withShadows(ctx, f, func(ws workspace.Workspace, m *shadow.Manager) error {
-				d, err := m.Discard(ctx, args[0], actor, only)
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(d)
-				}
-				for _, p := range d.Reverted {
-					fmt.Fprintf(a.stdout, "reverted %s\n", p)
-				}
-				if d.Removed {
-					fmt.Fprintf(a.stdout, "discarded %s\n", d.Shadow)
-				}
-				return nil
-			})
+			if a.jsonOut {
+				return a.printJSON(d)
+			}
+			for _, p := range d.Reverted {
+				fmt.Fprintf(a.stdout, "reverted %s\n", p)
+			}
+			if d.Removed {
+				fmt.Fprintf(a.stdout, "discarded %s\n", d.Shadow)
+			}
+			return nil
 		}),
 	}
 	f.add(cmd)
@@ -385,11 +384,7 @@ func (a *app) shadowGCCmd() *cobra.Command {
 		Use:   "gc [--age D]",
 		Short: "Remove shadows whose task ended, or whose claim lapsed, longer than D ago",
 		Args:  cobra.NoArgs,
-		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			actor, err := a.actor()
-			if err != nil {
-				return err
-			}
+		RunE: a.shadowAction(&f, true, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws workspace.Workspace, m *shadow.Manager) error {
 			_, sc, err := a.shadowSettings(f)
 			if err != nil {
 				return err
@@ -399,16 +394,14 @@ func (a *app) shadowGCCmd() *cobra.Command {
 					return usageErrorf("[shadow] gc_age %q: want a duration like 24h", sc.GCAge)
 				}
 			}
-			return a.withShadows(ctx, f, func(ws workspace.Workspace, m *shadow.Manager) error {
-				removed, err := m.GC(ctx, shadow.GCRequest{Actor: actor, Age: age})
-				if a.jsonOut && err == nil {
-					return printList(a, removed)
-				}
-				for _, id := range removed {
-					fmt.Fprintf(a.stdout, "removed %s\n", id)
-				}
-				return err
-			})
+			removed, err := m.GC(ctx, shadow.GCRequest{Actor: actor, Age: age})
+			if a.jsonOut && err == nil {
+				return printList(a, removed)
+			}
+			for _, id := range removed {
+				fmt.Fprintf(a.stdout, "removed %s\n", id)
+			}
+			return err
 		}),
 	}
 	f.add(cmd)
@@ -422,13 +415,11 @@ func (a *app) shadowRecoverCmd() *cobra.Command {
 		Use:   "recover DIR",
 		Short: "Finish or undo a promotion into DIR that a crash cut (every shadow command does this first)",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.withShadows(ctx, f, func(ws workspace.Workspace, m *shadow.Manager) error {
-				if _, err := os.Stat(args[0]); err != nil {
-					return &cliError{code: exitUsage, err: err}
-				}
-				return m.Recover(ctx, args[0])
-			})
+		RunE: a.shadowAction(&f, false, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws workspace.Workspace, m *shadow.Manager) error {
+			if _, err := os.Stat(args[0]); err != nil {
+				return &cliError{code: exitUsage, err: err}
+			}
+			return m.Recover(ctx, args[0])
 		}),
 	}
 	f.add(cmd)
