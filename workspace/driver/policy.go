@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -494,4 +496,52 @@ func (h *handle) allowArtifactRead(ctx context.Context, name, id string) error {
 		return nil
 	}
 	return h.allowRead(ctx, policy.ArtifactRead, name, workspace.Subject{Kind: "artifact", ID: id, Name: name})
+}
+
+// eventFilter returns a predicate for events: those ctx's principal may
+// read. It is nil when nothing is filtered (no principal, no policy).
+//
+// An event about an artifact needs artifact.read on its name (the policy's
+// own events are readable by everyone), one about a note note.read on its
+// kind (admin "tokens" for the server's tokens), and a denied event the
+// same read right on the record it names. Task and lock events pass: the
+// policy has no read right on tasks or locks.
+func (h *handle) eventFilter(ctx context.Context) (func(workspace.Event) bool, error) {
+	allow, err := h.readFilter(ctx)
+	if allow == nil || err != nil {
+		return nil, err
+	}
+	return func(e workspace.Event) bool { return eventReadable(allow, e) }, nil
+}
+
+// eventReadable reports whether e may be read under allow.
+func eventReadable(allow func(policy.Action, string) bool, e workspace.Event) bool {
+	switch e.Subject.Kind {
+	case workspace.SubjectArtifact:
+		return artifactReadable(allow, e.Subject.Name)
+	case workspace.SubjectNote:
+		kind, _, _ := strings.Cut(e.Subject.ID, "/")
+		return allow(noteAction(false, kind))
+	case workspace.SubjectPolicy:
+		// A denied event's ID is the action refused, its Name the record's
+		// name (an artifact's name, a note's KIND/KEY).
+		switch a := policy.Action(e.Subject.ID); a {
+		case policy.ArtifactRead, policy.ArtifactWrite, policy.ArtifactDelete:
+			return artifactReadable(allow, e.Subject.Name)
+		case policy.NoteRead, policy.NoteWrite:
+			kind, _, _ := strings.Cut(e.Subject.Name, "/")
+			return allow(noteAction(false, kind))
+		case policy.AdminTokens:
+			return allow(policy.AdminTokens, "")
+		}
+	}
+	return true
+}
+
+// filterEvents removes from evs what keep refuses, in place.
+func filterEvents(evs []workspace.Event, keep func(workspace.Event) bool) []workspace.Event {
+	if keep == nil {
+		return evs
+	}
+	return slices.DeleteFunc(evs, func(e workspace.Event) bool { return !keep(e) })
 }
