@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,6 +55,7 @@ var policyCases = []coreCase{
 	{"PolicySubscriptionLeavesOutWhatTheActorMayNotRead", testPolicySubscription},
 	{"PolicyStatusLeavesOutWhatTheActorMayNotRead", testPolicyStatus},
 	{"PolicyExportNeedsTheAdminRight", testPolicyExport},
+	{"PolicyIdempotentReplayIsCheckedAgain", testPolicyReplay},
 }
 
 // applyPolicy writes src as the workspace's policy, by root.
@@ -493,4 +495,56 @@ func testPolicyExport(t *testing.T, h Harness) {
 		denied = append(denied, e.Actor+" "+e.Subject.ID)
 	}
 	assert.Contains(t, denied, "bob admin.export")
+}
+
+// testPolicyReplay: a request replayed with its idempotency key after its
+// actor lost the right is refused (not answered with the first result),
+// writes nothing, and says the first request committed.
+func testPolicyReplay(t *testing.T, h Harness) {
+	ctx := caseCtx(t, time.Minute)
+	_, ws := fresh(t, h)
+	applyPolicy(t, ctx, ws, testPolicy)
+	rootCtx := workspace.AsActor(ctx, "root")
+	w := workspace.Write{Actor: "bob", IdempotencyKey: "k1"}
+	first, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "src/a.go", Content: []byte("package a")})
+	require.NoError(t, err)
+	again, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "src/a.go", Content: []byte("package a")})
+	require.NoError(t, err, "while the right holds, a replay returns the first result")
+	assert.Equal(t, first.ID, again.ID)
+	batch := workspace.Batch{Actor: "bob", IdempotencyKey: "k2", Ops: []workspace.Op{
+		workspace.UpdateArtifactOp{Ref: workspace.ByName("src/a.go"), Change: workspace.ArtifactChange{Content: []byte("package a // 2")}},
+		workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "src/b.go", Content: []byte("package a")}},
+	}}
+	_, err = ws.Commit(ctx, batch)
+	require.NoError(t, err)
+
+	// bob loses the write right on src/**.
+	applyPolicy(t, ctx, ws, strings.Replace(testPolicy, `artifacts_write = ["src/**"]`, `artifacts_write = ["tests/**"]`, 1))
+	head, err := ws.Events().Head(ctx)
+	require.NoError(t, err)
+	_, err = ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "src/a.go", Content: []byte("package a")})
+	fe := requireForbidden(t, err, "bob", "artifact.write", "artifacts_write")
+	assert.Contains(t, fe.Reason, "committed earlier")
+	_, err = ws.Commit(ctx, batch)
+	var be *workspace.BatchError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, 0, be.Index)
+	fe = requireForbidden(t, err, "bob", "artifact.write", "artifacts_write")
+	assert.Contains(t, fe.Reason, "committed earlier")
+
+	// Nothing was written but the refusals; the first writes stand.
+	evs, err := ws.Events().Read(rootCtx, workspace.EventQuery{AfterSeq: head})
+	require.NoError(t, err)
+	require.Len(t, evs.Events, 2)
+	for _, e := range evs.Events {
+		assert.Equal(t, workspace.EventDenied, e.Type)
+	}
+	a, err := ws.Artifacts().Get(rootCtx, workspace.ByName("src/a.go"))
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), a.Version)
+	// A right regained makes the replay answer again, with the first result.
+	applyPolicy(t, ctx, ws, testPolicy)
+	again, err = ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "src/a.go", Content: []byte("package a")})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), again.Version)
 }
