@@ -216,6 +216,7 @@ func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (
 				return &workspace.BatchError{Index: i, Op: b.Ops[i], Err: err}
 			}
 			j.res.Results = append(j.res.Results, r)
+			x.authTask = nil // only the first op may take it
 		}
 		return nil
 	}

@@ -272,7 +272,7 @@ func artifactReadable(allow func(policy.Action, string) bool, name string) bool 
 func (x *exec) authorize(ctx context.Context, w who, ops []workspace.Op) (int, error) {
 	for i, op := range ops {
 		if !w.none() {
-			a, object, subj, err := x.opAction(ctx, w, op)
+			a, object, subj, err := x.opAction(ctx, w, op, i == 0)
 			if err != nil {
 				return i, err
 			}
@@ -311,7 +311,8 @@ func (x *exec) denied(err error, subj workspace.Subject) {
 
 // opAction returns what op needs: its action, object and subject. An op on
 // a record that does not exist needs nothing here: it fails on its own.
-func (x *exec) opAction(ctx context.Context, w who, op workspace.Op) (policy.Action, string, workspace.Subject, error) {
+// first says op is the batch's first, which may keep the task it reads.
+func (x *exec) opAction(ctx context.Context, w who, op workspace.Op, first bool) (policy.Action, string, workspace.Subject, error) {
 	artifact := func(ref workspace.ArtifactRef, a policy.Action) (policy.Action, string, workspace.Subject, error) {
 		name := ref.Name
 		if name == "" {
@@ -345,6 +346,9 @@ func (x *exec) opAction(ctx context.Context, w who, op workspace.Op) (policy.Act
 		}
 		if err != nil {
 			return "", "", workspace.Subject{}, err
+		}
+		if first {
+			x.authTask = &t
 		}
 		subj := workspace.Subject{Kind: "task", ID: t.ID, Name: t.Title}
 		own := t.Assignee == w.actor || (t.Assignee == "" && t.CreatedBy == w.actor)
