@@ -1,8 +1,10 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,6 +51,11 @@ var policyCases = []coreCase{
 	{"PolicyAdminRules", testPolicyAdmin},
 	{"PolicyBatchWithOneForbiddenOpIsRefusedWhole", testPolicyBatch},
 	{"PolicyChangeIsSeenByEveryHandle", testPolicyChangeSeen},
+	{"PolicyEventReadsLeaveOutWhatTheActorMayNotRead", testPolicyEventReads},
+	{"PolicySubscriptionLeavesOutWhatTheActorMayNotRead", testPolicySubscription},
+	{"PolicyStatusLeavesOutWhatTheActorMayNotRead", testPolicyStatus},
+	{"PolicyExportNeedsTheAdminRight", testPolicyExport},
+	{"PolicyIdempotentReplayIsCheckedAgain", testPolicyReplay},
 }
 
 // applyPolicy writes src as the workspace's policy, by root.
@@ -79,7 +86,8 @@ func requireForbidden(t *testing.T, err error, actor, action, rule string) *work
 // deniedEvents returns the log's denied events.
 func deniedEvents(t *testing.T, ctx context.Context, ws workspace.Workspace) []workspace.Event {
 	t.Helper()
-	page, err := ws.Events().Read(ctx, workspace.EventQuery{Types: []string{workspace.EventDenied}})
+	// Reads through a server always have a principal: read as root.
+	page, err := ws.Events().Read(workspace.AsActor(ctx, "root"), workspace.EventQuery{Types: []string{workspace.EventDenied}})
 	require.NoError(t, err)
 	return page.Events
 }
@@ -109,7 +117,7 @@ func testPolicyArtifacts(t *testing.T, h Harness) {
 	assert.Equal(t, []string{"planner"}, fe.Roles)
 	_, err = ws.Artifacts().Get(rootCtx, workspace.ByName("src/b.go"))
 	require.ErrorIs(t, err, workspace.ErrNotFound, "a refused write writes nothing")
-	evs, err := ws.Events().Read(ctx, workspace.EventQuery{AfterSeq: head})
+	evs, err := ws.Events().Read(workspace.AsActor(ctx, "root"), workspace.EventQuery{AfterSeq: head})
 	require.NoError(t, err)
 	require.Len(t, evs.Events, 1, "only the denied event is logged")
 	assert.Equal(t, workspace.EventDenied, evs.Events[0].Type)
@@ -280,7 +288,7 @@ func testPolicyBatch(t *testing.T, h Harness) {
 	require.ErrorIs(t, err, workspace.ErrNotFound, "the allowed ops of a refused batch are not written")
 	_, err = ws.Notes().Get(rootCtx, "decision", "k")
 	require.ErrorIs(t, err, workspace.ErrNotFound)
-	evs, err := ws.Events().Read(ctx, workspace.EventQuery{AfterSeq: head})
+	evs, err := ws.Events().Read(workspace.AsActor(ctx, "root"), workspace.EventQuery{AfterSeq: head})
 	require.NoError(t, err)
 	require.Len(t, evs.Events, 1)
 	assert.Equal(t, workspace.EventDenied, evs.Events[0].Type)
@@ -309,4 +317,234 @@ func testPolicyChangeSeen(t *testing.T, h Harness) {
 		_, err := b.Notes().Get(workspace.AsActor(ctx, "bob"), "constraint", "none")
 		return errors.Is(err, workspace.ErrForbidden)
 	}, 10*time.Second, 20*time.Millisecond)
+}
+
+// seedReads writes, under testPolicy, records bob (implementer: reads
+// src/** and plans/**, notes of kind decision) may read and records he may
+// not, with a denied event about one of the latter. It returns the head.
+func seedReads(t *testing.T, ctx context.Context, ws workspace.Workspace) int64 {
+	t.Helper()
+	applyPolicy(t, ctx, ws, testPolicy)
+	_, err := ws.Artifacts().Create(ctx, as("alice"), workspace.NewArtifact{Name: "plans/p.md", Content: []byte("plan")})
+	require.NoError(t, err)
+	_, err = ws.Artifacts().Create(ctx, as("root"), workspace.NewArtifact{Name: "secret/k", Content: []byte("k")})
+	require.NoError(t, err)
+	_, err = ws.Artifacts().Update(ctx, as("root"), workspace.ByName("secret/k"), workspace.ArtifactChange{Content: []byte("k2")})
+	require.NoError(t, err)
+	_, err = ws.Artifacts().Create(ctx, as("bob"), workspace.NewArtifact{Name: "src/a.go", Content: []byte("package a")})
+	require.NoError(t, err)
+	_, err = ws.Notes().Put(ctx, as("alice"), workspace.NotePut{Kind: "decision", Key: "db", Body: "postgres"})
+	require.NoError(t, err)
+	_, err = ws.Notes().Put(ctx, as("root"), workspace.NotePut{Kind: "constraint", Key: "x", Body: "hidden"})
+	require.NoError(t, err)
+	_, err = ws.Artifacts().Create(ctx, as("alice"), workspace.NewArtifact{Name: "secret/z", Content: []byte("no")})
+	requireForbidden(t, err, "alice", "artifact.write", "artifacts_write")
+	_, err = ws.Tasks().Create(ctx, as("alice"), workspace.NewTask{Title: "t1"})
+	require.NoError(t, err)
+	head, err := ws.Events().Head(ctx)
+	require.NoError(t, err)
+	return head
+}
+
+// requireBobMayRead checks that every event is one bob may read.
+func requireBobMayRead(t *testing.T, evs []workspace.Event) {
+	t.Helper()
+	for _, e := range evs {
+		assert.NotContains(t, e.Subject.Name, "secret/", "event %d about a record bob may not read", e.Seq)
+		assert.NotEqual(t, "constraint/x", e.Subject.ID, "event %d about a note bob may not read", e.Seq)
+	}
+}
+
+func testPolicyEventReads(t *testing.T, h Harness) {
+	ctx := caseCtx(t, time.Minute)
+	_, ws := fresh(t, h)
+	head := seedReads(t, ctx, ws)
+	all, err := ws.Events().Read(workspace.AsActor(ctx, "root"), workspace.EventQuery{})
+	require.NoError(t, err)
+	require.Len(t, all.Events, int(head), "root reads every event")
+
+	bob := workspace.AsActor(ctx, "bob")
+	page, err := ws.Events().Read(bob, workspace.EventQuery{})
+	require.NoError(t, err)
+	requireBobMayRead(t, page.Events)
+	var seen []string
+	for _, e := range page.Events {
+		seen = append(seen, e.Type+" "+e.Subject.Name)
+	}
+	assert.Equal(t, []string{"artifact.created " + workspace.PolicyArtifact, "artifact.created plans/p.md",
+		"artifact.created src/a.go", "note.put db", "task.created t1"}, seen)
+	assert.Equal(t, head, page.Head)
+	assert.Equal(t, head, page.Next, "the cursor moves past the left-out events")
+
+	// Whatever the query names, what bob may not read stays out.
+	for _, q := range []workspace.EventQuery{
+		{SubjectName: "secret/k"},
+		{SubjectKind: workspace.SubjectArtifact, Actor: "root"},
+		{SubjectKind: workspace.SubjectNote, SubjectID: "constraint/x"},
+		{Types: []string{workspace.EventDenied}},
+	} {
+		p, err := ws.Events().Read(bob, q)
+		require.NoError(t, err)
+		requireBobMayRead(t, p.Events)
+		if q.SubjectName != "" || q.SubjectID != "" || len(q.Types) > 0 {
+			assert.Empty(t, p.Events, "%+v", q)
+		}
+		assert.Equal(t, head, p.Next)
+	}
+
+	// Page by page: a page may hold fewer than its limit (none at all),
+	// with Next still advancing; following Next reads the same events.
+	var paged []workspace.Event
+	short := false
+	for after := int64(0); after < head; {
+		p, err := ws.Events().Read(bob, workspace.EventQuery{AfterSeq: after, Limit: 2})
+		require.NoError(t, err)
+		require.Greater(t, p.Next, after, "the cursor always advances")
+		short = short || len(p.Events) < 2 && p.Next < head
+		paged = append(paged, p.Events...)
+		after = p.Next
+	}
+	assert.Equal(t, page.Events, paged)
+	assert.True(t, short, "some page was short for the left-out events")
+
+	// Resuming from the seq of a left-out event reads on from there.
+	p, err := ws.Events().Read(bob, workspace.EventQuery{AfterSeq: all.Events[2].Seq})
+	require.NoError(t, err)
+	requireBobMayRead(t, p.Events)
+	require.NotEmpty(t, p.Events)
+	assert.Greater(t, p.Events[0].Seq, all.Events[2].Seq)
+}
+
+func testPolicySubscription(t *testing.T, h Harness) {
+	ctx := caseCtx(t, time.Minute)
+	_, ws := fresh(t, h)
+	head := seedReads(t, ctx, ws)
+	sub, err := ws.Events().Subscribe(workspace.AsActor(ctx, "bob"), workspace.SubscribeRequest{Heartbeat: 50 * time.Millisecond})
+	require.NoError(t, err)
+	defer sub.Close()
+	// Live events after the backlog: one bob may not read, then one he may.
+	secret, err := ws.Artifacts().Update(ctx, as("root"), workspace.ByName("secret/k"), workspace.ArtifactChange{Content: []byte("k3")})
+	require.NoError(t, err)
+	_ = secret
+	secretSeq, err := ws.Events().Head(ctx)
+	require.NoError(t, err)
+	var got []workspace.Event
+	progressPast := false
+	timeout := time.After(30 * time.Second)
+	for !progressPast {
+		select {
+		case m, ok := <-sub.C():
+			require.True(t, ok, "the stream ended: %v", sub.Err())
+			if m.Progress {
+				progressPast = m.Head >= secretSeq
+				continue
+			}
+			got = append(got, m.Event)
+		case <-timeout:
+			t.Fatalf("no progress past seq %d; got %d events", secretSeq, len(got))
+		}
+	}
+	requireBobMayRead(t, got)
+	require.Len(t, got, 5, "the backlog bob may read, and nothing of the live secret")
+	assert.Less(t, got[len(got)-1].Seq, head+1)
+	_, err = ws.Artifacts().Create(ctx, as("bob"), workspace.NewArtifact{Name: "src/b.go", Content: []byte("package a")})
+	require.NoError(t, err)
+	select {
+	case m := <-sub.C():
+		for m.Progress {
+			m = <-sub.C()
+		}
+		assert.Equal(t, "src/b.go", m.Event.Subject.Name)
+		assert.Equal(t, secretSeq+1, m.Event.Seq)
+	case <-timeout:
+		t.Fatal("the event bob may read did not arrive")
+	}
+}
+
+func testPolicyStatus(t *testing.T, h Harness) {
+	ctx := caseCtx(t, time.Minute)
+	_, ws := fresh(t, h)
+	head := seedReads(t, ctx, ws)
+	root, err := ws.Status(workspace.AsActor(ctx, "root"))
+	require.NoError(t, err)
+	require.Len(t, root.RecentEvents, int(head))
+	bob, err := ws.Status(workspace.AsActor(ctx, "bob"))
+	require.NoError(t, err)
+	requireBobMayRead(t, bob.RecentEvents)
+	assert.Len(t, bob.RecentEvents, 5)
+	// Counts are numbers: they name nothing, and stay whole.
+	assert.Equal(t, root.Artifacts, bob.Artifacts)
+	assert.Equal(t, root.Notes, bob.Notes)
+	assert.Equal(t, head, bob.Head)
+}
+
+func testPolicyExport(t *testing.T, h Harness) {
+	ctx := caseCtx(t, time.Minute)
+	_, ws := fresh(t, h)
+	seedReads(t, ctx, ws)
+	var buf bytes.Buffer
+	_, err := workspace.Export(workspace.AsActor(ctx, "bob"), ws, &buf, workspace.ArchiveOptions{})
+	requireForbidden(t, err, "bob", "admin.export", "admin")
+	assert.Zero(t, buf.Len(), "a refused export writes nothing")
+	_, err = workspace.Export(workspace.AsActor(ctx, "root"), ws, &buf, workspace.ArchiveOptions{})
+	require.NoError(t, err)
+	assert.Contains(t, buf.String(), "secret/k", "an export is whole")
+	// A denied event records the refusal.
+	var denied []string
+	for _, e := range deniedEvents(t, ctx, ws) {
+		denied = append(denied, e.Actor+" "+e.Subject.ID)
+	}
+	assert.Contains(t, denied, "bob admin.export")
+}
+
+// testPolicyReplay: a request replayed with its idempotency key after its
+// actor lost the right is refused (not answered with the first result),
+// writes nothing, and says the first request committed.
+func testPolicyReplay(t *testing.T, h Harness) {
+	ctx := caseCtx(t, time.Minute)
+	_, ws := fresh(t, h)
+	applyPolicy(t, ctx, ws, testPolicy)
+	rootCtx := workspace.AsActor(ctx, "root")
+	w := workspace.Write{Actor: "bob", IdempotencyKey: "k1"}
+	first, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "src/a.go", Content: []byte("package a")})
+	require.NoError(t, err)
+	again, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "src/a.go", Content: []byte("package a")})
+	require.NoError(t, err, "while the right holds, a replay returns the first result")
+	assert.Equal(t, first.ID, again.ID)
+	batch := workspace.Batch{Actor: "bob", IdempotencyKey: "k2", Ops: []workspace.Op{
+		workspace.UpdateArtifactOp{Ref: workspace.ByName("src/a.go"), Change: workspace.ArtifactChange{Content: []byte("package a // 2")}},
+		workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "src/b.go", Content: []byte("package a")}},
+	}}
+	_, err = ws.Commit(ctx, batch)
+	require.NoError(t, err)
+
+	// bob loses the write right on src/**.
+	applyPolicy(t, ctx, ws, strings.Replace(testPolicy, `artifacts_write = ["src/**"]`, `artifacts_write = ["tests/**"]`, 1))
+	head, err := ws.Events().Head(ctx)
+	require.NoError(t, err)
+	_, err = ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "src/a.go", Content: []byte("package a")})
+	fe := requireForbidden(t, err, "bob", "artifact.write", "artifacts_write")
+	assert.Contains(t, fe.Reason, "committed earlier")
+	_, err = ws.Commit(ctx, batch)
+	var be *workspace.BatchError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, 0, be.Index)
+	fe = requireForbidden(t, err, "bob", "artifact.write", "artifacts_write")
+	assert.Contains(t, fe.Reason, "committed earlier")
+
+	// Nothing was written but the refusals; the first writes stand.
+	evs, err := ws.Events().Read(rootCtx, workspace.EventQuery{AfterSeq: head})
+	require.NoError(t, err)
+	require.Len(t, evs.Events, 2)
+	for _, e := range evs.Events {
+		assert.Equal(t, workspace.EventDenied, e.Type)
+	}
+	a, err := ws.Artifacts().Get(rootCtx, workspace.ByName("src/a.go"))
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), a.Version)
+	// A right regained makes the replay answer again, with the first result.
+	applyPolicy(t, ctx, ws, testPolicy)
+	again, err = ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "src/a.go", Content: []byte("package a")})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), again.Version)
 }

@@ -3,6 +3,9 @@ package mcp_test
 import (
 	"context"
 	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,4 +39,63 @@ bob = ["planner"]
 	require.NoError(t, err)
 	te = fails(t, bob, "artifact_read", map[string]any{"name": "secret/k"}, mcp.ClassForbidden)
 	assert.Equal(t, "artifact.read", te.Action)
+}
+
+// TestEventsLeaveOutWhatTheActorMayNotRead: events_wait and status, as an
+// actor under a policy, carry no event about an artifact it may not read,
+// whatever the call names; a wait is not woken by one either.
+func TestEventsLeaveOutWhatTheActorMayNotRead(t *testing.T) {
+	ws := openWS(t, sqliteBackend.dsn(t))
+	ctx := context.Background()
+	root := workspace.Write{Actor: "root"}
+	_, err := ws.Artifacts().Create(ctx, root, workspace.NewArtifact{Name: workspace.PolicyArtifact, Content: []byte(`[roles.planner]
+artifacts_read  = ["plans/**"]
+artifacts_write = ["plans/**"]
+[actors]
+root = ["admin"]
+bob = ["planner"]
+`)})
+	require.NoError(t, err)
+	for _, name := range []string{"plans/a.md", "secret/k"} {
+		_, err = ws.Artifacts().Create(ctx, root, workspace.NewArtifact{Name: name, Content: []byte("x")})
+		require.NoError(t, err)
+	}
+	bob := connect(t, newServer(t, ws, "bob"), "", nil)
+	names := func(page map[string]any, key string) []string {
+		var out []string
+		evs, _ := page[key].([]any)
+		for _, e := range evs {
+			out = append(out, e.(map[string]any)["subject"].(map[string]any)["name"].(string))
+		}
+		return out
+	}
+	all := ok(t, bob, "events_wait", map[string]any{"after_seq": 0, "timeout_seconds": 1})
+	assert.Equal(t, []string{workspace.PolicyArtifact, "plans/a.md"}, names(all, "events"))
+	named := ok(t, bob, "events_wait", map[string]any{"after_seq": 0, "subject_name": "secret/k", "timeout_seconds": 1})
+	assert.Empty(t, named["events"])
+	recent := names(ok(t, bob, "status", map[string]any{}), "recent_events")
+	assert.Contains(t, recent, "plans/a.md")
+	assert.NotContains(t, recent, "secret/k")
+
+	// A live wait: the secret's change does not wake it; the plan's does.
+	h := head(t, ws)
+	got := make(chan map[string]any, 1)
+	go func() {
+		res, err := bob.CallTool(ctx, &sdk.CallToolParams{Name: "events_wait", Arguments: map[string]any{"after_seq": h, "timeout_seconds": 30}})
+		if err == nil {
+			got <- decode(t, res).data
+		}
+		close(got)
+	}()
+	_, err = ws.Artifacts().Update(ctx, root, workspace.ByName("secret/k"), workspace.ArtifactChange{Content: []byte("y")})
+	require.NoError(t, err)
+	_, err = ws.Artifacts().Update(ctx, root, workspace.ByName("plans/a.md"), workspace.ArtifactChange{Content: []byte("y")})
+	require.NoError(t, err)
+	select {
+	case page := <-got:
+		require.NotNil(t, page)
+		assert.Equal(t, []string{"plans/a.md"}, names(page, "events"))
+	case <-time.After(20 * time.Second):
+		t.Fatal("events_wait did not return on the plan's change")
+	}
 }

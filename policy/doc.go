@@ -20,7 +20,7 @@
 //	notes_write = ["decision"]        # note kinds
 //	tasks = ["add", "claim", "finish", "others"]
 //	locks = ["artifact:plans/**"]     # lock resources
-//	admin = ["compact"]               # policy, compact, import, tokens
+//	admin = ["compact"]               # policy, compact, import, tokens, export
 //
 //	[actors]
 //	alice = ["planner"]

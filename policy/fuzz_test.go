@@ -168,7 +168,7 @@ func randFile(r *rand.Rand) policy.File {
 			ArtifactsRead: randPatterns(r), ArtifactsWrite: randPatterns(r), ArtifactsDelete: randPatterns(r),
 			NotesRead: randPatterns(r), NotesWrite: randPatterns(r), Locks: randPatterns(r),
 			Tasks: randRights(r, []string{"add", "claim", "finish", "others", "*"}),
-			Admin: randRights(r, []string{"policy", "compact", "import", "tokens", "*"}),
+			Admin: randRights(r, []string{"policy", "compact", "import", "tokens", "export", "*"}),
 		}
 	}
 	defined := func(rs []string) []string {

@@ -34,7 +34,7 @@ type Rules struct {
 	// Tasks: "add", "claim", "finish", "others", or "*" for all four.
 	Tasks []string `toml:"tasks,omitempty" json:"tasks,omitempty"`
 	Locks []string `toml:"locks,omitempty" json:"locks,omitempty"`
-	// Admin: "policy", "compact", "import", "tokens", or "*" for all four.
+	// Admin: "policy", "compact", "import", "tokens", "export", or "*" for all.
 	Admin []string `toml:"admin,omitempty" json:"admin,omitempty"`
 }
 
@@ -83,7 +83,7 @@ var (
 	roleNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
 	taskRights = map[string]Action{"add": TaskAdd, "claim": TaskClaim, "finish": TaskFinish, "others": TaskOthers}
 	// adminRights are the administration rights, by their word in the file.
-	adminRights = map[string]Action{"policy": AdminPolicy, "compact": AdminCompact, "import": AdminImport, "tokens": AdminTokens}
+	adminRights = map[string]Action{"policy": AdminPolicy, "compact": AdminCompact, "import": AdminImport, "tokens": AdminTokens, "export": AdminExport}
 )
 
 // MaxSize bounds a policy file.

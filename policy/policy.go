@@ -28,11 +28,12 @@ const (
 	AdminCompact   Action = "admin.compact"
 	AdminImport    Action = "admin.import"
 	AdminTokens    Action = "admin.tokens"
+	AdminExport    Action = "admin.export" // export (or archive) the whole workspace
 )
 
 // Actions lists every action, in the order the docs give them.
 var Actions = []Action{ArtifactRead, ArtifactWrite, ArtifactDelete, NoteRead, NoteWrite,
-	TaskAdd, TaskClaim, TaskFinish, TaskOthers, Lock, AdminPolicy, AdminCompact, AdminImport, AdminTokens}
+	TaskAdd, TaskClaim, TaskFinish, TaskOthers, Lock, AdminPolicy, AdminCompact, AdminImport, AdminTokens, AdminExport}
 
 // AdminRole is the built-in role that holds every right. A policy may not
 // define a role of that name.
@@ -43,7 +44,7 @@ var ruleKey = map[Action]string{
 	ArtifactRead: "artifacts_read", ArtifactWrite: "artifacts_write", ArtifactDelete: "artifacts_delete",
 	NoteRead: "notes_read", NoteWrite: "notes_write",
 	TaskAdd: "tasks", TaskClaim: "tasks", TaskFinish: "tasks", TaskOthers: "tasks",
-	Lock: "locks", AdminPolicy: "admin", AdminCompact: "admin", AdminImport: "admin", AdminTokens: "admin",
+	Lock: "locks", AdminPolicy: "admin", AdminCompact: "admin", AdminImport: "admin", AdminTokens: "admin", AdminExport: "admin",
 }
 
 // RuleKey returns the policy-file key whose entries grant a: the rule a

@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -89,4 +91,84 @@ func TestTokenRoleIsWhatThePolicyChecks(t *testing.T) {
 	// A token without a role has the policy's roles of its actor.
 	e.ok(200, &a, "GET", "/v1/artifacts/code-a", nil, bearer(coderTok)...)
 	e.ok(201, &a, "POST", "/v1/artifacts", map[string]any{"name": "code-c", "content": "x"}, bearer(coderTok)...)
+}
+
+// TestTokenRoleSeesNoEventOfWhatItMayNotRead: a token for role planner
+// reads the log (a page, the stream, the status) without one event about
+// an artifact or a note planner may not read, whatever the request names
+// (filters, the actor header); the stream's cursor still moves past them.
+func TestTokenRoleSeesNoEventOfWhatItMayNotRead(t *testing.T) {
+	e := newEnv(t, sqliteDSN(t), server.Options{RequireToken: true})
+	ctx := context.Background()
+	root := workspace.Write{Actor: "root"}
+	_, err := e.ws.Artifacts().Create(ctx, root, workspace.NewArtifact{Name: workspace.PolicyArtifact, Content: []byte(serverPolicy)})
+	require.NoError(t, err)
+	for _, name := range []string{"plan-a", "code-a"} {
+		_, err = e.ws.Artifacts().Create(ctx, root, workspace.NewArtifact{Name: name, Content: []byte("x")})
+		require.NoError(t, err)
+	}
+	_, err = e.ws.Notes().Put(ctx, root, workspace.NotePut{Kind: "constraint", Key: "k", Body: "b"})
+	require.NoError(t, err)
+	_, err = e.ws.Notes().Put(ctx, root, workspace.NotePut{Kind: "decision", Key: "d", Body: "b"})
+	require.NoError(t, err)
+	plannerTok, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "ann", Role: "planner", By: "root"})
+	require.NoError(t, err)
+	// A denied event about code-a, by the planner token.
+	require.ErrorIs(t, e.fails(403, "GET", "/v1/artifacts/code-a", nil, bearer(plannerTok)...), workspace.ErrForbidden)
+	head := e.head()
+
+	hidden := func(ev workspace.Event) bool {
+		return strings.HasPrefix(ev.Subject.Name, "code-") || ev.Subject.ID == "constraint/k"
+	}
+	asPlanner := append(bearer(plannerTok), server.ActorHeader, "root")
+	var all workspace.EventPage
+	e.ok(200, &all, "GET", "/v1/events/history", nil, asPlanner...)
+	var names []string
+	for _, ev := range all.Events {
+		require.False(t, hidden(ev), "event %d: %+v", ev.Seq, ev.Subject)
+		names = append(names, ev.Subject.Name)
+	}
+	assert.Equal(t, []string{workspace.PolicyArtifact, "plan-a", "d"}, names)
+	assert.Equal(t, head, all.Next)
+	for _, q := range []string{"?subject_name=code-a", "?actor=root&subject_kind=artifact", "?subject_kind=note", "?subject_id=constraint/k", "?type=denied", "?after=2&limit=1"} {
+		var page workspace.EventPage
+		e.ok(200, &page, "GET", "/v1/events/history"+q, nil, asPlanner...)
+		for _, ev := range page.Events {
+			require.False(t, hidden(ev), "%s: event %d: %+v", q, ev.Seq, ev.Subject)
+		}
+	}
+	var st workspace.Status
+	e.ok(200, &st, "GET", "/v1/status", nil, asPlanner...)
+	require.NotEmpty(t, st.RecentEvents)
+	for _, ev := range st.RecentEvents {
+		require.False(t, hidden(ev), "status: event %d: %+v", ev.Seq, ev.Subject)
+	}
+
+	// The stream: the backlog, then a live event planner may not read and
+	// one it may. Heartbeats carry the head past the left-out events.
+	ch, cancel := stream(t, e.hs.URL, "?heartbeat=20ms", 0, asPlanner...)
+	defer cancel()
+	_, err = e.ws.Artifacts().Update(ctx, root, workspace.ByName("code-a"), workspace.ArtifactChange{Content: []byte("y")})
+	require.NoError(t, err)
+	_, err = e.ws.Artifacts().Update(ctx, root, workspace.ByName("plan-a"), workspace.ArtifactChange{Content: []byte("y")})
+	require.NoError(t, err)
+	var got []workspace.Event
+	for {
+		r, ok := next(t, ch)
+		require.True(t, ok, "the stream ended")
+		if r.Data == "" {
+			continue
+		}
+		var ev workspace.Event
+		require.NoError(t, json.Unmarshal([]byte(r.Data), &ev))
+		require.False(t, hidden(ev), "stream: event %d: %+v", ev.Seq, ev.Subject)
+		got = append(got, ev)
+		if ev.Seq > head {
+			break
+		}
+	}
+	last := got[len(got)-1]
+	assert.Equal(t, "plan-a", last.Subject.Name)
+	assert.Equal(t, head+2, last.Seq, "the live event planner may not read is left out, not renumbered")
+	assert.Len(t, got, 4)
 }

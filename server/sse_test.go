@@ -26,12 +26,16 @@ type sseRecord struct {
 	Comment bool
 }
 
-// stream opens /v1/events and returns its records as they come.
-func stream(t *testing.T, base, query string, lastID int64) (<-chan sseRecord, func()) {
+// stream opens /v1/events (with the headers hdr, name then value) and
+// returns its records as they come.
+func stream(t *testing.T, base, query string, lastID int64, hdr ...string) (<-chan sseRecord, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, "GET", base+"/v1/events"+query, nil)
 	require.NoError(t, err)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
 	if lastID >= 0 {
 		req.Header.Set("Last-Event-ID", strconv.FormatInt(lastID, 10))
 	}

@@ -153,6 +153,9 @@ func (c *Client) openStream(ctx context.Context, q url.Values, after int64) (io.
 	req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	} else if p, ok := workspace.PrincipalFrom(ctx); ok && p.Actor != "" {
+		// The stream leaves out what this actor may not read, as a page does.
+		req.Header.Set(server.ActorHeader, p.Actor)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -103,5 +103,6 @@ func (harness) Inapplicable() map[string]string {
 		"EventChainSurvivesExportAndImport":       noChain,
 		"GCRemovesWhatNoRuleKeepsInBatches":       noChain,
 		"GCUnderConcurrentWritersAndSubscribers":  noChain,
+		"PolicyExportNeedsTheAdminRight":          "an archive is read and written where the store is (ErrRemoteArchive)",
 	}
 }

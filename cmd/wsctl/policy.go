@@ -211,10 +211,70 @@ func actionList() string {
 }
 
 func (a *app) roleCmd() *cobra.Command {
-	return group("role", "The policy's roles: ls, of ACTOR",
+	return group("role", "The policy's roles: ls, of ACTOR, grant ACTOR ROLE, revoke ACTOR ROLE",
 		a.roleLsCmd(),
 		a.roleOfCmd(),
+		a.roleChangeCmd(true),
+		a.roleChangeCmd(false),
 	)
+}
+
+// roleChangeCmd is role grant (grant) or role revoke: a new version of the
+// policy, written through the engine by workspace.GrantRole/RevokeRole.
+func (a *app) roleChangeCmd(grant bool) *cobra.Command {
+	var wf writeFlags
+	verb, short := "grant", "Give ACTOR the role ROLE in the stored policy (a new version; needs the admin \"policy\" right)"
+	if !grant {
+		verb, short = "revoke", "Take the role ROLE from ACTOR in the stored policy (a new version; needs the admin \"policy\" right)"
+	}
+	cmd := &cobra.Command{
+		Use:   verb + " ACTOR ROLE",
+		Short: short,
+		Long: short + `.
+
+The actor's line in [actors] becomes exact: the roles it held (by name, by a
+pattern, or by default_role) with ROLE added or taken away. The file is
+edited in place and keeps its comments; a layout that cannot be edited so
+(dotted keys, an inline table) is rendered anew, and the command says so.
+The write is conditional on the version read, so a concurrent change is
+never lost (it is re-read and the edit made again). Nothing is written when
+the actor already holds (or lacks) the role.`,
+		Args: cobra.ExactArgs(2),
+		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			by, err := a.actor()
+			if err != nil {
+				return err
+			}
+			return a.with(ctx, func(ws workspace.Workspace) error {
+				change := workspace.GrantRole
+				if !grant {
+					change = workspace.RevokeRole
+				}
+				rc, err := change(ctx, ws, wf.write(by), args[0], args[1])
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(rc)
+				}
+				if rc.Canonical {
+					fmt.Fprintf(a.stderr, "note: %s could not be edited in place; it was rendered anew, without its comments\n", workspace.PolicyArtifact)
+				}
+				roles := orDash(strings.Join(rc.Roles, " "))
+				switch {
+				case !rc.Changed && grant:
+					_, err = fmt.Fprintf(a.stdout, "%s already holds %s (roles: %s); nothing written\n", rc.Actor, rc.Role, roles)
+				case !rc.Changed:
+					_, err = fmt.Fprintf(a.stdout, "%s does not hold %s (roles: %s); nothing written\n", rc.Actor, rc.Role, roles)
+				default:
+					_, err = fmt.Fprintf(a.stdout, "policy version %d: %s now holds %s\n", rc.Version, rc.Actor, roles)
+				}
+				return err
+			})
+		}),
+	}
+	wf.add(cmd)
+	return cmd
 }
 
 func (a *app) roleLsCmd() *cobra.Command {

@@ -65,7 +65,9 @@ func (a *app) setupCmd() *cobra.Command {
 it starts 'wsctl mcp' as an MCP server named agentspace:
 
   claude  .mcp.json, .claude/settings.json (a SessionStart hook running
-          'wsctl prime'), and a block in CLAUDE.md
+          'wsctl prime', and a PreToolUse hook on Edit|MultiEdit|Write
+          running 'wsctl hook pre-edit', which blocks an edit the
+          workspace's policy forbids), and a block in CLAUDE.md
   codex   .codex/config.toml ([mcp_servers.agentspace]; Codex reads it in
           trusted projects), and a block in AGENTS.md
   gemini  .gemini/settings.json (mcpServers), and a block in GEMINI.md
@@ -109,7 +111,12 @@ nothing outside --dir. The server finds the workspace as wsctl does
 				return err
 			}
 			if target.hook {
-				if err := s.claudeHook(".claude/settings.json", command+" prime --as "+shellWord(actor)); err != nil {
+				as := " --as " + shellWord(actor)
+				if err := s.claudeHooks(".claude/settings.json", []claudeHook{
+					{event: "SessionStart", matcher: "startup|resume|clear|compact", command: command + " prime" + as},
+					// Refuses an edit the policy forbids before it happens.
+					{event: "PreToolUse", matcher: strings.Join(editTools, "|"), command: command + " hook pre-edit" + as},
+				}); err != nil {
 					return err
 				}
 			}
@@ -229,32 +236,47 @@ func (s setup) jsonKey(rel string, path []string, value any) error {
 	return s.writeJSON(rel, doc, old, existed)
 }
 
-// claudeHook adds a SessionStart hook running command, unless one does.
-func (s setup) claudeHook(rel, command string) error {
+// claudeHook is one hook setup adds to Claude Code's settings.
+type claudeHook struct {
+	event, matcher, command string
+}
+
+// claudeHooks adds each hook to the settings file rel, unless a hook of
+// its event runs its command already, keeping everything else the file
+// holds (other hooks, permissions, the user's settings).
+func (s setup) claudeHooks(rel string, add []claudeHook) error {
 	doc, old, existed, err := s.readJSON(rel)
 	if err != nil {
 		return err
 	}
-	hooks, _ := doc["hooks"].(map[string]any)
+	hooks, ok := doc["hooks"].(map[string]any)
+	if !ok && doc["hooks"] != nil {
+		return usageErrorf("%s: \"hooks\" is not an object: fix it, then run setup again", rel)
+	}
 	if hooks == nil {
 		hooks = map[string]any{}
 		doc["hooks"] = hooks
 	}
-	starts, _ := hooks["SessionStart"].([]any)
-	for _, g := range starts {
-		group, _ := g.(map[string]any)
-		inner, _ := group["hooks"].([]any)
-		if slices.ContainsFunc(inner, func(h any) bool {
-			hm, _ := h.(map[string]any)
-			return hm["command"] == command
-		}) {
-			return s.writeJSON(rel, doc, old, existed)
+	for _, h := range add {
+		groups, ok := hooks[h.event].([]any)
+		if !ok && hooks[h.event] != nil {
+			return usageErrorf("%s: hooks.%s is not a list: fix it, then run setup again", rel, h.event)
 		}
+		if slices.ContainsFunc(groups, func(g any) bool {
+			group, _ := g.(map[string]any)
+			inner, _ := group["hooks"].([]any)
+			return slices.ContainsFunc(inner, func(x any) bool {
+				hm, _ := x.(map[string]any)
+				return hm["command"] == h.command
+			})
+		}) {
+			continue
+		}
+		hooks[h.event] = append(groups, map[string]any{
+			"matcher": h.matcher,
+			"hooks":   []any{map[string]any{"type": "command", "command": h.command}},
+		})
 	}
-	hooks["SessionStart"] = append(starts, map[string]any{
-		"matcher": "startup|resume|clear|compact",
-		"hooks":   []any{map[string]any{"type": "command", "command": command}},
-	})
 	return s.writeJSON(rel, doc, old, existed)
 }
 

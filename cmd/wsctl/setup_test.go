@@ -59,6 +59,10 @@ func TestSetupWritesEachAgentsConfigAndIsIdempotent(t *testing.T) {
 				require.Len(t, hooks, 1)
 				cmd := hooks[0].(map[string]any)["hooks"].([]any)[0].(map[string]any)["command"]
 				assert.Equal(t, "wsctl prime --as claude", cmd)
+				pre := readJSONFile(t, filepath.Join(dir, ".claude", "settings.json"))["hooks"].(map[string]any)["PreToolUse"].([]any)
+				require.Len(t, pre, 1)
+				assert.Equal(t, "Edit|MultiEdit|Write", pre[0].(map[string]any)["matcher"])
+				assert.Equal(t, "wsctl hook pre-edit --as claude", pre[0].(map[string]any)["hooks"].([]any)[0].(map[string]any)["command"])
 				assert.FileExists(t, filepath.Join(dir, "CLAUDE.md"))
 			case "codex":
 				var doc map[string]any

@@ -10,6 +10,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -20,6 +21,12 @@ const archivePage = 1000
 // what it wrote.
 func (h *handle) Export(ctx context.Context, w io.Writer, opts workspace.ArchiveOptions) (workspace.ArchiveStats, error) {
 	if err := h.alive(); err != nil {
+		return workspace.ArchiveStats{}, err
+	}
+	// An archive holds every record and the whole log: filtering it would
+	// break its chain and make a restore lose data, so it needs the admin
+	// "export" right instead (checked for ctx's principal, if any).
+	if err := h.allowAdmin(ctx, policy.AdminExport); err != nil {
 		return workspace.ArchiveStats{}, err
 	}
 	p := &progress{opts: opts}

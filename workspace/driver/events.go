@@ -263,12 +263,19 @@ func (e events) Read(ctx context.Context, q workspace.EventQuery) (workspace.Eve
 	if err := checkQuery(&q, true); err != nil {
 		return workspace.EventPage{}, err
 	}
+	keep, err := e.h.eventFilter(ctx)
+	if err != nil {
+		return workspace.EventPage{}, err
+	}
 	var page workspace.EventPage
-	err := e.h.view(ctx, "events.read", func(tx ReadTx) error {
+	err = e.h.view(ctx, "events.read", func(tx ReadTx) error {
 		var err error
 		page, err = readPage(ctx, tx, q)
 		return err
 	})
+	// Next stays the unfiltered page's: a left-out event's seq advances
+	// the cursor, and a page may hold fewer than Limit with more to follow.
+	page.Events = filterEvents(page.Events, keep)
 	return page, err
 }
 
@@ -362,7 +369,7 @@ func (e events) Subscribe(ctx context.Context, r workspace.SubscribeRequest) (*w
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		defer context.AfterFunc(h.ctx, cancel)()
-		return h.hub.follow(ctx, h.ctx.Done(), send, q, hb)
+		return h.hub.follow(ctx, h.ctx.Done(), send, q, hb, func() (func(workspace.Event) bool, error) { return h.eventFilter(ctx) })
 	}), nil
 }
 
@@ -370,7 +377,13 @@ func (e events) Subscribe(ctx context.Context, r workspace.SubscribeRequest) (*w
 // cursor, send it, and when caught up wait for the head to move. closed
 // is the subscribing handle's: the subscription ends when it closes. It
 // returns why the stream ended: ErrClosed, a *CompactedError or ctx's error.
-func (b *hub) follow(ctx context.Context, closed <-chan struct{}, send func(workspace.Message) bool, q workspace.EventQuery, hb time.Duration) error {
+//
+// filter gives, for each page, the events the subscriber may read (nil:
+// all): it is asked again per page, so a policy change binds a running
+// stream too. A left-out event is not sent, but the cursor moves past it
+// (a progress message's head says how far), so a stream resumed after the
+// last seq it got reads the left-out ones again and leaves them out again.
+func (b *hub) follow(ctx context.Context, closed <-chan struct{}, send func(workspace.Message) bool, q workspace.EventQuery, hb time.Duration, filter func() (func(workspace.Event) bool, error)) error {
 	end := func(err error) error {
 		select {
 		case <-closed:
@@ -387,8 +400,8 @@ func (b *hub) follow(ctx context.Context, closed <-chan struct{}, send func(work
 	for {
 		wake := b.watch()
 		page, ok := b.fromRecent(q)
-		var err error
-		if !ok {
+		keep, err := filter()
+		if err == nil && !ok {
 			err = b.h.st.View(ctx, func(tx ReadTx) error {
 				var err error
 				page, err = readPage(ctx, tx, q)
@@ -414,6 +427,9 @@ func (b *hub) follow(ctx context.Context, closed <-chan struct{}, send func(work
 		}
 		backoff = 10 * time.Millisecond
 		for _, ev := range page.Events {
+			if keep != nil && !keep(ev) {
+				continue
+			}
 			if !send(workspace.Message{Event: ev, Head: page.Head}) {
 				return end(nil)
 			}
@@ -441,8 +457,14 @@ func (b *hub) follow(ctx context.Context, closed <-chan struct{}, send func(work
 }
 
 func (h *handle) Status(ctx context.Context) (workspace.Status, error) {
+	// The counts are numbers, and tasks and locks have no read right; the
+	// recent events leave out what the principal may not read.
+	keep, err := h.eventFilter(ctx)
+	if err != nil {
+		return workspace.Status{}, err
+	}
 	var st workspace.Status
-	err := h.view(ctx, "status", func(tx ReadTx) error {
+	err = h.view(ctx, "status", func(tx ReadTx) error {
 		var err error
 		if st.Head, err = tx.Head(ctx); err != nil {
 			return err
@@ -472,6 +494,7 @@ func (h *handle) Status(ctx context.Context) (workspace.Status, error) {
 		}
 		after := max(st.Head-20, st.Floor-1, 0)
 		st.RecentEvents, err = tx.Events(ctx, workspace.EventQuery{AfterSeq: after, Limit: 20})
+		st.RecentEvents = filterEvents(st.RecentEvents, keep)
 		return err
 	})
 	if err != nil {

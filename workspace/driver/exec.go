@@ -23,6 +23,10 @@ type exec struct {
 	events []workspace.Event
 	// refused, when set, receives an op the policy refused (policy.go).
 	refused *refusal
+	// authTask is the task authorize read for a batch's first op, an
+	// UpdateTaskOp: that op takes it rather than reading it again (a
+	// round trip on PostgreSQL). Nothing is written between the two.
+	authTask *workspace.Task
 }
 
 func (x *exec) emit(typ string, subj workspace.Subject, version int64, msg string) {
@@ -336,8 +340,13 @@ func (x *exec) reap(ctx context.Context, t workspace.Task) (workspace.Task, erro
 }
 
 func (x *exec) updateTask(ctx context.Context, o workspace.UpdateTaskOp) (*workspace.Task, error) {
-	t, err := x.task(ctx, o.ID)
-	if err != nil {
+	var (
+		t   workspace.Task
+		err error
+	)
+	if p := x.authTask; p != nil && p.ID == o.ID {
+		t, x.authTask = *p, nil
+	} else if t, err = x.task(ctx, o.ID); err != nil {
 		return nil, err
 	}
 	if err := checkIfVersion(taskSubject(t), o.IfVersion, t.Version); err != nil {

@@ -55,6 +55,9 @@ type job struct {
 	hints []ReadHint
 	// apply runs the job's writes on x and records its results in the job.
 	apply func(ctx context.Context, x *exec) error
+	// authorize, when set, checks the job's ops against the policy on x
+	// without writing: a replay of an idempotent request is checked again.
+	authorize func(ctx context.Context, x *exec) error
 
 	// Set by the committer before done is closed.
 	res      workspace.BatchResult
@@ -497,6 +500,20 @@ func (h *core) runJob(ctx context.Context, tx Tx, sp Savepointer, now time.Time,
 			if rec.Fingerprint != j.fingerprint {
 				return false, invalid("idempotency key", "was used by %q for a different request within its retention", j.actor)
 			}
+			// A replay is a request of its own: an actor that has lost the
+			// right since gets no success for a write it may no longer do
+			// (nor the records it may no longer read), and the refusal says
+			// the first request committed, so it is not taken for undone.
+			if j.authorize != nil {
+				x := &exec{h: h, tx: writeMarker{Tx: tx, wrote: &wrote}, actor: j.actor, now: now, refused: &j.refused}
+				if err := j.authorize(ctx, x); err != nil {
+					var fe *workspace.ForbiddenError
+					if errors.As(err, &fe) {
+						fe.Reason += "; " + replayedNote(rec.Result)
+					}
+					return false, err
+				}
+			}
 			j.res = rec.Result
 			j.res.Replayed = true
 			j.events = j.res.Events
@@ -652,4 +669,14 @@ func fingerprint(ops []workspace.Op) string {
 		h.Write([]byte{'\n'})
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// replayedNote says, for a refused replay, that its first request
+// committed, and where in the log.
+func replayedNote(r workspace.BatchResult) string {
+	where := ""
+	if n := len(r.Events); n > 0 {
+		where = fmt.Sprintf(" (events %d to %d)", r.Events[0].Seq, r.Events[n-1].Seq)
+	}
+	return "the request with this idempotency key committed earlier" + where + ", while it was allowed; its result is withheld"
 }

@@ -188,12 +188,21 @@ func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (
 	if b.IdempotencyKey != "" {
 		j.idemKey, j.fingerprint = idemScope(b.Actor, b.IdempotencyKey), fingerprint(ops)
 	}
-	j.apply = func(ctx context.Context, x *exec) error {
+	authorize := func(ctx context.Context, x *exec) error {
 		if i, err := x.authorize(ctx, who, ops); err != nil {
 			if len(ops) == 1 {
 				return err
 			}
 			return &workspace.BatchError{Index: i, Op: b.Ops[i], Err: err}
+		}
+		return nil
+	}
+	if !who.none() {
+		j.authorize = authorize
+	}
+	j.apply = func(ctx context.Context, x *exec) error {
+		if err := authorize(ctx, x); err != nil {
+			return err
 		}
 		for i, op := range ops {
 			r, err := x.apply(ctx, op)
@@ -207,6 +216,7 @@ func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (
 				return &workspace.BatchError{Index: i, Op: b.Ops[i], Err: err}
 			}
 			j.res.Results = append(j.res.Results, r)
+			x.authTask = nil // only the first op may take it
 		}
 		return nil
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -270,7 +272,7 @@ func artifactReadable(allow func(policy.Action, string) bool, name string) bool 
 func (x *exec) authorize(ctx context.Context, w who, ops []workspace.Op) (int, error) {
 	for i, op := range ops {
 		if !w.none() {
-			a, object, subj, err := x.opAction(ctx, w, op)
+			a, object, subj, err := x.opAction(ctx, w, op, i == 0)
 			if err != nil {
 				return i, err
 			}
@@ -309,7 +311,8 @@ func (x *exec) denied(err error, subj workspace.Subject) {
 
 // opAction returns what op needs: its action, object and subject. An op on
 // a record that does not exist needs nothing here: it fails on its own.
-func (x *exec) opAction(ctx context.Context, w who, op workspace.Op) (policy.Action, string, workspace.Subject, error) {
+// first says op is the batch's first, which may keep the task it reads.
+func (x *exec) opAction(ctx context.Context, w who, op workspace.Op, first bool) (policy.Action, string, workspace.Subject, error) {
 	artifact := func(ref workspace.ArtifactRef, a policy.Action) (policy.Action, string, workspace.Subject, error) {
 		name := ref.Name
 		if name == "" {
@@ -343,6 +346,9 @@ func (x *exec) opAction(ctx context.Context, w who, op workspace.Op) (policy.Act
 		}
 		if err != nil {
 			return "", "", workspace.Subject{}, err
+		}
+		if first {
+			x.authTask = &t
 		}
 		subj := workspace.Subject{Kind: "task", ID: t.ID, Name: t.Title}
 		own := t.Assignee == w.actor || (t.Assignee == "" && t.CreatedBy == w.actor)
@@ -494,4 +500,52 @@ func (h *handle) allowArtifactRead(ctx context.Context, name, id string) error {
 		return nil
 	}
 	return h.allowRead(ctx, policy.ArtifactRead, name, workspace.Subject{Kind: "artifact", ID: id, Name: name})
+}
+
+// eventFilter returns a predicate for events: those ctx's principal may
+// read. It is nil when nothing is filtered (no principal, no policy).
+//
+// An event about an artifact needs artifact.read on its name (the policy's
+// own events are readable by everyone), one about a note note.read on its
+// kind (admin "tokens" for the server's tokens), and a denied event the
+// same read right on the record it names. Task and lock events pass: the
+// policy has no read right on tasks or locks.
+func (h *handle) eventFilter(ctx context.Context) (func(workspace.Event) bool, error) {
+	allow, err := h.readFilter(ctx)
+	if allow == nil || err != nil {
+		return nil, err
+	}
+	return func(e workspace.Event) bool { return eventReadable(allow, e) }, nil
+}
+
+// eventReadable reports whether e may be read under allow.
+func eventReadable(allow func(policy.Action, string) bool, e workspace.Event) bool {
+	switch e.Subject.Kind {
+	case workspace.SubjectArtifact:
+		return artifactReadable(allow, e.Subject.Name)
+	case workspace.SubjectNote:
+		kind, _, _ := strings.Cut(e.Subject.ID, "/")
+		return allow(noteAction(false, kind))
+	case workspace.SubjectPolicy:
+		// A denied event's ID is the action refused, its Name the record's
+		// name (an artifact's name, a note's KIND/KEY).
+		switch a := policy.Action(e.Subject.ID); a {
+		case policy.ArtifactRead, policy.ArtifactWrite, policy.ArtifactDelete:
+			return artifactReadable(allow, e.Subject.Name)
+		case policy.NoteRead, policy.NoteWrite:
+			kind, _, _ := strings.Cut(e.Subject.Name, "/")
+			return allow(noteAction(false, kind))
+		case policy.AdminTokens:
+			return allow(policy.AdminTokens, "")
+		}
+	}
+	return true
+}
+
+// filterEvents removes from evs what keep refuses, in place.
+func filterEvents(evs []workspace.Event, keep func(workspace.Event) bool) []workspace.Event {
+	if keep == nil {
+		return evs
+	}
+	return slices.DeleteFunc(evs, func(e workspace.Event) bool { return !keep(e) })
 }
