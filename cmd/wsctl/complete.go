@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"strings"
 	"time"
 
@@ -11,8 +12,14 @@ import (
 )
 
 // completionTimeout bounds how long a shell waits for candidates read from
-// the workspace.
-const completionTimeout = 2 * time.Second
+// the workspace; AGENTSPACE_COMPLETION_TIMEOUT (a Go duration) changes it,
+// for a slow store or a loaded machine.
+func completionTimeout() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("AGENTSPACE_COMPLETION_TIMEOUT")); err == nil && d > 0 {
+		return d
+	}
+	return 2 * time.Second
+}
 
 // completer lists candidates for the word being completed, from ws.
 type completer func(ctx context.Context, ws workspace.Workspace, args []string, toComplete string) ([]string, error)
@@ -70,7 +77,7 @@ func (a *app) addCompletions(root *cobra.Command) {
 // creating one), and on any failure offers nothing rather than an error.
 func (a *app) complete(fn completer) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
+		ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout())
 		defer cancel()
 		var out []string
 		err := a.with(ctx, func(ws workspace.Workspace) error {
