@@ -99,7 +99,7 @@ func build() (string, error) {
 	if raceEnabled {
 		args = append(args, "-race")
 	}
-	cmd := exec.Command("go", append(args, "./cmd/wsctl")...)
+	cmd := exec.Command("go", append(args, "./cmd/wsctl")...) // #nosec G204 -- fixed arguments: go build [-race] -o a temporary file
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build wsctl: %v\n%s", err, out)
@@ -205,7 +205,7 @@ var serving = regexp.MustCompile(` on (http://\S+) for `)
 // t.Cleanup. The workspace must exist (wsctl serve does not create one).
 func Serve(t testing.TB, bin, dsn string, args ...string) *Server {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"--dsn", dsn, "serve", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"--dsn", dsn, "serve", "--listen", "127.0.0.1:0"}, args...)...) // #nosec G204 -- the wsctl Binary built, with the test's arguments
 	cmd.Env = Env()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -259,7 +259,7 @@ func ReadmeScript(t testing.TB, shebang string) string {
 	if err != nil {
 		t.Fatalf("wsctltest: %v", err)
 	}
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	b, err := os.ReadFile(filepath.Join(root, "README.md")) // #nosec G304 -- this module's README
 	if err != nil {
 		t.Fatalf("wsctltest: %v", err)
 	}
