@@ -69,7 +69,7 @@ func build() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := ""
+	dir, cached := "", false
 	if cache, err := os.UserCacheDir(); err == nil {
 		dir = filepath.Join(cache, "agentspace-test", "wsctl-"+key)
 		bin := filepath.Join(dir, "wsctl")
@@ -81,6 +81,7 @@ func build() (string, error) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			dir = ""
 		}
+		cached = dir != ""
 	}
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "wsctltest-"); err != nil {
@@ -108,7 +109,9 @@ func build() (string, error) {
 	if err := os.Rename(tmp.Name(), bin); err != nil {
 		return "", err
 	}
-	pruneCache(filepath.Dir(dir), dir)
+	if cached {
+		pruneCache(filepath.Dir(dir), dir)
+	}
 	return bin, nil
 }
 
