@@ -6,7 +6,6 @@
 package clients_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -25,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
+	"github.com/agentspace/agentspace/internal/wsctltest"
 )
 
 // node returns the paths of node and npm, or skips (fails under
@@ -49,12 +49,8 @@ func repoDir(t *testing.T, parts ...string) string {
 	return filepath.Join(append([]string{filepath.Dir(file), ".."}, parts...)...)
 }
 
-var (
-	installMu sync.Mutex
-	wsctlOnce sync.Once
-	wsctlPath string
-	wsctlErr  error
-)
+// installMu makes the tests install one npm tree at a time.
+var installMu sync.Mutex
 
 // npmCI installs dir's locked dependencies unless they are there
 // (.ci/run installs them first; `npm ci` also builds the client).
@@ -73,99 +69,23 @@ func npmCI(t *testing.T, npm, dir, probe string) {
 	require.NoError(t, err, "npm ci in %s: %s", dir, out)
 }
 
-// wsctl builds the wsctl binary once, with the race detector when this
-// test has it (so the build reuses the test's compiled packages).
-func wsctl(t *testing.T) string {
-	t.Helper()
-	wsctlOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "clients-wsctl-")
-		if err != nil {
-			wsctlErr = err
-			return
-		}
-		wsctlPath = filepath.Join(dir, "wsctl")
-		args := []string{"build", "-o", wsctlPath}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		cmd := exec.Command("go", append(args, "./cmd/wsctl")...)
-		cmd.Dir = repoDir(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			wsctlErr = err
-			wsctlPath = string(out)
-		}
-	})
-	require.NoError(t, wsctlErr, "go build wsctl: %s", wsctlPath)
-	return wsctlPath
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if wsctlPath != "" && wsctlErr == nil {
-		_ = os.RemoveAll(filepath.Dir(wsctlPath))
-	}
-	os.Exit(code)
-}
-
 // server is a running `wsctl serve`.
 type server struct {
-	url, dsn, bin string
-	logs          *bytes.Buffer
-}
-
-func serverEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "AGENTSPACE_") || strings.HasPrefix(kv, "AGENTSPACE_TEST_") {
-			env = append(env, kv)
-		}
-	}
-	return append(append(env, "GORACE=atexit_sleep_ms=0"), extra...)
+	*wsctltest.Server
+	dsn, bin string
 }
 
 // serve initialises dsn's workspace and starts `wsctl serve` on it.
 func serve(t *testing.T, dsn string) *server {
 	t.Helper()
-	bin := wsctl(t)
-	init := exec.Command(bin, "--dsn", dsn, "init")
-	init.Env = serverEnv()
-	out, err := init.CombinedOutput()
-	require.NoError(t, err, "wsctl init: %s", out)
-
-	cmd := exec.Command(bin, "--dsn", dsn, "serve", "--listen", "127.0.0.1:0", "--heartbeat", "200ms")
-	cmd.Env = serverEnv()
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	s := &server{dsn: dsn, bin: bin, logs: &bytes.Buffer{}}
-	found := make(chan string, 1)
-	var mu sync.Mutex
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		re := regexp.MustCompile(`on (http://\S+) for`)
-		for sc.Scan() {
-			mu.Lock()
-			s.logs.WriteString(sc.Text() + "\n")
-			mu.Unlock()
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-	}()
-	select {
-	case s.url = <-found:
-	case <-time.After(60 * time.Second):
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("wsctl serve did not start: %s", s.logs)
-	}
-	return s
+	bin := wsctltest.Binary(t)
+	wsctltest.Init(t, bin, dsn)
+	return &server{Server: wsctltest.Serve(t, bin, dsn, "--heartbeat", "200ms"), dsn: dsn, bin: bin}
 }
 
 // env is the environment of a node process talking to s.
 func (s *server) env(actor string) []string {
-	return serverEnv("AGENTSPACE_URL="+s.url, "AGENTSPACE_ACTOR="+actor, "AGENTSPACE_TEST_WSCTL="+s.bin, "AGENTSPACE_TEST_DSN="+s.dsn)
+	return wsctltest.Env("AGENTSPACE_URL="+s.URL, "AGENTSPACE_ACTOR="+actor, "AGENTSPACE_TEST_WSCTL="+s.bin, "AGENTSPACE_TEST_DSN="+s.dsn)
 }
 
 func run(t *testing.T, dir string, env []string, name string, args ...string) string {
@@ -251,7 +171,7 @@ func TestOpenAPITypesAreGeneratedFromTheServedDocument(t *testing.T) {
 	n, npm := node(t)
 	dir := clientDir(t, n, npm)
 	s := serve(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
-	resp, err := http.Get(s.url + "/v1/openapi.json")
+	resp, err := http.Get(s.URL + "/v1/openapi.json")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	doc, err := io.ReadAll(resp.Body)
@@ -259,7 +179,7 @@ func TestOpenAPITypesAreGeneratedFromTheServedDocument(t *testing.T) {
 	tmp := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(tmp, "openapi.json"), doc, 0o600))
 	gen := filepath.Join(tmp, "openapi.ts")
-	run(t, dir, serverEnv(), n, filepath.Join("node_modules", "openapi-typescript", "bin", "cli.js"), filepath.Join(tmp, "openapi.json"), "-o", gen)
+	run(t, dir, wsctltest.Env(), n, filepath.Join("node_modules", "openapi-typescript", "bin", "cli.js"), filepath.Join(tmp, "openapi.json"), "-o", gen)
 	want, err := os.ReadFile(gen)
 	require.NoError(t, err)
 	have, err := os.ReadFile(filepath.Join(dir, "src", "openapi.ts"))

@@ -50,7 +50,7 @@ func TestLangGraphTeamExampleResumesAfterKill(t *testing.T) {
 	second := exec.CommandContext(ctx, n, "team.mjs", "kill-me")
 	second.Dir, second.Env = dir, env
 	out, err := second.CombinedOutput()
-	require.NoError(t, err, "%s\nserver:\n%s", out, s.logs)
+	require.NoError(t, err, "%s\nserver:\n%s", out, s.Logs())
 	line := func(prefix string) []byte {
 		for _, l := range strings.Split(string(out), "\n") {
 			if strings.HasPrefix(l, prefix) {

@@ -8,7 +8,7 @@ import (
 
 // TestConformance runs the suite through a server on loopback TCP in
 // front of SQLite.
-func TestConformance(t *testing.T) { conformance.Run(t, harness{}) }
+func TestConformance(t *testing.T) { conformance.Run(t, newHarness(t, false)) }
 
 // The unix-socket transport is the same client and server over another
 // dialer: TestScenarioFileInOneWorkspace runs the shared scenario through
@@ -16,4 +16,4 @@ func TestConformance(t *testing.T) { conformance.Run(t, harness{}) }
 
 // TestConformancePostgres runs it through a server on loopback TCP in
 // front of PostgreSQL (skipped, loudly, where there is none; see pgtest).
-func TestConformancePostgres(t *testing.T) { conformance.Run(t, harness{postgres: true}) }
+func TestConformancePostgres(t *testing.T) { conformance.Run(t, newHarness(t, true)) }

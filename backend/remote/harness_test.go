@@ -3,10 +3,14 @@ package remote_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,16 +69,80 @@ func serve(t testing.TB, storeDSN string, unix bool, opts server.Options) string
 	return dsn
 }
 
-// sqliteDSN is a fresh SQLite store, as the SQLite backend's own
-// conformance harness makes them.
-func sqliteDSN(t testing.TB) string {
-	return "sqlite:" + filepath.Join(t.TempDir(), "ws.db") + "?ws_poll=10ms&ws_index_batch=3"
+// sqliteParams are the SQLite backend's own conformance harness's: a
+// short poll interval, and an index batch that puts filtered reads across
+// the event log's indexed boundary.
+const sqliteParams = "?ws_poll=10ms&ws_index_batch=3"
+
+var (
+	emptyOnce sync.Once
+	emptyPath string
+	emptyErr  error
+)
+
+// emptyStore makes, once per test process, a migrated SQLite store with
+// nothing in it, closed (its WAL checkpointed away), for sqliteDSN to copy.
+func emptyStore() (string, error) {
+	emptyOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "remote-empty-")
+		if err != nil {
+			emptyErr = err
+			return
+		}
+		emptyPath = filepath.Join(dir, "ws.db")
+		ws, err := workspace.Open(context.Background(), "sqlite:"+emptyPath+sqliteParams)
+		if err != nil {
+			emptyErr = err
+			return
+		}
+		if emptyErr = ws.Close(); emptyErr != nil {
+			return
+		}
+		if fi, err := os.Stat(emptyPath + "-wal"); err == nil && fi.Size() > 0 {
+			emptyErr = fmt.Errorf("%s-wal holds %d bytes after Close", emptyPath, fi.Size())
+		}
+	})
+	return emptyPath, emptyErr
 }
 
-// harness hands the suite a fresh store behind a fresh server per DSN.
+// TestMain removes the empty store sqliteDSN copies.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if emptyPath != "" {
+		_ = os.RemoveAll(filepath.Dir(emptyPath))
+	}
+	os.Exit(code)
+}
+
+// sqliteDSN is a fresh SQLite store: a copy of a migrated empty one. The
+// remote suite needs an empty workspace per case, not SQLite's migrations
+// run once more per case (the SQLite backend's own tests run those); the
+// copy saves about a tenth of the SQLite run's CPU.
+func sqliteDSN(t testing.TB) string {
+	t.Helper()
+	from, err := emptyStore()
+	require.NoError(t, err)
+	b, err := os.ReadFile(from) // #nosec G304 -- the store emptyStore made
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "ws.db")
+	require.NoError(t, os.WriteFile(path, b, 0o600))
+	return "sqlite:" + path + sqliteParams
+}
+
+// harness hands the suite a fresh store per DSN, each behind a server of
+// its own (server.New) mounted at a path of one HTTP server that the whole
+// run shares: a case's DSN is http://127.0.0.1:PORT/s/N, and its clients
+// speak real HTTP over loopback TCP to it as to any server, the path
+// prefix being part of the base URL as a reverse proxy would have it.
 type harness struct {
-	unix     bool
 	postgres bool
+	shared   *sharedServer
+}
+
+// newHarness starts the shared server, stopped when t ends (after every
+// case of the run).
+func newHarness(t *testing.T, postgres bool) harness {
+	return harness{postgres: postgres, shared: startShared(t)}
 }
 
 func (h harness) NewDSN(t testing.TB) string {
@@ -86,7 +154,94 @@ func (h harness) NewDSN(t testing.TB) string {
 	}
 	// A short MaxWait makes every long poll of the suite go round the
 	// client's loop at least once.
-	return serve(t, store, h.unix, server.Options{MaxWait: 2 * time.Second})
+	return h.shared.mount(t, store, server.Options{MaxWait: 2 * time.Second})
+}
+
+// sharedServer is one HTTP server in front of many workspaces, each at
+// /s/N/ with a server.Server of its own.
+type sharedServer struct {
+	url string
+
+	mu     sync.Mutex
+	next   int
+	routes map[string]*route
+}
+
+// route is one workspace's server and the requests it is answering.
+type route struct {
+	h        http.Handler
+	inflight sync.WaitGroup
+}
+
+// startShared listens on loopback TCP and serves until t's cleanup.
+func startShared(t *testing.T) *sharedServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := &sharedServer{url: "http://" + ln.Addr().String(), routes: map[string]*route{}}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(ctx)
+		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return s
+}
+
+// ServeHTTP hands a request for /s/N/... to workspace N's server, with the
+// prefix stripped; a request for a workspace whose case ended is a 404.
+func (s *sharedServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/s/"), "/")
+	s.mu.Lock()
+	rt := s.routes[id]
+	if rt != nil {
+		rt.inflight.Add(1)
+	}
+	s.mu.Unlock()
+	if rt == nil {
+		http.NotFound(w, r)
+		return
+	}
+	defer rt.inflight.Done()
+	rt.h.ServeHTTP(w, r)
+}
+
+// mount opens the store storeDSN names, mounts a server in front of it,
+// and returns the DSN that reaches it. t.Cleanup unmounts it, drains it
+// (event streams end), waits for the requests under way, and closes the
+// store: what shutting down a server of its own did.
+func (s *sharedServer) mount(t testing.TB, storeDSN string, opts server.Options) string {
+	t.Helper()
+	ws, err := workspace.Open(context.Background(), storeDSN)
+	require.NoError(t, err)
+	srv, err := server.New(ws, opts)
+	require.NoError(t, err)
+	s.mu.Lock()
+	s.next++
+	id := strconv.Itoa(s.next)
+	rt := &route{h: http.StripPrefix("/s/"+id, srv)}
+	s.routes[id] = rt
+	s.mu.Unlock()
+	t.Cleanup(func() {
+		s.mu.Lock()
+		delete(s.routes, id)
+		s.mu.Unlock()
+		srv.Drain()
+		done := make(chan struct{})
+		go func() { rt.inflight.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Errorf("workspace %s: requests still under way 10s after its case ended", id)
+		}
+		_ = ws.Close()
+	})
+	return s.url + "/s/" + id
 }
 
 // Inapplicable lists the cases that cannot apply to a client of a

@@ -5,17 +5,13 @@
 package pythonclient_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
+	"github.com/agentspace/agentspace/internal/wsctltest"
 )
 
 // python returns the python3 to run, 3.10 or newer: missing, the tests
@@ -42,69 +39,20 @@ func python(t testing.TB) string {
 	return py
 }
 
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
-
-// wsctlBinary builds cmd/wsctl once per test process, with the race
-// detector when the test has it, so that the build reuses the packages the
-// test run compiled.
-func wsctlBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "agentspace-pytest")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "wsctl")
-		args := []string{"build", "-o", builtBin}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		args = append(args, "github.com/agentspace/agentspace/cmd/wsctl")
-		out, err := exec.Command("go", args...).CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build wsctl: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, buildErr)
-	return builtBin
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if builtBin != "" {
-		_ = os.RemoveAll(filepath.Dir(builtBin))
-	}
-	os.Exit(code)
-}
-
-// initStore makes the workspace the Python tests' servers serve.
-func initStore(t testing.TB, bin, dsn string) {
-	t.Helper()
-	out, err := exec.Command(bin, "--dsn", dsn, "init").CombinedOutput()
-	require.NoError(t, err, "wsctl init: %s", out)
-}
-
 // runSuite runs `python3 -m unittest discover` on the store and returns
 // its output; a failing suite fails the test with all of it.
 func runSuite(t *testing.T, store string) string {
 	py := python(t)
-	bin := wsctlBinary(t)
-	initStore(t, bin, store)
+	bin := wsctltest.Binary(t)
+	wsctltest.Init(t, bin, store)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "discover", "-s", "tests", "-v")
-	cmd.Env = append(os.Environ(),
+	cmd.Env = wsctltest.Env(
 		"PYTHONPATH=src",
 		"PYTHONDONTWRITEBYTECODE=1",
 		"AGENTSPACE_TEST_WSCTL="+bin,
 		"AGENTSPACE_TEST_STORE="+store,
-		"AGENTSPACE_URL=", "AGENTSPACE_TOKEN=",
-		"GORACE=atexit_sleep_ms=0",
 	)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
@@ -178,10 +126,10 @@ func TestPythonClientInstallsOffline(t *testing.T) {
 	assert.Equal(t, "True", lines[1], "py.typed is installed")
 
 	// The installed package runs the README's snippet.
-	bin := wsctlBinary(t)
+	bin := wsctltest.Binary(t)
 	store := "sqlite:" + filepath.Join(dir, "ws.db")
-	initStore(t, bin, store)
-	url := serve(t, bin, store)
+	wsctltest.Init(t, bin, store)
+	url := wsctltest.Serve(t, bin, store).URL
 	out, err = exec.Command(bin, "--dsn", store, "--as", "lead", "task", "add", "write the plan").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	run := exec.Command(vpy, "readme_example.py")
@@ -203,41 +151,6 @@ func TestReadmeFromPythonIsTheTestedFile(t *testing.T) {
 	m := regexp.MustCompile("(?s)<!-- clients/python/examples/readme_example.py -->\n```python\n(.*?)```\n").FindSubmatch(readme)
 	require.NotNil(t, m, "README has the snippet, marked with its file")
 	assert.Equal(t, string(file), string(m[1]))
-}
-
-// serve starts `wsctl serve` on the store and returns its URL.
-func serve(t testing.TB, bin, store string) string {
-	t.Helper()
-	cmd := exec.Command(bin, "--dsn", store, "serve", "--listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	found := make(chan string, 1)
-	var logs bytes.Buffer
-	var mu sync.Mutex
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		re := regexp.MustCompile(` on (http://\S+) for `)
-		for sc.Scan() {
-			mu.Lock()
-			logs.WriteString(sc.Text() + "\n")
-			mu.Unlock()
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-	}()
-	select {
-	case url := <-found:
-		return url
-	case <-time.After(60 * time.Second):
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("wsctl serve did not start: %s", logs.String())
-		return ""
-	}
 }
 
 // copyTree copies the files under from whose relative path keep accepts.
@@ -279,10 +192,10 @@ func BenchmarkPythonClient(b *testing.B) {
 	} {
 		b.Run(be.name, func(b *testing.B) {
 			py := python(b)
-			bin := wsctlBinary(b)
+			bin := wsctltest.Binary(b)
 			store := be.store(b)
-			initStore(b, bin, store)
-			url := serve(b, bin, store)
+			wsctltest.Init(b, bin, store)
+			url := wsctltest.Serve(b, bin, store).URL
 			var fig map[string]float64
 			for b.Loop() {
 				out, err := exec.Command(py, "bench/bench_client.py", "--url", url, "--n", "300", "--seconds", "3").Output()

@@ -2,10 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -68,43 +67,19 @@ every page needs a token. Ctrl-C stops it.`,
 			if err != nil {
 				return err
 			}
-			ln, err := listenOn(network, addr)
-			if err != nil {
-				return err
-			}
-			hs := &http.Server{
-				Handler:           srv,
-				ReadHeaderTimeout: serveReadHeaderTimeout,
-				ReadTimeout:       serveReadTimeout,
-				IdleTimeout:       serveIdleTimeout,
-				MaxHeaderBytes:    serveMaxHeaderBytes,
-				ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-			}
-			hs.RegisterOnShutdown(srv.Drain)
-			url := "http://" + ln.Addr().String() + "/"
-			fmt.Fprintln(a.stdout, url)
-			fmt.Fprintf(a.stderr, "wsctl dashboard: %s on %s (Ctrl-C stops it)\n", workspace.RedactDSN(res.DSN), url)
-			errc := make(chan error, 1)
-			go func() { errc <- hs.Serve(ln) }()
-			if open {
-				if err := openBrowser(url); err != nil {
-					fmt.Fprintf(a.stderr, "wsctl dashboard: could not open a browser (%v): open %s yourself\n", err, url)
-				}
-			}
-			select {
-			case err := <-errc:
-				return err
-			case <-ctx.Done():
-			}
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := hs.Shutdown(sctx); err != nil {
-				_ = hs.Close()
-			}
-			if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
+			return a.runHTTP(ctx, srv, httpParams{
+				name: "dashboard", network: network, addr: addr, drain: 5 * time.Second, logger: logger,
+				ready: func(ln net.Listener) {
+					url := "http://" + ln.Addr().String() + "/"
+					fmt.Fprintln(a.stdout, url)
+					fmt.Fprintf(a.stderr, "wsctl dashboard: %s on %s (Ctrl-C stops it)\n", workspace.RedactDSN(res.DSN), url)
+					if open {
+						if err := openBrowser(url); err != nil {
+							fmt.Fprintf(a.stderr, "wsctl dashboard: could not open a browser (%v): open %s yourself\n", err, url)
+						}
+					}
+				},
+			})
 		}),
 	}
 	f := c.Flags()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,38 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/internal/wsctltest"
 	"github.com/agentspace/agentspace/workspace"
 )
-
-// readmeShellAgent returns the README's shell agent: the one sh block that
-// starts with #!/bin/sh, verbatim.
-func readmeShellAgent(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	require.NoError(t, err)
-	var (
-		script strings.Builder
-		in     bool
-		found  int
-	)
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for prev := ""; sc.Scan(); prev = sc.Text() {
-		line := sc.Text()
-		switch {
-		case !in && prev == "```sh" && line == "#!/bin/sh":
-			in = true
-			found++
-			script.WriteString(line + "\n")
-		case in && line == "```":
-			in = false
-		case in && found == 1:
-			script.WriteString(line + "\n")
-		}
-	}
-	require.NoError(t, sc.Err())
-	require.Equal(t, 1, found, "README.md must hold exactly one ```sh block starting with #!/bin/sh: the shell agent")
-	return script.String()
-}
 
 // agentRun is one copy of the shell agent: its exit code and what it said.
 type agentRun struct {
@@ -65,14 +34,9 @@ func runShellAgent(ctx context.Context, t *testing.T, script, dsn, artifact stri
 	t.Helper()
 	cmd := exec.CommandContext(ctx, "sh", append([]string{script, artifact}, work...)...)
 	cmd.Dir = filepath.Dir(script)
-	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "AGENTSPACE_")
-	})
-	cmd.Env = append(env,
-		"AGENTSPACE_DSN="+dsn,
-		// A race-enabled wsctl sleeps 1s at exit by default; the agents make dozens of calls.
-		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"),
-	)
+	// wsctltest.Env: a race-enabled wsctl would sleep 1s at exit; the
+	// agents make dozens of calls.
+	cmd.Env = wsctltest.Env("AGENTSPACE_DSN=" + dsn)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
@@ -92,7 +56,7 @@ func TestReadmeShellAgentIsSafeInParallel(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	script := filepath.Join(dir, "agent.sh")
-	require.NoError(t, os.WriteFile(script, []byte(readmeShellAgent(t)), 0o600))
+	require.NoError(t, os.WriteFile(script, []byte(wsctltest.ReadmeScript(t, "#!/bin/sh")), 0o600))
 	dsn := "sqlite:" + filepath.Join(dir, "ws.db")
 
 	ws, err := workspace.Open(ctx, dsn)
@@ -167,7 +131,7 @@ func TestReadmeShellAgentGivesBackWhatItHeldOnFailure(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	script := filepath.Join(dir, "agent.sh")
-	require.NoError(t, os.WriteFile(script, []byte(readmeShellAgent(t)), 0o600))
+	require.NoError(t, os.WriteFile(script, []byte(wsctltest.ReadmeScript(t, "#!/bin/sh")), 0o600))
 	dsn := "sqlite:" + filepath.Join(dir, "ws.db")
 
 	ws, err := workspace.Open(ctx, dsn)

@@ -98,58 +98,25 @@ end (clients resume with Last-Event-ID), requests under way finish.`,
 			if err != nil {
 				return err
 			}
-			ln, err := listenOn(network, addr)
-			if err != nil {
-				return err
-			}
-			hs := &http.Server{
-				Handler:           srv,
-				ReadHeaderTimeout: serveReadHeaderTimeout,
-				ReadTimeout:       serveReadTimeout,
-				IdleTimeout:       serveIdleTimeout,
-				MaxHeaderBytes:    serveMaxHeaderBytes,
-				ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-			}
-			hs.RegisterOnShutdown(srv.Drain)
-			scheme := "http"
-			if tlsCert != "" {
-				scheme = "https"
-			}
-			where := scheme + "://" + ln.Addr().String()
-			if network == "unix" {
-				where = "http+unix://" + addr
-			}
-			mode := "every request needs a token"
-			if !(requireToken || !loopback) {
-				mode = "serving WITHOUT requiring tokens (loopback or unix socket only): a request acts as the actor it names; a presented token still binds its actor"
-			}
-			fmt.Fprintf(a.stderr, "wsctl serve: %s on %s for %s\n", mode, where, workspace.RedactDSN(res.DSN))
-
-			errc := make(chan error, 1)
-			go func() {
-				if tlsCert != "" {
-					errc <- hs.ServeTLS(ln, tlsCert, tlsKey)
-				} else {
-					errc <- hs.Serve(ln)
-				}
-			}()
-			select {
-			case err := <-errc:
-				return err
-			case <-ctx.Done():
-			}
-			fmt.Fprintln(a.stderr, "wsctl serve: draining")
-			sctx, cancel := context.WithTimeout(context.Background(), drain)
-			defer cancel()
-			if err := hs.Shutdown(sctx); err != nil {
-				_ = hs.Close()
-				return fmt.Errorf("serve: shutdown: %w", err)
-			}
-			if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			fmt.Fprintln(a.stderr, "wsctl serve: stopped")
-			return nil
+			return a.runHTTP(ctx, srv, httpParams{
+				name: "serve", network: network, addr: addr, tlsCert: tlsCert, tlsKey: tlsKey,
+				drain: drain, logger: logger,
+				ready: func(ln net.Listener) {
+					scheme := "http"
+					if tlsCert != "" {
+						scheme = "https"
+					}
+					where := scheme + "://" + ln.Addr().String()
+					if network == "unix" {
+						where = "http+unix://" + addr
+					}
+					mode := "every request needs a token"
+					if !(requireToken || !loopback) {
+						mode = "serving WITHOUT requiring tokens (loopback or unix socket only): a request acts as the actor it names; a presented token still binds its actor"
+					}
+					fmt.Fprintf(a.stderr, "wsctl serve: %s on %s for %s\n", mode, where, workspace.RedactDSN(res.DSN))
+				},
+			})
 		}),
 	}
 	f := c.Flags()
@@ -165,6 +132,62 @@ end (clients resume with Last-Event-ID), requests under way finish.`,
 	f.DurationVar(&gcEvery, "gc-every", 0, "run gc with the retention policy this often (0: never)")
 	gcf.add(c)
 	return c
+}
+
+// httpParams says where and how runHTTP serves.
+type httpParams struct {
+	name            string // the command, for messages: "serve", "dashboard"
+	network, addr   string // as listenAddr returns them
+	tlsCert, tlsKey string // PEM files; HTTPS when set
+	drain           time.Duration
+	logger          *slog.Logger
+	ready           func(ln net.Listener) // says where it serves, once it listens
+}
+
+// runHTTP is the HTTP server of wsctl serve and wsctl dashboard: it
+// listens, calls p.ready, serves srv with the server timeouts until ctx
+// ends, then drains (event streams end, requests under way finish) for up
+// to p.drain.
+func (a *app) runHTTP(ctx context.Context, srv *server.Server, p httpParams) error {
+	ln, err := listenOn(p.network, p.addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: serveReadHeaderTimeout,
+		ReadTimeout:       serveReadTimeout,
+		IdleTimeout:       serveIdleTimeout,
+		MaxHeaderBytes:    serveMaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(p.logger.Handler(), slog.LevelWarn),
+	}
+	hs.RegisterOnShutdown(srv.Drain)
+	p.ready(ln)
+	errc := make(chan error, 1)
+	go func() {
+		if p.tlsCert != "" {
+			errc <- hs.ServeTLS(ln, p.tlsCert, p.tlsKey)
+		} else {
+			errc <- hs.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	fmt.Fprintf(a.stderr, "wsctl %s: draining\n", p.name)
+	sctx, cancel := context.WithTimeout(context.Background(), p.drain)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		_ = hs.Close()
+		return fmt.Errorf("%s: shutdown: %w", p.name, err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "wsctl %s: stopped\n", p.name)
+	return nil
 }
 
 func (a *app) serverLogger(format, level string) (*slog.Logger, error) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,38 +19,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/gitwork"
+	"github.com/agentspace/agentspace/internal/wsctltest"
 	"github.com/agentspace/agentspace/workspace"
 )
-
-// readmeWorktreeAgent returns the README's worktree agent: the sh block
-// that starts with #!/usr/bin/env sh, verbatim.
-func readmeWorktreeAgent(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	require.NoError(t, err)
-	var (
-		script strings.Builder
-		in     bool
-		found  int
-	)
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for prev := ""; sc.Scan(); prev = sc.Text() {
-		line := sc.Text()
-		switch {
-		case !in && prev == "```sh" && line == "#!/usr/bin/env sh":
-			in = true
-			found++
-			script.WriteString(line + "\n")
-		case in && line == "```":
-			in = false
-		case in:
-			script.WriteString(line + "\n")
-		}
-	}
-	require.NoError(t, sc.Err())
-	require.Equal(t, 1, found, "README.md must hold exactly one ```sh block starting with #!/usr/bin/env sh: the worktree agent")
-	return script.String()
-}
 
 // gitRepo makes a repository with one commit on main (shared.txt), its
 // own checkout detached, and an agentspace.toml beside it (untracked).
@@ -83,8 +52,7 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 func wsctlCmd(ctx context.Context, dir, dsn, actor string, env []string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "wsctl", args...)
 	cmd.Dir = dir
-	base := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "AGENTSPACE_") })
-	cmd.Env = append(base, "AGENTSPACE_DSN="+dsn, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	cmd.Env = wsctltest.Env("AGENTSPACE_DSN=" + dsn)
 	if actor != "" {
 		cmd.Env = append(cmd.Env, "AGENTSPACE_ACTOR="+actor)
 	}
@@ -113,7 +81,7 @@ func TestWorktreeAgentsMergeInSubmissionOrderAndOneConflicts(t *testing.T) {
 	ws, dsn := newWorkspace(t)
 	dir := t.TempDir()
 	script := filepath.Join(dir, "worktree-agent.sh")
-	require.NoError(t, os.WriteFile(script, []byte(readmeWorktreeAgent(t)), 0o600))
+	require.NoError(t, os.WriteFile(script, []byte(wsctltest.ReadmeScript(t, "#!/usr/bin/env sh")), 0o600))
 	// Each task's title says what its work writes.
 	doWork := filepath.Join(dir, "do-work.sh")
 	require.NoError(t, os.WriteFile(doWork, []byte(`set -eu

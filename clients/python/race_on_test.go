@@ -1,6 +1,0 @@
-//go:build race
-
-package pythonclient_test
-
-// raceEnabled: the test runs with the race detector, and builds wsctl with it.
-const raceEnabled = true

@@ -1,5 +1,0 @@
-//go:build race
-
-package clients_test
-
-const raceEnabled = true

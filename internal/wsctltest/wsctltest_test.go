@@ -1,0 +1,48 @@
+package wsctltest
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Env drops the developer's AGENTSPACE_ variables, keeps the tests' own,
+// keeps GORACE's options and adds atexit_sleep_ms=0, and appends extra last.
+func TestEnvKeepsTheTestsVariablesOnly(t *testing.T) {
+	t.Setenv("AGENTSPACE_TOKEN", "secret")
+	t.Setenv("AGENTSPACE_DSN", "sqlite:/elsewhere.db")
+	t.Setenv("AGENTSPACE_TEST_REQUIRE_NODE", "1")
+	t.Setenv("GORACE", "halt_on_error=1")
+	env := Env("AGENTSPACE_DSN=sqlite:/here.db")
+	joined := "\n" + strings.Join(env, "\n") + "\n"
+	assert.NotContains(t, joined, "secret")
+	assert.NotContains(t, joined, "/elsewhere.db")
+	assert.Contains(t, joined, "\nAGENTSPACE_TEST_REQUIRE_NODE=1\n")
+	assert.Contains(t, joined, "\nGORACE=halt_on_error=1 atexit_sleep_ms=0\n")
+	assert.Equal(t, "AGENTSPACE_DSN=sqlite:/here.db", env[len(env)-1])
+}
+
+// The README holds one of each agent script, verbatim from its shebang.
+func TestReadmeScriptFindsEachAgent(t *testing.T) {
+	for _, shebang := range []string{"#!/bin/sh", "#!/usr/bin/env sh"} {
+		s := ReadmeScript(t, shebang)
+		require.True(t, strings.HasPrefix(s, shebang+"\n"), "%q", s)
+		assert.Contains(t, s, "wsctl")
+		assert.NotContains(t, s, "```")
+	}
+}
+
+// The build key is the same for the same checkout: test processes that
+// build from one checkout find each other's build.
+func TestBuildKeyIsStable(t *testing.T) {
+	root, err := moduleRoot()
+	require.NoError(t, err)
+	a, err := buildKey(root)
+	require.NoError(t, err)
+	b, err := buildKey(root)
+	require.NoError(t, err)
+	assert.Equal(t, a, b)
+	assert.Len(t, a, 24)
+}
