@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,10 +17,12 @@ import (
 
 // MeasureGC loads a store with events (by importing an archive, which is
 // far faster than writing them one by one), then measures gc of all but
-// the newest 1000 while one writer keeps putting notes: the time gc takes,
-// the space size reports reclaimed (nil: not measured), the longest write
-// while it runs, and the writer's rate during gc as a ratio to its rate
-// just before. It reports them with b.ReportMetric.
+// the newest 1000 while one writer keeps making W1's write (a
+// version-checked update of a note it owns): the time gc takes, the space
+// size reports reclaimed (nil: not measured), the writer's longest and
+// 99th-percentile write during gc and during the same time just before it,
+// and its rate during gc as a ratio to its rate before. It reports them
+// with b.ReportMetric.
 func MeasureGC(b *testing.B, dsn string, events int, size func() int64) {
 	ctx := context.Background()
 	ws, err := workspace.Open(ctx, dsn, workspace.Options{})
@@ -33,57 +35,74 @@ func MeasureGC(b *testing.B, dsn string, events int, size func() int64) {
 	if size != nil {
 		before = size()
 	}
-	// The writer's rate without gc, then with it.
-	write := func(stop <-chan struct{}, n *atomic.Int64, worst *atomic.Int64) {
-		for i := 0; ; i++ {
+	n, err := ws.Notes().Put(ctx, as("writer"), workspace.NotePut{Kind: "load", Key: "w1"})
+	require.NoError(b, err)
+	version := n.Version
+	// write makes W1 writes until stop closes, and returns their latencies.
+	write := func(stop <-chan struct{}) []time.Duration {
+		var lat []time.Duration
+		for {
 			select {
 			case <-stop:
-				return
+				return lat
 			default:
 			}
 			start := time.Now()
-			_, err := ws.Notes().Put(ctx, as("writer"), workspace.NotePut{Kind: "load", Key: fmt.Sprint(i % 100)})
+			n, err := ws.Notes().Put(ctx, workspace.Write{Actor: "writer", IfVersion: version}, workspace.NotePut{Kind: "load", Key: "w1"})
 			if err != nil {
 				b.Error(err)
-				return
+				return lat
 			}
-			d := time.Since(start).Nanoseconds()
-			for w := worst.Load(); d > w && !worst.CompareAndSwap(w, d); w = worst.Load() {
-			}
-			n.Add(1)
+			lat = append(lat, time.Since(start))
+			version = n.Version
 		}
 	}
-	var base, baseWorst atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() { write(stop, &base, &baseWorst) })
-	const baseFor = 3 * time.Second
-	time.Sleep(baseFor)
-	close(stop)
-	wg.Wait()
-
-	var during, worst atomic.Int64
-	stop = make(chan struct{})
-	wg.Go(func() { write(stop, &during, &worst) })
+	run := func(during func()) ([]time.Duration, time.Duration) {
+		stop := make(chan struct{})
+		var lat []time.Duration
+		var wg sync.WaitGroup
+		wg.Go(func() { lat = write(stop) })
+		start := time.Now()
+		during()
+		took := time.Since(start)
+		close(stop)
+		wg.Wait()
+		return lat, took
+	}
+	var r workspace.GCReport
+	var gcErr error
 	b.ResetTimer()
-	start := time.Now()
-	r, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepEvents: 1000})
-	took := time.Since(start)
+	gcLat, took := run(func() { r, gcErr = workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepEvents: 1000}) })
 	b.StopTimer()
-	close(stop)
-	wg.Wait()
-	require.NoError(b, err)
+	require.NoError(b, gcErr)
 	require.GreaterOrEqual(b, r.Events.Count, int64(events-1000))
+	// The baseline runs after gc, for as long, so that both see a store of
+	// about the same size (the head's side of the log is what W1 touches).
+	baseLat, baseTook := run(func() { time.Sleep(took) })
 
 	b.ReportMetric(took.Seconds(), "gc_s")
 	b.ReportMetric(float64(r.Events.Count), "events_removed")
 	b.ReportMetric(float64(r.Batches), "batches")
-	b.ReportMetric(float64(worst.Load())/1e6, "max_write_ms_during_gc")
-	b.ReportMetric(float64(baseWorst.Load())/1e6, "max_write_ms_before")
-	b.ReportMetric((float64(during.Load())/took.Seconds())/(float64(base.Load())/baseFor.Seconds()), "write_rate_ratio")
+	b.ReportMetric(float64(r.LongestBatch.Microseconds())/1e3, "longest_batch_ms")
+	b.ReportMetric(ms(percentile(gcLat, 1)), "max_write_ms_during_gc")
+	b.ReportMetric(ms(percentile(gcLat, 0.99)), "p99_write_ms_during_gc")
+	b.ReportMetric(ms(percentile(baseLat, 1)), "max_write_ms_without")
+	b.ReportMetric(ms(percentile(baseLat, 0.99)), "p99_write_ms_without")
+	b.ReportMetric((float64(len(gcLat))/took.Seconds())/(float64(len(baseLat))/baseTook.Seconds()), "write_rate_ratio")
 	if size != nil {
 		b.ReportMetric(float64(before-size())/(1<<20), "MiB_reclaimed")
 	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
+
+// percentile returns the p-quantile of lat (0 for none), sorting it.
+func percentile(lat []time.Duration, p float64) time.Duration {
+	if len(lat) == 0 {
+		return 0
+	}
+	slices.Sort(lat)
+	return lat[min(len(lat)-1, int(float64(len(lat))*p))]
 }
 
 // eventArchive is an archive of n note events and nothing else (no

@@ -24,9 +24,15 @@ type GCPolicy struct {
 	MinEvents int64
 	// DryRun reports what would go and removes nothing.
 	DryRun bool
-	// Batch is how many events one transaction removes (default 1000),
-	// so that writers wait at most for one batch.
+	// Batch is the most events one transaction removes (default 10,000;
+	// on a store whose compaction rewrites its log, the json store's,
+	// default all of them in one).
 	Batch int64
+	// BatchTime is how long one transaction should hold the store's write
+	// lock (default 10ms, at most 1s): gc sizes each batch from the time
+	// the last one took, and rests as long between them, so a writer waits
+	// for one short batch at most.
+	BatchTime time.Duration
 }
 
 // GCKind counts what a collection removed (or would) of one kind.
@@ -44,8 +50,10 @@ type GCReport struct {
 	Floor      int64  `json:"floor"`
 	FloorAfter int64  `json:"floor_after"`
 	Events     GCKind `json:"events"`
-	// Batches is the number of transactions the removal took.
-	Batches int `json:"batches"`
+	// Batches is the number of transactions the removal took, and
+	// LongestBatch the longest time one of them held the write lock.
+	Batches      int           `json:"batches"`
+	LongestBatch time.Duration `json:"longest_batch_ns,omitempty"`
 	// Seq is the seq of the event recorded for it (0 for a dry run or
 	// when nothing went).
 	Seq int64 `json:"seq,omitempty"`

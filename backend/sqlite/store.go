@@ -165,6 +165,17 @@ func (s *store) update(ctx context.Context, hints []driver.ReadHint, fn func(tx 
 	})
 }
 
+// Checkpoint implements driver.Checkpointer: a PASSIVE checkpoint, which
+// copies back the WAL frames no reader still needs and never waits for or
+// blocks a writer. It runs on a reader connection: query_only does not
+// stop a checkpoint.
+func (s *store) Checkpoint(ctx context.Context) error {
+	if _, err := s.r.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
+		return fmt.Errorf("sqlite: checkpoint: %w", describe(err, s.path))
+	}
+	return nil
+}
+
 // View runs fn in a read transaction. Its first statement reads the floor,
 // which starts the WAL snapshot every later read in fn sees.
 func (s *store) View(ctx context.Context, fn func(tx driver.ReadTx) error) error {

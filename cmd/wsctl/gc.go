@@ -27,18 +27,20 @@ type gcFlags struct {
 	keepEvents    int64
 	keepEventsFor string
 	batch         int64
+	batchTime     time.Duration
 }
 
 func (f *gcFlags) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.Int64Var(&f.keepEvents, "keep-events", 0, "keep the newest N events (overrides [retention] keep_events)")
 	fl.StringVar(&f.keepEventsFor, "keep-events-for", "", "keep events younger than this, e.g. 720h (overrides [retention] keep_events_for)")
-	fl.Int64Var(&f.batch, "batch", 0, "events removed per transaction (default 1000): writers wait for one batch at most")
+	fl.Int64Var(&f.batch, "batch", 0, "most events removed per transaction (default 10000)")
+	fl.DurationVar(&f.batchTime, "batch-time", 0, "how long one transaction may hold the write lock (default 10ms): batches are sized to it, so writers wait for one short batch at most")
 }
 
 // policy merges the config file's [retention] with the flags set on cmd.
 func (a *app) gcPolicy(cmd *cobra.Command, f gcFlags) (workspace.GCPolicy, error) {
-	p := workspace.GCPolicy{Batch: f.batch}
+	p := workspace.GCPolicy{Batch: f.batch, BatchTime: f.batchTime}
 	rc, err := a.retentionConfig()
 	if err != nil {
 		return p, err
@@ -73,7 +75,8 @@ func (a *app) gcCmd() *cobra.Command {
 		Short: "Remove events the retention policy does not keep (--dry-run: only report)",
 		Long: `Compact the event log below the oldest event the retention policy keeps
 (the newest --keep-events, and those younger than --keep-events-for; an
-event either rule keeps stays), in transactions of --batch events, so
+event either rule keeps stays), in transactions sized to hold the write
+lock for about --batch-time each, resting as long between them, so
 writers are never held up for long, and record what went as a
 workspace.gc event. The policy comes from agentspace.toml's [retention]
 table; flags override it. The hash chain keeps verifying from the new
@@ -107,7 +110,7 @@ compacted error with the floor. See docs/retention.md.`,
 				}
 				fmt.Fprintf(a.stdout, "events: %s %d (%d bytes), floor %d -> %d", verb, r.Events.Count, r.Events.Bytes, r.Floor, r.FloorAfter)
 				if r.Seq > 0 {
-					fmt.Fprintf(a.stdout, " in %d batches; recorded as event %d", r.Batches, r.Seq)
+					fmt.Fprintf(a.stdout, " in %d batches (longest %v); recorded as event %d", r.Batches, r.LongestBatch.Round(time.Microsecond), r.Seq)
 				}
 				fmt.Fprintln(a.stdout)
 				return nil

@@ -218,6 +218,25 @@ type Tx interface {
 	CompactEvents(ctx context.Context, floor int64) error
 }
 
+// LogRewriter is an optional Store capability for stores whose
+// CompactEvents rewrites the whole remaining log, so that it costs about
+// the same whatever it removes (the json store's events.ndjson).
+// RewritesLog reports whether this one's does; gc then compacts in one
+// transaction rather than in short batches, each of which would rewrite it.
+type LogRewriter interface {
+	RewritesLog() bool
+}
+
+// Checkpointer is an optional Store capability for stores with a
+// write-ahead log that a commit may stop to copy back (SQLite's WAL
+// auto-checkpoint runs inside the commit that fills it). Checkpoint copies
+// what it can without taking the writers' lock; gc calls it between
+// batches, so that the pages its deletes wrote are copied back by it, not
+// inside a writer's commit.
+type Checkpointer interface {
+	Checkpoint(ctx context.Context) error
+}
+
 // Savepointer is an optional Tx capability: nested points to roll back to.
 // With it, a handle commits concurrent writes in one transaction (group
 // commit), each job in its own savepoint; without it, one per transaction.
