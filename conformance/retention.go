@@ -22,6 +22,7 @@ var retentionCases = []coreCase{
 	{"EventChainSurvivesExportAndImport", testChainArchive},
 	{"GCRemovesWhatNoRuleKeepsInBatches", testGCEvents},
 	{"GCUnderConcurrentWritersAndSubscribers", testGCConcurrent},
+	{"GCRemovesOldFinishedTasksNoTaskNames", testGCTasks},
 }
 
 // verify runs workspace.Verify and requires it to read.
@@ -316,5 +317,100 @@ func testGCConcurrent(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	assert.Len(t, n.Notes, 70, "gc removes events, never records")
 	v := verify(t, ws2)
+	assert.True(t, v.OK(), "verify: %v", v.Problems)
+}
+
+// testGCTasks: gc removes finished tasks (done, cancelled) older than the
+// policy's age, a chain of them at once, but not a failed task (it may be
+// retried), an unfinished one, one that a task which stays depends on or
+// has as parent, nor a young one; the dry run counts what goes, and the
+// gc event says it.
+func testGCTasks(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	_, ws := fresh(t, h)
+	tasks := ws.Tasks()
+	mk := func(name string, nt workspace.NewTask) workspace.Task {
+		nt.Title, nt.Labels = name, map[string]string{"t": name}
+		tk, err := tasks.Create(ctx, as("planner"), nt)
+		require.NoError(t, err)
+		return tk
+	}
+	claim := func(name string) {
+		_, err := tasks.Claim(ctx, workspace.ClaimRequest{Actor: "worker", Labels: map[string]string{"t": name}})
+		require.NoError(t, err, "claim %s", name)
+	}
+	done := func(tk workspace.Task) {
+		claim(tk.Title)
+		_, err := tasks.Complete(ctx, as("worker"), tk.ID, workspace.TaskResult{Summary: "ok"})
+		require.NoError(t, err)
+	}
+	cancelled := workspace.TaskCancelled
+	alone := mk("alone", workspace.NewTask{})
+	done(alone)
+	dep := mk("dep", workspace.NewTask{})
+	done(dep)
+	waiting := mk("waiting", workspace.NewTask{DependsOn: []string{dep.ID}})
+	chainOld := mk("chain-old", workspace.NewTask{})
+	_, err := tasks.Update(ctx, as("planner"), chainOld.ID, workspace.TaskChange{Status: &cancelled})
+	require.NoError(t, err)
+	chainNew := mk("chain-new", workspace.NewTask{DependsOn: []string{chainOld.ID}})
+	_, err = tasks.Update(ctx, as("planner"), chainNew.ID, workspace.TaskChange{Status: &cancelled})
+	require.NoError(t, err)
+	parent := mk("parent", workspace.NewTask{})
+	done(parent)
+	child := mk("child", workspace.NewTask{ParentID: parent.ID})
+	failed := mk("failed", workspace.NewTask{})
+	claim("failed")
+	_, err = tasks.Fail(ctx, as("worker"), failed.ID, workspace.TaskResult{Summary: "no"})
+	require.NoError(t, err)
+	running := mk("running", workspace.NewTask{})
+	claim("running")
+
+	young, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepTasksFor: time.Hour})
+	require.NoError(t, err)
+	assert.Zero(t, young.Tasks.Count, "every task was updated within the hour")
+
+	_, err = workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepTasksFor: -time.Hour})
+	require.ErrorIs(t, err, workspace.ErrInvalid)
+
+	// Every finished task is older than a microsecond by now.
+	time.Sleep(2 * time.Millisecond)
+	dry, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepTasksFor: time.Microsecond, DryRun: true})
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), dry.Tasks.Count, "alone, chain-old and chain-new")
+	assert.Positive(t, dry.Tasks.Bytes)
+	_, err = tasks.Get(ctx, alone.ID)
+	require.NoError(t, err, "a dry run removes nothing")
+
+	r, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepTasksFor: time.Microsecond, Batch: 2})
+	require.NoError(t, err)
+	assert.Equal(t, dry.Tasks, r.Tasks, "the dry run counted what went")
+	assert.Zero(t, r.Events.Count, "no event rule: no event goes")
+	for _, gone := range []workspace.Task{alone, chainOld, chainNew} {
+		_, err := tasks.Get(ctx, gone.ID)
+		require.ErrorIs(t, err, workspace.ErrNotFound, "%s", gone.Title)
+	}
+	for _, kept := range []workspace.Task{dep, waiting, parent, child, failed, running} {
+		_, err := tasks.Get(ctx, kept.ID)
+		require.NoError(t, err, "%s stays", kept.Title)
+	}
+	evs := eventsAfter(t, ws, r.Seq-1)
+	require.NotEmpty(t, evs)
+	assert.Equal(t, workspace.EventGC, evs[0].Type)
+	assert.Contains(t, evs[0].Message, "3 tasks")
+
+	// Once the task that waited on dep is done, dep may go with it; the
+	// parent stays while its child is unfinished.
+	done(waiting)
+	time.Sleep(2 * time.Millisecond)
+	r, err = workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepTasksFor: time.Microsecond})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), r.Tasks.Count, "waiting, then dep")
+	_, err = tasks.Get(ctx, parent.ID)
+	require.NoError(t, err)
+	page, err := tasks.List(ctx, workspace.TaskFilter{})
+	require.NoError(t, err)
+	assert.Len(t, page.Tasks, 4, "parent, child, failed, running")
+	v := verify(t, ws)
 	assert.True(t, v.OK(), "verify: %v", v.Problems)
 }

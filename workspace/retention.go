@@ -11,6 +11,10 @@ const EventGC = "workspace.gc"
 
 // GCPolicy says what a garbage collection keeps. A zero field keeps
 // everything of its kind; an event is kept when either event rule keeps it.
+// Lease rows are never removed: a released lease's row keeps the newest
+// fencing token it issued, so that tokens keep increasing. Expired
+// idempotency keys are pruned by each collection that removes something
+// (and by writers as they go).
 type GCPolicy struct {
 	// Actor is who runs it (recorded on its event).
 	Actor string
@@ -18,7 +22,11 @@ type GCPolicy struct {
 	KeepEvents int64
 	// KeepEventsFor keeps the events younger than this.
 	KeepEventsFor time.Duration
-	// MinEvents: remove nothing unless at least this many events would go.
+	// KeepTasksFor keeps finished tasks (done or cancelled) updated within
+	// this long; older ones go, except those that a task which stays
+	// depends on or has as its parent. Zero keeps every task.
+	KeepTasksFor time.Duration
+	// MinEvents: remove no events unless at least this many events would go.
 	// A scheduled gc sets 2, so that the event each run records cannot by
 	// itself make the next run remove one more.
 	MinEvents int64
@@ -50,6 +58,8 @@ type GCReport struct {
 	Floor      int64  `json:"floor"`
 	FloorAfter int64  `json:"floor_after"`
 	Events     GCKind `json:"events"`
+	// Tasks are the finished tasks removed.
+	Tasks GCKind `json:"tasks"`
 	// Batches is the number of transactions the removal took, and
 	// LongestBatch the longest time one of them held the write lock.
 	Batches      int           `json:"batches"`

@@ -141,6 +141,20 @@ func (t *tx) PutTask(ctx context.Context, task workspace.Task) error {
 	return nil
 }
 
+func (t *tx) DeleteTask(ctx context.Context, id string) (bool, error) {
+	if _, ok := t.st.tasks[id]; !ok {
+		return false, nil
+	}
+	for _, o := range t.st.tasks {
+		if o.ParentID == id || slices.Contains(o.DependsOn, id) {
+			return false, nil
+		}
+	}
+	mark(t, t.tasks, id)
+	t.undo = append(t.undo, t.st.removeTask(id))
+	return true, nil
+}
+
 func (t *tx) PutNote(ctx context.Context, n workspace.Note) error {
 	if !kindRE.MatchString(n.Kind) {
 		return fmt.Errorf("json store: note kind %q cannot be a directory name", n.Kind)
@@ -255,7 +269,12 @@ func (t *tx) record() (*record, error) {
 		return boolInt(!strings.HasPrefix(a.Path, blobsDir+"/")) - boolInt(!strings.HasPrefix(b.Path, blobsDir+"/"))
 	})
 	for _, id := range sortedKeys(t.tasks) {
-		data, err := encodeTask(t.st.tasks[id])
+		task, ok := t.st.tasks[id]
+		if !ok {
+			rec.Removes = append(rec.Removes, taskPath(id))
+			continue
+		}
+		data, err := encodeTask(task)
 		if err != nil {
 			return nil, err
 		}

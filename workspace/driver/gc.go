@@ -38,10 +38,17 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 		return workspace.GCReport{}, err
 	}
 	r := workspace.GCReport{DryRun: p.DryRun}
-	var target int64
+	var (
+		target int64
+		tasks  []string
+		sizes  []int64
+	)
 	err := h.view(ctx, "gc", func(tx ReadTx) error {
 		var err error
-		r.Floor, target, err = gcTarget(ctx, tx, p)
+		if r.Floor, target, err = gcTarget(ctx, tx, p); err != nil {
+			return err
+		}
+		tasks, sizes, err = gcTaskPlan(ctx, tx, p)
 		return err
 	})
 	if err != nil {
@@ -54,6 +61,10 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 			return r, wrapErr("gc", err)
 		}
 		r.FloorAfter = max(target, r.Floor)
+		r.Tasks.Count = int64(len(tasks))
+		for _, n := range sizes {
+			r.Tasks.Bytes += n
+		}
 		return r, nil
 	}
 	pace := gcPacer{size: min(minGCBatch, p.Batch), max: p.Batch, target: p.BatchTime}
@@ -99,13 +110,20 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 			}
 		}
 	}
-	if r.Events.Count == 0 {
+	if err := h.gcTasks(ctx, p, tasks, sizes, &r); err != nil {
+		return r, wrapErr("gc", err)
+	}
+	if r.Events.Count == 0 && r.Tasks.Count == 0 {
 		return r, nil
 	}
 	ev := workspace.Event{Actor: p.Actor, Type: workspace.EventGC, Subject: workspace.Subject{Kind: "workspace"},
-		Message: fmt.Sprintf("gc removed %d events (%d bytes) below seq %d in %d batches", r.Events.Count, r.Events.Bytes, r.FloorAfter, r.Batches)}
+		Message: fmt.Sprintf("gc removed %d events (%d bytes) below seq %d and %d tasks (%d bytes) in %d batches",
+			r.Events.Count, r.Events.Bytes, r.FloorAfter, r.Tasks.Count, r.Tasks.Bytes, r.Batches)}
 	err = h.st.Update(ctx, func(tx Tx) error {
 		ev.Time = tx.Now()
+		if err := tx.PruneIdempotent(ctx, ev.Time); err != nil {
+			return err
+		}
 		first, err := tx.AppendEvents(ctx, []workspace.Event{ev})
 		ev.Seq = first
 		return err
@@ -151,6 +169,8 @@ func (h *handle) checkGCPolicy(p *workspace.GCPolicy) error {
 		return invalid("min events", "%d: a count of events, at least 0", p.MinEvents)
 	case p.KeepEventsFor < 0:
 		return invalid("keep events for", "%v: a duration, at least 0", p.KeepEventsFor)
+	case p.KeepTasksFor < 0:
+		return invalid("keep tasks for", "%v: a duration, at least 0", p.KeepTasksFor)
 	case p.Batch < 0 || p.Batch > maxGCBatch:
 		return invalid("batch", "%d: between 1 and %d events (0 for %d)", p.Batch, maxGCBatch, defaultGCBatch)
 	case p.BatchTime < 0 || p.BatchTime > maxGCBatchTime:

@@ -197,6 +197,9 @@ type Tx interface {
 	DeleteArtifact(ctx context.Context, id string) error
 	// PutTask inserts or replaces the task.
 	PutTask(ctx context.Context, t workspace.Task) error
+	// DeleteTask removes the task (retention) unless another task names it
+	// in DependsOn or as ParentID; it reports whether it removed it.
+	DeleteTask(ctx context.Context, id string) (bool, error)
 	// PutNote inserts or replaces the note (Kind, Key).
 	PutNote(ctx context.Context, n workspace.Note) error
 	DeleteNote(ctx context.Context, kind, key string) error
