@@ -30,6 +30,12 @@ type GCPolicy struct {
 	// A scheduled gc sets 2, so that the event each run records cannot by
 	// itself make the next run remove one more.
 	MinEvents int64
+	// Reclaim gives the space freed inside the store back to the file
+	// system where the store keeps it (SQLite: incremental vacuum in short
+	// steps; a file created before auto_vacuum was on is rewritten once by
+	// a VACUUM that holds the write lock while it runs). Postgres's
+	// (auto)vacuum and the json store's rewritten files need no step.
+	Reclaim bool
 	// DryRun reports what would go and removes nothing.
 	DryRun bool
 	// Batch is the most events one transaction removes (default 10,000;
@@ -60,6 +66,12 @@ type GCReport struct {
 	Events     GCKind `json:"events"`
 	// Tasks are the finished tasks removed.
 	Tasks GCKind `json:"tasks"`
+	// Reclaimed is the space given back to the file system (with
+	// Reclaim), and Reclaimable the free space still inside the store's
+	// files (a dry run's is before anything goes); 0 where the store
+	// keeps none it could give back.
+	Reclaimed   int64 `json:"reclaimed_bytes"`
+	Reclaimable int64 `json:"reclaimable_bytes"`
 	// Batches is the number of transactions the removal took, and
 	// LongestBatch the longest time one of them held the write lock.
 	Batches      int           `json:"batches"`

@@ -31,6 +31,7 @@ type gcFlags struct {
 	keepTasks     string
 	batch         int64
 	batchTime     time.Duration
+	reclaim       bool
 }
 
 func (f *gcFlags) add(cmd *cobra.Command) {
@@ -38,13 +39,14 @@ func (f *gcFlags) add(cmd *cobra.Command) {
 	fl.Int64Var(&f.keepEvents, "keep-events", 0, "keep the newest N events (overrides [retention] keep_events)")
 	fl.StringVar(&f.keepEventsFor, "keep-events-for", "", "keep events younger than this, e.g. 720h (overrides [retention] keep_events_for)")
 	fl.StringVar(&f.keepTasks, "keep-tasks", "", "keep finished tasks updated within this, e.g. 2160h; older ones go unless a task that stays names them (overrides [retention] keep_tasks)")
+	fl.BoolVar(&f.reclaim, "reclaim", false, "give freed space back to the file system (sqlite: incremental vacuum; the first on a file made by an older version is one VACUUM that holds writers)")
 	fl.Int64Var(&f.batch, "batch", 0, "most events removed per transaction (default 10000)")
 	fl.DurationVar(&f.batchTime, "batch-time", 0, "how long one transaction may hold the write lock (default 10ms): batches are sized to it, so writers wait for one short batch at most")
 }
 
 // policy merges the config file's [retention] with the flags set on cmd.
 func (a *app) gcPolicy(cmd *cobra.Command, f gcFlags) (workspace.GCPolicy, error) {
-	p := workspace.GCPolicy{Batch: f.batch, BatchTime: f.batchTime}
+	p := workspace.GCPolicy{Batch: f.batch, BatchTime: f.batchTime, Reclaim: f.reclaim}
 	rc, err := a.retentionConfig()
 	if err != nil {
 		return p, err
@@ -72,7 +74,7 @@ func (a *app) gcPolicy(cmd *cobra.Command, f gcFlags) (workspace.GCPolicy, error
 		}
 		*d.to = v
 	}
-	if p.KeepEvents == 0 && p.KeepEventsFor == 0 && p.KeepTasksFor == 0 {
+	if p.KeepEvents == 0 && p.KeepEventsFor == 0 && p.KeepTasksFor == 0 && !p.Reclaim {
 		return p, usageErrorf("no retention policy: set --keep-events, --keep-events-for or --keep-tasks, or [retention] in agentspace.toml")
 	}
 	return p, nil
@@ -129,6 +131,12 @@ compacted error with the floor. See docs/retention.md.`,
 				}
 				if r.Seq > 0 {
 					fmt.Fprintf(a.stdout, " in %d batches (longest %v); recorded as event %d", r.Batches, r.LongestBatch.Round(time.Microsecond), r.Seq)
+				}
+				if p.Reclaim && !r.DryRun {
+					fmt.Fprintf(a.stdout, "; reclaimed %d bytes", r.Reclaimed)
+				}
+				if r.Reclaimable > 0 {
+					fmt.Fprintf(a.stdout, "; %d bytes free in the store (--reclaim gives them back)", r.Reclaimable)
 				}
 				fmt.Fprintln(a.stdout)
 				return nil

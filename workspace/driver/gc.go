@@ -65,6 +65,11 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 		for _, n := range sizes {
 			r.Tasks.Bytes += n
 		}
+		if rc, ok := h.st.(Reclaimer); ok {
+			if _, r.Reclaimable, err = rc.Reclaim(ctx, 0); err != nil {
+				return r, wrapErr("gc", err)
+			}
+		}
 		return r, nil
 	}
 	pace := gcPacer{size: min(minGCBatch, p.Batch), max: p.Batch, target: p.BatchTime}
@@ -114,7 +119,7 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 		return r, wrapErr("gc", err)
 	}
 	if r.Events.Count == 0 && r.Tasks.Count == 0 {
-		return r, nil
+		return r, wrapErr("gc", h.reclaim(ctx, p, &r))
 	}
 	ev := workspace.Event{Actor: p.Actor, Type: workspace.EventGC, Subject: workspace.Subject{Kind: "workspace"},
 		Message: fmt.Sprintf("gc removed %d events (%d bytes) below seq %d and %d tasks (%d bytes) in %d batches",
@@ -133,7 +138,47 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 	}
 	h.hub.publish([]workspace.Event{ev})
 	r.Seq = ev.Seq
-	return r, nil
+	return r, wrapErr("gc", h.reclaim(ctx, p, &r))
+}
+
+// reclaim gives free space back with p.Reclaim, in steps paced as the
+// batches are, then reports what is left.
+func (h *handle) reclaim(ctx context.Context, p workspace.GCPolicy, r *workspace.GCReport) error {
+	rc, ok := h.st.(Reclaimer)
+	if !ok {
+		return nil
+	}
+	pages := int64(128)
+	for p.Reclaim {
+		start := time.Now()
+		freed, left, err := rc.Reclaim(ctx, pages)
+		if err != nil {
+			return err
+		}
+		took := time.Since(start)
+		r.Reclaimed += freed
+		if freed == 0 || left == 0 {
+			break
+		}
+		if took < p.BatchTime/4 {
+			pages = 1024
+		} else if took > p.BatchTime {
+			pages = 128
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(max(took, time.Millisecond)):
+		}
+	}
+	if c, ok := h.st.(Checkpointer); ok && r.Reclaimed > 0 {
+		if err := c.Checkpoint(ctx); err != nil {
+			return err
+		}
+	}
+	_, left, err := rc.Reclaim(ctx, 0)
+	r.Reclaimable = left
+	return err
 }
 
 // gcPacer sizes gc's batches: each from the time the last one held the

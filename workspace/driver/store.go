@@ -240,6 +240,16 @@ type Checkpointer interface {
 	Checkpoint(ctx context.Context) error
 }
 
+// Reclaimer is an optional Store capability for stores that keep freed
+// space inside their file (SQLite's free list). Reclaim gives back up to
+// pages pages to the file system in one short write, and returns the bytes
+// it gave back and the free bytes still left; pages 0 only reports what is
+// free. A store that cannot give space back in steps may do it all at
+// once (SQLite's first VACUUM of an older file), and says so in its docs.
+type Reclaimer interface {
+	Reclaim(ctx context.Context, pages int64) (freed, left int64, err error)
+}
+
 // Savepointer is an optional Tx capability: nested points to roll back to.
 // With it, a handle commits concurrent writes in one transaction (group
 // commit), each job in its own savepoint; without it, one per transaction.
