@@ -37,7 +37,10 @@ func gcTaskPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy) ([]string,
 		for _, t := range ts {
 			if finished(t.Status) && t.UpdatedAt.Before(cutoff) {
 				old[t.ID] = true
-				b, _ := json.Marshal(t) // #nosec G117 -- a task always encodes
+				b, err := json.Marshal(t)
+				if err != nil {
+					return nil, nil, err
+				}
 				size[t.ID] = int64(len(b))
 			}
 			for _, d := range t.DependsOn {
