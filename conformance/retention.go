@@ -23,6 +23,7 @@ var retentionCases = []coreCase{
 	{"GCRemovesWhatNoRuleKeepsInBatches", testGCEvents},
 	{"GCUnderConcurrentWritersAndSubscribers", testGCConcurrent},
 	{"GCRemovesOldFinishedTasksNoTaskNames", testGCTasks},
+	{"GCKeepsNewestPinnedAndResultVersions", testGCVersions},
 }
 
 // verify runs workspace.Verify and requires it to read.
@@ -411,6 +412,92 @@ func testGCTasks(t *testing.T, h Harness) {
 	page, err := tasks.List(ctx, workspace.TaskFilter{})
 	require.NoError(t, err)
 	assert.Len(t, page.Tasks, 4, "parent, child, failed, running")
+	v := verify(t, ws)
+	assert.True(t, v.OK(), "verify: %v", v.Problems)
+}
+
+// testGCVersions: gc keeps each artifact's newest versions, pinned ones
+// and the one a task's result named, and removes the rest with the
+// content no kept version shares; a read of a removed version, or a
+// rollback to it, gets a *VersionRemovedError naming the oldest kept; a
+// version unpinned goes at the next gc; the chain and contents verify.
+func testGCVersions(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	_, ws := fresh(t, h)
+	arts := ws.Artifacts()
+	ref := workspace.ByName("docs/plan.md")
+	// v1 "one", v2 "two", v3 "three", v4 "six", v5 "five", v6 "six".
+	_, err := arts.Create(ctx, as("w"), workspace.NewArtifact{Name: "docs/plan.md", Kind: "plan", Content: []byte("one")})
+	require.NoError(t, err)
+	update := func(content string) {
+		_, err := arts.Update(ctx, as("w"), ref, workspace.ArtifactChange{Content: []byte(content)})
+		require.NoError(t, err)
+	}
+	update("two")
+	update("three")
+	// A task finished now names the artifact: version 3 is its result.
+	tk, err := ws.Tasks().Create(ctx, as("p"), workspace.NewTask{Title: "write", Labels: map[string]string{"t": "write"}})
+	require.NoError(t, err)
+	_, err = ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "w", Labels: map[string]string{"t": "write"}})
+	require.NoError(t, err)
+	_, err = ws.Tasks().Complete(ctx, as("w"), tk.ID, workspace.TaskResult{Summary: "done", Artifacts: []string{"docs/plan.md"}})
+	require.NoError(t, err)
+	time.Sleep(2 * time.Millisecond) // the next version is written after the result
+	update("six")
+	update("five")
+	update("six")
+	_, err = workspace.PinVersion(ctx, ws, as("lead"), "docs/plan.md", 2)
+	require.NoError(t, err)
+	_, err = workspace.PinVersion(ctx, ws, as("lead"), "docs/plan.md", 9)
+	require.ErrorIs(t, err, workspace.ErrNotFound, "a version that does not exist cannot be pinned")
+	_, err = workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepVersions: -1})
+	require.ErrorIs(t, err, workspace.ErrInvalid)
+
+	dry, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepVersions: 2, DryRun: true})
+	require.NoError(t, err)
+	assert.Equal(t, workspace.GCKind{Count: 2, Bytes: 3}, dry.Versions, "v1 and v4 go; v4's content is v6's, so only v1's 3 bytes are freed")
+	r, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepVersions: 2})
+	require.NoError(t, err)
+	assert.Equal(t, dry.Versions, r.Versions)
+	versions := func() []int64 {
+		vs, err := arts.Versions(ctx, ref)
+		require.NoError(t, err)
+		var out []int64
+		for _, v := range vs {
+			out = append(out, v.Version)
+		}
+		return out
+	}
+	assert.Equal(t, []int64{2, 3, 5, 6}, versions())
+	for v, want := range map[int64]string{2: "two", 3: "three", 5: "five", 6: "six"} {
+		a, err := arts.Get(ctx, workspace.ArtifactRef{Name: "docs/plan.md", Version: v})
+		require.NoError(t, err, "version %d", v)
+		assert.Equal(t, want, string(a.Content))
+	}
+	for _, v := range []int64{1, 4} {
+		_, err := arts.Get(ctx, workspace.ArtifactRef{Name: "docs/plan.md", Version: v})
+		var gone *workspace.VersionRemovedError
+		require.ErrorAs(t, err, &gone, "version %d", v)
+		assert.Equal(t, int64(2), gone.Oldest)
+		assert.ErrorIs(t, err, workspace.ErrNotFound)
+	}
+	_, err = arts.Rollback(ctx, as("w"), ref, 1)
+	var gone *workspace.VersionRemovedError
+	require.ErrorAs(t, err, &gone, "a rollback to a removed version")
+	rb, err := arts.Rollback(ctx, as("w"), ref, 2)
+	require.NoError(t, err)
+	assert.Equal(t, int64(7), rb.Version)
+
+	// Unpinned, version 2 goes; version 3 stays while the result names it.
+	require.NoError(t, workspace.UnpinVersion(ctx, ws, as("lead"), "docs/plan.md", 2))
+	r, err = workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepVersions: 2})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), r.Versions.Count, "v2 and v5")
+	assert.Equal(t, int64(4), r.Versions.Bytes, "v2's content is v7's too; only v5's \"five\" is freed")
+	assert.Equal(t, []int64{3, 6, 7}, versions())
+	evs := eventsAfter(t, ws, r.Seq-1)
+	require.NotEmpty(t, evs)
+	assert.Contains(t, evs[0].Message, "2 artifact versions")
 	v := verify(t, ws)
 	assert.True(t, v.OK(), "verify: %v", v.Problems)
 }

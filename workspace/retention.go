@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -22,6 +23,12 @@ type GCPolicy struct {
 	KeepEvents int64
 	// KeepEventsFor keeps the events younger than this.
 	KeepEventsFor time.Duration
+	// KeepVersions keeps the newest N versions of each live artifact (the
+	// head always); older ones go with their content, except pinned
+	// versions (PinVersion) and those a task's result names (the version
+	// that was the head when the task was last updated). Zero keeps every
+	// version; a deleted artifact keeps all of its.
+	KeepVersions int64
 	// KeepTasksFor keeps finished tasks (done or cancelled) updated within
 	// this long; older ones go, except those that a task which stays
 	// depends on or has as its parent. Zero keeps every task.
@@ -64,6 +71,9 @@ type GCReport struct {
 	Floor      int64  `json:"floor"`
 	FloorAfter int64  `json:"floor_after"`
 	Events     GCKind `json:"events"`
+	// Versions are the artifact versions removed; Bytes counts the content
+	// no kept version shares.
+	Versions GCKind `json:"versions"`
 	// Tasks are the finished tasks removed.
 	Tasks GCKind `json:"tasks"`
 	// Reclaimed is the space given back to the file system (with
@@ -97,4 +107,34 @@ func GC(ctx context.Context, ws Workspace, p GCPolicy) (GCReport, error) {
 		return GCReport{}, invalid("workspace", "GC needs a Workspace made by Open or driver.New, not %T", ws)
 	}
 	return c.GC(ctx, p)
+}
+
+// PinKind is the kind of the notes that pin artifact versions against
+// retention: the note (PinKind, PinKey(id, version)).
+const PinKind = "pin"
+
+// PinKey is the key of the note that pins version of artifact id.
+func PinKey(id string, version int64) string { return fmt.Sprintf("%s@%d", id, version) }
+
+// PinVersion keeps version of the live artifact name from retention until
+// UnpinVersion, by putting its pin note (so it is recorded as a note.put
+// event, and works through every backend and the HTTP API). The version
+// must still exist.
+func PinVersion(ctx context.Context, ws Workspace, w Write, name string, version int64) (Note, error) {
+	a, err := ws.Artifacts().Get(ctx, ArtifactRef{Name: name, Version: version})
+	if err != nil {
+		return Note{}, err
+	}
+	return ws.Notes().Put(ctx, w, NotePut{Kind: PinKind, Key: PinKey(a.ID, version),
+		Title: fmt.Sprintf("%s version %d", name, version), Body: a.SHA256})
+}
+
+// UnpinVersion removes the pin of version of the live artifact name;
+// ErrNotFound if it was not pinned.
+func UnpinVersion(ctx context.Context, ws Workspace, w Write, name string, version int64) error {
+	a, err := ws.Artifacts().Get(ctx, ArtifactRef{Name: name})
+	if err != nil {
+		return err
+	}
+	return ws.Notes().Delete(ctx, w, PinKind, PinKey(a.ID, version))
 }

@@ -88,6 +88,41 @@ func (t *tx) PutArtifact(ctx context.Context, a workspace.Artifact, content []by
 	return nil
 }
 
+// DeleteVersions implements driver.Tx: each removed version leaves its
+// line in the versions file, marked removed, and a content file no
+// version of the artifact uses any more is deleted.
+func (t *tx) DeleteVersions(ctx context.Context, id string, versions []int64) error {
+	old := t.st.arts[id]
+	if old == nil {
+		return nil
+	}
+	r := old.clone()
+	var shas []string
+	for _, v := range versions {
+		if v < 1 || v >= int64(len(r.versions)) || removed(r.versions[v-1]) {
+			continue // never the head
+		}
+		shas = append(shas, r.versions[v-1].SHA256)
+		r.versions[v-1] = workspace.Artifact{ID: id, Version: v}
+	}
+	if len(shas) == 0 {
+		return nil
+	}
+	used := map[string]bool{}
+	for _, a := range r.versions {
+		used[a.SHA256] = true
+	}
+	for _, sha := range shas {
+		if !used[sha] {
+			setMark(t, t.unblobs, blobKey{id, sha}, true)
+		}
+	}
+	mark(t, t.rewrites, id)
+	t.markArt(id)
+	t.undo = append(t.undo, t.st.setArt(id, r))
+	return nil
+}
+
 // checkNewName refuses names this backend cannot give a readable copy of
 // its own: a segment that could be taken for our temporary files, and (on a
 // case-insensitive file system) a live name equal but for case, which
@@ -268,6 +303,9 @@ func (t *tx) record() (*record, error) {
 	slices.SortStableFunc(rec.Writes, func(a, b fileWrite) int {
 		return boolInt(!strings.HasPrefix(a.Path, blobsDir+"/")) - boolInt(!strings.HasPrefix(b.Path, blobsDir+"/"))
 	})
+	for _, k := range sortedKeys(t.unblobs) {
+		rec.Removes = append(rec.Removes, blobPath(k.id, k.sha))
+	}
 	for _, id := range sortedKeys(t.tasks) {
 		task, ok := t.st.tasks[id]
 		if !ok {

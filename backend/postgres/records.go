@@ -345,6 +345,12 @@ const (
 	lapsedNow = `SELECT ` + taskCols + ` FROM tasks
 		WHERE status = 'in_progress' AND lease_expires_at <= clock_timestamp()
 		ORDER BY lease_expires_at, id LIMIT $1`
+	// deleteVersions removes versions of an artifact, then the content
+	// rows whose hash no remaining version of it has.
+	deleteVersions = `WITH d AS (DELETE FROM artifact_versions WHERE artifact_id = $1 AND version = ANY ($2::bigint[]) RETURNING sha256)
+		DELETE FROM blobs b WHERE b.artifact_id = $1 AND b.sha256 IN (SELECT sha256 FROM d)
+			AND NOT EXISTS (SELECT 1 FROM artifact_versions v WHERE v.artifact_id = $1 AND v.sha256 = b.sha256
+				AND NOT (v.version = ANY ($2::bigint[])))`
 	// deleteTask removes a task no other task depends on or has as
 	// parent; tasks_depends_on (migration 000005) serves the first test.
 	deleteTask = `WITH d AS (DELETE FROM tasks WHERE id = $1
@@ -999,4 +1005,12 @@ func (t *writeTx) DeleteTask(ctx context.Context, id string) (bool, error) {
 		return false, fmt.Errorf("postgres: delete task %s: %w", id, err)
 	}
 	return n > 0, nil
+}
+
+// DeleteVersions implements driver.Tx.
+func (t *writeTx) DeleteVersions(ctx context.Context, id string, versions []int64) error {
+	if _, err := t.q.Exec(ctx, deleteVersions, id, versions); err != nil {
+		return fmt.Errorf("postgres: delete versions of %s: %w", id, err)
+	}
+	return nil
 }

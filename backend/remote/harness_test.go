@@ -103,5 +103,7 @@ func (harness) Inapplicable() map[string]string {
 		"EventChainSurvivesExportAndImport":       noChain,
 		"GCRemovesWhatNoRuleKeepsInBatches":       noChain,
 		"GCUnderConcurrentWritersAndSubscribers":  noChain,
+		"GCRemovesOldFinishedTasksNoTaskNames":    noChain,
+		"GCKeepsNewestPinnedAndResultVersions":    noChain,
 	}
 }

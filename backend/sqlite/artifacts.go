@@ -48,7 +48,40 @@ const (
 	qStoredBlob = `SELECT blob_id FROM artifact_versions
 		WHERE artifact_id = ? AND sha256 = ? AND blob_id IS NOT NULL ORDER BY version DESC LIMIT 1`
 	qDeleteArtifact = `UPDATE artifacts SET deleted = 1 WHERE id = ? AND deleted = 0`
+	// qVersionBlob, qDeleteVersion and qDeleteUnusedBlob remove a version
+	// and then its content row if no version left uses it.
+	qVersionBlob      = `SELECT blob_id FROM artifact_versions WHERE artifact_id = ? AND version = ?`
+	qDeleteVersion    = `DELETE FROM artifact_versions WHERE artifact_id = ? AND version = ?`
+	qDeleteUnusedBlob = `DELETE FROM blobs WHERE id = ?1
+		AND NOT EXISTS (SELECT 1 FROM artifact_versions WHERE artifact_id = ?2 AND blob_id = ?1)`
 )
+
+// DeleteVersions implements driver.Tx.
+func (t *writeTx) DeleteVersions(ctx context.Context, id string, versions []int64) error {
+	var blobs []int64
+	for _, v := range versions {
+		var blob sql.NullInt64
+		err := t.q.QueryRowContext(ctx, qVersionBlob, id, v).Scan(&blob)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: delete version %d of %s: %w", v, id, err)
+		}
+		if _, err := t.q.ExecContext(ctx, qDeleteVersion, id, v); err != nil {
+			return fmt.Errorf("sqlite: delete version %d of %s: %w", v, id, err)
+		}
+		if blob.Valid {
+			blobs = append(blobs, blob.Int64)
+		}
+	}
+	for _, b := range blobs {
+		if _, err := t.q.ExecContext(ctx, qDeleteUnusedBlob, b, id); err != nil {
+			return fmt.Errorf("sqlite: delete content of %s: %w", id, err)
+		}
+	}
+	return nil
+}
 
 // scanArtifact scans artifactCols, then extra.
 func scanArtifact(sc scanner, extra ...any) (workspace.Artifact, error) {

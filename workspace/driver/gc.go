@@ -42,13 +42,17 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 		target int64
 		tasks  []string
 		sizes  []int64
+		cuts   []versionCut
 	)
 	err := h.view(ctx, "gc", func(tx ReadTx) error {
 		var err error
 		if r.Floor, target, err = gcTarget(ctx, tx, p); err != nil {
 			return err
 		}
-		tasks, sizes, err = gcTaskPlan(ctx, tx, p)
+		if tasks, sizes, err = gcTaskPlan(ctx, tx, p); err != nil {
+			return err
+		}
+		cuts, err = gcVersionPlan(ctx, tx, p, &r.Versions)
 		return err
 	})
 	if err != nil {
@@ -118,12 +122,15 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 	if err := h.gcTasks(ctx, p, tasks, sizes, &r); err != nil {
 		return r, wrapErr("gc", err)
 	}
-	if r.Events.Count == 0 && r.Tasks.Count == 0 {
+	if err := h.gcVersions(ctx, p, cuts, &r); err != nil {
+		return r, wrapErr("gc", err)
+	}
+	if r.Events.Count == 0 && r.Tasks.Count == 0 && r.Versions.Count == 0 {
 		return r, wrapErr("gc", h.reclaim(ctx, p, &r))
 	}
 	ev := workspace.Event{Actor: p.Actor, Type: workspace.EventGC, Subject: workspace.Subject{Kind: "workspace"},
-		Message: fmt.Sprintf("gc removed %d events (%d bytes) below seq %d and %d tasks (%d bytes) in %d batches",
-			r.Events.Count, r.Events.Bytes, r.FloorAfter, r.Tasks.Count, r.Tasks.Bytes, r.Batches)}
+		Message: fmt.Sprintf("gc removed %d events (%d bytes) below seq %d, %d artifact versions (%d bytes) and %d tasks (%d bytes) in %d batches",
+			r.Events.Count, r.Events.Bytes, r.FloorAfter, r.Versions.Count, r.Versions.Bytes, r.Tasks.Count, r.Tasks.Bytes, r.Batches)}
 	err = h.st.Update(ctx, func(tx Tx) error {
 		ev.Time = tx.Now()
 		if err := tx.PruneIdempotent(ctx, ev.Time); err != nil {
@@ -214,6 +221,8 @@ func (h *handle) checkGCPolicy(p *workspace.GCPolicy) error {
 		return invalid("min events", "%d: a count of events, at least 0", p.MinEvents)
 	case p.KeepEventsFor < 0:
 		return invalid("keep events for", "%v: a duration, at least 0", p.KeepEventsFor)
+	case p.KeepVersions < 0:
+		return invalid("keep versions", "%d: a count of versions, at least 0", p.KeepVersions)
 	case p.KeepTasksFor < 0:
 		return invalid("keep tasks for", "%v: a duration, at least 0", p.KeepTasksFor)
 	case p.Batch < 0 || p.Batch > maxGCBatch:

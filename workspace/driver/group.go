@@ -593,6 +593,11 @@ func (w writeMarker) PutLease(ctx context.Context, l workspace.Lease) error {
 	return w.Tx.PutLease(ctx, l)
 }
 
+func (w writeMarker) DeleteVersions(ctx context.Context, id string, versions []int64) error {
+	*w.wrote = true
+	return w.Tx.DeleteVersions(ctx, id, versions)
+}
+
 func (w writeMarker) DeleteTask(ctx context.Context, id string) (bool, error) {
 	*w.wrote = true
 	return w.Tx.DeleteTask(ctx, id)

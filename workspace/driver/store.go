@@ -197,6 +197,10 @@ type Tx interface {
 	DeleteArtifact(ctx context.Context, id string) error
 	// PutTask inserts or replaces the task.
 	PutTask(ctx context.Context, t workspace.Task) error
+	// DeleteVersions removes the given versions of artifact id (never its
+	// head: the caller checks) and the content no remaining version of it
+	// uses (retention).
+	DeleteVersions(ctx context.Context, id string, versions []int64) error
 	// DeleteTask removes the task (retention) unless another task names it
 	// in DependsOn or as ParentID; it reports whether it removed it.
 	DeleteTask(ctx context.Context, id string) (bool, error)
