@@ -500,4 +500,23 @@ func testGCVersions(t *testing.T, h Harness) {
 	assert.Contains(t, evs[0].Message, "2 artifact versions")
 	v := verify(t, ws)
 	assert.True(t, v.OK(), "verify: %v", v.Problems)
+
+	// An archive skips the removed versions, and imports as it was.
+	var archive bytes.Buffer
+	_, err = workspace.Export(ctx, ws, &archive, workspace.ArchiveOptions{})
+	require.NoError(t, err)
+	_, ws2 := fresh(t, h)
+	_, err = workspace.Import(ctx, ws2, bytes.NewReader(archive.Bytes()), workspace.ArchiveOptions{})
+	require.NoError(t, err)
+	vs, err := ws2.Artifacts().Versions(ctx, ref)
+	require.NoError(t, err)
+	require.Len(t, vs, 3)
+	assert.Equal(t, []int64{3, 6, 7}, []int64{vs[0].Version, vs[1].Version, vs[2].Version})
+	_, err = ws2.Artifacts().Get(ctx, workspace.ArtifactRef{Name: "docs/plan.md", Version: 5})
+	require.ErrorAs(t, err, &gone)
+	assert.Equal(t, int64(3), gone.Oldest)
+	var again bytes.Buffer
+	_, err = workspace.Export(ctx, ws2, &again, workspace.ArchiveOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, archive.String(), again.String(), "the import exports the same archive")
 }

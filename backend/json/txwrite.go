@@ -71,6 +71,13 @@ func (t *tx) PutArtifact(ctx context.Context, a workspace.Artifact, content []by
 	}
 	a.Content = nil
 	switch n := int64(len(r.versions)); {
+	case a.Version > n+1:
+		// An archive's versions skip those retention removed: their
+		// places are kept, marked removed.
+		for v := n + 1; v < a.Version; v++ {
+			r.versions = append(r.versions, workspace.Artifact{ID: a.ID, Version: v})
+		}
+		r.versions = append(r.versions, a)
 	case a.Version == n+1:
 		r.versions = append(r.versions, a)
 	case a.Version >= 1 && a.Version <= n:
