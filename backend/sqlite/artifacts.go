@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -52,8 +53,10 @@ const (
 	// and then its content row if no version left uses it.
 	qVersionBlob      = `SELECT blob_id FROM artifact_versions WHERE artifact_id = ? AND version = ?`
 	qDeleteVersion    = `DELETE FROM artifact_versions WHERE artifact_id = ? AND version = ?`
-	qDeleteUnusedBlob = `DELETE FROM blobs WHERE id = ?1
-		AND NOT EXISTS (SELECT 1 FROM artifact_versions WHERE artifact_id = ?2 AND blob_id = ?1)`
+	// qDeleteUnusedBlobs takes the removed versions' blob ids as a JSON
+	// array, so that the artifact's remaining versions are read once.
+	qDeleteUnusedBlobs = `DELETE FROM blobs WHERE id IN (SELECT value FROM json_each(?1))
+		AND id NOT IN (SELECT blob_id FROM artifact_versions WHERE artifact_id = ?2 AND blob_id IS NOT NULL)`
 )
 
 // DeleteVersions implements driver.Tx.
@@ -75,10 +78,15 @@ func (t *writeTx) DeleteVersions(ctx context.Context, id string, versions []int6
 			blobs = append(blobs, blob.Int64)
 		}
 	}
-	for _, b := range blobs {
-		if _, err := t.q.ExecContext(ctx, qDeleteUnusedBlob, b, id); err != nil {
-			return fmt.Errorf("sqlite: delete content of %s: %w", id, err)
-		}
+	if len(blobs) == 0 {
+		return nil
+	}
+	ids, err := json.Marshal(blobs)
+	if err != nil {
+		return err
+	}
+	if _, err := t.q.ExecContext(ctx, qDeleteUnusedBlobs, string(ids), id); err != nil {
+		return fmt.Errorf("sqlite: delete content of %s: %w", id, err)
 	}
 	return nil
 }

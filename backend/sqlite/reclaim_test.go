@@ -94,3 +94,30 @@ func TestGCReclaimSwitchesAnOlderFileOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "kept", n.Body)
 }
+
+// TestGCVersionsDeleteTheirContentRows: removed versions take their blob
+// rows with them, except one a kept version shares.
+func TestGCVersionsDeleteTheirContentRows(t *testing.T) {
+	ctx := testCtx(t)
+	path := tempPath(t)
+	ws := openWS(t, "sqlite:"+path)
+	ref := workspace.ByName("a.md")
+	_, err := ws.Artifacts().Create(ctx, workspace.Write{Actor: "a"}, workspace.NewArtifact{Name: "a.md", Content: []byte("same")})
+	require.NoError(t, err)
+	for _, c := range []string{"x", "y", "same"} {
+		_, err := ws.Artifacts().Update(ctx, workspace.Write{Actor: "a"}, ref, workspace.ArtifactChange{Content: []byte(c)})
+		require.NoError(t, err)
+	}
+	blobs := func() (n int) {
+		require.NoError(t, rawDB(t, path).QueryRow(`SELECT count(*) FROM blobs`).Scan(&n))
+		return n
+	}
+	require.Equal(t, 4, blobs(), "a write with new bytes stores them, even if an older version had the same")
+	r, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepVersions: 1})
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), r.Versions.Count)
+	assert.Equal(t, 1, blobs(), "only the head's row is left")
+	a, err := ws.Artifacts().Get(ctx, ref)
+	require.NoError(t, err)
+	assert.Equal(t, "same", string(a.Content))
+}
