@@ -45,7 +45,8 @@ type GCPolicy struct {
 	Reclaim bool
 	// DryRun reports what would go and removes nothing.
 	DryRun bool
-	// Batch is the most events one transaction removes (default 10,000;
+	// Batch is the most events (or versions, or tasks) one transaction
+	// removes (default 10,000;
 	// on a store whose compaction rewrites its log, the json store's,
 	// default all of them in one).
 	Batch int64

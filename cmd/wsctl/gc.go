@@ -44,7 +44,7 @@ func (f *gcFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.keepTasks, "keep-tasks", "", "keep finished tasks updated within this, e.g. 2160h; older ones go unless a task that stays names them (overrides [retention] keep_tasks)")
 	fl.Int64Var(&f.keepVersions, "keep-versions", 0, "keep each artifact's newest N versions, pinned ones and those task results name (overrides [retention] keep_versions)")
 	fl.BoolVar(&f.reclaim, "reclaim", false, "give freed space back to the file system (sqlite: incremental vacuum; the first on a file made by an older version is one VACUUM that holds writers)")
-	fl.Int64Var(&f.batch, "batch", 0, "most events removed per transaction (default 10000)")
+	fl.Int64Var(&f.batch, "batch", 0, "most events, versions or tasks removed per transaction (default 10000)")
 	fl.DurationVar(&f.batchTime, "batch-time", 0, "how long one transaction may hold the write lock (default 10ms): batches are sized to it, so writers wait for one short batch at most")
 }
 
