@@ -22,6 +22,8 @@ var retentionCases = []coreCase{
 	{"EventChainSurvivesExportAndImport", testChainArchive},
 	{"GCRemovesWhatNoRuleKeepsInBatches", testGCEvents},
 	{"GCUnderConcurrentWritersAndSubscribers", testGCConcurrent},
+	{"GCRemovesOldFinishedTasksNoTaskNames", testGCTasks},
+	{"GCKeepsNewestPinnedAndResultVersions", testGCVersions},
 }
 
 // verify runs workspace.Verify and requires it to read.
@@ -317,4 +319,204 @@ func testGCConcurrent(t *testing.T, h Harness) {
 	assert.Len(t, n.Notes, 70, "gc removes events, never records")
 	v := verify(t, ws2)
 	assert.True(t, v.OK(), "verify: %v", v.Problems)
+}
+
+// testGCTasks: gc removes finished tasks (done, cancelled) older than the
+// policy's age, a chain of them at once, but not a failed task (it may be
+// retried), an unfinished one, one that a task which stays depends on or
+// has as parent, nor a young one; the dry run counts what goes, and the
+// gc event says it.
+func testGCTasks(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	_, ws := fresh(t, h)
+	tasks := ws.Tasks()
+	mk := func(name string, nt workspace.NewTask) workspace.Task {
+		nt.Title, nt.Labels = name, map[string]string{"t": name}
+		tk, err := tasks.Create(ctx, as("planner"), nt)
+		require.NoError(t, err)
+		return tk
+	}
+	claim := func(name string) {
+		_, err := tasks.Claim(ctx, workspace.ClaimRequest{Actor: "worker", Labels: map[string]string{"t": name}})
+		require.NoError(t, err, "claim %s", name)
+	}
+	done := func(tk workspace.Task) {
+		claim(tk.Title)
+		_, err := tasks.Complete(ctx, as("worker"), tk.ID, workspace.TaskResult{Summary: "ok"})
+		require.NoError(t, err)
+	}
+	cancelled := workspace.TaskCancelled
+	alone := mk("alone", workspace.NewTask{})
+	done(alone)
+	dep := mk("dep", workspace.NewTask{})
+	done(dep)
+	waiting := mk("waiting", workspace.NewTask{DependsOn: []string{dep.ID}})
+	chainOld := mk("chain-old", workspace.NewTask{})
+	_, err := tasks.Update(ctx, as("planner"), chainOld.ID, workspace.TaskChange{Status: &cancelled})
+	require.NoError(t, err)
+	chainNew := mk("chain-new", workspace.NewTask{DependsOn: []string{chainOld.ID}})
+	_, err = tasks.Update(ctx, as("planner"), chainNew.ID, workspace.TaskChange{Status: &cancelled})
+	require.NoError(t, err)
+	parent := mk("parent", workspace.NewTask{})
+	done(parent)
+	child := mk("child", workspace.NewTask{ParentID: parent.ID})
+	failed := mk("failed", workspace.NewTask{})
+	claim("failed")
+	_, err = tasks.Fail(ctx, as("worker"), failed.ID, workspace.TaskResult{Summary: "no"})
+	require.NoError(t, err)
+	running := mk("running", workspace.NewTask{})
+	claim("running")
+
+	young, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepTasksFor: time.Hour})
+	require.NoError(t, err)
+	assert.Zero(t, young.Tasks.Count, "every task was updated within the hour")
+
+	_, err = workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepTasksFor: -time.Hour})
+	require.ErrorIs(t, err, workspace.ErrInvalid)
+
+	// Every finished task is older than a microsecond by now.
+	time.Sleep(2 * time.Millisecond)
+	dry, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepTasksFor: time.Microsecond, DryRun: true})
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), dry.Tasks.Count, "alone, chain-old and chain-new")
+	assert.Positive(t, dry.Tasks.Bytes)
+	_, err = tasks.Get(ctx, alone.ID)
+	require.NoError(t, err, "a dry run removes nothing")
+
+	r, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepTasksFor: time.Microsecond, Batch: 2})
+	require.NoError(t, err)
+	assert.Equal(t, dry.Tasks, r.Tasks, "the dry run counted what went")
+	assert.Zero(t, r.Events.Count, "no event rule: no event goes")
+	for _, gone := range []workspace.Task{alone, chainOld, chainNew} {
+		_, err := tasks.Get(ctx, gone.ID)
+		require.ErrorIs(t, err, workspace.ErrNotFound, "%s", gone.Title)
+	}
+	for _, kept := range []workspace.Task{dep, waiting, parent, child, failed, running} {
+		_, err := tasks.Get(ctx, kept.ID)
+		require.NoError(t, err, "%s stays", kept.Title)
+	}
+	evs := eventsAfter(t, ws, r.Seq-1)
+	require.NotEmpty(t, evs)
+	assert.Equal(t, workspace.EventGC, evs[0].Type)
+	assert.Contains(t, evs[0].Message, "3 tasks")
+
+	// Once the task that waited on dep is done, dep may go with it; the
+	// parent stays while its child is unfinished.
+	done(waiting)
+	time.Sleep(2 * time.Millisecond)
+	r, err = workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepTasksFor: time.Microsecond})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), r.Tasks.Count, "waiting, then dep")
+	_, err = tasks.Get(ctx, parent.ID)
+	require.NoError(t, err)
+	page, err := tasks.List(ctx, workspace.TaskFilter{})
+	require.NoError(t, err)
+	assert.Len(t, page.Tasks, 4, "parent, child, failed, running")
+	v := verify(t, ws)
+	assert.True(t, v.OK(), "verify: %v", v.Problems)
+}
+
+// testGCVersions: gc keeps each artifact's newest versions, pinned ones
+// and the one a task's result named, and removes the rest with the
+// content no kept version shares; a read of a removed version, or a
+// rollback to it, gets a *VersionRemovedError naming the oldest kept; a
+// version unpinned goes at the next gc; the chain and contents verify.
+func testGCVersions(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	_, ws := fresh(t, h)
+	arts := ws.Artifacts()
+	ref := workspace.ByName("docs/plan.md")
+	// v1 "one", v2 "two", v3 "three", v4 "six", v5 "five", v6 "six".
+	_, err := arts.Create(ctx, as("w"), workspace.NewArtifact{Name: "docs/plan.md", Kind: "plan", Content: []byte("one")})
+	require.NoError(t, err)
+	update := func(content string) {
+		_, err := arts.Update(ctx, as("w"), ref, workspace.ArtifactChange{Content: []byte(content)})
+		require.NoError(t, err)
+	}
+	update("two")
+	update("three")
+	// A task finished now names the artifact: version 3 is its result.
+	tk, err := ws.Tasks().Create(ctx, as("p"), workspace.NewTask{Title: "write", Labels: map[string]string{"t": "write"}})
+	require.NoError(t, err)
+	_, err = ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "w", Labels: map[string]string{"t": "write"}})
+	require.NoError(t, err)
+	_, err = ws.Tasks().Complete(ctx, as("w"), tk.ID, workspace.TaskResult{Summary: "done", Artifacts: []string{"docs/plan.md"}})
+	require.NoError(t, err)
+	time.Sleep(2 * time.Millisecond) // the next version is written after the result
+	update("six")
+	update("five")
+	update("six")
+	_, err = workspace.PinVersion(ctx, ws, as("lead"), "docs/plan.md", 2)
+	require.NoError(t, err)
+	_, err = workspace.PinVersion(ctx, ws, as("lead"), "docs/plan.md", 9)
+	require.ErrorIs(t, err, workspace.ErrNotFound, "a version that does not exist cannot be pinned")
+	_, err = workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepVersions: -1})
+	require.ErrorIs(t, err, workspace.ErrInvalid)
+
+	dry, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepVersions: 2, DryRun: true})
+	require.NoError(t, err)
+	assert.Equal(t, workspace.GCKind{Count: 2, Bytes: 3}, dry.Versions, "v1 and v4 go; v4's content is v6's, so only v1's 3 bytes are freed")
+	r, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepVersions: 2})
+	require.NoError(t, err)
+	assert.Equal(t, dry.Versions, r.Versions)
+	versions := func() []int64 {
+		vs, err := arts.Versions(ctx, ref)
+		require.NoError(t, err)
+		var out []int64
+		for _, v := range vs {
+			out = append(out, v.Version)
+		}
+		return out
+	}
+	assert.Equal(t, []int64{2, 3, 5, 6}, versions())
+	for v, want := range map[int64]string{2: "two", 3: "three", 5: "five", 6: "six"} {
+		a, err := arts.Get(ctx, workspace.ArtifactRef{Name: "docs/plan.md", Version: v})
+		require.NoError(t, err, "version %d", v)
+		assert.Equal(t, want, string(a.Content))
+	}
+	for _, v := range []int64{1, 4} {
+		_, err := arts.Get(ctx, workspace.ArtifactRef{Name: "docs/plan.md", Version: v})
+		var gone *workspace.VersionRemovedError
+		require.ErrorAs(t, err, &gone, "version %d", v)
+		assert.Equal(t, int64(2), gone.Oldest)
+		assert.ErrorIs(t, err, workspace.ErrNotFound)
+	}
+	_, err = arts.Rollback(ctx, as("w"), ref, 1)
+	var gone *workspace.VersionRemovedError
+	require.ErrorAs(t, err, &gone, "a rollback to a removed version")
+	rb, err := arts.Rollback(ctx, as("w"), ref, 2)
+	require.NoError(t, err)
+	assert.Equal(t, int64(7), rb.Version)
+
+	// Unpinned, version 2 goes; version 3 stays while the result names it.
+	require.NoError(t, workspace.UnpinVersion(ctx, ws, as("lead"), "docs/plan.md", 2))
+	r, err = workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepVersions: 2})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), r.Versions.Count, "v2 and v5")
+	assert.Equal(t, int64(4), r.Versions.Bytes, "v2's content is v7's too; only v5's \"five\" is freed")
+	assert.Equal(t, []int64{3, 6, 7}, versions())
+	evs := eventsAfter(t, ws, r.Seq-1)
+	require.NotEmpty(t, evs)
+	assert.Contains(t, evs[0].Message, "2 artifact versions")
+	v := verify(t, ws)
+	assert.True(t, v.OK(), "verify: %v", v.Problems)
+
+	// An archive skips the removed versions, and imports as it was.
+	var archive bytes.Buffer
+	_, err = workspace.Export(ctx, ws, &archive, workspace.ArchiveOptions{})
+	require.NoError(t, err)
+	_, ws2 := fresh(t, h)
+	_, err = workspace.Import(ctx, ws2, bytes.NewReader(archive.Bytes()), workspace.ArchiveOptions{})
+	require.NoError(t, err)
+	vs, err := ws2.Artifacts().Versions(ctx, ref)
+	require.NoError(t, err)
+	require.Len(t, vs, 3)
+	assert.Equal(t, []int64{3, 6, 7}, []int64{vs[0].Version, vs[1].Version, vs[2].Version})
+	_, err = ws2.Artifacts().Get(ctx, workspace.ArtifactRef{Name: "docs/plan.md", Version: 5})
+	require.ErrorAs(t, err, &gone)
+	assert.Equal(t, int64(3), gone.Oldest)
+	var again bytes.Buffer
+	_, err = workspace.Export(ctx, ws2, &again, workspace.ArchiveOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, archive.String(), again.String(), "the import exports the same archive")
 }

@@ -150,6 +150,22 @@ func (e *CompactedError) Error() string {
 // Is reports whether target is ErrCompacted.
 func (e *CompactedError) Is(target error) bool { return target == ErrCompacted }
 
+// VersionRemovedError reports a read of an artifact version that retention
+// removed (GCPolicy.KeepVersions). It matches ErrNotFound.
+type VersionRemovedError struct {
+	Name    string `json:"name"`
+	Version int64  `json:"version"`
+	Oldest  int64  `json:"oldest"` // the artifact's oldest version still kept
+}
+
+// Error describes the failure in one line.
+func (e *VersionRemovedError) Error() string {
+	return fmt.Sprintf("artifact %q version %d was removed by retention: its oldest kept version is %d", e.Name, e.Version, e.Oldest)
+}
+
+// Is reports whether target is ErrNotFound.
+func (e *VersionRemovedError) Is(target error) bool { return target == ErrNotFound }
+
 // InvalidError reports bad input: which field, and why. It matches ErrInvalid,
 // or ErrTooLarge when TooLarge is set.
 type InvalidError struct {

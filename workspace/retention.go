@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -11,6 +12,10 @@ const EventGC = "workspace.gc"
 
 // GCPolicy says what a garbage collection keeps. A zero field keeps
 // everything of its kind; an event is kept when either event rule keeps it.
+// Lease rows are never removed: a released lease's row keeps the newest
+// fencing token it issued, so that tokens keep increasing. Expired
+// idempotency keys are pruned by each collection that removes something
+// (and by writers as they go).
 type GCPolicy struct {
 	// Actor is who runs it (recorded on its event).
 	Actor string
@@ -18,15 +23,38 @@ type GCPolicy struct {
 	KeepEvents int64
 	// KeepEventsFor keeps the events younger than this.
 	KeepEventsFor time.Duration
-	// MinEvents: remove nothing unless at least this many events would go.
+	// KeepVersions keeps the newest N versions of each live artifact (the
+	// head always); older ones go with their content, except pinned
+	// versions (PinVersion) and those a task's result names (the version
+	// that was the head when the task was last updated). Zero keeps every
+	// version; a deleted artifact keeps all of its.
+	KeepVersions int64
+	// KeepTasksFor keeps finished tasks (done or cancelled) updated within
+	// this long; older ones go, except those that a task which stays
+	// depends on or has as its parent. Zero keeps every task.
+	KeepTasksFor time.Duration
+	// MinEvents: remove no events unless at least this many events would go.
 	// A scheduled gc sets 2, so that the event each run records cannot by
 	// itself make the next run remove one more.
 	MinEvents int64
+	// Reclaim gives the space freed inside the store back to the file
+	// system where the store keeps it (SQLite: incremental vacuum in short
+	// steps; a file created before auto_vacuum was on is rewritten once by
+	// a VACUUM that holds the write lock while it runs). Postgres's
+	// (auto)vacuum and the json store's rewritten files need no step.
+	Reclaim bool
 	// DryRun reports what would go and removes nothing.
 	DryRun bool
-	// Batch is how many events one transaction removes (default 1000),
-	// so that writers wait at most for one batch.
+	// Batch is the most events (or versions, or tasks) one transaction
+	// removes (default 10,000;
+	// on a store whose compaction rewrites its log, the json store's,
+	// default all of them in one).
 	Batch int64
+	// BatchTime is how long one transaction should hold the store's write
+	// lock (default 10ms, at most 1s): gc sizes each batch from the time
+	// the last one took, and rests as long between them, so a writer waits
+	// for one short batch at most.
+	BatchTime time.Duration
 }
 
 // GCKind counts what a collection removed (or would) of one kind.
@@ -44,8 +72,21 @@ type GCReport struct {
 	Floor      int64  `json:"floor"`
 	FloorAfter int64  `json:"floor_after"`
 	Events     GCKind `json:"events"`
-	// Batches is the number of transactions the removal took.
-	Batches int `json:"batches"`
+	// Versions are the artifact versions removed; Bytes counts the content
+	// no kept version shares.
+	Versions GCKind `json:"versions"`
+	// Tasks are the finished tasks removed.
+	Tasks GCKind `json:"tasks"`
+	// Reclaimed is the space given back to the file system (with
+	// Reclaim), and Reclaimable the free space still inside the store's
+	// files (a dry run's is before anything goes); 0 where the store
+	// keeps none it could give back.
+	Reclaimed   int64 `json:"reclaimed_bytes"`
+	Reclaimable int64 `json:"reclaimable_bytes"`
+	// Batches is the number of transactions the removal took, and
+	// LongestBatch the longest time one of them held the write lock.
+	Batches      int           `json:"batches"`
+	LongestBatch time.Duration `json:"longest_batch_ns,omitempty"`
 	// Seq is the seq of the event recorded for it (0 for a dry run or
 	// when nothing went).
 	Seq int64 `json:"seq,omitempty"`
@@ -67,4 +108,34 @@ func GC(ctx context.Context, ws Workspace, p GCPolicy) (GCReport, error) {
 		return GCReport{}, invalid("workspace", "GC needs a Workspace made by Open or driver.New, not %T", ws)
 	}
 	return c.GC(ctx, p)
+}
+
+// PinKind is the kind of the notes that pin artifact versions against
+// retention: the note (PinKind, PinKey(id, version)).
+const PinKind = "pin"
+
+// PinKey is the key of the note that pins version of artifact id.
+func PinKey(id string, version int64) string { return fmt.Sprintf("%s@%d", id, version) }
+
+// PinVersion keeps version of the live artifact name from retention until
+// UnpinVersion, by putting its pin note (so it is recorded as a note.put
+// event, and works through every backend and the HTTP API). The version
+// must still exist.
+func PinVersion(ctx context.Context, ws Workspace, w Write, name string, version int64) (Note, error) {
+	a, err := ws.Artifacts().Get(ctx, ArtifactRef{Name: name, Version: version})
+	if err != nil {
+		return Note{}, err
+	}
+	return ws.Notes().Put(ctx, w, NotePut{Kind: PinKind, Key: PinKey(a.ID, version),
+		Title: fmt.Sprintf("%s version %d", name, version), Body: a.SHA256})
+}
+
+// UnpinVersion removes the pin of version of the live artifact name;
+// ErrNotFound if it was not pinned.
+func UnpinVersion(ctx context.Context, ws Workspace, w Write, name string, version int64) error {
+	a, err := ws.Artifacts().Get(ctx, ArtifactRef{Name: name})
+	if err != nil {
+		return err
+	}
+	return ws.Notes().Delete(ctx, w, PinKind, PinKey(a.ID, version))
 }

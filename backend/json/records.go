@@ -81,7 +81,10 @@ func corrupt(file string, format string, args ...any) error {
 }
 
 type versionJSON struct {
-	Version     int64             `json:"version"`
+	Version int64 `json:"version"`
+	// Removed marks a version retention removed: its line stays, so that
+	// line n is version n, with nothing else on it.
+	Removed     bool              `json:"removed,omitempty"`
 	Name        string            `json:"name"`
 	Kind        string            `json:"kind"`
 	Owner       string            `json:"owner"`
@@ -122,7 +125,14 @@ func (r *artRec) clone() *artRec {
 	return &c
 }
 
+// removed reports whether a is the place of a version retention removed
+// (every stored version has a content hash).
+func removed(a workspace.Artifact) bool { return a.SHA256 == "" }
+
 func toVersionJSON(a workspace.Artifact) versionJSON {
+	if removed(a) {
+		return versionJSON{Version: a.Version, Removed: true}
+	}
 	return versionJSON{
 		Version: a.Version, Name: a.Name, Kind: a.Kind, Owner: a.Owner, ContentType: a.ContentType,
 		SHA256: a.SHA256, Size: a.Size, Labels: a.Labels, TaskID: a.TaskID,

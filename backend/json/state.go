@@ -119,6 +119,27 @@ func (s *state) setTask(t workspace.Task) func() {
 	}
 }
 
+// removeTask forgets task id (retention).
+func (s *state) removeTask(id string) func() {
+	old, had := s.tasks[id]
+	if !had {
+		return func() {}
+	}
+	s.indexTask(old, false)
+	delete(s.tasks, id)
+	i, found := slices.BinarySearch(s.taskIDs, id)
+	if found {
+		s.taskIDs = slices.Delete(s.taskIDs, i, i+1)
+	}
+	return func() {
+		s.tasks[id] = old
+		s.indexTask(old, true)
+		if i, found := slices.BinarySearch(s.taskIDs, id); !found {
+			s.taskIDs = slices.Insert(s.taskIDs, i, id)
+		}
+	}
+}
+
 // readyKey orders pending tasks as a claim takes them.
 type readyKey struct {
 	priority int

@@ -139,6 +139,10 @@ func openStore(ctx context.Context, cfg workspace.Config) (*store, error) {
 	return s, nil
 }
 
+// RewritesLog implements driver.LogRewriter: a compaction rewrites
+// events.ndjson, so gc does it in one step.
+func (s *store) RewritesLog() bool { return true }
+
 // Changes implements driver.Notifier where the directory can be
 // watched; it is nil otherwise, and the engine polls.
 func (s *store) Changes() <-chan struct{} {

@@ -31,15 +31,17 @@ type tx struct {
 	arts map[string]*artRec // changed artifacts: their record before the transaction (nil if new)
 	// rewrites are artifacts with an existing version replaced (not only appended).
 	rewrites map[string]bool
-	blobs    map[blobKey][]byte
-	tasks    map[string]bool
-	notes    map[noteKey]bool
-	leases   map[string]bool
-	idem     map[string]idemJSON
-	prune    time.Time
-	events   []workspace.Event
-	hashes   [][]byte // events' chain hashes
-	floor    int64
+	// unblobs are content files no version uses any more (retention).
+	unblobs map[blobKey]bool
+	blobs   map[blobKey][]byte
+	tasks   map[string]bool
+	notes   map[noteKey]bool
+	leases  map[string]bool
+	idem    map[string]idemJSON
+	prune   time.Time
+	events  []workspace.Event
+	hashes  [][]byte // events' chain hashes
+	floor   int64
 	// base is set when SetChainBase ran: floor.json is rewritten.
 	base bool
 }
@@ -48,6 +50,7 @@ func newTx(s *store, write bool) *tx {
 	t := &tx{s: s, st: s.st, now: time.Now().UTC().Truncate(time.Microsecond), write: write}
 	if write {
 		t.arts, t.blobs, t.rewrites = map[string]*artRec{}, map[blobKey][]byte{}, map[string]bool{}
+		t.unblobs = map[blobKey]bool{}
 		t.tasks, t.notes, t.leases = map[string]bool{}, map[noteKey]bool{}, map[string]bool{}
 		t.idem = map[string]idemJSON{}
 	}
@@ -82,7 +85,7 @@ func (t *tx) Artifact(ctx context.Context, ref workspace.ArtifactRef) (workspace
 
 func (t *tx) ArtifactVersion(ctx context.Context, id string, version int64) (workspace.Artifact, error) {
 	r := t.st.arts[id]
-	if r == nil || version < 1 || version > int64(len(r.versions)) {
+	if r == nil || version < 1 || version > int64(len(r.versions)) || removed(r.versions[version-1]) {
 		return workspace.Artifact{}, errNotFound
 	}
 	return copyArtifact(r.versions[version-1]), nil
@@ -93,9 +96,11 @@ func (t *tx) ArtifactVersions(ctx context.Context, id string) ([]workspace.Artif
 	if r == nil {
 		return nil, errNotFound
 	}
-	out := make([]workspace.Artifact, len(r.versions))
-	for i, a := range r.versions {
-		out[i] = copyArtifact(a)
+	out := make([]workspace.Artifact, 0, len(r.versions))
+	for _, a := range r.versions {
+		if !removed(a) {
+			out = append(out, copyArtifact(a))
+		}
 	}
 	return out, nil
 }

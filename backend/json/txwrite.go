@@ -71,6 +71,13 @@ func (t *tx) PutArtifact(ctx context.Context, a workspace.Artifact, content []by
 	}
 	a.Content = nil
 	switch n := int64(len(r.versions)); {
+	case a.Version > n+1:
+		// An archive's versions skip those retention removed: their
+		// places are kept, marked removed.
+		for v := n + 1; v < a.Version; v++ {
+			r.versions = append(r.versions, workspace.Artifact{ID: a.ID, Version: v})
+		}
+		r.versions = append(r.versions, a)
 	case a.Version == n+1:
 		r.versions = append(r.versions, a)
 	case a.Version >= 1 && a.Version <= n:
@@ -85,6 +92,41 @@ func (t *tx) PutArtifact(ctx context.Context, a workspace.Artifact, content []by
 	}
 	t.markArt(a.ID)
 	t.undo = append(t.undo, t.st.setArt(a.ID, r))
+	return nil
+}
+
+// DeleteVersions implements driver.Tx: each removed version leaves its
+// line in the versions file, marked removed, and a content file no
+// version of the artifact uses any more is deleted.
+func (t *tx) DeleteVersions(ctx context.Context, id string, versions []int64) error {
+	old := t.st.arts[id]
+	if old == nil {
+		return nil
+	}
+	r := old.clone()
+	var shas []string
+	for _, v := range versions {
+		if v < 1 || v >= int64(len(r.versions)) || removed(r.versions[v-1]) {
+			continue // never the head
+		}
+		shas = append(shas, r.versions[v-1].SHA256)
+		r.versions[v-1] = workspace.Artifact{ID: id, Version: v}
+	}
+	if len(shas) == 0 {
+		return nil
+	}
+	used := map[string]bool{}
+	for _, a := range r.versions {
+		used[a.SHA256] = true
+	}
+	for _, sha := range shas {
+		if !used[sha] {
+			setMark(t, t.unblobs, blobKey{id, sha}, true)
+		}
+	}
+	mark(t, t.rewrites, id)
+	t.markArt(id)
+	t.undo = append(t.undo, t.st.setArt(id, r))
 	return nil
 }
 
@@ -139,6 +181,20 @@ func (t *tx) PutTask(ctx context.Context, task workspace.Task) error {
 	mark(t, t.tasks, task.ID)
 	t.undo = append(t.undo, t.st.setTask(copyTask(task)))
 	return nil
+}
+
+func (t *tx) DeleteTask(ctx context.Context, id string) (bool, error) {
+	if _, ok := t.st.tasks[id]; !ok {
+		return false, nil
+	}
+	for _, o := range t.st.tasks {
+		if o.ParentID == id || slices.Contains(o.DependsOn, id) {
+			return false, nil
+		}
+	}
+	mark(t, t.tasks, id)
+	t.undo = append(t.undo, t.st.removeTask(id))
+	return true, nil
 }
 
 func (t *tx) PutNote(ctx context.Context, n workspace.Note) error {
@@ -254,8 +310,16 @@ func (t *tx) record() (*record, error) {
 	slices.SortStableFunc(rec.Writes, func(a, b fileWrite) int {
 		return boolInt(!strings.HasPrefix(a.Path, blobsDir+"/")) - boolInt(!strings.HasPrefix(b.Path, blobsDir+"/"))
 	})
+	for _, k := range sortedKeys(t.unblobs) {
+		rec.Removes = append(rec.Removes, blobPath(k.id, k.sha))
+	}
 	for _, id := range sortedKeys(t.tasks) {
-		data, err := encodeTask(t.st.tasks[id])
+		task, ok := t.st.tasks[id]
+		if !ok {
+			rec.Removes = append(rec.Removes, taskPath(id))
+			continue
+		}
+		data, err := encodeTask(task)
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -104,11 +105,15 @@ const (
 			WITH ORDINALITY AS e(seq, time, actor, type, kind, id, name, version, message, n) JOIN ch ON ch.n = e.n
 	)
 	SELECT pg_notify($10, c.seq::text) FROM c`
-	// compactEvents keeps the hash of the last event it removes as the
-	// chain's base: the subquery reads the statement's snapshot, from
-	// before the DELETE.
-	compactEvents = `WITH d AS (DELETE FROM events WHERE seq < $1)
-		UPDATE counters SET floor = $1, floor_hash = coalesce((SELECT hash FROM events WHERE seq = $1 - 1), floor_hash)`
+	// compactEvents deletes the events below the new floor, from the old
+	// floor up, so that its index scan does not walk the dead rows that
+	// earlier compactions left for vacuum (each of gc's short batches would
+	// otherwise walk all of them again), and returns the hash of the last
+	// one, the chain's new base.
+	compactEvents = `WITH d AS (DELETE FROM events WHERE seq >= (SELECT floor FROM counters) AND seq < $1 RETURNING seq, hash)
+		SELECT hash FROM d WHERE seq = $1 - 1`
+	// setFloor records the floor and the chain's base compactEvents returned.
+	setFloor = `UPDATE counters SET floor = $1, floor_hash = coalesce($2, floor_hash)`
 )
 
 func (t *readTx) Events(ctx context.Context, q workspace.EventQuery) ([]workspace.Event, error) {
@@ -285,8 +290,12 @@ func parsePayload(payload string) (int64, []workspace.Event) {
 }
 
 func (t *writeTx) CompactEvents(ctx context.Context, floor int64) error {
-	if _, err := t.q.Exec(ctx, compactEvents, floor); err != nil {
+	var base []byte
+	if err := t.q.QueryRow(ctx, compactEvents, floor).Scan(&base); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("postgres: compact events: %w", err)
+	}
+	if _, err := t.q.Exec(ctx, setFloor, floor, base); err != nil {
+		return fmt.Errorf("postgres: set event floor: %w", err)
 	}
 	return nil
 }

@@ -13,6 +13,13 @@ import (
 	"github.com/agentspace/agentspace/conformance"
 )
 
+// gcVersions is how many old artifact versions BenchmarkGC loads
+// (AGENTSPACE_BENCH_GC_VERSIONS, in thousands' multiples; default none).
+func gcVersions() int {
+	n, _ := strconv.Atoi(os.Getenv("AGENTSPACE_BENCH_GC_VERSIONS"))
+	return max(n, 0)
+}
+
 // BenchmarkGC measures gc of a large log under a concurrent writer: run it
 // with -benchtime 1x (AGENTSPACE_BENCH_GC_EVENTS events, default 100000).
 // Space is the events table's size after a plain VACUUM, which makes the
@@ -32,5 +39,5 @@ func BenchmarkGC(b *testing.B) {
 		require.NoError(b, conn.QueryRow(context.Background(), "SELECT pg_table_size($1::regclass)", table).Scan(&s))
 		return s
 	}
-	conformance.MeasureGC(b, dsn, n, size)
+	conformance.MeasureGC(b, dsn, n, gcVersions(), size)
 }

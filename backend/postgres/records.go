@@ -345,6 +345,19 @@ const (
 	lapsedNow = `SELECT ` + taskCols + ` FROM tasks
 		WHERE status = 'in_progress' AND lease_expires_at <= clock_timestamp()
 		ORDER BY lease_expires_at, id LIMIT $1`
+	// deleteVersions removes versions of an artifact, then the content
+	// rows whose hash no remaining version of it has.
+	deleteVersions = `WITH d AS (DELETE FROM artifact_versions WHERE artifact_id = $1 AND version = ANY ($2::bigint[]) RETURNING sha256)
+		DELETE FROM blobs b WHERE b.artifact_id = $1 AND b.sha256 IN (SELECT sha256 FROM d)
+			AND NOT EXISTS (SELECT 1 FROM artifact_versions v WHERE v.artifact_id = $1 AND v.sha256 = b.sha256
+				AND NOT (v.version = ANY ($2::bigint[])))`
+	// deleteTask removes a task no other task depends on or has as
+	// parent; tasks_depends_on (migration 000005) serves the first test.
+	deleteTask = `WITH d AS (DELETE FROM tasks WHERE id = $1
+			AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.depends_on @> ARRAY[$1::text COLLATE "C"])
+			AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.parent_id = $1 AND o.parent_id <> '')
+			RETURNING 1)
+		SELECT count(*) FROM d`
 	putTask = `INSERT INTO tasks (` + taskCols + `)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11, $12, $13, $14, $15, $16, $17, $18)
 		ON CONFLICT (id) DO UPDATE SET title = EXCLUDED.title, description = EXCLUDED.description,
@@ -983,4 +996,21 @@ func (t *readTx) Counts(ctx context.Context) (driver.Counts, error) {
 		c.Tasks[workspace.TaskStatus(s)] = n
 	}
 	return c, nil
+}
+
+// DeleteTask implements driver.Tx.
+func (t *writeTx) DeleteTask(ctx context.Context, id string) (bool, error) {
+	var n int64
+	if err := t.q.QueryRow(ctx, deleteTask, id).Scan(&n); err != nil {
+		return false, fmt.Errorf("postgres: delete task %s: %w", id, err)
+	}
+	return n > 0, nil
+}
+
+// DeleteVersions implements driver.Tx.
+func (t *writeTx) DeleteVersions(ctx context.Context, id string, versions []int64) error {
+	if _, err := t.q.Exec(ctx, deleteVersions, id, versions); err != nil {
+		return fmt.Errorf("postgres: delete versions of %s: %w", id, err)
+	}
+	return nil
 }

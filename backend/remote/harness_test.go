@@ -259,5 +259,7 @@ func (harness) Inapplicable() map[string]string {
 		"GCRemovesWhatNoRuleKeepsInBatches":       noChain,
 		"GCUnderConcurrentWritersAndSubscribers":  noChain,
 		"PolicyExportNeedsTheAdminRight":          "an archive is read and written where the store is (ErrRemoteArchive)",
+		"GCRemovesOldFinishedTasksNoTaskNames":    noChain,
+		"GCKeepsNewestPinnedAndResultVersions":    noChain,
 	}
 }

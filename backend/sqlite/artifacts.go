@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -48,7 +49,47 @@ const (
 	qStoredBlob = `SELECT blob_id FROM artifact_versions
 		WHERE artifact_id = ? AND sha256 = ? AND blob_id IS NOT NULL ORDER BY version DESC LIMIT 1`
 	qDeleteArtifact = `UPDATE artifacts SET deleted = 1 WHERE id = ? AND deleted = 0`
+	// qVersionBlob, qDeleteVersion and qDeleteUnusedBlob remove a version
+	// and then its content row if no version left uses it.
+	qVersionBlob      = `SELECT blob_id FROM artifact_versions WHERE artifact_id = ? AND version = ?`
+	qDeleteVersion    = `DELETE FROM artifact_versions WHERE artifact_id = ? AND version = ?`
+	// qDeleteUnusedBlobs takes the removed versions' blob ids as a JSON
+	// array, so that the artifact's remaining versions are read once.
+	qDeleteUnusedBlobs = `DELETE FROM blobs WHERE id IN (SELECT value FROM json_each(?1))
+		AND id NOT IN (SELECT blob_id FROM artifact_versions WHERE artifact_id = ?2 AND blob_id IS NOT NULL)`
 )
+
+// DeleteVersions implements driver.Tx.
+func (t *writeTx) DeleteVersions(ctx context.Context, id string, versions []int64) error {
+	var blobs []int64
+	for _, v := range versions {
+		var blob sql.NullInt64
+		err := t.q.QueryRowContext(ctx, qVersionBlob, id, v).Scan(&blob)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: delete version %d of %s: %w", v, id, err)
+		}
+		if _, err := t.q.ExecContext(ctx, qDeleteVersion, id, v); err != nil {
+			return fmt.Errorf("sqlite: delete version %d of %s: %w", v, id, err)
+		}
+		if blob.Valid {
+			blobs = append(blobs, blob.Int64)
+		}
+	}
+	if len(blobs) == 0 {
+		return nil
+	}
+	ids, err := json.Marshal(blobs)
+	if err != nil {
+		return err
+	}
+	if _, err := t.q.ExecContext(ctx, qDeleteUnusedBlobs, string(ids), id); err != nil {
+		return fmt.Errorf("sqlite: delete content of %s: %w", id, err)
+	}
+	return nil
+}
 
 // scanArtifact scans artifactCols, then extra.
 func scanArtifact(sc scanner, extra ...any) (workspace.Artifact, error) {

@@ -229,7 +229,10 @@ func (s settings) dsn(write bool) string {
 	b.WriteString(strconv.FormatInt(s.busyTimeout.Milliseconds(), 10))
 	b.WriteString(")&_pragma=foreign_keys(1)")
 	if write {
-		b.WriteString("&_pragma=journal_mode(WAL)&_pragma=synchronous(" + s.synchronous + ")&_txlock=immediate")
+		// auto_vacuum=INCREMENTAL takes effect on a new file only (before
+		// its first table); an older file keeps NONE until a VACUUM (see
+		// Reclaim).
+		b.WriteString("&_pragma=auto_vacuum(2)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + s.synchronous + ")&_txlock=immediate")
 	} else {
 		b.WriteString("&_pragma=query_only(1)")
 	}

@@ -17,6 +17,13 @@ func gcEvents() int {
 	return 100000
 }
 
+// gcVersions is how many old artifact versions BenchmarkGC loads
+// (AGENTSPACE_BENCH_GC_VERSIONS, in thousands' multiples; default none).
+func gcVersions() int {
+	n, _ := strconv.Atoi(os.Getenv("AGENTSPACE_BENCH_GC_VERSIONS"))
+	return max(n, 0)
+}
+
 // BenchmarkGC measures gc of a large log under a concurrent writer: run it
 // with -benchtime 1x. Space is the database file plus its WAL: deleted
 // rows go to SQLite's free list, reused by later writes.
@@ -31,5 +38,5 @@ func BenchmarkGC(b *testing.B) {
 		}
 		return n
 	}
-	conformance.MeasureGC(b, "sqlite:"+path, gcEvents(), size)
+	conformance.MeasureGC(b, "sqlite:"+path, gcEvents(), gcVersions(), size)
 }

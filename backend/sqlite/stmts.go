@@ -120,6 +120,7 @@ var (
 	}
 	writeQueries = append([]string{
 		qArtifactLeaseByID, qArtifactLeaseByName, qArtifactLeaseByIDs, qArtifactLeaseByNames, qPutHead, qBumpHead, qPutVersion, qPutBlob, qStoredBlob, qDeleteArtifact, qPutTask, qPutDep,
+		qTaskNamed, qDeleteTaskDeps, qDeleteTask, qVersionBlob, qDeleteVersion, qDeleteUnusedBlobs,
 		qPutNote, qDeleteNote, qPutLease, qPutIdempotent, qPruneIdempotent,
 		qPutEvent, qAppendState, qIndexTail, qSetIndexedTo, qCompact, qSetFloor,
 	}, readQueries...)

@@ -165,6 +165,91 @@ func (s *store) update(ctx context.Context, hints []driver.ReadHint, fn func(tx 
 	})
 }
 
+// Checkpoint implements driver.Checkpointer: a PASSIVE checkpoint, which
+// copies back the WAL frames no reader still needs and never waits for or
+// blocks a writer. It runs on a reader connection: query_only does not
+// stop a checkpoint.
+func (s *store) Checkpoint(ctx context.Context) error {
+	if _, err := s.r.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
+		return fmt.Errorf("sqlite: checkpoint: %w", describe(err, s.path))
+	}
+	return nil
+}
+
+// A reclaim step frees a fixed number of pages: a pragma takes no
+// parameters, and its text is never built.
+const (
+	reclaimLarge  = 1024
+	qReclaimSmall = `PRAGMA incremental_vacuum(128)`
+	qReclaimLarge = `PRAGMA incremental_vacuum(1024)`
+)
+
+// Reclaim implements driver.Reclaimer (pages below 1024 free 128, more free
+// 1024). With auto_vacuum=INCREMENTAL (every
+// file created by this version) one step is PRAGMA incremental_vacuum(pages)
+// in a write transaction of its own. A file created before has no pointer
+// map to move pages by: its first Reclaim switches it to INCREMENTAL with a
+// VACUUM, which rewrites the whole file and holds the write lock while it
+// does (writers wait, up to busy_timeout in other processes).
+func (s *store) Reclaim(ctx context.Context, pages int64) (freed, left int64, err error) {
+	var mode, pageSize, free, before int64
+	read := func() error {
+		for q, v := range map[string]*int64{`PRAGMA auto_vacuum`: &mode, `PRAGMA page_size`: &pageSize, `PRAGMA freelist_count`: &free} {
+			if err := s.w.QueryRowContext(ctx, q).Scan(v); err != nil {
+				return fmt.Errorf("sqlite: reclaim: %w", describe(err, s.path))
+			}
+		}
+		return nil
+	}
+	if err := s.gate.Enter(ctx); err != nil {
+		return 0, 0, err
+	}
+	defer s.gate.Leave()
+	if err := read(); err != nil {
+		return 0, 0, err
+	}
+	if pages <= 0 || free == 0 {
+		return 0, free * pageSize, nil
+	}
+	before = free
+	err = s.retry(ctx, "reclaim", func() error {
+		if mode != 2 {
+			// Not a transaction: VACUUM cannot run in one.
+			_, err := s.w.ExecContext(ctx, `PRAGMA auto_vacuum = INCREMENTAL`)
+			if err == nil {
+				_, err = s.w.ExecContext(ctx, `VACUUM`)
+			}
+			return err
+		}
+		tx, err := s.w.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		q := qReclaimSmall
+		if pages >= reclaimLarge {
+			q = qReclaimLarge
+		}
+		rows, err := tx.QueryContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("sqlite: reclaim: %w", describe(err, s.path))
+	}
+	if err := read(); err != nil {
+		return 0, 0, err
+	}
+	return (before - free) * pageSize, free * pageSize, nil
+}
+
 // View runs fn in a read transaction. Its first statement reads the floor,
 // which starts the WAL snapshot every later read in fn sees.
 func (s *store) View(ctx context.Context, fn func(tx driver.ReadTx) error) error {

@@ -27,6 +27,11 @@ const (
 		version = excluded.version, created_at = excluded.created_at, created_by = excluded.created_by,
 		updated_at = excluded.updated_at, updated_by = excluded.updated_by, areas = excluded.areas`
 	qPutDep = `INSERT OR IGNORE INTO task_deps (task_id, dep_id) VALUES (?, ?)`
+	// qTaskNamed: whether a task depends on the task or has it as parent.
+	qTaskNamed = `SELECT EXISTS (SELECT 1 FROM task_deps WHERE dep_id = ?1)
+		OR EXISTS (SELECT 1 FROM tasks WHERE parent_id = ?1 AND parent_id <> '')`
+	qDeleteTaskDeps = `DELETE FROM task_deps WHERE task_id = ?`
+	qDeleteTask     = `DELETE FROM tasks WHERE id = ?`
 	// qReadyTask picks the best claimable task in one statement: pending,
 	// no dependency that is not done, highest priority then oldest id (the
 	// tasks_ready index gives that order).
@@ -213,4 +218,25 @@ func (t *writeTx) PutTask(ctx context.Context, task workspace.Task) error {
 		}
 	}
 	return nil
+}
+
+// DeleteTask implements driver.Tx: its dependency edges go first, as
+// they reference the row.
+func (t *writeTx) DeleteTask(ctx context.Context, id string) (bool, error) {
+	var named bool
+	if err := t.q.QueryRowContext(ctx, qTaskNamed, id).Scan(&named); err != nil {
+		return false, fmt.Errorf("sqlite: delete task %s: %w", id, err)
+	}
+	if named {
+		return false, nil
+	}
+	if _, err := t.q.ExecContext(ctx, qDeleteTaskDeps, id); err != nil {
+		return false, fmt.Errorf("sqlite: delete task %s: %w", id, err)
+	}
+	res, err := t.q.ExecContext(ctx, qDeleteTask, id)
+	if err != nil {
+		return false, fmt.Errorf("sqlite: delete task %s: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
 }

@@ -19,7 +19,7 @@ import (
 )
 
 func (a *app) artifactCmd() *cobra.Command {
-	return group("artifact", "Versioned content: put, get, ls, log, diff, rollback, rm",
+	return group("artifact", "Versioned content: put, get, ls, log, diff, rollback, rm, pin, unpin",
 		a.artifactPutCmd(),
 		a.artifactGetCmd(),
 		a.artifactLsCmd(),
@@ -27,6 +27,8 @@ func (a *app) artifactCmd() *cobra.Command {
 		a.artifactDiffCmd(),
 		a.artifactRollbackCmd(),
 		a.artifactRmCmd(),
+		a.artifactPinCmd(),
+		a.artifactUnpinCmd(),
 	)
 }
 

@@ -43,7 +43,7 @@ func (a *app) addCompletions(root *cobra.Command) {
 			return fn(ctx, ws, args, toComplete)
 		})
 	}
-	for _, p := range []string{"artifact put", "artifact get", "artifact log", "artifact diff", "artifact rollback", "artifact rm"} {
+	for _, p := range []string{"artifact put", "artifact get", "artifact log", "artifact diff", "artifact rollback", "artifact rm", "artifact pin", "artifact unpin"} {
 		find(p).ValidArgsFunction = first(artifactNames)
 	}
 	for _, p := range []string{"task heartbeat", "task done", "task fail", "task release", "task show"} {

@@ -17,28 +17,40 @@ import (
 //	[retention]
 //	keep_events = 1000000        # keep the newest N events
 //	keep_events_for = "720h"     # and those younger than this
+//	keep_tasks = "2160h"         # finished tasks updated within this
+//	keep_versions = 20           # each artifact's newest N versions
 type retentionConfig struct {
 	KeepEvents    int64  `toml:"keep_events"`
 	KeepEventsFor string `toml:"keep_events_for"`
+	KeepTasks     string `toml:"keep_tasks"`
+	KeepVersions  int64  `toml:"keep_versions"`
 }
 
 // gcFlags are the retention flags of gc (and serve's schedule).
 type gcFlags struct {
 	keepEvents    int64
 	keepEventsFor string
+	keepTasks     string
+	keepVersions  int64
 	batch         int64
+	batchTime     time.Duration
+	reclaim       bool
 }
 
 func (f *gcFlags) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.Int64Var(&f.keepEvents, "keep-events", 0, "keep the newest N events (overrides [retention] keep_events)")
 	fl.StringVar(&f.keepEventsFor, "keep-events-for", "", "keep events younger than this, e.g. 720h (overrides [retention] keep_events_for)")
-	fl.Int64Var(&f.batch, "batch", 0, "events removed per transaction (default 1000): writers wait for one batch at most")
+	fl.StringVar(&f.keepTasks, "keep-tasks", "", "keep finished tasks updated within this, e.g. 2160h; older ones go unless a task that stays names them (overrides [retention] keep_tasks)")
+	fl.Int64Var(&f.keepVersions, "keep-versions", 0, "keep each artifact's newest N versions, pinned ones and those task results name (overrides [retention] keep_versions)")
+	fl.BoolVar(&f.reclaim, "reclaim", false, "give freed space back to the file system (sqlite: incremental vacuum; the first on a file made by an older version is one VACUUM that holds writers)")
+	fl.Int64Var(&f.batch, "batch", 0, "most events, versions or tasks removed per transaction (default 10000)")
+	fl.DurationVar(&f.batchTime, "batch-time", 0, "how long one transaction may hold the write lock (default 10ms): batches are sized to it, so writers wait for one short batch at most")
 }
 
 // policy merges the config file's [retention] with the flags set on cmd.
 func (a *app) gcPolicy(cmd *cobra.Command, f gcFlags) (workspace.GCPolicy, error) {
-	p := workspace.GCPolicy{Batch: f.batch}
+	p := workspace.GCPolicy{Batch: f.batch, BatchTime: f.batchTime, Reclaim: f.reclaim}
 	rc, err := a.retentionConfig()
 	if err != nil {
 		return p, err
@@ -49,16 +61,28 @@ func (a *app) gcPolicy(cmd *cobra.Command, f gcFlags) (workspace.GCPolicy, error
 	if cmd.Flags().Changed("keep-events-for") {
 		rc.KeepEventsFor = f.keepEventsFor
 	}
-	p.KeepEvents = rc.KeepEvents
-	if rc.KeepEventsFor != "" {
-		d, err := time.ParseDuration(rc.KeepEventsFor)
-		if err != nil || d <= 0 {
-			return p, usageErrorf("keep events for %q: want a positive duration such as 720h", rc.KeepEventsFor)
-		}
-		p.KeepEventsFor = d
+	if cmd.Flags().Changed("keep-tasks") {
+		rc.KeepTasks = f.keepTasks
 	}
-	if p.KeepEvents == 0 && p.KeepEventsFor == 0 {
-		return p, usageErrorf("no retention policy: set --keep-events or --keep-events-for, or [retention] in agentspace.toml")
+	if cmd.Flags().Changed("keep-versions") {
+		rc.KeepVersions = f.keepVersions
+	}
+	p.KeepEvents, p.KeepVersions = rc.KeepEvents, rc.KeepVersions
+	for _, d := range []struct {
+		name, val string
+		to        *time.Duration
+	}{{"keep events for", rc.KeepEventsFor, &p.KeepEventsFor}, {"keep tasks", rc.KeepTasks, &p.KeepTasksFor}} {
+		if d.val == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.val)
+		if err != nil || v <= 0 {
+			return p, usageErrorf("%s %q: want a positive duration such as 720h", d.name, d.val)
+		}
+		*d.to = v
+	}
+	if p.KeepEvents == 0 && p.KeepEventsFor == 0 && p.KeepTasksFor == 0 && p.KeepVersions == 0 && !p.Reclaim {
+		return p, usageErrorf("no retention policy: set --keep-events, --keep-events-for, --keep-versions or --keep-tasks, or [retention] in agentspace.toml")
 	}
 	return p, nil
 }
@@ -69,12 +93,18 @@ func (a *app) gcCmd() *cobra.Command {
 		dryRun bool
 	)
 	cmd := &cobra.Command{
-		Use:   "gc [--dry-run] [--keep-events N] [--keep-events-for DURATION]",
-		Short: "Remove events the retention policy does not keep (--dry-run: only report)",
+		Use:   "gc [--dry-run] [--keep-events N] [--keep-events-for DURATION] [--keep-versions N] [--keep-tasks DURATION] [--reclaim]",
+		Short: "Remove events, artifact versions and finished tasks the retention policy does not keep (--dry-run: only report)",
 		Long: `Compact the event log below the oldest event the retention policy keeps
 (the newest --keep-events, and those younger than --keep-events-for; an
-event either rule keeps stays), in transactions of --batch events, so
-writers are never held up for long, and record what went as a
+event either rule keeps stays), in transactions sized to hold the write
+lock for about --batch-time each, resting as long between them, so
+writers are never held up for long. With --keep-versions, each artifact
+keeps its newest N versions, the versions pinned with 'wsctl artifact
+pin' and those a task's result names; older ones go with the content no
+kept version shares. With --keep-tasks, finished tasks
+(done, cancelled) last updated before then go too, except those a task
+that stays depends on or has as its parent. Record what went as a
 workspace.gc event. The policy comes from agentspace.toml's [retention]
 table; flags override it. The hash chain keeps verifying from the new
 floor. Readers and subscribers asking for removed events get a
@@ -106,8 +136,20 @@ compacted error with the floor. See docs/retention.md.`,
 					verb = "would remove"
 				}
 				fmt.Fprintf(a.stdout, "events: %s %d (%d bytes), floor %d -> %d", verb, r.Events.Count, r.Events.Bytes, r.Floor, r.FloorAfter)
+				if p.KeepVersions > 0 {
+					fmt.Fprintf(a.stdout, "; versions: %s %d (%d bytes)", verb, r.Versions.Count, r.Versions.Bytes)
+				}
+				if p.KeepTasksFor > 0 {
+					fmt.Fprintf(a.stdout, "; tasks: %s %d (%d bytes)", verb, r.Tasks.Count, r.Tasks.Bytes)
+				}
 				if r.Seq > 0 {
-					fmt.Fprintf(a.stdout, " in %d batches; recorded as event %d", r.Batches, r.Seq)
+					fmt.Fprintf(a.stdout, " in %d batches (longest %v); recorded as event %d", r.Batches, r.LongestBatch.Round(time.Microsecond), r.Seq)
+				}
+				if p.Reclaim && !r.DryRun {
+					fmt.Fprintf(a.stdout, "; reclaimed %d bytes", r.Reclaimed)
+				}
+				if r.Reclaimable > 0 {
+					fmt.Fprintf(a.stdout, "; %d bytes free in the store (--reclaim gives them back)", r.Reclaimable)
 				}
 				fmt.Fprintln(a.stdout)
 				return nil
@@ -168,8 +210,8 @@ func (a *app) scheduleGC(ctx context.Context, cmd *cobra.Command, ws workspace.W
 				logger.Warn("wsctl serve: gc failed", "err", err)
 				continue
 			}
-			if r.Events.Count > 0 {
-				logger.Info("wsctl serve: gc", "events", r.Events.Count, "bytes", r.Events.Bytes, "floor", r.FloorAfter, "seq", r.Seq)
+			if r.Seq > 0 {
+				logger.Info("wsctl serve: gc", "events", r.Events.Count, "bytes", r.Events.Bytes, "floor", r.FloorAfter, "tasks", r.Tasks.Count, "seq", r.Seq)
 			}
 		}
 	}()

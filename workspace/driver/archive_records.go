@@ -131,13 +131,11 @@ func (im *importer) artifact(ctx context.Context, r workspace.Artifact) error {
 		return err
 	}
 	if im.art == nil || im.art.ID != r.ID {
-		// A new artifact: versions start at 1, ids ascend, names of live ones are unique.
+		// A new artifact: ids ascend, names of live ones are unique.
+		// Versions ascend from 1, with gaps where retention removed some.
 		im.closeArtifact()
 		if r.ID <= im.lastArt {
 			return im.errf("artifact %s is out of order or repeated (artifacts come by id)", r.ID)
-		}
-		if r.Version != 1 {
-			return im.errf("artifact %s starts at version %d, not 1", r.ID, r.Version)
 		}
 		if other, ok := im.live[r.Name]; ok {
 			return im.errf("artifact %s: name %q is already held by live artifact %s", r.ID, r.Name, other)
@@ -149,7 +147,7 @@ func (im *importer) artifact(ctx context.Context, r workspace.Artifact) error {
 		if im.artDone {
 			return im.errf("artifact %s has a version after its deletion", r.ID)
 		}
-		if r.Version != im.art.Version+1 {
+		if r.Version <= im.art.Version {
 			return im.errf("artifact %s: version %d follows version %d", r.ID, r.Version, im.art.Version)
 		}
 		if r.Name != im.art.Name {

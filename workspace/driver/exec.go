@@ -251,6 +251,9 @@ func (x *exec) rollbackArtifact(ctx context.Context, o workspace.RollbackArtifac
 	}
 	old, err := x.tx.ArtifactVersion(ctx, head.ID, o.To)
 	if err != nil {
+		if gone := versionGone(ctx, x.tx, head.ID, head.Name, o.To, err); gone != err {
+			return nil, gone
+		}
 		return nil, fmt.Errorf("artifact %q version %d: %w", head.Name, o.To, err)
 	}
 	next := old

@@ -70,12 +70,21 @@ func (a artifacts) Get(ctx context.Context, ref workspace.ArtifactRef) (workspac
 	err := a.h.viewHinted(ctx, "artifacts.get", hints, func(tx ReadTx) error {
 		var err error
 		if ref.ID != "" && ref.Version != 0 {
-			out, err = tx.ArtifactVersion(ctx, ref.ID, ref.Version)
+			if out, err = tx.ArtifactVersion(ctx, ref.ID, ref.Version); err != nil {
+				err = versionGone(ctx, tx, ref.ID, "", ref.Version, err)
+			}
 		} else {
 			out, err = tx.Artifact(ctx, workspace.ArtifactRef{ID: ref.ID, Name: ref.Name})
 			if err == nil && ref.Version != 0 && ref.Version != out.Version {
-				out, err = tx.ArtifactVersion(ctx, out.ID, ref.Version)
+				head := out
+				if out, err = tx.ArtifactVersion(ctx, head.ID, ref.Version); err != nil {
+					err = versionGone(ctx, tx, head.ID, head.Name, ref.Version, err)
+				}
 			}
+		}
+		var removed *workspace.VersionRemovedError
+		if errors.As(err, &removed) {
+			return err
 		}
 		if errors.Is(err, workspace.ErrNotFound) {
 			if ref.Version != 0 {

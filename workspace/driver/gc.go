@@ -9,41 +9,88 @@ import (
 )
 
 const (
-	defaultGCBatch = 1000
+	// defaultGCBatch is the most events one gc transaction removes.
+	defaultGCBatch = 10000
 	maxGCBatch     = 1000000
+	// minGCBatch is where a batch starts, and the least it shrinks to.
+	minGCBatch = 16
+	// defaultGCBatchTime is how long one gc transaction should hold the
+	// store's write lock.
+	defaultGCBatchTime = 10 * time.Millisecond
+	maxGCBatchTime     = time.Second
 )
 
 // GC implements workspace.Collector. It decides the new floor from one
-// snapshot, then compacts up to it in transactions of p.Batch events each
-// (a writer waits for one batch at most), and records an EventGC event.
+// snapshot, then compacts up to it in short transactions, and records an
+// EventGC event.
+//
+// Invariant: gc holds the store's write lock for one batch at a time, a
+// batch sized from the last one's measured time to take about
+// p.BatchTime, and after each it rests at least as long as the batch
+// took; so a writer waits for at most one batch (about p.BatchTime plus a
+// commit) and writers keep at least half of the store's write time. The
+// pacing decides only how fast the floor moves, never which events go.
 func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCReport, error) {
 	if err := h.alive(); err != nil {
 		return workspace.GCReport{}, err
 	}
-	if err := checkGCPolicy(&p); err != nil {
+	if err := h.checkGCPolicy(&p); err != nil {
 		return workspace.GCReport{}, err
 	}
 	r := workspace.GCReport{DryRun: p.DryRun}
-	var target int64
+	var (
+		target int64
+		tasks  []string
+		sizes  []int64
+		cuts   []versionCut
+	)
 	err := h.view(ctx, "gc", func(tx ReadTx) error {
 		var err error
-		r.Floor, target, err = gcTarget(ctx, tx, p)
+		if r.Floor, target, err = gcTarget(ctx, tx, p); err != nil {
+			return err
+		}
+		if tasks, sizes, err = gcTaskPlan(ctx, tx, p); err != nil {
+			return err
+		}
+		cuts, err = gcVersionPlan(ctx, tx, p, &r.Versions)
 		return err
 	})
 	if err != nil {
 		return r, wrapErr("gc", err)
 	}
 	r.FloorAfter = r.Floor
-	for from := r.Floor; from < target; from += p.Batch {
-		to := min(from+p.Batch, target)
+	if p.DryRun {
+		err := h.view(ctx, "gc", func(tx ReadTx) error { return countEvents(ctx, tx, r.Floor, target, &r.Events) })
+		if err != nil {
+			return r, wrapErr("gc", err)
+		}
+		r.FloorAfter = max(target, r.Floor)
+		r.Tasks.Count = int64(len(tasks))
+		for _, n := range sizes {
+			r.Tasks.Bytes += n
+		}
+		if rc, ok := h.st.(Reclaimer); ok {
+			if _, r.Reclaimable, err = rc.Reclaim(ctx, 0); err != nil {
+				return r, wrapErr("gc", err)
+			}
+		}
+		return r, nil
+	}
+	pace := gcPacer{size: min(minGCBatch, p.Batch), max: p.Batch, target: p.BatchTime}
+	if lr, ok := h.st.(LogRewriter); ok && lr.RewritesLog() {
+		// Each batch costs a rewrite of the log: as few as p allows.
+		pace = gcPacer{size: p.Batch, max: p.Batch}
+	}
+	for from := r.Floor; from < target; {
+		to := min(from+pace.size, target)
 		if err := h.view(ctx, "gc", func(tx ReadTx) error { return countEvents(ctx, tx, from, to, &r.Events) }); err != nil {
 			return r, wrapErr("gc", err)
 		}
-		if p.DryRun {
-			continue
-		}
-		began := time.Now()
+		var locked time.Time
 		err := h.st.Update(ctx, func(tx Tx) error {
+			// The write lock is held from here (BEGIN IMMEDIATE on
+			// SQLite, the store lock on json) until Update returns.
+			locked = time.Now()
 			cur, err := tx.Floor(ctx)
 			if err != nil || to <= cur {
 				return err
@@ -53,29 +100,42 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 		if err != nil {
 			return r, wrapErr("gc", err)
 		}
+		took := time.Since(locked)
 		r.Batches++
 		r.FloorAfter = to
-		// Pace: rest as long as the batch took, so that writers get at
-		// least half of the store's write time while gc runs.
-		if to < target {
+		r.LongestBatch = max(r.LongestBatch, took)
+		pace.learn(to-from, took)
+		from = to
+		if c, ok := h.st.(Checkpointer); ok {
+			if err := c.Checkpoint(ctx); err != nil {
+				return r, wrapErr("gc", err)
+			}
+		}
+		if from < target {
 			select {
 			case <-ctx.Done():
 				return r, wrapErr("gc", ctx.Err())
-			case <-time.After(time.Since(began)):
+			case <-time.After(max(took, time.Millisecond)):
 			}
 		}
 	}
-	if p.DryRun {
-		r.FloorAfter = max(target, r.Floor)
-		return r, nil
+	if err := h.gcTasks(ctx, p, tasks, sizes, &r); err != nil {
+		return r, wrapErr("gc", err)
 	}
-	if r.Events.Count == 0 {
-		return r, nil
+	if err := h.gcVersions(ctx, p, cuts, &r); err != nil {
+		return r, wrapErr("gc", err)
+	}
+	if r.Events.Count == 0 && r.Tasks.Count == 0 && r.Versions.Count == 0 {
+		return r, wrapErr("gc", h.reclaim(ctx, p, &r))
 	}
 	ev := workspace.Event{Actor: p.Actor, Type: workspace.EventGC, Subject: workspace.Subject{Kind: "workspace"},
-		Message: fmt.Sprintf("gc removed %d events (%d bytes) below seq %d in %d batches", r.Events.Count, r.Events.Bytes, r.FloorAfter, r.Batches)}
+		Message: fmt.Sprintf("gc removed %d events (%d bytes) below seq %d, %d artifact versions (%d bytes) and %d tasks (%d bytes) in %d batches",
+			r.Events.Count, r.Events.Bytes, r.FloorAfter, r.Versions.Count, r.Versions.Bytes, r.Tasks.Count, r.Tasks.Bytes, r.Batches)}
 	err = h.st.Update(ctx, func(tx Tx) error {
 		ev.Time = tx.Now()
+		if err := tx.PruneIdempotent(ctx, ev.Time); err != nil {
+			return err
+		}
 		first, err := tx.AppendEvents(ctx, []workspace.Event{ev})
 		ev.Seq = first
 		return err
@@ -85,10 +145,72 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 	}
 	h.hub.publish([]workspace.Event{ev})
 	r.Seq = ev.Seq
-	return r, nil
+	return r, wrapErr("gc", h.reclaim(ctx, p, &r))
 }
 
-func checkGCPolicy(p *workspace.GCPolicy) error {
+// reclaim gives free space back with p.Reclaim, in steps paced as the
+// batches are, then reports what is left.
+func (h *handle) reclaim(ctx context.Context, p workspace.GCPolicy, r *workspace.GCReport) error {
+	rc, ok := h.st.(Reclaimer)
+	if !ok {
+		return nil
+	}
+	pages := int64(128)
+	for p.Reclaim {
+		start := time.Now()
+		freed, left, err := rc.Reclaim(ctx, pages)
+		if err != nil {
+			return err
+		}
+		took := time.Since(start)
+		r.Reclaimed += freed
+		if freed == 0 || left == 0 {
+			break
+		}
+		if took < p.BatchTime/4 {
+			pages = 1024
+		} else if took > p.BatchTime {
+			pages = 128
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(max(took, time.Millisecond)):
+		}
+	}
+	if c, ok := h.st.(Checkpointer); ok && r.Reclaimed > 0 {
+		if err := c.Checkpoint(ctx); err != nil {
+			return err
+		}
+	}
+	_, left, err := rc.Reclaim(ctx, 0)
+	r.Reclaimable = left
+	return err
+}
+
+// gcPacer sizes gc's batches: each from the time the last one held the
+// write lock, so that it takes about target, growing or shrinking at most
+// twofold per batch (one slow batch, say the one that ran into a WAL
+// checkpoint, does not collapse the size), within [minGCBatch, max].
+type gcPacer struct {
+	size, max int64
+	target    time.Duration
+}
+
+func (g *gcPacer) learn(n int64, took time.Duration) {
+	// A batch cut short by the target floor (the last) says little.
+	if n < g.size || g.target == 0 {
+		return
+	}
+	want := n * 2
+	if took > 0 {
+		want = int64(float64(n) * float64(g.target) / float64(took))
+	}
+	want = min(max(want, n/2), n*2)
+	g.size = min(max(want, minGCBatch), g.max)
+}
+
+func (h *handle) checkGCPolicy(p *workspace.GCPolicy) error {
 	if err := checkActor(p.Actor); err != nil {
 		return err
 	}
@@ -99,10 +221,23 @@ func checkGCPolicy(p *workspace.GCPolicy) error {
 		return invalid("min events", "%d: a count of events, at least 0", p.MinEvents)
 	case p.KeepEventsFor < 0:
 		return invalid("keep events for", "%v: a duration, at least 0", p.KeepEventsFor)
+	case p.KeepVersions < 0:
+		return invalid("keep versions", "%d: a count of versions, at least 0", p.KeepVersions)
+	case p.KeepTasksFor < 0:
+		return invalid("keep tasks for", "%v: a duration, at least 0", p.KeepTasksFor)
 	case p.Batch < 0 || p.Batch > maxGCBatch:
 		return invalid("batch", "%d: between 1 and %d events (0 for %d)", p.Batch, maxGCBatch, defaultGCBatch)
-	case p.Batch == 0:
+	case p.BatchTime < 0 || p.BatchTime > maxGCBatchTime:
+		return invalid("batch time", "%v: between 0 and %v (0 for %v)", p.BatchTime, maxGCBatchTime, defaultGCBatchTime)
+	}
+	if p.Batch == 0 {
 		p.Batch = defaultGCBatch
+		if lr, ok := h.st.(LogRewriter); ok && lr.RewritesLog() {
+			p.Batch = maxGCBatch
+		}
+	}
+	if p.BatchTime == 0 {
+		p.BatchTime = defaultGCBatchTime
 	}
 	return nil
 }

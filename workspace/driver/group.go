@@ -610,6 +610,16 @@ func (w writeMarker) PutLease(ctx context.Context, l workspace.Lease) error {
 	return w.Tx.PutLease(ctx, l)
 }
 
+func (w writeMarker) DeleteVersions(ctx context.Context, id string, versions []int64) error {
+	*w.wrote = true
+	return w.Tx.DeleteVersions(ctx, id, versions)
+}
+
+func (w writeMarker) DeleteTask(ctx context.Context, id string) (bool, error) {
+	*w.wrote = true
+	return w.Tx.DeleteTask(ctx, id)
+}
+
 func (w writeMarker) PutIdempotent(ctx context.Context, key string, result []byte, expires time.Time) error {
 	*w.wrote = true
 	return w.Tx.PutIdempotent(ctx, key, result, expires)

@@ -197,6 +197,13 @@ type Tx interface {
 	DeleteArtifact(ctx context.Context, id string) error
 	// PutTask inserts or replaces the task.
 	PutTask(ctx context.Context, t workspace.Task) error
+	// DeleteVersions removes the given versions of artifact id (never its
+	// head: the caller checks) and the content no remaining version of it
+	// uses (retention).
+	DeleteVersions(ctx context.Context, id string, versions []int64) error
+	// DeleteTask removes the task (retention) unless another task names it
+	// in DependsOn or as ParentID; it reports whether it removed it.
+	DeleteTask(ctx context.Context, id string) (bool, error)
 	// PutNote inserts or replaces the note (Kind, Key).
 	PutNote(ctx context.Context, n workspace.Note) error
 	DeleteNote(ctx context.Context, kind, key string) error
@@ -216,6 +223,35 @@ type Tx interface {
 	AppendEvents(ctx context.Context, events []workspace.Event) (first int64, err error)
 	// CompactEvents deletes events with Seq < floor and records the floor.
 	CompactEvents(ctx context.Context, floor int64) error
+}
+
+// LogRewriter is an optional Store capability for stores whose
+// CompactEvents rewrites the whole remaining log, so that it costs about
+// the same whatever it removes (the json store's events.ndjson).
+// RewritesLog reports whether this one's does; gc then compacts in one
+// transaction rather than in short batches, each of which would rewrite it.
+type LogRewriter interface {
+	RewritesLog() bool
+}
+
+// Checkpointer is an optional Store capability for stores with a
+// write-ahead log that a commit may stop to copy back (SQLite's WAL
+// auto-checkpoint runs inside the commit that fills it). Checkpoint copies
+// what it can without taking the writers' lock; gc calls it between
+// batches, so that the pages its deletes wrote are copied back by it, not
+// inside a writer's commit.
+type Checkpointer interface {
+	Checkpoint(ctx context.Context) error
+}
+
+// Reclaimer is an optional Store capability for stores that keep freed
+// space inside their file (SQLite's free list). Reclaim gives back up to
+// pages pages to the file system in one short write, and returns the bytes
+// it gave back and the free bytes still left; pages 0 only reports what is
+// free. A store that cannot give space back in steps may do it all at
+// once (SQLite's first VACUUM of an older file), and says so in its docs.
+type Reclaimer interface {
+	Reclaim(ctx context.Context, pages int64) (freed, left int64, err error)
 }
 
 // Savepointer is an optional Tx capability: nested points to roll back to.

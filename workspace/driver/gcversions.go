@@ -1,0 +1,202 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// versionCut is what gc removes of one artifact's versions.
+type versionCut struct {
+	id       string
+	versions []int64
+}
+
+// gcVersionPlan returns, from one snapshot, the versions policy p
+// removes: of each live artifact, those older than its newest
+// p.KeepVersions, except pinned ones (a workspace.PinKind note) and those
+// a task's result names (the version that was the head when the task was
+// last updated). It adds their count, and the size of the content no
+// kept version shares, to k. Deleted artifacts keep every version.
+func gcVersionPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy, k *workspace.GCKind) ([]versionCut, error) {
+	if p.KeepVersions <= 0 {
+		return nil, nil
+	}
+	pinned := map[string]bool{}
+	q := NoteQuery{Kind: workspace.PinKind, Limit: archivePage}
+	for {
+		ns, err := tx.ListNotes(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range ns {
+			pinned[n.Key] = true
+		}
+		if len(ns) < archivePage {
+			break
+		}
+		q.AfterKind, q.AfterKey = ns[len(ns)-1].Kind, ns[len(ns)-1].Key
+	}
+	// A result names artifacts by name: the version it means is the one
+	// that was the head when the task was last updated.
+	named := map[string][]time.Time{}
+	f := workspace.TaskFilter{Limit: archivePage}
+	for {
+		ts, err := tx.ListTasks(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range ts {
+			for _, name := range t.Result.Artifacts {
+				named[name] = append(named[name], t.UpdatedAt)
+			}
+		}
+		if len(ts) < archivePage {
+			break
+		}
+		f.After = ts[len(ts)-1].ID
+	}
+	var cuts []versionCut
+	af := workspace.ArtifactFilter{Limit: archivePage}
+	for {
+		heads, err := tx.ListArtifacts(ctx, af)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range heads {
+			keepFrom := h.Version - p.KeepVersions + 1
+			if keepFrom <= 1 {
+				continue
+			}
+			vs, err := tx.ArtifactVersions(ctx, h.ID)
+			if err != nil {
+				return nil, err
+			}
+			keep := map[int64]bool{}
+			for _, at := range named[h.Name] {
+				if v := versionAt(vs, at); v > 0 {
+					keep[v] = true
+				}
+			}
+			cut := versionCut{id: h.ID}
+			kept := map[string]bool{}
+			var gone []workspace.Artifact
+			for _, v := range vs {
+				if v.Version >= keepFrom || keep[v.Version] || pinned[workspace.PinKey(h.ID, v.Version)] {
+					kept[v.SHA256] = true
+					continue
+				}
+				cut.versions = append(cut.versions, v.Version)
+				gone = append(gone, v)
+			}
+			freed := map[string]bool{}
+			for _, v := range gone {
+				k.Count++
+				if !kept[v.SHA256] && !freed[v.SHA256] {
+					freed[v.SHA256] = true
+					k.Bytes += v.Size
+				}
+			}
+			if len(cut.versions) > 0 {
+				cuts = append(cuts, cut)
+			}
+		}
+		if len(heads) < archivePage {
+			break
+		}
+		af.After = heads[len(heads)-1].Name
+	}
+	return cuts, nil
+}
+
+// versionAt returns the version of vs (oldest first) that was the head at
+// t: the newest written at or before it (0 if none was).
+func versionAt(vs []workspace.Artifact, t time.Time) int64 {
+	var v int64
+	for _, a := range vs {
+		if a.UpdatedAt.After(t) {
+			break
+		}
+		v = a.Version
+	}
+	return v
+}
+
+// gcVersions removes the planned versions (counted in r.Versions) in
+// short transactions paced as the events' are; a version pinned since the
+// plan stays, and is taken off the count.
+func (h *handle) gcVersions(ctx context.Context, p workspace.GCPolicy, cuts []versionCut, r *workspace.GCReport) error {
+	pace := gcPacer{size: min(minGCBatch, p.Batch), max: p.Batch, target: p.BatchTime}
+	for len(cuts) > 0 {
+		// One transaction takes up to pace.size versions, of one or more
+		// artifacts.
+		var batch []versionCut
+		var n int64
+		for len(cuts) > 0 && n < pace.size {
+			c := cuts[0]
+			take := min(int64(len(c.versions)), pace.size-n)
+			batch = append(batch, versionCut{id: c.id, versions: c.versions[:take]})
+			n += take
+			if take == int64(len(c.versions)) {
+				cuts = cuts[1:]
+			} else {
+				cuts[0].versions = c.versions[take:]
+			}
+		}
+		var (
+			locked time.Time
+			pinned int64
+		)
+		err := h.st.Update(ctx, func(tx Tx) error {
+			locked, pinned = time.Now(), 0
+			for _, c := range batch {
+				vs := slices.DeleteFunc(slices.Clone(c.versions), func(v int64) bool {
+					_, err := tx.Note(ctx, workspace.PinKind, workspace.PinKey(c.id, v))
+					return err == nil
+				})
+				pinned += int64(len(c.versions) - len(vs))
+				if err := tx.DeleteVersions(ctx, c.id, vs); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		took := time.Since(locked)
+		r.Versions.Count -= pinned
+		r.Batches++
+		r.LongestBatch = max(r.LongestBatch, took)
+		pace.learn(n, took)
+		if len(cuts) > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(max(took, time.Millisecond)):
+			}
+		}
+	}
+	return nil
+}
+
+// versionGone turns err, a read of version v of artifact id (name) that
+// found nothing, into a *workspace.VersionRemovedError naming the oldest
+// version kept, when v is older than versions still there; otherwise it
+// returns err.
+func versionGone(ctx context.Context, tx ReadTx, id, name string, v int64, err error) error {
+	if !errors.Is(err, workspace.ErrNotFound) || id == "" {
+		return err
+	}
+	vs, verr := tx.ArtifactVersions(ctx, id)
+	if verr != nil || len(vs) == 0 || v >= vs[len(vs)-1].Version || v < 1 {
+		return err
+	}
+	if name == "" {
+		name = vs[len(vs)-1].Name
+	}
+	return &workspace.VersionRemovedError{Name: name, Version: v, Oldest: vs[0].Version}
+}
