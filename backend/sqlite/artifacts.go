@@ -51,8 +51,8 @@ const (
 	qDeleteArtifact = `UPDATE artifacts SET deleted = 1 WHERE id = ? AND deleted = 0`
 	// qVersionBlob, qDeleteVersion and qDeleteUnusedBlob remove a version
 	// and then its content row if no version left uses it.
-	qVersionBlob      = `SELECT blob_id FROM artifact_versions WHERE artifact_id = ? AND version = ?`
-	qDeleteVersion    = `DELETE FROM artifact_versions WHERE artifact_id = ? AND version = ?`
+	qVersionBlob   = `SELECT blob_id FROM artifact_versions WHERE artifact_id = ? AND version = ?`
+	qDeleteVersion = `DELETE FROM artifact_versions WHERE artifact_id = ? AND version = ?`
 	// qDeleteUnusedBlobs takes the removed versions' blob ids as a JSON
 	// array, so that the artifact's remaining versions are read once.
 	qDeleteUnusedBlobs = `DELETE FROM blobs WHERE id IN (SELECT value FROM json_each(?1))
