@@ -114,8 +114,9 @@ func (mg *Merger) Run(ctx context.Context, follow bool, report func(Result)) err
 		if mg.pollOnly {
 			poll = legacyPoll
 		} else {
-			// From the head before the first pass: a submission made
-			// while a pass runs wakes the next.
+			// Watch from the head as it is now, ahead of the first
+			// pass, so that a submission made during a pass wakes the
+			// next one.
 			head, err := mg.m.ws.Events().Head(ctx)
 			if err != nil {
 				return err
