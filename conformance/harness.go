@@ -95,9 +95,10 @@ func fresh(t testing.TB, h Harness) (string, workspace.Workspace) {
 
 // testCtx is a context bounded so that a hung backend fails the case
 // instead of the whole run. It guards against hangs, not slowness: the
-// longest case (InjectionShapedInputIsExactOrInvalid, a fresh workspace per
-// input) takes over two minutes through the remote backend's server on a
-// loaded 2-core CI machine.
+// longest case (InjectionShapedInputIsExactOrInvalid, some two hundred
+// hostile inputs, 1 MiB ones among them, through one workspace) takes over
+// two minutes through the remote backend's server on a loaded 2-core
+// machine.
 func testCtx(t testing.TB) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
