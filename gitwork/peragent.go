@@ -99,14 +99,8 @@ func (m *Manager) StartPerAgent(ctx context.Context, actor, task string) (Worktr
 	if err := checkPath("path", path); err != nil {
 		return Worktree{}, err
 	}
-	rec, err := get(ctx, m.ws, task)
-	switch {
-	case err == nil && rec.Status != StatusReleased:
-		if _, serr := os.Stat(rec.Path); serr == nil {
-			return rec, nil
-		}
-		return rec, fmt.Errorf("task %s: its worktree %s is recorded as %s but is missing: release it first: %w", task, rec.Path, rec.Status, workspace.ErrConflict)
-	case err != nil && !isNotFound(err):
+	rec, started, err := m.started(ctx, task)
+	if started || err != nil {
 		return rec, err
 	}
 	recs, err := List(ctx, m.ws)

@@ -90,14 +90,8 @@ func (m *Manager) Start(ctx context.Context, actor, task string) (Worktree, erro
 	if _, err := m.claimedBy(ctx, actor, task); err != nil {
 		return Worktree{}, err
 	}
-	rec, err := get(ctx, m.ws, task)
-	switch {
-	case err == nil && rec.Status != StatusReleased:
-		if _, serr := os.Stat(rec.Path); serr == nil {
-			return rec, nil
-		}
-		return rec, fmt.Errorf("task %s: its worktree %s is recorded as %s but is missing: release it first: %w", task, rec.Path, rec.Status, workspace.ErrConflict)
-	case err != nil && !isNotFound(err):
+	rec, started, err := m.started(ctx, task)
+	if started || err != nil {
 		return rec, err
 	}
 	short := shortID(task)
@@ -391,4 +385,22 @@ func (m *Manager) StartClaimed(ctx context.Context, actor, task string, perAgent
 		return w, fmt.Errorf("%w (and giving the claim back failed: %v)", err, rerr)
 	}
 	return w, fmt.Errorf("task %s claimed, then given back: %w", task, err)
+}
+
+// started returns task's worktree record, and whether the task already has
+// a worktree (so Start returns that record, or the error): one recorded and
+// not released, whose directory must still be there. A task with none, or
+// only a released one, gets its record (for its version) and false.
+func (m *Manager) started(ctx context.Context, task string) (Worktree, bool, error) {
+	rec, err := get(ctx, m.ws, task)
+	switch {
+	case err == nil && rec.Status != StatusReleased:
+		if _, serr := os.Stat(rec.Path); serr != nil {
+			return rec, true, fmt.Errorf("task %s: its worktree %s is recorded as %s but is missing: release it first: %w", task, rec.Path, rec.Status, workspace.ErrConflict)
+		}
+		return rec, true, nil
+	case err != nil && !isNotFound(err):
+		return rec, true, err
+	}
+	return rec, false, nil
 }

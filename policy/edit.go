@@ -207,37 +207,43 @@ func insertLine(lines []string, at int, line, nl string) []byte {
 // comments.
 func bracketDepth(s string) int {
 	depth := 0
-	var quote rune
-	escaped := false
-	for _, r := range s {
-		switch {
-		case quote != 0:
-			switch {
-			case escaped:
-				escaped = false
-			case r == '\\' && quote == '"':
-				escaped = true
-			case r == quote:
-				quote = 0
-			}
-		case r == '"' || r == '\'':
-			quote = r
-		case r == '#':
-			return depth
-		case r == '[':
+	outsideStrings(s, func(_ int, r rune) bool {
+		switch r {
+		case '#':
+			return false
+		case '[':
 			depth++
-		case r == ']':
+		case ']':
 			depth--
 		}
-	}
+		return true
+	})
 	return depth
 }
 
 // trailingComment returns the "# ..." that ends line, outside strings.
 func trailingComment(line string) string {
+	at := -1
+	outsideStrings(line, func(i int, r rune) bool {
+		if r == '#' {
+			at = i
+			return false
+		}
+		return true
+	})
+	if at < 0 {
+		return ""
+	}
+	return line[at:]
+}
+
+// outsideStrings calls fn with each rune of s (and its byte offset) that
+// is outside a TOML string (not the quotes themselves), until fn returns false.
+// Basic strings ("...") take backslash escapes; literal ones ('...') not.
+func outsideStrings(s string, fn func(i int, r rune) bool) {
 	var quote rune
 	escaped := false
-	for i, r := range line {
+	for i, r := range s {
 		switch {
 		case quote != 0:
 			switch {
@@ -250,9 +256,10 @@ func trailingComment(line string) string {
 			}
 		case r == '"' || r == '\'':
 			quote = r
-		case r == '#':
-			return line[i:]
+		default:
+			if !fn(i, r) {
+				return
+			}
 		}
 	}
-	return ""
 }

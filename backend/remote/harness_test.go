@@ -53,8 +53,20 @@ func serve(t testing.TB, storeDSN string, unix bool, opts server.Options) string
 		require.NoError(t, err)
 		dsn = "http://" + ln.Addr().String()
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	hs.RegisterOnShutdown(srv.Drain)
+	// Cleanups run last first: the store closes after the server's shutdown.
+	t.Cleanup(func() { _ = ws.Close() })
+	serveOn(t, ln, srv, srv.Drain)
+	return dsn
+}
+
+// serveOn serves h on ln until t's cleanup, which shuts the server down
+// (calling onShutdown, if any, as it starts) and checks it ended cleanly.
+func serveOn(t testing.TB, ln net.Listener, h http.Handler, onShutdown func()) {
+	t.Helper()
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if onShutdown != nil {
+		hs.RegisterOnShutdown(onShutdown)
+	}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	t.Cleanup(func() {
@@ -64,9 +76,7 @@ func serve(t testing.TB, storeDSN string, unix bool, opts server.Options) string
 		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
 			t.Errorf("serve: %v", err)
 		}
-		_ = ws.Close()
 	})
-	return dsn
 }
 
 // sqliteParams are the SQLite backend's own conformance harness's: a
@@ -179,17 +189,7 @@ func startShared(t *testing.T) *sharedServer {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	s := &sharedServer{url: "http://" + ln.Addr().String(), routes: map[string]*route{}}
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(ctx)
-		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("serve: %v", err)
-		}
-	})
+	serveOn(t, ln, s, nil)
 	return s
 }
 
