@@ -271,9 +271,16 @@ func (s *store) View(ctx context.Context, fn func(tx driver.ReadTx) error) error
 	})
 }
 
-// retry runs op with retryBusy, logging to the store's logger.
+// retry runs op with retryBusy, logging to the store's logger. A
+// transaction whose context ended is rolled back by database/sql, and its
+// next statement fails with sql.ErrTxDone: that is reported as the
+// context's error, which is what ended it (nothing was committed).
 func (s *store) retry(ctx context.Context, what string, op func() error) error {
-	return retryBusy(ctx, s.log, what, op)
+	err := retryBusy(ctx, s.log, what, op)
+	if err != nil && ctx.Err() != nil && errors.Is(err, sql.ErrTxDone) {
+		return ctx.Err()
+	}
+	return err
 }
 
 // retryBusy runs op until it does not fail with SQLITE_BUSY, at most
