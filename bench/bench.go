@@ -77,6 +77,10 @@ type Config struct {
 	// child processes (Child) at c=1 each, against W1 at that
 	// concurrency in this process.
 	Processes int
+	// ChildProfile, if set, has each of Processes' children write a CPU
+	// profile of its whole run to ChildProfile.w1-I (the W1 clients) or
+	// ChildProfile.echo-I (the bare transport's clients).
+	ChildProfile string
 	// Streams is how many event streams SSE holds open on one server
 	// (default DefaultStreams).
 	Streams int

@@ -35,6 +35,9 @@ type childRequest struct {
 	Subs   []int  `json:"subs,omitempty"`
 	Events int    `json:"events,omitempty"`
 	Name   string `json:"name,omitempty"`
+	// CPUProfile, for "w1" and "echo", is where the child writes a CPU
+	// profile of its run.
+	CPUProfile string `json:"cpu_profile,omitempty"`
 }
 
 // childReceipt is one event a following child received, at its wall clock

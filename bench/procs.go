@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"sync/atomic"
 	"time"
 
@@ -56,6 +58,17 @@ func childW1(ctx context.Context, req childRequest, in *bufio.Reader, enc *json.
 		if o, err = w1(ctx, e, "w1", 1); err != nil {
 			return enc.Encode(w1Result{Err: err.Error()})
 		}
+	}
+	if req.CPUProfile != "" {
+		f, err := os.Create(req.CPUProfile) // #nosec G304 -- the path the parent made from --cpuprofile
+		if err != nil {
+			return enc.Encode(w1Result{Err: err.Error()})
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return enc.Encode(w1Result{Err: err.Error()})
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if err := enc.Encode(w1Result{Ready: true}); err != nil {
 		return err
@@ -135,13 +148,19 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 			c.stop()
 		}
 	}()
+	profile := func(kind string, i int) string {
+		if cfg.ChildProfile == "" {
+			return ""
+		}
+		return fmt.Sprintf("%s.%s-%d", cfg.ChildProfile, kind, i)
+	}
 	for i := range n {
-		c, err := startChild(ctx, cfg.Child, childRequest{Op: "w1", DSN: e.dsn, Name: fmt.Sprintf("%s/p%d", e.prefix, i)})
+		c, err := startChild(ctx, cfg.Child, childRequest{Op: "w1", DSN: e.dsn, Name: fmt.Sprintf("%s/p%d", e.prefix, i), CPUProfile: profile("w1", i)})
 		if err != nil {
 			return nil, err
 		}
 		kids = append(kids, c)
-		c, err = startChild(ctx, cfg.Child, childRequest{Op: "echo", DSN: echoDSN})
+		c, err = startChild(ctx, cfg.Child, childRequest{Op: "echo", DSN: echoDSN, CPUProfile: profile("echo", i)})
 		if err != nil {
 			return nil, err
 		}

@@ -157,7 +157,7 @@ func (c *Client) openStream(ctx context.Context, q url.Values, after int64) (io.
 		// The stream leaves out what this actor may not read, as a page does.
 		req.Header.Set(server.ActorHeader, p.Actor)
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.stream.Do(req)
 	if err != nil {
 		return nil, err
 	}

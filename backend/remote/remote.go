@@ -66,8 +66,10 @@ func (backend) Open(ctx context.Context, cfg workspace.Config, opts workspace.Op
 type Client struct {
 	base      string // scheme://host[/prefix], no trailing slash
 	token     string
-	http      *http.Client
+	http      *http.Client // requests with an answer
+	stream    *http.Client // event streams
 	transport *http.Transport
+	direct    *directTransport // http+unix only: http's transport
 	opts      workspace.Options
 
 	// life ends on Close: long polls and streams end with it.
@@ -99,6 +101,7 @@ func newClient(cfg workspace.Config, opts workspace.Options) (*Client, error) {
 		TLSHandshakeTimeout: 10 * time.Second,
 	}
 	base := ""
+	var direct *directTransport
 	switch cfg.Scheme {
 	case "http", "https":
 		if u.Host == "" {
@@ -118,6 +121,10 @@ func newClient(cfg workspace.Config, opts workspace.Options) (*Client, error) {
 		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return d.DialContext(ctx, "unix", sock)
 		}
+		direct = &directTransport{
+			dial:    func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "unix", sock) },
+			idleFor: 30 * time.Second,
+		}
 	default:
 		return nil, &workspace.InvalidError{Field: "dsn", Reason: fmt.Sprintf("scheme %q is not a server's", cfg.Scheme)}
 	}
@@ -125,13 +132,16 @@ func newClient(cfg workspace.Config, opts workspace.Options) (*Client, error) {
 		base:      base,
 		token:     cfg.Params[ParamToken],
 		transport: tr,
+		direct:    direct,
 		opts:      opts.WithDefaults(),
 	}
-	c.http = &http.Client{
-		Transport: tr,
-		// A redirect is never an answer of ours; following one would send
-		// the token elsewhere.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	// A redirect is never an answer of ours; following one would send the
+	// token elsewhere.
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.stream = &http.Client{Transport: tr, CheckRedirect: noRedirect}
+	c.http = c.stream
+	if direct != nil {
+		c.http = &http.Client{Transport: direct, CheckRedirect: noRedirect}
 	}
 	c.life, c.stop = context.WithCancel(context.Background())
 	return c, nil
@@ -147,6 +157,9 @@ func (c *Client) Close() error {
 		c.mu.Unlock()
 		c.subs.Wait()
 		c.transport.CloseIdleConnections()
+		if c.direct != nil {
+			c.direct.CloseIdleConnections()
+		}
 	})
 	return nil
 }
@@ -191,7 +204,7 @@ func (c *Client) Attach() (workspace.Workspace, error) {
 	if c.isClosed() {
 		return nil, workspace.ErrClosed
 	}
-	n := &Client{base: c.base, token: c.token, http: c.http, transport: c.transport, opts: c.opts}
+	n := &Client{base: c.base, token: c.token, http: c.http, stream: c.stream, transport: c.transport, opts: c.opts}
 	n.life, n.stop = context.WithCancel(context.Background())
 	return n, nil
 }

@@ -109,7 +109,7 @@ the server, against c=N in this process.`,
 				DSN: res.DSN, Duration: duration, Workloads: ws, Concurrency: levels,
 				Handles: handles, Shared: shared, Settle: settle, Analyze: analyze, Artifacts: artifacts, Tasks: tasks,
 				Child: a.benchChild(), Progress: a.stderr,
-				Serve: via, Processes: processes, Streams: streams,
+				Serve: via, Processes: processes, Streams: streams, ChildProfile: cpuProfile,
 			}
 			if a.jsonOut {
 				enc := json.NewEncoder(a.stdout)
@@ -135,7 +135,7 @@ the server, against c=N in this process.`,
 	f.BoolVar(&shared, "shared", false, "the handles share one store, as handles Open gives out for one DSN in one process do (default: one store each, as in separate processes)")
 	f.DurationVar(&settle, "settle", 0, "wait this long after loading W3/W5 data before measuring (lets autovacuum analyze it)")
 	f.BoolVar(&analyze, "analyze", false, "postgres: ANALYZE the workspace's tables after loading W3/W5 data (what autovacuum would do)")
-	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (and, with --processes, one per child process next to it)")
 	f.StringVar(&serve, "serve", "", "run the workloads through a server started here in front of the DSN's store: tcp, unix or tcp,unix")
 	f.IntVar(&processes, "processes", 0, "with --serve: also run W1 from this many wsctl processes at c=1 each")
 	f.IntVar(&streams, "streams", bench.DefaultStreams, "SSE: event streams held open on one server")
