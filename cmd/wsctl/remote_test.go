@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -65,17 +66,32 @@ func TestWsctlThroughServeWithAToken(t *testing.T) {
 // idempotency keys and 2 follow the log through a real `wsctl serve`,
 // which is SIGKILLed and started again on the same address. Every write a
 // client saw acknowledged is there exactly once, and the followers resume
-// without a gap or a duplicate.
+// without a gap or a duplicate. On TCP the client uses net/http's
+// transport; on a unix socket its own (backend/remote's directTransport).
 func TestKilledServerLosesNoAcknowledgedWrite(t *testing.T) {
+	t.Run("tcp", func(t *testing.T) {
+		// A fixed address, so that the restarted server is where the
+		// clients look: take a free port and give it back.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := ln.Addr().String()
+		require.NoError(t, ln.Close())
+		killServerWhileWriting(t, addr)
+	})
+	t.Run("unix", func(t *testing.T) {
+		dir, err := os.MkdirTemp("", "ws")
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = os.RemoveAll(dir) })
+		// The killed server leaves its socket file; the next one takes
+		// the path over.
+		killServerWhileWriting(t, "unix:"+filepath.Join(dir, "s.sock"))
+	})
+}
+
+func killServerWhileWriting(t *testing.T, addr string) {
 	store := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
 	_, errOut, code := wsctl(t, store, "init")
 	require.Equal(t, 0, code, errOut)
-	// A fixed address, so that the restarted server is where the clients
-	// look: take a free port and give it back.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
 	srv, url, _ := startServe(t, store, "--listen", addr)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -90,7 +90,7 @@ func startServe(t *testing.T, dsn string, args ...string) (*exec.Cmd, string, *s
 		defer close(logs.done)
 		defer pr.Close()
 		sc := bufio.NewScanner(pr)
-		re := regexp.MustCompile(`on (https?://\S+) for`)
+		re := regexp.MustCompile(`on ((?:https?|http\+unix)://\S+) for`)
 		for sc.Scan() {
 			logs.mu.Lock()
 			logs.buf.WriteString(sc.Text() + "\n")
