@@ -2,6 +2,8 @@ package mcp_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,5 +99,81 @@ bob = ["planner"]
 		assert.Equal(t, []string{"plans/a.md"}, names(page, "events"))
 	case <-time.After(20 * time.Second):
 		t.Fatal("events_wait did not return on the plan's change")
+	}
+}
+
+// TestResourcesFollowThePolicy: resources/read and resources/subscribe act
+// as the server's actor, as the tools do: an artifact it may not read is
+// refused, so neither its content nor the news that it changed reaches the
+// session. Under the legacy protocol the refusal is Subscribe's error;
+// under the stateless one (subscriptions/listen) the subscription is not
+// made.
+func TestResourcesFollowThePolicy(t *testing.T) {
+	for _, version := range []string{"", "2025-11-25"} {
+		t.Run("protocol "+version, func(t *testing.T) {
+			ws := openWS(t, sqliteBackend.dsn(t))
+			ctx := testCtx(t)
+			root := workspace.Write{Actor: "root"}
+			_, err := ws.Artifacts().Create(ctx, root, workspace.NewArtifact{Name: workspace.PolicyArtifact, Content: []byte(`[roles.planner]
+artifacts_read  = ["plans/**"]
+artifacts_write = ["plans/**"]
+[actors]
+root = ["admin"]
+bob = ["planner"]
+`)})
+			require.NoError(t, err)
+			for _, name := range []string{"plans/a.md", "secret/k"} {
+				_, err = ws.Artifacts().Create(ctx, root, workspace.NewArtifact{Name: name, Content: []byte("x " + name)})
+				require.NoError(t, err)
+			}
+			updates := make(chan string, 64)
+			bob := connect(t, newServer(t, ws, "bob"), version, &sdk.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) {
+				updates <- r.Params.URI
+			}})
+
+			read, err := bob.ReadResource(ctx, &sdk.ReadResourceParams{URI: mcp.ArtifactURI("plans/a.md")})
+			require.NoError(t, err)
+			assert.Equal(t, "x plans/a.md", read.Contents[0].Text)
+			_, err = bob.ReadResource(ctx, &sdk.ReadResourceParams{URI: mcp.ArtifactURI("secret/k")})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), mcp.ClassForbidden)
+			assert.NotContains(t, err.Error(), "x secret/k")
+
+			if version != "" {
+				for _, name := range []string{"secret/k", "secret/not-yet"} {
+					err := bob.Subscribe(ctx, &sdk.SubscribeParams{URI: mcp.ArtifactURI(name)})
+					require.Error(t, err, "subscribe to %s", name)
+					assert.Contains(t, err.Error(), mcp.ClassForbidden)
+				}
+			}
+			// Ask for both; change both until a notification comes: only
+			// the plan is ever named.
+			for _, name := range []string{"secret/k", "plans/a.md"} {
+				go func() { _ = bob.Subscribe(context.Background(), &sdk.SubscribeParams{URI: mcp.ArtifactURI(name)}) }()
+			}
+			var n int
+			for got := false; !got; n++ {
+				require.Less(t, n, 100, "no resources/updated notification")
+				for _, name := range []string{"secret/k", "plans/a.md"} {
+					_, err = ws.Artifacts().Update(ctx, root, workspace.ByName(name), workspace.ArtifactChange{Content: []byte(name + strings.Repeat(".", n))})
+					require.NoError(t, err)
+				}
+				select {
+				case uri := <-updates:
+					assert.Equal(t, mcp.ArtifactURI("plans/a.md"), uri)
+					got = true
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+			// A few more changes of the secret: still nothing about it.
+			for i := range 5 {
+				_, err = ws.Artifacts().Update(ctx, root, workspace.ByName("secret/k"), workspace.ArtifactChange{Content: []byte(fmt.Sprint("s", i))})
+				require.NoError(t, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+			for len(updates) > 0 {
+				assert.Equal(t, mcp.ArtifactURI("plans/a.md"), <-updates)
+			}
+		})
 	}
 }

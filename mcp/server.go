@@ -128,14 +128,25 @@ func withActor(ctx context.Context, actor string) context.Context {
 
 // actor is who a tool call acts as: the verified token's actor, else the
 // actor the transport recorded, else the server's.
-func (s *Server) actor(ctx context.Context, req *sdk.CallToolRequest) string {
-	if req != nil && req.Extra != nil && req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
-		return req.Extra.TokenInfo.UserID
+func (s *Server) actor(ctx context.Context, extra *sdk.RequestExtra) string {
+	if extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
+		return extra.TokenInfo.UserID
 	}
 	if a, ok := ctx.Value(actorKey{}).(string); ok && a != "" {
 		return a
 	}
 	return s.opts.Actor
+}
+
+// as returns ctx acting as the request's actor, and the actor: reads
+// leave out what it may not read. Behind the HTTP server the token's
+// principal is already set.
+func (s *Server) as(ctx context.Context, extra *sdk.RequestExtra) (context.Context, string) {
+	actor := s.actor(ctx, extra)
+	if _, ok := workspace.PrincipalFrom(ctx); !ok && actor != "" {
+		ctx = workspace.AsActor(ctx, actor)
+	}
+	return ctx, actor
 }
 
 // tool registers one tool whose input is In. The handler returns the
@@ -169,12 +180,7 @@ func tool[In any](s *Server, name, title, description string, enums map[string][
 			if err != nil {
 				return nil, err
 			}
-			actor := s.actor(ctx, req)
-			if _, ok := workspace.PrincipalFrom(ctx); !ok && actor != "" {
-				// Reads leave out what the actor may not read; behind the
-				// HTTP server the token's principal is already set.
-				ctx = workspace.AsActor(ctx, actor)
-			}
+			ctx, actor := s.as(ctx, req.Extra)
 			return h(ctx, actor, in)
 		}()
 		if err != nil {
@@ -248,6 +254,8 @@ func (s *Server) readResource(ctx context.Context, req *sdk.ReadResourceRequest)
 	if err != nil {
 		return nil, err
 	}
+	// A resource read is the artifact_read tool's read: the same rights.
+	ctx, _ = s.as(ctx, req.Extra)
 	a, err := s.ws.Artifacts().Get(ctx, workspace.ByName(name))
 	if errors.Is(err, workspace.ErrNotFound) {
 		return nil, sdk.ResourceNotFoundError(req.Params.URI)
@@ -268,9 +276,17 @@ func (s *Server) readResource(ctx context.Context, req *sdk.ReadResourceRequest)
 
 // subscribe accepts a subscription to an artifact (existing or not: a
 // client may wait for one to be created) and makes sure the watcher runs.
+// An artifact the actor may not read is refused, as its read would be: the
+// watcher tells every session subscribed to a name that it changed.
 func (s *Server) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
-	if _, err := artifactName(req.Params.URI); err != nil {
+	name, err := artifactName(req.Params.URI)
+	if err != nil {
 		return err
+	}
+	rctx, _ := s.as(ctx, req.Extra)
+	if _, err := s.ws.Artifacts().Get(rctx, workspace.ByName(name)); err != nil && !errors.Is(err, workspace.ErrNotFound) {
+		te := classify(err, s.opts.Redact)
+		return fmt.Errorf("%s: %s", te.Error, te.Message)
 	}
 	return s.watch(ctx)
 }
