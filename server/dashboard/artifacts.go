@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"errors"
 	"bytes"
 	"context"
 	"fmt"
@@ -248,7 +249,8 @@ func isMarkdown(a workspace.Artifact) bool {
 // artifactRaw sends one version's content as a download, never as a page
 // of this site: whatever it holds cannot run here.
 func (h *Handler) artifactRaw(w http.ResponseWriter, r *http.Request) {
-	if _, ok := h.reader(w, r, false); !ok {
+	_, r, ok := h.reader(w, r, false)
+	if !ok {
 		return
 	}
 	ref, err := artifactRef(r.URL.Query(), "v")
@@ -258,6 +260,10 @@ func (h *Handler) artifactRaw(w http.ResponseWriter, r *http.Request) {
 	}
 	a, err := h.ws.Artifacts().Get(r.Context(), ref)
 	if err != nil {
+		if errors.Is(err, workspace.ErrForbidden) {
+			h.fail(w, r, http.StatusForbidden, err.Error())
+			return
+		}
 		if isUserError(err) {
 			h.fail(w, r, http.StatusNotFound, err.Error())
 			return

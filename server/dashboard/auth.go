@@ -74,10 +74,13 @@ func principal(id Identity) workspace.Principal {
 	return p
 }
 
-// reader returns who may read, or answers the request itself: a bad
-// token is refused (its cookie cleared), and without a token where one is
-// required a page goes to the login form and anything else gets 401.
-func (h *Handler) reader(w http.ResponseWriter, r *http.Request, page bool) (Identity, bool) {
+// reader returns who may read, and r reading as them, or answers the
+// request itself: a bad token is refused (its cookie cleared), and without
+// a token where one is required a page goes to the login form and anything
+// else gets 401. Reads then leave out what the policy does not let the
+// token's actor (or, with no token, the policy's default_role) read, as
+// the HTTP API's do.
+func (h *Handler) reader(w http.ResponseWriter, r *http.Request, page bool) (Identity, *http.Request, bool) {
 	id, bearer, err := h.identity(r)
 	switch {
 	case errors.Is(err, ErrBadToken):
@@ -86,13 +89,13 @@ func (h *Handler) reader(w http.ResponseWriter, r *http.Request, page bool) (Ide
 		}
 		if page && !bearer {
 			http.Redirect(w, r, "/ui/login?refused=1", http.StatusSeeOther)
-			return id, false
+			return id, r, false
 		}
 		h.fail(w, r, http.StatusUnauthorized, "the token is unknown, revoked or expired")
-		return id, false
+		return id, r, false
 	case err != nil:
 		h.internal(w, r, fmt.Errorf("checking a token: %w", err))
-		return id, false
+		return id, r, false
 	}
 	if id.TokenID == "" && h.opts.RequireToken {
 		if page {
@@ -100,9 +103,9 @@ func (h *Handler) reader(w http.ResponseWriter, r *http.Request, page bool) (Ide
 		} else {
 			h.fail(w, r, http.StatusUnauthorized, "this dashboard needs a token: log in at /ui/login")
 		}
-		return id, false
+		return id, r, false
 	}
-	return id, true
+	return id, r.WithContext(workspace.WithPrincipal(r.Context(), principal(id))), true
 }
 
 // csrf is the CSRF token of id's pages: a MAC of its token id under the

@@ -215,7 +215,7 @@ type viewData struct {
 
 func (h *Handler) page(v view) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, ok := h.reader(w, r, true)
+		id, r, ok := h.reader(w, r, true)
 		if !ok {
 			return
 		}
@@ -248,7 +248,7 @@ func (h *Handler) page(v view) http.HandlerFunc {
 
 func (h *Handler) fragment(v view) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, ok := h.reader(w, r, false)
+		id, r, ok := h.reader(w, r, false)
 		if !ok {
 			return
 		}
@@ -276,6 +276,9 @@ func (h *Handler) renderView(r *http.Request, v view, id Identity) (template.HTM
 	case errors.Is(err, workspace.ErrNotFound):
 		s, err := h.renderString("error", &badRequest{status: http.StatusNotFound, msg: err.Error()})
 		return s, http.StatusNotFound, err
+	case errors.Is(err, workspace.ErrForbidden):
+		s, err := h.renderString("error", &badRequest{status: http.StatusForbidden, msg: err.Error()})
+		return s, http.StatusForbidden, err
 	case err != nil:
 		return "", 0, err
 	}

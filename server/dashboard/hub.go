@@ -244,7 +244,8 @@ func (h *hub) close() {
 // by view, at most once per Coalesce interval. The page's after= (or the
 // browser's Last-Event-ID on reconnect) is the seq its content reflects.
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request) {
-	if _, ok := h.reader(w, r, false); !ok {
+	_, r, ok := h.reader(w, r, false)
+	if !ok {
 		return
 	}
 	var after int64

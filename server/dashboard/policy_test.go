@@ -106,3 +106,53 @@ func TestOperatorActionsUnderAPolicyAreTheTokenActorsWrites(t *testing.T) {
 	code, body = e.post("/ui/action/task/retry", url.Values{"id": {s.running.ID}}, "Authorization", "Bearer "+admin)
 	require.Equal(t, http.StatusOK, code, body)
 }
+
+// TestReadsFollowThePolicy: the dashboard reads as its viewer, as the
+// HTTP API does: a token's actor sees only what the policy lets it read,
+// and no token reads as the policy's default_role (here: nothing).
+func TestReadsFollowThePolicy(t *testing.T) {
+	e := newEnv(t, server.Options{})
+	ctx := context.Background()
+	root := workspace.Write{Actor: "root"}
+	_, err := e.ws.Artifacts().Create(ctx, root, workspace.NewArtifact{Name: workspace.PolicyArtifact, Content: []byte(`
+[roles.planner]
+artifacts_read = ["plans/**"]
+[actors]
+root  = ["admin"]
+setup = ["admin"]
+bob   = ["planner"]
+`)})
+	require.NoError(t, err)
+	for _, name := range []string{"plans/a.md", "secret/k"} {
+		_, err := e.ws.Artifacts().Create(ctx, root, workspace.NewArtifact{Name: name, Content: []byte("content of " + name)})
+		require.NoError(t, err)
+	}
+	bob := []string{"Authorization", "Bearer " + e.token("bob", "")}
+	admin := []string{"Authorization", "Bearer " + e.token("root", "")}
+
+	_, list := e.get("/ui/artifacts", bob...)
+	assert.Contains(t, list, "plans/")
+	assert.NotContains(t, list, "secret/")
+	_, list = e.get("/ui/artifacts?prefix=secret/", bob...)
+	assert.NotContains(t, list, "secret/k")
+	for _, path := range []string{"/ui/artifact?name=secret/k", "/ui/artifact/raw?name=secret/k", "/ui/diff?name=secret/k&a=1&b=1"} {
+		code, body := e.get(path, bob...)
+		assert.Equal(t, http.StatusForbidden, code, path)
+		assert.NotContains(t, body, "content of secret/k", path)
+		assert.Contains(t, body, "may not artifact.read", path)
+	}
+	_, feed := e.get("/ui/feed", bob...)
+	assert.Contains(t, feed, "plans/a.md")
+	assert.NotContains(t, feed, "secret/k", "the feed leaves out events about what bob may not read")
+	_, page := e.get("/ui/artifact?name=plans/a.md", bob...)
+	assert.Contains(t, page, "content of plans/a.md")
+
+	_, list = e.get("/ui/artifacts")
+	assert.NotContains(t, list, "plans/", "no token: the default role, none here")
+	assert.NotContains(t, list, "secret/")
+
+	_, list = e.get("/ui/artifacts?prefix=secret/", admin...)
+	assert.Contains(t, list, "secret/k")
+	_, raw := e.get("/ui/artifact/raw?name=secret/k", admin...)
+	assert.Equal(t, "content of secret/k", raw)
+}
