@@ -1,9 +1,9 @@
 package dashboard
 
 import (
-	"errors"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"html/template"
 	"mime"
