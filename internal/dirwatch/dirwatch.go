@@ -18,7 +18,10 @@ var ErrUnsupported = errors.New("dirwatch: not supported on this platform")
 // Watcher signals on C when a watched file in its directory was written,
 // created, renamed into place or deleted. Signals are coalesced: C has
 // capacity 1, so a reader that drains it after each wake misses nothing
-// it would act on.
+// it would act on. While a signal waits in C the watcher reads no more
+// events (the kernel queues them, merging repeats of one): a reader that
+// does not want news for a while stops taking from C and costs nothing
+// meanwhile, and the next take still tells it that something changed.
 type Watcher struct {
 	// C receives a value after writes to the watched files. After Close
 	// it receives nothing more; it is never closed.

@@ -12,9 +12,10 @@ import (
 )
 
 type impl struct {
-	f    *os.File
-	once sync.Once
-	done chan struct{}
+	f       *os.File
+	once    sync.Once
+	done    chan struct{}
+	closing chan struct{} // closed by Close, for a goroutine blocked in hand
 }
 
 // New watches dir for writes to the files named in names (all files when
@@ -33,7 +34,7 @@ func New(dir string, names ...string) (*Watcher, error) {
 	// wakes a Read that is waiting.
 	f := os.NewFile(uintptr(fd), "inotify")
 	c := make(chan struct{}, 1)
-	w := &Watcher{C: c, impl: impl{f: f, done: make(chan struct{})}}
+	w := &Watcher{C: c, impl: impl{f: f, done: make(chan struct{}), closing: make(chan struct{})}}
 	want := make(map[string]bool, len(names))
 	for _, n := range names {
 		want[n] = true
@@ -56,9 +57,26 @@ func (w *Watcher) run(c chan<- struct{}, want map[string]bool) {
 			signal(c)
 			return
 		}
-		if matches(buf[:n], want) {
-			signal(c)
+		if matches(buf[:n], want) && !w.hand(c) {
+			return
 		}
+	}
+}
+
+// hand puts a signal in c and, when one already waits there, blocks until
+// the reader takes it (or Close), so that no event is read while nobody
+// takes them. It reports false on Close.
+func (w *Watcher) hand(c chan<- struct{}) bool {
+	select {
+	case c <- struct{}{}:
+		return true
+	default:
+	}
+	select {
+	case c <- struct{}{}:
+		return true
+	case <-w.closing:
+		return false
 	}
 }
 
@@ -96,6 +114,7 @@ func signal(c chan<- struct{}) {
 func (i *impl) close() error {
 	var err error
 	i.once.Do(func() {
+		close(i.closing)
 		err = i.f.Close()
 		<-i.done
 	})

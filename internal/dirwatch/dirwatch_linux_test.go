@@ -57,3 +57,47 @@ func event(mask uint32, name string) []byte {
 	copy(b[unix.SizeofInotifyEvent:], name)
 	return b
 }
+
+// TestASignalNotTakenHoldsTheNextOnes: while a signal waits in C, writes
+// go on, and none of them is lost to a reader who comes back: it finds a
+// signal, and after it has drained C a new write signals again.
+func TestASignalNotTakenHoldsTheNextOnes(t *testing.T) {
+	dir := t.TempDir()
+	w, err := New(dir, "ws.db-wal")
+	require.NoError(t, err)
+	defer w.Close()
+	f, err := os.OpenFile(filepath.Join(dir, "ws.db-wal"), os.O_CREATE|os.O_WRONLY, 0o600)
+	require.NoError(t, err)
+	defer f.Close()
+
+	// Nobody takes C while 1,000 writes happen.
+	for i := range 1000 {
+		_, err = f.WriteAt([]byte("page"), int64(i*4))
+		require.NoError(t, err)
+	}
+	select {
+	case <-w.C:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no signal for the writes made while nobody took C")
+	}
+	// The watcher held at most one more; drain it, then a new write must
+	// still wake the reader.
+	select {
+	case <-w.C:
+	case <-time.After(100 * time.Millisecond):
+	}
+	_, err = f.WriteAt([]byte("more"), 0)
+	require.NoError(t, err)
+	select {
+	case <-w.C:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write after the reader came back did not wake it")
+	}
+	// Close does not hang on a watcher blocked handing a signal over.
+	for i := range 10 {
+		_, err = f.WriteAt([]byte("page"), int64(i*4))
+		require.NoError(t, err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	require.NoError(t, w.Close())
+}

@@ -111,24 +111,26 @@ func TestChangeSkippedWhileNobodyWaitedIsLookedUpUntilItCanBeRead(t *testing.T) 
 	held.visible.Store(0)
 	_, err = other.Notes().Put(ctx, workspace.Write{Actor: "b"}, workspace.NotePut{Kind: "decision", Key: "b"})
 	require.NoError(t, err)
-	// Its notification comes while nobody waits, and the watch loop
-	// deals with it.
-	select {
-	case held.changes <- struct{}{}:
-	case <-ctx.Done():
-		t.Fatal("the watch loop took no notification")
-	}
-	for driver.ChangesTaken(ws) == 0 {
-		require.NoError(t, ctx.Err(), "the watch loop did not deal with the notification")
-		time.Sleep(time.Millisecond)
-	}
+	// Its notification comes while nobody waits: the watch loop leaves it
+	// where it is (an idle process takes no wake-ups), but must take it
+	// once someone waits.
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		select {
+		case held.changes <- struct{}{}:
+		case <-ctx.Done():
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	require.Zero(t, driver.ChangesTaken(ws), "a notification taken while nobody waits")
 	drain(held.heads)
 
 	sub, err := ws.Events().Subscribe(ctx, workspace.SubscribeRequest{Heartbeat: -1})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sub.Close() })
-	// The subscriber's arrival makes the loop read the head, which does
-	// not show the commit yet.
+	// The subscriber's arrival makes the loop take the notification and
+	// read the head, which does not show the commit yet.
 	select {
 	case head := <-held.heads:
 		require.Zero(t, head)
@@ -142,6 +144,11 @@ func TestChangeSkippedWhileNobodyWaitedIsLookedUpUntilItCanBeRead(t *testing.T) 
 		require.Equal(t, int64(1), m.Event.Seq)
 	case <-time.After(20 * time.Second):
 		t.Fatal("the commit was not delivered: the wake-up was lost")
+	}
+	select {
+	case <-sent:
+	default:
+		t.Fatal("the notification was never taken")
 	}
 }
 

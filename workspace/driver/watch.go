@@ -303,9 +303,22 @@ func (b *hub) watchLoop() {
 	// notifications, kicks) leave it where it is.
 	var armed time.Time
 	n := newNapper(&b.wg)
+	// A notification that only says "something changed" is left in its
+	// channel while nobody waits: nothing would read for it, and taking
+	// each one costs an idle process a wake-up per write of every other
+	// (16 processes holding a SQLite store open made its writer 7× slower).
+	// The first waiter's kick brings the loop back to take it, and a read
+	// follows as for any notification; a file watch stops reading events
+	// meanwhile (dirwatch). Notifications that carry heads or events
+	// (Postgres) are taken always.
+	deferrable := b.heads == nil && b.carried == nil
 	for {
 		var ticks, alarm <-chan time.Time
 		var napped <-chan struct{}
+		changes := b.changes
+		if deferrable && b.interest.Load() == 0 {
+			changes = nil
+		}
 		if b.interest.Load() > 0 {
 			ticks = ticker.C
 			if !p.due.IsZero() {
@@ -328,7 +341,7 @@ func (b *hub) watchLoop() {
 				return
 			case <-b.kick:
 				p.kicked(time.Now())
-			case <-b.changes:
+			case <-changes:
 				b.changed(p)
 			case <-alarm:
 				armed = time.Time{}
