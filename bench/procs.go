@@ -118,11 +118,14 @@ func (c *child) readW1() (w1Result, error) {
 
 // runProcesses measures W1 run by cfg.Processes children through e's
 // server, against W1 at that concurrency on base, alternating. Its second
-// row is the ceiling of the same children's transport on this machine:
-// the same requests and answers (W1's JSON, 1 KiB of content each way)
-// from as many processes against a bare net/http server on the same kind
-// of listener, which decodes and encodes them and stores nothing; its
-// ratio is the served row's rate over the bare one.
+// row is as many children opening the store themselves (base's DSN), each
+// committing on its own, which is what a server spares them: its ratio is
+// the served row's rate over it. Its third row is the ceiling of the same
+// children's transport on this machine: the same requests and answers
+// (W1's JSON, 1 KiB of content each way) from as many processes against a
+// bare net/http server on the same kind of listener, which decodes and
+// encodes them and stores nothing; its ratio is the served row's rate
+// over the bare one.
 func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(string)) ([]Row, error) {
 	n := cfg.Processes
 	if cfg.Child == nil {
@@ -135,16 +138,17 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 		return nil, err
 	}
 	defer stopEcho()
-	var kids, echoes []*child
+	var kids, selves, echoes []*child
+	all := func() []*child { return append(append(append([]*child(nil), kids...), selves...), echoes...) }
 	defer func() {
-		for _, c := range append(kids, echoes...) {
+		for _, c := range all() {
 			go func() {
 				for c.out.Scan() {
 				}
 				close(c.read)
 			}()
 		}
-		for _, c := range append(kids, echoes...) {
+		for _, c := range all() {
 			c.stop()
 		}
 	}()
@@ -160,13 +164,18 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 			return nil, err
 		}
 		kids = append(kids, c)
+		c, err = startChild(ctx, cfg.Child, childRequest{Op: "w1", DSN: base.dsn, Name: fmt.Sprintf("%s/s%d", e.prefix, i), CPUProfile: profile("store", i)})
+		if err != nil {
+			return nil, err
+		}
+		selves = append(selves, c)
 		c, err = startChild(ctx, cfg.Child, childRequest{Op: "echo", DSN: echoDSN, CPUProfile: profile("echo", i)})
 		if err != nil {
 			return nil, err
 		}
 		echoes = append(echoes, c)
 	}
-	for _, c := range append(kids, echoes...) {
+	for _, c := range all() {
 		if _, err := c.readW1(); err != nil {
 			return nil, err
 		}
@@ -184,8 +193,8 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 	round, _ := json.Marshal(w1Round{ForNs: slice.Nanoseconds()})
 	round = append(round, '\n')
 	var (
-		ours, raw, bare procTotals
-		commits         int64
+		ours, raw, self, bare procTotals
+		commits               int64
 	)
 	for i := range rounds {
 		progress(fmt.Sprintf("%s: in process (round %d/%d)", label, i+1, rounds))
@@ -200,6 +209,10 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 			return nil, err
 		}
 		commits += e.updates.Load() - before
+		progress(fmt.Sprintf("%s: on the store (round %d/%d)", label, i+1, rounds))
+		if err := self.round(selves, round); err != nil {
+			return nil, err
+		}
 		progress(fmt.Sprintf("%s: bare HTTP (round %d/%d)", label, i+1, rounds))
 		if err := bare.round(echoes, round); err != nil {
 			return nil, err
@@ -219,6 +232,15 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 	if ours.ops > 0 {
 		row.CommitsPerOp = float64(commits) / float64(ours.ops)
 	}
+	alone := Row{
+		Workload: "W1", Variant: fmt.Sprintf("%d processes on the store", n), Backend: e.backend, Concurrency: n,
+		OpsPerSec: self.rate(), P50us: self.percentile(0.50), P99us: self.percentile(0.99),
+		Note: fmt.Sprintf("the same %d processes opening the store themselves, each committing on its own; the clients' %s; ratio: the served row's rate over this",
+			n, self.clientCPU()),
+	}
+	if alone.OpsPerSec > 0 {
+		alone.Ratio = row.OpsPerSec / alone.OpsPerSec
+	}
 	floor := Row{
 		Workload: "HTTP", Variant: fmt.Sprintf("bare via %s, %d processes", e.via, n), Backend: "-", Concurrency: n,
 		OpsPerSec: bare.rate(), P50us: bare.percentile(0.50), P99us: bare.percentile(0.99),
@@ -229,7 +251,7 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 	if floor.OpsPerSec > 0 {
 		floor.Ratio = row.OpsPerSec / floor.OpsPerSec
 	}
-	return []Row{row, floor}, nil
+	return []Row{row, alone, floor}, nil
 }
 
 // procTotals adds up the rounds of a group of children, and this
