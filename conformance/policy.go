@@ -55,6 +55,7 @@ var policyCases = []coreCase{
 	{"PolicySubscriptionLeavesOutWhatTheActorMayNotRead", testPolicySubscription},
 	{"PolicyStatusLeavesOutWhatTheActorMayNotRead", testPolicyStatus},
 	{"PolicyExportNeedsTheAdminRight", testPolicyExport},
+	{"PolicyGCAndVerifyNeedTheAdminRights", testPolicyGCAndVerify},
 	{"PolicyIdempotentReplayIsCheckedAgain", testPolicyReplay},
 }
 
@@ -495,6 +496,48 @@ func testPolicyExport(t *testing.T, h Harness) {
 		denied = append(denied, e.Actor+" "+e.Subject.ID)
 	}
 	assert.Contains(t, denied, "bob admin.export")
+}
+
+// testPolicyGCAndVerify: gc removes what writers wrote, as a compaction
+// does, and verify reads every record, as an export does: a caller with a
+// principal needs admin.compact for the one and admin.export for the
+// other. A refused gc removes nothing.
+func testPolicyGCAndVerify(t *testing.T, h Harness) {
+	ctx := caseCtx(t, time.Minute)
+	_, ws := fresh(t, h)
+	seedReads(t, ctx, ws)
+	drop := workspace.GCPolicy{KeepEvents: 1, KeepVersions: 1}
+	first := func() int64 {
+		st, err := ws.Status(workspace.AsActor(ctx, "root"))
+		require.NoError(t, err)
+		return st.Floor
+	}
+	require.Equal(t, int64(1), first())
+
+	drop.Actor = "bob"
+	_, err := workspace.GC(workspace.AsActor(ctx, "bob"), ws, drop)
+	requireForbidden(t, err, "bob", "admin.compact", "admin")
+	assert.Equal(t, int64(1), first(), "a refused gc removes nothing")
+	_, err = workspace.Verify(workspace.AsActor(ctx, "bob"), ws)
+	requireForbidden(t, err, "bob", "admin.export", "admin")
+	_, err = workspace.Verify(workspace.AsActor(ctx, "lena"), ws)
+	requireForbidden(t, err, "lena", "admin.export", "admin")
+
+	var denied []string
+	for _, e := range deniedEvents(t, ctx, ws) {
+		denied = append(denied, e.Actor+" "+e.Subject.ID)
+	}
+	assert.Contains(t, denied, "bob admin.compact")
+	assert.Contains(t, denied, "lena admin.export")
+
+	r, err := workspace.Verify(workspace.AsActor(ctx, "root"), ws)
+	require.NoError(t, err)
+	assert.True(t, r.OK(), "%+v", r)
+	drop.Actor = "lena"
+	rep, err := workspace.GC(workspace.AsActor(ctx, "lena"), ws, drop)
+	require.NoError(t, err, "lena's role has admin compact")
+	assert.Positive(t, rep.Events.Count)
+	assert.Greater(t, first(), int64(1))
 }
 
 // testPolicyReplay: a request replayed with its idempotency key after its

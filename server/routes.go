@@ -20,6 +20,7 @@ func (s *Server) routes() {
 	s.lockRoutes()
 	s.eventRoutes()
 	s.batchRoutes()
+	s.adminRoutes()
 
 	type whoami struct {
 		Actor string `json:"actor" doc:"The token's actor, or the X-Agentspace-Actor header's value without a token."`

@@ -202,3 +202,30 @@ func killServerWhileWriting(t *testing.T, addr string) {
 		fl.mu.Unlock()
 	}
 }
+
+// TestGCAndVerifyThroughAServer: wsctl verify and gc against a server's
+// DSN do what they do on the store (the server runs them), with the same
+// output.
+func TestGCAndVerifyThroughAServer(t *testing.T) {
+	dsn := serveStore(t, true)
+	for _, key := range []string{"a", "b", "c", "d", "e", "f"} {
+		_, errOut, code := wsctl(t, dsn, "--as", "alice", "note", "put", "decision", key)
+		require.Equal(t, 0, code, errOut)
+	}
+	out, errOut, code := wsctl(t, dsn, "verify")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `(?m)^events 1-6: 6 links checked$`, out)
+	out, errOut, code = wsctl(t, dsn, "--as", "alice", "gc", "--dry-run", "--keep-events", "2")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `(?m)^events: would remove 4 \([0-9]+ bytes\), floor 1 -> 5`, out)
+	out, errOut, code = wsctl(t, dsn, "--as", "alice", "gc", "--keep-events", "2", "--batch", "3")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `(?m)^events: removed 4 \([0-9]+ bytes\), floor 1 -> 5 in 2 batches .*recorded as event 7`, out)
+	out, errOut, code = wsctl(t, dsn, "verify", "--json")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `"floor": 5`)
+	assert.Contains(t, out, `"events": 3`)
+	_, errOut, code = wsctl(t, dsn, "--as", "alice", "gc", "--keep-events", "-1")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "keep events")
+}

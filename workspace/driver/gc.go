@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -32,6 +33,12 @@ const (
 // pacing decides only how fast the floor moves, never which events go.
 func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCReport, error) {
 	if err := h.alive(); err != nil {
+		return workspace.GCReport{}, err
+	}
+	// It removes what writers wrote, as a compaction does: the same admin
+	// right, for a caller with a principal (a client of the server,
+	// wsctl --as).
+	if err := h.allowAdmin(ctx, policy.AdminCompact); err != nil {
 		return workspace.GCReport{}, err
 	}
 	if err := h.checkGCPolicy(&p); err != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -17,6 +18,11 @@ import (
 // snapshot.
 func (h *handle) Verify(ctx context.Context) (workspace.VerifyReport, error) {
 	if err := h.alive(); err != nil {
+		return workspace.VerifyReport{}, err
+	}
+	// It reads every record, as an export does: the same admin right, for
+	// a caller with a principal (a client of the server, wsctl --as).
+	if err := h.allowAdmin(ctx, policy.AdminExport); err != nil {
 		return workspace.VerifyReport{}, err
 	}
 	var r workspace.VerifyReport

@@ -1,0 +1,34 @@
+package remote
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+var (
+	_ workspace.Collector = (*Client)(nil)
+	_ workspace.Verifier  = (*Client)(nil)
+)
+
+// GC runs a garbage collection on the server's store (POST
+// /v1/admin/gc): the server's engine checks the policy and the caller's
+// admin.compact right, as it would in process.
+func (c *Client) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCReport, error) {
+	body := server.GCBody{Actor: p.Actor, KeepEvents: p.KeepEvents, KeepEventsFor: duration(p.KeepEventsFor),
+		KeepVersions: p.KeepVersions, KeepTasksFor: duration(p.KeepTasksFor), MinEvents: p.MinEvents,
+		Reclaim: p.Reclaim, DryRun: p.DryRun, Batch: p.Batch, BatchTime: duration(p.BatchTime)}
+	var out workspace.GCReport
+	err := c.call(ctx, http.MethodPost, "/v1/admin/gc", nil, body, &out)
+	return out, err
+}
+
+// Verify checks the server's store (GET /v1/admin/verify), with the
+// caller's admin.export right.
+func (c *Client) Verify(ctx context.Context) (workspace.VerifyReport, error) {
+	var out workspace.VerifyReport
+	err := c.call(ctx, http.MethodGet, "/v1/admin/verify", nil, nil, &out)
+	return out, err
+}
