@@ -24,6 +24,7 @@ var retentionCases = []coreCase{
 	{"GCUnderConcurrentWritersAndSubscribers", testGCConcurrent},
 	{"GCRemovesOldFinishedTasksNoTaskNames", testGCTasks},
 	{"GCKeepsNewestPinnedAndResultVersions", testGCVersions},
+	{"GCKeepsVersionsAPromotionWrote", testGCPromoted}, // changesets.go
 }
 
 // verify runs workspace.Verify and requires it to read.

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"time"
@@ -17,28 +18,39 @@ type versionCut struct {
 
 // gcVersionPlan returns, from one snapshot, the versions policy p
 // removes: of each live artifact, those older than its newest
-// p.KeepVersions, except pinned ones (a workspace.PinKind note) and those
-// a task's result names (the version that was the head when the task was
-// last updated). It adds their count, and the size of the content no
-// kept version shares, to k. Deleted artifacts keep every version.
+// p.KeepVersions, except pinned ones (a workspace.PinKind note), those a
+// change set's promotion wrote (workspace.ChangeSetRecord) and those a
+// task's result names (the version that was the head when the task was
+// last updated). It adds their count, and the size of the content no kept
+// version shares, to k. Deleted artifacts keep every version.
 func gcVersionPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy, k *workspace.GCKind) ([]versionCut, error) {
 	if p.KeepVersions <= 0 {
 		return nil, nil
 	}
 	pinned := map[string]bool{}
-	q := NoteQuery{Kind: workspace.PinKind, Limit: archivePage}
-	for {
-		ns, err := tx.ListNotes(ctx, q)
-		if err != nil {
-			return nil, err
+	err := eachNote(ctx, tx, workspace.PinKind, func(n workspace.Note) { pinned[n.Key] = true })
+	if err != nil {
+		return nil, err
+	}
+	// A promotion names an updated version by its artifact's ID, and a
+	// created one by name, version 1 and content (its ID was assigned in
+	// the promoting batch).
+	created := map[string][]string{} // name: the SHA-256s promoted as its version 1
+	err = eachNote(ctx, tx, workspace.ChangeSetKind, func(n workspace.Note) {
+		var rec workspace.ChangeSetRecord
+		if json.Unmarshal([]byte(n.Body), &rec) != nil {
+			return // a note that is no change set names no version
 		}
-		for _, n := range ns {
-			pinned[n.Key] = true
+		for _, pv := range rec.Promoted {
+			if pv.ID != "" {
+				pinned[workspace.PinKey(pv.ID, pv.Version)] = true
+			} else if pv.Version == 1 {
+				created[pv.Name] = append(created[pv.Name], pv.SHA256)
+			}
 		}
-		if len(ns) < archivePage {
-			break
-		}
-		q.AfterKind, q.AfterKey = ns[len(ns)-1].Kind, ns[len(ns)-1].Key
+	})
+	if err != nil {
+		return nil, err
 	}
 	// A result names artifacts by name: the version it means is the one
 	// that was the head when the task was last updated.
@@ -81,6 +93,9 @@ func gcVersionPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy, k *work
 					keep[v] = true
 				}
 			}
+			if len(vs) > 0 && vs[0].Version == 1 && slices.Contains(created[h.Name], vs[0].SHA256) {
+				keep[1] = true
+			}
 			cut := versionCut{id: h.ID}
 			kept := map[string]bool{}
 			var gone []workspace.Artifact
@@ -110,6 +125,24 @@ func gcVersionPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy, k *work
 		af.After = heads[len(heads)-1].Name
 	}
 	return cuts, nil
+}
+
+// eachNote calls fn with every note of kind, in pages.
+func eachNote(ctx context.Context, tx ReadTx, kind string, fn func(workspace.Note)) error {
+	q := NoteQuery{Kind: kind, Limit: archivePage}
+	for {
+		ns, err := tx.ListNotes(ctx, q)
+		if err != nil {
+			return err
+		}
+		for _, n := range ns {
+			fn(n)
+		}
+		if len(ns) < archivePage {
+			return nil
+		}
+		q.AfterKind, q.AfterKey = ns[len(ns)-1].Kind, ns[len(ns)-1].Key
+	}
 }
 
 // versionAt returns the version of vs (oldest first) that was the head at
