@@ -254,6 +254,15 @@ type Reclaimer interface {
 	Reclaim(ctx context.Context, pages int64) (freed, left int64, err error)
 }
 
+// FileSnapshotter is an optional Store capability for stores kept in one
+// file (SQLite's). SnapshotFile writes a consistent copy of the store, as
+// of one read snapshot, to path, which must not exist, without holding up
+// writers; checks the copy with the file format's own integrity check;
+// and returns a read-only Store on the copy, which the caller closes.
+type FileSnapshotter interface {
+	SnapshotFile(ctx context.Context, path string) (Store, error)
+}
+
 // Savepointer is an optional Tx capability: nested points to roll back to.
 // With it, a handle commits concurrent writes in one transaction (group
 // commit), each job in its own savepoint; without it, one per transaction.
