@@ -84,8 +84,10 @@ type GCReport struct {
 	// keeps none it could give back.
 	Reclaimed   int64 `json:"reclaimed_bytes"`
 	Reclaimable int64 `json:"reclaimable_bytes"`
-	// Batches is the number of transactions the removal took, and
-	// LongestBatch the longest time one of them held the write lock.
+	// Batches is the number of transactions that removed something, and
+	// LongestBatch the longest time a transaction of gc's held the
+	// store's write lock (on Postgres the events' deletes hold none: the
+	// floor is raised in one short write, then the rows below it go).
 	Batches      int           `json:"batches"`
 	LongestBatch time.Duration `json:"longest_batch_ns,omitempty"`
 	// Seq is the seq of the event recorded for it (0 for a dry run or

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
@@ -127,6 +128,30 @@ func gcVersionPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy, k *work
 	return cuts, nil
 }
 
+// pinsOf returns the keys of artifact id's pin notes: one read of the
+// keys "ID@..." (every store orders keys bytewise), not one per version.
+func pinsOf(ctx context.Context, tx ReadTx, id string) (map[string]bool, error) {
+	pins := map[string]bool{}
+	prefix := id + "@"
+	q := NoteQuery{Kind: workspace.PinKind, AfterKind: workspace.PinKind, AfterKey: prefix, Limit: archivePage}
+	for {
+		ns, err := tx.ListNotes(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range ns {
+			if !strings.HasPrefix(n.Key, prefix) {
+				return pins, nil
+			}
+			pins[n.Key] = true
+		}
+		if len(ns) < archivePage {
+			return pins, nil
+		}
+		q.AfterKey = ns[len(ns)-1].Key
+	}
+}
+
 // eachNote calls fn with every note of kind, in pages.
 func eachNote(ctx context.Context, tx ReadTx, kind string, fn func(workspace.Note)) error {
 	q := NoteQuery{Kind: kind, Limit: archivePage}
@@ -186,10 +211,11 @@ func (h *handle) gcVersions(ctx context.Context, p workspace.GCPolicy, cuts []ve
 		err := h.st.Update(ctx, func(tx Tx) error {
 			locked, pinned = time.Now(), 0
 			for _, c := range batch {
-				vs := slices.DeleteFunc(slices.Clone(c.versions), func(v int64) bool {
-					_, err := tx.Note(ctx, workspace.PinKind, workspace.PinKey(c.id, v))
-					return err == nil
-				})
+				pins, err := pinsOf(ctx, tx, c.id)
+				if err != nil {
+					return err
+				}
+				vs := slices.DeleteFunc(slices.Clone(c.versions), func(v int64) bool { return pins[workspace.PinKey(c.id, v)] })
 				pinned += int64(len(c.versions) - len(vs))
 				if err := tx.DeleteVersions(ctx, c.id, vs); err != nil {
 					return err

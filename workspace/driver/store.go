@@ -160,7 +160,8 @@ type ReadTx interface {
 
 	Note(ctx context.Context, kind, key string) (workspace.Note, error)
 	// ListNotes returns notes of q.Kind (all kinds if empty) after
-	// (q.AfterKind, q.AfterKey), ordered by kind then key, at most q.Limit.
+	// (q.AfterKind, q.AfterKey), ordered by kind then key (bytewise), at
+	// most q.Limit.
 	ListNotes(ctx context.Context, q NoteQuery) ([]workspace.Note, error)
 
 	// Lease returns the lease row for resource as stored, whether live,
@@ -232,6 +233,25 @@ type Tx interface {
 // transaction rather than in short batches, each of which would rewrite it.
 type LogRewriter interface {
 	RewritesLog() bool
+}
+
+// BelowFloorDeleter is an optional Store capability for stores whose
+// every read of the event log starts at or above the floor and whose
+// writers only add rows at the head, so that the rows below the floor are
+// nobody's. gc then compacts in two steps: its Tx (a FloorRaiser) moves
+// the floor in one short write, and DeleteBelowFloor removes the rows
+// from <= seq < to that are below the floor in a transaction of its own
+// that takes no lock writers wait for, returning how many it removed.
+// from 0 also removes rows an interrupted gc left below an older floor.
+type BelowFloorDeleter interface {
+	DeleteBelowFloor(ctx context.Context, from, to int64) (int64, error)
+}
+
+// FloorRaiser is the Tx capability of a BelowFloorDeleter's store:
+// RaiseFloor moves the floor up to floor and the chain's base to the hash
+// of event floor-1, deleting nothing.
+type FloorRaiser interface {
+	RaiseFloor(ctx context.Context, floor int64) error
 }
 
 // Checkpointer is an optional Store capability for stores with a
