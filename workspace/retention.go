@@ -23,12 +23,13 @@ type GCPolicy struct {
 	KeepEvents int64
 	// KeepEventsFor keeps the events younger than this.
 	KeepEventsFor time.Duration
-	// KeepVersions keeps the newest N versions of each live artifact (the
-	// head always); older ones go with their content, except pinned
-	// versions (PinVersion), those a change set's promotion wrote
-	// (ChangeSetRecord) and those a task's result names (the version
-	// that was the head when the task was last updated). Zero keeps every
-	// version; a deleted artifact keeps all of its.
+	// KeepVersions keeps the newest N versions of each artifact (the head
+	// always); older ones go with their content, except pinned versions
+	// (PinVersion), those a change set's promotion wrote (ChangeSetRecord)
+	// and those a task's result names (the version that was the head when
+	// the task was last updated). A deleted artifact, found through the
+	// event log above its floor, is cut the same way, its last version
+	// standing for the head. Zero keeps every version.
 	KeepVersions int64
 	// KeepTasksFor keeps finished tasks (done or cancelled) updated within
 	// this long; older ones go, except those that a task which stays

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -22,8 +23,10 @@ type versionCut struct {
 // p.KeepVersions, except pinned ones (a workspace.PinKind note), those a
 // change set's promotion wrote (workspace.ChangeSetRecord) and those a
 // task's result names (the version that was the head when the task was
-// last updated). It adds their count, and the size of the content no kept
-// version shares, to k. Deleted artifacts keep every version.
+// last updated). A deleted artifact (one the log names above its floor)
+// is cut the same way, its last version standing for the head, so it can
+// still be read by ID at the version it was deleted at. It adds their
+// count, and the size of the content no kept version shares, to k.
 func gcVersionPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy, k *workspace.GCKind) ([]versionCut, error) {
 	if p.KeepVersions <= 0 {
 		return nil, nil
@@ -73,6 +76,43 @@ func gcVersionPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy, k *work
 		f.After = ts[len(ts)-1].ID
 	}
 	var cuts []versionCut
+	// plan cuts artifact id's versions vs (oldest first), whose newest is
+	// head: the head is the deletion's last version for a deleted one.
+	plan := func(id, name string, head int64, vs []workspace.Artifact) {
+		keepFrom := head - p.KeepVersions + 1
+		keep := map[int64]bool{}
+		for _, at := range named[name] {
+			if v := versionAt(vs, at); v > 0 {
+				keep[v] = true
+			}
+		}
+		if len(vs) > 0 && vs[0].Version == 1 && slices.Contains(created[name], vs[0].SHA256) {
+			keep[1] = true
+		}
+		cut := versionCut{id: id}
+		kept := map[string]bool{}
+		var gone []workspace.Artifact
+		for _, v := range vs {
+			if v.Version >= keepFrom || keep[v.Version] || pinned[workspace.PinKey(id, v.Version)] {
+				kept[v.SHA256] = true
+				continue
+			}
+			cut.versions = append(cut.versions, v.Version)
+			gone = append(gone, v)
+		}
+		freed := map[string]bool{}
+		for _, v := range gone {
+			k.Count++
+			if !kept[v.SHA256] && !freed[v.SHA256] {
+				freed[v.SHA256] = true
+				k.Bytes += v.Size
+			}
+		}
+		if len(cut.versions) > 0 {
+			cuts = append(cuts, cut)
+		}
+	}
+	live := map[string]bool{}
 	af := workspace.ArtifactFilter{Limit: archivePage}
 	for {
 		heads, err := tx.ListArtifacts(ctx, af)
@@ -80,50 +120,46 @@ func gcVersionPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy, k *work
 			return nil, err
 		}
 		for _, h := range heads {
-			keepFrom := h.Version - p.KeepVersions + 1
-			if keepFrom <= 1 {
+			live[h.ID] = true
+			if h.Version-p.KeepVersions+1 <= 1 {
 				continue
 			}
 			vs, err := tx.ArtifactVersions(ctx, h.ID)
 			if err != nil {
 				return nil, err
 			}
-			keep := map[int64]bool{}
-			for _, at := range named[h.Name] {
-				if v := versionAt(vs, at); v > 0 {
-					keep[v] = true
-				}
-			}
-			if len(vs) > 0 && vs[0].Version == 1 && slices.Contains(created[h.Name], vs[0].SHA256) {
-				keep[1] = true
-			}
-			cut := versionCut{id: h.ID}
-			kept := map[string]bool{}
-			var gone []workspace.Artifact
-			for _, v := range vs {
-				if v.Version >= keepFrom || keep[v.Version] || pinned[workspace.PinKey(h.ID, v.Version)] {
-					kept[v.SHA256] = true
-					continue
-				}
-				cut.versions = append(cut.versions, v.Version)
-				gone = append(gone, v)
-			}
-			freed := map[string]bool{}
-			for _, v := range gone {
-				k.Count++
-				if !kept[v.SHA256] && !freed[v.SHA256] {
-					freed[v.SHA256] = true
-					k.Bytes += v.Size
-				}
-			}
-			if len(cut.versions) > 0 {
-				cuts = append(cuts, cut)
-			}
+			plan(h.ID, h.Name, h.Version, vs)
 		}
 		if len(heads) < archivePage {
 			break
 		}
 		af.After = heads[len(heads)-1].Name
+	}
+	// Deleted artifacts are known by the log, as an export knows them.
+	floor, err := tx.Floor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	deleted := map[string]bool{}
+	err = eachEvent(ctx, tx, floor, func(ev workspace.Event) error {
+		if ev.Subject.Kind == workspace.SubjectArtifact && ev.Subject.ID != "" && !live[ev.Subject.ID] {
+			deleted[ev.Subject.ID] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ids := slices.Sorted(maps.Keys(deleted))
+	for _, id := range ids {
+		vs, err := tx.ArtifactVersions(ctx, id)
+		if err != nil && !errors.Is(err, workspace.ErrNotFound) {
+			return nil, err
+		}
+		if len(vs) > 0 {
+			last := vs[len(vs)-1]
+			plan(id, last.Name, last.Version, vs)
+		}
 	}
 	return cuts, nil
 }
