@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
@@ -71,4 +72,18 @@ func testGCDeletedVersions(t *testing.T, h Harness) {
 	assert.Zero(t, again.Versions.Count, "gc is idempotent")
 	v := verify(t, store)
 	assert.True(t, v.OK(), "verify: %v", v.Problems)
+
+	// An archive keeps the deleted artifact's gaps, and imports as it was.
+	var archive, again2 bytes.Buffer
+	_, err = workspace.Export(ctx, store, &archive, workspace.ArchiveOptions{})
+	require.NoError(t, err)
+	dsn2, _ := fresh(t, h)
+	store2 := open(t, storeDSN(h, dsn2))
+	_, err = workspace.Import(ctx, store2, bytes.NewReader(archive.Bytes()), workspace.ArchiveOptions{})
+	require.NoError(t, err)
+	_, err = workspace.Export(ctx, store2, &again2, workspace.ArchiveOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, archive.String(), again2.String())
+	_, err = store2.Artifacts().Get(ctx, workspace.ArtifactRef{ID: old.ID, Version: 3})
+	assert.ErrorIs(t, err, workspace.ErrNotFound)
 }
