@@ -39,16 +39,24 @@ func (s *store) SnapshotFile(ctx context.Context, path string) (driver.Store, er
 	return cp, nil
 }
 
-// vacuumInto runs VACUUM INTO abs on a reader connection, with query_only
-// lifted for it (VACUUM INTO writes only the new file, but query_only
-// refuses it); a connection that cannot be put back to query_only is
-// dropped from the pool.
+// vacuumInto runs VACUUM INTO abs on a reader connection (the writer's,
+// for a store on one *sql.DB), with query_only lifted for it if set
+// (VACUUM INTO writes only the new file, but query_only refuses it); a
+// connection whose setting cannot be put back is dropped from the pool.
 func (s *store) vacuumInto(ctx context.Context, abs string) error {
 	conn, err := s.r.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
+	var queryOnly int
+	if err := conn.QueryRowContext(ctx, `PRAGMA query_only`).Scan(&queryOnly); err != nil {
+		return err
+	}
+	if queryOnly == 0 {
+		_, err = conn.ExecContext(ctx, `VACUUM INTO ?`, abs)
+		return err
+	}
 	if _, err := conn.ExecContext(ctx, `PRAGMA query_only = 0`); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	_ "github.com/agentspace/agentspace/backend/json"
+	"github.com/agentspace/agentspace/backend/sqlite"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -133,4 +135,26 @@ func TestBackupFileNeedsTheExportRight(t *testing.T) {
 	r, err := workspace.BackupFile(workspace.AsActor(ctx, "root"), ws, filepath.Join(dir, "root.db"))
 	require.NoError(t, err)
 	assert.True(t, r.OK())
+}
+
+// TestBackupFileOnACallerManagedPoolLeavesItWritable: on a store opened
+// with OpenDB, whose one pool also writes, the copy is taken on the
+// writer's connection, and the connection still writes afterwards.
+func TestBackupFileOnACallerManagedPoolLeavesItWritable(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	db, err := sql.Open("sqlite", filepath.Join(dir, "ws.db")+"?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)")
+	require.NoError(t, err)
+	db.SetMaxOpenConns(1)
+	t.Cleanup(func() { _ = db.Close() })
+	ws, err := sqlite.OpenDB(ctx, db, workspace.Options{})
+	require.NoError(t, err)
+	defer ws.Close()
+	_, err = ws.Notes().Put(ctx, workspace.Write{Actor: "a"}, workspace.NotePut{Kind: "n", Key: "before"})
+	require.NoError(t, err)
+	r, err := workspace.BackupFile(ctx, ws, filepath.Join(dir, "b.db"))
+	require.NoError(t, err)
+	assert.True(t, r.OK())
+	_, err = ws.Notes().Put(ctx, workspace.Write{Actor: "a"}, workspace.NotePut{Kind: "n", Key: "after"})
+	require.NoError(t, err, "the pool's connection still writes")
 }
