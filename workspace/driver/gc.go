@@ -30,6 +30,8 @@ const (
 // took; so a writer waits for at most one batch (about p.BatchTime plus a
 // commit) and writers keep at least half of the store's write time. The
 // pacing decides only how fast the floor moves, never which events go.
+// On a BelowFloorDeleter the events' batches take no lock at all: only
+// the one write that raises the floor does (see gcBelowFloor).
 func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCReport, error) {
 	if err := h.alive(); err != nil {
 		return workspace.GCReport{}, err
