@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -142,4 +143,94 @@ func testChangeSetAllOrNothing(t *testing.T, h Harness) {
 	assert.Equal(t, shadow.StatePromoted, cs.State)
 	_, err = sets.Promote(ctx, "cs", "alice")
 	assert.ErrorIs(t, err, workspace.ErrInvalid, "a set promotes once")
+}
+
+// promotedPolicy lets alice write artifacts and change sets but no pins.
+const promotedPolicy = `
+[roles.writer]
+artifacts_read  = ["**"]
+artifacts_write = ["**"]
+notes_read  = ["*"]
+notes_write = ["changeset"]
+
+[actors]
+root  = ["admin"]
+alice = ["writer"]
+`
+
+// testGCPromoted: the versions a change set's promotions wrote survive
+// gc down to each artifact's newest version, under a policy that forbids
+// pins, and so do those of an earlier promotion of a name begun again;
+// the versions in between go. gc runs where the store is (for a client of
+// a server, on the server's store).
+func testGCPromoted(t *testing.T, h Harness) {
+	// Reads through a server always have a principal: alice's.
+	ctx := workspace.AsActor(caseCtx(t, time.Minute), "alice")
+	dsn, ws := fresh(t, h)
+	applyPolicy(t, ctx, ws, promotedPolicy)
+	arts := ws.Artifacts()
+	for _, n := range []string{"a", "c"} {
+		_, err := arts.Create(ctx, as("alice"), workspace.NewArtifact{Name: n, Content: []byte(n + "1")})
+		require.NoError(t, err)
+	}
+	sets := shadow.NewChangeSets(ws, shadow.Options{})
+	promote := func(rs ...shadow.StageRequest) {
+		t.Helper()
+		_, err := sets.Begin(ctx, "cs", "alice", "")
+		require.NoError(t, err)
+		for _, r := range rs {
+			_, err := sets.Stage(ctx, "cs", "alice", r)
+			require.NoError(t, err, "%s %s", r.Op, r.Name)
+		}
+		v, err := sets.Validate(ctx, "cs", "alice")
+		require.NoError(t, err)
+		require.True(t, v.Passed, "%+v", v.Violations)
+		_, err = sets.Promote(ctx, "cs", "alice")
+		require.NoError(t, err)
+	}
+	update := func(name string, n int) {
+		t.Helper()
+		for i := range n {
+			_, err := arts.Update(ctx, as("alice"), workspace.ByName(name), workspace.ArtifactChange{Content: fmt.Appendf(nil, "%s later %d", name, i)})
+			require.NoError(t, err)
+		}
+	}
+	// a v2, e v1 and c2 v1 are promoted; then newer versions are written.
+	promote(shadow.StageRequest{Op: shadow.OpUpdate, Name: "a", Content: []byte("a promoted")},
+		shadow.StageRequest{Op: shadow.OpCreate, Name: "e", Content: []byte("e promoted")},
+		shadow.StageRequest{Op: shadow.OpRename, Name: "c", NewName: "c2"})
+	_, err := workspace.PinVersion(ctx, ws, as("alice"), "a", 2)
+	require.ErrorIs(t, err, workspace.ErrForbidden, "the policy forbids alice's pins")
+	update("a", 3)
+	update("e", 2)
+	update("c2", 2)
+	// The name begun again: a v6 is promoted, then a v7 written.
+	promote(shadow.StageRequest{Op: shadow.OpUpdate, Name: "a", Content: []byte("a promoted again")})
+	update("a", 1)
+
+	r, err := workspace.GC(ctx, open(t, storeDSN(h, dsn)), workspace.GCPolicy{Actor: "root", KeepVersions: 1})
+	require.NoError(t, err)
+	assert.Equal(t, int64(4+1+1), r.Versions.Count, "a v1, v3-v5; e v2; c2 v2")
+	want := map[string]map[int64]string{
+		"a":  {2: "a promoted", 6: "a promoted again", 7: "a later 0"},
+		"e":  {1: "e promoted", 3: "e later 1"},
+		"c2": {1: "c1", 3: "c2 later 1"},
+	}
+	for name, vs := range want {
+		got, err := arts.Versions(ctx, workspace.ByName(name))
+		require.NoError(t, err)
+		var kept []int64
+		for _, v := range got {
+			kept = append(kept, v.Version)
+		}
+		assert.Len(t, kept, len(vs), "%s keeps %v", name, kept)
+		for v, content := range vs {
+			a, err := arts.Get(ctx, workspace.ArtifactRef{Name: name, Version: v})
+			if assert.NoError(t, err, "%s version %d", name, v) {
+				assert.Equal(t, content, string(a.Content))
+			}
+		}
+	}
+	_, err = arts.Get(ctx, workspace.ArtifactRef{Name: "a", Version: 3})
+	require.ErrorIs(t, err, workspace.ErrNotFound, "a version no rule keeps goes")
 }

@@ -114,6 +114,11 @@ func percentile(lat []time.Duration, p float64) time.Duration {
 	return lat[min(len(lat)-1, int(float64(len(lat))*p))]
 }
 
+// BenchArchive is the archive MeasureGC loads: n note events and
+// versions/1000 artifacts of 1,001 small versions each, for benchmarks
+// that need a large store quickly.
+func BenchArchive(b *testing.B, n, versions int) []byte { return gcArchive(b, n, versions) }
+
 // gcArchive is an archive of n note events and versions/1000 artifacts
 // of 1,001 small versions each, and nothing else (no hashes: the
 // importing store chains them).

@@ -35,6 +35,27 @@ type Inapplicable interface {
 	Inapplicable() map[string]string
 }
 
+// Backing is an optional Harness capability, for a backend whose handles
+// reach a store elsewhere (a client of a server): StoreDSN returns the DSN
+// of the store behind dsn, which NewDSN returned, so that a case can run
+// there what runs only where the store is (gc) and check it through dsn.
+type Backing interface {
+	Harness
+	StoreDSN(dsn string) string
+}
+
+// storeDSN returns the DSN of the store behind dsn: dsn itself unless h
+// is a Backing.
+func storeDSN(h Harness, dsn string) string {
+	if p, ok := h.(private); ok {
+		h = p.Harness
+	}
+	if b, ok := h.(Backing); ok {
+		return b.StoreDSN(dsn)
+	}
+	return dsn
+}
+
 // inapplicable returns why case name cannot apply to h, if h says so.
 func inapplicable(h Harness, name string) (string, bool) {
 	if p, ok := h.(private); ok {

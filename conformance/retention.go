@@ -24,6 +24,8 @@ var retentionCases = []coreCase{
 	{"GCUnderConcurrentWritersAndSubscribers", testGCConcurrent},
 	{"GCRemovesOldFinishedTasksNoTaskNames", testGCTasks},
 	{"GCKeepsNewestPinnedAndResultVersions", testGCVersions},
+	{"GCKeepsVersionsAPromotionWrote", testGCPromoted},                    // changesets.go
+	{"GCCutsADeletedArtifactsVersionsAsALiveOnes", testGCDeletedVersions}, // retention_deleted.go
 }
 
 // verify runs workspace.Verify and requires it to read.

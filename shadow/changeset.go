@@ -20,8 +20,9 @@ import (
 // is the note (ChangeSetKind, its name), so staged content stays out of
 // artifact reads, and each step is a put of it whose message starts with
 // the step's name (changeset.staged, .validated, .promoted, .discarded,
-// .conflicted).
-const ChangeSetKind = "changeset"
+// .conflicted). Retention keeps the versions a promoted set names
+// (workspace.ChangeSetRecord).
+const ChangeSetKind = workspace.ChangeSetKind
 
 // Change-set steps, carried as the first word of their event messages.
 const (
@@ -83,6 +84,9 @@ type ChangeSet struct {
 	Validated *Validation `json:"validation,omitempty"`
 	CreatedAt time.Time   `json:"created_at"`
 	Version   int64       `json:"version"` // the note's version
+	// Promoted lists the artifact versions this set's promotions wrote,
+	// earlier ones of the same name included; retention keeps them.
+	Promoted []workspace.PromotedVersion `json:"promoted,omitempty"`
 }
 
 // Change-set states besides StateOpen and StateDiscarded.
@@ -125,7 +129,9 @@ func (c *ChangeSets) Begin(ctx context.Context, name, actor, task string) (Chang
 			return ChangeSet{}, fmt.Errorf("change set %s: task %s: %w", name, task, err)
 		}
 	}
-	cs := ChangeSet{Name: name, Actor: actor, Task: task, State: StateOpen, CreatedAt: c.m.opts.Now().UTC(), Version: old.Version}
+	// A name begun again carries its earlier promotions' versions, so
+	// retention keeps keeping them.
+	cs := ChangeSet{Name: name, Actor: actor, Task: task, State: StateOpen, CreatedAt: c.m.opts.Now().UTC(), Version: old.Version, Promoted: old.Promoted}
 	return c.save(ctx, cs, actor, EventStaged, "begun")
 }
 
@@ -438,30 +444,36 @@ func (c *ChangeSets) Promote(ctx context.Context, set, actor string) (workspace.
 	var ops []workspace.Op
 	var owner []int // ops[i] comes from cs.Staged[owner[i]]
 	msg := message(EventCSPromoted, cs.Name, "")
+	// The promoted set's note, put in the same batch, names the versions
+	// the batch writes, so retention keeps them once it commits.
+	done := cs
+	done.State = StatePromoted
+	done.Promoted = slices.Clone(cs.Promoted)
 	for i, s := range cs.Staged {
 		cond := workspace.Cond{IfVersion: s.BaseVersion, Message: msg}
 		switch s.Op {
 		case OpCreate:
 			ops = append(ops, workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: s.Name, Kind: s.Kind, Content: s.Content, ContentType: s.ContentType, TaskID: cs.Task}, Message: msg})
+			done.Promoted = append(done.Promoted, workspace.PromotedVersion{Name: s.Name, Version: 1, SHA256: hashBytes(s.Content)})
 		case OpUpdate:
 			ops = append(ops, workspace.UpdateArtifactOp{Ref: workspace.ByID(s.BaseID), Change: workspace.ArtifactChange{Content: nonNil(s.Content)}, Cond: cond})
+			done.Promoted = append(done.Promoted, workspace.PromotedVersion{ID: s.BaseID, Name: s.Name, Version: s.BaseVersion + 1, SHA256: hashBytes(s.Content)})
 		case OpDelete:
 			ops = append(ops, workspace.DeleteArtifactOp{Ref: workspace.ByID(s.BaseID), Cond: cond})
 		case OpRename:
 			ops = append(ops,
 				workspace.DeleteArtifactOp{Ref: workspace.ByID(s.BaseID), Cond: cond},
 				workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: s.NewName, Kind: s.Kind, Content: s.Content, ContentType: s.ContentType, TaskID: cs.Task}, Message: msg})
+			done.Promoted = append(done.Promoted, workspace.PromotedVersion{Name: s.NewName, Version: 1, SHA256: hashBytes(s.Content)})
 			owner = append(owner, i)
 		}
 		owner = append(owner, i)
 	}
-	cs.State = StatePromoted
-	ops = append(ops, workspace.PutNoteOp{Note: csNote(cs), Cond: workspace.Cond{IfVersion: cs.Version, Message: message(EventCSPromoted, cs.Name, fmt.Sprintf("%d changes", len(cs.Staged)))}})
+	ops = append(ops, workspace.PutNoteOp{Note: csNote(done), Cond: workspace.Cond{IfVersion: cs.Version, Message: message(EventCSPromoted, cs.Name, fmt.Sprintf("%d changes", len(cs.Staged)))}})
 	res, err := c.m.ws.Commit(ctx, workspace.Batch{Actor: actor, Ops: ops})
 	var be *workspace.BatchError
 	if err != nil && errors.As(err, &be) && be.Index < len(owner) &&
 		(errors.Is(err, workspace.ErrConflict) || errors.Is(err, workspace.ErrAlreadyExists) || errors.Is(err, workspace.ErrNotFound)) {
-		cs.State = StateOpen
 		return res, errors.Join(c.conflict(ctx, cs, actor, cs.Staged[owner[be.Index]].touched()), err)
 	}
 	return res, err

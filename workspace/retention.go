@@ -23,11 +23,13 @@ type GCPolicy struct {
 	KeepEvents int64
 	// KeepEventsFor keeps the events younger than this.
 	KeepEventsFor time.Duration
-	// KeepVersions keeps the newest N versions of each live artifact (the
-	// head always); older ones go with their content, except pinned
-	// versions (PinVersion) and those a task's result names (the version
-	// that was the head when the task was last updated). Zero keeps every
-	// version; a deleted artifact keeps all of its.
+	// KeepVersions keeps the newest N versions of each artifact (the head
+	// always); older ones go with their content, except pinned versions
+	// (PinVersion), those a change set's promotion wrote (ChangeSetRecord)
+	// and those a task's result names (the version that was the head when
+	// the task was last updated). A deleted artifact, found through the
+	// event log above its floor, is cut the same way, its last version
+	// standing for the head. Zero keeps every version.
 	KeepVersions int64
 	// KeepTasksFor keeps finished tasks (done or cancelled) updated within
 	// this long; older ones go, except those that a task which stays
@@ -83,8 +85,10 @@ type GCReport struct {
 	// keeps none it could give back.
 	Reclaimed   int64 `json:"reclaimed_bytes"`
 	Reclaimable int64 `json:"reclaimable_bytes"`
-	// Batches is the number of transactions the removal took, and
-	// LongestBatch the longest time one of them held the write lock.
+	// Batches is the number of transactions that removed something, and
+	// LongestBatch the longest time a transaction of gc's held the
+	// store's write lock (on Postgres the events' deletes hold none: the
+	// floor is raised in one short write, then the rows below it go).
 	Batches      int           `json:"batches"`
 	LongestBatch time.Duration `json:"longest_batch_ns,omitempty"`
 	// Seq is the seq of the event recorded for it (0 for a dry run or
@@ -128,6 +132,33 @@ func PinVersion(ctx context.Context, ws Workspace, w Write, name string, version
 	}
 	return ws.Notes().Put(ctx, w, NotePut{Kind: PinKind, Key: PinKey(a.ID, version),
 		Title: fmt.Sprintf("%s version %d", name, version), Body: a.SHA256})
+}
+
+// ChangeSetKind is the kind of the notes that hold change sets (package
+// shadow keeps each set as the note (ChangeSetKind, its name)). Retention
+// reads their bodies as ChangeSetRecord: the versions a set's promotions
+// wrote are kept like pinned ones, with no pin note written, so a policy
+// that forbids pins does not make a promotion fail.
+const ChangeSetKind = "changeset"
+
+// ChangeSetRecord is the part of a change set note's JSON body that
+// retention reads.
+type ChangeSetRecord struct {
+	// Promoted lists every artifact version the set's promotions wrote,
+	// written in the promoting batch itself and carried over when the
+	// set's name is begun again.
+	Promoted []PromotedVersion `json:"promoted,omitempty"`
+}
+
+// PromotedVersion names one artifact version a promotion wrote. An update
+// names its artifact by ID (Version is its base version plus one); a
+// created artifact, whose ID the same batch assigns, is named by Name at
+// Version 1 with its content's SHA256.
+type PromotedVersion struct {
+	ID      string `json:"id,omitempty"`
+	Name    string `json:"name"`
+	Version int64  `json:"version"`
+	SHA256  string `json:"sha256,omitempty"`
 }
 
 // UnpinVersion removes the pin of version of the live artifact name;

@@ -1,6 +1,10 @@
 package workspace
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+)
 
 // VerifyReport is what Verify found: the event log's hash chain checked
 // from its floor to its head, and every artifact version's content
@@ -44,4 +48,26 @@ func Verify(ctx context.Context, ws Workspace) (VerifyReport, error) {
 		return VerifyReport{}, invalid("workspace", "Verify needs a Workspace made by Open or driver.New, not %T", ws)
 	}
 	return v.Verify(ctx)
+}
+
+// FileBackuper is implemented by every Workspace that Open returns (and
+// driver.New); BackupFile works where the store is kept in one file
+// (SQLite) and returns an error matching errors.ErrUnsupported elsewhere.
+type FileBackuper interface {
+	BackupFile(ctx context.Context, path string) (VerifyReport, error)
+}
+
+// BackupFile writes a copy of the file that holds ws's store to path,
+// which must not exist: one consistent snapshot, taken without holding up
+// writers (SQLite: VACUUM INTO). The copy must pass the file format's own
+// integrity check and Verify's chain and contents check, read on the copy
+// read-only; a copy that fails is removed and the error says why. A store
+// not kept in one file (json, postgres, a server) gives an error matching
+// errors.ErrUnsupported: back it up with Export.
+func BackupFile(ctx context.Context, ws Workspace, path string) (VerifyReport, error) {
+	b, ok := ws.(FileBackuper)
+	if !ok || b == nil {
+		return VerifyReport{}, fmt.Errorf("backup: %T keeps no file: %w", ws, errors.ErrUnsupported)
+	}
+	return b.BackupFile(ctx, path)
 }

@@ -51,7 +51,10 @@ func (s *store) refresh() error {
 	if err != nil {
 		return err
 	}
-	if len(evs) > 0 && evs[0].Seq <= s.st.head() {
+	// A gc removes versions and tasks under one event about the
+	// workspace, naming none of them: reload everything after one.
+	if len(evs) > 0 && evs[0].Seq <= s.st.head() ||
+		slices.ContainsFunc(evs, func(ev workspace.Event) bool { return ev.Type == workspace.EventGC }) {
 		return s.load()
 	}
 	for _, ev := range evs {

@@ -48,7 +48,9 @@ type store struct {
 	// guard is the statement that checks a prediction (see predict.go).
 	memo            memo
 	guard, guardOne string
-	writers         writers
+	// deleteBelow is gc's delete of the rows below the floor.
+	deleteBelow string
+	writers     writers
 	// guardArrays has every prediction checked by guard, for tests.
 	guardArrays bool
 	log         *slog.Logger
@@ -76,13 +78,14 @@ func openStore(ctx context.Context, pool *pgxpool.Pool, ownPool bool, opts Optio
 		startRead: qualify(opts.Schema, `SELECT set_config('search_path', $1, true), clock_timestamp(), seq, floor FROM counters`),
 		startWrite: qualify(opts.Schema, `SELECT clock_timestamp(), seq,
 			EXISTS (SELECT 1 FROM listeners WHERE store <> $1 AND expires_at > clock_timestamp()) FROM counters`),
-		id:        uuid.NewString(),
-		early:     newEarlyReads(opts.Schema),
-		guard:     qualify(opts.Schema, guardSQL),
-		guardOne:  qualify(opts.Schema, guardOneSQL),
-		viewAhead: newViewReads(opts.Schema),
-		channel:   channelName(opts.Schema),
-		log:       opts.Logger,
+		id:          uuid.NewString(),
+		early:       newEarlyReads(opts.Schema),
+		guard:       qualify(opts.Schema, guardSQL),
+		guardOne:    qualify(opts.Schema, guardOneSQL),
+		deleteBelow: deleteBelowFloor(opts.Schema),
+		viewAhead:   newViewReads(opts.Schema),
+		channel:     channelName(opts.Schema),
+		log:         opts.Logger,
 	}
 	// Migrations hold a session advisory lock and LISTEN needs a session:
 	// both go to ListenDSN when set, the pool's server otherwise.

@@ -175,6 +175,7 @@ type sharedServer struct {
 	mu     sync.Mutex
 	next   int
 	routes map[string]*route
+	stores map[string]string // the DSN mount returned: the store's DSN
 }
 
 // route is one workspace's server and the requests it is answering.
@@ -188,7 +189,7 @@ func startShared(t *testing.T) *sharedServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	s := &sharedServer{url: "http://" + ln.Addr().String(), routes: map[string]*route{}}
+	s := &sharedServer{url: "http://" + ln.Addr().String(), routes: map[string]*route{}, stores: map[string]string{}}
 	serveOn(t, ln, s, nil)
 	return s
 }
@@ -226,10 +227,12 @@ func (s *sharedServer) mount(t testing.TB, storeDSN string, opts server.Options)
 	id := strconv.Itoa(s.next)
 	rt := &route{h: http.StripPrefix("/s/"+id, srv)}
 	s.routes[id] = rt
+	s.stores[s.url+"/s/"+id] = storeDSN
 	s.mu.Unlock()
 	t.Cleanup(func() {
 		s.mu.Lock()
 		delete(s.routes, id)
+		delete(s.stores, s.url+"/s/"+id)
 		s.mu.Unlock()
 		srv.Drain()
 		done := make(chan struct{})
@@ -242,6 +245,15 @@ func (s *sharedServer) mount(t testing.TB, storeDSN string, opts server.Options)
 		_ = ws.Close()
 	})
 	return s.url + "/s/" + id
+}
+
+// StoreDSN returns the DSN of the store the server at dsn serves, for
+// the cases that run gc where the store is.
+func (h harness) StoreDSN(dsn string) string {
+	base, _, _ := strings.Cut(dsn, "?") // without the suite's parameters
+	h.shared.mu.Lock()
+	defer h.shared.mu.Unlock()
+	return h.shared.stores[base]
 }
 
 // Inapplicable lists the cases that cannot apply to a client of a

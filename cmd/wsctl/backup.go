@@ -20,32 +20,44 @@ import (
 const (
 	backupPrefix = "agentspace-"
 	backupSuffix = ".ndjson"
+	// fileBackupSuffix names a copy of a SQLite store's file.
+	fileBackupSuffix = ".db"
 )
 
 // backupResult is what backup reports.
 type backupResult struct {
-	File     string                 `json:"file"`
-	Bytes    int64                  `json:"bytes"`
-	Counts   workspace.ArchiveStats `json:"counts"`
-	HeadHash string                 `json:"head_hash"`
-	Removed  []string               `json:"removed,omitempty"`
+	File  string `json:"file"`
+	Bytes int64  `json:"bytes"`
+	// Format is "archive" (wsctl export's) or "sqlite" (a copy of the file).
+	Format string `json:"format"`
+	// Counts are an archive's records; Verified is what the check of a
+	// file copy read.
+	Counts   *workspace.ArchiveStats `json:"counts,omitempty"`
+	Verified *workspace.VerifyReport `json:"verified,omitempty"`
+	HeadHash string                  `json:"head_hash"`
+	Removed  []string                `json:"removed,omitempty"`
 }
 
 func (a *app) backupCmd() *cobra.Command {
 	var (
-		dir  string
-		keep int
+		dir     string
+		keep    int
+		archive bool
 	)
 	cmd := &cobra.Command{
-		Use:   "backup --to DIR [--keep N]",
+		Use:   "backup --to DIR [--keep N] [--archive]",
 		Short: "Write a consistent, verified snapshot of the workspace to DIR, keeping the newest N",
-		Long: `Write the whole workspace, read from one consistent snapshot, to
-DIR/agentspace-TIME.ndjson (the archive format of 'wsctl export', with the
-event log's hash chain), then verify it: the file is imported into a
+		Long: `Write the whole workspace, as of one consistent snapshot, to DIR, and
+verify it before it gets its name; then remove the oldest backups beyond
+--keep. Restore one into an empty store with 'wsctl restore FILE'.
+
+A SQLite store is copied with VACUUM INTO to DIR/agentspace-TIME.db
+(writers go on meanwhile); the copy is opened read-only and must pass
+PRAGMA integrity_check and the hash chain and content check of 'wsctl
+verify'. Other stores, or any with --archive, are written as the archive of
+'wsctl export' to DIR/agentspace-TIME.ndjson; the file is imported into a
 scratch json store, whose chain and contents must verify and whose export
-must equal the file byte for byte. Only then does the backup get its name,
-and the oldest backups beyond --keep are removed. Restore one into an
-empty store with 'wsctl restore FILE'.`,
+must equal the file byte for byte.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if dir == "" {
@@ -58,7 +70,14 @@ empty store with 'wsctl restore FILE'.`,
 				return err
 			}
 			return a.with(ctx, func(ws workspace.Workspace) error {
-				r, err := writeBackup(ctx, ws, dir)
+				var r backupResult
+				err := errors.ErrUnsupported
+				if !archive {
+					r, err = writeFileBackup(ctx, ws, dir)
+				}
+				if errors.Is(err, errors.ErrUnsupported) {
+					r, err = writeBackup(ctx, ws, dir)
+				}
 				if err != nil {
 					return err
 				}
@@ -68,7 +87,11 @@ empty store with 'wsctl restore FILE'.`,
 				if a.jsonOut {
 					return a.printJSON(r)
 				}
-				fmt.Fprintf(a.stdout, "%s: %d bytes, %d records, verified (head hash %s)\n", r.File, r.Bytes, r.Counts.Records(), r.HeadHash)
+				if r.Counts != nil {
+					fmt.Fprintf(a.stdout, "%s: %d bytes, %d records, verified (head hash %s)\n", r.File, r.Bytes, r.Counts.Records(), r.HeadHash)
+				} else {
+					fmt.Fprintf(a.stdout, "%s: %d bytes, a copy of the SQLite file, integrity and %d links checked, verified (head hash %s)\n", r.File, r.Bytes, r.Verified.Events, r.HeadHash)
+				}
 				for _, f := range r.Removed {
 					fmt.Fprintln(a.stdout, "removed", f)
 				}
@@ -78,19 +101,60 @@ empty store with 'wsctl restore FILE'.`,
 	}
 	cmd.Flags().StringVar(&dir, "to", "", "the directory of backups")
 	cmd.Flags().IntVar(&keep, "keep", 0, "keep the newest N backups in DIR, removing older ones (0: keep all)")
+	cmd.Flags().BoolVar(&archive, "archive", false, "write the archive of 'wsctl export' even where the store's file can be copied")
 	return cmd
+}
+
+// backupName is a new backup's file name: the names sort by time.
+func backupName(suffix string) string {
+	return backupPrefix + time.Now().UTC().Format("20060102T150405.000000Z") + suffix
+}
+
+// writeFileBackup copies the file of ws's store into dir, verified (see
+// workspace.BackupFile); errors.ErrUnsupported if the store has no file.
+func writeFileBackup(ctx context.Context, ws workspace.Workspace, dir string) (backupResult, error) {
+	name := backupName(fileBackupSuffix)
+	final := filepath.Join(dir, name)
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	v, err := workspace.BackupFile(ctx, ws, tmp)
+	if err != nil {
+		if errors.Is(err, errors.ErrUnsupported) {
+			return backupResult{}, err
+		}
+		return backupResult{}, fmt.Errorf("backup %s failed verification, not kept: %w", final, err)
+	}
+	defer os.Remove(tmp)
+	// VACUUM INTO does not sync the file it writes.
+	f, err := os.Open(tmp) // #nosec G304 -- the copy this command just wrote
+	if err != nil {
+		return backupResult{}, err
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return backupResult{}, err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return backupResult{}, err
+	}
+	return backupResult{File: final, Bytes: fi.Size(), Format: "sqlite", Verified: &v, HeadHash: v.HeadHash}, nil
 }
 
 // writeBackup exports ws to a new file in dir and verifies it before
 // giving it its final name.
 func writeBackup(ctx context.Context, ws workspace.Workspace, dir string) (backupResult, error) {
-	name := backupPrefix + time.Now().UTC().Format("20060102T150405.000000Z") + backupSuffix
+	name := backupName(backupSuffix)
 	final := filepath.Join(dir, name)
 	tmp := filepath.Join(dir, "."+name+".tmp")
-	var r backupResult
+	r := backupResult{Format: "archive", Counts: &workspace.ArchiveStats{}}
 	err := writeAtomic(tmp, func(w io.Writer) error {
 		var err error
-		r.Counts, err = workspace.Export(ctx, ws, w, workspace.ArchiveOptions{})
+		*r.Counts, err = workspace.Export(ctx, ws, w, workspace.ArchiveOptions{})
 		return err
 	})
 	if err != nil {
@@ -171,10 +235,11 @@ func (a *app) restoreCmd() *cobra.Command {
 		Short: "Load a backup into the workspace's store, which must be empty, and verify it",
 		Long: `Import a backup written by 'wsctl backup' (or 'wsctl export'), or the
 newest backup in DIR, into the store the DSN names, which must be new or
-empty: every record is
-validated and the event log's hash chain checked as it is read, and the
-restored store is verified afterwards. Nothing is written into a store
-that is not empty.`,
+empty: every record is validated and the event log's hash chain checked as
+it is read, and the restored store is verified afterwards. Nothing is
+written into a store that is not empty. A copy of a SQLite file (.db) is
+restored into any backend: the copy is opened from a scratch copy of it
+(the backup itself is never opened for writing) and its archive imported.`,
 		Args: cobra.ExactArgs(1),
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			path, err := backupFile(args[0])
@@ -186,8 +251,17 @@ that is not empty.`,
 				return inputFileError(path, err)
 			}
 			defer f.Close()
+			var in io.Reader = f
+			if isSQLiteFile(f) {
+				pr, done, err := archiveOfFile(ctx, path)
+				if err != nil {
+					return err
+				}
+				defer done()
+				in = pr
+			}
 			return a.withNew(ctx, func(ws workspace.Workspace) error {
-				st, err := workspace.Import(ctx, ws, f, workspace.ArchiveOptions{})
+				st, err := workspace.Import(ctx, ws, in, workspace.ArchiveOptions{})
 				if err != nil {
 					return err
 				}
@@ -211,6 +285,68 @@ that is not empty.`,
 	}
 }
 
+// isSQLiteFile reports whether f starts with SQLite's file header (and
+// rewinds it).
+func isSQLiteFile(f *os.File) bool {
+	var head [16]byte
+	n, _ := io.ReadFull(f, head[:])
+	_, err := f.Seek(0, io.SeekStart)
+	return err == nil && n == len(head) && string(head[:]) == "SQLite format 3\x00"
+}
+
+// archiveOfFile opens a scratch copy of the SQLite backup at path and
+// returns a reader of its archive, written as it is read; done closes the
+// store and removes the copy. The export's error, if any, reaches the
+// reader (and so the import).
+func archiveOfFile(ctx context.Context, path string) (io.Reader, func(), error) {
+	scratch, err := os.MkdirTemp("", "agentspace-restore-*")
+	if err != nil {
+		return nil, nil, err
+	}
+	cp := filepath.Join(scratch, "ws.db")
+	if err := copyFile(path, cp); err != nil {
+		_ = os.RemoveAll(scratch)
+		return nil, nil, err
+	}
+	ws, err := workspace.Open(ctx, "sqlite:"+cp, workspace.Options{MustExist: true})
+	if err != nil {
+		_ = os.RemoveAll(scratch)
+		return nil, nil, fmt.Errorf("restore %s: %w", path, err)
+	}
+	pr, pw := io.Pipe()
+	exported := make(chan struct{})
+	go func() {
+		defer close(exported)
+		_, err := workspace.Export(ctx, ws, pw, workspace.ArchiveOptions{})
+		pw.CloseWithError(err)
+	}()
+	done := func() {
+		_ = pr.Close() // an import that stopped early ends the export
+		<-exported
+		_ = ws.Close()
+		_ = os.RemoveAll(scratch)
+	}
+	return pr, done, nil
+}
+
+// copyFile copies the file at from to a new file to.
+func copyFile(from, to string) error {
+	in, err := os.Open(from) // #nosec G304 -- the backup the user named
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) // #nosec G304 -- a file in our own scratch directory
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
+}
+
 // backupFile is the file restore reads: from, or the newest backup in it
 // when it is a directory.
 func backupFile(from string) (string, error) {
@@ -226,7 +362,7 @@ func backupFile(from string) (string, error) {
 		return "", err
 	}
 	if len(names) == 0 {
-		return "", usageErrorf("%s holds no backups (%s*%s)", from, backupPrefix, backupSuffix)
+		return "", usageErrorf("%s holds no backups (%s*%s or %s*%s)", from, backupPrefix, backupSuffix, backupPrefix, fileBackupSuffix)
 	}
 	return filepath.Join(from, names[len(names)-1]), nil
 }
@@ -239,7 +375,7 @@ func backupNames(dir string) ([]string, error) {
 	}
 	var names []string
 	for _, e := range entries {
-		if n := e.Name(); e.Type().IsRegular() && strings.HasPrefix(n, backupPrefix) && strings.HasSuffix(n, backupSuffix) {
+		if n := e.Name(); e.Type().IsRegular() && strings.HasPrefix(n, backupPrefix) && (strings.HasSuffix(n, backupSuffix) || strings.HasSuffix(n, fileBackupSuffix)) {
 			names = append(names, n)
 		}
 	}

@@ -31,6 +31,8 @@ const (
 // took; so a writer waits for at most one batch (about p.BatchTime plus a
 // commit) and writers keep at least half of the store's write time. The
 // pacing decides only how fast the floor moves, never which events go.
+// On a BelowFloorDeleter the events' batches take no lock at all: only
+// the one write that raises the floor does (see gcBelowFloor).
 func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCReport, error) {
 	if err := h.alive(); err != nil {
 		return workspace.GCReport{}, err
@@ -83,48 +85,13 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 		}
 		return r, nil
 	}
-	pace := gcPacer{size: min(minGCBatch, p.Batch), max: p.Batch, target: p.BatchTime}
-	if lr, ok := h.st.(LogRewriter); ok && lr.RewritesLog() {
-		// Each batch costs a rewrite of the log: as few as p allows.
-		pace = gcPacer{size: p.Batch, max: p.Batch}
+	if bd, ok := h.st.(BelowFloorDeleter); ok {
+		err = h.gcBelowFloor(ctx, bd, p, target, &r)
+	} else {
+		err = h.gcEvents(ctx, p, target, &r)
 	}
-	for from := r.Floor; from < target; {
-		to := min(from+pace.size, target)
-		if err := h.view(ctx, "gc", func(tx ReadTx) error { return countEvents(ctx, tx, from, to, &r.Events) }); err != nil {
-			return r, wrapErr("gc", err)
-		}
-		var locked time.Time
-		err := h.st.Update(ctx, func(tx Tx) error {
-			// The write lock is held from here (BEGIN IMMEDIATE on
-			// SQLite, the store lock on json) until Update returns.
-			locked = time.Now()
-			cur, err := tx.Floor(ctx)
-			if err != nil || to <= cur {
-				return err
-			}
-			return tx.CompactEvents(ctx, to)
-		})
-		if err != nil {
-			return r, wrapErr("gc", err)
-		}
-		took := time.Since(locked)
-		r.Batches++
-		r.FloorAfter = to
-		r.LongestBatch = max(r.LongestBatch, took)
-		pace.learn(to-from, took)
-		from = to
-		if c, ok := h.st.(Checkpointer); ok {
-			if err := c.Checkpoint(ctx); err != nil {
-				return r, wrapErr("gc", err)
-			}
-		}
-		if from < target {
-			select {
-			case <-ctx.Done():
-				return r, wrapErr("gc", ctx.Err())
-			case <-time.After(max(took, time.Millisecond)):
-			}
-		}
+	if err != nil {
+		return r, wrapErr("gc", err)
 	}
 	if err := h.gcTasks(ctx, p, tasks, sizes, &r); err != nil {
 		return r, wrapErr("gc", err)
@@ -153,6 +120,114 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 	h.hub.publish([]workspace.Event{ev})
 	r.Seq = ev.Seq
 	return r, wrapErr("gc", h.reclaim(ctx, p, &r))
+}
+
+// gcEvents compacts the log up to target in batches under the store's
+// write lock, sized and rested as the invariant above says.
+func (h *handle) gcEvents(ctx context.Context, p workspace.GCPolicy, target int64, r *workspace.GCReport) error {
+	pace := gcPacer{size: min(minGCBatch, p.Batch), max: p.Batch, target: p.BatchTime}
+	if lr, ok := h.st.(LogRewriter); ok && lr.RewritesLog() {
+		// Each batch costs a rewrite of the log: as few as p allows.
+		pace = gcPacer{size: p.Batch, max: p.Batch}
+	}
+	for from := r.Floor; from < target; {
+		to := min(from+pace.size, target)
+		if err := h.view(ctx, "gc", func(tx ReadTx) error { return countEvents(ctx, tx, from, to, &r.Events) }); err != nil {
+			return err
+		}
+		var locked time.Time
+		err := h.st.Update(ctx, func(tx Tx) error {
+			// The write lock is held from here (BEGIN IMMEDIATE on
+			// SQLite, the store lock on json) until Update returns.
+			locked = time.Now()
+			cur, err := tx.Floor(ctx)
+			if err != nil || to <= cur {
+				return err
+			}
+			return tx.CompactEvents(ctx, to)
+		})
+		if err != nil {
+			return err
+		}
+		took := time.Since(locked)
+		r.Batches++
+		r.FloorAfter = to
+		r.LongestBatch = max(r.LongestBatch, took)
+		pace.learn(to-from, took)
+		from = to
+		if c, ok := h.st.(Checkpointer); ok {
+			if err := c.Checkpoint(ctx); err != nil {
+				return err
+			}
+		}
+		if from < target {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(max(took, time.Millisecond)):
+			}
+		}
+	}
+	return nil
+}
+
+// gcBelowFloor compacts the log of a BelowFloorDeleter up to target: it
+// counts what goes from a snapshot, raises the floor in one short write
+// (the only time it holds the writers' lock), then deletes the rows below
+// the floor in batches that hold no lock a writer waits for, sized and
+// rested as the other batches are, since they still share the server's
+// I/O and CPU with the writers. A delete runs only below a floor already
+// committed, so no reader can miss what it removes.
+func (h *handle) gcBelowFloor(ctx context.Context, bd BelowFloorDeleter, p workspace.GCPolicy, target int64, r *workspace.GCReport) error {
+	if target <= r.Floor {
+		return nil
+	}
+	if err := h.view(ctx, "gc", func(tx ReadTx) error { return countEvents(ctx, tx, r.Floor, target, &r.Events) }); err != nil {
+		return err
+	}
+	var locked time.Time
+	err := h.st.Update(ctx, func(tx Tx) error {
+		locked = time.Now()
+		fr, ok := tx.(FloorRaiser)
+		if !ok {
+			return fmt.Errorf("%T deletes below the floor but its transaction cannot raise it", h.st)
+		}
+		cur, err := tx.Floor(ctx)
+		if err != nil || target <= cur {
+			return err
+		}
+		return fr.RaiseFloor(ctx, target)
+	})
+	if err != nil {
+		return err
+	}
+	took := time.Since(locked)
+	r.LongestBatch = max(r.LongestBatch, took)
+	r.FloorAfter = target
+	// Rows an interrupted gc left below the old floor go first.
+	if _, err := bd.DeleteBelowFloor(ctx, 0, r.Floor); err != nil {
+		return err
+	}
+	pace := gcPacer{size: min(minGCBatch, p.Batch), max: p.Batch, target: p.BatchTime}
+	for from := r.Floor; from < target; {
+		to := min(from+pace.size, target)
+		start := time.Now()
+		if _, err := bd.DeleteBelowFloor(ctx, from, to); err != nil {
+			return err
+		}
+		took := time.Since(start)
+		r.Batches++
+		pace.learn(to-from, took)
+		from = to
+		if from < target {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(max(took, time.Millisecond)):
+			}
+		}
+	}
+	return nil
 }
 
 // reclaim gives free space back with p.Reclaim, in steps paced as the

@@ -2,8 +2,11 @@ package driver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
@@ -17,28 +20,41 @@ type versionCut struct {
 
 // gcVersionPlan returns, from one snapshot, the versions policy p
 // removes: of each live artifact, those older than its newest
-// p.KeepVersions, except pinned ones (a workspace.PinKind note) and those
-// a task's result names (the version that was the head when the task was
-// last updated). It adds their count, and the size of the content no
-// kept version shares, to k. Deleted artifacts keep every version.
+// p.KeepVersions, except pinned ones (a workspace.PinKind note), those a
+// change set's promotion wrote (workspace.ChangeSetRecord) and those a
+// task's result names (the version that was the head when the task was
+// last updated). A deleted artifact (one the log names above its floor)
+// is cut the same way, its last version standing for the head, so it can
+// still be read by ID at the version it was deleted at. It adds their
+// count, and the size of the content no kept version shares, to k.
 func gcVersionPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy, k *workspace.GCKind) ([]versionCut, error) {
 	if p.KeepVersions <= 0 {
 		return nil, nil
 	}
 	pinned := map[string]bool{}
-	q := NoteQuery{Kind: workspace.PinKind, Limit: archivePage}
-	for {
-		ns, err := tx.ListNotes(ctx, q)
-		if err != nil {
-			return nil, err
+	err := eachNote(ctx, tx, workspace.PinKind, func(n workspace.Note) { pinned[n.Key] = true })
+	if err != nil {
+		return nil, err
+	}
+	// A promotion names an updated version by its artifact's ID, and a
+	// created one by name, version 1 and content (its ID was assigned in
+	// the promoting batch).
+	created := map[string][]string{} // name: the SHA-256s promoted as its version 1
+	err = eachNote(ctx, tx, workspace.ChangeSetKind, func(n workspace.Note) {
+		var rec workspace.ChangeSetRecord
+		if json.Unmarshal([]byte(n.Body), &rec) != nil {
+			return // a note that is no change set names no version
 		}
-		for _, n := range ns {
-			pinned[n.Key] = true
+		for _, pv := range rec.Promoted {
+			if pv.ID != "" {
+				pinned[workspace.PinKey(pv.ID, pv.Version)] = true
+			} else if pv.Version == 1 {
+				created[pv.Name] = append(created[pv.Name], pv.SHA256)
+			}
 		}
-		if len(ns) < archivePage {
-			break
-		}
-		q.AfterKind, q.AfterKey = ns[len(ns)-1].Kind, ns[len(ns)-1].Key
+	})
+	if err != nil {
+		return nil, err
 	}
 	// A result names artifacts by name: the version it means is the one
 	// that was the head when the task was last updated.
@@ -60,6 +76,43 @@ func gcVersionPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy, k *work
 		f.After = ts[len(ts)-1].ID
 	}
 	var cuts []versionCut
+	// plan cuts artifact id's versions vs (oldest first), whose newest is
+	// head: the head is the deletion's last version for a deleted one.
+	plan := func(id, name string, head int64, vs []workspace.Artifact) {
+		keepFrom := head - p.KeepVersions + 1
+		keep := map[int64]bool{}
+		for _, at := range named[name] {
+			if v := versionAt(vs, at); v > 0 {
+				keep[v] = true
+			}
+		}
+		if len(vs) > 0 && vs[0].Version == 1 && slices.Contains(created[name], vs[0].SHA256) {
+			keep[1] = true
+		}
+		cut := versionCut{id: id}
+		kept := map[string]bool{}
+		var gone []workspace.Artifact
+		for _, v := range vs {
+			if v.Version >= keepFrom || keep[v.Version] || pinned[workspace.PinKey(id, v.Version)] {
+				kept[v.SHA256] = true
+				continue
+			}
+			cut.versions = append(cut.versions, v.Version)
+			gone = append(gone, v)
+		}
+		freed := map[string]bool{}
+		for _, v := range gone {
+			k.Count++
+			if !kept[v.SHA256] && !freed[v.SHA256] {
+				freed[v.SHA256] = true
+				k.Bytes += v.Size
+			}
+		}
+		if len(cut.versions) > 0 {
+			cuts = append(cuts, cut)
+		}
+	}
+	live := map[string]bool{}
 	af := workspace.ArtifactFilter{Limit: archivePage}
 	for {
 		heads, err := tx.ListArtifacts(ctx, af)
@@ -67,49 +120,90 @@ func gcVersionPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy, k *work
 			return nil, err
 		}
 		for _, h := range heads {
-			keepFrom := h.Version - p.KeepVersions + 1
-			if keepFrom <= 1 {
+			live[h.ID] = true
+			if h.Version-p.KeepVersions+1 <= 1 {
 				continue
 			}
 			vs, err := tx.ArtifactVersions(ctx, h.ID)
 			if err != nil {
 				return nil, err
 			}
-			keep := map[int64]bool{}
-			for _, at := range named[h.Name] {
-				if v := versionAt(vs, at); v > 0 {
-					keep[v] = true
-				}
-			}
-			cut := versionCut{id: h.ID}
-			kept := map[string]bool{}
-			var gone []workspace.Artifact
-			for _, v := range vs {
-				if v.Version >= keepFrom || keep[v.Version] || pinned[workspace.PinKey(h.ID, v.Version)] {
-					kept[v.SHA256] = true
-					continue
-				}
-				cut.versions = append(cut.versions, v.Version)
-				gone = append(gone, v)
-			}
-			freed := map[string]bool{}
-			for _, v := range gone {
-				k.Count++
-				if !kept[v.SHA256] && !freed[v.SHA256] {
-					freed[v.SHA256] = true
-					k.Bytes += v.Size
-				}
-			}
-			if len(cut.versions) > 0 {
-				cuts = append(cuts, cut)
-			}
+			plan(h.ID, h.Name, h.Version, vs)
 		}
 		if len(heads) < archivePage {
 			break
 		}
 		af.After = heads[len(heads)-1].Name
 	}
+	// Deleted artifacts are known by the log, as an export knows them.
+	floor, err := tx.Floor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	deleted := map[string]bool{}
+	err = eachEvent(ctx, tx, floor, func(ev workspace.Event) error {
+		if ev.Subject.Kind == workspace.SubjectArtifact && ev.Subject.ID != "" && !live[ev.Subject.ID] {
+			deleted[ev.Subject.ID] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ids := slices.Sorted(maps.Keys(deleted))
+	for _, id := range ids {
+		vs, err := tx.ArtifactVersions(ctx, id)
+		if err != nil && !errors.Is(err, workspace.ErrNotFound) {
+			return nil, err
+		}
+		if len(vs) > 0 {
+			last := vs[len(vs)-1]
+			plan(id, last.Name, last.Version, vs)
+		}
+	}
 	return cuts, nil
+}
+
+// pinsOf returns the keys of artifact id's pin notes: one read of the
+// keys "ID@..." (every store orders keys bytewise), not one per version.
+func pinsOf(ctx context.Context, tx ReadTx, id string) (map[string]bool, error) {
+	pins := map[string]bool{}
+	prefix := id + "@"
+	q := NoteQuery{Kind: workspace.PinKind, AfterKind: workspace.PinKind, AfterKey: prefix, Limit: archivePage}
+	for {
+		ns, err := tx.ListNotes(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range ns {
+			if !strings.HasPrefix(n.Key, prefix) {
+				return pins, nil
+			}
+			pins[n.Key] = true
+		}
+		if len(ns) < archivePage {
+			return pins, nil
+		}
+		q.AfterKey = ns[len(ns)-1].Key
+	}
+}
+
+// eachNote calls fn with every note of kind, in pages.
+func eachNote(ctx context.Context, tx ReadTx, kind string, fn func(workspace.Note)) error {
+	q := NoteQuery{Kind: kind, Limit: archivePage}
+	for {
+		ns, err := tx.ListNotes(ctx, q)
+		if err != nil {
+			return err
+		}
+		for _, n := range ns {
+			fn(n)
+		}
+		if len(ns) < archivePage {
+			return nil
+		}
+		q.AfterKind, q.AfterKey = ns[len(ns)-1].Kind, ns[len(ns)-1].Key
+	}
 }
 
 // versionAt returns the version of vs (oldest first) that was the head at
@@ -153,10 +247,11 @@ func (h *handle) gcVersions(ctx context.Context, p workspace.GCPolicy, cuts []ve
 		err := h.st.Update(ctx, func(tx Tx) error {
 			locked, pinned = time.Now(), 0
 			for _, c := range batch {
-				vs := slices.DeleteFunc(slices.Clone(c.versions), func(v int64) bool {
-					_, err := tx.Note(ctx, workspace.PinKind, workspace.PinKey(c.id, v))
-					return err == nil
-				})
+				pins, err := pinsOf(ctx, tx, c.id)
+				if err != nil {
+					return err
+				}
+				vs := slices.DeleteFunc(slices.Clone(c.versions), func(v int64) bool { return pins[workspace.PinKey(c.id, v)] })
 				pinned += int64(len(c.versions) - len(vs))
 				if err := tx.DeleteVersions(ctx, c.id, vs); err != nil {
 					return err

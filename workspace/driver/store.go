@@ -160,7 +160,8 @@ type ReadTx interface {
 
 	Note(ctx context.Context, kind, key string) (workspace.Note, error)
 	// ListNotes returns notes of q.Kind (all kinds if empty) after
-	// (q.AfterKind, q.AfterKey), ordered by kind then key, at most q.Limit.
+	// (q.AfterKind, q.AfterKey), ordered by kind then key (bytewise), at
+	// most q.Limit.
 	ListNotes(ctx context.Context, q NoteQuery) ([]workspace.Note, error)
 
 	// Lease returns the lease row for resource as stored, whether live,
@@ -234,6 +235,25 @@ type LogRewriter interface {
 	RewritesLog() bool
 }
 
+// BelowFloorDeleter is an optional Store capability for stores whose
+// every read of the event log starts at or above the floor and whose
+// writers only add rows at the head, so that the rows below the floor are
+// nobody's. gc then compacts in two steps: its Tx (a FloorRaiser) moves
+// the floor in one short write, and DeleteBelowFloor removes the rows
+// from <= seq < to that are below the floor in a transaction of its own
+// that takes no lock writers wait for, returning how many it removed.
+// from 0 also removes rows an interrupted gc left below an older floor.
+type BelowFloorDeleter interface {
+	DeleteBelowFloor(ctx context.Context, from, to int64) (int64, error)
+}
+
+// FloorRaiser is the Tx capability of a BelowFloorDeleter's store:
+// RaiseFloor moves the floor up to floor and the chain's base to the hash
+// of event floor-1, deleting nothing.
+type FloorRaiser interface {
+	RaiseFloor(ctx context.Context, floor int64) error
+}
+
 // Checkpointer is an optional Store capability for stores with a
 // write-ahead log that a commit may stop to copy back (SQLite's WAL
 // auto-checkpoint runs inside the commit that fills it). Checkpoint copies
@@ -252,6 +272,15 @@ type Checkpointer interface {
 // once (SQLite's first VACUUM of an older file), and says so in its docs.
 type Reclaimer interface {
 	Reclaim(ctx context.Context, pages int64) (freed, left int64, err error)
+}
+
+// FileSnapshotter is an optional Store capability for stores kept in one
+// file (SQLite's). SnapshotFile writes a consistent copy of the store, as
+// of one read snapshot, to path, which must not exist, without holding up
+// writers; checks the copy with the file format's own integrity check;
+// and returns a read-only Store on the copy, which the caller closes.
+type FileSnapshotter interface {
+	SnapshotFile(ctx context.Context, path string) (Store, error)
 }
 
 // Savepointer is an optional Tx capability: nested points to roll back to.

@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 
 	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
@@ -25,8 +27,13 @@ func (h *handle) Verify(ctx context.Context) (workspace.VerifyReport, error) {
 	if err := h.allowAdmin(ctx, policy.AdminExport); err != nil {
 		return workspace.VerifyReport{}, err
 	}
+	return verifyStore(ctx, h.st)
+}
+
+// verifyStore is Verify of st, which may be read-only (a snapshot's copy).
+func verifyStore(ctx context.Context, st Store) (workspace.VerifyReport, error) {
 	var r workspace.VerifyReport
-	err := h.view(ctx, "verify", func(tx ReadTx) error {
+	err := st.View(ctx, func(tx ReadTx) error {
 		r = workspace.VerifyReport{}
 		cr, ok := tx.(ChainReader)
 		if !ok {
@@ -39,6 +46,39 @@ func (h *handle) Verify(ctx context.Context) (workspace.VerifyReport, error) {
 		return verifyContents(ctx, tx, ids, &r)
 	})
 	return r, wrapErr("verify", err)
+}
+
+// BackupFile implements workspace.FileBackuper over a FileSnapshotter:
+// the copy must pass the store's integrity check and Verify, read-only,
+// or it is removed.
+func (h *handle) BackupFile(ctx context.Context, path string) (workspace.VerifyReport, error) {
+	if err := h.alive(); err != nil {
+		return workspace.VerifyReport{}, err
+	}
+	// A copy holds every record, as an archive does: the same right.
+	if err := h.allowAdmin(ctx, policy.AdminExport); err != nil {
+		return workspace.VerifyReport{}, err
+	}
+	fs, ok := h.st.(FileSnapshotter)
+	if !ok {
+		return workspace.VerifyReport{}, fmt.Errorf("backup: this store is not kept in one file: %w", errors.ErrUnsupported)
+	}
+	cp, err := fs.SnapshotFile(ctx, path)
+	if err != nil {
+		return workspace.VerifyReport{}, wrapErr("backup", err)
+	}
+	r, err := verifyStore(ctx, cp)
+	if cerr := cp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && !r.OK() {
+		err = fmt.Errorf("the copy does not verify: %s: %w", strings.Join(r.Problems, "; "), workspace.ErrInvalid)
+	}
+	if err != nil {
+		_ = os.Remove(path)
+		return r, wrapErr("backup", err)
+	}
+	return r, nil
 }
 
 // verifyChain checks the links from the floor to the head and returns the
