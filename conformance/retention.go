@@ -26,6 +26,7 @@ var retentionCases = []coreCase{
 	{"GCKeepsNewestPinnedAndResultVersions", testGCVersions},
 	{"GCKeepsVersionsAPromotionWrote", testGCPromoted},                    // changesets.go
 	{"GCCutsADeletedArtifactsVersionsAsALiveOnes", testGCDeletedVersions}, // retention_deleted.go
+	{"ExportAfterCompactionKeepsDeletedArtifactsAndReleasedLeases", testArchiveAfterCompaction},
 }
 
 // verify runs workspace.Verify and requires it to read.
@@ -152,6 +153,51 @@ func testChainArchive(t *testing.T, h Harness) {
 	require.ErrorIs(t, err, workspace.ErrInvalid)
 	assert.Contains(t, err.Error(), "hash")
 	assert.Equal(t, int64(0), headOf(t, empty), "nothing is written")
+}
+
+// testArchiveAfterCompaction: once compaction removed every event about a
+// deleted artifact and a released lease, an export still carries both:
+// the restored store reads the deleted artifact's versions by ID, and its
+// lease's next fencing token is above every token issued before.
+func testArchiveAfterCompaction(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	_, ws := fresh(t, h)
+	w := workspace.Write{Actor: "a"}
+	gone, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "old/gone.md", Content: []byte("one")})
+	require.NoError(t, err)
+	_, err = ws.Artifacts().Update(ctx, w, workspace.ByName("old/gone.md"), workspace.ArtifactChange{Content: []byte("two")})
+	require.NoError(t, err)
+	require.NoError(t, ws.Artifacts().Delete(ctx, w, workspace.ByName("old/gone.md")))
+	var token int64
+	for range 3 {
+		l, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:old/gone.md", Owner: "a", TTL: time.Minute})
+		require.NoError(t, err)
+		token = l.Token
+		require.NoError(t, ws.Locks().Release(ctx, l))
+	}
+	writeNotes(t, ws, "after", 3)
+	head := headOf(t, ws)
+	require.NoError(t, ws.Events().Compact(ctx, head), "only the newest event stays")
+
+	var archive bytes.Buffer
+	stats, err := workspace.Export(ctx, ws, &archive, workspace.ArchiveOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), stats.DeletedArtifacts, "the deleted artifact is in the archive")
+	assert.Equal(t, int64(1), stats.Leases, "the released lease is in the archive")
+
+	_, copyWS := fresh(t, h)
+	_, err = workspace.Import(ctx, copyWS, bytes.NewReader(archive.Bytes()), workspace.ArchiveOptions{})
+	require.NoError(t, err)
+	for v, want := range map[int64]string{1: "one", 2: "two"} {
+		a, err := copyWS.Artifacts().Get(ctx, workspace.ArtifactRef{ID: gone.ID, Version: v})
+		require.NoError(t, err, "version %d of the deleted artifact", v)
+		assert.Equal(t, want, string(a.Content))
+	}
+	_, err = copyWS.Artifacts().Get(ctx, workspace.ByName("old/gone.md"))
+	require.ErrorIs(t, err, workspace.ErrNotFound, "still deleted")
+	l, err := copyWS.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:old/gone.md", Owner: "b", TTL: time.Minute})
+	require.NoError(t, err)
+	assert.Greater(t, l.Token, token, "fencing tokens keep increasing across a restore")
 }
 
 // Tamper edits a store behind the library's back, as anyone with access to

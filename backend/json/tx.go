@@ -258,6 +258,40 @@ func (t *tx) ListLeases(ctx context.Context, now time.Time) ([]workspace.Lease, 
 	return out, nil
 }
 
+// The store lists deleted artifacts and released leases for an export
+// and gc (driver.Inventory).
+var _ driver.Inventory = (*tx)(nil)
+
+// ArtifactIDs implements driver.Inventory.
+func (t *tx) ArtifactIDs(ctx context.Context, after string, limit int) ([]string, error) {
+	var out []string
+	for id := range t.st.arts {
+		if id > after {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// LeaseRows implements driver.Inventory.
+func (t *tx) LeaseRows(ctx context.Context, after string, limit int) ([]workspace.Lease, error) {
+	var out []workspace.Lease
+	for r, l := range t.st.leases {
+		if r > after {
+			out = append(out, l)
+		}
+	}
+	slices.SortFunc(out, func(a, b workspace.Lease) int { return strings.Compare(a.Resource, b.Resource) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
 func (t *tx) Events(ctx context.Context, q workspace.EventQuery) ([]workspace.Event, error) {
 	var out []workspace.Event
 	for _, e := range t.st.events[t.st.eventsAfter(q.AfterSeq):] {

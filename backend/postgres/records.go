@@ -910,6 +910,10 @@ const (
 	leaseOfArtifact = `SELECT ` + leaseCols + ` FROM leases
 		WHERE resource = (SELECT 'artifact:' || name FROM artifacts WHERE id = $1 AND NOT deleted)`
 	liveLeases = `SELECT ` + leaseCols + ` FROM leases WHERE owner <> '' AND expires_at > $1 ORDER BY resource`
+	leaseRows  = `SELECT ` + leaseCols + ` FROM leases WHERE resource > $1 ORDER BY resource LIMIT $2`
+	// artifactIDs pages through every artifact, live and deleted (the
+	// columns are COLLATE "C": bytewise).
+	artifactIDs = `SELECT id FROM artifacts WHERE id > $1 ORDER BY id LIMIT $2`
 	putLease   = `INSERT INTO leases (` + leaseCols + `) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (resource) DO UPDATE SET owner = EXCLUDED.owner, token = EXCLUDED.token,
 			acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at`
@@ -936,6 +940,34 @@ func (t *readTx) ListLeases(ctx context.Context, now time.Time) ([]workspace.Lea
 	out, err := collect(rows, err, scanLease)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list leases: %w", err)
+	}
+	return out, nil
+}
+
+// LeaseRows implements driver.Inventory.
+func (t *readTx) LeaseRows(ctx context.Context, after string, limit int) ([]workspace.Lease, error) {
+	rows, err := t.q.Query(ctx, leaseRows, after, limit)
+	out, err := collect(rows, err, scanLease)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: lease rows: %w", err)
+	}
+	return out, nil
+}
+
+// The store lists deleted artifacts and released leases for an export
+// and gc (driver.Inventory).
+var _ driver.Inventory = (*readTx)(nil)
+
+// ArtifactIDs implements driver.Inventory.
+func (t *readTx) ArtifactIDs(ctx context.Context, after string, limit int) ([]string, error) {
+	rows, err := t.q.Query(ctx, artifactIDs, after, limit)
+	out, err := collect(rows, err, func(r pgx.Row) (string, error) {
+		var id string
+		err := r.Scan(&id)
+		return id, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: artifact ids: %w", err)
 	}
 	return out, nil
 }

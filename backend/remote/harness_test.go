@@ -262,12 +262,13 @@ func (harness) Inapplicable() map[string]string {
 	const archive = "an archive is read and written where the store is (ErrRemoteArchive)"
 	const store = "it opens the DSN's store itself (driver.OpenStore) to compare the store's optional read path with a plain View; a server's DSN has no store to open"
 	return map[string]string{
-		"ArtifactGetReadsWhatAViewReads":          store,
-		"NoteTaskAndLockGetsReadWhatAViewReads":   store,
-		"IdempotencyKeysExpire":                   "ws_idempotency_ttl sets how long a store keeps keys; the server's store keeps them for its own TTL, which a client's DSN cannot change",
-		"MustExistFindsNoWorkspaceAndCreatesNone": "a server serves a workspace that exists (wsctl serve opens it with MustExist); a client can neither find none nor create one",
-		"PolicyExportNeedsTheAdminRight":          archive,
-		"EventChainSurvivesExportAndImport":       archive,
-		"GCKeepsNewestPinnedAndResultVersions":    archive + ": it checks what survives gc with an export and import, byte for byte",
+		"ArtifactGetReadsWhatAViewReads":                              store,
+		"NoteTaskAndLockGetsReadWhatAViewReads":                       store,
+		"IdempotencyKeysExpire":                                       "ws_idempotency_ttl sets how long a store keeps keys; the server's store keeps them for its own TTL, which a client's DSN cannot change",
+		"MustExistFindsNoWorkspaceAndCreatesNone":                     "a server serves a workspace that exists (wsctl serve opens it with MustExist); a client can neither find none nor create one",
+		"PolicyExportNeedsTheAdminRight":                              archive,
+		"EventChainSurvivesExportAndImport":                           archive,
+		"ExportAfterCompactionKeepsDeletedArtifactsAndReleasedLeases": archive,
+		"GCKeepsNewestPinnedAndResultVersions":                        archive + ": it checks what survives gc with an export and import, byte for byte",
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // artifactCols are one version's metadata, from artifact_versions v.
@@ -222,6 +223,34 @@ func (t *readTx) ArtifactVersion(ctx context.Context, id string, version int64) 
 		return a, notFound(err, fmt.Sprintf("artifact %s version %d", id, version))
 	}
 	return a, nil
+}
+
+// qArtifactIDs pages through every artifact, live and deleted.
+const qArtifactIDs = `SELECT id FROM artifacts WHERE id > ? ORDER BY id LIMIT +?`
+
+// The store lists deleted artifacts and released leases for an export
+// and gc (driver.Inventory).
+var _ driver.Inventory = (*readTx)(nil)
+
+// ArtifactIDs implements driver.Inventory.
+func (t *readTx) ArtifactIDs(ctx context.Context, after string, limit int) ([]string, error) {
+	rows, err := t.q.QueryContext(ctx, qArtifactIDs, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: artifact ids: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("sqlite: artifact ids: %w", err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: artifact ids: %w", err)
+	}
+	return out, nil
 }
 
 func (t *readTx) ArtifactVersions(ctx context.Context, id string) ([]workspace.Artifact, error) {

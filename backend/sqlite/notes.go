@@ -28,6 +28,7 @@ const (
 	leaseCols   = `resource, owner, token, acquired_at, expires_at`
 	qLease      = `SELECT ` + leaseCols + ` FROM leases WHERE resource = ?`
 	qListLeases = `SELECT ` + leaseCols + ` FROM leases WHERE owner <> '' AND expires_at > ? ORDER BY resource`
+	qLeaseRows  = `SELECT ` + leaseCols + ` FROM leases WHERE resource > ? ORDER BY resource LIMIT +?`
 	qPutLease   = `INSERT INTO leases (` + leaseCols + `) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (resource) DO UPDATE SET owner = excluded.owner, token = excluded.token,
 		acquired_at = excluded.acquired_at, expires_at = excluded.expires_at`
@@ -128,6 +129,27 @@ func (t *readTx) ListLeases(ctx context.Context, now time.Time) ([]workspace.Lea
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: list leases: %w", err)
+	}
+	return out, nil
+}
+
+// LeaseRows implements driver.Inventory.
+func (t *readTx) LeaseRows(ctx context.Context, after string, limit int) ([]workspace.Lease, error) {
+	rows, err := t.q.QueryContext(ctx, qLeaseRows, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: lease rows: %w", err)
+	}
+	defer rows.Close()
+	var out []workspace.Lease
+	for rows.Next() {
+		l, err := scanLease(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: lease rows: %w", err)
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: lease rows: %w", err)
 	}
 	return out, nil
 }

@@ -52,20 +52,10 @@ func (h *handle) Export(ctx context.Context, w io.Writer, opts workspace.Archive
 		if err != nil {
 			return err
 		}
-		// The log names the artifacts and lock resources that no live
-		// listing shows any more: deleted artifacts, released leases.
-		ids, resources := map[string]bool{}, map[string]bool{}
-		if err := eachEvent(ctx, tx, floor, func(ev workspace.Event) error {
-			switch ev.Subject.Kind {
-			case workspace.SubjectArtifact:
-				if ev.Subject.ID != "" {
-					ids[ev.Subject.ID] = false
-				}
-			case workspace.SubjectLock:
-				resources[ev.Subject.ID] = true
-			}
-			return nil
-		}); err != nil {
+		// Deleted artifacts and released leases, which no live listing
+		// shows.
+		ids, resources, err := inventory(ctx, tx, floor)
+		if err != nil {
 			return err
 		}
 		if err := exportArtifacts(ctx, tx, enc, p, ids); err != nil {

@@ -23,7 +23,7 @@ type versionCut struct {
 // p.KeepVersions, except pinned ones (a workspace.PinKind note), those a
 // change set's promotion wrote (workspace.ChangeSetRecord) and those a
 // task's result names (the version that was the head when the task was
-// last updated). A deleted artifact (one the log names above its floor)
+// last updated). A deleted artifact (every one the store holds)
 // is cut the same way, its last version standing for the head, so it can
 // still be read by ID at the version it was deleted at. It adds their
 // count, and the size of the content no kept version shares, to k.
@@ -135,20 +135,20 @@ func gcVersionPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy, k *work
 		}
 		af.After = heads[len(heads)-1].Name
 	}
-	// Deleted artifacts are known by the log, as an export knows them.
+	// Deleted artifacts, as an export finds them.
 	floor, err := tx.Floor(ctx)
 	if err != nil {
 		return nil, err
 	}
-	deleted := map[string]bool{}
-	err = eachEvent(ctx, tx, floor, func(ev workspace.Event) error {
-		if ev.Subject.Kind == workspace.SubjectArtifact && ev.Subject.ID != "" && !live[ev.Subject.ID] {
-			deleted[ev.Subject.ID] = true
-		}
-		return nil
-	})
+	all, _, err := inventory(ctx, tx, floor)
 	if err != nil {
 		return nil, err
+	}
+	deleted := map[string]bool{}
+	for id := range all {
+		if !live[id] {
+			deleted[id] = true
+		}
 	}
 	ids := slices.Sorted(maps.Keys(deleted))
 	for _, id := range ids {

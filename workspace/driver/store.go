@@ -226,6 +226,22 @@ type Tx interface {
 	CompactEvents(ctx context.Context, floor int64) error
 }
 
+// Inventory is an optional ReadTx capability: every artifact the store
+// holds, deleted ones too, and every lease row, released ones too. An
+// export and gc otherwise find those through the log, which names only
+// what happened above its floor: once compaction removed every event
+// about a deleted artifact or a released lease, an export would leave it
+// out, and a restore would lose the artifact's versions or issue the
+// lease's fencing tokens again from 1. Every store of this module has it.
+type Inventory interface {
+	// ArtifactIDs returns the IDs of the artifacts, live and deleted,
+	// greater than after, ascending (bytewise), at most limit.
+	ArtifactIDs(ctx context.Context, after string, limit int) ([]string, error)
+	// LeaseRows returns the lease rows (live, expired and released) whose
+	// resource is greater than after, by resource (bytewise), at most limit.
+	LeaseRows(ctx context.Context, after string, limit int) ([]workspace.Lease, error)
+}
+
 // LogRewriter is an optional Store capability for stores whose
 // CompactEvents rewrites the whole remaining log, so that it costs about
 // the same whatever it removes (the json store's events.ndjson).
