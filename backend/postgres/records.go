@@ -914,7 +914,7 @@ const (
 	// artifactIDs pages through every artifact, live and deleted (the
 	// columns are COLLATE "C": bytewise).
 	artifactIDs = `SELECT id FROM artifacts WHERE id > $1 ORDER BY id LIMIT $2`
-	putLease   = `INSERT INTO leases (` + leaseCols + `) VALUES ($1, $2, $3, $4, $5)
+	putLease    = `INSERT INTO leases (` + leaseCols + `) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (resource) DO UPDATE SET owner = EXCLUDED.owner, token = EXCLUDED.token,
 			acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at`
 )
