@@ -50,7 +50,13 @@ func testGCDeletedVersions(t *testing.T, h Harness) {
 	for v, want := range map[int64]bool{1: false, 2: true, 3: false, 4: true, 5: true} {
 		a, err := arts.Get(ctx, workspace.ArtifactRef{ID: old.ID, Version: v})
 		if !want {
-			assert.ErrorIs(t, err, workspace.ErrNotFound, "old.md version %d goes", v)
+			// Typed on every backend, through a server too.
+			var gone *workspace.VersionRemovedError
+			if assert.ErrorAs(t, err, &gone, "old.md version %d goes", v) {
+				assert.Equal(t, v, gone.Version)
+				assert.Positive(t, gone.Oldest)
+			}
+			assert.ErrorIs(t, err, workspace.ErrNotFound)
 			continue
 		}
 		if assert.NoError(t, err, "old.md version %d stays", v) {

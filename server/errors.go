@@ -88,6 +88,10 @@ type Problem struct {
 	Dirty bool  `json:"dirty,omitempty"`
 	// no_workspace
 	Where string `json:"where,omitempty"`
+	// not_found of an artifact version removed by retention
+	Name    string `json:"name,omitempty"`
+	Version int64  `json:"version,omitempty"`
+	Oldest  int64  `json:"oldest,omitempty"`
 	// forbidden by the policy (with reason)
 	Actor  string   `json:"actor,omitempty"`
 	Roles  []string `json:"roles,omitempty"`
@@ -161,6 +165,7 @@ func problemOf(err error) (*Problem, bool) {
 		se  *workspace.SchemaError
 		nwe *workspace.NoWorkspaceError
 		fe  *workspace.ForbiddenError
+		vre *workspace.VersionRemovedError
 	)
 	if errors.As(err, &be) {
 		p, ok := problemOf(be.Err)
@@ -200,6 +205,9 @@ func problemOf(err error) (*Problem, bool) {
 	case errors.As(err, &fe):
 		p = newProblem(CodeForbidden, fe.Error())
 		p.Actor, p.Roles, p.Action, p.Object, p.Rule, p.Reason = fe.Actor, fe.Roles, fe.Action, fe.Object, fe.Rule, fe.Reason
+	case errors.As(err, &vre):
+		p = newProblem(CodeNotFound, vre.Error())
+		p.Name, p.Version, p.Oldest = vre.Name, vre.Version, vre.Oldest
 	case errors.Is(err, workspace.ErrNotFound):
 		p = newProblem(CodeNotFound, detail)
 	case errors.Is(err, workspace.ErrAlreadyExists):
@@ -273,6 +281,10 @@ func (p *Problem) typed(status int) error {
 		return &workspace.SchemaError{Current: p.Current, Want: p.Want, Dirty: p.Dirty}
 	case CodeNoWorkspace:
 		return &workspace.NoWorkspaceError{Where: p.Where, Reason: p.Reason}
+	case CodeNotFound:
+		if p.Oldest > 0 {
+			return &workspace.VersionRemovedError{Name: p.Name, Version: p.Version, Oldest: p.Oldest}
+		}
 	case CodeForbidden:
 		if p.Action != "" {
 			return &workspace.ForbiddenError{Actor: p.Actor, Roles: p.Roles, Action: p.Action, Object: p.Object, Rule: p.Rule, Reason: p.Reason}

@@ -33,6 +33,7 @@ func TestEveryErrorSurvivesTheWire(t *testing.T) {
 		{&workspace.NoWorkspaceError{Where: "/x", Reason: "the file does not exist"}, workspace.ErrNoWorkspace, 503},
 		{&workspace.ForbiddenError{Actor: "ann", Roles: []string{"planner"}, Action: "artifact.write", Object: "src/a.go", Rule: "artifacts_write", Reason: "no artifacts_write entry of roles planner grants it"}, workspace.ErrForbidden, 403},
 		{fmt.Errorf("artifacts.get %q: %w", "x", workspace.ErrNotFound), workspace.ErrNotFound, 404},
+		{&workspace.VersionRemovedError{Name: "plans/a.md", Version: 2, Oldest: 5}, workspace.ErrNotFound, 404},
 		{fmt.Errorf("artifacts.create: %w", workspace.ErrAlreadyExists), workspace.ErrAlreadyExists, 409},
 		{workspace.ErrNotHolder, workspace.ErrNotHolder, 409},
 		{workspace.ErrLockLost, workspace.ErrLockLost, 409},
