@@ -16,13 +16,14 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// TestPolicyRefusalIsClassForbidden: a write or read the workspace's
-// policy refuses comes back as class forbidden, with the action and the rule.
-func TestPolicyRefusalIsClassForbidden(t *testing.T) {
+// plannerPolicy opens a workspace whose policy lets bob (a planner) read
+// and write plans/** only, with root its admin, and has root create the
+// artifacts named, each with the content "x NAME".
+func plannerPolicy(t *testing.T, names ...string) workspace.Workspace {
+	t.Helper()
 	ws := openWS(t, sqliteBackend.dsn(t))
-	_, err := ws.Artifacts().Create(context.Background(), workspace.Write{Actor: "root"}, workspace.NewArtifact{
-		Name: workspace.PolicyArtifact,
-		Content: []byte(`[roles.planner]
+	root := workspace.Write{Actor: "root"}
+	_, err := ws.Artifacts().Create(context.Background(), root, workspace.NewArtifact{Name: workspace.PolicyArtifact, Content: []byte(`[roles.planner]
 artifacts_read  = ["plans/**"]
 artifacts_write = ["plans/**"]
 [actors]
@@ -30,6 +31,17 @@ root = ["admin"]
 bob = ["planner"]
 `)})
 	require.NoError(t, err)
+	for _, name := range names {
+		_, err = ws.Artifacts().Create(context.Background(), root, workspace.NewArtifact{Name: name, Content: []byte("x " + name)})
+		require.NoError(t, err)
+	}
+	return ws
+}
+
+// TestPolicyRefusalIsClassForbidden: a write or read the workspace's
+// policy refuses comes back as class forbidden, with the action and the rule.
+func TestPolicyRefusalIsClassForbidden(t *testing.T) {
+	ws := plannerPolicy(t)
 	bob := connect(t, newServer(t, ws, "bob"), "", nil)
 	ok(t, bob, "artifact_write", map[string]any{"name": "plans/a.md", "content": "x"})
 	te := fails(t, bob, "artifact_write", map[string]any{"name": "src/a.go", "content": "x"}, mcp.ClassForbidden)
@@ -37,7 +49,7 @@ bob = ["planner"]
 	assert.Equal(t, "artifacts_write", te.Rule)
 	assert.NotEmpty(t, te.Reason)
 	// Reads act as the server's actor too.
-	_, err = ws.Artifacts().Create(context.Background(), workspace.Write{Actor: "root"}, workspace.NewArtifact{Name: "secret/k", Content: []byte("k")})
+	_, err := ws.Artifacts().Create(context.Background(), workspace.Write{Actor: "root"}, workspace.NewArtifact{Name: "secret/k", Content: []byte("k")})
 	require.NoError(t, err)
 	te = fails(t, bob, "artifact_read", map[string]any{"name": "secret/k"}, mcp.ClassForbidden)
 	assert.Equal(t, "artifact.read", te.Action)
@@ -47,21 +59,9 @@ bob = ["planner"]
 // actor under a policy, carry no event about an artifact it may not read,
 // whatever the call names; a wait is not woken by one either.
 func TestEventsLeaveOutWhatTheActorMayNotRead(t *testing.T) {
-	ws := openWS(t, sqliteBackend.dsn(t))
+	ws := plannerPolicy(t, "plans/a.md", "secret/k")
 	ctx := context.Background()
 	root := workspace.Write{Actor: "root"}
-	_, err := ws.Artifacts().Create(ctx, root, workspace.NewArtifact{Name: workspace.PolicyArtifact, Content: []byte(`[roles.planner]
-artifacts_read  = ["plans/**"]
-artifacts_write = ["plans/**"]
-[actors]
-root = ["admin"]
-bob = ["planner"]
-`)})
-	require.NoError(t, err)
-	for _, name := range []string{"plans/a.md", "secret/k"} {
-		_, err = ws.Artifacts().Create(ctx, root, workspace.NewArtifact{Name: name, Content: []byte("x")})
-		require.NoError(t, err)
-	}
 	bob := connect(t, newServer(t, ws, "bob"), "", nil)
 	names := func(page map[string]any, key string) []string {
 		var out []string
@@ -89,7 +89,7 @@ bob = ["planner"]
 		}
 		close(got)
 	}()
-	_, err = ws.Artifacts().Update(ctx, root, workspace.ByName("secret/k"), workspace.ArtifactChange{Content: []byte("y")})
+	_, err := ws.Artifacts().Update(ctx, root, workspace.ByName("secret/k"), workspace.ArtifactChange{Content: []byte("y")})
 	require.NoError(t, err)
 	_, err = ws.Artifacts().Update(ctx, root, workspace.ByName("plans/a.md"), workspace.ArtifactChange{Content: []byte("y")})
 	require.NoError(t, err)
@@ -111,21 +111,9 @@ bob = ["planner"]
 func TestResourcesFollowThePolicy(t *testing.T) {
 	for _, version := range []string{"", "2025-11-25"} {
 		t.Run("protocol "+version, func(t *testing.T) {
-			ws := openWS(t, sqliteBackend.dsn(t))
+			ws := plannerPolicy(t, "plans/a.md", "secret/k")
 			ctx := testCtx(t)
 			root := workspace.Write{Actor: "root"}
-			_, err := ws.Artifacts().Create(ctx, root, workspace.NewArtifact{Name: workspace.PolicyArtifact, Content: []byte(`[roles.planner]
-artifacts_read  = ["plans/**"]
-artifacts_write = ["plans/**"]
-[actors]
-root = ["admin"]
-bob = ["planner"]
-`)})
-			require.NoError(t, err)
-			for _, name := range []string{"plans/a.md", "secret/k"} {
-				_, err = ws.Artifacts().Create(ctx, root, workspace.NewArtifact{Name: name, Content: []byte("x " + name)})
-				require.NoError(t, err)
-			}
 			updates := make(chan string, 64)
 			bob := connect(t, newServer(t, ws, "bob"), version, &sdk.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) {
 				updates <- r.Params.URI

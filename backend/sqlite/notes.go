@@ -114,42 +114,31 @@ func (t *readTx) Lease(ctx context.Context, resource string) (workspace.Lease, e
 }
 
 func (t *readTx) ListLeases(ctx context.Context, now time.Time) ([]workspace.Lease, error) {
-	rows, err := t.q.QueryContext(ctx, qListLeases, micros(now))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list leases: %w", err)
-	}
-	defer rows.Close()
-	var out []workspace.Lease
-	for rows.Next() {
-		l, err := scanLease(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: list leases: %w", err)
-		}
-		out = append(out, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list leases: %w", err)
-	}
-	return out, nil
+	return t.leases(ctx, "list leases", qListLeases, micros(now))
 }
 
 // LeaseRows implements driver.Inventory.
 func (t *readTx) LeaseRows(ctx context.Context, after string, limit int) ([]workspace.Lease, error) {
-	rows, err := t.q.QueryContext(ctx, qLeaseRows, after, limit)
+	return t.leases(ctx, "lease rows", qLeaseRows, after, limit)
+}
+
+// leases runs query, which selects leaseCols, and scans its rows.
+func (t *readTx) leases(ctx context.Context, what, query string, args ...any) ([]workspace.Lease, error) {
+	rows, err := t.q.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: lease rows: %w", err)
+		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
 	}
 	defer rows.Close()
 	var out []workspace.Lease
 	for rows.Next() {
 		l, err := scanLease(rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: lease rows: %w", err)
+			return nil, fmt.Errorf("sqlite: %s: %w", what, err)
 		}
 		out = append(out, l)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: lease rows: %w", err)
+		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
 	}
 	return out, nil
 }

@@ -161,14 +161,24 @@ func (h *handle) gcEvents(ctx context.Context, p workspace.GCPolicy, target int6
 			}
 		}
 		if from < target {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(max(took, time.Millisecond)):
+			if err := rest(ctx, took); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
+}
+
+// rest waits after a batch as long as it took (at least a millisecond),
+// so that writers keep at least half of the store's write time; it ends
+// early with ctx.
+func rest(ctx context.Context, took time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(max(took, time.Millisecond)):
+		return nil
+	}
 }
 
 // gcBelowFloor compacts the log of a BelowFloorDeleter up to target: it
@@ -220,10 +230,8 @@ func (h *handle) gcBelowFloor(ctx context.Context, bd BelowFloorDeleter, p works
 		pace.learn(to-from, took)
 		from = to
 		if from < target {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(max(took, time.Millisecond)):
+			if err := rest(ctx, took); err != nil {
+				return err
 			}
 		}
 	}
@@ -254,10 +262,8 @@ func (h *handle) reclaim(ctx context.Context, p workspace.GCPolicy, r *workspace
 		} else if took > p.BatchTime {
 			pages = 128
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(max(took, time.Millisecond)):
+		if err := rest(ctx, took); err != nil {
+			return err
 		}
 	}
 	if c, ok := h.st.(Checkpointer); ok && r.Reclaimed > 0 {

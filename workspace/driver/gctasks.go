@@ -134,10 +134,8 @@ func (h *handle) gcTasks(ctx context.Context, p workspace.GCPolicy, ids []string
 		pace.learn(int64(to-from), took)
 		from = to
 		if from < len(ids) {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(max(took, time.Millisecond)):
+			if err := rest(ctx, took); err != nil {
+				return err
 			}
 		}
 	}

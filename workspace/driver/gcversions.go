@@ -268,10 +268,8 @@ func (h *handle) gcVersions(ctx context.Context, p workspace.GCPolicy, cuts []ve
 		r.LongestBatch = max(r.LongestBatch, took)
 		pace.learn(n, took)
 		if len(cuts) > 0 {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(max(took, time.Millisecond)):
+			if err := rest(ctx, took); err != nil {
+				return err
 			}
 		}
 	}
