@@ -243,6 +243,24 @@ class ClientTest(unittest.TestCase):
         self.assertGreaterEqual(st.head, page.events[-1].seq)
         self.assertGreaterEqual(st.artifacts, 1)
 
+    def test_verify_and_a_dry_run_of_gc(self) -> None:
+        # The server is shared with the other tests: gc only reports here.
+        ws = self.ws("janitor")
+        for i in range(3):
+            ws.put_note("decision", support.unique("gc") + str(i))
+        report = ws.verify()
+        self.assertEqual(report.get("broken_seq", 0), 0, report)
+        self.assertGreaterEqual(report["events"], 3)
+        self.assertEqual(len(report["head_hash"]), 64)
+        before = ws.status()
+        dry = ws.gc(keep_events=1, dry_run=True)
+        self.assertTrue(dry["dry_run"])
+        self.assertGreaterEqual(dry["events"]["count"], 2)
+        self.assertGreaterEqual(dry["floor_after"], before.head)
+        self.assertEqual(ws.status().floor, before.floor, "a dry run removes nothing")
+        with self.assertRaises(InvalidError):
+            ws.gc(keep_events=-1)
+
     def test_follow_waits_for_live_events(self) -> None:
         ws = self.ws("reader")
         head = ws.events_head()

@@ -38,6 +38,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/gc": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Remove what the retention policy given does not keep, in short transactions */
+        post: operations["gc"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Check the event log's hash chain and every artifact version's content */
+        get: operations["verify"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/artifacts": {
         parameters: {
             query?: never;
@@ -674,6 +708,75 @@ export interface components {
             /** Format: int64 */
             next: number;
         };
+        GCBody: {
+            /** @description Who runs it, recorded on its event. Behind a token: the token's actor or empty. */
+            actor?: string;
+            /**
+             * Format: int64
+             * @description The most records one transaction removes.
+             */
+            batch?: number;
+            /**
+             * @description How long one transaction should hold the store's write lock (default 10ms).
+             * @example 30s
+             */
+            batch_time?: string;
+            /** @description Report what would go; remove nothing. */
+            dry_run?: boolean;
+            /**
+             * Format: int64
+             * @description Keep the newest N events.
+             */
+            keep_events?: number;
+            /**
+             * @description Keep the events younger than this.
+             * @example 30s
+             */
+            keep_events_for?: string;
+            /**
+             * @description Keep finished tasks updated within this long.
+             * @example 30s
+             */
+            keep_tasks_for?: string;
+            /**
+             * Format: int64
+             * @description Keep the newest N versions of each live artifact, plus pinned ones and those a task's result names.
+             */
+            keep_versions?: number;
+            /**
+             * Format: int64
+             * @description Remove no events unless at least this many would go.
+             */
+            min_events?: number;
+            /** @description Give the freed space back to the file system (SQLite's incremental vacuum). */
+            reclaim?: boolean;
+        };
+        GCKind: {
+            /** Format: int64 */
+            bytes: number;
+            /** Format: int64 */
+            count: number;
+        };
+        GCReport: {
+            /** Format: int64 */
+            batches: number;
+            dry_run: boolean;
+            events: components["schemas"]["GCKind"];
+            /** Format: int64 */
+            floor: number;
+            /** Format: int64 */
+            floor_after: number;
+            /** Format: int64 */
+            longest_batch_ns?: number;
+            /** Format: int64 */
+            reclaimable_bytes: number;
+            /** Format: int64 */
+            reclaimed_bytes: number;
+            /** Format: int64 */
+            seq?: number;
+            tasks: components["schemas"]["GCKind"];
+            versions: components["schemas"]["GCKind"];
+        };
         Head: {
             /** Format: int64 */
             head: number;
@@ -892,9 +995,12 @@ export interface components {
             /** Format: int64 */
             floor?: number;
             holder?: string;
+            name?: string;
             /** Format: int64 */
             newest?: number;
             object?: string;
+            /** Format: int64 */
+            oldest?: number;
             reason?: string;
             /** Format: int64 */
             requested?: number;
@@ -908,6 +1014,8 @@ export interface components {
             /** Format: int64 */
             token?: number;
             type: string;
+            /** Format: int64 */
+            version?: number;
             /** Format: int64 */
             want?: number;
             where?: string;
@@ -1039,6 +1147,22 @@ export interface components {
             artifacts: string[] | null;
             summary: string;
         };
+        VerifyReport: {
+            /** Format: int64 */
+            broken_seq?: number;
+            /** Format: int64 */
+            events: number;
+            /** Format: int64 */
+            floor: number;
+            /** Format: int64 */
+            head: number;
+            head_hash: string;
+            problems?: string[] | null;
+            /** Format: int64 */
+            unchained?: number;
+            /** Format: int64 */
+            versions: number;
+        };
         Versions: {
             versions: components["schemas"]["ArtifactWire"][] | null;
         };
@@ -1123,6 +1247,185 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+        };
+    };
+    gc: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GCBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GCReport"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+        };
+    };
+    verify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerifyReport"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
                 };
             };
         };

@@ -71,6 +71,8 @@ OPERATIONS: dict[str, str] = {
     "readEvents": "read_events",
     "eventsHead": "events_head",
     "compactEvents": "compact_events",
+    "gc": "gc",
+    "verify": "verify",
     "status": "status",
     "whoami": "whoami",
     "healthz": "healthy",
@@ -558,6 +560,27 @@ class Workspace:
     def compact_events(self, floor: int) -> None:
         """Remove the events below seq ``floor``."""
         self._t.request("POST", "/v1/events/compact", body={"floor": floor}, retry=True)
+
+    def gc(self, *, keep_events: int | None = None, keep_events_for: Seconds | None = None, keep_versions: int | None = None,
+           keep_tasks_for: Seconds | None = None, min_events: int | None = None, reclaim: bool = False, dry_run: bool = False,
+           batch: int | None = None, batch_time: Seconds | None = None) -> dict[str, Any]:
+        """Remove what the retention policy given does not keep, in short
+        transactions (docs/retention.md); a zero or absent rule keeps
+        everything of its kind. Needs the admin "compact" right under a
+        policy. Returns the report: counts and bytes per kind, the floor
+        before and after, batches."""
+        body = {"keep_events": keep_events, "keep_events_for": duration(keep_events_for, "keep_events_for"),
+                "keep_versions": keep_versions, "keep_tasks_for": duration(keep_tasks_for, "keep_tasks_for"),
+                "min_events": min_events, "reclaim": reclaim or None, "dry_run": dry_run or None, "batch": batch,
+                "batch_time": duration(batch_time, "batch_time")}
+        v = self._t.request("POST", "/v1/admin/gc", body=_clean(body), retry=False)
+        return dict(check_answer(v, "gc"))
+
+    def verify(self) -> dict[str, Any]:
+        """Check the event log's hash chain and every artifact version's
+        content. Needs the admin "export" right under a policy. Returns the
+        report; a broken chain is in it (broken_seq, problems), not raised."""
+        return dict(check_answer(self._get("/v1/admin/verify"), "verify"))
 
     def follow(self, after: int = 0, *, types: Sequence[str] | None = None, actor: str | None = None,
                subject_kind: str | None = None, subject_id: str | None = None, subject_name: str | None = None,
