@@ -52,8 +52,15 @@ const graph = new StateGraph(Team)
 // "async", lets the graph run ahead of its checkpoints).
 const config = { configurable: { thread_id }, recursionLimit: 100, durability: "sync" };
 const state = await graph.getState(config);
+// A thread is unfinished while it has a next step, and also when the
+// process died after its last step's writes were all saved but before the
+// next checkpoint: LangGraph then reports no next step, yet an item is
+// still in hand or to do. invoke(null) applies those writes and goes on.
+const unfinished =
+  state.next.length > 0 ||
+  (state.config.configurable?.checkpoint_id !== undefined && (state.values.current !== "" || state.values.todo.length > 0));
 let out;
-if (state.next.length > 0) {
+if (unfinished) {
   say({ resumed: state.config.configurable.checkpoint_id, next: state.next, done: state.values.done });
   out = await graph.invoke(null, config);
 } else {
