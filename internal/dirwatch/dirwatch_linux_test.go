@@ -12,15 +12,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func TestAWriteToAWatchedFileWakesTheWatcher(t *testing.T) {
+// watchedWAL returns a watcher of a temporary directory's ws.db-wal and
+// that file, open for writing; both are closed when the test ends.
+func watchedWAL(t *testing.T) (*Watcher, *os.File) {
+	t.Helper()
 	dir := t.TempDir()
 	w, err := New(dir, "ws.db-wal")
 	require.NoError(t, err)
-	defer w.Close()
-
+	t.Cleanup(func() { _ = w.Close() })
 	f, err := os.OpenFile(filepath.Join(dir, "ws.db-wal"), os.O_CREATE|os.O_WRONLY, 0o600)
 	require.NoError(t, err)
-	defer f.Close()
+	t.Cleanup(func() { _ = f.Close() })
+	return w, f
+}
+
+func TestAWriteToAWatchedFileWakesTheWatcher(t *testing.T) {
+	w, f := watchedWAL(t)
+	var err error
 	for i := range 3 {
 		_, err = f.WriteAt([]byte("page"), int64(i*4))
 		require.NoError(t, err)
@@ -62,13 +70,8 @@ func event(mask uint32, name string) []byte {
 // go on, and none of them is lost to a reader who comes back: it finds a
 // signal, and after it has drained C a new write signals again.
 func TestASignalNotTakenHoldsTheNextOnes(t *testing.T) {
-	dir := t.TempDir()
-	w, err := New(dir, "ws.db-wal")
-	require.NoError(t, err)
-	defer w.Close()
-	f, err := os.OpenFile(filepath.Join(dir, "ws.db-wal"), os.O_CREATE|os.O_WRONLY, 0o600)
-	require.NoError(t, err)
-	defer f.Close()
+	w, f := watchedWAL(t)
+	var err error
 
 	// Nobody takes C while 1,000 writes happen.
 	for i := range 1000 {
