@@ -45,6 +45,8 @@ var coreCases = []coreCase{
 	{"NotePutGetUpdateWithIfVersion", testNotePutGetUpdate},
 	{"NoteDelete", testNoteDelete},
 	{"NoteListByKindWithCursor", testNoteList},
+	// reserved.go
+	{"ReservedKindsAreWrittenOnlyByTheirOwners", testReservedKinds},
 	// tasks.go
 	{"TaskCreateAndGet", testTaskCreateGet},
 	{"TaskAreasRoundTripAndClaimAvoidsOverlap", testTaskAreas},

@@ -31,12 +31,13 @@ func testGCDeletedVersions(t *testing.T, h Harness) {
 		return a
 	}
 	old := write("old.md", 5)
-	_, err := workspace.PinVersion(ctx, ws, as("lead"), "old.md", 2)
+	// Pins are reserved records, put where the store is.
+	store := open(t, storeDSN(h, dsn))
+	_, err := workspace.PinVersion(ctx, store, as("lead"), "old.md", 2)
 	require.NoError(t, err)
 	require.NoError(t, arts.Delete(ctx, as("w"), workspace.ByID(old.ID)))
 	write("live.md", 3)
 
-	store := open(t, storeDSN(h, dsn))
 	p := workspace.GCPolicy{Actor: "gc", KeepVersions: 2}
 	p.DryRun = true
 	dry, err := workspace.GC(ctx, store, p)

@@ -233,7 +233,7 @@ func TestQueueOrderIsTheLogsNotTheSubmittersClock(t *testing.T) {
 		body["submitted_at"] = at.Format(time.RFC3339Nano)
 		b, err := json.Marshal(body)
 		require.NoError(t, err)
-		_, err = ws.Notes().Put(ctx, workspace.Write{Actor: w.Agent, IfVersion: n.Version},
+		_, err = ws.Notes().Put(gitwork.GrantRecords(ctx), workspace.Write{Actor: w.Agent, IfVersion: n.Version},
 			workspace.NotePut{Kind: n.Kind, Key: n.Key, Title: n.Title, Body: string(b)})
 		require.NoError(t, err)
 	}

@@ -17,6 +17,10 @@ import (
 // task id. Their note.put events are the worktrees' history.
 const NoteKind = "worktree"
 
+// recordKey is the capability to write worktree records: the kind is
+// reserved, so no face but this package's operations can plant one.
+var recordKey = workspace.Reserve(workspace.Reservation{Kind: NoteKind, Owner: "the worktree operations (package gitwork)"})
+
 // Status is a worktree's place in its life cycle:
 //
 //	active -> submitted -> merging -> merged -> released
@@ -108,7 +112,7 @@ func put(ctx context.Context, ws workspace.Workspace, actor string, w Worktree, 
 	if err != nil {
 		return w, err
 	}
-	n, err := ws.Notes().Put(ctx, workspace.Write{Actor: actor, IfVersion: w.Version, Message: msg},
+	n, err := ws.Notes().Put(recordKey.Grant(ctx), workspace.Write{Actor: actor, IfVersion: w.Version, Message: msg},
 		workspace.NotePut{Kind: NoteKind, Key: w.Task, Title: fmt.Sprintf("%s %s", w.Status, w.Branch), Body: string(body)})
 	if err != nil {
 		return w, fmt.Errorf("worktree of task %s: %w", w.Task, err)

@@ -157,7 +157,7 @@ func TestStartAdoptsAWorktreeItsCrashedPredecessorLeft(t *testing.T) {
 	task := claimed(t, ws, "ann", "x")
 	w, err := m.Start(ctx, "ann", task.ID)
 	require.NoError(t, err)
-	require.NoError(t, ws.Notes().Delete(ctx, workspace.Write{Actor: "test"}, gitwork.NoteKind, task.ID))
+	require.NoError(t, ws.Notes().Delete(gitwork.GrantRecords(ctx), workspace.Write{Actor: "test"}, gitwork.NoteKind, task.ID))
 
 	again, err := m.Start(ctx, "ann", task.ID)
 	require.NoError(t, err)

@@ -96,14 +96,8 @@ func (o OpBody) op() (workspace.Op, error) {
 	case OpUpdateTask:
 		return workspace.UpdateTaskOp{ID: o.ID, Cond: cond, Change: workspace.TaskChange{Status: o.Status, Title: o.Title, Description: o.Description, Assignee: o.Assignee, Priority: o.Priority, Labels: o.Labels, Result: o.Result}}, nil
 	case OpPutNote:
-		if err := guardKind(deref(o.Kind)); err != nil {
-			return nil, err
-		}
 		return workspace.PutNoteOp{Cond: cond, Note: workspace.NotePut{Kind: deref(o.Kind), Key: o.Key, Title: deref(o.Title), Body: o.Body}}, nil
 	case OpDeleteNote:
-		if err := guardKind(deref(o.Kind)); err != nil {
-			return nil, err
-		}
 		return workspace.DeleteNoteOp{Cond: cond, Kind: deref(o.Kind), Key: o.Key}, nil
 	case OpReleaseLock:
 		return workspace.ReleaseLockOp{Resource: o.Resource, Token: o.Token, Message: o.Message}, nil

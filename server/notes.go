@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -20,24 +19,12 @@ type noteOut struct {
 	Body workspace.Note
 }
 
-// guardKind refuses the notes that hold tokens: their hashes never leave
-// the server, and only the token commands write them.
-func guardKind(kind string) error {
-	if kind == TokenKind {
-		return fmt.Errorf("%w: notes of kind %q hold tokens: use wsctl token", ErrForbidden, TokenKind)
-	}
-	return nil
-}
-
 func (s *Server) noteRoutes() {
 	huma.Register(s.api, s.op("putNote", http.MethodPut, "/v1/notes/{kind}/{key}", "Create or update a note", "notes", 0),
 		func(ctx context.Context, in *struct {
 			NotePath
 			Body NoteBody
 		}) (*noteOut, error) {
-			if err := guardKind(in.Kind); err != nil {
-				return nil, s.fail(ctx, err)
-			}
 			w, err := s.write(ctx, in.Body.WriteFields)
 			if err != nil {
 				return nil, err
@@ -48,9 +35,6 @@ func (s *Server) noteRoutes() {
 
 	huma.Register(s.api, s.op("getNote", http.MethodGet, "/v1/notes/{kind}/{key}", "Get a note", "notes", 0),
 		func(ctx context.Context, in *struct{ NotePath }) (*noteOut, error) {
-			if err := guardKind(in.Kind); err != nil {
-				return nil, s.fail(ctx, err)
-			}
 			n, err := s.ws.Notes().Get(ctx, in.Kind, in.Key)
 			return answer(s, ctx, &noteOut{n}, err)
 		})
@@ -60,9 +44,6 @@ func (s *Server) noteRoutes() {
 			NotePath
 			WriteQuery
 		}) (*struct{}, error) {
-			if err := guardKind(in.Kind); err != nil {
-				return nil, s.fail(ctx, err)
-			}
 			w, err := s.write(ctx, in.fields())
 			if err != nil {
 				return nil, err
@@ -76,22 +57,12 @@ func (s *Server) noteRoutes() {
 			After string `query:"after"`
 			Limit int    `query:"limit" minimum:"0" maximum:"1000"`
 		}) (*struct{ Body workspace.NotePage }, error) {
-			if err := guardKind(in.Kind); err != nil {
-				return nil, s.fail(ctx, err)
-			}
+			// The engine leaves reserved kinds (the tokens among them) out
+			// of a listing of every kind, and refuses a sealed kind's.
 			p, err := s.ws.Notes().List(ctx, workspace.NoteFilter{Kind: in.Kind, After: in.After, Limit: in.Limit})
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
-			// A page may come out shorter than asked; its cursor is still
-			// the store's, so paging goes on past the token notes.
-			kept := p.Notes[:0]
-			for _, n := range p.Notes {
-				if n.Kind != TokenKind {
-					kept = append(kept, n)
-				}
-			}
-			p.Notes = kept
 			return &struct{ Body workspace.NotePage }{p}, nil
 		})
 }

@@ -24,6 +24,10 @@ import (
 // (workspace.ChangeSetRecord).
 const ChangeSetKind = workspace.ChangeSetKind
 
+// changeSetKey is the capability to write change-set records: the kind is
+// reserved, so a plain note write cannot plant or edit a set.
+var changeSetKey = workspace.Reserve(workspace.Reservation{Kind: ChangeSetKind, Owner: "the change-set operations (package shadow)"})
+
 // Change-set steps, carried as the first word of their event messages.
 const (
 	EventStaged      = "changeset.staged"
@@ -151,7 +155,7 @@ func (c *ChangeSets) Get(ctx context.Context, name string) (ChangeSet, error) {
 
 // save puts the set's note, conditioned on the version read (0: new).
 func (c *ChangeSets) save(ctx context.Context, cs ChangeSet, actor, step, detail string) (ChangeSet, error) {
-	n, err := c.m.ws.Notes().Put(ctx, workspace.Write{Actor: actor, IfVersion: cs.Version, Message: message(step, cs.Name, detail)}, csNote(cs))
+	n, err := c.m.ws.Notes().Put(changeSetKey.Grant(ctx), workspace.Write{Actor: actor, IfVersion: cs.Version, Message: message(step, cs.Name, detail)}, csNote(cs))
 	if err != nil {
 		return ChangeSet{}, fmt.Errorf("change set %s: %w", cs.Name, err)
 	}
@@ -470,7 +474,7 @@ func (c *ChangeSets) Promote(ctx context.Context, set, actor string) (workspace.
 		owner = append(owner, i)
 	}
 	ops = append(ops, workspace.PutNoteOp{Note: csNote(done), Cond: workspace.Cond{IfVersion: cs.Version, Message: message(EventCSPromoted, cs.Name, fmt.Sprintf("%d changes", len(cs.Staged)))}})
-	res, err := c.m.ws.Commit(ctx, workspace.Batch{Actor: actor, Ops: ops})
+	res, err := c.m.ws.Commit(changeSetKey.Grant(ctx), workspace.Batch{Actor: actor, Ops: ops})
 	var be *workspace.BatchError
 	if err != nil && errors.As(err, &be) && be.Index < len(owner) &&
 		(errors.Is(err, workspace.ErrConflict) || errors.Is(err, workspace.ErrAlreadyExists) || errors.Is(err, workspace.ErrNotFound)) {

@@ -412,7 +412,7 @@ func (m *Manager) recordPromotion(ctx context.Context, j journal) error {
 	md.Validated = nil
 	md.Promoted++
 	b, _ := json.Marshal(j.Diff) // plain structs: cannot fail
-	_, err = m.ws.Commit(ctx, workspace.Batch{
+	_, err = m.ws.Commit(shadowKey.Grant(ctx), workspace.Batch{
 		Actor:          j.Actor,
 		IdempotencyKey: "shadow-promote-" + j.Promotion,
 		Ops: []workspace.Op{

@@ -22,6 +22,10 @@ import (
 // whose event message starts with the step's name (shadow.opened, …).
 const NoteKind = "shadow"
 
+// shadowKey is the capability to write shadow records: the kind is
+// reserved, so a plain note write cannot plant or edit one.
+var shadowKey = workspace.Reserve(workspace.Reservation{Kind: NoteKind, Owner: "the shadow operations (package shadow)"})
+
 // Event names, carried as the first word of the message of the note put
 // (or batch) that records each step.
 const (
@@ -270,7 +274,7 @@ func (m *Manager) saveMeta(md meta, withBase bool) error {
 
 // record puts the shadow's note: its event is the step's record.
 func (m *Manager) record(ctx context.Context, md meta, actor, step, detail string) error {
-	_, err := m.ws.Notes().Put(ctx, workspace.Write{Actor: actor, Message: message(step, md.ID, detail)}, noteOf(md))
+	_, err := m.ws.Notes().Put(shadowKey.Grant(ctx), workspace.Write{Actor: actor, Message: message(step, md.ID, detail)}, noteOf(md))
 	return err
 }
 

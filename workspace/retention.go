@@ -118,6 +118,10 @@ func GC(ctx context.Context, ws Workspace, p GCPolicy) (GCReport, error) {
 // retention: the note (PinKind, PinKey(id, version)).
 const PinKind = "pin"
 
+// pinKey is the capability to write pin notes: the kind is reserved, so
+// pins are put and removed only by PinVersion and UnpinVersion.
+var pinKey = Reserve(Reservation{Kind: PinKind, Owner: "PinVersion and UnpinVersion"})
+
 // PinKey is the key of the note that pins version of artifact id.
 func PinKey(id string, version int64) string { return fmt.Sprintf("%s@%d", id, version) }
 
@@ -130,7 +134,7 @@ func PinVersion(ctx context.Context, ws Workspace, w Write, name string, version
 	if err != nil {
 		return Note{}, err
 	}
-	return ws.Notes().Put(ctx, w, NotePut{Kind: PinKind, Key: PinKey(a.ID, version),
+	return ws.Notes().Put(pinKey.Grant(ctx), w, NotePut{Kind: PinKind, Key: PinKey(a.ID, version),
 		Title: fmt.Sprintf("%s version %d", name, version), Body: a.SHA256})
 }
 
@@ -168,5 +172,5 @@ func UnpinVersion(ctx context.Context, ws Workspace, w Write, name string, versi
 	if err != nil {
 		return err
 	}
-	return ws.Notes().Delete(ctx, w, PinKind, PinKey(a.ID, version))
+	return ws.Notes().Delete(pinKey.Grant(ctx), w, PinKind, PinKey(a.ID, version))
 }

@@ -384,6 +384,9 @@ func (n notes) Get(ctx context.Context, kind, key string) (workspace.Note, error
 	if err := checkKey("note key", key, workspace.MaxKeyLen); err != nil {
 		return workspace.Note{}, err
 	}
+	if err := reservedRefusal(ctx, principalActor(ctx), policy.NoteRead, kind, true); err != nil {
+		return workspace.Note{}, err
+	}
 	act, obj := noteAction(false, kind)
 	if err := n.h.allowRead(ctx, act, obj, workspace.Subject{Kind: "note", Name: kind + "/" + key}); err != nil {
 		return workspace.Note{}, err
@@ -410,6 +413,9 @@ func (n notes) List(ctx context.Context, f workspace.NoteFilter) (workspace.Note
 		if err := checkKind("note kind", f.Kind); err != nil {
 			return workspace.NotePage{}, err
 		}
+		if err := reservedRefusal(ctx, principalActor(ctx), policy.NoteRead, f.Kind, true); err != nil {
+			return workspace.NotePage{}, err
+		}
 	}
 	if f.After != "" {
 		kind, key, ok := strings.Cut(f.After, "/")
@@ -432,11 +438,11 @@ func (n notes) List(ctx context.Context, f workspace.NoteFilter) (workspace.Note
 		last := page.Notes[c-1]
 		page.Next = last.Kind + "/" + last.Key
 	}
-	if allow != nil {
-		page.Notes = slices.DeleteFunc(page.Notes, func(x workspace.Note) bool {
-			return !allow(noteAction(false, x.Kind))
-		})
-	}
+	// A listing of every kind leaves out the reserved ones: they are the
+	// system's records, read through the operations that own them.
+	page.Notes = slices.DeleteFunc(page.Notes, func(x workspace.Note) bool {
+		return (f.Kind == "" && reservedKind(x.Kind)) || (allow != nil && !allow(noteAction(false, x.Kind)))
+	})
 	return page, err
 }
 

@@ -171,7 +171,11 @@ func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (
 	ops := make([]workspace.Op, len(b.Ops))
 	for i, op := range b.Ops {
 		ops[i] = derefOp(op)
-		if err := h.checkOp(ops[i]); err != nil {
+		err := h.checkOp(ops[i])
+		if err == nil {
+			err = checkReserved(ctx, b.Actor, ops[i])
+		}
+		if err != nil {
 			if len(b.Ops) == 1 {
 				return workspace.BatchResult{}, err
 			}

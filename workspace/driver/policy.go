@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentspace/agentspace/internal/reserve"
 	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -30,11 +31,6 @@ import (
 // PostgreSQL, where it also defeats the predicted single-writer path)
 // even with no policy at all. The compiled policy is cached by the
 // artifact's ID and version: it is parsed once per version per core.
-
-// tokenKind is the note kind that holds a server's tokens (see
-// server.TokenKind): writing or reading those notes needs the admin
-// "tokens" right.
-const tokenKind = "token"
 
 // policyCache is a core's compiled policy.
 type policyCache struct {
@@ -240,11 +236,14 @@ func (h *handle) allowAdmin(ctx context.Context, a policy.Action) error {
 	return nil
 }
 
-// noteAction is the action and object a note of kind needs.
+// noteAction is the action and object a note of kind needs: a reserved
+// kind's own right if it names one (the server's tokens need the admin
+// "tokens" right), else the note rights on the kind.
 func noteAction(write bool, kind string) (policy.Action, string) {
+	if e, ok := reserve.Lookup(kind); ok && e.Right != "" {
+		return policy.Action(e.Right), ""
+	}
 	switch {
-	case kind == tokenKind:
-		return policy.AdminTokens, ""
 	case write:
 		return policy.NoteWrite, kind
 	}

@@ -1,0 +1,117 @@
+// Package reserve is the registry of reserved note kinds: kinds whose notes
+// are the system's own records (tokens, pins, worktrees, change sets), which
+// only the layer that declared them may write. Package workspace exposes it
+// to the layers (workspace.Reserve); the engine in workspace/driver
+// enforces it. It is internal so that the lookups the engine needs do not
+// widen the user API.
+//
+// The capability is a context value keyed by an unexported type, holding the
+// *Key its layer got from Register: a context built from a request (HTTP,
+// MCP, a CLI flag) can carry it only if Go code of the owning layer put it
+// there, so no face can forge it.
+package reserve
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"sync"
+)
+
+// Entry describes one reserved kind.
+type Entry struct {
+	Kind   string // the note kind
+	Owner  string // who writes it, for refusals: "the server's token operations"
+	Sealed bool   // never read as a note, not even listed, without the key
+	Right  string // the policy action a principal needs to use it through its owner; "" for the note rights on the kind
+}
+
+// Key is the capability to write (and, when sealed, read) notes of one
+// reserved kind.
+type Key struct{ e Entry }
+
+// Entry returns the reservation k holds.
+func (k *Key) Entry() Entry { return k.e }
+
+type grantKey struct{}
+
+// grants is the set of keys a context carries: a small immutable list,
+// copied when one is added.
+type grants []*Key
+
+// Grant returns ctx carrying k as well as any key ctx already carries.
+func (k *Key) Grant(ctx context.Context) context.Context {
+	old, _ := ctx.Value(grantKey{}).(grants)
+	for _, g := range old {
+		if g == k {
+			return ctx
+		}
+	}
+	next := make(grants, len(old), len(old)+1)
+	copy(next, old)
+	return context.WithValue(ctx, grantKey{}, append(next, k))
+}
+
+var (
+	mu     sync.RWMutex
+	byKind = map[string]*Key{}
+	kindRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+)
+
+// Register reserves e.Kind and returns its key. It panics on a malformed or
+// already reserved kind: reservations are made in init, as drivers register.
+func Register(e Entry) *Key {
+	if !kindRE.MatchString(e.Kind) || e.Owner == "" {
+		panic(fmt.Sprintf("reserve: bad reservation %+v", e))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := byKind[e.Kind]; dup {
+		panic(fmt.Sprintf("reserve: kind %q reserved twice", e.Kind))
+	}
+	k := &Key{e: e}
+	byKind[e.Kind] = k
+	return k
+}
+
+// Lookup returns the reservation of kind, if it is reserved.
+func Lookup(kind string) (Entry, bool) {
+	mu.RLock()
+	k, ok := byKind[kind]
+	mu.RUnlock()
+	if !ok {
+		return Entry{}, false
+	}
+	return k.e, true
+}
+
+// Granted reports whether ctx carries the key of kind. An unreserved kind
+// needs no key and is always granted.
+func Granted(ctx context.Context, kind string) bool {
+	mu.RLock()
+	k, ok := byKind[kind]
+	mu.RUnlock()
+	if !ok {
+		return true
+	}
+	gs, _ := ctx.Value(grantKey{}).(grants)
+	for _, g := range gs {
+		if g == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Kinds returns every reserved kind, sorted.
+func Kinds() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	out := make([]string, 0, len(byKind))
+	for k := range byKind {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,60 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentspace/agentspace/internal/reserve"
+	"github.com/agentspace/agentspace/policy"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// Reserved note kinds (workspace.Reserve) are enforced here, on every
+// backend and with or without a policy: a note op on a reserved kind runs
+// only in a context that carries the kind's key, and a sealed kind is not
+// read without it. The refusal comes before anything is queued, so a
+// refused write leaves the log as it was (no denied event: the caller
+// used the wrong operation; no rule was consulted).
+
+// checkReserved refuses op if it writes a reserved kind that ctx has no
+// key for.
+func checkReserved(ctx context.Context, actor string, op workspace.Op) error {
+	var kind string
+	switch o := op.(type) {
+	case workspace.PutNoteOp:
+		kind = o.Note.Kind
+	case workspace.DeleteNoteOp:
+		kind = o.Kind
+	default:
+		return nil
+	}
+	return reservedRefusal(ctx, actor, policy.NoteWrite, kind, false)
+}
+
+// reservedRefusal returns the refusal of action a on notes of kind, or nil.
+// A read is refused only for a sealed kind.
+func reservedRefusal(ctx context.Context, actor string, a policy.Action, kind string, read bool) error {
+	e, ok := reserve.Lookup(kind)
+	if !ok || (read && !e.Sealed) || reserve.Granted(ctx, kind) {
+		return nil
+	}
+	verb := "written"
+	if read {
+		verb = "read"
+	}
+	return &workspace.ForbiddenError{Actor: actor, Action: string(a), Object: kind,
+		Reason: fmt.Sprintf("notes of kind %q are reserved records: %s only through %s", kind, verb, e.Owner)}
+}
+
+// reservedKind reports whether kind is reserved.
+func reservedKind(kind string) bool {
+	_, ok := reserve.Lookup(kind)
+	return ok
+}
+
+// principalActor is the actor ctx's principal names, "" without one: the
+// reader named in a read's refusal.
+func principalActor(ctx context.Context) string {
+	p, _ := workspace.PrincipalFrom(ctx)
+	return p.Actor
+}
