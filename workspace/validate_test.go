@@ -13,7 +13,11 @@ func TestValidateName(t *testing.T) {
 		assert.NoError(t, ValidateName(n), n)
 	}
 	bad := []string{"", "/etc/passwd", "../x", "a/../b", "a/./b", ".", "..", "a//b", "a/", `a\b`, "a\x00b",
-		"a\nb", "a\x7fb", "\xff\xfe", "C:/x", " a", "a /b", strings.Repeat("x", MaxNameLen+1)}
+		"a\nb", "a\x7fb", "\xff\xfe", "C:/x", " a", "a /b", strings.Repeat("x", MaxNameLen+1),
+		"src/\u202egnp.exe", "a\u200bb", "\ufeffa", "a\u2066b"} // format characters (Cf): bidi overrides, zero widths
+	for _, n := range bad[len(bad)-4:] {
+		assert.ErrorContains(t, ValidateName(n), "control character", "%q: the same refusal as a control character", n)
+	}
 	for _, n := range bad {
 		assert.ErrorIs(t, ValidateName(n), ErrInvalid, "%q", n)
 	}

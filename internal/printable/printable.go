@@ -11,7 +11,11 @@ import (
 
 // Problem says why s is not printable UTF-8 text, or returns "" if it is:
 // invalid UTF-8, a NUL, or a control character (newlines, tabs and
-// carriage returns are text when multiline).
+// carriage returns are text when multiline). A single line (a name, an
+// actor, a key) also refuses format characters (Unicode category Cf): a
+// bidi override makes "src/\u202egnp.exe" display as "src/exe.png", and
+// zero-width characters make two names that look alike differ. Multiline
+// text keeps them: emoji sequences join with U+200D.
 func Problem(s string, multiline bool) string {
 	if !utf8.ValidString(s) {
 		return "is not valid UTF-8"
@@ -23,7 +27,7 @@ func Problem(s string, multiline bool) string {
 		if multiline && (r == '\n' || r == '\t' || r == '\r') {
 			continue
 		}
-		if unicode.IsControl(r) || r == utf8.RuneError {
+		if unicode.IsControl(r) || r == utf8.RuneError || (!multiline && unicode.Is(unicode.Cf, r)) {
 			return fmt.Sprintf("contains control character %U", r)
 		}
 	}
