@@ -47,6 +47,7 @@ var coreCases = []coreCase{
 	{"NoteListByKindWithCursor", testNoteList},
 	// reserved.go
 	{"ReservedKindsAreWrittenOnlyByTheirOwners", testReservedKinds},
+	{"APrincipalWritesOnlyAsItsOwnActor", testPrincipalActsOnlyAsItself},
 	// tasks.go
 	{"TaskCreateAndGet", testTaskCreateGet},
 	{"TaskAreasRoundTripAndClaimAvoidsOverlap", testTaskAreas},

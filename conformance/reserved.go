@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -92,4 +93,65 @@ func testReservedKinds(t *testing.T, h Harness) {
 		require.NoError(t, err)
 		assert.Equal(t, "secret", sealed.Body)
 	}
+}
+
+// testPrincipalActsOnlyAsItself: a write whose context carries a principal
+// (a server's token) cannot name another actor, on any write path; nothing
+// is written, not even a denied event. It runs on the store itself: a
+// principal is a value in this process, and through a server the token is
+// the principal.
+func testPrincipalActsOnlyAsItself(t *testing.T, h Harness) {
+	dsn, _ := fresh(t, h)
+	ws := open(t, storeDSN(h, dsn))
+	ctx := testCtx(t)
+	task, err := ws.Tasks().Create(ctx, as("alice"), workspace.NewTask{Title: "t"})
+	require.NoError(t, err)
+	_, err = ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "alice"})
+	require.NoError(t, err)
+	_, err = ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "r", Owner: "alice", TTL: time.Hour})
+	require.NoError(t, err)
+	head := headOf(t, ws)
+
+	bob := workspace.WithPrincipal(ctx, workspace.Principal{Actor: "bob", Roles: []string{"admin"}})
+	alice := as("alice")
+	writes := map[string]func() error{
+		"artifact create": func() error {
+			_, err := ws.Artifacts().Create(bob, alice, workspace.NewArtifact{Name: "a.md", Content: []byte("x")})
+			return err
+		},
+		"note put": func() error {
+			_, err := ws.Notes().Put(bob, alice, workspace.NotePut{Kind: "decision", Key: "k"})
+			return err
+		},
+		"commit": func() error {
+			_, err := ws.Commit(bob, workspace.Batch{Actor: "alice", Ops: []workspace.Op{workspace.CreateTaskOp{Task: workspace.NewTask{Title: "x"}}}})
+			return err
+		},
+		"claim": func() error {
+			_, err := ws.Tasks().Claim(bob, workspace.ClaimRequest{Actor: "alice"})
+			return err
+		},
+		"heartbeat": func() error {
+			_, err := ws.Tasks().Heartbeat(bob, alice, task.ID, time.Minute)
+			return err
+		},
+		"complete": func() error {
+			_, err := ws.Tasks().Complete(bob, alice, task.ID, workspace.TaskResult{Summary: "x"})
+			return err
+		},
+		"lock acquire": func() error {
+			_, err := ws.Locks().Acquire(bob, workspace.AcquireRequest{Resource: "s", Owner: "alice", TTL: time.Minute})
+			return err
+		},
+		"lock force release": func() error { return ws.Locks().ForceRelease(bob, alice, "r") },
+	}
+	for name, write := range writes {
+		var fe *workspace.ForbiddenError
+		require.ErrorAs(t, write(), &fe, name)
+		assert.Equal(t, "bob", fe.Actor, name)
+		assert.Equal(t, "alice", fe.Object, name)
+	}
+	assert.Equal(t, head, headOf(t, ws), "nothing was written")
+	_, err = ws.Notes().Put(bob, as("bob"), workspace.NotePut{Kind: "decision", Key: "own"})
+	assert.NoError(t, err, "a principal writes as itself")
 }

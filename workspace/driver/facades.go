@@ -311,6 +311,9 @@ func (t tasks) Heartbeat(ctx context.Context, w workspace.Write, id string, leas
 	if err := checkVersion("if-version", w.IfVersion); err != nil {
 		return workspace.Task{}, err
 	}
+	if p, _ := workspace.PrincipalFrom(ctx); impersonation(p, w.Actor) != nil {
+		return workspace.Task{}, impersonation(p, w.Actor)
+	}
 	var out workspace.Task
 	err := t.h.run(ctx, "tasks.heartbeat", w.Actor, func(x *exec) error {
 		var err error

@@ -146,6 +146,9 @@ func (w who) none() bool { return w.pol == nil && w.bad == nil }
 func (h *handle) who(ctx context.Context, actor string) (who, error) {
 	p, ok := workspace.PrincipalFrom(ctx)
 	w := who{actor: actor, set: ok}
+	if err := impersonation(p, actor); err != nil {
+		return w, err
+	}
 	if ok {
 		if actor == "" {
 			w.actor = p.Actor
@@ -155,6 +158,21 @@ func (h *handle) who(ctx context.Context, actor string) (who, error) {
 	var err error
 	w.pol, w.bad, err = h.readPolicy(ctx)
 	return w, err
+}
+
+// impersonation refuses a write whose actor is not its principal's: behind
+// a server the principal comes from a token, and a token acts only as its
+// own actor, whatever face the write came through. Nothing is written,
+// not even a denied event.
+//
+// A lease owner may also be the actor followed by "#" and a suffix: one
+// process's lease of the actor's (the merge queue's "merger#PID-…").
+func impersonation(p workspace.Principal, actor string) error {
+	if actor == "" || p.Actor == "" || actor == p.Actor || strings.HasPrefix(actor, p.Actor+"#") {
+		return nil
+	}
+	return &workspace.ForbiddenError{Actor: p.Actor, Roles: p.Roles, Action: "act-as", Object: actor,
+		Reason: fmt.Sprintf("the caller acts as %q; a write cannot name another actor", p.Actor)}
 }
 
 // decide checks one action; a refusal is a *ForbiddenError. A policy
