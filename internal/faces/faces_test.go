@@ -1,0 +1,394 @@
+package faces_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/agentspace/agentspace/backend/remote"
+	_ "github.com/agentspace/agentspace/backend/sqlite"
+	"github.com/agentspace/agentspace/internal/wsctltest"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// The forbidden actions, each tried as bob, whose token has the role dev:
+// dev writes src/** and decision notes, and has no admin right.
+const (
+	impersonate   = "write as another actor"
+	reservedWrite = "write a reserved note (a token record)"
+	reservedRead  = "read a token record"
+	adminOp       = "run an admin operation (gc)"
+	outsideRole   = "write outside the role (docs/x.md, locks on docs/)"
+)
+
+var actions = []string{impersonate, reservedWrite, reservedRead, adminOp, outsideRole}
+
+// unconditional are the actions refused with no policy at all (the
+// default): identity and the system's own records do not depend on roles.
+var unconditional = []string{impersonate, reservedWrite, reservedRead}
+
+const policyTOML = `
+default_role = "observer"
+
+[roles.observer]
+artifacts_read = ["**"]
+notes_read = ["*"]
+
+[roles.dev]
+artifacts_read = ["**"]
+artifacts_write = ["src/**"]
+notes_read = ["*"]
+notes_write = ["decision"]
+tasks = ["add", "claim", "finish"]
+locks = ["file:src/**"]
+
+[actors]
+root = ["admin"]
+`
+
+// outcome is what a face did with one action.
+type outcome int
+
+const (
+	refused outcome = iota // refused as forbidden
+	// inexpressible: the face has no way to ask for the action at all
+	// (MCP tools take no actor and offer no gc); the driver proves it
+	// (the tool list has no such tool or field), so it is as good as a refusal.
+	inexpressible
+	allowed
+)
+
+// env is the served workspace every face reaches.
+type env struct {
+	bin, store, url string
+	bobToken        string
+	aliceTokenID    string
+	ws              workspace.Workspace // the store itself, in this process
+}
+
+// face drives one action as bob and says what came of it.
+type face struct {
+	name string
+	do   func(t *testing.T, e *env, action string) (outcome, string)
+}
+
+func TestEveryFaceRefusesTheSameThings(t *testing.T) {
+	t.Run("policy", func(t *testing.T) { everyFace(t, setUp(t, true), actions) })
+	t.Run("no policy", func(t *testing.T) { everyFace(t, setUp(t, false), unconditional) })
+}
+
+func everyFace(t *testing.T, e *env, actions []string) {
+	faces := []face{
+		{"go api", goAPI},
+		{"http", httpFace},
+		{"remote client", remoteFace},
+		{"cli", cliFace},
+		{"mcp http", mcpHTTP},
+		{"mcp stdio", mcpStdio},
+		{"dashboard", dashboardFace},
+	}
+	ctx := context.Background()
+	for _, f := range faces {
+		for _, a := range actions {
+			t.Run(f.name+"/"+a, func(t *testing.T) {
+				before, err := e.ws.Events().Head(ctx)
+				require.NoError(t, err)
+				got, detail := f.do(t, e, a)
+				assert.NotEqual(t, allowed, got, "%s let bob %s: %s", f.name, a, detail)
+				evs, err := e.ws.Events().Read(ctx, workspace.EventQuery{AfterSeq: before, Limit: 100})
+				require.NoError(t, err)
+				for _, ev := range evs.Events {
+					assert.Equal(t, workspace.EventDenied, ev.Type, "%s: a refused action wrote %+v", f.name, ev)
+				}
+			})
+		}
+	}
+	// What the token forgery of the report needed: a token note bob wrote.
+	_, err := e.ws.Notes().List(ctx, workspace.NoteFilter{Kind: "token"})
+	require.ErrorIs(t, err, workspace.ErrForbidden, "token records are sealed even in process")
+}
+
+func setUp(t *testing.T, withPolicy bool) *env {
+	t.Helper()
+	e := &env{bin: wsctltest.Binary(t)}
+	dir := t.TempDir()
+	e.store = "sqlite:" + filepath.Join(dir, "ws.db")
+	wsctltest.Init(t, e.bin, e.store)
+	run := func(stdin string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(e.bin, append([]string{"--dsn", e.store}, args...)...) // #nosec G204 -- the test's own binary
+		cmd.Env = wsctltest.Env()
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		require.NoError(t, cmd.Run(), "wsctl %v: %s", args, errb.String())
+		return out.String()
+	}
+	if withPolicy {
+		run(policyTOML, "--as", "root", "artifact", "put", workspace.PolicyArtifact)
+	}
+	e.bobToken = strings.TrimSpace(run("", "--as", "root", "token", "create", "--actor", "bob", "--role", "dev"))
+	require.Regexp(t, `^ast_`, e.bobToken)
+	alice := strings.TrimSpace(run("", "--as", "root", "token", "create", "--actor", "alice", "--role", "dev"))
+	e.aliceTokenID = regexp.MustCompile(`^ast_([^_]+)_`).FindStringSubmatch(alice)[1]
+	run("", "--as", "root", "lock", "acquire", "file:docs/x", "--ttl", "1h")
+
+	ws, err := workspace.Open(context.Background(), e.store)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ws.Close() })
+	e.ws = ws
+	e.url = wsctltest.Serve(t, e.bin, e.store, "--require-token").URL
+	return e
+}
+
+// classify maps an error to an outcome.
+func classify(err error) (outcome, string) {
+	if err == nil {
+		return allowed, "no error"
+	}
+	if strings.Contains(err.Error(), "forbidden") || strings.Contains(err.Error(), "403") {
+		return refused, err.Error()
+	}
+	return allowed, "not a refusal: " + err.Error()
+}
+
+// goAPI: a program of ours acting for bob's token (as the server's faces
+// do): a principal in the context.
+func goAPI(t *testing.T, e *env, action string) (outcome, string) {
+	ctx := workspace.WithPrincipal(context.Background(), workspace.Principal{Actor: "bob", Roles: []string{"dev"}})
+	return classify(apiDo(ctx, e, e.ws, action))
+}
+
+// apiDo runs action through a Workspace, as bob (whom ctx or the
+// workspace's token names).
+func apiDo(ctx context.Context, e *env, ws workspace.Workspace, action string) error {
+	bob := workspace.Write{Actor: "bob"}
+	switch action {
+	case impersonate:
+		_, err := ws.Notes().Put(ctx, workspace.Write{Actor: "alice"}, workspace.NotePut{Kind: "decision", Key: "forged", Body: "x"})
+		return err
+	case reservedWrite:
+		_, err := ws.Notes().Put(ctx, bob, workspace.NotePut{Kind: "token", Key: "aaaaaaaaaaaaaaaa", Body: `{"actor":"root","role":"admin"}`})
+		return err
+	case reservedRead:
+		_, err := ws.Notes().Get(ctx, "token", e.aliceTokenID)
+		return err
+	case adminOp:
+		_, err := workspace.GC(workspace.AsActor(ctx, "bob"), ws, workspace.GCPolicy{Actor: "bob", KeepVersions: 1})
+		if p, ok := workspace.PrincipalFrom(ctx); ok {
+			_, err = workspace.GC(workspace.WithPrincipal(ctx, p), ws, workspace.GCPolicy{Actor: "bob", KeepVersions: 1})
+		}
+		return err
+	case outsideRole:
+		_, err := ws.Artifacts().Create(ctx, bob, workspace.NewArtifact{Name: "docs/x.md", Content: []byte("x")})
+		return err
+	}
+	panic("unknown action " + action)
+}
+
+func remoteFace(t *testing.T, e *env, action string) (outcome, string) {
+	ws, err := workspace.Open(context.Background(), e.url+"?ws_token="+url.QueryEscape(e.bobToken))
+	require.NoError(t, err)
+	defer func() { _ = ws.Close() }()
+	return classify(apiDo(context.Background(), e, ws, action))
+}
+
+func httpFace(t *testing.T, e *env, action string) (outcome, string) {
+	var method, path, body string
+	switch action {
+	case impersonate:
+		method, path, body = "PUT", "/v1/notes/decision/forged", `{"actor":"alice","body":"x"}`
+	case reservedWrite:
+		method, path, body = "PUT", "/v1/notes/token/aaaaaaaaaaaaaaaa", `{"body":"{\"actor\":\"root\",\"role\":\"admin\"}"}`
+	case reservedRead:
+		method, path = "GET", "/v1/notes/token/"+e.aliceTokenID
+	case adminOp:
+		method, path, body = "POST", "/v1/admin/gc", `{"keep_versions":1}`
+	case outsideRole:
+		method, path, body = "POST", "/v1/artifacts", `{"name":"docs/x.md","content":"x"}`
+	}
+	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+e.bobToken)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer func() { _ = res.Body.Close() }()
+	var p struct {
+		Code   string `json:"code"`
+		Detail string `json:"detail"`
+	}
+	_ = json.NewDecoder(res.Body).Decode(&p)
+	if res.StatusCode == http.StatusForbidden && p.Code == "forbidden" {
+		return refused, p.Detail
+	}
+	return allowed, fmt.Sprintf("%s %s: %d %s %s", method, path, res.StatusCode, p.Code, p.Detail)
+}
+
+func cliFace(t *testing.T, e *env, action string) (outcome, string) {
+	var args []string
+	switch action {
+	case impersonate:
+		args = []string{"--as", "alice", "note", "put", "decision", "forged", "--title", "t", "--body", "x"}
+	case reservedWrite:
+		args = []string{"note", "put", "token", "aaaaaaaaaaaaaaaa", "--title", "t", "--body", `{"actor":"root","role":"admin"}`}
+	case reservedRead:
+		args = []string{"note", "get", "token", e.aliceTokenID}
+	case adminOp:
+		args = []string{"gc", "--keep-versions", "1"}
+	case outsideRole:
+		args = []string{"artifact", "put", "docs/x.md"}
+	}
+	cmd := exec.Command(e.bin, append([]string{"--dsn", e.url}, args...)...) // #nosec G204 -- the test's own binary
+	cmd.Env = wsctltest.Env("AGENTSPACE_TOKEN="+e.bobToken, "AGENTSPACE_ACTOR=bob")
+	cmd.Stdin = strings.NewReader("x")
+	out, err := cmd.CombinedOutput()
+	var xe *exec.ExitError
+	if err != nil && errorsAs(err, &xe) && xe.ExitCode() == 7 {
+		return refused, string(out)
+	}
+	return allowed, fmt.Sprintf("wsctl %v: %v: %s", args, err, out)
+}
+
+func errorsAs(err error, xe **exec.ExitError) bool {
+	e, ok := err.(*exec.ExitError)
+	*xe = e
+	return ok
+}
+
+// mcpDo runs action through an MCP session acting as bob.
+func mcpDo(t *testing.T, cs *sdk.ClientSession, e *env, action string, canImpersonate bool) (outcome, string) {
+	ctx := context.Background()
+	call := func(name string, args map[string]any) (outcome, string) {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			return classify(err)
+		}
+		text := ""
+		for _, c := range res.Content {
+			if tc, ok := c.(*sdk.TextContent); ok {
+				text += tc.Text
+			}
+		}
+		if res.IsError && strings.Contains(text, "forbidden") {
+			return refused, text
+		}
+		return allowed, fmt.Sprintf("%s: error=%v %s", name, res.IsError, text)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	switch action {
+	case impersonate:
+		if canImpersonate {
+			return call("note", map[string]any{"op": "put", "kind": "decision", "key": "forged", "body": "x"})
+		}
+		for _, tl := range tools.Tools {
+			b, err := json.Marshal(tl.InputSchema)
+			require.NoError(t, err)
+			require.NotContains(t, string(b), `"actor"`, "tool %s takes an actor", tl.Name)
+		}
+		return inexpressible, "no tool takes an actor: a session acts as its token's"
+	case reservedWrite:
+		return call("note", map[string]any{"op": "put", "kind": "token", "key": "aaaaaaaaaaaaaaaa", "body": `{"actor":"root","role":"admin"}`})
+	case reservedRead:
+		if o, d := call("note", map[string]any{"op": "get", "kind": "token", "key": e.aliceTokenID}); o != refused {
+			return o, d
+		}
+		return call("note", map[string]any{"op": "list", "kind": "token"})
+	case adminOp:
+		for _, tl := range tools.Tools {
+			require.False(t, slices.Contains([]string{"gc", "verify", "export", "import", "token"}, tl.Name), "tool %s", tl.Name)
+		}
+		return inexpressible, "no admin tool"
+	case outsideRole:
+		return call("artifact_write", map[string]any{"name": "docs/x.md", "content": "x"})
+	}
+	panic("unknown action " + action)
+}
+
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+func mcpHTTP(t *testing.T, e *env, action string) (outcome, string) {
+	tr := &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: bearer{e.bobToken, http.DefaultTransport}}}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "faces", Version: "0"}, nil).Connect(context.Background(), tr, nil)
+	require.NoError(t, err)
+	defer func() { _ = cs.Close() }()
+	return mcpDo(t, cs, e, action, false)
+}
+
+// mcpStdio: `wsctl mcp` on the served workspace with bob's token; its
+// --as names alice, so every write it makes tries to impersonate her.
+func mcpStdio(t *testing.T, e *env, action string) (outcome, string) {
+	as := "bob"
+	if action == impersonate {
+		as = "alice"
+	}
+	cmd := exec.Command(e.bin, "--dsn", e.url, "--as", as, "mcp") // #nosec G204 -- the test's own binary
+	cmd.Env = wsctltest.Env("AGENTSPACE_TOKEN=" + e.bobToken)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "faces", Version: "0"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err)
+	defer func() { _ = cs.Close() }()
+	return mcpDo(t, cs, e, action, true)
+}
+
+// dashboardFace: the dashboard's operator actions, posted with bob's token
+// from the dashboard's own origin. Its only write is on locks and tasks;
+// the rest cannot be asked for there.
+func dashboardFace(t *testing.T, e *env, action string) (outcome, string) {
+	if action != outsideRole {
+		for _, p := range []string{"/ui/notes?kind=token"} {
+			req, err := http.NewRequest("GET", e.url+p, nil)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+e.bobToken)
+			res, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			_ = res.Body.Close()
+			if action == reservedRead {
+				if res.StatusCode == http.StatusForbidden {
+					return refused, p
+				}
+				return allowed, fmt.Sprintf("GET %s: %d", p, res.StatusCode)
+			}
+		}
+		return inexpressible, "the dashboard has no action for it"
+	}
+	form := url.Values{"resource": {"file:docs/x"}}
+	req, err := http.NewRequest("POST", e.url+"/ui/action/lock/release", strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+e.bobToken)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", e.url)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer func() { _ = res.Body.Close() }()
+	if res.StatusCode == http.StatusForbidden {
+		return refused, "403"
+	}
+	return allowed, fmt.Sprintf("POST lock release: %d", res.StatusCode)
+}
