@@ -202,9 +202,9 @@ type SchemaError struct {
 func (e *SchemaError) Error() string {
 	switch {
 	case e.Dirty:
-		return fmt.Sprintf("schema is dirty at version %d (a migration failed half-way): check the store, then run `wsctl migrate force %d`", e.Current, e.Current)
+		return fmt.Sprintf("schema is dirty at version %d (a migration failed half-way): check the store, then force its version to %d", e.Current, e.Current)
 	case e.Current < e.Want:
-		return fmt.Sprintf("schema is at version %d, this code needs %d: run `wsctl migrate up`", e.Current, e.Want)
+		return fmt.Sprintf("schema is at version %d, this code needs %d: migrate the store up", e.Current, e.Want)
 	default:
 		return fmt.Sprintf("schema is at version %d, newer than this code's %d: upgrade agentspace; refusing to touch the store", e.Current, e.Want)
 	}

@@ -68,7 +68,7 @@ func changeRoleOnce(ctx context.Context, ws Workspace, w Write, actor, role stri
 	rc := RoleChange{Actor: actor, Role: role}
 	art, err := ws.Artifacts().Get(ctx, ByName(PolicyArtifact))
 	if errors.Is(err, ErrNotFound) {
-		return rc, fmt.Errorf("no policy to change (wsctl policy apply FILE sets one): %w", err)
+		return rc, fmt.Errorf("no policy to change (apply one first): %w", err)
 	}
 	if err != nil {
 		return rc, err
@@ -80,7 +80,7 @@ func changeRoleOnce(ctx context.Context, ws Workspace, w Write, actor, role stri
 	}
 	f := p.File()
 	if _, ok := f.Roles[role]; !ok && role != policy.AdminRole {
-		return rc, &InvalidError{Field: "role", Reason: fmt.Sprintf("%q is not a role of the policy (wsctl role ls)", role)}
+		return rc, &InvalidError{Field: "role", Reason: fmt.Sprintf("%q is not a role of the policy", role)}
 	}
 	cur := slices.Clone(p.RolesOf(actor))
 	holds := slices.Contains(cur, role)

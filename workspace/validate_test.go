@@ -53,9 +53,9 @@ func TestErrorsMatchTheirSentinels(t *testing.T) {
 	be := &BatchError{Index: 2, Op: PutNoteOp{}, Err: &ConflictError{Current: 3}}
 	assert.ErrorIs(t, be, ErrConflict)
 	assert.Contains(t, be.Error(), "batch op 2 (put note)")
-	assert.Contains(t, (&SchemaError{Current: 1, Want: 2}).Error(), "wsctl migrate up")
+	assert.Contains(t, (&SchemaError{Current: 1, Want: 2}).Error(), "migrate the store up")
 	assert.Contains(t, (&SchemaError{Current: 3, Want: 2}).Error(), "refusing")
-	assert.Contains(t, (&SchemaError{Current: 2, Want: 2, Dirty: true}).Error(), "wsctl migrate force 2")
+	assert.Contains(t, (&SchemaError{Current: 2, Want: 2, Dirty: true}).Error(), "force its version to 2")
 }
 
 func TestAreasOverlapOnSegmentBoundaries(t *testing.T) {

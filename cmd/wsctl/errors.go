@@ -62,6 +62,7 @@ func classify(err error) error {
 		conflict *workspace.ConflictError
 		locked   *workspace.LockedError
 		compact  *workspace.CompactedError
+		schema   *workspace.SchemaError
 	)
 	c := &cliError{code: exitError, err: err}
 	switch {
@@ -88,6 +89,10 @@ func classify(err error) error {
 	case errors.Is(err, workspace.ErrNoWorkspace):
 		c.code = exitNoStore
 		c.hint = "create one with 'wsctl init', or point wsctl at yours with --dsn, AGENTSPACE_DSN or agentspace.toml ('wsctl config' shows which it used)"
+	case errors.As(err, &schema) && schema.Dirty:
+		c.hint = fmt.Sprintf("run 'wsctl migrate force %d' once the store is checked", schema.Current)
+	case errors.As(err, &schema) && schema.Current < schema.Want:
+		c.hint = "run 'wsctl migrate up'"
 	case errors.Is(err, workspace.ErrForbidden):
 		c.code = exitForbidden
 		c.hint = "the workspace's policy does not let you: 'wsctl policy show' lists the roles, 'wsctl policy check' explains"
