@@ -7,6 +7,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -24,7 +25,7 @@ type noteOut struct {
 // the server, and only the token commands write them.
 func guardKind(kind string) error {
 	if kind == TokenKind {
-		return fmt.Errorf("%w: notes of kind %q hold tokens: use wsctl token", ErrForbidden, TokenKind)
+		return fmt.Errorf("%w: notes of kind %q hold tokens: use wsctl token", wire.ErrForbidden, TokenKind)
 	}
 	return nil
 }
@@ -33,7 +34,7 @@ func (s *Server) noteRoutes() {
 	huma.Register(s.api, s.op("putNote", http.MethodPut, "/v1/notes/{kind}/{key}", "Create or update a note", "notes", 0),
 		func(ctx context.Context, in *struct {
 			NotePath
-			Body NoteBody
+			Body wire.NoteBody
 		}) (*noteOut, error) {
 			if err := guardKind(in.Kind); err != nil {
 				return nil, s.fail(ctx, err)
@@ -58,12 +59,12 @@ func (s *Server) noteRoutes() {
 	huma.Register(s.api, s.op("deleteNote", http.MethodDelete, "/v1/notes/{kind}/{key}", "Delete a note", "notes", http.StatusNoContent),
 		func(ctx context.Context, in *struct {
 			NotePath
-			WriteQuery
+			wire.WriteQuery
 		}) (*struct{}, error) {
 			if err := guardKind(in.Kind); err != nil {
 				return nil, s.fail(ctx, err)
 			}
-			w, err := s.write(ctx, in.fields())
+			w, err := s.write(ctx, in.Fields())
 			if err != nil {
 				return nil, err
 			}
