@@ -4,7 +4,8 @@
 // store (the raw baseline). The machine is noisy, so what matters is the
 // ratio of the two, not absolute times.
 //
-// A backend hooks in with one line in a _test.go file:
+// BenchmarkSuite in this package's tests runs them on every backend
+// (go test -bench Suite/sqlite ./bench); a store of your own hooks in with
 //
 //	func BenchmarkSuite(b *testing.B) { bench.Run(b, bench.Harness{NewDSN: newDSN}) }
 //

@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -68,7 +68,7 @@ func echoServer(via string) (string, func(), error) {
 
 // echoHandler answers an artifact change with the artifact it would make.
 func echoHandler(w http.ResponseWriter, r *http.Request) {
-	var body server.ArtifactChangeBody
+	var body wire.ArtifactChangeBody
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&body); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -97,8 +97,8 @@ func echoOp(addr string) op {
 	s := base64.StdEncoding.EncodeToString(content)
 	var version int64 = 1
 	return plain(func(ctx context.Context, _ int) error {
-		body, err := json.Marshal(server.ArtifactChangeBody{WriteFields: server.WriteFields{Actor: actor, IfVersion: version},
-			Content: server.Content{Content: &s, ContentEncoding: "base64"}})
+		body, err := json.Marshal(wire.ArtifactChangeBody{WriteFields: wire.WriteFields{Actor: actor, IfVersion: version},
+			Content: wire.Content{Content: &s, ContentEncoding: "base64"}})
 		if err != nil {
 			return err
 		}

@@ -9,28 +9,29 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
 // Error classes: the "error" field of a failed tool call's structured
-// content. They are the codes of the HTTP API's problems, so an agent
-// that knows one surface knows the other.
+// content. They are the wire package's problem codes, the HTTP API's, so
+// an agent that knows one surface knows the other.
 const (
-	ClassNotFound      = "not_found"
-	ClassAlreadyExists = "already_exists"
-	ClassConflict      = "conflict"
-	ClassLocked        = "locked"
-	ClassNotHolder     = "not_holder"
-	ClassLockLost      = "lock_lost"
-	ClassStaleFence    = "stale_fence"
-	ClassNoTask        = "no_task"
-	ClassCompacted     = "compacted"
-	ClassInvalid       = "invalid"
-	ClassTooLarge      = "too_large"
-	ClassClosed        = "closed"
-	ClassTimeout       = "timeout"
-	ClassForbidden     = "forbidden"
-	ClassInternal      = "internal"
+	ClassNotFound      = wire.CodeNotFound
+	ClassAlreadyExists = wire.CodeAlreadyExists
+	ClassConflict      = wire.CodeConflict
+	ClassLocked        = wire.CodeLocked
+	ClassNotHolder     = wire.CodeNotHolder
+	ClassLockLost      = wire.CodeLockLost
+	ClassStaleFence    = wire.CodeStaleFence
+	ClassNoTask        = wire.CodeNoTask
+	ClassCompacted     = wire.CodeCompacted
+	ClassInvalid       = wire.CodeInvalid
+	ClassTooLarge      = wire.CodeTooLarge
+	ClassClosed        = wire.CodeClosed
+	ClassTimeout       = wire.CodeTimeout
+	ClassForbidden     = wire.CodeForbidden
+	ClassInternal      = wire.CodeInternal
 )
 
 // ToolError is the structured content of a failed tool call: its class,
@@ -58,10 +59,24 @@ type ToolError struct {
 	Rule   string `json:"rule,omitempty"`
 }
 
-// classify is the one table from the workspace's errors to tool errors.
-// An error outside the workspace's set is internal; its text is passed
-// through redact before an agent sees it.
+// classify makes the tool error of err. Its class is the code the wire
+// package's one table gives the error (so the HTTP API's); this adds the
+// details an agent acts on and what to do next. A passed deadline is a
+// timeout; any other error outside the table is internal, and its text is
+// passed through redact before an agent sees it.
 func classify(err error, redact func(error) error) ToolError {
+	te := ToolError{Message: err.Error()}
+	p, ok := wire.ProblemOf(err)
+	switch {
+	case ok:
+		te.Error = p.Code
+	case errors.Is(err, context.DeadlineExceeded):
+		te.Error, te.Message = ClassTimeout, "the call's deadline passed"
+		return te
+	default:
+		te.Error, te.Message = ClassInternal, redact(err).Error()
+		return te
+	}
 	var (
 		conflict *workspace.ConflictError
 		locked   *workspace.LockedError
@@ -70,56 +85,52 @@ func classify(err error, redact func(error) error) ToolError {
 		compact  *workspace.CompactedError
 		denied   *workspace.ForbiddenError
 	)
-	te := ToolError{Message: err.Error()}
-	switch {
-	case errors.As(err, &conflict):
-		te.Error, te.CurrentVersion = ClassConflict, conflict.Current
+	switch te.Error {
+	case ClassConflict:
+		if errors.As(err, &conflict) {
+			te.CurrentVersion = conflict.Current
+		}
 		te.Hint = "the record changed since you read it: re-read it"
-		if conflict.Current > 0 {
-			te.Hint += fmt.Sprintf(" and retry with if_version %d", conflict.Current)
+		if te.CurrentVersion > 0 {
+			te.Hint += fmt.Sprintf(" and retry with if_version %d", te.CurrentVersion)
 		}
-	case errors.Is(err, workspace.ErrAlreadyExists):
-		te.Error, te.Hint = ClassAlreadyExists, "read it, then update it with if_version set to its version"
-	case errors.As(err, &locked):
-		exp := locked.ExpiresAt.UTC()
-		te.Error, te.Resource, te.Holder, te.Token, te.ExpiresAt = ClassLocked, locked.Resource, locked.Holder, locked.Token, &exp
-		te.Hint = fmt.Sprintf("%s holds it until %s: wait for it (lock op=acquire with wait_seconds) or work on something else",
-			locked.Holder, exp.Format(time.RFC3339))
-	case errors.As(err, &stale):
-		te.Error, te.Resource, te.Token = ClassStaleFence, stale.Resource, stale.Newest
+	case ClassAlreadyExists:
+		te.Hint = "read it, then update it with if_version set to its version"
+	case ClassLocked:
+		if errors.As(err, &locked) {
+			exp := locked.ExpiresAt.UTC()
+			te.Resource, te.Holder, te.Token, te.ExpiresAt = locked.Resource, locked.Holder, locked.Token, &exp
+			te.Hint = fmt.Sprintf("%s holds it until %s: wait for it (lock op=acquire with wait_seconds) or work on something else",
+				locked.Holder, exp.Format(time.RFC3339))
+		}
+	case ClassStaleFence:
+		if errors.As(err, &stale) {
+			te.Resource, te.Token = stale.Resource, stale.Newest
+		}
 		te.Hint = "your lease was taken over: acquire the lock again and write with the new token as fence"
-	case errors.Is(err, workspace.ErrStaleFence):
-		te.Error, te.Hint = ClassStaleFence, "your lease was taken over: acquire the lock again and write with the new token as fence"
-	case errors.Is(err, workspace.ErrLockLost):
-		te.Error, te.Hint = ClassLockLost, "the lease or claim lapsed and is no longer yours: acquire (or claim) again"
-	case errors.Is(err, workspace.ErrNotHolder):
-		te.Error, te.Hint = ClassNotHolder, "only the holder of the lease or claim may do this"
-	case errors.Is(err, workspace.ErrNotFound):
-		te.Error = ClassNotFound
-	case errors.Is(err, workspace.ErrNoTask):
-		te.Error, te.Hint = ClassNoTask, "nothing is ready: add a task, or claim with wait_seconds to wait for one"
-	case errors.As(err, &invalid):
-		te.Error, te.Field, te.Reason = ClassInvalid, invalid.Field, invalid.Reason
-		if invalid.TooLarge {
-			te.Error = ClassTooLarge
+	case ClassLockLost:
+		te.Hint = "the lease or claim lapsed and is no longer yours: acquire (or claim) again"
+	case ClassNotHolder:
+		te.Hint = "only the holder of the lease or claim may do this"
+	case ClassNoTask:
+		te.Hint = "nothing is ready: add a task, or claim with wait_seconds to wait for one"
+	case ClassInvalid, ClassTooLarge:
+		if errors.As(err, &invalid) {
+			te.Field, te.Reason = invalid.Field, invalid.Reason
+			if invalid.Field == "actor" {
+				te.Hint = "this server has no actor: start it with --as NAME (or AGENTSPACE_ACTOR), or connect with a token"
+			}
 		}
-		if invalid.Field == "actor" {
-			te.Hint = "this server has no actor: start it with --as NAME (or AGENTSPACE_ACTOR), or connect with a token"
+	case ClassCompacted:
+		if errors.As(err, &compact) {
+			te.Floor = compact.Floor
+			te.Hint = fmt.Sprintf("re-read the current state, then wait from after_seq %d", compact.Floor-1)
 		}
-	case errors.As(err, &compact):
-		te.Error, te.Floor = ClassCompacted, compact.Floor
-		te.Hint = fmt.Sprintf("re-read the current state, then wait from after_seq %d", compact.Floor-1)
-	case errors.As(err, &denied):
-		te.Error, te.Action, te.Rule, te.Reason = ClassForbidden, denied.Action, denied.Rule, denied.Reason
-		te.Hint = "the workspace's policy does not let you do this: do not retry; ask whoever holds the right, or leave it"
-	case errors.Is(err, workspace.ErrForbidden):
-		te.Error = ClassForbidden
-	case errors.Is(err, workspace.ErrClosed):
-		te.Error = ClassClosed
-	case errors.Is(err, context.DeadlineExceeded):
-		te.Error, te.Message = ClassTimeout, "the call's deadline passed"
-	default:
-		te.Error, te.Message = ClassInternal, redact(err).Error()
+	case ClassForbidden:
+		if errors.As(err, &denied) {
+			te.Action, te.Rule, te.Reason = denied.Action, denied.Rule, denied.Reason
+			te.Hint = "the workspace's policy does not let you do this: do not retry; ask whoever holds the right, or leave it"
+		}
 	}
 	return te
 }

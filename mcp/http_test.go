@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -10,7 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/mcp"
 	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -28,8 +31,19 @@ func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
 	return h.next.RoundTrip(r)
 }
 
+// mountMCP is the endpoint wsctl hands the server: this package's tools,
+// acting as the caller the server authenticated.
+func mountMCP(p server.MCPParams) (http.Handler, io.Closer) {
+	m := mcp.NewServer(p.Workspace, mcp.Options{Version: p.Version, Logger: p.Logger, Redact: p.Redact})
+	return m.HTTPHandler(func(r *http.Request) mcp.Caller {
+		actor, bound := p.Caller(r)
+		return mcp.Caller{Actor: actor, Bound: bound}
+	}, mcp.HTTPOptions{MaxBodyBytes: p.MaxBodyBytes}), m
+}
+
 func httpServer(t *testing.T, ws workspace.Workspace, opts server.Options) (*server.Server, *httptest.Server) {
 	t.Helper()
+	opts.MCP = mountMCP
 	srv, err := server.New(ws, opts)
 	require.NoError(t, err)
 	hs := httptest.NewUnstartedServer(srv)
@@ -83,7 +97,7 @@ func TestHTTPEndpointWithoutTokensActsAsTheNamedActor(t *testing.T) {
 	ws := openWS(t, sqliteBackend.dsn(t))
 	_, hs := httpServer(t, ws, server.Options{})
 	for _, version := range []string{"", "2025-11-25"} {
-		cs, err := httpConnect(t, hs.URL, version, map[string]string{server.ActorHeader: "dave"})
+		cs, err := httpConnect(t, hs.URL, version, map[string]string{wire.ActorHeader: "dave"})
 		require.NoError(t, err)
 		assert.Equal(t, "dave", ok(t, cs, "status", nil)["actor"])
 		ok(t, cs, "note", map[string]any{"op": "put", "kind": "decision", "key": "http-" + version})

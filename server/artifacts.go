@@ -6,6 +6,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -29,12 +30,12 @@ type artifactOut struct {
 
 func (s *Server) artifactRoutes() {
 	huma.Register(s.api, s.op("createArtifact", http.MethodPost, "/v1/artifacts", "Create an artifact (version 1)", "artifacts", http.StatusCreated),
-		func(ctx context.Context, in *struct{ Body NewArtifactBody }) (*artifactOut, error) {
+		func(ctx context.Context, in *struct{ Body wire.NewArtifactBody }) (*artifactOut, error) {
 			w, err := s.write(ctx, in.Body.WriteFields)
 			if err != nil {
 				return nil, err
 			}
-			n, err := in.Body.artifact()
+			n, err := in.Body.Artifact()
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
@@ -75,13 +76,13 @@ func (s *Server) artifactRoutes() {
 	huma.Register(s.api, s.op("updateArtifact", http.MethodPatch, "/v1/artifacts/{ref}", "Write a new version from the head and a change", "artifacts", 0),
 		func(ctx context.Context, in *struct {
 			ArtifactPath
-			Body ArtifactChangeBody
+			Body wire.ArtifactChangeBody
 		}) (*artifactOut, error) {
 			w, err := s.write(ctx, in.Body.WriteFields)
 			if err != nil {
 				return nil, err
 			}
-			c, err := in.Body.change()
+			c, err := in.Body.Change()
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
@@ -92,9 +93,9 @@ func (s *Server) artifactRoutes() {
 	huma.Register(s.api, s.op("deleteArtifact", http.MethodDelete, "/v1/artifacts/{ref}", "Delete an artifact from the live set", "artifacts", http.StatusNoContent),
 		func(ctx context.Context, in *struct {
 			ArtifactPath
-			WriteQuery
+			wire.WriteQuery
 		}) (*struct{}, error) {
-			w, err := s.write(ctx, in.fields())
+			w, err := s.write(ctx, in.Fields())
 			if err != nil {
 				return nil, err
 			}
@@ -104,7 +105,7 @@ func (s *Server) artifactRoutes() {
 	huma.Register(s.api, s.op("rollbackArtifact", http.MethodPost, "/v1/artifacts/{ref}/rollback", "Write a new head from an old version", "artifacts", 0),
 		func(ctx context.Context, in *struct {
 			ArtifactPath
-			Body RollbackBody
+			Body wire.RollbackBody
 		}) (*artifactOut, error) {
 			w, err := s.write(ctx, in.Body.WriteFields)
 			if err != nil {

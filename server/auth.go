@@ -9,17 +9,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
-
-// ActorHeader names the acting agent on a request without a token (only
-// where the server does not require tokens).
-const ActorHeader = "X-Agentspace-Actor"
 
 // principal is who a request acts as: bound to a token's actor, or (no
 // token, where allowed) whoever the request names.
 type principal struct {
-	actor string // the token's actor, or the ActorHeader value
+	actor string // the token's actor, or the wire.ActorHeader value
 	role  string
 	token string // the token's public id; "" without a token
 }
@@ -51,7 +48,7 @@ func actorFor(ctx context.Context, named string) (string, error) {
 	p := principalFrom(ctx)
 	if p.bound() {
 		if named != "" && named != p.actor {
-			return "", fmt.Errorf("%w: the token acts as %q; a request cannot act as %q", ErrForbidden, p.actor, truncate(named, 64))
+			return "", fmt.Errorf("%w: the token acts as %q; a request cannot act as %q", wire.ErrForbidden, p.actor, truncate(named, 64))
 		}
 		return p.actor, nil
 	}
@@ -68,13 +65,13 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		if s.opts.RequireToken {
-			return principal{}, fmt.Errorf("%w: this server requires a bearer token (Authorization: Bearer ast_...)", ErrUnauthorized)
+			return principal{}, fmt.Errorf("%w: this server requires a bearer token (Authorization: Bearer ast_...)", wire.ErrUnauthorized)
 		}
-		return principal{actor: r.Header.Get(ActorHeader)}, nil
+		return principal{actor: r.Header.Get(wire.ActorHeader)}, nil
 	}
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return principal{}, fmt.Errorf("%w: the Authorization header must be \"Bearer <token>\"", ErrUnauthorized)
+		return principal{}, fmt.Errorf("%w: the Authorization header must be \"Bearer <token>\"", wire.ErrUnauthorized)
 	}
 	t, err := s.tokens.Verify(r.Context(), strings.TrimSpace(tok))
 	if err != nil {
@@ -128,10 +125,10 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			var err error
 			p, err = s.authenticate(r)
 			if err != nil {
-				pr, ok := problemOf(err)
+				pr, ok := wire.ProblemOf(err)
 				if !ok {
 					s.log.Error("agentspace server: token check failed", "err", s.opts.Redact(err))
-					pr = newProblem(CodeUnavailable, "could not check the token")
+					pr = wire.NewProblem(wire.CodeUnavailable, "could not check the token")
 				}
 				writeProblem(rec, pr)
 				s.observe(r, rec, p, start, "unauthenticated")
@@ -168,4 +165,4 @@ func (s *Server) observe(r *http.Request, rec *recorder, p principal, start time
 
 // errBadToken is the one answer for every token that does not pass, so
 // that the refusal says nothing about which part was wrong.
-var errBadToken = fmt.Errorf("%w: the token is unknown, revoked or expired", ErrUnauthorized)
+var errBadToken = fmt.Errorf("%w: the token is unknown, revoked or expired", wire.ErrUnauthorized)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -35,24 +36,24 @@ func TestTokensBindTheActor(t *testing.T) {
 	e.ok(201, &a, "POST", "/v1/artifacts", map[string]any{"name": "mine", "content": "x"}, bearer(tok)...)
 	assert.Equal(t, "ann", a.CreatedBy)
 	// The header cannot override the token either.
-	e.ok(201, &a, "POST", "/v1/artifacts", map[string]any{"name": "mine2", "content": "x"}, "Authorization", "Bearer "+tok, server.ActorHeader, "bob")
+	e.ok(201, &a, "POST", "/v1/artifacts", map[string]any{"name": "mine2", "content": "x"}, "Authorization", "Bearer "+tok, wire.ActorHeader, "bob")
 	assert.Equal(t, "ann", a.CreatedBy)
 
 	head := e.head()
 	for _, body := range []map[string]any{
 		{"name": "theirs", "content": "x", "actor": "bob"},
 	} {
-		require.ErrorIs(t, e.fails(403, "POST", "/v1/artifacts", body, bearer(tok)...), server.ErrForbidden)
+		require.ErrorIs(t, e.fails(403, "POST", "/v1/artifacts", body, bearer(tok)...), wire.ErrForbidden)
 	}
-	require.ErrorIs(t, e.fails(403, "POST", "/v1/tasks/claim", map[string]any{"actor": "bob"}, bearer(tok)...), server.ErrForbidden)
-	require.ErrorIs(t, e.fails(403, "POST", "/v1/locks/r/acquire", map[string]any{"actor": "bob", "ttl": "1m"}, bearer(tok)...), server.ErrForbidden)
-	require.ErrorIs(t, e.fails(403, "POST", "/v1/batch", map[string]any{"actor": "bob", "ops": []any{}}, bearer(tok)...), server.ErrForbidden)
+	require.ErrorIs(t, e.fails(403, "POST", "/v1/tasks/claim", map[string]any{"actor": "bob"}, bearer(tok)...), wire.ErrForbidden)
+	require.ErrorIs(t, e.fails(403, "POST", "/v1/locks/r/acquire", map[string]any{"actor": "bob", "ttl": "1m"}, bearer(tok)...), wire.ErrForbidden)
+	require.ErrorIs(t, e.fails(403, "POST", "/v1/batch", map[string]any{"actor": "bob", "ops": []any{}}, bearer(tok)...), wire.ErrForbidden)
 	assert.Equal(t, head, e.head(), "nothing written")
 
 	// The token notes are out of the API's reach.
-	require.ErrorIs(t, e.fails(403, "GET", "/v1/notes/token/"+info.ID, nil, bearer(tok)...), server.ErrForbidden)
-	require.ErrorIs(t, e.fails(403, "PUT", "/v1/notes/token/x", map[string]any{"body": "{}"}, bearer(tok)...), server.ErrForbidden)
-	require.ErrorIs(t, e.fails(403, "POST", "/v1/batch", map[string]any{"ops": []any{map[string]any{"op": "put_note", "kind": "token", "key": "x"}}}, bearer(tok)...), server.ErrForbidden)
+	require.ErrorIs(t, e.fails(403, "GET", "/v1/notes/token/"+info.ID, nil, bearer(tok)...), wire.ErrForbidden)
+	require.ErrorIs(t, e.fails(403, "PUT", "/v1/notes/token/x", map[string]any{"body": "{}"}, bearer(tok)...), wire.ErrForbidden)
+	require.ErrorIs(t, e.fails(403, "POST", "/v1/batch", map[string]any{"ops": []any{map[string]any{"op": "put_note", "kind": "token", "key": "x"}}}, bearer(tok)...), wire.ErrForbidden)
 	var np workspace.NotePage
 	e.ok(200, &np, "GET", "/v1/notes", nil, bearer(tok)...)
 	assert.Empty(t, np.Notes)
@@ -63,7 +64,7 @@ func TestTokensBindTheActor(t *testing.T) {
 	}
 	for _, hdr := range [][]string{
 		nil,
-		{server.ActorHeader, "ann"},
+		{wire.ActorHeader, "ann"},
 		bearer("ast_nope"),
 		bearer(tok + "x"),
 		bearer(flipped),
@@ -72,7 +73,7 @@ func TestTokensBindTheActor(t *testing.T) {
 		st, body := e.do("GET", "/v1/whoami", nil, hdr...)
 		assert.Equal(t, http.StatusUnauthorized, st, "%v", hdr)
 		assert.NotContains(t, string(body), tok[len(server.TokenPrefix)+17:], "the secret is never echoed")
-		require.ErrorIs(t, server.DecodeError(st, body), server.ErrUnauthorized)
+		require.ErrorIs(t, wire.DecodeError(st, body), wire.ErrUnauthorized)
 	}
 	// Health and the document need no token.
 	st, _ := e.do("GET", "/healthz", nil)
@@ -82,13 +83,13 @@ func TestTokensBindTheActor(t *testing.T) {
 
 	_, err = e.srv.Tokens().Revoke(ctx, "admin", info.ID)
 	require.NoError(t, err)
-	require.ErrorIs(t, e.fails(401, "GET", "/v1/whoami", nil, bearer(tok)...), server.ErrUnauthorized)
+	require.ErrorIs(t, e.fails(401, "GET", "/v1/whoami", nil, bearer(tok)...), wire.ErrUnauthorized)
 
 	short, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "bob", TTL: 50 * time.Millisecond})
 	require.NoError(t, err)
 	e.ok(200, nil, "GET", "/v1/whoami", nil, bearer(short)...)
 	time.Sleep(100 * time.Millisecond)
-	require.ErrorIs(t, e.fails(401, "GET", "/v1/whoami", nil, bearer(short)...), server.ErrUnauthorized)
+	require.ErrorIs(t, e.fails(401, "GET", "/v1/whoami", nil, bearer(short)...), wire.ErrUnauthorized)
 
 	ts, err := e.srv.Tokens().List(ctx)
 	require.NoError(t, err)
@@ -112,8 +113,8 @@ func TestWithoutRequiredTokensAPresentedTokenStillBinds(t *testing.T) {
 	var a workspace.Artifact
 	e.ok(201, &a, "POST", "/v1/artifacts", map[string]any{"name": "x", "content": "x", "actor": "bob"})
 	assert.Equal(t, "bob", a.CreatedBy)
-	require.ErrorIs(t, e.fails(403, "POST", "/v1/artifacts", map[string]any{"name": "y", "content": "x", "actor": "bob"}, bearer(tok)...), server.ErrForbidden)
-	require.ErrorIs(t, e.fails(401, "POST", "/v1/artifacts", map[string]any{"name": "y", "content": "x", "actor": "bob"}, bearer("ast_bad")...), server.ErrUnauthorized)
+	require.ErrorIs(t, e.fails(403, "POST", "/v1/artifacts", map[string]any{"name": "y", "content": "x", "actor": "bob"}, bearer(tok)...), wire.ErrForbidden)
+	require.ErrorIs(t, e.fails(401, "POST", "/v1/artifacts", map[string]any{"name": "y", "content": "x", "actor": "bob"}, bearer("ast_bad")...), wire.ErrUnauthorized)
 	// No actor at all is the workspace's own invalid input.
 	err = e.fails(400, "POST", "/v1/artifacts", map[string]any{"name": "y", "content": "x"})
 	var ie *workspace.InvalidError

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/agentspace/agentspace/server/dashboard"
+	"github.com/agentspace/agentspace/wire"
 )
 
 // mountDashboard serves the web dashboard at / and under /ui/, with the
@@ -15,7 +16,7 @@ func (s *Server) mountDashboard() error {
 	d, err := dashboard.New(s.ws, dashboard.Options{
 		Verify: func(ctx context.Context, token string) (dashboard.Identity, error) {
 			t, err := s.tokens.Verify(ctx, token)
-			if errors.Is(err, ErrUnauthorized) {
+			if errors.Is(err, wire.ErrUnauthorized) {
 				return dashboard.Identity{}, dashboard.ErrBadToken
 			}
 			if err != nil {

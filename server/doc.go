@@ -7,7 +7,7 @@
 // server keeps no state of its own and enforces no rule the library does
 // not: a behaviour that differs between the CLI and the API is a bug.
 // Records are sent in the workspace types' own JSON; errors are RFC 9457
-// problems with a stable code, and DecodeError turns one back into the
+// problems with a stable code, and wire.DecodeError turns one back into the
 // workspace's typed error, so a client over the network sees what an
 // in-process caller would.
 //

@@ -1,360 +1,44 @@
 package server
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
-	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/wire"
 )
 
-// Errors of the HTTP layer itself, beside the workspace's own set.
-var (
-	// ErrUnauthorized: the request presented no token where one is
-	// required, or a token that is unknown, revoked or expired (401).
-	ErrUnauthorized = errors.New("unauthorized")
-	// ErrForbidden: the token's actor may not do this: write as another
-	// actor, or touch the records that hold tokens (403). It is the
-	// workspace's own sentinel, so that the server's refusals and the
-	// policy's (a *workspace.ForbiddenError) are one class to a client.
-	ErrForbidden = workspace.ErrForbidden
-	// ErrUnavailable: the server is shutting down (503); retry elsewhere.
-	ErrUnavailable = errors.New("server unavailable")
-)
-
-// Problem codes: the stable, machine-readable "code" of every error body.
-// A client branches on the code, never on the status or the text.
-const (
-	CodeNotFound      = "not_found"
-	CodeAlreadyExists = "already_exists"
-	CodeConflict      = "conflict"
-	CodeLocked        = "locked"
-	CodeNotHolder     = "not_holder"
-	CodeLockLost      = "lock_lost"
-	CodeStaleFence    = "stale_fence"
-	CodeNoTask        = "no_task"
-	CodeCompacted     = "compacted"
-	CodeInvalid       = "invalid"
-	CodeTooLarge      = "too_large"
-	CodeClosed        = "closed"
-	CodeSchema        = "schema"
-	CodeNoWorkspace   = "no_workspace"
-	CodeUnauthorized  = "unauthorized"
-	CodeForbidden     = "forbidden"
-	CodeUnavailable   = "unavailable"
-	CodeTimeout       = "timeout"
-	CodeNoRoute       = "no_route"
-	CodeUnsupported   = "unsupported_media_type"
-	CodeInternal      = "internal"
-)
-
-// Problem is the body of every error answer: an RFC 9457 problem
-// (application/problem+json) with a stable Code and the fields of the typed
-// workspace error it carries, so that DecodeError rebuilds that error
-// exactly. Fields that do not apply to the code are left out.
-type Problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail,omitempty"`
-	Code   string `json:"code"`
-
-	// BatchIndex is set when the error is one op's of a batch.
-	BatchIndex *int `json:"batch_index,omitempty"`
-
-	// conflict
-	Subject  workspace.Subject `json:"subject,omitzero"`
-	Expected int64             `json:"expected,omitempty"`
-	Current  int64             `json:"current,omitempty"`
-	// locked, stale_fence
-	Resource  string    `json:"resource,omitempty"`
-	Holder    string    `json:"holder,omitempty"`
-	Token     int64     `json:"token,omitempty"`
-	ExpiresAt time.Time `json:"expires_at,omitzero"`
-	Fence     int64     `json:"fence,omitempty"`
-	Newest    int64     `json:"newest,omitempty"`
-	// compacted
-	Requested int64 `json:"requested,omitempty"`
-	Floor     int64 `json:"floor,omitempty"`
-	// invalid, too_large
-	Field  string `json:"field,omitempty"`
-	Reason string `json:"reason,omitempty"`
-	// schema
-	Want  int64 `json:"want,omitempty"`
-	Dirty bool  `json:"dirty,omitempty"`
-	// no_workspace
-	Where string `json:"where,omitempty"`
-	// not_found of an artifact version removed by retention
-	Name    string `json:"name,omitempty"`
-	Version int64  `json:"version,omitempty"`
-	Oldest  int64  `json:"oldest,omitempty"`
-	// forbidden by the policy (with reason)
-	Actor  string   `json:"actor,omitempty"`
-	Roles  []string `json:"roles,omitempty"`
-	Action string   `json:"action,omitempty"`
-	Object string   `json:"object,omitempty"`
-	Rule   string   `json:"rule,omitempty"`
-}
-
-// Error returns the problem's detail.
-func (p *Problem) Error() string {
-	if p.Detail != "" {
-		return p.Detail
-	}
-	return p.Title
-}
-
-// GetStatus is the HTTP status huma writes the problem with.
-func (p *Problem) GetStatus() int { return p.Status }
-
-// ContentType makes huma send the problem as application/problem+json.
-func (p *Problem) ContentType(string) string { return "application/problem+json" }
-
-// statusOf is the one table from error codes to HTTP statuses.
-var statusOf = map[string]int{
-	CodeNotFound:      http.StatusNotFound,
-	CodeAlreadyExists: http.StatusConflict,
-	CodeConflict:      http.StatusConflict,
-	CodeLocked:        http.StatusLocked,
-	CodeNotHolder:     http.StatusConflict,
-	CodeLockLost:      http.StatusConflict,
-	CodeStaleFence:    http.StatusConflict,
-	CodeNoTask:        http.StatusNotFound,
-	CodeCompacted:     http.StatusGone,
-	CodeInvalid:       http.StatusBadRequest,
-	CodeTooLarge:      http.StatusRequestEntityTooLarge,
-	CodeClosed:        http.StatusServiceUnavailable,
-	CodeSchema:        http.StatusServiceUnavailable,
-	CodeNoWorkspace:   http.StatusServiceUnavailable,
-	CodeUnauthorized:  http.StatusUnauthorized,
-	CodeForbidden:     http.StatusForbidden,
-	CodeUnavailable:   http.StatusServiceUnavailable,
-	CodeTimeout:       http.StatusGatewayTimeout,
-	CodeNoRoute:       http.StatusNotFound,
-	CodeUnsupported:   http.StatusUnsupportedMediaType,
-	CodeInternal:      http.StatusInternalServerError,
-}
-
-func newProblem(code, detail string) *Problem {
-	st := statusOf[code]
-	if st == 0 {
-		st = http.StatusInternalServerError
-	}
-	return &Problem{Type: "urn:agentspace:problem:" + code, Title: http.StatusText(st), Status: st, Detail: detail, Code: code}
-}
-
-// problemOf maps err to its problem. It returns nil, false for an error
-// outside the known set, which the caller answers as internal without
-// echoing its text (a driver's error may name a host or a file).
-func problemOf(err error) (*Problem, bool) {
-	var p *Problem
-	if errors.As(err, &p) {
-		return p, true
-	}
-	var (
-		be  *workspace.BatchError
-		ce  *workspace.ConflictError
-		le  *workspace.LockedError
-		sfe *workspace.StaleFenceError
-		cpe *workspace.CompactedError
-		ie  *workspace.InvalidError
-		se  *workspace.SchemaError
-		nwe *workspace.NoWorkspaceError
-		fe  *workspace.ForbiddenError
-		vre *workspace.VersionRemovedError
-	)
-	if errors.As(err, &be) {
-		p, ok := problemOf(be.Err)
-		if ok {
-			i := be.Index
-			p.BatchIndex = &i
-		}
-		return p, ok
-	}
-	detail := err.Error()
-	switch {
-	case errors.As(err, &ce):
-		p = newProblem(CodeConflict, ce.Error())
-		p.Subject, p.Expected, p.Current = ce.Subject, ce.Expected, ce.Current
-	case errors.As(err, &le):
-		p = newProblem(CodeLocked, le.Error())
-		p.Resource, p.Holder, p.Token, p.ExpiresAt = le.Resource, le.Holder, le.Token, le.ExpiresAt
-	case errors.As(err, &sfe):
-		p = newProblem(CodeStaleFence, sfe.Error())
-		p.Resource, p.Fence, p.Newest = sfe.Resource, sfe.Fence, sfe.Newest
-	case errors.As(err, &cpe):
-		p = newProblem(CodeCompacted, cpe.Error())
-		p.Requested, p.Floor = cpe.Requested, cpe.Floor
-	case errors.As(err, &ie):
-		code := CodeInvalid
-		if ie.TooLarge {
-			code = CodeTooLarge
-		}
-		p = newProblem(code, ie.Error())
-		p.Field, p.Reason = ie.Field, ie.Reason
-	case errors.As(err, &se):
-		p = newProblem(CodeSchema, se.Error())
-		p.Current, p.Want, p.Dirty = se.Current, se.Want, se.Dirty
-	case errors.As(err, &nwe):
-		p = newProblem(CodeNoWorkspace, nwe.Error())
-		p.Where, p.Reason = nwe.Where, nwe.Reason
-	case errors.As(err, &fe):
-		p = newProblem(CodeForbidden, fe.Error())
-		p.Actor, p.Roles, p.Action, p.Object, p.Rule, p.Reason = fe.Actor, fe.Roles, fe.Action, fe.Object, fe.Rule, fe.Reason
-	case errors.As(err, &vre):
-		p = newProblem(CodeNotFound, vre.Error())
-		p.Name, p.Version, p.Oldest = vre.Name, vre.Version, vre.Oldest
-	case errors.Is(err, workspace.ErrNotFound):
-		p = newProblem(CodeNotFound, detail)
-	case errors.Is(err, workspace.ErrAlreadyExists):
-		p = newProblem(CodeAlreadyExists, detail)
-	case errors.Is(err, workspace.ErrNotHolder):
-		p = newProblem(CodeNotHolder, detail)
-	case errors.Is(err, workspace.ErrLockLost):
-		p = newProblem(CodeLockLost, detail)
-	case errors.Is(err, workspace.ErrNoTask):
-		p = newProblem(CodeNoTask, detail)
-	case errors.Is(err, workspace.ErrConflict):
-		p = newProblem(CodeConflict, detail)
-	case errors.Is(err, workspace.ErrLocked):
-		p = newProblem(CodeLocked, detail)
-	case errors.Is(err, workspace.ErrStaleFence):
-		p = newProblem(CodeStaleFence, detail)
-	case errors.Is(err, workspace.ErrCompacted):
-		p = newProblem(CodeCompacted, detail)
-	case errors.Is(err, workspace.ErrTooLarge):
-		p = newProblem(CodeTooLarge, detail)
-	case errors.Is(err, workspace.ErrInvalid):
-		p = newProblem(CodeInvalid, detail)
-	case errors.Is(err, workspace.ErrSchema):
-		p = newProblem(CodeSchema, detail)
-	case errors.Is(err, workspace.ErrNoWorkspace):
-		p = newProblem(CodeNoWorkspace, detail)
-	case errors.Is(err, workspace.ErrClosed):
-		p = newProblem(CodeClosed, detail)
-	case errors.Is(err, ErrUnauthorized):
-		p = newProblem(CodeUnauthorized, detail)
-	case errors.Is(err, ErrForbidden):
-		p = newProblem(CodeForbidden, detail)
-	case errors.Is(err, ErrUnavailable):
-		p = newProblem(CodeUnavailable, detail)
-	default:
-		return nil, false
-	}
-	return p, true
-}
-
-// DecodeError rebuilds the error an answer with the given status and
-// problem body carries: the workspace's typed error for the workspace's
-// codes (errors.Is and errors.As hold as they did on the server), one of
-// this package's sentinels for the HTTP layer's, and a *StatusError for
-// anything else, including a body that is not a problem at all.
-func DecodeError(status int, body []byte) error {
-	var p Problem
-	if err := json.Unmarshal(body, &p); err != nil || p.Code == "" {
-		return &StatusError{Status: status, Code: CodeInternal, Detail: truncate(string(body), 200)}
-	}
-	err := p.typed(status)
-	if p.BatchIndex != nil {
-		return &workspace.BatchError{Index: *p.BatchIndex, Err: err}
-	}
-	return err
-}
-
-func (p *Problem) typed(status int) error {
-	switch p.Code {
-	case CodeConflict:
-		return &workspace.ConflictError{Subject: p.Subject, Expected: p.Expected, Current: p.Current}
-	case CodeLocked:
-		return &workspace.LockedError{Resource: p.Resource, Holder: p.Holder, Token: p.Token, ExpiresAt: p.ExpiresAt}
-	case CodeStaleFence:
-		return &workspace.StaleFenceError{Resource: p.Resource, Fence: p.Fence, Newest: p.Newest}
-	case CodeCompacted:
-		return &workspace.CompactedError{Requested: p.Requested, Floor: p.Floor}
-	case CodeInvalid, CodeTooLarge:
-		return &workspace.InvalidError{Field: p.Field, Reason: p.Reason, TooLarge: p.Code == CodeTooLarge}
-	case CodeSchema:
-		return &workspace.SchemaError{Current: p.Current, Want: p.Want, Dirty: p.Dirty}
-	case CodeNoWorkspace:
-		return &workspace.NoWorkspaceError{Where: p.Where, Reason: p.Reason}
-	case CodeNotFound:
-		if p.Oldest > 0 {
-			return &workspace.VersionRemovedError{Name: p.Name, Version: p.Version, Oldest: p.Oldest}
-		}
-	case CodeForbidden:
-		if p.Action != "" {
-			return &workspace.ForbiddenError{Actor: p.Actor, Roles: p.Roles, Action: p.Action, Object: p.Object, Rule: p.Rule, Reason: p.Reason}
-		}
-	}
-	sentinel := map[string]error{
-		CodeNotFound:      workspace.ErrNotFound,
-		CodeAlreadyExists: workspace.ErrAlreadyExists,
-		CodeNotHolder:     workspace.ErrNotHolder,
-		CodeLockLost:      workspace.ErrLockLost,
-		CodeNoTask:        workspace.ErrNoTask,
-		CodeClosed:        workspace.ErrClosed,
-		CodeUnauthorized:  ErrUnauthorized,
-		CodeForbidden:     ErrForbidden,
-		CodeUnavailable:   ErrUnavailable,
-	}[p.Code]
-	return &StatusError{Status: status, Code: p.Code, Detail: p.Detail, sentinel: sentinel}
-}
-
-// StatusError is an error answer that carries no typed workspace error
-// beyond a sentinel: it matches that sentinel (workspace.ErrNotFound for
-// code not_found, ErrUnauthorized for unauthorized, ...) with errors.Is.
-type StatusError struct {
-	Status   int
-	Code     string
-	Detail   string
-	sentinel error
-}
-
-// Error gives the server's detail, prefixed by the sentinel it matches.
-func (e *StatusError) Error() string {
-	switch {
-	case e.Detail != "":
-		return e.Detail
-	case e.sentinel != nil:
-		return e.sentinel.Error()
-	}
-	return fmt.Sprintf("HTTP %d (%s)", e.Status, e.Code)
-}
-
-// Unwrap returns the sentinel the code stands for, if any.
-func (e *StatusError) Unwrap() error { return e.sentinel }
+// The error table (typed errors to problem codes and HTTP statuses, and
+// back) is the wire package's; huma's own error answers are mapped here.
 
 // fromHuma turns huma's own error answers (a body that did not parse or
 // did not match the schema, a body over the cap) into our problem shape,
 // keeping their status. Huma's details echo the offending value; that is
 // dropped here so that nothing the client sent (a token in the wrong
 // field) comes back in an error.
-func fromHuma(m *huma.ErrorModel) *Problem {
-	code := CodeInvalid
+func fromHuma(m *huma.ErrorModel) *wire.Problem {
+	code := wire.CodeInvalid
 	switch m.Status {
 	case http.StatusRequestEntityTooLarge:
-		code = CodeTooLarge
+		code = wire.CodeTooLarge
 	case http.StatusUnsupportedMediaType, http.StatusNotAcceptable:
-		code = CodeUnsupported
+		code = wire.CodeUnsupported
 	case http.StatusBadRequest, http.StatusUnprocessableEntity:
 	case http.StatusRequestTimeout:
-		code = CodeTimeout
+		code = wire.CodeTimeout
 	default:
 		if m.Status >= 500 {
-			code = CodeInternal
+			code = wire.CodeInternal
 		}
 	}
-	p := newProblem(code, m.Detail)
+	p := wire.NewProblem(code, m.Detail)
 	p.Status, p.Title = m.Status, http.StatusText(m.Status)
 	if len(m.Errors) > 0 && m.Errors[0] != nil {
 		p.Field, p.Reason = m.Errors[0].Location, m.Errors[0].Message
 		p.Detail = fmt.Sprintf("%s: %s: %s", m.Detail, p.Field, p.Reason)
 	}
-	if code == CodeTooLarge && p.Field == "" {
+	if code == wire.CodeTooLarge && p.Field == "" {
 		p.Field, p.Reason = "body", m.Detail
 	}
 	return p

@@ -13,6 +13,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -125,7 +126,7 @@ func (s *Server) eventRoutes() {
 		})
 
 	huma.Register(s.api, s.op("compactEvents", http.MethodPost, "/v1/events/compact", "Remove events below floor", "events", http.StatusNoContent),
-		func(ctx context.Context, in *struct{ Body CompactBody }) (*struct{}, error) {
+		func(ctx context.Context, in *struct{ Body wire.CompactBody }) (*struct{}, error) {
 			return answer(s, ctx, &struct{}{}, s.ws.Events().Compact(ctx, in.Body.Floor))
 		})
 
@@ -166,7 +167,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		q.AfterSeq = n
 	}
 	if s.drain.Err() != nil {
-		writeProblem(w, newProblem(CodeUnavailable, "the server is shutting down"))
+		writeProblem(w, wire.NewProblem(wire.CodeUnavailable, "the server is shutting down"))
 		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())
@@ -205,7 +206,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 			var ce *workspace.CompactedError
 			switch {
 			case errors.As(err, &ce):
-				p, _ := problemOf(err)
+				p, _ := wire.ProblemOf(err)
 				b, _ := json.Marshal(p)
 				_, _ = fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
 			case s.drain.Err() != nil:
@@ -254,7 +255,7 @@ func (s *Server) documentStream() {
 		{Name: "heartbeat", In: "query", Description: "How often an idle stream sends a heartbeat (at least 10ms; at most, and by default, the server's --heartbeat).", Schema: &huma.Schema{Type: "string"}},
 		{Name: "Last-Event-ID", In: "header", Description: "The last id received: the stream resumes after it.", Schema: &huma.Schema{Type: "string"}},
 	}
-	problem := oapi.Components.Schemas.Schema(reflectProblem, true, "Problem")
+	problem := oapi.Components.Schemas.Schema(reflectProblem, true, "wire.Problem")
 	oapi.AddOperation(&huma.Operation{
 		OperationID: "streamEvents",
 		Method:      http.MethodGet,

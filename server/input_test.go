@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -29,32 +30,32 @@ func TestBadRequestsAreClear4xxAndWriteNothing(t *testing.T) {
 		status             int
 		code               string
 	}{
-		{"truncated json", "POST", "/v1/artifacts", `{"name":`, nil, 400, server.CodeInvalid},
-		{"not json", "POST", "/v1/artifacts", `name=x`, nil, 400, server.CodeInvalid},
-		{"wrong field type", "POST", "/v1/artifacts", `{"name":5,"content":"x"}`, nil, 422, server.CodeInvalid},
-		{"unknown field", "POST", "/v1/artifacts", `{"name":"a","content":"x","bogus":1}`, nil, 422, server.CodeInvalid},
-		{"no body", "POST", "/v1/artifacts", nil, nil, 400, server.CodeInvalid},
-		{"wrong content type", "POST", "/v1/artifacts", `{"name":"a","content":"x"}`, []string{"Content-Type", "text/plain"}, 415, server.CodeUnsupported},
-		{"bad base64", "POST", "/v1/artifacts", `{"name":"a","content":"!!","content_encoding":"base64"}`, nil, 400, server.CodeInvalid},
-		{"bad encoding", "POST", "/v1/artifacts", `{"name":"a","content":"x","content_encoding":"rot13"}`, nil, 422, server.CodeInvalid},
-		{"body over the cap", "POST", "/v1/artifacts", `{"name":"a","content":"` + big + `"}`, nil, 413, server.CodeTooLarge},
+		{"truncated json", "POST", "/v1/artifacts", `{"name":`, nil, 400, wire.CodeInvalid},
+		{"not json", "POST", "/v1/artifacts", `name=x`, nil, 400, wire.CodeInvalid},
+		{"wrong field type", "POST", "/v1/artifacts", `{"name":5,"content":"x"}`, nil, 422, wire.CodeInvalid},
+		{"unknown field", "POST", "/v1/artifacts", `{"name":"a","content":"x","bogus":1}`, nil, 422, wire.CodeInvalid},
+		{"no body", "POST", "/v1/artifacts", nil, nil, 400, wire.CodeInvalid},
+		{"wrong content type", "POST", "/v1/artifacts", `{"name":"a","content":"x"}`, []string{"Content-Type", "text/plain"}, 415, wire.CodeUnsupported},
+		{"bad base64", "POST", "/v1/artifacts", `{"name":"a","content":"!!","content_encoding":"base64"}`, nil, 400, wire.CodeInvalid},
+		{"bad encoding", "POST", "/v1/artifacts", `{"name":"a","content":"x","content_encoding":"rot13"}`, nil, 422, wire.CodeInvalid},
+		{"body over the cap", "POST", "/v1/artifacts", `{"name":"a","content":"` + big + `"}`, nil, 413, wire.CodeTooLarge},
 		{"huge header", "GET", "/v1/status", nil, []string{"X-Big", strings.Repeat("h", 2<<20)}, 431, ""},
-		{"dot-dot name", "POST", "/v1/artifacts", `{"name":"../etc/passwd","content":"x"}`, nil, 400, server.CodeInvalid},
-		{"absolute name", "POST", "/v1/artifacts", `{"name":"/etc/passwd","content":"x"}`, nil, 400, server.CodeInvalid},
-		{"escaped dot-dot in the path", "PATCH", "/v1/artifacts/..%2F..%2Fkeep", `{"content":"y"}`, nil, 400, server.CodeInvalid},
-		{"NUL in a name", "POST", "/v1/artifacts", `{"name":"a\u0000b","content":"x"}`, nil, 400, server.CodeInvalid},
-		{"control character in a key", "PUT", "/v1/notes/decision/a%0Ab", `{"body":"x"}`, nil, 400, server.CodeInvalid},
-		{"bad kind", "PUT", "/v1/notes/Bad%20Kind/k", `{"body":"x"}`, nil, 400, server.CodeInvalid},
-		{"bad duration", "POST", "/v1/tasks/claim", `{"wait":"forever"}`, nil, 400, server.CodeInvalid},
-		{"negative duration", "POST", "/v1/locks/r/acquire", `{"ttl":"-1s"}`, nil, 400, server.CodeInvalid},
-		{"misspelt filter", "GET", "/v1/artifacts?lable=a=b", nil, nil, 422, server.CodeInvalid},
-		{"bad label query", "GET", "/v1/artifacts?label=novalue", nil, nil, 400, server.CodeInvalid},
-		{"misspelt stream filter", "GET", "/v1/events?typ=x", nil, nil, 400, server.CodeInvalid},
-		{"bad seq", "GET", "/v1/events?after=x", nil, nil, 400, server.CodeInvalid},
-		{"bad Last-Event-ID", "GET", "/v1/events", nil, []string{"Last-Event-ID", "-3"}, 400, server.CodeInvalid},
-		{"unknown batch op", "POST", "/v1/batch", `{"ops":[{"op":"drop_table"}]}`, nil, 422, server.CodeInvalid},
-		{"batch op invalid", "POST", "/v1/batch", `{"ops":[{"op":"create_artifact","name":"ok","content":"x"},{"op":"create_artifact","name":"..","content":"x"}]}`, nil, 400, server.CodeInvalid},
-		{"unknown route", "GET", "/v1/nothing", nil, nil, 404, server.CodeNoRoute},
+		{"dot-dot name", "POST", "/v1/artifacts", `{"name":"../etc/passwd","content":"x"}`, nil, 400, wire.CodeInvalid},
+		{"absolute name", "POST", "/v1/artifacts", `{"name":"/etc/passwd","content":"x"}`, nil, 400, wire.CodeInvalid},
+		{"escaped dot-dot in the path", "PATCH", "/v1/artifacts/..%2F..%2Fkeep", `{"content":"y"}`, nil, 400, wire.CodeInvalid},
+		{"NUL in a name", "POST", "/v1/artifacts", `{"name":"a\u0000b","content":"x"}`, nil, 400, wire.CodeInvalid},
+		{"control character in a key", "PUT", "/v1/notes/decision/a%0Ab", `{"body":"x"}`, nil, 400, wire.CodeInvalid},
+		{"bad kind", "PUT", "/v1/notes/Bad%20Kind/k", `{"body":"x"}`, nil, 400, wire.CodeInvalid},
+		{"bad duration", "POST", "/v1/tasks/claim", `{"wait":"forever"}`, nil, 400, wire.CodeInvalid},
+		{"negative duration", "POST", "/v1/locks/r/acquire", `{"ttl":"-1s"}`, nil, 400, wire.CodeInvalid},
+		{"misspelt filter", "GET", "/v1/artifacts?lable=a=b", nil, nil, 422, wire.CodeInvalid},
+		{"bad label query", "GET", "/v1/artifacts?label=novalue", nil, nil, 400, wire.CodeInvalid},
+		{"misspelt stream filter", "GET", "/v1/events?typ=x", nil, nil, 400, wire.CodeInvalid},
+		{"bad seq", "GET", "/v1/events?after=x", nil, nil, 400, wire.CodeInvalid},
+		{"bad Last-Event-ID", "GET", "/v1/events", nil, []string{"Last-Event-ID", "-3"}, 400, wire.CodeInvalid},
+		{"unknown batch op", "POST", "/v1/batch", `{"ops":[{"op":"drop_table"}]}`, nil, 422, wire.CodeInvalid},
+		{"batch op invalid", "POST", "/v1/batch", `{"ops":[{"op":"create_artifact","name":"ok","content":"x"},{"op":"create_artifact","name":"..","content":"x"}]}`, nil, 400, wire.CodeInvalid},
+		{"unknown route", "GET", "/v1/nothing", nil, nil, 404, wire.CodeNoRoute},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -62,8 +63,8 @@ func TestBadRequestsAreClear4xxAndWriteNothing(t *testing.T) {
 			st, body := e.do(c.method, c.path, c.body, hdr...)
 			require.Equal(t, c.status, st, "%s", body)
 			if c.code != "" {
-				err := server.DecodeError(st, body)
-				var se *server.StatusError
+				err := wire.DecodeError(st, body)
+				var se *wire.StatusError
 				if errorsAs(err, &se) {
 					assert.Equal(t, c.code, se.Code)
 				}
@@ -96,7 +97,7 @@ func FuzzRequestDecoding(f *testing.F) {
 		method, path, _ := strings.Cut(routes[int(route)%len(routes)], " ")
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(server.ActorHeader, "fuzz")
+		req.Header.Set(wire.ActorHeader, "fuzz")
 		w := httptest.NewRecorder()
 		s.ServeHTTP(w, req)
 		if w.Code >= 500 {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -23,17 +24,17 @@ func (s *Server) lockRoutes() {
 	acquire.Description = "Answers 423 with code locked, the holder and the expiry, when another owner holds the lease (after waiting up to wait, if given)."
 	huma.Register(s.api, acquire, func(ctx context.Context, in *struct {
 		LockPath
-		Body AcquireBody
+		Body wire.AcquireBody
 	}) (*leaseOut, error) {
 		owner, err := actorFor(ctx, in.Body.Actor)
 		if err != nil {
 			return nil, s.fail(ctx, err)
 		}
-		ttl, err := in.Body.TTL.value("ttl")
+		ttl, err := in.Body.TTL.Value("ttl")
 		if err != nil {
 			return nil, s.fail(ctx, err)
 		}
-		wait, err := in.Body.Wait.value("wait")
+		wait, err := in.Body.Wait.Value("wait")
 		if err != nil {
 			return nil, s.fail(ctx, err)
 		}
@@ -57,13 +58,13 @@ func (s *Server) lockRoutes() {
 	huma.Register(s.api, s.op("renewLock", http.MethodPost, "/v1/locks/{resource}/renew", "Extend a live lease by ttl from now", "locks", 0),
 		func(ctx context.Context, in *struct {
 			LockPath
-			Body LeaseBody
+			Body wire.LeaseBody
 		}) (*leaseOut, error) {
 			owner, err := actorFor(ctx, in.Body.Actor)
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
-			ttl, err := in.Body.TTL.value("ttl")
+			ttl, err := in.Body.TTL.Value("ttl")
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
@@ -74,7 +75,7 @@ func (s *Server) lockRoutes() {
 	huma.Register(s.api, s.op("releaseLock", http.MethodPost, "/v1/locks/{resource}/release", "Free a lease (its owner, with its token)", "locks", http.StatusNoContent),
 		func(ctx context.Context, in *struct {
 			LockPath
-			Body LeaseBody
+			Body wire.LeaseBody
 		}) (*struct{}, error) {
 			owner, err := actorFor(ctx, in.Body.Actor)
 			if err != nil {
@@ -87,7 +88,7 @@ func (s *Server) lockRoutes() {
 	huma.Register(s.api, s.op("forceReleaseLock", http.MethodPost, "/v1/locks/{resource}/force-release", "Free a lease whoever holds it", "locks", http.StatusNoContent),
 		func(ctx context.Context, in *struct {
 			LockPath
-			Body WriteFields
+			Body wire.WriteFields
 		}) (*struct{}, error) {
 			w, err := s.write(ctx, in.Body)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -23,7 +24,7 @@ func (s *Server) noteRoutes() {
 	huma.Register(s.api, s.op("putNote", http.MethodPut, "/v1/notes/{kind}/{key}", "Create or update a note", "notes", 0),
 		func(ctx context.Context, in *struct {
 			NotePath
-			Body NoteBody
+			Body wire.NoteBody
 		}) (*noteOut, error) {
 			w, err := s.write(ctx, in.Body.WriteFields)
 			if err != nil {
@@ -42,9 +43,9 @@ func (s *Server) noteRoutes() {
 	huma.Register(s.api, s.op("deleteNote", http.MethodDelete, "/v1/notes/{kind}/{key}", "Delete a note", "notes", http.StatusNoContent),
 		func(ctx context.Context, in *struct {
 			NotePath
-			WriteQuery
+			wire.WriteQuery
 		}) (*struct{}, error) {
-			w, err := s.write(ctx, in.fields())
+			w, err := s.write(ctx, in.Fields())
 			if err != nil {
 				return nil, err
 			}

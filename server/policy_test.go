@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -67,7 +68,7 @@ func TestTokenRoleIsWhatThePolicyChecks(t *testing.T) {
 	assert.Equal(t, "artifacts_read", fe.Rule)
 	require.ErrorIs(t, e.fails(403, "GET", "/v1/notes/constraint/k", nil, bearer(plannerTok)...), workspace.ErrForbidden)
 	// An actor header or body naming an admin changes nothing.
-	require.ErrorIs(t, e.fails(403, "GET", "/v1/artifacts/code-a", nil, "Authorization", "Bearer "+plannerTok, server.ActorHeader, "root"), workspace.ErrForbidden)
+	require.ErrorIs(t, e.fails(403, "GET", "/v1/artifacts/code-a", nil, "Authorization", "Bearer "+plannerTok, wire.ActorHeader, "root"), workspace.ErrForbidden)
 
 	// Writes: only plans; naming another actor in the body is refused too.
 	head := e.head()
@@ -120,7 +121,7 @@ func TestTokenRoleSeesNoEventOfWhatItMayNotRead(t *testing.T) {
 	hidden := func(ev workspace.Event) bool {
 		return strings.HasPrefix(ev.Subject.Name, "code-") || ev.Subject.ID == "constraint/k"
 	}
-	asPlanner := append(bearer(plannerTok), server.ActorHeader, "root")
+	asPlanner := append(bearer(plannerTok), wire.ActorHeader, "root")
 	var all workspace.EventPage
 	e.ok(200, &all, "GET", "/v1/events/history", nil, asPlanner...)
 	var names []string

@@ -7,6 +7,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -64,7 +65,7 @@ func (s *Server) maxBody() int64 { return s.opts.MaxArtifactSize/3*4 + 4 + frami
 
 // write turns a request's write fields into the workspace's Write, with
 // the actor the request may act as.
-func (s *Server) write(ctx context.Context, f WriteFields) (workspace.Write, error) {
+func (s *Server) write(ctx context.Context, f wire.WriteFields) (workspace.Write, error) {
 	actor, err := actorFor(ctx, f.Actor)
 	if err != nil {
 		return workspace.Write{}, s.fail(ctx, err)

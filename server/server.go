@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -13,8 +14,8 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/agentspace/agentspace/mcp"
 	"github.com/agentspace/agentspace/server/dashboard"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -58,6 +59,11 @@ type Options struct {
 	Gatherer prometheus.Gatherer
 	// Version is reported in the OpenAPI document.
 	Version string
+	// MCP, when set, builds the MCP endpoint served at /mcp (wsctl passes
+	// one over package mcp): the server authenticates its requests as it
+	// does /v1's and Drain closes what it returns. Without it, /mcp is
+	// not served.
+	MCP func(MCPParams) (http.Handler, io.Closer)
 }
 
 // Server serves one workspace over HTTP: the /v1 API (JSON, with events as
@@ -72,7 +78,7 @@ type Server struct {
 	api     huma.API
 	tokens  *Tokens
 	metrics *metrics
-	mcp     *mcp.Server
+	mcp     io.Closer
 	dash    *dashboard.Handler
 	// served lists the /v1 routes ("METHOD /path") the mux serves, for
 	// the test that finds each in the OpenAPI document.
@@ -148,7 +154,7 @@ func New(ws workspace.Workspace, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, newProblem(CodeNoRoute, "no such route: "+r.Method+" "+truncate(r.URL.Path, 200)))
+		writeProblem(w, wire.NewProblem(wire.CodeNoRoute, "no such route: "+r.Method+" "+truncate(r.URL.Path, 200)))
 	})
 	s.handler = s.middleware(s.mux)
 	return s, nil
@@ -168,7 +174,7 @@ func (s *Server) OpenAPI() *huma.OpenAPI { return s.api.OpenAPI() }
 func (s *Server) Drain() {
 	s.drainOnce.Do(func() {
 		s.stop()
-		_ = s.mcp.Close()
+		s.closeMCP()
 		s.dash.Close()
 	})
 }
@@ -191,7 +197,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeProblem writes p as the answer, outside huma (plain handlers).
-func writeProblem(w http.ResponseWriter, p *Problem) {
+func writeProblem(w http.ResponseWriter, p *wire.Problem) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(p.Status)
@@ -201,23 +207,23 @@ func writeProblem(w http.ResponseWriter, p *Problem) {
 // fail maps a workspace call's error to the answer huma writes. An error
 // outside the known set is logged (redacted) and answered as internal
 // without its text.
-func (s *Server) fail(ctx context.Context, err error) *Problem {
-	if p, ok := problemOf(err); ok {
+func (s *Server) fail(ctx context.Context, err error) *wire.Problem {
+	if p, ok := wire.ProblemOf(err); ok {
 		return p
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return newProblem(CodeTimeout, "the request's deadline passed")
+		return wire.NewProblem(wire.CodeTimeout, "the request's deadline passed")
 	}
 	if errors.Is(err, context.Canceled) {
 		if s.drain.Err() != nil {
-			return newProblem(CodeUnavailable, "the server is shutting down")
+			return wire.NewProblem(wire.CodeUnavailable, "the server is shutting down")
 		}
 		// The client went away: no one reads the answer, and it is no
 		// failure of the server's.
-		return newProblem(CodeTimeout, "the request was cancelled")
+		return wire.NewProblem(wire.CodeTimeout, "the request was cancelled")
 	}
 	s.log.LogAttrs(ctx, slog.LevelError, "agentspace server: request failed", slog.Any("err", s.opts.Redact(err)))
-	return newProblem(CodeInternal, "internal error (logged by the server)")
+	return wire.NewProblem(wire.CodeInternal, "internal error (logged by the server)")
 }
 
 // documentOps adds the plain routes outside /v1 to the OpenAPI document,

@@ -21,6 +21,7 @@ import (
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	_ "github.com/agentspace/agentspace/backend/sqlite"
 	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -107,7 +108,7 @@ func (e *env) fails(status int, method, path string, body any, hdr ...string) er
 	e.t.Helper()
 	st, out := e.do(method, path, body, hdr...)
 	require.Equal(e.t, status, st, "%s %s: %s", method, path, out)
-	return server.DecodeError(st, out)
+	return wire.DecodeError(st, out)
 }
 
 func (e *env) head() int64 {
@@ -117,7 +118,7 @@ func (e *env) head() int64 {
 	return h
 }
 
-const as = server.ActorHeader
+const as = wire.ActorHeader
 
 func TestEveryRouteAnswersItsHappyPath(t *testing.T) {
 	testHappyPath(t, newEnv(t, sqliteDSN(t), server.Options{}))
@@ -322,5 +323,5 @@ func TestDrainEndsLongPollsAndStreams(t *testing.T) {
 	for range ch {
 	}
 	assert.Less(t, time.Since(start), 5*time.Second)
-	require.ErrorIs(t, e.fails(503, "GET", "/v1/events", nil), server.ErrUnavailable)
+	require.ErrorIs(t, e.fails(503, "GET", "/v1/events", nil), wire.ErrUnavailable)
 }

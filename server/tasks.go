@@ -6,6 +6,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -20,12 +21,12 @@ type TaskPath struct {
 
 func (s *Server) taskRoutes() {
 	huma.Register(s.api, s.op("createTask", http.MethodPost, "/v1/tasks", "Add a pending task", "tasks", http.StatusCreated),
-		func(ctx context.Context, in *struct{ Body NewTaskBody }) (*taskOut, error) {
+		func(ctx context.Context, in *struct{ Body wire.NewTaskBody }) (*taskOut, error) {
 			w, err := s.write(ctx, in.Body.WriteFields)
 			if err != nil {
 				return nil, err
 			}
-			t, err := s.ws.Tasks().Create(ctx, w, in.Body.task())
+			t, err := s.ws.Tasks().Create(ctx, w, in.Body.Task())
 			return answer(s, ctx, &taskOut{t}, err)
 		})
 
@@ -56,28 +57,28 @@ func (s *Server) taskRoutes() {
 	huma.Register(s.api, s.op("updateTask", http.MethodPatch, "/v1/tasks/{id}", "Change a task's fields or status", "tasks", 0),
 		func(ctx context.Context, in *struct {
 			TaskPath
-			Body TaskChangeBody
+			Body wire.TaskChangeBody
 		}) (*taskOut, error) {
 			w, err := s.write(ctx, in.Body.WriteFields)
 			if err != nil {
 				return nil, err
 			}
-			t, err := s.ws.Tasks().Update(ctx, w, in.ID, in.Body.change())
+			t, err := s.ws.Tasks().Update(ctx, w, in.ID, in.Body.Change())
 			return answer(s, ctx, &taskOut{t}, err)
 		})
 
 	claim := s.op("claimTask", http.MethodPost, "/v1/tasks/claim", "Claim the best ready task; with wait, a long poll", "tasks", 0)
 	claim.Description = "Answers 404 with code no_task when no task is ready (after waiting up to wait, if given)."
-	huma.Register(s.api, claim, func(ctx context.Context, in *struct{ Body ClaimBody }) (*taskOut, error) {
+	huma.Register(s.api, claim, func(ctx context.Context, in *struct{ Body wire.ClaimBody }) (*taskOut, error) {
 		actor, err := actorFor(ctx, in.Body.Actor)
 		if err != nil {
 			return nil, s.fail(ctx, err)
 		}
-		lease, err := in.Body.Lease.value("lease")
+		lease, err := in.Body.Lease.Value("lease")
 		if err != nil {
 			return nil, s.fail(ctx, err)
 		}
-		wait, err := in.Body.Wait.value("wait")
+		wait, err := in.Body.Wait.Value("wait")
 		if err != nil {
 			return nil, s.fail(ctx, err)
 		}
@@ -102,13 +103,13 @@ func (s *Server) taskRoutes() {
 	huma.Register(s.api, s.op("heartbeatTask", http.MethodPost, "/v1/tasks/{id}/heartbeat", "Extend a claim's lease", "tasks", 0),
 		func(ctx context.Context, in *struct {
 			TaskPath
-			Body HeartbeatBody
+			Body wire.HeartbeatBody
 		}) (*taskOut, error) {
 			w, err := s.write(ctx, in.Body.WriteFields)
 			if err != nil {
 				return nil, err
 			}
-			lease, err := in.Body.Lease.value("lease")
+			lease, err := in.Body.Lease.Value("lease")
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
@@ -126,7 +127,7 @@ func (s *Server) taskRoutes() {
 		huma.Register(s.api, s.op(end.id, http.MethodPost, end.path, end.summary, "tasks", 0),
 			func(ctx context.Context, in *struct {
 				TaskPath
-				Body ResultBody
+				Body wire.ResultBody
 			}) (*taskOut, error) {
 				w, err := s.write(ctx, in.Body.WriteFields)
 				if err != nil {
@@ -140,7 +141,7 @@ func (s *Server) taskRoutes() {
 	huma.Register(s.api, s.op("releaseTask", http.MethodPost, "/v1/tasks/{id}/release", "Return a claimed task to pending", "tasks", 0),
 		func(ctx context.Context, in *struct {
 			TaskPath
-			Body WriteFields
+			Body wire.WriteFields
 		}) (*taskOut, error) {
 			w, err := s.write(ctx, in.Body)
 			if err != nil {

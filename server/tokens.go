@@ -206,7 +206,7 @@ func (t *Tokens) Revoke(ctx context.Context, by, idOrToken string) (Token, error
 }
 
 // Verify checks a presented token and returns what it stands for. Every
-// failure is the same ErrUnauthorized, and never contains the token.
+// failure is the same wire.ErrUnauthorized, and never contains the token.
 func (t *Tokens) Verify(ctx context.Context, token string) (Token, error) {
 	m := tokenRE.FindStringSubmatch(token)
 	if m == nil {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -17,9 +17,9 @@ var (
 // /v1/admin/gc): the server's engine checks the policy and the caller's
 // admin.compact right, as it would in process.
 func (c *Client) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCReport, error) {
-	body := server.GCBody{Actor: p.Actor, KeepEvents: p.KeepEvents, KeepEventsFor: duration(p.KeepEventsFor),
-		KeepVersions: p.KeepVersions, KeepTasksFor: duration(p.KeepTasksFor), MinEvents: p.MinEvents,
-		Reclaim: p.Reclaim, DryRun: p.DryRun, Batch: p.Batch, BatchTime: duration(p.BatchTime)}
+	body := wire.GCBody{Actor: p.Actor, KeepEvents: p.KeepEvents, KeepEventsFor: wire.DurationOf(p.KeepEventsFor),
+		KeepVersions: p.KeepVersions, KeepTasksFor: wire.DurationOf(p.KeepTasksFor), MinEvents: p.MinEvents,
+		Reclaim: p.Reclaim, DryRun: p.DryRun, Batch: p.Batch, BatchTime: wire.DurationOf(p.BatchTime)}
 	var out workspace.GCReport
 	err := c.call(ctx, http.MethodPost, "/v1/admin/gc", nil, body, &out)
 	return out, err

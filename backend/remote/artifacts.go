@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -39,7 +39,7 @@ func (a artifacts) Create(ctx context.Context, w workspace.Write, n workspace.Ne
 	if err := a.c.checkContent(n.Content); err != nil {
 		return out, err
 	}
-	body := server.NewArtifactBody{WriteFields: writeFields(w), Name: n.Name, Kind: n.Kind, ContentType: n.ContentType, Labels: n.Labels, TaskID: n.TaskID, Content: content(n.Content)}
+	body := wire.NewArtifactBody{WriteFields: wire.WriteFieldsOf(w), Name: n.Name, Kind: n.Kind, ContentType: n.ContentType, Labels: n.Labels, TaskID: n.TaskID, Content: wire.ContentOf(n.Content)}
 	err := a.c.callRetry(ctx, http.MethodPost, "/v1/artifacts", nil, body, &out, w.IdempotencyKey != "")
 	return out, err
 }
@@ -73,7 +73,7 @@ func (a artifacts) Update(ctx context.Context, w workspace.Write, ref workspace.
 	if err := a.c.checkContent(ch.Content); err != nil {
 		return out, err
 	}
-	body := server.ArtifactChangeBody{WriteFields: writeFields(w), Kind: ch.Kind, ContentType: ch.ContentType, Owner: ch.Owner, TaskID: ch.TaskID, Labels: ch.Labels, Content: content(ch.Content)}
+	body := wire.ArtifactChangeBody{WriteFields: wire.WriteFieldsOf(w), Kind: ch.Kind, ContentType: ch.ContentType, Owner: ch.Owner, TaskID: ch.TaskID, Labels: ch.Labels, Content: wire.ContentOf(ch.Content)}
 	err = a.c.callRetry(ctx, http.MethodPatch, p, q, body, &out, w.IdempotencyKey != "")
 	return out, err
 }
@@ -95,7 +95,7 @@ func (a artifacts) Rollback(ctx context.Context, w workspace.Write, ref workspac
 	if err != nil {
 		return out, err
 	}
-	body := server.RollbackBody{WriteFields: writeFields(w), To: to}
+	body := wire.RollbackBody{WriteFields: wire.WriteFieldsOf(w), To: to}
 	err = a.c.callRetry(ctx, http.MethodPost, p+"/rollback", q, body, &out, w.IdempotencyKey != "")
 	return out, err
 }

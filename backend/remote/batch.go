@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"reflect"
 
-	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -15,7 +15,7 @@ import (
 // *workspace.BatchError whose Op is the caller's own b.Ops[Index].
 func (c *Client) Commit(ctx context.Context, b workspace.Batch) (workspace.BatchResult, error) {
 	var out workspace.BatchResult
-	body := server.BatchBody{Actor: b.Actor, IdempotencyKey: b.IdempotencyKey, Ops: make([]server.OpBody, 0, len(b.Ops))}
+	body := wire.BatchBody{Actor: b.Actor, IdempotencyKey: b.IdempotencyKey, Ops: make([]wire.OpBody, 0, len(b.Ops))}
 	for i, op := range b.Ops {
 		ob, err := c.opBody(op)
 		if err != nil {
@@ -33,18 +33,18 @@ func (c *Client) Commit(ctx context.Context, b workspace.Batch) (workspace.Batch
 
 // opBody puts one op on the wire. A nil op (or nil pointer) cannot be
 // sent: it is refused here as the library refuses it.
-func (c *Client) opBody(op workspace.Op) (server.OpBody, error) {
+func (c *Client) opBody(op workspace.Op) (wire.OpBody, error) {
 	if op == nil || (reflect.ValueOf(op).Kind() == reflect.Pointer && reflect.ValueOf(op).IsNil()) {
-		return server.OpBody{}, &workspace.InvalidError{Field: "op", Reason: "is nil"}
+		return wire.OpBody{}, &workspace.InvalidError{Field: "op", Reason: "is nil"}
 	}
 	if v := reflect.ValueOf(op); v.Kind() == reflect.Pointer {
 		op = v.Elem().Interface().(workspace.Op)
 	}
 	str := func(s string) *string { return &s }
-	cond := func(o *server.OpBody, cd workspace.Cond) {
+	cond := func(o *wire.OpBody, cd workspace.Cond) {
 		o.IfVersion, o.Fence, o.Message = cd.IfVersion, cd.Fence, cd.Message
 	}
-	ref := func(o *server.OpBody, r workspace.ArtifactRef) error {
+	ref := func(o *wire.OpBody, r workspace.ArtifactRef) error {
 		if r.Version != 0 {
 			return &workspace.InvalidError{Field: "ref.version", Reason: "a write names the head, not a version"}
 		}
@@ -54,44 +54,44 @@ func (c *Client) opBody(op workspace.Op) (server.OpBody, error) {
 	switch o := op.(type) {
 	case workspace.CreateArtifactOp:
 		if err := c.checkContent(o.Artifact.Content); err != nil {
-			return server.OpBody{}, err
+			return wire.OpBody{}, err
 		}
 		a := o.Artifact
-		return server.OpBody{Op: server.OpCreateArtifact, Message: o.Message, Name: a.Name, Kind: str(a.Kind), ContentType: str(a.ContentType), Labels: a.Labels, TaskID: str(a.TaskID), Content: content(a.Content)}, nil
+		return wire.OpBody{Op: wire.OpCreateArtifact, Message: o.Message, Name: a.Name, Kind: str(a.Kind), ContentType: str(a.ContentType), Labels: a.Labels, TaskID: str(a.TaskID), Content: wire.ContentOf(a.Content)}, nil
 	case workspace.UpdateArtifactOp:
 		if err := c.checkContent(o.Change.Content); err != nil {
-			return server.OpBody{}, err
+			return wire.OpBody{}, err
 		}
 		ch := o.Change
-		b := server.OpBody{Op: server.OpUpdateArtifact, Kind: ch.Kind, ContentType: ch.ContentType, Owner: ch.Owner, TaskID: ch.TaskID, Labels: ch.Labels, Content: content(ch.Content)}
+		b := wire.OpBody{Op: wire.OpUpdateArtifact, Kind: ch.Kind, ContentType: ch.ContentType, Owner: ch.Owner, TaskID: ch.TaskID, Labels: ch.Labels, Content: wire.ContentOf(ch.Content)}
 		cond(&b, o.Cond)
 		return b, ref(&b, o.Ref)
 	case workspace.DeleteArtifactOp:
-		b := server.OpBody{Op: server.OpDeleteArtifact}
+		b := wire.OpBody{Op: wire.OpDeleteArtifact}
 		cond(&b, o.Cond)
 		return b, ref(&b, o.Ref)
 	case workspace.RollbackArtifactOp:
-		b := server.OpBody{Op: server.OpRollbackArtifact, To: o.To}
+		b := wire.OpBody{Op: wire.OpRollbackArtifact, To: o.To}
 		cond(&b, o.Cond)
 		return b, ref(&b, o.Ref)
 	case workspace.CreateTaskOp:
 		t := o.Task
-		return server.OpBody{Op: server.OpCreateTask, Message: o.Message, Title: str(t.Title), Description: str(t.Description), ParentID: t.ParentID, DependsOn: t.DependsOn, Areas: t.Areas, Priority: &t.Priority, Labels: t.Labels, Assignee: str(t.Assignee)}, nil
+		return wire.OpBody{Op: wire.OpCreateTask, Message: o.Message, Title: str(t.Title), Description: str(t.Description), ParentID: t.ParentID, DependsOn: t.DependsOn, Areas: t.Areas, Priority: &t.Priority, Labels: t.Labels, Assignee: str(t.Assignee)}, nil
 	case workspace.UpdateTaskOp:
 		ch := o.Change
-		b := server.OpBody{Op: server.OpUpdateTask, ID: o.ID, Status: ch.Status, Title: ch.Title, Description: ch.Description, Assignee: ch.Assignee, Priority: ch.Priority, Labels: ch.Labels, Result: ch.Result}
+		b := wire.OpBody{Op: wire.OpUpdateTask, ID: o.ID, Status: ch.Status, Title: ch.Title, Description: ch.Description, Assignee: ch.Assignee, Priority: ch.Priority, Labels: ch.Labels, Result: ch.Result}
 		cond(&b, o.Cond)
 		return b, nil
 	case workspace.PutNoteOp:
-		b := server.OpBody{Op: server.OpPutNote, Kind: str(o.Note.Kind), Key: o.Note.Key, Title: str(o.Note.Title), Body: o.Note.Body}
+		b := wire.OpBody{Op: wire.OpPutNote, Kind: str(o.Note.Kind), Key: o.Note.Key, Title: str(o.Note.Title), Body: o.Note.Body}
 		cond(&b, o.Cond)
 		return b, nil
 	case workspace.DeleteNoteOp:
-		b := server.OpBody{Op: server.OpDeleteNote, Kind: str(o.Kind), Key: o.Key}
+		b := wire.OpBody{Op: wire.OpDeleteNote, Kind: str(o.Kind), Key: o.Key}
 		cond(&b, o.Cond)
 		return b, nil
 	case workspace.ReleaseLockOp:
-		return server.OpBody{Op: server.OpReleaseLock, Resource: o.Resource, Token: o.Token, Message: o.Message}, nil
+		return wire.OpBody{Op: wire.OpReleaseLock, Resource: o.Resource, Token: o.Token, Message: o.Message}, nil
 	}
-	return server.OpBody{}, &workspace.InvalidError{Field: "op", Reason: fmt.Sprintf("%T is not a batch op", op)}
+	return wire.OpBody{}, &workspace.InvalidError{Field: "op", Reason: fmt.Sprintf("%T is not a batch op", op)}
 }

@@ -14,10 +14,10 @@
 // Without a token the server must allow anonymous requests (a loopback or
 // unix-socket listener), and every write names its actor as usual. With
 // one, a write acts as the token's actor: an empty Actor is filled in by
-// the server and any other is refused with server.ErrForbidden.
+// the server and any other is refused with wire.ErrForbidden.
 //
 // Errors come back typed: the server sends each workspace error as a
-// problem with its fields, and server.DecodeError rebuilds it, so
+// problem with its fields, and wire.DecodeError rebuilds it, so
 // errors.Is and errors.As hold as they do in-process. Waits (a Claim or
 // Acquire with Wait) are long polls repeated until the caller's context
 // ends. Subscribe reads Server-Sent Events and, when the connection drops,

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -67,7 +67,7 @@ func (e events) Head(ctx context.Context) (int64, error) {
 }
 
 func (e events) Compact(ctx context.Context, floor int64) error {
-	return e.c.call(ctx, http.MethodPost, "/v1/events/compact", nil, server.CompactBody{Floor: floor}, nil)
+	return e.c.call(ctx, http.MethodPost, "/v1/events/compact", nil, wire.CompactBody{Floor: floor}, nil)
 }
 
 // streamHeartbeat is asked of the server when the caller wants none: the
@@ -155,7 +155,7 @@ func (c *Client) openStream(ctx context.Context, q url.Values, after int64) (io.
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	} else if p, ok := workspace.PrincipalFrom(ctx); ok && p.Actor != "" {
 		// The stream leaves out what this actor may not read, as a page does.
-		req.Header.Set(server.ActorHeader, p.Actor)
+		req.Header.Set(wire.ActorHeader, p.Actor)
 	}
 	resp, err := c.stream.Do(req)
 	if err != nil {
@@ -212,16 +212,16 @@ func (s *stream) run(ctx context.Context, body io.ReadCloser, send func(workspac
 // transient reports whether a failed (re)connection is worth retrying: the
 // server is down, restarting or draining, rather than refusing the stream.
 func transient(err error) bool {
-	var se *server.StatusError
+	var se *wire.StatusError
 	switch {
-	case errors.Is(err, server.ErrUnavailable), errors.Is(err, workspace.ErrClosed):
+	case errors.Is(err, wire.ErrUnavailable), errors.Is(err, workspace.ErrClosed):
 		return true
 	case errors.As(err, &se):
 		return se.Status >= 500
 	}
 	var ie *workspace.InvalidError
 	var ce *workspace.CompactedError
-	return !errors.As(err, &ie) && !errors.As(err, &ce) && !errors.Is(err, server.ErrUnauthorized) && !errors.Is(err, server.ErrForbidden)
+	return !errors.As(err, &ie) && !errors.As(err, &ce) && !errors.Is(err, wire.ErrUnauthorized) && !errors.Is(err, wire.ErrForbidden)
 }
 
 // read delivers the messages of one connection. It returns nil when the
@@ -265,7 +265,7 @@ func (s *stream) read(ctx context.Context, body io.Reader, send func(workspace.M
 		}
 		// A blank line ends a message.
 		if event == "error" {
-			return server.DecodeError(http.StatusGone, data)
+			return wire.DecodeError(http.StatusGone, data)
 		}
 		if id != "" {
 			seq, err := strconv.ParseInt(id, 10, 64)

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -32,9 +32,9 @@ func (l locks) Acquire(ctx context.Context, r workspace.AcquireRequest) (workspa
 	if err != nil {
 		return out, err
 	}
-	body := server.AcquireBody{Actor: r.Owner, TTL: duration(r.TTL), Message: r.Message}
+	body := wire.AcquireBody{Actor: r.Owner, TTL: wire.DurationOf(r.TTL), Message: r.Message}
 	if r.Wait {
-		body.Wait = duration(longPoll)
+		body.Wait = wire.DurationOf(longPoll)
 	}
 	for {
 		err := l.c.call(ctx, http.MethodPost, p, nil, body, &out)
@@ -53,7 +53,7 @@ func (l locks) Renew(ctx context.Context, lease workspace.Lease, ttl time.Durati
 	if err != nil {
 		return out, err
 	}
-	err = l.c.call(ctx, http.MethodPost, p, nil, server.LeaseBody{Actor: lease.Owner, Token: lease.Token, TTL: duration(ttl)}, &out)
+	err = l.c.call(ctx, http.MethodPost, p, nil, wire.LeaseBody{Actor: lease.Owner, Token: lease.Token, TTL: wire.DurationOf(ttl)}, &out)
 	return out, err
 }
 
@@ -62,7 +62,7 @@ func (l locks) Release(ctx context.Context, lease workspace.Lease) error {
 	if err != nil {
 		return err
 	}
-	return l.c.call(ctx, http.MethodPost, p, nil, server.LeaseBody{Actor: lease.Owner, Token: lease.Token}, nil)
+	return l.c.call(ctx, http.MethodPost, p, nil, wire.LeaseBody{Actor: lease.Owner, Token: lease.Token}, nil)
 }
 
 func (l locks) ForceRelease(ctx context.Context, w workspace.Write, resource string) error {
@@ -70,7 +70,7 @@ func (l locks) ForceRelease(ctx context.Context, w workspace.Write, resource str
 	if err != nil {
 		return err
 	}
-	return l.c.callRetry(ctx, http.MethodPost, p, nil, writeFields(w), nil, w.IdempotencyKey != "")
+	return l.c.callRetry(ctx, http.MethodPost, p, nil, wire.WriteFieldsOf(w), nil, w.IdempotencyKey != "")
 }
 
 func (l locks) Get(ctx context.Context, resource string) (workspace.Lease, error) {

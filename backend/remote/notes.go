@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -26,7 +26,7 @@ func (n notes) Put(ctx context.Context, w workspace.Write, p workspace.NotePut) 
 	if err != nil {
 		return out, err
 	}
-	body := server.NoteBody{WriteFields: writeFields(w), Title: p.Title, Body: p.Body}
+	body := wire.NoteBody{WriteFields: wire.WriteFieldsOf(w), Title: p.Title, Body: p.Body}
 	err = n.c.callRetry(ctx, http.MethodPut, path, nil, body, &out, w.IdempotencyKey != "")
 	return out, err
 }

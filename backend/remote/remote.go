@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -288,7 +288,7 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	} else if p, ok := workspace.PrincipalFrom(ctx); ok && p.Actor != "" {
 		// Reads carry who they are for; a server without tokens takes it
 		// from this header (a token's actor wins where there is one).
-		req.Header.Set(server.ActorHeader, p.Actor)
+		req.Header.Set(wire.ActorHeader, p.Actor)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -303,7 +303,7 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 func decode(resp *http.Response, out any) error {
 	if resp.StatusCode >= 300 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		return server.DecodeError(resp.StatusCode, b)
+		return wire.DecodeError(resp.StatusCode, b)
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentspace/agentspace/backend/remote"
 	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -34,7 +35,7 @@ func TestOpenChecksTheServerAndNeverShowsTheToken(t *testing.T) {
 	defer cancel()
 	url := serve(t, sqliteDSN(t), false, server.Options{})
 	_, err := workspace.Open(ctx, url+"?ws_token=ast_aaaaaaaaaaaaaaaa_hunter2hunter2")
-	require.ErrorIs(t, err, server.ErrUnauthorized)
+	require.ErrorIs(t, err, wire.ErrUnauthorized)
 	assert.NotContains(t, err.Error(), "hunter2")
 
 	_, err = workspace.Open(ctx, "http+unix:///nonexistent/dir/s.sock")

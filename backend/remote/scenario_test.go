@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -308,8 +309,8 @@ type stepArgs struct {
 	NamePrefix  string   `json:"name_prefix"`
 	Owner       string   `json:"owner"`
 
-	Ops     []server.OpBody `json:"ops"`
-	Seconds float64         `json:"seconds"`
+	Ops     []wire.OpBody `json:"ops"`
+	Seconds float64       `json:"seconds"`
 }
 
 func seconds(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }
@@ -487,23 +488,23 @@ func commitStep(ctx context.Context, ws workspace.Workspace, actor string, a ste
 		}
 		var op workspace.Op
 		switch o.Op {
-		case server.OpCreateArtifact:
+		case wire.OpCreateArtifact:
 			op = workspace.CreateArtifactOp{Message: o.Message, Artifact: workspace.NewArtifact{Name: o.Name, Kind: deref(o.Kind), Content: content, ContentType: deref(o.ContentType), Labels: o.Labels, TaskID: deref(o.TaskID)}}
-		case server.OpUpdateArtifact:
+		case wire.OpUpdateArtifact:
 			op = workspace.UpdateArtifactOp{Ref: ref, Cond: cond, Change: workspace.ArtifactChange{Content: content, Kind: o.Kind, ContentType: o.ContentType, Owner: o.Owner, TaskID: o.TaskID, Labels: o.Labels}}
-		case server.OpDeleteArtifact:
+		case wire.OpDeleteArtifact:
 			op = workspace.DeleteArtifactOp{Ref: ref, Cond: cond}
-		case server.OpRollbackArtifact:
+		case wire.OpRollbackArtifact:
 			op = workspace.RollbackArtifactOp{Ref: ref, To: o.To, Cond: cond}
-		case server.OpCreateTask:
+		case wire.OpCreateTask:
 			op = workspace.CreateTaskOp{Message: o.Message, Task: workspace.NewTask{Title: deref(o.Title), Description: deref(o.Description), ParentID: o.ParentID, DependsOn: o.DependsOn, Priority: deref(o.Priority), Labels: o.Labels, Assignee: deref(o.Assignee)}}
-		case server.OpUpdateTask:
+		case wire.OpUpdateTask:
 			op = workspace.UpdateTaskOp{ID: o.ID, Cond: cond, Change: workspace.TaskChange{Status: o.Status, Title: o.Title, Description: o.Description, Assignee: o.Assignee, Priority: o.Priority, Labels: o.Labels, Result: o.Result}}
-		case server.OpPutNote:
+		case wire.OpPutNote:
 			op = workspace.PutNoteOp{Cond: cond, Note: workspace.NotePut{Kind: deref(o.Kind), Key: o.Key, Title: deref(o.Title), Body: o.Body}}
-		case server.OpDeleteNote:
+		case wire.OpDeleteNote:
 			op = workspace.DeleteNoteOp{Cond: cond, Kind: deref(o.Kind), Key: o.Key}
-		case server.OpReleaseLock:
+		case wire.OpReleaseLock:
 			op = workspace.ReleaseLockOp{Resource: o.Resource, Token: o.Token, Message: o.Message}
 		default:
 			return nil, fmt.Errorf("scenario: unknown batch op %q", o.Op)
@@ -524,7 +525,7 @@ func errorCode(err error) (string, map[string]any) {
 		sfe *workspace.StaleFenceError
 		cpe *workspace.CompactedError
 		ie  *workspace.InvalidError
-		se  *server.StatusError
+		se  *wire.StatusError
 	)
 	if errors.As(err, &be) {
 		f["batch_index"] = float64(be.Index)
@@ -533,22 +534,22 @@ func errorCode(err error) (string, map[string]any) {
 	case errors.As(err, &ce):
 		f["expected"], f["current"] = float64(ce.Expected), float64(ce.Current)
 		f["subject"] = map[string]any{"kind": ce.Subject.Kind, "id": ce.Subject.ID, "name": ce.Subject.Name}
-		return server.CodeConflict, f
+		return wire.CodeConflict, f
 	case errors.As(err, &le):
 		f["resource"], f["holder"], f["token"] = le.Resource, le.Holder, float64(le.Token)
-		return server.CodeLocked, f
+		return wire.CodeLocked, f
 	case errors.As(err, &sfe):
 		f["resource"], f["fence"], f["newest"] = sfe.Resource, float64(sfe.Fence), float64(sfe.Newest)
-		return server.CodeStaleFence, f
+		return wire.CodeStaleFence, f
 	case errors.As(err, &cpe):
 		f["requested"], f["floor"] = float64(cpe.Requested), float64(cpe.Floor)
-		return server.CodeCompacted, f
+		return wire.CodeCompacted, f
 	case errors.As(err, &ie):
 		f["field"], f["reason"] = ie.Field, ie.Reason
 		if ie.TooLarge {
-			return server.CodeTooLarge, f
+			return wire.CodeTooLarge, f
 		}
-		return server.CodeInvalid, f
+		return wire.CodeInvalid, f
 	case errors.As(err, &se):
 		return se.Code, f
 	}

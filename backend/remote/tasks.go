@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -33,7 +33,7 @@ func taskPath(id, action string) (string, error) {
 
 func (t tasks) Create(ctx context.Context, w workspace.Write, n workspace.NewTask) (workspace.Task, error) {
 	var out workspace.Task
-	body := server.NewTaskBody{WriteFields: writeFields(w), Title: n.Title, Description: n.Description, ParentID: n.ParentID, DependsOn: n.DependsOn, Areas: n.Areas, Priority: n.Priority, Labels: n.Labels, Assignee: n.Assignee}
+	body := wire.NewTaskBody{WriteFields: wire.WriteFieldsOf(w), Title: n.Title, Description: n.Description, ParentID: n.ParentID, DependsOn: n.DependsOn, Areas: n.Areas, Priority: n.Priority, Labels: n.Labels, Assignee: n.Assignee}
 	err := t.c.callRetry(ctx, http.MethodPost, "/v1/tasks", nil, body, &out, w.IdempotencyKey != "")
 	return out, err
 }
@@ -54,7 +54,7 @@ func (t tasks) Update(ctx context.Context, w workspace.Write, id string, ch work
 	if err != nil {
 		return out, err
 	}
-	body := server.TaskChangeBody{WriteFields: writeFields(w), Status: ch.Status, Title: ch.Title, Description: ch.Description, Assignee: ch.Assignee, Priority: ch.Priority, Labels: ch.Labels, Result: ch.Result}
+	body := wire.TaskChangeBody{WriteFields: wire.WriteFieldsOf(w), Status: ch.Status, Title: ch.Title, Description: ch.Description, Assignee: ch.Assignee, Priority: ch.Priority, Labels: ch.Labels, Result: ch.Result}
 	err = t.c.callRetry(ctx, http.MethodPatch, p, nil, body, &out, w.IdempotencyKey != "")
 	return out, err
 }
@@ -62,9 +62,9 @@ func (t tasks) Update(ctx context.Context, w workspace.Write, id string, ch work
 // Claim takes the best ready task; with Wait, it long-polls until a task
 // is ready or ctx ends.
 func (t tasks) Claim(ctx context.Context, r workspace.ClaimRequest) (workspace.Task, error) {
-	body := server.ClaimBody{Actor: r.Actor, Lease: duration(r.Lease), Labels: r.Labels, ParentID: r.ParentID, AvoidOverlap: r.AvoidOverlap}
+	body := wire.ClaimBody{Actor: r.Actor, Lease: wire.DurationOf(r.Lease), Labels: r.Labels, ParentID: r.ParentID, AvoidOverlap: r.AvoidOverlap}
 	if r.Wait {
-		body.Wait = duration(longPoll)
+		body.Wait = wire.DurationOf(longPoll)
 	}
 	for {
 		var out workspace.Task
@@ -84,7 +84,7 @@ func (t tasks) Heartbeat(ctx context.Context, w workspace.Write, id string, leas
 	if err != nil {
 		return out, err
 	}
-	body := server.HeartbeatBody{WriteFields: writeFields(w), Lease: duration(lease)}
+	body := wire.HeartbeatBody{WriteFields: wire.WriteFieldsOf(w), Lease: wire.DurationOf(lease)}
 	err = t.c.callRetry(ctx, http.MethodPost, p, nil, body, &out, w.IdempotencyKey != "")
 	return out, err
 }
@@ -103,7 +103,7 @@ func (t tasks) finish(ctx context.Context, w workspace.Write, id, action string,
 	if err != nil {
 		return out, err
 	}
-	body := server.ResultBody{WriteFields: writeFields(w), Summary: r.Summary, Artifacts: r.Artifacts}
+	body := wire.ResultBody{WriteFields: wire.WriteFieldsOf(w), Summary: r.Summary, Artifacts: r.Artifacts}
 	err = t.c.callRetry(ctx, http.MethodPost, p, nil, body, &out, w.IdempotencyKey != "")
 	return out, err
 }
@@ -114,7 +114,7 @@ func (t tasks) Release(ctx context.Context, w workspace.Write, id string) (works
 	if err != nil {
 		return out, err
 	}
-	err = t.c.callRetry(ctx, http.MethodPost, p, nil, writeFields(w), &out, w.IdempotencyKey != "")
+	err = t.c.callRetry(ctx, http.MethodPost, p, nil, wire.WriteFieldsOf(w), &out, w.IdempotencyKey != "")
 	return out, err
 }
 

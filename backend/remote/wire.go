@@ -1,25 +1,17 @@
 package remote
 
 import (
-	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
-	"unicode/utf8"
 
-	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// The request shapes are the server's own (server.NewArtifactBody, ...),
-// so the client cannot drift from what the server decodes.
-
-func writeFields(w workspace.Write) server.WriteFields {
-	return server.WriteFields{Actor: w.Actor, IfVersion: w.IfVersion, Fence: w.Fence, Message: w.Message, IdempotencyKey: w.IdempotencyKey}
-}
+// The request shapes are the wire package's (wire.WriteFieldsOf, ...), the
+// ones the server decodes, so the client cannot drift from them; what is
+// here puts the query parameters.
 
 func writeQuery(w workspace.Write) url.Values {
 	q := url.Values{}
@@ -38,30 +30,6 @@ func writeQuery(w workspace.Write) url.Values {
 		q.Set("fence", strconv.FormatInt(w.Fence, 10))
 	}
 	return q
-}
-
-// content puts bytes on the wire as the workspace's JSON does: text when
-// it is UTF-8 without NUL bytes, else base64; nil stays absent.
-func content(b []byte) server.Content {
-	if b == nil {
-		return server.Content{}
-	}
-	if utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 {
-		s := string(b)
-		return server.Content{Content: &s}
-	}
-	s := base64.StdEncoding.EncodeToString(b)
-	return server.Content{Content: &s, ContentEncoding: "base64"}
-}
-
-// duration is a Go duration on the wire; zero stays absent (the server's
-// default), a negative one is sent so that the server refuses it as the
-// library would.
-func duration(d time.Duration) server.Duration {
-	if d == 0 {
-		return ""
-	}
-	return server.Duration(d.String())
 }
 
 // labelQuery puts a label filter in the query: as label=KEY=VALUE pairs,

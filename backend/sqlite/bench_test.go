@@ -7,14 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/agentspace/agentspace/bench"
 	"github.com/agentspace/agentspace/workspace"
 )
-
-// BenchmarkSuite runs the shared workloads (W1-W7, ours next to raw modernc).
-func BenchmarkSuite(b *testing.B) {
-	bench.Run(b, bench.Harness{NewDSN: func(tb testing.TB) string { return "sqlite:" + filepath.Join(tb.TempDir(), "ws.db") }})
-}
 
 func benchWS(b *testing.B, params string) workspace.Workspace {
 	b.Helper()

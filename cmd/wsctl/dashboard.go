@@ -63,6 +63,7 @@ every page needs a token. Ctrl-C stops it.`,
 				Logger:  logger,
 				Redact:  func(err error) error { return workspace.RedactError(err, dsn) },
 				Version: readBuildInfo().Version,
+				MCP:     mcpEndpoint,
 			})
 			if err != nil {
 				return err

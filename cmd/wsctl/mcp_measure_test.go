@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -101,7 +102,7 @@ func BenchmarkMCPOverhead(b *testing.B) {
 	viaMCP("stdio", cs)
 	require.NoError(t, cs.Close())
 
-	srv, err := server.New(ws, server.Options{})
+	srv, err := server.New(ws, server.Options{MCP: mcpEndpoint})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
@@ -129,6 +130,6 @@ type actorHeader struct{ actor string }
 
 func (a actorHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set(server.ActorHeader, a.actor)
+	r.Header.Set(wire.ActorHeader, a.actor)
 	return http.DefaultTransport.RoundTrip(r)
 }

@@ -94,6 +94,7 @@ end (clients resume with Last-Event-ID), requests under way finish.`,
 				Logger:          logger,
 				Redact:          func(err error) error { return workspace.RedactError(err, dsn) },
 				Version:         readBuildInfo().Version,
+				MCP:             mcpEndpoint,
 			})
 			if err != nil {
 				return err

@@ -23,6 +23,13 @@ import (
 	_ "github.com/agentspace/agentspace/backend/sqlite"
 	"github.com/agentspace/agentspace/internal/wsctltest"
 	"github.com/agentspace/agentspace/workspace"
+
+	// The owners of the reserved kinds. A kind is reserved in a process
+	// that links its owner; every face (wsctl, the server) links them all,
+	// and so does the Go API face here.
+	_ "github.com/agentspace/agentspace/gitwork"
+	_ "github.com/agentspace/agentspace/server"
+	_ "github.com/agentspace/agentspace/shadow"
 )
 
 // The forbidden actions, each tried as bob, whose token has the role dev:

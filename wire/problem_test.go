@@ -1,4 +1,4 @@
-package server
+package wire_test
 
 import (
 	"encoding/json"
@@ -10,11 +10,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
 // TestEveryErrorSurvivesTheWire encodes each error of the workspace's set
-// as the server does and decodes it as a client would: errors.Is and
+// as the server does (ProblemOf) and decodes it as a client would: errors.Is and
 // errors.As hold after the trip, with every typed field intact.
 func TestEveryErrorSurvivesTheWire(t *testing.T) {
 	exp := time.Date(2026, 5, 1, 10, 0, 0, 123000000, time.UTC)
@@ -39,9 +40,9 @@ func TestEveryErrorSurvivesTheWire(t *testing.T) {
 		{workspace.ErrLockLost, workspace.ErrLockLost, 409},
 		{workspace.ErrNoTask, workspace.ErrNoTask, 404},
 		{workspace.ErrClosed, workspace.ErrClosed, 503},
-		{errBadToken, ErrUnauthorized, 401},
-		{fmt.Errorf("%w: no", ErrForbidden), ErrForbidden, 403},
-		{ErrUnavailable, ErrUnavailable, 503},
+		{fmt.Errorf("%w: the token is unknown, revoked or expired", wire.ErrUnauthorized), wire.ErrUnauthorized, 401},
+		{fmt.Errorf("%w: no", wire.ErrForbidden), wire.ErrForbidden, 403},
+		{wire.ErrUnavailable, wire.ErrUnavailable, 503},
 	}
 	for _, c := range cases {
 		t.Run(c.err.Error(), func(t *testing.T) {
@@ -50,12 +51,12 @@ func TestEveryErrorSurvivesTheWire(t *testing.T) {
 				if batched {
 					in = &workspace.BatchError{Index: 2, Err: c.err}
 				}
-				p, ok := problemOf(in)
+				p, ok := wire.ProblemOf(in)
 				require.True(t, ok)
 				assert.Equal(t, c.status, p.Status)
 				body, err := json.Marshal(p)
 				require.NoError(t, err)
-				out := DecodeError(p.Status, body)
+				out := wire.DecodeError(p.Status, body)
 				require.ErrorIs(t, out, c.is)
 				if batched {
 					var be *workspace.BatchError
@@ -75,8 +76,8 @@ func TestEveryErrorSurvivesTheWire(t *testing.T) {
 }
 
 func TestDecodeErrorOfAnythingElseIsAStatusError(t *testing.T) {
-	err := DecodeError(502, []byte("<html>bad gateway</html>"))
-	var se *StatusError
+	err := wire.DecodeError(502, []byte("<html>bad gateway</html>"))
+	var se *wire.StatusError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, 502, se.Status)
 	assert.NotErrorIs(t, err, workspace.ErrNotFound)

@@ -1,0 +1,207 @@
+package layering_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// floorRow is one row of the table in docs/architecture.md.
+type floorRow struct {
+	floor    int
+	patterns []string // module-relative: "server", "backend/..."
+}
+
+var backticked = regexp.MustCompile("`([^`]+)`")
+
+// readFloors parses the rows between the floors markers of
+// docs/architecture.md: "| floor | `pkg`, `pkg/...` | what |".
+func readFloors(t *testing.T, root string) []floorRow {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md")) // #nosec G304 -- the repository's own doc
+	require.NoError(t, err)
+	var rows []floorRow
+	in := false
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case strings.HasPrefix(line, "<!-- floors:begin"):
+			in = true
+			continue
+		case strings.HasPrefix(line, "<!-- floors:end"):
+			in = false
+			continue
+		}
+		if !in || !strings.HasPrefix(line, "|") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		require.GreaterOrEqual(t, len(cells), 2, "floors row %q", line)
+		n, err := strconv.Atoi(strings.TrimSpace(cells[0]))
+		if err != nil {
+			continue // the header and its rule
+		}
+		row := floorRow{floor: n}
+		for _, m := range backticked.FindAllStringSubmatch(cells[1], -1) {
+			row.patterns = append(row.patterns, m[1])
+		}
+		require.NotEmpty(t, row.patterns, "floor %d names no package", n)
+		rows = append(rows, row)
+	}
+	require.NoError(t, sc.Err())
+	require.NotEmpty(t, rows, "docs/architecture.md has no floors table between its markers")
+	return rows
+}
+
+// floorOf is the floor of a module-relative package path: that of the
+// longest pattern that matches it.
+func floorOf(rows []floorRow, rel string) (int, bool) {
+	best, floor := -1, 0
+	for _, r := range rows {
+		for _, p := range r.patterns {
+			match := p == rel
+			if base, ok := strings.CutSuffix(p, "/..."); ok {
+				match = rel == base || strings.HasPrefix(rel, base+"/")
+			}
+			if match && len(p) > best {
+				best, floor = len(p), r.floor
+			}
+		}
+	}
+	return floor, best >= 0
+}
+
+type listed struct {
+	ImportPath string
+	Imports    []string
+	Module     *struct{ Path string }
+}
+
+// moduleRoot is the directory of the module's go.mod.
+func moduleRoot(t *testing.T) (dir, path string) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}} {{.Path}}").Output()
+	require.NoError(t, err)
+	dir, path, ok := strings.Cut(strings.TrimSpace(string(out)), " ")
+	require.True(t, ok, "go list -m: %q", out)
+	return dir, path
+}
+
+func goList(t *testing.T, root string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...) // #nosec G204 -- fixed arguments of this test
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list %v: %s", args, stderr.String())
+	return out
+}
+
+// TestEveryPackageImportsOnlyBelowItsFloor reads the floors from
+// docs/architecture.md and the imports of every package of the module
+// (tests aside) from go list: a package with no floor, or an import of a
+// package on its own floor or above, fails.
+func TestEveryPackageImportsOnlyBelowItsFloor(t *testing.T) {
+	root, mod := moduleRoot(t)
+	rows := readFloors(t, root)
+	dec := json.NewDecoder(bytes.NewReader(goList(t, root, "-json=ImportPath,Imports,Module", "./...")))
+	var n int
+	for dec.More() {
+		var p listed
+		require.NoError(t, dec.Decode(&p))
+		rel, ok := relative(mod, p.ImportPath)
+		if !ok {
+			continue
+		}
+		n++
+		floor, ok := floorOf(rows, rel)
+		if !assert.True(t, ok, "%s has no floor in docs/architecture.md's table", rel) {
+			continue
+		}
+		for _, imp := range p.Imports {
+			irel, ours := relative(mod, imp)
+			if !ours {
+				continue
+			}
+			ifloor, ok := floorOf(rows, irel)
+			if !assert.True(t, ok, "%s (imported by %s) has no floor", irel, rel) {
+				continue
+			}
+			assert.Less(t, ifloor, floor, "%s (floor %d) imports %s (floor %d): a package imports only floors below its own", rel, floor, irel, ifloor)
+		}
+	}
+	assert.Greater(t, n, 10, "go list found the module's packages")
+}
+
+func relative(mod, importPath string) (string, bool) {
+	if importPath == mod {
+		return ".", true
+	}
+	return strings.CutPrefix(importPath, mod+"/")
+}
+
+// deps lists the packages a build of args links.
+func deps(t *testing.T, root string, args ...string) map[string]bool {
+	t.Helper()
+	set := map[string]bool{}
+	for _, l := range strings.Fields(string(goList(t, root, append([]string{"-deps"}, args...)...))) {
+		set[l] = true
+	}
+	return set
+}
+
+// forbidden returns the members of set that start with any of prefixes.
+func forbidden(set map[string]bool, prefixes ...string) []string {
+	var bad []string
+	for p := range set {
+		for _, f := range prefixes {
+			if p == f || strings.HasPrefix(p, f+"/") {
+				bad = append(bad, p)
+				break
+			}
+		}
+	}
+	return bad
+}
+
+// TestRemoteLinksNoServer: a program that talks to a server through
+// backend/remote links neither the server nor what the server is built
+// with (the HTTP framework, the MCP SDK, metrics, markdown).
+func TestRemoteLinksNoServer(t *testing.T) {
+	root, mod := moduleRoot(t)
+	set := deps(t, root, "./backend/remote")
+	require.True(t, set[mod+"/wire"], "backend/remote links the wire package")
+	assert.Empty(t, forbidden(set, mod+"/server", mod+"/mcp", mod+"/gitwork", mod+"/bench",
+		"github.com/danielgtaylor/huma", "github.com/modelcontextprotocol/go-sdk",
+		"github.com/prometheus", "github.com/yuin/goldmark"))
+}
+
+// TestBackendTestBinariesLinkNoBench: the stores' test binaries link
+// neither the benchmarks nor a face; the remote backend's links the server
+// it tests against, but not the benchmarks.
+func TestBackendTestBinariesLinkNoBench(t *testing.T) {
+	root, mod := moduleRoot(t)
+	for _, b := range []string{"sqlite", "json", "postgres"} {
+		t.Run(b, func(t *testing.T) {
+			set := deps(t, root, "-test", "./backend/"+b)
+			require.True(t, set[mod+"/backend/"+b], "go list -test -deps lists the backend itself")
+			assert.Empty(t, forbidden(set, mod+"/bench", mod+"/server", mod+"/mcp", mod+"/gitwork", "github.com/danielgtaylor/huma"))
+		})
+	}
+	t.Run("remote", func(t *testing.T) {
+		set := deps(t, root, "-test", "./backend/remote")
+		assert.Empty(t, forbidden(set, mod+"/bench", mod+"/mcp", mod+"/gitwork"), "backend/remote's tests")
+	})
+}
