@@ -134,7 +134,7 @@ func testBatchReadYourWrites(t *testing.T, h Harness) {
 	res, err := ws1.Commit(ctx, workspace.Batch{Actor: "w", Ops: []workspace.Op{
 		workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "a", Content: []byte("1")}},
 		workspace.UpdateArtifactOp{Ref: workspace.ByName("a"), Change: workspace.ArtifactChange{Content: []byte("2")}, Cond: workspace.Cond{IfVersion: 1}},
-		&workspace.UpdateArtifactOp{Ref: workspace.ByName("a"), Change: workspace.ArtifactChange{Content: []byte("3")}, Cond: workspace.Cond{IfVersion: 2}},
+		workspace.UpdateArtifactOp{Ref: workspace.ByName("a"), Change: workspace.ArtifactChange{Content: []byte("3")}, Cond: workspace.Cond{IfVersion: 2}},
 		workspace.RollbackArtifactOp{Ref: workspace.ByName("a"), To: 2, Cond: workspace.Cond{IfVersion: 3}},
 		workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: "k", Body: "1"}},
 		workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: "k", Body: "2"}, Cond: workspace.Cond{IfVersion: 1}},

@@ -37,7 +37,10 @@ func injections() []injection {
 		{"NUL", "a\x00b", false, false, false},
 		{"1 MiB", strings.Repeat("n", 1<<20), false, false, true},
 		{"invalid UTF-8", "a\xff\xfeb", false, false, false},
-		{"RTL override", "evil\u202etxt.exe", true, true, true},
+		// Format characters (Cf) display one name as another: refused on
+		// one line, kept in text (emoji sequences join with U+200D).
+		{"RTL override", "evil\u202etxt.exe", false, false, true},
+		{"zero width space", "admin\u200b", false, false, true},
 		{"fullwidth slash", "a\uff0f..\uff0fb", true, true, true},
 		{"fullwidth dots", "\uff0e\uff0e/x", true, true, true},
 	}

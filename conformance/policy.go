@@ -62,6 +62,7 @@ var policyCases = []coreCase{
 // applyPolicy writes src as the workspace's policy, by root.
 func applyPolicy(t *testing.T, ctx context.Context, ws workspace.Workspace, src string) {
 	t.Helper()
+	ctx = workspace.AsActor(ctx, "root") // a write acts only as its principal
 	_, err := ws.Artifacts().Get(ctx, workspace.ByName(workspace.PolicyArtifact))
 	if err == nil {
 		_, err = ws.Artifacts().Update(ctx, as("root"), workspace.ByName(workspace.PolicyArtifact), workspace.ArtifactChange{Content: []byte(src)})

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -16,8 +17,9 @@ type Batch struct {
 	Ops            []Op
 }
 
-// Op is one write in a batch: one of the *Op types of this package.
-type Op interface{ isOp() }
+// Op is one write in a batch: one of the *Op types of this package, by
+// value (a pointer to one is ErrInvalid).
+type Op interface{ opName() string }
 
 // Cond carries an op's optional conditions and message.
 type Cond struct {
@@ -84,15 +86,15 @@ type ReleaseLockOp struct {
 	Message  string
 }
 
-func (CreateArtifactOp) isOp()   {}
-func (UpdateArtifactOp) isOp()   {}
-func (DeleteArtifactOp) isOp()   {}
-func (RollbackArtifactOp) isOp() {}
-func (CreateTaskOp) isOp()       {}
-func (UpdateTaskOp) isOp()       {}
-func (PutNoteOp) isOp()          {}
-func (DeleteNoteOp) isOp()       {}
-func (ReleaseLockOp) isOp()      {}
+func (CreateArtifactOp) opName() string   { return "create artifact" }
+func (UpdateArtifactOp) opName() string   { return "update artifact" }
+func (DeleteArtifactOp) opName() string   { return "delete artifact" }
+func (RollbackArtifactOp) opName() string { return "rollback artifact" }
+func (CreateTaskOp) opName() string       { return "create task" }
+func (UpdateTaskOp) opName() string       { return "update task" }
+func (PutNoteOp) opName() string          { return "put note" }
+func (DeleteNoteOp) opName() string       { return "delete note" }
+func (ReleaseLockOp) opName() string      { return "release lock" }
 
 // OpResult is what one op produced: the record written (metadata only for
 // artifacts), or nothing for deletes and releases.
@@ -128,28 +130,12 @@ func (e *BatchError) Error() string {
 // Unwrap returns the op's error.
 func (e *BatchError) Unwrap() error { return e.Err }
 
+// opName names op for errors; a nil op or nil pointer to one by its type.
 func opName(op Op) string {
-	switch op.(type) {
-	case CreateArtifactOp, *CreateArtifactOp:
-		return "create artifact"
-	case UpdateArtifactOp, *UpdateArtifactOp:
-		return "update artifact"
-	case DeleteArtifactOp, *DeleteArtifactOp:
-		return "delete artifact"
-	case RollbackArtifactOp, *RollbackArtifactOp:
-		return "rollback artifact"
-	case CreateTaskOp, *CreateTaskOp:
-		return "create task"
-	case UpdateTaskOp, *UpdateTaskOp:
-		return "update task"
-	case PutNoteOp, *PutNoteOp:
-		return "put note"
-	case DeleteNoteOp, *DeleteNoteOp:
-		return "delete note"
-	case ReleaseLockOp, *ReleaseLockOp:
-		return "release lock"
+	if v := reflect.ValueOf(op); !v.IsValid() || (v.Kind() == reflect.Pointer && v.IsNil()) {
+		return fmt.Sprintf("%T", op)
 	}
-	return fmt.Sprintf("%T", op)
+	return op.opName()
 }
 
 // Limits and defaults every handle applies.

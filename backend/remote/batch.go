@@ -31,14 +31,14 @@ func (c *Client) Commit(ctx context.Context, b workspace.Batch) (workspace.Batch
 	return out, err
 }
 
-// opBody puts one op on the wire. A nil op (or nil pointer) cannot be
-// sent: it is refused here as the library refuses it.
+// opBody puts one op on the wire. A nil op and a pointer to an op cannot be
+// sent: they are refused here as the engine refuses them (ops are values).
 func (c *Client) opBody(op workspace.Op) (wire.OpBody, error) {
-	if op == nil || (reflect.ValueOf(op).Kind() == reflect.Pointer && reflect.ValueOf(op).IsNil()) {
+	if op == nil {
 		return wire.OpBody{}, &workspace.InvalidError{Field: "op", Reason: "is nil"}
 	}
-	if v := reflect.ValueOf(op); v.Kind() == reflect.Pointer {
-		op = v.Elem().Interface().(workspace.Op)
+	if t := reflect.TypeOf(op); t.Kind() == reflect.Pointer {
+		return wire.OpBody{}, &workspace.InvalidError{Field: "op", Reason: fmt.Sprintf("%v is a pointer: pass ops by value (%v)", t, t.Elem())}
 	}
 	str := func(s string) *string { return &s }
 	cond := func(o *wire.OpBody, cd workspace.Cond) {

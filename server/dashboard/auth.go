@@ -316,8 +316,8 @@ func (h *Handler) toPending(r *http.Request, w workspace.Write, done string, fro
 		// batch. A live claim stays its holder's: the first op is refused.
 		cond := workspace.Cond{IfVersion: t.Version, Message: w.Message}
 		_, err = h.ws.Commit(r.Context(), workspace.Batch{Actor: w.Actor, Ops: []workspace.Op{
-			&workspace.UpdateTaskOp{ID: id, Change: workspace.TaskChange{Status: &blocked}, Cond: cond},
-			&workspace.UpdateTaskOp{ID: id, Change: workspace.TaskChange{Status: &pending}, Cond: workspace.Cond{Message: w.Message}},
+			workspace.UpdateTaskOp{ID: id, Change: workspace.TaskChange{Status: &blocked}, Cond: cond},
+			workspace.UpdateTaskOp{ID: id, Change: workspace.TaskChange{Status: &pending}, Cond: workspace.Cond{Message: w.Message}},
 		}})
 	} else {
 		w.IfVersion = t.Version

@@ -34,7 +34,7 @@ func BenchmarkBoard10k(b *testing.B) {
 			if prev != "" && j-i < workspace.MaxOpsPerBatch/4 {
 				t.DependsOn = []string{prev}
 			}
-			ops = append(ops, &workspace.CreateTaskOp{Task: t})
+			ops = append(ops, workspace.CreateTaskOp{Task: t})
 		}
 		res, err := e.ws.Commit(ctx, workspace.Batch{Actor: "seed", Ops: ops})
 		require.NoError(b, err)

@@ -130,7 +130,7 @@ func TestStreamCoalescesABurst(t *testing.T) {
 	const n = 1000
 	ops := make([]workspace.Op, 0, 100)
 	for i := range n {
-		ops = append(ops, &workspace.PutNoteOp{Note: workspace.NotePut{Kind: "glossary", Key: "k" + formatInt(int64(i)), Body: "x"}})
+		ops = append(ops, workspace.PutNoteOp{Note: workspace.NotePut{Kind: "glossary", Key: "k" + formatInt(int64(i)), Body: "x"}})
 		if len(ops) == cap(ops) {
 			_, err := e.ws.Commit(ctx, workspace.Batch{Actor: "burst", Ops: ops})
 			require.NoError(t, err)

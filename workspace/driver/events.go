@@ -240,7 +240,7 @@ func checkQuery(q *workspace.EventQuery, forRead bool) error {
 	if err := checkText("subject id", q.SubjectID, workspace.MaxNameLen+workspace.MaxKeyLen); err != nil {
 		return err
 	}
-	if err := checkText("subject name", q.SubjectName, workspace.MaxNameLen); err != nil {
+	if err := checkLine("subject name", q.SubjectName, workspace.MaxNameLen); err != nil {
 		return err
 	}
 	// Stores keep event times in microseconds: so do the bounds, so that

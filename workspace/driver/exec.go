@@ -35,34 +35,13 @@ func (x *exec) emit(typ string, subj workspace.Subject, version int64, msg strin
 	})
 }
 
+// apply makes op's change (its op table entry's apply).
 func (x *exec) apply(ctx context.Context, op workspace.Op) (workspace.OpResult, error) {
-	switch o := op.(type) {
-	case workspace.CreateArtifactOp:
-		a, err := x.createArtifact(ctx, o)
-		return workspace.OpResult{Artifact: a}, err
-	case workspace.UpdateArtifactOp:
-		a, err := x.updateArtifact(ctx, o)
-		return workspace.OpResult{Artifact: a}, err
-	case workspace.DeleteArtifactOp:
-		return workspace.OpResult{}, x.deleteArtifact(ctx, o)
-	case workspace.RollbackArtifactOp:
-		a, err := x.rollbackArtifact(ctx, o)
-		return workspace.OpResult{Artifact: a}, err
-	case workspace.CreateTaskOp:
-		t, err := x.createTask(ctx, o)
-		return workspace.OpResult{Task: t}, err
-	case workspace.UpdateTaskOp:
-		t, err := x.updateTask(ctx, o)
-		return workspace.OpResult{Task: t}, err
-	case workspace.PutNoteOp:
-		n, err := x.putNote(ctx, o)
-		return workspace.OpResult{Note: n}, err
-	case workspace.DeleteNoteOp:
-		return workspace.OpResult{}, x.deleteNote(ctx, o)
-	case workspace.ReleaseLockOp:
-		return workspace.OpResult{}, x.releaseLock(ctx, o.Resource, x.actor, o.Token, o.Message)
+	s, err := specOf(op)
+	if err != nil {
+		return workspace.OpResult{}, err
 	}
-	return workspace.OpResult{}, invalid("op", "unknown op type %T", op)
+	return s.apply(ctx, x, op)
 }
 
 func noteResource(kind, key string) string {

@@ -155,7 +155,7 @@ func (a artifacts) List(ctx context.Context, f workspace.ArtifactFilter) (worksp
 			return workspace.ArtifactPage{}, err
 		}
 	}
-	if err := checkText("name prefix", f.NamePrefix, workspace.MaxNameLen); err != nil {
+	if err := checkLine("name prefix", f.NamePrefix, workspace.MaxNameLen); err != nil {
 		return workspace.ArtifactPage{}, err
 	}
 	if err := checkText("after", f.After, workspace.MaxNameLen); err != nil {

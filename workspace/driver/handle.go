@@ -170,8 +170,8 @@ func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (
 	}
 	ops := make([]workspace.Op, len(b.Ops))
 	for i, op := range b.Ops {
-		ops[i] = derefOp(op)
-		err := h.checkOp(ops[i])
+		ops[i] = op
+		err := h.checkOp(op)
 		if err == nil {
 			err = checkReserved(ctx, b.Actor, ops[i])
 		}
@@ -252,21 +252,10 @@ func (c *core) recordConflict(ctx context.Context, actor string, ce *workspace.C
 	c.hub.publish([]workspace.Event{ev})
 }
 
-// readHint names the record op reads first.
+// readHint names the record op reads first (its op table entry's hint).
 func readHint(op workspace.Op) ReadHint {
-	switch o := op.(type) {
-	case workspace.UpdateArtifactOp:
-		return ReadHint{Artifact: workspace.ArtifactRef{ID: o.Ref.ID, Name: o.Ref.Name}}
-	case workspace.CreateArtifactOp:
-		return ReadHint{Artifact: workspace.ArtifactRef{Name: o.Artifact.Name}}
-	case workspace.PutNoteOp:
-		return ReadHint{NoteKind: o.Note.Kind, NoteKey: o.Note.Key}
-	case workspace.DeleteNoteOp:
-		return ReadHint{NoteKind: o.Kind, NoteKey: o.Key}
-	case workspace.UpdateTaskOp:
-		return ReadHint{Task: o.ID}
-	case workspace.ReleaseLockOp:
-		return ReadHint{Lease: o.Resource}
+	if s, err := specOf(op); err == nil {
+		return s.hint(op)
 	}
 	return ReadHint{}
 }
@@ -283,66 +272,13 @@ func readHints(ops []workspace.Op) []ReadHint {
 	return hints
 }
 
+// opMessage is op's own message (its op table entry's), kept on the
+// conflict event of a rejected write.
 func opMessage(op workspace.Op) string {
-	switch o := op.(type) {
-	case workspace.UpdateArtifactOp:
-		return o.Message
-	case workspace.DeleteArtifactOp:
-		return o.Message
-	case workspace.RollbackArtifactOp:
-		return o.Message
-	case workspace.UpdateTaskOp:
-		return o.Message
-	case workspace.PutNoteOp:
-		return o.Message
-	case workspace.DeleteNoteOp:
-		return o.Message
+	if s, err := specOf(op); err == nil {
+		return s.message(op)
 	}
 	return ""
-}
-
-func derefOp(op workspace.Op) workspace.Op {
-	switch o := op.(type) {
-	case *workspace.CreateArtifactOp:
-		if o != nil {
-			return *o
-		}
-	case *workspace.UpdateArtifactOp:
-		if o != nil {
-			return *o
-		}
-	case *workspace.DeleteArtifactOp:
-		if o != nil {
-			return *o
-		}
-	case *workspace.RollbackArtifactOp:
-		if o != nil {
-			return *o
-		}
-	case *workspace.CreateTaskOp:
-		if o != nil {
-			return *o
-		}
-	case *workspace.UpdateTaskOp:
-		if o != nil {
-			return *o
-		}
-	case *workspace.PutNoteOp:
-		if o != nil {
-			return *o
-		}
-	case *workspace.DeleteNoteOp:
-		if o != nil {
-			return *o
-		}
-	case *workspace.ReleaseLockOp:
-		if o != nil {
-			return *o
-		}
-	default:
-		return op
-	}
-	return nil
 }
 
 // single runs one op as a batch of one and returns its result.

@@ -326,100 +326,77 @@ func (x *exec) denied(err error, subj workspace.Subject) {
 	}
 }
 
-// opAction returns what op needs: its action, object and subject. An op on
-// a record that does not exist needs nothing here: it fails on its own.
-// first says op is the batch's first, which may keep the task it reads.
+// opAction returns what op needs (its op table entry's action): its
+// action, object and subject. An op on a record that does not exist needs
+// nothing here: it fails on its own. first says op is the batch's first,
+// which may keep the task it reads.
 func (x *exec) opAction(ctx context.Context, w who, op workspace.Op, first bool) (policy.Action, string, workspace.Subject, error) {
-	artifact := func(ref workspace.ArtifactRef, a policy.Action) (policy.Action, string, workspace.Subject, error) {
-		name := ref.Name
-		if name == "" {
-			head, err := x.tx.Artifact(ctx, workspace.ArtifactRef{ID: ref.ID})
-			if errors.Is(err, workspace.ErrNotFound) {
-				return "", "", workspace.Subject{}, nil
-			}
-			if err != nil {
-				return "", "", workspace.Subject{}, err
-			}
-			name = head.Name
-		}
-		act, obj := artifactAction(a, name)
-		return act, obj, workspace.Subject{Kind: "artifact", ID: ref.ID, Name: name}, nil
+	s, err := specOf(op)
+	if err != nil {
+		return "", "", workspace.Subject{}, err
 	}
-	switch o := op.(type) {
-	case workspace.CreateArtifactOp:
-		return artifact(workspace.ByName(o.Artifact.Name), policy.ArtifactWrite)
-	case workspace.UpdateArtifactOp:
-		return artifact(o.Ref, policy.ArtifactWrite)
-	case workspace.RollbackArtifactOp:
-		return artifact(o.Ref, policy.ArtifactWrite)
-	case workspace.DeleteArtifactOp:
-		return artifact(o.Ref, policy.ArtifactDelete)
-	case workspace.CreateTaskOp:
-		return policy.TaskAdd, "", workspace.Subject{Kind: "task", Name: o.Task.Title}, nil
-	case workspace.UpdateTaskOp:
-		t, err := x.tx.Task(ctx, o.ID)
+	return s.action(ctx, x, w, op, first)
+}
+
+// artifactNeeds is what a write of the artifact ref names needs: a (or the
+// admin "policy" right for the policy itself).
+func (x *exec) artifactNeeds(ctx context.Context, ref workspace.ArtifactRef, a policy.Action) (policy.Action, string, workspace.Subject, error) {
+	name := ref.Name
+	if name == "" {
+		head, err := x.tx.Artifact(ctx, workspace.ArtifactRef{ID: ref.ID})
 		if errors.Is(err, workspace.ErrNotFound) {
 			return "", "", workspace.Subject{}, nil
 		}
 		if err != nil {
 			return "", "", workspace.Subject{}, err
 		}
-		if first {
-			x.authTask = &t
-		}
-		subj := workspace.Subject{Kind: "task", ID: t.ID, Name: t.Title}
-		own := t.Assignee == w.actor || (t.Assignee == "" && t.CreatedBy == w.actor)
-		switch {
-		case !own:
-			return policy.TaskOthers, t.ID, subj, nil
-		case o.Change.Status != nil && (*o.Change.Status == workspace.TaskDone || *o.Change.Status == workspace.TaskFailed):
-			return policy.TaskFinish, t.ID, subj, nil
-		}
+		name = head.Name
+	}
+	act, obj := artifactAction(a, name)
+	return act, obj, workspace.Subject{Kind: "artifact", ID: ref.ID, Name: name}, nil
+}
+
+// taskUpdateNeeds is what an update of task o.ID needs: another's task
+// needs "others", finishing one's own "finish".
+func (x *exec) taskUpdateNeeds(ctx context.Context, w who, o workspace.UpdateTaskOp, first bool) (policy.Action, string, workspace.Subject, error) {
+	t, err := x.tx.Task(ctx, o.ID)
+	if errors.Is(err, workspace.ErrNotFound) {
 		return "", "", workspace.Subject{}, nil
-	case workspace.PutNoteOp:
-		a, obj := noteAction(true, o.Note.Kind)
-		return a, obj, workspace.Subject{Kind: "note", Name: o.Note.Kind + "/" + o.Note.Key}, nil
-	case workspace.DeleteNoteOp:
-		a, obj := noteAction(true, o.Kind)
-		return a, obj, workspace.Subject{Kind: "note", Name: o.Kind + "/" + o.Key}, nil
-	case workspace.ReleaseLockOp:
-		return policy.Lock, o.Resource, workspace.Subject{Kind: "lock", Name: o.Resource}, nil
+	}
+	if err != nil {
+		return "", "", workspace.Subject{}, err
+	}
+	if first {
+		x.authTask = &t
+	}
+	subj := workspace.Subject{Kind: "task", ID: t.ID, Name: t.Title}
+	own := t.Assignee == w.actor || (t.Assignee == "" && t.CreatedBy == w.actor)
+	switch {
+	case !own:
+		return policy.TaskOthers, t.ID, subj, nil
+	case o.Change.Status != nil && (*o.Change.Status == workspace.TaskDone || *o.Change.Status == workspace.TaskFailed):
+		return policy.TaskFinish, t.ID, subj, nil
 	}
 	return "", "", workspace.Subject{}, nil
 }
 
+// noteNeeds is what a write of note kind/key needs.
+func noteNeeds(kind, key string) (policy.Action, string, workspace.Subject, error) {
+	a, obj := noteAction(true, kind)
+	return a, obj, workspace.Subject{Kind: "note", Name: kind + "/" + key}, nil
+}
+
 // checkPolicyWrite refuses a new version of the policy that does not parse,
-// or that would take the admin "policy" right from its own author.
+// or that would take the admin "policy" right from its own author. The op
+// table's policySource says which ops can write one.
 func (x *exec) checkPolicyWrite(ctx context.Context, w who, op workspace.Op) error {
-	var src []byte
-	switch o := op.(type) {
-	case workspace.CreateArtifactOp:
-		if o.Artifact.Name != workspace.PolicyArtifact {
-			return nil
-		}
-		src = o.Artifact.Content
-	case workspace.UpdateArtifactOp:
-		if o.Change.Content == nil || !x.isPolicy(o.Ref) {
-			return nil
-		}
-		src = o.Change.Content
-	case workspace.RollbackArtifactOp:
-		if !x.isPolicy(o.Ref) {
-			return nil
-		}
-		head, err := x.tx.Artifact(ctx, workspace.ByName(workspace.PolicyArtifact))
-		if err != nil {
-			return nil // the rollback fails on its own
-		}
-		old, err := x.tx.ArtifactVersion(ctx, head.ID, o.To)
-		if err != nil {
-			return nil
-		}
-		if src, err = x.tx.Content(ctx, old.ID, old.Version, old.SHA256); err != nil {
-			return err
-		}
-	default:
-		return nil
+	s, err := specOf(op)
+	if err != nil || s.policySource == nil {
+		return err
+	}
+	src, ok, err := s.policySource(ctx, x, op)
+	if err != nil || !ok {
+		return err
 	}
 	pol, err := policy.Parse(src)
 	if err != nil {
@@ -431,6 +408,24 @@ func (x *exec) checkPolicyWrite(ctx context.Context, w who, op workspace.Op) err
 		return &workspace.InvalidError{Field: "policy", Reason: fmt.Sprintf("it would take the admin \"policy\" right from its author %q, who could then not change it back", w.actor)}
 	}
 	return nil
+}
+
+// rollbackPolicySource is the content a rollback of the policy would make
+// its head; ok is false when the rollback will fail on its own.
+func (x *exec) rollbackPolicySource(ctx context.Context, o workspace.RollbackArtifactOp) ([]byte, bool, error) {
+	if !x.isPolicy(o.Ref) {
+		return nil, false, nil
+	}
+	head, err := x.tx.Artifact(ctx, workspace.ByName(workspace.PolicyArtifact))
+	if err != nil {
+		return nil, false, nil // the rollback fails on its own
+	}
+	old, err := x.tx.ArtifactVersion(ctx, head.ID, o.To)
+	if err != nil {
+		return nil, false, nil
+	}
+	src, err := x.tx.Content(ctx, old.ID, old.Version, old.SHA256)
+	return src, err == nil, err
 }
 
 // isPolicy reports whether ref names the policy artifact.

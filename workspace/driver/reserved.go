@@ -19,13 +19,12 @@ import (
 // checkReserved refuses op if it writes a reserved kind that ctx has no
 // key for.
 func checkReserved(ctx context.Context, actor string, op workspace.Op) error {
-	var kind string
-	switch o := op.(type) {
-	case workspace.PutNoteOp:
-		kind = o.Note.Kind
-	case workspace.DeleteNoteOp:
-		kind = o.Kind
-	default:
+	s, err := specOf(op)
+	if err != nil {
+		return err
+	}
+	kind := s.reserved(op)
+	if kind == "" {
 		return nil
 	}
 	return reservedRefusal(ctx, actor, policy.NoteWrite, kind, false)

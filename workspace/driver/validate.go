@@ -81,6 +81,16 @@ func checkKey(field, key string, max int) error {
 	return checkPrintable(field, key, false)
 }
 
+// checkLine checks an optional one-line filter (a name prefix, a subject
+// name) as names are checked: what no name can hold matches nothing, so
+// it is refused rather than silently matching nothing.
+func checkLine(field, s string, max int) error {
+	if len(s) > max {
+		return invalid(field, "longer than %d bytes", max)
+	}
+	return checkPrintable(field, s, false)
+}
+
 func checkText(field, s string, max int) error {
 	if len(s) > max {
 		return invalid(field, "longer than %d bytes", max)
@@ -202,192 +212,216 @@ func (h *handle) checkContent(content []byte) error {
 	return nil
 }
 
+// checkOp validates one batch op by its entry in the op table. Ops are
+// values: a pointer to an op, or a type the table does not know, is
+// ErrInvalid.
 func (h *handle) checkOp(op workspace.Op) error {
-	switch o := op.(type) {
-	case workspace.CreateArtifactOp:
-		if err := checkName("name", o.Artifact.Name); err != nil {
-			return err
-		}
-		if o.Artifact.Kind != "" {
-			if err := checkKind("kind", o.Artifact.Kind); err != nil {
-				return err
-			}
-		}
-		if err := checkContentType(o.Artifact.ContentType); err != nil {
-			return err
-		}
-		if err := checkLabels("labels", o.Artifact.Labels); err != nil {
-			return err
-		}
-		if err := checkOptionalID("task id", o.Artifact.TaskID); err != nil {
-			return err
-		}
-		if err := checkText("message", o.Message, workspace.MaxTextLen); err != nil {
-			return err
-		}
-		return h.checkContent(o.Artifact.Content)
-	case workspace.UpdateArtifactOp:
-		if err := checkRef(o.Ref); err != nil {
-			return err
-		}
-		if o.Ref.Version != 0 {
-			return invalid("version", "an update always writes a new head: use IfVersion for a condition")
-		}
-		if err := checkCond(o.Cond); err != nil {
-			return err
-		}
-		c := o.Change
-		if c.Kind != nil {
-			if err := checkKind("kind", *c.Kind); err != nil {
-				return err
-			}
-		}
-		if c.ContentType != nil {
-			if err := checkContentType(*c.ContentType); err != nil {
-				return err
-			}
-		}
-		if c.Owner != nil {
-			if err := checkKey("owner", *c.Owner, workspace.MaxActorLen); err != nil {
-				return err
-			}
-		}
-		if c.TaskID != nil {
-			if err := checkOptionalID("task id", *c.TaskID); err != nil {
-				return err
-			}
-		}
-		if err := checkLabels("labels", c.Labels); err != nil {
-			return err
-		}
-		return h.checkContent(c.Content)
-	case workspace.DeleteArtifactOp:
-		if err := checkRef(o.Ref); err != nil {
-			return err
-		}
-		return checkCond(o.Cond)
-	case workspace.RollbackArtifactOp:
-		if err := checkRef(o.Ref); err != nil {
-			return err
-		}
-		if o.To < 1 {
-			return invalid("to", "rollback target version %d must be at least 1", o.To)
-		}
-		return checkCond(o.Cond)
-	case workspace.CreateTaskOp:
-		if err := checkKey("title", o.Task.Title, workspace.MaxTitleLen); err != nil {
-			return err
-		}
-		if err := checkText("description", o.Task.Description, workspace.MaxTextLen); err != nil {
-			return err
-		}
-		if err := checkOptionalID("parent id", o.Task.ParentID); err != nil {
-			return err
-		}
-		if len(o.Task.DependsOn) > workspace.MaxDependsOn {
-			return invalid("depends on", "more than %d dependencies", workspace.MaxDependsOn)
-		}
-		for _, d := range o.Task.DependsOn {
-			if err := checkID("depends on", d); err != nil {
-				return err
-			}
-		}
-		if len(o.Task.Areas) > workspace.MaxAreas {
-			return invalid("areas", "more than %d areas", workspace.MaxAreas)
-		}
-		for _, a := range o.Task.Areas {
-			if err := workspace.ValidateArea(a); err != nil {
-				return err
-			}
-		}
-		if o.Task.Assignee != "" {
-			if err := checkKey("assignee", o.Task.Assignee, workspace.MaxActorLen); err != nil {
-				return err
-			}
-		}
-		if err := checkPriority(o.Task.Priority); err != nil {
-			return err
-		}
-		if err := checkLabels("labels", o.Task.Labels); err != nil {
-			return err
-		}
-		return checkText("message", o.Message, workspace.MaxTextLen)
-	case workspace.UpdateTaskOp:
-		if err := checkID("task id", o.ID); err != nil {
-			return err
-		}
-		if err := checkCond(o.Cond); err != nil {
-			return err
-		}
-		c := o.Change
-		if c.Status != nil && !c.Status.Valid() {
-			return invalid("status", "%q is not one of pending, in_progress, blocked, done, failed, cancelled", *c.Status)
-		}
-		if c.Title != nil {
-			if err := checkKey("title", *c.Title, workspace.MaxTitleLen); err != nil {
-				return err
-			}
-		}
-		if c.Description != nil {
-			if err := checkText("description", *c.Description, workspace.MaxTextLen); err != nil {
-				return err
-			}
-		}
-		if c.Assignee != nil && *c.Assignee != "" {
-			if err := checkKey("assignee", *c.Assignee, workspace.MaxActorLen); err != nil {
-				return err
-			}
-		}
-		if c.Priority != nil {
-			if err := checkPriority(*c.Priority); err != nil {
-				return err
-			}
-		}
-		if c.Result != nil {
-			if err := checkText("result summary", c.Result.Summary, workspace.MaxTextLen); err != nil {
-				return err
-			}
-			for _, n := range c.Result.Artifacts {
-				if err := checkName("result artifact", n); err != nil {
-					return err
-				}
-			}
-		}
-		return checkLabels("labels", c.Labels)
-	case workspace.PutNoteOp:
-		if err := checkKind("note kind", o.Note.Kind); err != nil {
-			return err
-		}
-		if err := checkKey("note key", o.Note.Key, workspace.MaxKeyLen); err != nil {
-			return err
-		}
-		if err := checkText("note title", o.Note.Title, workspace.MaxTitleLen); err != nil {
-			return err
-		}
-		if err := checkText("note body", o.Note.Body, workspace.MaxTextLen); err != nil {
-			return err
-		}
-		return checkCond(o.Cond)
-	case workspace.DeleteNoteOp:
-		if err := checkKind("note kind", o.Kind); err != nil {
-			return err
-		}
-		if err := checkKey("note key", o.Key, workspace.MaxKeyLen); err != nil {
-			return err
-		}
-		return checkCond(o.Cond)
-	case workspace.ReleaseLockOp:
-		if err := checkKey("resource", o.Resource, workspace.MaxNameLen); err != nil {
-			return err
-		}
-		if o.Token < 1 {
-			return invalid("token", "%d: a lease token is at least 1", o.Token)
-		}
-		return checkText("message", o.Message, workspace.MaxTextLen)
-	case nil:
+	if op == nil {
 		return invalid("op", "is nil")
 	}
-	return invalid("op", "unknown op type %T", op)
+	s, err := specOf(op)
+	if err != nil {
+		return err
+	}
+	return s.check(h, op)
+}
+
+func checkCreateArtifact(h *handle, o workspace.CreateArtifactOp) error {
+	if err := checkName("name", o.Artifact.Name); err != nil {
+		return err
+	}
+	if o.Artifact.Kind != "" {
+		if err := checkKind("kind", o.Artifact.Kind); err != nil {
+			return err
+		}
+	}
+	if err := checkContentType(o.Artifact.ContentType); err != nil {
+		return err
+	}
+	if err := checkLabels("labels", o.Artifact.Labels); err != nil {
+		return err
+	}
+	if err := checkOptionalID("task id", o.Artifact.TaskID); err != nil {
+		return err
+	}
+	if err := checkText("message", o.Message, workspace.MaxTextLen); err != nil {
+		return err
+	}
+	return h.checkContent(o.Artifact.Content)
+}
+
+func checkUpdateArtifact(h *handle, o workspace.UpdateArtifactOp) error {
+	if err := checkRef(o.Ref); err != nil {
+		return err
+	}
+	if o.Ref.Version != 0 {
+		return invalid("version", "an update always writes a new head: use IfVersion for a condition")
+	}
+	if err := checkCond(o.Cond); err != nil {
+		return err
+	}
+	c := o.Change
+	if c.Kind != nil {
+		if err := checkKind("kind", *c.Kind); err != nil {
+			return err
+		}
+	}
+	if c.ContentType != nil {
+		if err := checkContentType(*c.ContentType); err != nil {
+			return err
+		}
+	}
+	if c.Owner != nil {
+		if err := checkKey("owner", *c.Owner, workspace.MaxActorLen); err != nil {
+			return err
+		}
+	}
+	if c.TaskID != nil {
+		if err := checkOptionalID("task id", *c.TaskID); err != nil {
+			return err
+		}
+	}
+	if err := checkLabels("labels", c.Labels); err != nil {
+		return err
+	}
+	return h.checkContent(c.Content)
+}
+
+func checkDeleteArtifact(_ *handle, o workspace.DeleteArtifactOp) error {
+	if err := checkRef(o.Ref); err != nil {
+		return err
+	}
+	return checkCond(o.Cond)
+}
+
+func checkRollbackArtifact(_ *handle, o workspace.RollbackArtifactOp) error {
+	if err := checkRef(o.Ref); err != nil {
+		return err
+	}
+	if o.To < 1 {
+		return invalid("to", "rollback target version %d must be at least 1", o.To)
+	}
+	return checkCond(o.Cond)
+}
+
+func checkCreateTask(_ *handle, o workspace.CreateTaskOp) error {
+	if err := checkKey("title", o.Task.Title, workspace.MaxTitleLen); err != nil {
+		return err
+	}
+	if err := checkText("description", o.Task.Description, workspace.MaxTextLen); err != nil {
+		return err
+	}
+	if err := checkOptionalID("parent id", o.Task.ParentID); err != nil {
+		return err
+	}
+	if len(o.Task.DependsOn) > workspace.MaxDependsOn {
+		return invalid("depends on", "more than %d dependencies", workspace.MaxDependsOn)
+	}
+	for _, d := range o.Task.DependsOn {
+		if err := checkID("depends on", d); err != nil {
+			return err
+		}
+	}
+	if len(o.Task.Areas) > workspace.MaxAreas {
+		return invalid("areas", "more than %d areas", workspace.MaxAreas)
+	}
+	for _, a := range o.Task.Areas {
+		if err := workspace.ValidateArea(a); err != nil {
+			return err
+		}
+	}
+	if o.Task.Assignee != "" {
+		if err := checkKey("assignee", o.Task.Assignee, workspace.MaxActorLen); err != nil {
+			return err
+		}
+	}
+	if err := checkPriority(o.Task.Priority); err != nil {
+		return err
+	}
+	if err := checkLabels("labels", o.Task.Labels); err != nil {
+		return err
+	}
+	return checkText("message", o.Message, workspace.MaxTextLen)
+}
+
+func checkUpdateTask(_ *handle, o workspace.UpdateTaskOp) error {
+	if err := checkID("task id", o.ID); err != nil {
+		return err
+	}
+	if err := checkCond(o.Cond); err != nil {
+		return err
+	}
+	c := o.Change
+	if c.Status != nil && !c.Status.Valid() {
+		return invalid("status", "%q is not one of pending, in_progress, blocked, done, failed, cancelled", *c.Status)
+	}
+	if c.Title != nil {
+		if err := checkKey("title", *c.Title, workspace.MaxTitleLen); err != nil {
+			return err
+		}
+	}
+	if c.Description != nil {
+		if err := checkText("description", *c.Description, workspace.MaxTextLen); err != nil {
+			return err
+		}
+	}
+	if c.Assignee != nil && *c.Assignee != "" {
+		if err := checkKey("assignee", *c.Assignee, workspace.MaxActorLen); err != nil {
+			return err
+		}
+	}
+	if c.Priority != nil {
+		if err := checkPriority(*c.Priority); err != nil {
+			return err
+		}
+	}
+	if c.Result != nil {
+		if err := checkText("result summary", c.Result.Summary, workspace.MaxTextLen); err != nil {
+			return err
+		}
+		for _, n := range c.Result.Artifacts {
+			if err := checkName("result artifact", n); err != nil {
+				return err
+			}
+		}
+	}
+	return checkLabels("labels", c.Labels)
+}
+
+func checkPutNote(_ *handle, o workspace.PutNoteOp) error {
+	if err := checkKind("note kind", o.Note.Kind); err != nil {
+		return err
+	}
+	if err := checkKey("note key", o.Note.Key, workspace.MaxKeyLen); err != nil {
+		return err
+	}
+	if err := checkText("note title", o.Note.Title, workspace.MaxTitleLen); err != nil {
+		return err
+	}
+	if err := checkText("note body", o.Note.Body, workspace.MaxTextLen); err != nil {
+		return err
+	}
+	return checkCond(o.Cond)
+}
+
+func checkDeleteNote(_ *handle, o workspace.DeleteNoteOp) error {
+	if err := checkKind("note kind", o.Kind); err != nil {
+		return err
+	}
+	if err := checkKey("note key", o.Key, workspace.MaxKeyLen); err != nil {
+		return err
+	}
+	return checkCond(o.Cond)
+}
+
+func checkReleaseLock(_ *handle, o workspace.ReleaseLockOp) error {
+	if err := checkKey("resource", o.Resource, workspace.MaxNameLen); err != nil {
+		return err
+	}
+	if o.Token < 1 {
+		return invalid("token", "%d: a lease token is at least 1", o.Token)
+	}
+	return checkText("message", o.Message, workspace.MaxTextLen)
 }
 
 func checkPriority(p int) error {

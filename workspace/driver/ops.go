@@ -1,0 +1,222 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/agentspace/agentspace/policy"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// The op table: everything the engine knows of each batch op type, declared
+// once. Adding an op is its type in package workspace, an entry here, its
+// code in package wire and its conformance case; TestOpTableCoversEveryOp
+// fails while an op type of package workspace has no entry.
+//
+// An entry's functions take the op as its own type (opEntry[O]); the table
+// keys them by that type, so ops are values: a pointer to an op is not in
+// the table and is refused as ErrInvalid.
+var opTable = map[reflect.Type]opSpec{}
+
+func init() {
+	declare(opEntry[workspace.CreateArtifactOp]{
+		check: checkCreateArtifact,
+		hint: func(o workspace.CreateArtifactOp) ReadHint {
+			return ReadHint{Artifact: workspace.ArtifactRef{Name: o.Artifact.Name}}
+		},
+		action: func(ctx context.Context, x *exec, _ who, o workspace.CreateArtifactOp, _ bool) (policy.Action, string, workspace.Subject, error) {
+			return x.artifactNeeds(ctx, workspace.ByName(o.Artifact.Name), policy.ArtifactWrite)
+		},
+		policySource: func(_ context.Context, _ *exec, o workspace.CreateArtifactOp) ([]byte, bool, error) {
+			return o.Artifact.Content, o.Artifact.Name == workspace.PolicyArtifact, nil
+		},
+		apply: func(ctx context.Context, x *exec, o workspace.CreateArtifactOp) (workspace.OpResult, error) {
+			a, err := x.createArtifact(ctx, o)
+			return workspace.OpResult{Artifact: a}, err
+		},
+	})
+	declare(opEntry[workspace.UpdateArtifactOp]{
+		check: checkUpdateArtifact,
+		hint: func(o workspace.UpdateArtifactOp) ReadHint {
+			return ReadHint{Artifact: workspace.ArtifactRef{ID: o.Ref.ID, Name: o.Ref.Name}}
+		},
+		message: func(o workspace.UpdateArtifactOp) string { return o.Message },
+		action: func(ctx context.Context, x *exec, _ who, o workspace.UpdateArtifactOp, _ bool) (policy.Action, string, workspace.Subject, error) {
+			return x.artifactNeeds(ctx, o.Ref, policy.ArtifactWrite)
+		},
+		policySource: func(_ context.Context, x *exec, o workspace.UpdateArtifactOp) ([]byte, bool, error) {
+			return o.Change.Content, o.Change.Content != nil && x.isPolicy(o.Ref), nil
+		},
+		apply: func(ctx context.Context, x *exec, o workspace.UpdateArtifactOp) (workspace.OpResult, error) {
+			a, err := x.updateArtifact(ctx, o)
+			return workspace.OpResult{Artifact: a}, err
+		},
+	})
+	declare(opEntry[workspace.DeleteArtifactOp]{
+		check:   checkDeleteArtifact,
+		message: func(o workspace.DeleteArtifactOp) string { return o.Message },
+		action: func(ctx context.Context, x *exec, _ who, o workspace.DeleteArtifactOp, _ bool) (policy.Action, string, workspace.Subject, error) {
+			return x.artifactNeeds(ctx, o.Ref, policy.ArtifactDelete)
+		},
+		apply: func(ctx context.Context, x *exec, o workspace.DeleteArtifactOp) (workspace.OpResult, error) {
+			return workspace.OpResult{}, x.deleteArtifact(ctx, o)
+		},
+	})
+	declare(opEntry[workspace.RollbackArtifactOp]{
+		check:   checkRollbackArtifact,
+		message: func(o workspace.RollbackArtifactOp) string { return o.Message },
+		action: func(ctx context.Context, x *exec, _ who, o workspace.RollbackArtifactOp, _ bool) (policy.Action, string, workspace.Subject, error) {
+			return x.artifactNeeds(ctx, o.Ref, policy.ArtifactWrite)
+		},
+		policySource: func(ctx context.Context, x *exec, o workspace.RollbackArtifactOp) ([]byte, bool, error) {
+			return x.rollbackPolicySource(ctx, o)
+		},
+		apply: func(ctx context.Context, x *exec, o workspace.RollbackArtifactOp) (workspace.OpResult, error) {
+			a, err := x.rollbackArtifact(ctx, o)
+			return workspace.OpResult{Artifact: a}, err
+		},
+	})
+	declare(opEntry[workspace.CreateTaskOp]{
+		check: checkCreateTask,
+		action: func(_ context.Context, _ *exec, _ who, o workspace.CreateTaskOp, _ bool) (policy.Action, string, workspace.Subject, error) {
+			return policy.TaskAdd, "", workspace.Subject{Kind: "task", Name: o.Task.Title}, nil
+		},
+		apply: func(ctx context.Context, x *exec, o workspace.CreateTaskOp) (workspace.OpResult, error) {
+			t, err := x.createTask(ctx, o)
+			return workspace.OpResult{Task: t}, err
+		},
+	})
+	declare(opEntry[workspace.UpdateTaskOp]{
+		check:   checkUpdateTask,
+		hint:    func(o workspace.UpdateTaskOp) ReadHint { return ReadHint{Task: o.ID} },
+		message: func(o workspace.UpdateTaskOp) string { return o.Message },
+		action: func(ctx context.Context, x *exec, w who, o workspace.UpdateTaskOp, first bool) (policy.Action, string, workspace.Subject, error) {
+			return x.taskUpdateNeeds(ctx, w, o, first)
+		},
+		apply: func(ctx context.Context, x *exec, o workspace.UpdateTaskOp) (workspace.OpResult, error) {
+			t, err := x.updateTask(ctx, o)
+			return workspace.OpResult{Task: t}, err
+		},
+	})
+	declare(opEntry[workspace.PutNoteOp]{
+		check:    checkPutNote,
+		reserved: func(o workspace.PutNoteOp) string { return o.Note.Kind },
+		hint:     func(o workspace.PutNoteOp) ReadHint { return ReadHint{NoteKind: o.Note.Kind, NoteKey: o.Note.Key} },
+		message:  func(o workspace.PutNoteOp) string { return o.Message },
+		action: func(_ context.Context, _ *exec, _ who, o workspace.PutNoteOp, _ bool) (policy.Action, string, workspace.Subject, error) {
+			return noteNeeds(o.Note.Kind, o.Note.Key)
+		},
+		apply: func(ctx context.Context, x *exec, o workspace.PutNoteOp) (workspace.OpResult, error) {
+			n, err := x.putNote(ctx, o)
+			return workspace.OpResult{Note: n}, err
+		},
+	})
+	declare(opEntry[workspace.DeleteNoteOp]{
+		check:    checkDeleteNote,
+		reserved: func(o workspace.DeleteNoteOp) string { return o.Kind },
+		hint:     func(o workspace.DeleteNoteOp) ReadHint { return ReadHint{NoteKind: o.Kind, NoteKey: o.Key} },
+		message:  func(o workspace.DeleteNoteOp) string { return o.Message },
+		action: func(_ context.Context, _ *exec, _ who, o workspace.DeleteNoteOp, _ bool) (policy.Action, string, workspace.Subject, error) {
+			return noteNeeds(o.Kind, o.Key)
+		},
+		apply: func(ctx context.Context, x *exec, o workspace.DeleteNoteOp) (workspace.OpResult, error) {
+			return workspace.OpResult{}, x.deleteNote(ctx, o)
+		},
+	})
+	declare(opEntry[workspace.ReleaseLockOp]{
+		check: checkReleaseLock,
+		hint:  func(o workspace.ReleaseLockOp) ReadHint { return ReadHint{Lease: o.Resource} },
+		action: func(_ context.Context, _ *exec, _ who, o workspace.ReleaseLockOp, _ bool) (policy.Action, string, workspace.Subject, error) {
+			return policy.Lock, o.Resource, workspace.Subject{Kind: "lock", Name: o.Resource}, nil
+		},
+		apply: func(ctx context.Context, x *exec, o workspace.ReleaseLockOp) (workspace.OpResult, error) {
+			return workspace.OpResult{}, x.releaseLock(ctx, o.Resource, x.actor, o.Token, o.Message)
+		},
+	})
+}
+
+// opEntry declares one op type O: every field but check, action and apply
+// may be nil.
+type opEntry[O workspace.Op] struct {
+	// check validates the op alone, before the batch is queued.
+	check func(h *handle, o O) error
+	// reserved names the note kind the op writes, for the reserved-kind
+	// check; nil for an op that writes no note.
+	reserved func(o O) string
+	// hint names the record the op reads first (ReadHint).
+	hint func(o O) ReadHint
+	// message is the op's own message, kept on a conflict event.
+	message func(o O) string
+	// action is what the policy must allow, read in the transaction.
+	action func(ctx context.Context, x *exec, w who, o O, first bool) (policy.Action, string, workspace.Subject, error)
+	// policySource is the content of the policy the op would write, and
+	// whether it writes one; nil for an op that cannot.
+	policySource func(ctx context.Context, x *exec, o O) ([]byte, bool, error)
+	// apply makes the op's change and emits its events.
+	apply func(ctx context.Context, x *exec, o O) (workspace.OpResult, error)
+}
+
+// opSpec is an opEntry with the op's type erased, as the table keeps it.
+type opSpec struct {
+	check        func(h *handle, op workspace.Op) error
+	reserved     func(op workspace.Op) string
+	hint         func(op workspace.Op) ReadHint
+	message      func(op workspace.Op) string
+	action       func(ctx context.Context, x *exec, w who, op workspace.Op, first bool) (policy.Action, string, workspace.Subject, error)
+	policySource func(ctx context.Context, x *exec, op workspace.Op) ([]byte, bool, error)
+	apply        func(ctx context.Context, x *exec, op workspace.Op) (workspace.OpResult, error)
+}
+
+// declare puts e in the table. Each erased function asserts its op's type,
+// which the table's key guarantees.
+func declare[O workspace.Op](e opEntry[O]) {
+	t := reflect.TypeFor[O]()
+	if _, dup := opTable[t]; dup || e.check == nil || e.action == nil || e.apply == nil {
+		panic(fmt.Sprintf("driver: op %v declared twice or without check, action and apply", t))
+	}
+	s := opSpec{
+		check: func(h *handle, op workspace.Op) error { return e.check(h, op.(O)) },
+		hint:  func(workspace.Op) ReadHint { return ReadHint{} },
+		message: func(workspace.Op) string {
+			return ""
+		},
+		reserved: func(workspace.Op) string { return "" },
+		action: func(ctx context.Context, x *exec, w who, op workspace.Op, first bool) (policy.Action, string, workspace.Subject, error) {
+			return e.action(ctx, x, w, op.(O), first)
+		},
+		apply: func(ctx context.Context, x *exec, op workspace.Op) (workspace.OpResult, error) {
+			return e.apply(ctx, x, op.(O))
+		},
+	}
+	if e.hint != nil {
+		s.hint = func(op workspace.Op) ReadHint { return e.hint(op.(O)) }
+	}
+	if e.message != nil {
+		s.message = func(op workspace.Op) string { return e.message(op.(O)) }
+	}
+	if e.reserved != nil {
+		s.reserved = func(op workspace.Op) string { return e.reserved(op.(O)) }
+	}
+	if e.policySource != nil {
+		s.policySource = func(ctx context.Context, x *exec, op workspace.Op) ([]byte, bool, error) {
+			return e.policySource(ctx, x, op.(O))
+		}
+	}
+	opTable[t] = s
+}
+
+// specOf returns op's table entry; an op the table does not know (a
+// pointer to an op among them) is ErrInvalid.
+func specOf(op workspace.Op) (opSpec, error) {
+	t := reflect.TypeOf(op)
+	if s, ok := opTable[t]; ok {
+		return s, nil
+	}
+	if t != nil && t.Kind() == reflect.Pointer {
+		if _, ok := opTable[t.Elem()]; ok {
+			return opSpec{}, invalid("op", "%v is a pointer: pass ops by value (%v)", t, t.Elem())
+		}
+	}
+	return opSpec{}, invalid("op", "unknown op type %T", op)
+}

@@ -1,0 +1,51 @@
+package driver
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// TestOpTableCoversEveryOp: every op type of package workspace (a type with
+// the Op interface's opName method, read from the package's source) has an
+// entry in the op table, and the table has no other.
+func TestOpTableCoversEveryOp(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, "..", nil, 0)
+	require.NoError(t, err)
+	var declared []string
+	for _, f := range pkgs["workspace"].Files {
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil || fn.Name.Name != "opName" {
+				continue
+			}
+			if id, ok := fn.Recv.List[0].Type.(*ast.Ident); ok {
+				declared = append(declared, id.Name)
+			}
+		}
+	}
+	require.NotEmpty(t, declared)
+	var inTable []string
+	for typ := range opTable {
+		inTable = append(inTable, typ.Name())
+	}
+	assert.ElementsMatch(t, declared, inTable, "every op type has one entry in the op table")
+}
+
+// TestPointerOpsAreRefused: ops are values; a pointer to one is named in
+// the refusal with the value to pass instead.
+func TestPointerOpsAreRefused(t *testing.T) {
+	_, err := specOf(&workspace.PutNoteOp{})
+	assert.ErrorIs(t, err, workspace.ErrInvalid)
+	assert.ErrorContains(t, err, "pass ops by value")
+	s, err := specOf(workspace.PutNoteOp{Note: workspace.NotePut{Kind: "k"}})
+	require.NoError(t, err)
+	assert.Equal(t, "k", s.reserved(workspace.PutNoteOp{Note: workspace.NotePut{Kind: "k"}}))
+}
