@@ -17,6 +17,6 @@ func (s *Server) mountMCP() {
 	s.mcp = mcp.NewServer(s.ws, mcp.Options{Version: s.opts.Version, Logger: s.log, Redact: s.opts.Redact})
 	s.mux.Handle(mcpRoute, s.mcp.HTTPHandler(func(r *http.Request) mcp.Caller {
 		p := principalFrom(r.Context())
-		return mcp.Caller{Actor: p.actor, Bound: p.bound()}
+		return mcp.Caller{Actor: p.actor, Bound: p.bound(), TokenID: p.token, Expires: p.expires}
 	}, mcp.HTTPOptions{MaxBodyBytes: s.maxBody()}))
 }

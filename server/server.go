@@ -58,6 +58,10 @@ type Options struct {
 	Gatherer prometheus.Gatherer
 	// Version is reported in the OpenAPI document.
 	Version string
+	// AllowedHosts are the names, besides the address a request arrives
+	// on, that a request's Host (and a state-changing request's Origin)
+	// may give: "name" on any port, or "name:port". See hosts.go.
+	AllowedHosts []string
 }
 
 // Server serves one workspace over HTTP: the /v1 API (JSON, with events as
@@ -71,6 +75,7 @@ type Server struct {
 	handler http.Handler
 	api     huma.API
 	tokens  *Tokens
+	revoke  *revoker
 	metrics *metrics
 	mcp     *mcp.Server
 	dash    *dashboard.Handler
@@ -109,6 +114,7 @@ func New(ws workspace.Workspace, opts Options) (*Server, error) {
 	}
 	s := &Server{ws: ws, opts: opts, log: opts.Logger, mux: http.NewServeMux(), tokens: NewTokens(ws)}
 	s.drain, s.stop = context.WithCancel(context.Background())
+	s.revoke = newRevoker(s)
 	m, err := newMetrics(opts.Registerer, opts.Gatherer)
 	if err != nil {
 		return nil, err
@@ -170,6 +176,7 @@ func (s *Server) Drain() {
 		s.stop()
 		_ = s.mcp.Close()
 		s.dash.Close()
+		s.revoke.close()
 	})
 }
 
@@ -203,6 +210,10 @@ func writeProblem(w http.ResponseWriter, p *Problem) {
 // without its text.
 func (s *Server) fail(ctx context.Context, err error) *Problem {
 	if p, ok := problemOf(err); ok {
+		return p
+	}
+	if e := tokenEnded(ctx); e != nil {
+		p, _ := problemOf(e)
 		return p
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
