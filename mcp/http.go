@@ -16,9 +16,18 @@ type Caller struct {
 	// where the server allows it) the actor the request names.
 	Actor string
 	// Bound is set when Actor comes from a verified token: a session is
-	// then kept to that actor, and a request with another's token is refused.
+	// then kept to that token (TokenID), and a request with another token,
+	// even one of the same actor, is refused with 403.
 	Bound bool
+	// TokenID is the verified token's public id (with Bound).
+	TokenID string
+	// Expires is when the token expires (zero: never): its sessions
+	// close then.
+	Expires time.Time
 }
+
+// tokenActor is the key of the actor in the SDK's token info.
+const tokenActor = "agentspace.actor"
 
 // HTTPOptions configure the streamable HTTP handler.
 type HTTPOptions struct {
@@ -26,6 +35,10 @@ type HTTPOptions struct {
 	MaxBodyBytes int64
 	// SessionTimeout closes a session idle this long (default 30 minutes).
 	SessionTimeout time.Duration
+	// MaxSessionsPerCaller caps the sessions one token (or, without
+	// tokens, one named actor) keeps open; a new one closes the least
+	// recently used idle one (default DefaultMaxSessionsPerCaller).
+	MaxSessionsPerCaller int
 }
 
 // statelessVersion is the first protocol version without sessions; the
@@ -41,6 +54,9 @@ func (s *Server) HTTPHandler(caller func(*http.Request) Caller, o HTTPOptions) h
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = 30 * time.Minute
 	}
+	if o.MaxSessionsPerCaller > 0 {
+		s.sessions.max = o.MaxSessionsPerCaller
+	}
 	get := func(*http.Request) *sdk.Server { return s.sdk }
 	stateful := sdk.NewStreamableHTTPHandler(get, &sdk.StreamableHTTPOptions{
 		SessionTimeout: o.SessionTimeout, MaxRequestBodyBytes: o.MaxBodyBytes,
@@ -48,6 +64,7 @@ func (s *Server) HTTPHandler(caller func(*http.Request) Caller, o HTTPOptions) h
 	stateless := sdk.NewStreamableHTTPHandler(get, &sdk.StreamableHTTPOptions{
 		Stateless: true, MaxRequestBodyBytes: o.MaxBodyBytes, PropagateRequestCancellation: true,
 	})
+	tracked := s.sessions.track(stateful, caller)
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Mcp-Protocol-Version") >= statelessVersion {
 			stateless.ServeHTTP(w, r)
@@ -58,12 +75,15 @@ func (s *Server) HTTPHandler(caller func(*http.Request) Caller, o HTTPOptions) h
 			// open for as long as the session: no read deadline applies.
 			_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		}
-		stateful.ServeHTTP(w, r)
+		tracked.ServeHTTP(w, r)
 	})
-	// A verified actor goes in the SDK's token info: the SDK then binds a
-	// session to it and hands it to every tool call as req.Extra.TokenInfo.
+	// A verified token goes in the SDK's token info: the SDK binds a
+	// session to its UserID (the token's id, not its actor, so another
+	// token of the same actor cannot take the session over) and hands the
+	// actor to every tool call in req.Extra.TokenInfo.
 	bound := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
-		return &auth.TokenInfo{UserID: caller(r).Actor}, nil
+		c := caller(r)
+		return &auth.TokenInfo{UserID: "token:" + c.TokenID, Expiration: c.Expires, Extra: map[string]any{tokenActor: c.Actor}}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(route)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := caller(r)

@@ -2,7 +2,6 @@ package mcp_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -33,13 +32,22 @@ func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // mountMCP is the endpoint wsctl hands the server: this package's tools,
 // acting as the caller the server authenticated.
-func mountMCP(p server.MCPParams) (http.Handler, io.Closer) {
+func mountMCP(p server.MCPParams) server.MCPEndpoint {
 	m := mcp.NewServer(p.Workspace, mcp.Options{Version: p.Version, Logger: p.Logger, Redact: p.Redact})
-	return m.HTTPHandler(func(r *http.Request) mcp.Caller {
-		actor, bound := p.Caller(r)
-		return mcp.Caller{Actor: actor, Bound: bound}
-	}, mcp.HTTPOptions{MaxBodyBytes: p.MaxBodyBytes}), m
+	h := m.HTTPHandler(func(r *http.Request) mcp.Caller {
+		c := p.Caller(r)
+		return mcp.Caller{Actor: c.Actor, Bound: c.Bound, TokenID: c.TokenID, Expires: c.Expires}
+	}, mcp.HTTPOptions{MaxBodyBytes: p.MaxBodyBytes})
+	return endpoint{h, m}
 }
+
+// endpoint is the MCP server serving through its HTTP handler.
+type endpoint struct {
+	http.Handler
+	*mcp.Server
+}
+
+func (e endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) { e.Handler.ServeHTTP(w, r) }
 
 func httpServer(t *testing.T, ws workspace.Workspace, opts server.Options) (*server.Server, *httptest.Server) {
 	t.Helper()

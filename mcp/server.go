@@ -52,6 +52,8 @@ type Server struct {
 	ws   workspace.Workspace
 	opts Options
 	sdk  *sdk.Server
+	// sessions are the HTTP handler's sessions and who opened them.
+	sessions *sessions
 
 	// The watcher turns artifact events into resource-updated
 	// notifications. It starts with the first subscription and runs
@@ -77,6 +79,7 @@ func NewServer(ws workspace.Workspace, opts Options) *Server {
 		opts.Redact = func(err error) error { return err }
 	}
 	s := &Server{ws: ws, opts: opts}
+	s.sessions = &sessions{s: s, max: DefaultMaxSessionsPerCaller, byID: map[string]*sessionRec{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "agentspace", Title: "agentspace workspace", Version: opts.Version}, &sdk.ServerOptions{
 		Instructions:       Instructions,
@@ -129,8 +132,10 @@ func withActor(ctx context.Context, actor string) context.Context {
 // actor is who a tool call acts as: the verified token's actor, else the
 // actor the transport recorded, else the server's.
 func (s *Server) actor(ctx context.Context, extra *sdk.RequestExtra) string {
-	if extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
-		return extra.TokenInfo.UserID
+	if extra != nil && extra.TokenInfo != nil {
+		if a, ok := extra.TokenInfo.Extra[tokenActor].(string); ok && a != "" {
+			return a
+		}
 	}
 	if a, ok := ctx.Value(actorKey{}).(string); ok && a != "" {
 		return a

@@ -19,6 +19,8 @@ type principal struct {
 	actor string // the token's actor, or the wire.ActorHeader value
 	role  string
 	token string // the token's public id; "" without a token
+	// expires is when the token expires (zero: never).
+	expires time.Time
 }
 
 func (p principal) bound() bool { return p.token != "" }
@@ -60,24 +62,33 @@ func actorFor(ctx context.Context, named string) (string, error) {
 
 // authenticate finds the request's principal. A request that presents a
 // token is bound to its actor whatever the server's mode; one with a bad
-// token is refused even where tokens are not required.
-func (s *Server) authenticate(r *http.Request) (principal, error) {
+// token is refused even where tokens are not required. The context it
+// returns ends when the token is revoked or expires (revoke.go); release
+// it when the request ends.
+func (s *Server) authenticate(r *http.Request) (principal, context.Context, func(), error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		if s.opts.RequireToken {
-			return principal{}, fmt.Errorf("%w: this server requires a bearer token (Authorization: Bearer ast_...)", wire.ErrUnauthorized)
+			return principal{}, nil, nil, fmt.Errorf("%w: this server requires a bearer token (Authorization: Bearer ast_...)", wire.ErrUnauthorized)
 		}
-		return principal{actor: r.Header.Get(wire.ActorHeader)}, nil
+		return principal{actor: r.Header.Get(wire.ActorHeader)}, r.Context(), func() {}, nil
 	}
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return principal{}, fmt.Errorf("%w: the Authorization header must be \"Bearer <token>\"", wire.ErrUnauthorized)
+		return principal{}, nil, nil, fmt.Errorf("%w: the Authorization header must be \"Bearer <token>\"", wire.ErrUnauthorized)
 	}
-	t, err := s.tokens.Verify(r.Context(), strings.TrimSpace(tok))
+	tok = strings.TrimSpace(tok)
+	ctx, release, err := s.bindToken(r.Context(), tok)
 	if err != nil {
-		return principal{}, err
+		return principal{}, nil, nil, err
 	}
-	return principal{actor: t.Actor, role: t.Role, token: t.ID}, nil
+	t, err := s.tokens.Verify(ctx, tok)
+	if err != nil {
+		release()
+		return principal{}, nil, nil, err
+	}
+	ctx, release = untilExpiry(ctx, release, t)
+	return principal{actor: t.Actor, role: t.Role, token: t.ID, expires: t.ExpiresAt}, ctx, release, nil
 }
 
 // recorder keeps the status a handler wrote, for the log and the metrics.
@@ -111,19 +122,30 @@ func (r *recorder) Flush() {
 // Unwrap lets http.ResponseController reach the connection's deadlines.
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// middleware authenticates /v1 and /mcp requests, then logs and counts every
-// request. It logs the method, route, status, time and actor: never a
+// middleware refuses a foreign Host or Origin on every route (hosts.go),
+// authenticates /v1 and /mcp requests, then logs and counts every request. It logs the method, route, status, time and actor: never a
 // header's value, so never a token.
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		// No answer is to be read as anything but its declared type.
+		rec.Header().Set("X-Content-Type-Options", "nosniff")
 		var p principal
-		// The API needs a principal; its description (/v1/openapi.json and
-		// the other forms huma serves) does not.
-		if (strings.HasPrefix(r.URL.Path, "/v1/") && !strings.HasPrefix(r.URL.Path, "/v1/openapi")) || r.URL.Path == mcpRoute {
-			var err error
-			p, err = s.authenticate(r)
+		if pr := s.checkHost(r); pr != nil {
+			writeProblem(rec, pr)
+			s.observe(r, rec, p, start, "refused host")
+			return
+		}
+		// The API and its description need a principal; /healthz,
+		// /metrics and the dashboard (which checks its own) do not.
+		if strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == mcpRoute {
+			var (
+				err     error
+				ctx     context.Context
+				release func()
+			)
+			p, ctx, release, err = s.authenticate(r)
 			if err != nil {
 				pr, ok := wire.ProblemOf(err)
 				if !ok {
@@ -134,8 +156,13 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				s.observe(r, rec, p, start, "unauthenticated")
 				return
 			}
-			ctx := context.WithValue(r.Context(), principalKey{}, p)
+			defer release()
+			ctx = context.WithValue(ctx, principalKey{}, p)
 			r = r.WithContext(workspace.WithPrincipal(ctx, p.workspacePrincipal()))
+		} else if r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/ui/") {
+			var release func()
+			r, release = s.bindDashboard(r)
+			defer release()
 		}
 		next.ServeHTTP(rec, r)
 		s.observe(r, rec, p, start, r.Pattern)

@@ -75,11 +75,11 @@ func TestTokensBindTheActor(t *testing.T) {
 		assert.NotContains(t, string(body), tok[len(server.TokenPrefix)+17:], "the secret is never echoed")
 		require.ErrorIs(t, wire.DecodeError(st, body), wire.ErrUnauthorized)
 	}
-	// Health and the document need no token.
+	// Health needs no token; the API's description does.
 	st, _ := e.do("GET", "/healthz", nil)
 	assert.Equal(t, 200, st)
-	st, _ = e.do("GET", "/v1/openapi.json", nil)
-	assert.Equal(t, 200, st)
+	require.ErrorIs(t, e.fails(401, "GET", "/v1/openapi.json", nil), wire.ErrUnauthorized)
+	e.ok(200, nil, "GET", "/v1/openapi.json", nil, bearer(tok)...)
 
 	_, err = e.srv.Tokens().Revoke(ctx, "admin", info.ID)
 	require.NoError(t, err)

@@ -15,7 +15,7 @@ import (
 func (s *Server) mountDashboard() error {
 	d, err := dashboard.New(s.ws, dashboard.Options{
 		Verify: func(ctx context.Context, token string) (dashboard.Identity, error) {
-			t, err := s.tokens.Verify(ctx, token)
+			t, err := s.verifyDashboard(ctx, token)
 			if errors.Is(err, wire.ErrUnauthorized) {
 				return dashboard.Identity{}, dashboard.ErrBadToken
 			}

@@ -180,6 +180,8 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer sub.Close()
+	// A token-bound stream's context ends when the token does (revoke.go).
+	bound := principalFrom(ctx).bound()
 
 	rc := http.NewResponseController(w)
 	// The server's read timeout guards request bodies; a stream has none
@@ -204,8 +206,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 			var ce *workspace.CompactedError
+			if e := tokenEnded(ctx); e != nil {
+				err = e
+			}
 			switch {
-			case errors.As(err, &ce):
+			case errors.As(err, &ce), errors.Is(err, wire.ErrUnauthorized):
 				p, _ := wire.ProblemOf(err)
 				b, _ := json.Marshal(p)
 				_, _ = fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
@@ -219,6 +224,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		if m.Progress {
 			_, err = fmt.Fprintf(w, ": heartbeat\nid: %d\n\n", m.Head)
 		} else {
+			if bound && s.revoke.waitPast(ctx, m.Event.Seq) != nil {
+				// The token ended before this event: end the stream
+				// (the loop's top writes why) without sending it.
+				continue
+			}
 			var b []byte
 			b, err = json.Marshal(m.Event)
 			if err == nil {

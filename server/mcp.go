@@ -1,8 +1,10 @@
 package server
 
 import (
+	"io"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -21,10 +23,30 @@ type MCPParams struct {
 	Redact  func(error) error
 	// MaxBodyBytes is the server's cap on a request body.
 	MaxBodyBytes int64
-	// Caller tells who a request acts as, as the server authenticated it:
-	// the token's actor with bound set, or (no token, where the server
-	// allows it) the actor the request names.
-	Caller func(r *http.Request) (actor string, bound bool)
+	// Caller tells who a request acts as, as the server authenticated it.
+	Caller func(r *http.Request) MCPCaller
+}
+
+// MCPCaller is who a request to /mcp comes from.
+type MCPCaller struct {
+	// Actor is the token's actor, or (no token, where the server allows
+	// it) the actor the request names.
+	Actor string
+	// Bound is set when Actor comes from a verified token, whose public id
+	// is TokenID and which ends at Expires (zero: never).
+	Bound   bool
+	TokenID string
+	Expires time.Time
+}
+
+// MCPEndpoint is what Options.MCP builds: the handler served at /mcp, what
+// Drain closes, and how the server ends a revoked token's sessions.
+type MCPEndpoint interface {
+	http.Handler
+	io.Closer
+	// EndSessions closes the sessions opened with token tokenID ("":
+	// every token's).
+	EndSessions(tokenID string)
 }
 
 // mountMCP serves the endpoint Options.MCP builds at /mcp, if it is set.
@@ -35,15 +57,14 @@ func (s *Server) mountMCP() {
 	if s.opts.MCP == nil {
 		return
 	}
-	var h http.Handler
-	h, s.mcp = s.opts.MCP(MCPParams{
+	s.mcp = s.opts.MCP(MCPParams{
 		Workspace: s.ws, Version: s.opts.Version, Logger: s.log, Redact: s.opts.Redact, MaxBodyBytes: s.maxBody(),
-		Caller: func(r *http.Request) (string, bool) {
+		Caller: func(r *http.Request) MCPCaller {
 			p := principalFrom(r.Context())
-			return p.actor, p.bound()
+			return MCPCaller{Actor: p.actor, Bound: p.bound(), TokenID: p.token, Expires: p.expires}
 		},
 	})
-	s.mux.Handle(mcpRoute, h)
+	s.mux.Handle(mcpRoute, s.mcp)
 }
 
 // closeMCP stops what the MCP endpoint started (its change watcher).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -63,7 +62,11 @@ type Options struct {
 	// one over package mcp): the server authenticates its requests as it
 	// does /v1's and Drain closes what it returns. Without it, /mcp is
 	// not served.
-	MCP func(MCPParams) (http.Handler, io.Closer)
+	MCP func(MCPParams) MCPEndpoint
+	// AllowedHosts are the names, besides the address a request arrives
+	// on, that a request's Host (and a state-changing request's Origin)
+	// may give: "name" on any port, or "name:port". See hosts.go.
+	AllowedHosts []string
 }
 
 // Server serves one workspace over HTTP: the /v1 API (JSON, with events as
@@ -77,8 +80,9 @@ type Server struct {
 	handler http.Handler
 	api     huma.API
 	tokens  *Tokens
+	revoke  *revoker
 	metrics *metrics
-	mcp     io.Closer
+	mcp     MCPEndpoint
 	dash    *dashboard.Handler
 	// served lists the /v1 routes ("METHOD /path") the mux serves, for
 	// the test that finds each in the OpenAPI document.
@@ -115,6 +119,7 @@ func New(ws workspace.Workspace, opts Options) (*Server, error) {
 	}
 	s := &Server{ws: ws, opts: opts, log: opts.Logger, mux: http.NewServeMux(), tokens: NewTokens(ws)}
 	s.drain, s.stop = context.WithCancel(context.Background())
+	s.revoke = newRevoker(s)
 	m, err := newMetrics(opts.Registerer, opts.Gatherer)
 	if err != nil {
 		return nil, err
@@ -176,6 +181,7 @@ func (s *Server) Drain() {
 		s.stop()
 		s.closeMCP()
 		s.dash.Close()
+		s.revoke.close()
 	})
 }
 
@@ -209,6 +215,10 @@ func writeProblem(w http.ResponseWriter, p *wire.Problem) {
 // without its text.
 func (s *Server) fail(ctx context.Context, err error) *wire.Problem {
 	if p, ok := wire.ProblemOf(err); ok {
+		return p
+	}
+	if e := tokenEnded(ctx); e != nil {
+		p, _ := wire.ProblemOf(e)
 		return p
 	}
 	if errors.Is(err, context.DeadlineExceeded) {

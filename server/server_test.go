@@ -83,6 +83,10 @@ func (e *env) do(method, path string, body any, hdr ...string) (int, []byte) {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1] // the client sends req.Host, not the header
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := e.hs.Client().Do(req)

@@ -20,8 +20,9 @@ import (
 
 func (a *app) dashboardCmd() *cobra.Command {
 	var (
-		listen string
-		open   bool
+		listen       string
+		open         bool
+		allowedHosts []string
 	)
 	c := &cobra.Command{
 		Use:   "dashboard",
@@ -35,7 +36,10 @@ The dashboard is read-only until you log in with a token whose role is
 admin ('wsctl token create --role admin'): then it can release a lock,
 requeue a stuck task or retry a failed one, each recorded as that token's
 actor. To serve it to other hosts, use 'wsctl serve --listen', where
-every page needs a token. Ctrl-C stops it.`,
+every page needs a token. Only a request naming the dashboard by its
+loopback address (127.0.0.1, localhost or [::1] with its port) or an
+--allowed-host is answered: a web page cannot reach it through DNS
+rebinding. Ctrl-C stops it.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -60,10 +64,11 @@ every page needs a token. Ctrl-C stops it.`,
 			defer ws.Close()
 			dsn := res.DSN
 			srv, err := server.New(ws, server.Options{
-				Logger:  logger,
-				Redact:  func(err error) error { return workspace.RedactError(err, dsn) },
-				Version: readBuildInfo().Version,
-				MCP:     mcpEndpoint,
+				Logger:       logger,
+				Redact:       func(err error) error { return workspace.RedactError(err, dsn) },
+				Version:      readBuildInfo().Version,
+				AllowedHosts: allowedHosts,
+				MCP:          mcpEndpoint,
 			})
 			if err != nil {
 				return err
@@ -86,6 +91,7 @@ every page needs a token. Ctrl-C stops it.`,
 	f := c.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:7466", "a loopback HOST:PORT (port 0 picks a free one)")
 	f.BoolVar(&open, "open", false, "open the dashboard in the default browser")
+	f.StringArrayVar(&allowedHosts, "allowed-host", nil, "a further Host the dashboard answers to: NAME (any port) or NAME:PORT; repeatable")
 	return c
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"net/http"
 
 	"github.com/agentspace/agentspace/mcp"
@@ -12,11 +11,20 @@ import (
 // server authenticates each request and tells who it comes from, and the
 // MCP tools act as that caller. The server package knows no MCP; this is
 // where the two faces meet.
-func mcpEndpoint(p server.MCPParams) (http.Handler, io.Closer) {
+func mcpEndpoint(p server.MCPParams) server.MCPEndpoint {
 	m := mcp.NewServer(p.Workspace, mcp.Options{Version: p.Version, Logger: p.Logger, Redact: p.Redact})
 	h := m.HTTPHandler(func(r *http.Request) mcp.Caller {
-		actor, bound := p.Caller(r)
-		return mcp.Caller{Actor: actor, Bound: bound}
+		c := p.Caller(r)
+		return mcp.Caller{Actor: c.Actor, Bound: c.Bound, TokenID: c.TokenID, Expires: c.Expires}
 	}, mcp.HTTPOptions{MaxBodyBytes: p.MaxBodyBytes})
-	return h, m
+	return endpoint{h, m}
 }
+
+// endpoint is the MCP server m serving at /mcp through h.
+type endpoint struct {
+	http.Handler
+	*mcp.Server
+}
+
+// ServeHTTP is the handler's (the embedded *mcp.Server has none).
+func (e endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) { e.Handler.ServeHTTP(w, r) }

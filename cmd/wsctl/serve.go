@@ -36,6 +36,7 @@ func (a *app) serveCmd() *cobra.Command {
 		heartbeat, maxWait, drain                    time.Duration
 		gcEvery                                      time.Duration // see gc.go
 		gcf                                          gcFlags
+		allowedHosts                                 []string
 	)
 	c := &cobra.Command{
 		Use:   "serve",
@@ -47,8 +48,13 @@ Server-Sent Events at /v1/events), /v1/openapi.json, /healthz and /metrics.
 loopback one or a unix socket, every request must present a token (see
 'wsctl token create'); on those, a request without a token acts as the
 actor it names (X-Agentspace-Actor or the body's actor), and one with a
-token acts as the token's actor. SIGTERM or Ctrl-C drains: event streams
-end (clients resume with Last-Event-ID), requests under way finish.`,
+token acts as the token's actor. A request whose Host is not the address
+it reached (or, on loopback, 127.0.0.1, localhost or [::1] with its port)
+is refused, and so is a write whose Origin is another site: a web page
+cannot reach the server through DNS rebinding. Name each other host the
+server is reached by (a proxy's, a DNS name) with --allowed-host.
+SIGTERM or Ctrl-C drains: event streams end (clients resume with
+Last-Event-ID), requests under way finish.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			// main cancels ctx on these signals too; serve listens itself so
@@ -95,6 +101,7 @@ end (clients resume with Last-Event-ID), requests under way finish.`,
 				Redact:          func(err error) error { return workspace.RedactError(err, dsn) },
 				Version:         readBuildInfo().Version,
 				MCP:             mcpEndpoint,
+				AllowedHosts:    allowedHosts,
 			})
 			if err != nil {
 				return err
@@ -130,6 +137,7 @@ end (clients resume with Last-Event-ID), requests under way finish.`,
 	f.DurationVar(&drain, "drain-timeout", 30*time.Second, "how long SIGTERM waits for requests under way")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug (one line per request), info, warn or error")
+	f.StringArrayVar(&allowedHosts, "allowed-host", nil, "a further Host the server answers to: NAME (any port) or NAME:PORT; repeatable")
 	f.DurationVar(&gcEvery, "gc-every", 0, "run gc with the retention policy this often (0: never)")
 	gcf.add(c)
 	return c
@@ -227,10 +235,14 @@ func listenAddr(s string) (network, addr string, loopback bool, err error) {
 }
 
 // listenOn opens the listener. A unix socket left by a server that died is
-// removed; one that answers is in use.
+// removed; one that answers is in use; anything else at the path (a
+// regular file, a directory, a link) is never removed.
 func listenOn(network, addr string) (net.Listener, error) {
 	if network == "unix" {
-		if _, err := os.Stat(addr); err == nil {
+		if fi, err := os.Lstat(addr); err == nil {
+			if fi.Mode().Type() != os.ModeSocket {
+				return nil, fmt.Errorf("serve: %s exists and is not a socket: remove it or choose another path", addr)
+			}
 			if c, err := net.DialTimeout("unix", addr, time.Second); err == nil {
 				_ = c.Close()
 				return nil, fmt.Errorf("serve: %s: a server is listening there already", addr)

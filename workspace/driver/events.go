@@ -164,7 +164,7 @@ func (b *hub) fromRecent(q workspace.EventQuery) (workspace.EventPage, bool) {
 		return workspace.EventPage{}, false
 	}
 	first, last := b.recent[0].Seq, b.recent[n-1].Seq
-	if b.head != last || q.AfterSeq+1 < first || q.AfterSeq > last {
+	if b.head != last || q.AfterSeq < first-1 || q.AfterSeq > last {
 		return workspace.EventPage{}, false
 	}
 	page := workspace.EventPage{Head: last, Next: last}
@@ -286,7 +286,7 @@ func readPage(ctx context.Context, tx ReadTx, q workspace.EventQuery) (workspace
 	if err != nil {
 		return workspace.EventPage{}, err
 	}
-	if q.AfterSeq+1 < floor {
+	if q.AfterSeq < floor-1 { // not AfterSeq+1: it overflows at MaxInt64
 		return workspace.EventPage{}, &workspace.CompactedError{Requested: q.AfterSeq, Floor: floor}
 	}
 	head, err := tx.Head(ctx)
@@ -354,7 +354,7 @@ func (e events) Subscribe(ctx context.Context, r workspace.SubscribeRequest) (*w
 	// Fail fast on a compacted start rather than from the goroutine.
 	if err := e.h.view(ctx, "events.subscribe", func(tx ReadTx) error {
 		floor, err := tx.Floor(ctx)
-		if err == nil && q.AfterSeq+1 < floor {
+		if err == nil && q.AfterSeq < floor-1 {
 			err = &workspace.CompactedError{Requested: q.AfterSeq, Floor: floor}
 		}
 		return err
