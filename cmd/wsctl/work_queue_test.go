@@ -182,4 +182,3 @@ func TestPlantedWorktreeRecordsThroughTheCLI(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, workspace.TaskInProgress, task.Status, "no task is completed on a planted record's word")
 }
-
