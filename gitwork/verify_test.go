@@ -159,3 +159,27 @@ func TestPlantedQueueEntriesFailAndMoveNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, page.Tasks, "no resolve task is made on a planted record's word")
 }
+
+// TestEveryWorktreeOfTheRepositoryAgreesOnTheRoot: a Manager opened in a
+// task's worktree (as an agent's wsctl is) takes a relative root from the
+// main working tree, so it confirms and submits the records the main
+// checkout's Manager made.
+func TestEveryWorktreeOfTheRepositoryAgreesOnTheRoot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, ws := newRepo(t), openWS(t)
+	for _, root := range []string{"", "wt"} {
+		m := newManager(t, ws, gitwork.Config{Repo: repo, Root: root})
+		task := claimed(t, ws, "ann", "root "+root)
+		w, err := m.Start(ctx, "ann", task.ID)
+		require.NoError(t, err)
+		inside := newManager(t, ws, gitwork.Config{Repo: w.Path, Root: root})
+		assert.Equal(t, m.Config().Root, inside.Config().Root)
+		writeFile(t, filepath.Join(w.Path, "x.txt"), "x\n")
+		gitT(t, w.Path, "add", "-A")
+		gitT(t, w.Path, "commit", "-q", "-m", "x")
+		_, err = inside.Submit(ctx, "ann", task.ID)
+		require.NoError(t, err, "root %q", root)
+	}
+	assert.Equal(t, filepath.Join(repo, "wt"), newManager(t, ws, gitwork.Config{Repo: repo, Root: "wt"}).Config().Root)
+}

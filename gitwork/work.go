@@ -45,7 +45,16 @@ func New(ctx context.Context, ws workspace.Workspace, cfg Config) (*Manager, err
 	if _, err := g.revParse(ctx, "refs/heads/"+cfg.Integration); err != nil {
 		return nil, fmt.Errorf("gitwork: integration branch %q: %w", cfg.Integration, err)
 	}
-	return &Manager{ws: ws, cfg: cfg, git: g}, nil
+	m := &Manager{ws: ws, cfg: cfg, git: g}
+	// Git lists the main working tree first.
+	wts, err := m.worktrees(ctx)
+	if err != nil || len(wts) == 0 {
+		return nil, fmt.Errorf("gitwork: %s: listing its worktrees: %v", cfg.Repo, err)
+	}
+	if m.cfg, err = cfg.rootUnder(wts[0].path); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // Config returns the configuration in effect, defaults filled in.

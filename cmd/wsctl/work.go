@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -21,7 +20,7 @@ import (
 // workConfig is agentspace.toml's [work] table:
 //
 //	[work]
-//	root = ".agentspace/worktrees"   # relative to the repository
+//	root = ".agentspace/worktrees"   # relative to the repository's main working tree
 //	branch_prefix = "agent/"
 //	integration = "main"
 //	queue_lease = "2h"               # a submitted task's claim, while it waits
@@ -81,12 +80,9 @@ func (a *app) gitworkConfig(repo string) (gitwork.Config, error) {
 	default:
 		return cfg, usageErrorf("%s: [work] mode = %q: want \"per-task\" or \"per-agent\"", path, fc.Work.Mode)
 	}
-	if fc.Work.Root != "" {
-		cfg.Root = fc.Work.Root
-		if !filepath.IsAbs(cfg.Root) {
-			cfg.Root = filepath.Join(repo, cfg.Root)
-		}
-	}
+	// A relative root is the repository's: gitwork takes it from the main
+	// working tree, whichever worktree wsctl runs in.
+	cfg.Root = fc.Work.Root
 	for _, d := range []struct {
 		key string
 		val string
