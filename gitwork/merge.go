@@ -303,7 +303,7 @@ func (mg *Merger) writeFence(ctx context.Context) error {
 // removeStaleCheckouts removes the temporary checkouts a merger that died
 // left behind: with the lease held, no other merger is using one.
 func (mg *Merger) removeStaleCheckouts(ctx context.Context) error {
-	out, err := mg.m.git.run(ctx, "worktree", "list", "--porcelain", "-z")
+	out, err := mg.m.git.runWorktrees(ctx, "worktree", "list", "--porcelain", "-z")
 	if err != nil {
 		return err
 	}
@@ -544,7 +544,7 @@ func withCheckout(ctx context.Context, g git, commit string, fn func(dir string)
 			_, _ = g.run(context.WithoutCancel(ctx), "worktree", "prune")
 		}
 	}()
-	if _, err := g.run(ctx, "worktree", "add", "--quiet", "--detach", "--", dir, commit); err != nil {
+	if _, err := g.runWorktrees(ctx, "worktree", "add", "--quiet", "--detach", "--", dir, commit); err != nil {
 		return "", "", err
 	}
 	return fn(dir)
@@ -695,7 +695,7 @@ func (mg *Merger) finish(ctx context.Context, rec Worktree) (Result, error) {
 		}
 		return Result{Task: rec.Task, Status: StatusMerged, Commit: rec.Merged, Detail: detail}, nil
 	}
-	if _, rerr := m.release(ctx, mg.actor, rec, "released after merge"); rerr != nil {
+	if _, rerr := m.releaseAt(ctx, mg.actor, rec, p, "released after merge"); rerr != nil {
 		detail = strings.TrimPrefix(detail+"; release failed: "+rerr.Error(), "; ")
 	}
 	return Result{Task: rec.Task, Status: StatusMerged, Commit: rec.Merged, Detail: detail}, nil

@@ -153,15 +153,14 @@ func (m *Manager) agentCheckout(ctx context.Context, path, branch string) error 
 		return err
 	}
 	if _, err := m.git.revParse(ctx, "refs/heads/"+branch); err == nil {
-		_, err := m.git.run(ctx, "worktree", "add", "--quiet", "--", path, branch)
+		_, err := m.git.runWorktrees(ctx, "worktree", "add", "--quiet", "--", path, branch)
 		return err
 	}
 	integ, err := m.git.revParse(ctx, "refs/heads/"+m.cfg.Integration)
 	if err != nil {
 		return err
 	}
-	_, err = m.git.run(ctx, "worktree", "add", "--quiet", "-b", branch, "--", path, integ)
-	return err
+	return m.git.addWorktree(ctx, path, branch, integ)
 }
 
 // catchUp brings a clean agent worktree up to date with the integration

@@ -178,7 +178,7 @@ type worktreeEntry struct {
 
 // worktrees lists the worktrees registered with the repository.
 func (m *Manager) worktrees(ctx context.Context) ([]worktreeEntry, error) {
-	out, err := m.git.run(ctx, "worktree", "list", "--porcelain", "-z")
+	out, err := m.git.runWorktrees(ctx, "worktree", "list", "--porcelain", "-z")
 	if err != nil {
 		return nil, err
 	}

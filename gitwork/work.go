@@ -46,12 +46,17 @@ func New(ctx context.Context, ws workspace.Workspace, cfg Config) (*Manager, err
 		return nil, fmt.Errorf("gitwork: integration branch %q: %w", cfg.Integration, err)
 	}
 	m := &Manager{ws: ws, cfg: cfg, git: g}
-	// Git lists the main working tree first.
-	wts, err := m.worktrees(ctx)
-	if err != nil || len(wts) == 0 {
-		return nil, fmt.Errorf("gitwork: %s: listing its worktrees: %v", cfg.Repo, err)
+	// The main working tree: the common directory's parent in the usual
+	// layout, else the first worktree git lists.
+	top := filepath.Dir(g.dir)
+	if filepath.Base(g.dir) != ".git" {
+		wts, err := m.worktrees(ctx)
+		if err != nil || len(wts) == 0 {
+			return nil, fmt.Errorf("gitwork: %s: listing its worktrees: %v", cfg.Repo, err)
+		}
+		top = wts[0].path
 	}
-	if m.cfg, err = cfg.rootUnder(wts[0].path); err != nil {
+	if m.cfg, err = cfg.rootUnder(top); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -116,7 +121,7 @@ func (m *Manager) Start(ctx context.Context, actor, task string) (Worktree, erro
 	if err := os.MkdirAll(m.cfg.Root, 0o750); err != nil {
 		return rec, fmt.Errorf("gitwork: %w", err)
 	}
-	if _, err := m.git.run(ctx, "worktree", "add", "--quiet", "-b", branch, "--", path, base); err != nil {
+	if err := m.git.addWorktree(ctx, path, branch, base); err != nil {
 		// A Start that died before recording its worktree left it behind:
 		// adopt it, based where its branch left the integration branch.
 		cur, herr := git{dir: path}.run(ctx, "symbolic-ref", "--quiet", "HEAD")
@@ -275,6 +280,11 @@ func (m *Manager) release(ctx context.Context, actor string, rec Worktree, why s
 	if err != nil {
 		return rec, err
 	}
+	return m.releaseAt(ctx, actor, rec, p, why)
+}
+
+// releaseAt is release of rec, whose worktree confirm has just found at p.
+func (m *Manager) releaseAt(ctx context.Context, actor string, rec Worktree, p place, why string) (Worktree, error) {
 	backup, err := m.backup(ctx, rec, p)
 	if err != nil {
 		return rec, err
