@@ -25,7 +25,10 @@ const (
 type Config struct {
 	// Repo is the repository: its top directory, or any worktree of it.
 	Repo string
-	// Root is where worktrees are made, default <Repo>/.agentspace/worktrees.
+	// Root is where worktrees are made, default .agentspace/worktrees. A
+	// relative root is taken from the repository's main working tree (its
+	// top, or the bare repository's directory), wherever Repo points, so
+	// every worktree of the repository agrees on it.
 	Root string
 	// Integration is the branch merged into, default "main".
 	Integration string
@@ -117,15 +120,24 @@ func (c Config) withDefaults() (Config, error) {
 		return c, invalid("on_conflict", "%q: want %q or %q", c.OnConflict, OnConflictReturn, OnConflictTask)
 	}
 	if c.Root == "" {
-		c.Root = filepath.Join(c.Repo, ".agentspace", "worktrees")
+		c.Root = filepath.Join(".agentspace", "worktrees")
 	}
-	if c.Root, err = filepath.Abs(c.Root); err != nil {
-		return c, fmt.Errorf("gitwork: root: %w", err)
+	if filepath.IsAbs(c.Root) {
+		c.Root = filepath.Clean(c.Root)
 	}
 	if err := checkPath("root", c.Root); err != nil {
 		return c, err
 	}
 	return c, nil
+}
+
+// rootUnder makes a relative root absolute under top, the repository's
+// main working tree.
+func (c Config) rootUnder(top string) (Config, error) {
+	if !filepath.IsAbs(c.Root) {
+		c.Root = filepath.Join(top, c.Root)
+	}
+	return c, checkPath("root", c.Root)
 }
 
 // checkPath refuses paths git or a shell script could misread: control

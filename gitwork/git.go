@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -173,4 +174,48 @@ func CheckBranch(name string) error {
 		}
 	}
 	return nil
+}
+
+// transient reports a failure that a concurrent `git worktree add` causes:
+// git reads every worktree's files, and one being made lacks some yet.
+func transient(err error) bool {
+	var ge *gitError
+	return errors.As(err, &ge) && strings.Contains(ge.stderr, "failed to read worktrees/")
+}
+
+// runWorktrees is run for a command that reads every worktree's files,
+// tried again (up to five times) while another process is making one.
+func (g git) runWorktrees(ctx context.Context, args ...string) (string, error) {
+	for try := 1; ; try++ {
+		out, err := g.run(ctx, args...)
+		if !transient(err) || try == 5 {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return out, err
+		case <-time.After(time.Duration(try) * 20 * time.Millisecond):
+		}
+	}
+}
+
+// addWorktree adds a worktree at path on a new branch from start, tried
+// again while another process is making a worktree; a try that made the
+// branch before it failed is finished on that branch.
+func (g git) addWorktree(ctx context.Context, path, branch, start string) error {
+	for try := 1; ; try++ {
+		_, err := g.run(ctx, "worktree", "add", "--quiet", "-b", branch, "--", path, start)
+		if !transient(err) || try == 5 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(try) * 20 * time.Millisecond):
+		}
+		if at, rerr := g.revParse(ctx, "refs/heads/"+branch); rerr == nil && at == start {
+			_, err := g.runWorktrees(ctx, "worktree", "add", "--quiet", "--", path, branch)
+			return err
+		}
+	}
 }

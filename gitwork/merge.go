@@ -303,7 +303,7 @@ func (mg *Merger) writeFence(ctx context.Context) error {
 // removeStaleCheckouts removes the temporary checkouts a merger that died
 // left behind: with the lease held, no other merger is using one.
 func (mg *Merger) removeStaleCheckouts(ctx context.Context) error {
-	out, err := mg.m.git.run(ctx, "worktree", "list", "--porcelain", "-z")
+	out, err := mg.m.git.runWorktrees(ctx, "worktree", "list", "--porcelain", "-z")
 	if err != nil {
 		return err
 	}
@@ -340,15 +340,15 @@ func (mg *Merger) pass(ctx context.Context, report func(Result)) (int, error) {
 			n++
 			var res Result
 			if st == StatusMerged {
-				res, err = mg.finish(ctx, rec)
+				res, err = mg.finishRecorded(ctx, rec)
 			} else {
 				res, err = mg.merge(ctx, rec)
 			}
+			if report != nil && res.Task != "" {
+				report(res)
+			}
 			if err != nil {
 				return n, err
-			}
-			if report != nil {
-				report(res)
 			}
 		}
 	}
@@ -361,6 +361,18 @@ func (mg *Merger) merge(ctx context.Context, rec Worktree) (Result, error) {
 	m := mg.m
 	g := m.git
 	integ := "refs/heads/" + m.cfg.Integration
+	// The record names the branch and commits: git must confirm them
+	// before anything is built from them.
+	p, err := m.confirm(ctx, rec)
+	if err == nil {
+		err = m.confirmCommits(ctx, rec, p)
+	}
+	if err == nil && p.head == "" {
+		err = &RecordError{Task: rec.Task, Field: "branch", Value: rec.Branch, Reason: "is gone"}
+	}
+	if res, ok, rerr := mg.rejected(ctx, rec, err); ok {
+		return res, rerr
+	}
 	for attempt := 0; ; attempt++ {
 		old, err := g.revParse(ctx, integ)
 		if err != nil {
@@ -374,7 +386,7 @@ func (mg *Merger) merge(ctx context.Context, rec Worktree) (Result, error) {
 				if in, err := g.isAncestor(ctx, rec.Candidate, old); err != nil {
 					return Result{}, err
 				} else if in {
-					return mg.landed(ctx, rec, rec.Candidate, "finished after a merger stopped: the branch already holds it")
+					return mg.landed(ctx, rec, rec.Candidate, "finished after a merger stopped: the branch already holds it", false)
 				}
 			}
 			rec.Detail = fmt.Sprintf("retried: %s stopped before it landed", orSomeone(rec.Merger))
@@ -386,9 +398,6 @@ func (mg *Merger) merge(ctx context.Context, rec Worktree) (Result, error) {
 			rec.Status, rec.Detail = StatusSubmitted, fmt.Sprintf("%s moved %d times while merging; left in the queue", m.cfg.Integration, attempt)
 			_, err := put(ctx, m.ws, mg.actor, rec, rec.Detail)
 			return Result{Task: rec.Task, Status: StatusSubmitted, Detail: rec.Detail}, err
-		}
-		if err := checkCommit("head", rec.Head); err != nil {
-			return mg.giveBack(ctx, rec, StatusFailed, "bad record: "+err.Error())
 		}
 		rec.Status, rec.Merger, rec.Onto, rec.Candidate = StatusMerging, mg.actor, old, ""
 		rec.Attempts++
@@ -437,6 +446,16 @@ func (mg *Merger) merge(ctx context.Context, rec Worktree) (Result, error) {
 		}
 		mg.step("validated")
 		moved, err := mg.advance(ctx, old, cand)
+		var ce *CheckoutError
+		if errors.As(err, &ce) {
+			// Not the entry's fault: it waits in the queue for the
+			// checkout to be cleaned up.
+			rec.Status, rec.Candidate, rec.Detail = StatusSubmitted, "", "waiting: "+ce.Error()
+			if _, perr := put(ctx, m.ws, mg.actor, rec, firstLine(rec.Detail)); perr != nil {
+				return Result{}, perr
+			}
+			return Result{Task: rec.Task, Status: StatusSubmitted, Detail: rec.Detail}, err
+		}
 		if err != nil {
 			return Result{}, err
 		}
@@ -445,7 +464,7 @@ func (mg *Merger) merge(ctx context.Context, rec Worktree) (Result, error) {
 			continue
 		}
 		mg.step("advanced")
-		return mg.landed(ctx, rec, cand, "merged as "+short(cand))
+		return mg.landed(ctx, rec, cand, "merged as "+short(cand), true)
 	}
 }
 
@@ -525,7 +544,7 @@ func withCheckout(ctx context.Context, g git, commit string, fn func(dir string)
 			_, _ = g.run(context.WithoutCancel(ctx), "worktree", "prune")
 		}
 	}()
-	if _, err := g.run(ctx, "worktree", "add", "--quiet", "--detach", "--", dir, commit); err != nil {
+	if _, err := g.runWorktrees(ctx, "worktree", "add", "--quiet", "--detach", "--", dir, commit); err != nil {
 		return "", "", err
 	}
 	return fn(dir)
@@ -541,10 +560,24 @@ func (mg *Merger) advance(ctx context.Context, old, cand string) (bool, error) {
 	// the ref transaction below. The fence ref closes it for any successor
 	// that has written its fence; one that has not yet cannot have moved
 	// the branch either, so the branch still goes old -> validated cand.
-	in := fmt.Sprintf("start\nverify %s %s\nupdate refs/heads/%s %s %s\ncommit\n",
-		fenceRef(mg.m.cfg.Integration), mg.fence, mg.m.cfg.Integration, cand, old)
-	_, err := mg.m.git.runIn(ctx, []byte(in), "update-ref", "--stdin")
+	// A checkout of the branch must take the move without losing a change.
+	checkouts, err := mg.m.integrationCheckouts(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, dir := range checkouts {
+		if err := mg.m.checkoutFollows(ctx, dir, old, cand, true); err != nil {
+			return false, err
+		}
+	}
+	_, err = mg.m.git.runIn(ctx, []byte(mg.moveTx(old, cand)), "update-ref", "--stdin")
 	if err == nil {
+		for i, dir := range checkouts {
+			if cerr := mg.m.checkoutFollows(ctx, dir, old, cand, false); cerr != nil {
+				// Changed since the dry run: put everything back.
+				return false, mg.undoAdvance(ctx, old, cand, checkouts[:i], cerr)
+			}
+		}
 		return true, nil
 	}
 	fence, ferr := mg.m.git.run(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", fenceRef(mg.m.cfg.Integration))
@@ -561,9 +594,39 @@ func (mg *Merger) advance(ctx context.Context, old, cand string) (bool, error) {
 	return false, err
 }
 
-// landed records a merged entry and finishes it.
-func (mg *Merger) landed(ctx context.Context, rec Worktree, commit, msg string) (Result, error) {
+// moveTx is the ref transaction that moves the integration branch from
+// old to next if the fence still holds this merger's token.
+func (mg *Merger) moveTx(old, next string) string {
+	return fmt.Sprintf("start\nverify %s %s\nupdate refs/heads/%s %s %s\ncommit\n",
+		fenceRef(mg.m.cfg.Integration), mg.fence, mg.m.cfg.Integration, next, old)
+}
+
+// undoAdvance moves the integration branch back from cand to old, and the
+// checkouts already updated with it, after a checkout refused to follow
+// (cause). It returns cause, or why the undo failed too.
+func (mg *Merger) undoAdvance(ctx context.Context, old, cand string, updated []string, cause error) error {
+	ctx = context.WithoutCancel(ctx)
+	if _, err := mg.m.git.runIn(ctx, []byte(mg.moveTx(cand, old)), "update-ref", "--stdin"); err != nil {
+		return fmt.Errorf("gitwork: %v; and moving %s back to %s failed, so it stays at %s: %w", cause, mg.m.cfg.Integration, short(old), short(cand), err)
+	}
+	for _, dir := range updated {
+		if err := mg.m.checkoutFollows(ctx, dir, cand, old, false); err != nil {
+			return fmt.Errorf("gitwork: %v; and %s could not be put back at %s: %w", cause, dir, short(old), err)
+		}
+	}
+	return cause
+}
+
+// landed records a merged entry and finishes it. ours: this merger has
+// just moved the branch to commit; otherwise the record's claim that the
+// branch holds the entry is checked first.
+func (mg *Merger) landed(ctx context.Context, rec Worktree, commit, msg string, ours bool) (Result, error) {
 	rec.Status, rec.Merged, rec.Detail = StatusMerged, commit, ""
+	if !ours {
+		if res, ok, err := mg.rejected(ctx, rec, mg.m.confirmMerged(ctx, rec)); ok {
+			return res, err
+		}
+	}
 	rec, err := put(ctx, mg.m.ws, mg.actor, rec, msg)
 	if err != nil {
 		return Result{}, err
@@ -572,11 +635,46 @@ func (mg *Merger) landed(ctx context.Context, rec Worktree, commit, msg string) 
 	return mg.finish(ctx, rec)
 }
 
+// finishRecorded finishes an entry a record says is merged (a merger
+// stopped after recording it), once git confirms the integration branch
+// holds it.
+func (mg *Merger) finishRecorded(ctx context.Context, rec Worktree) (Result, error) {
+	if res, ok, err := mg.rejected(ctx, rec, mg.m.confirmMerged(ctx, rec)); ok {
+		return res, err
+	}
+	return mg.finish(ctx, rec)
+}
+
+// rejected turns a *RecordError into the entry's failure, recorded as
+// such and touching nothing else (no task is changed or made on the
+// record's word); ok is false for any other err, which the caller handles.
+func (mg *Merger) rejected(ctx context.Context, rec Worktree, err error) (res Result, ok bool, _ error) {
+	var re *RecordError
+	if !errors.As(err, &re) {
+		if err != nil {
+			return Result{}, true, err
+		}
+		return Result{}, false, nil
+	}
+	rec.Status, rec.Candidate, rec.Detail = StatusFailed, "", re.Error()
+	if _, err := put(ctx, mg.m.ws, mg.actor, rec, "failed: "+firstLine(re.Error())); err != nil {
+		return Result{}, true, err
+	}
+	return Result{Task: rec.Task, Status: StatusFailed, Detail: rec.Detail}, true, nil
+}
+
 // finish completes a merged entry's task on its agent's behalf and
 // removes its worktree and branch. A merger that stopped before doing so
 // leaves the record merged, and the next one finishes it.
 func (mg *Merger) finish(ctx context.Context, rec Worktree) (Result, error) {
 	m := mg.m
+	p, err := m.confirm(ctx, rec)
+	if err == nil {
+		err = m.confirmCommits(ctx, rec, p)
+	}
+	if res, ok, err := mg.rejected(ctx, rec, err); ok {
+		return res, err
+	}
 	t, err := m.ws.Tasks().Get(ctx, rec.Task)
 	if err == nil && t.Status == workspace.TaskInProgress {
 		_, err = m.ws.Tasks().Complete(ctx, workspace.Write{Actor: t.Assignee, Message: "merged by " + mg.actor + " as " + short(rec.Merged)},
@@ -588,7 +686,7 @@ func (mg *Merger) finish(ctx context.Context, rec Worktree) (Result, error) {
 	}
 	if rec.PerAgent {
 		why := "released after merge"
-		if s := m.settleAgent(ctx, rec); s != "" {
+		if s := m.settleAgent(ctx, rec, p); s != "" {
 			why += "; " + s
 		}
 		rec.Status = StatusReleased
@@ -597,15 +695,16 @@ func (mg *Merger) finish(ctx context.Context, rec Worktree) (Result, error) {
 		}
 		return Result{Task: rec.Task, Status: StatusMerged, Commit: rec.Merged, Detail: detail}, nil
 	}
-	if _, rerr := m.release(ctx, mg.actor, rec, "released after merge"); rerr != nil {
+	if _, rerr := m.releaseAt(ctx, mg.actor, rec, p, "released after merge"); rerr != nil {
 		detail = strings.TrimPrefix(detail+"; release failed: "+rerr.Error(), "; ")
 	}
 	return Result{Task: rec.Task, Status: StatusMerged, Commit: rec.Merged, Detail: detail}, nil
 }
 
 // giveBack records a conflicted or failed entry: the task stays with its
-// agent, and with OnConflictTask a new task is made to resolve it, whose
-// areas are the conflicting files.
+// agent, its result says what came back and what to do next, and with
+// OnConflictTask a new task is made to resolve it, whose areas are the
+// conflicting files.
 func (mg *Merger) giveBack(ctx context.Context, rec Worktree, st Status, detail string, files ...string) (Result, error) {
 	m := mg.m
 	rec.Status, rec.Detail, rec.Candidate = st, detail, ""
@@ -613,8 +712,17 @@ func (mg *Merger) giveBack(ctx context.Context, rec Worktree, st Status, detail 
 	if err != nil {
 		return Result{}, err
 	}
+	res := Result{Task: rec.Task, Status: st, Detail: detail}
+	t, terr := m.ws.Tasks().Get(ctx, rec.Task)
+	if terr == nil && t.Status == workspace.TaskInProgress {
+		summary := fmt.Sprintf("The merge queue gave this task back (%s): %s\nNext: %s", st, firstLine(detail), rec.Next(m.cfg.Integration))
+		_, terr = m.ws.Tasks().Update(ctx, workspace.Write{Actor: mg.actor, Message: "merge " + string(st) + ": back to its agent"}, rec.Task,
+			workspace.TaskChange{Result: &workspace.TaskResult{Summary: summary, Artifacts: []string{rec.Patch}}})
+	}
+	if terr != nil {
+		res.Detail += "\n(the task's result was not updated: " + terr.Error() + ")"
+	}
 	if m.cfg.OnConflict == OnConflictTask {
-		t, _ := m.ws.Tasks().Get(ctx, rec.Task)
 		_, err := m.ws.Tasks().Create(ctx, workspace.Write{Actor: mg.actor, Message: "merge " + string(st)}, workspace.NewTask{
 			Title:       fmt.Sprintf("Resolve: %s (%s)", t.Title, st),
 			Description: fmt.Sprintf("The branch %s of task %s did not merge into %s:\n\n%s", rec.Branch, rec.Task, m.cfg.Integration, detail),
@@ -624,7 +732,7 @@ func (mg *Merger) giveBack(ctx context.Context, rec Worktree, st Status, detail 
 			return Result{}, err
 		}
 	}
-	return Result{Task: rec.Task, Status: st, Detail: detail}, nil
+	return res, nil
 }
 
 // areasOf keeps the files that are valid task areas.

@@ -2,7 +2,6 @@ package gitwork_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -226,15 +225,9 @@ func TestQueueOrderIsTheLogsNotTheSubmittersClock(t *testing.T) {
 	second := work(t, m, ws, "bob", "second", map[string]string{"2.txt": "2\n"})
 	third := work(t, m, ws, "cat", "third", map[string]string{"3.txt": "3\n"})
 	skew := func(w gitwork.Worktree, at time.Time) {
-		n, err := ws.Notes().Get(ctx, gitwork.NoteKind, w.Task)
-		require.NoError(t, err)
-		var body map[string]any
-		require.NoError(t, json.Unmarshal([]byte(n.Body), &body))
-		body["submitted_at"] = at.Format(time.RFC3339Nano)
-		b, err := json.Marshal(body)
-		require.NoError(t, err)
-		_, err = ws.Notes().Put(gitwork.GrantRecords(ctx), workspace.Write{Actor: w.Agent, IfVersion: n.Version},
-			workspace.NotePut{Kind: n.Kind, Key: n.Key, Title: n.Title, Body: string(b)})
+		rec := record(t, ws, w.Task)
+		rec.SubmittedAt = at
+		_, err := gitwork.Plant(ctx, ws, w.Agent, rec)
 		require.NoError(t, err)
 	}
 	skew(first, second.SubmittedAt.Add(time.Hour))

@@ -153,15 +153,14 @@ func (m *Manager) agentCheckout(ctx context.Context, path, branch string) error 
 		return err
 	}
 	if _, err := m.git.revParse(ctx, "refs/heads/"+branch); err == nil {
-		_, err := m.git.run(ctx, "worktree", "add", "--quiet", "--", path, branch)
+		_, err := m.git.runWorktrees(ctx, "worktree", "add", "--quiet", "--", path, branch)
 		return err
 	}
 	integ, err := m.git.revParse(ctx, "refs/heads/"+m.cfg.Integration)
 	if err != nil {
 		return err
 	}
-	_, err = m.git.run(ctx, "worktree", "add", "--quiet", "-b", branch, "--", path, integ)
-	return err
+	return m.git.addWorktree(ctx, path, branch, integ)
 }
 
 // catchUp brings a clean agent worktree up to date with the integration
@@ -212,41 +211,45 @@ func (m *Manager) mergeBase(ctx context.Context, branch string) (string, error) 
 // worktree is clean: a ref compare-and-swap, then a two-tree read-tree
 // that updates the checkout (undone if it fails). Otherwise the branch
 // holds work beyond the submission and is left for the next Start to
-// rebase. It returns what it did, for the record.
-func (m *Manager) settleAgent(ctx context.Context, rec Worktree) string {
-	ref := "refs/heads/" + rec.Branch
+// rebase. It acts on p, the record's worktree as confirm checked it. It
+// returns what it did, for the record.
+func (m *Manager) settleAgent(ctx context.Context, rec Worktree, p place) string {
+	ref := p.ref
 	head, err := m.git.revParse(ctx, ref)
 	if err != nil {
 		return "agent branch gone"
 	}
+	if !p.exists {
+		return fmt.Sprintf("%s kept at %s: its worktree %s is gone", p.branch, short(head), p.path)
+	}
 	if head == rec.Merged {
 		// A fast-forward; or a merger died between moving the branch and
 		// its checkout, whose index is still the submitted head's.
-		wg := git{dir: rec.Path}
+		wg := git{dir: p.path}
 		if rec.Head != rec.Merged && checkCommit("head", rec.Head) == nil {
 			if _, err := wg.run(ctx, "diff-index", "--quiet", "--cached", rec.Head, "--"); err == nil {
 				if _, err := wg.run(ctx, "read-tree", "-m", "-u", rec.Head, rec.Merged); err != nil {
-					return fmt.Sprintf("%s is at %s but its checkout could not be updated: %v", rec.Branch, short(head), err)
+					return fmt.Sprintf("%s is at %s but its checkout could not be updated: %v", p.branch, short(head), err)
 				}
 			}
 		}
 		return ""
 	}
 	if head != rec.Head {
-		return fmt.Sprintf("%s kept at %s: it has commits after the submission; the next start rebases them", rec.Branch, short(head))
+		return fmt.Sprintf("%s kept at %s: it has commits after the submission; the next start rebases them", p.branch, short(head))
 	}
-	if changes, err := dirty(ctx, rec.Path); err != nil || changes != "" {
-		return fmt.Sprintf("%s kept at %s: its worktree has uncommitted changes", rec.Branch, short(head))
+	if changes, err := dirty(ctx, p.path); err != nil || changes != "" {
+		return fmt.Sprintf("%s kept at %s: its worktree has uncommitted changes", p.branch, short(head))
 	}
 	if err := checkCommit("merged", rec.Merged); err != nil {
 		return err.Error()
 	}
 	if _, err := m.git.run(ctx, "update-ref", "-m", "agentspace: merged as "+short(rec.Merged), "--end-of-options", ref, rec.Merged, head); err != nil {
-		return fmt.Sprintf("%s kept: it moved while being reset", rec.Branch)
+		return fmt.Sprintf("%s kept: it moved while being reset", p.branch)
 	}
-	if _, err := (git{dir: rec.Path}).run(ctx, "read-tree", "-m", "-u", head, rec.Merged); err != nil {
+	if _, err := (git{dir: p.path}).run(ctx, "read-tree", "-m", "-u", head, rec.Merged); err != nil {
 		_, _ = m.git.run(context.WithoutCancel(ctx), "update-ref", "-m", "agentspace: reset undone", "--end-of-options", ref, head, rec.Merged)
-		return fmt.Sprintf("%s kept at %s: its checkout could not be updated: %v", rec.Branch, short(head), err)
+		return fmt.Sprintf("%s kept at %s: its checkout could not be updated: %v", p.branch, short(head), err)
 	}
-	return fmt.Sprintf("%s reset to %s", rec.Branch, short(rec.Merged))
+	return fmt.Sprintf("%s reset to %s", p.branch, short(rec.Merged))
 }

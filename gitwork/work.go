@@ -45,7 +45,21 @@ func New(ctx context.Context, ws workspace.Workspace, cfg Config) (*Manager, err
 	if _, err := g.revParse(ctx, "refs/heads/"+cfg.Integration); err != nil {
 		return nil, fmt.Errorf("gitwork: integration branch %q: %w", cfg.Integration, err)
 	}
-	return &Manager{ws: ws, cfg: cfg, git: g}, nil
+	m := &Manager{ws: ws, cfg: cfg, git: g}
+	// The main working tree: the common directory's parent in the usual
+	// layout, else the first worktree git lists.
+	top := filepath.Dir(g.dir)
+	if filepath.Base(g.dir) != ".git" {
+		wts, err := m.worktrees(ctx)
+		if err != nil || len(wts) == 0 {
+			return nil, fmt.Errorf("gitwork: %s: listing its worktrees: %v", cfg.Repo, err)
+		}
+		top = wts[0].path
+	}
+	if m.cfg, err = cfg.rootUnder(top); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // Config returns the configuration in effect, defaults filled in.
@@ -107,7 +121,7 @@ func (m *Manager) Start(ctx context.Context, actor, task string) (Worktree, erro
 	if err := os.MkdirAll(m.cfg.Root, 0o750); err != nil {
 		return rec, fmt.Errorf("gitwork: %w", err)
 	}
-	if _, err := m.git.run(ctx, "worktree", "add", "--quiet", "-b", branch, "--", path, base); err != nil {
+	if err := m.git.addWorktree(ctx, path, branch, base); err != nil {
 		// A Start that died before recording its worktree left it behind:
 		// adopt it, based where its branch left the integration branch.
 		cur, herr := git{dir: path}.run(ctx, "symbolic-ref", "--quiet", "HEAD")
@@ -121,13 +135,15 @@ func (m *Manager) Start(ctx context.Context, actor, task string) (Worktree, erro
 		base = strings.TrimSpace(mb)
 	}
 	w := Worktree{Task: task, Agent: actor, Path: path, Branch: branch, Base: base, Status: StatusActive, Version: rec.Version}
-	w, err = put(ctx, m.ws, actor, w, "worktree created at "+path)
+	rec, err = put(ctx, m.ws, actor, w, "worktree created at "+path)
 	if err != nil {
 		// Unrecorded, the worktree would be invisible to gc: take it back.
-		_ = m.removeWorktree(context.WithoutCancel(ctx), path, branch)
-		return w, err
+		if p, cerr := m.confirm(context.WithoutCancel(ctx), w); cerr == nil {
+			_ = m.removeWorktree(context.WithoutCancel(ctx), p)
+		}
+		return rec, err
 	}
-	return w, nil
+	return rec, nil
 }
 
 // dirty lists the uncommitted changes (untracked files included) in a worktree.
@@ -159,22 +175,30 @@ func (m *Manager) Submit(ctx context.Context, actor, task string) (Worktree, err
 	default:
 		return rec, fmt.Errorf("task %s: worktree is %s, not active: %w", task, rec.Status, workspace.ErrConflict)
 	}
-	changes, err := dirty(ctx, rec.Path)
+	p, err := m.confirm(ctx, rec)
+	if err != nil {
+		return rec, err
+	}
+	if !p.exists || p.head == "" {
+		return rec, fmt.Errorf("task %s: its worktree %s or branch %s is gone: release it and start again: %w", task, p.path, p.branch, workspace.ErrConflict)
+	}
+	changes, err := dirty(ctx, p.path)
 	if err != nil {
 		return rec, err
 	}
 	if changes != "" {
-		return rec, fmt.Errorf("%w in %s: commit or remove them first:\n%s", ErrDirty, rec.Path, changes)
+		return rec, fmt.Errorf("%w in %s: commit or remove them first:\n%s", ErrDirty, p.path, changes)
 	}
-	head, err := m.git.revParse(ctx, "refs/heads/"+rec.Branch)
-	if err != nil {
-		return rec, err
-	}
+	head := p.head
 	if rec.PerAgent {
 		// The commits since the last point the integration branch holds.
-		if rec.Base, err = m.mergeBase(ctx, rec.Branch); err != nil {
+		if rec.Base, err = m.mergeBase(ctx, p.branch); err != nil {
 			return rec, err
 		}
+	} else if checkCommit("base", rec.Base) != nil {
+		return rec, &RecordError{Task: task, Field: "base", Value: rec.Base, Reason: "is not a full commit id"}
+	} else if in, err := m.git.isAncestor(ctx, rec.Base, head); err != nil || !in {
+		return rec, &RecordError{Task: task, Field: "base", Value: rec.Base, Reason: "is not an ancestor of " + p.branch}
 	}
 	if head == rec.Base {
 		return rec, invalid("worktree", "branch %s has no commits beyond its base %s: nothing to submit", rec.Branch, rec.Base[:12])
@@ -217,16 +241,24 @@ func (m *Manager) putPatch(ctx context.Context, actor, task string, patch []byte
 // refs/agentspace/backup/<short id> (uncommitted and untracked files in
 // one extra commit), which the record names. Only the task's agent may
 // release an active worktree; any actor may release one whose task ended.
+// A record that git does not confirm is refused with a *RecordError and
+// nothing is removed (see Forget).
 func (m *Manager) Release(ctx context.Context, actor, task string) (Worktree, error) {
+	rec, err := m.releasable(ctx, actor, task)
+	if err != nil || rec.Status == StatusReleased {
+		return rec, err
+	}
+	return m.release(ctx, actor, rec, "released")
+}
+
+// releasable returns task's record if actor may release it.
+func (m *Manager) releasable(ctx context.Context, actor, task string) (Worktree, error) {
 	if err := checkTask(task); err != nil {
 		return Worktree{}, err
 	}
 	rec, err := get(ctx, m.ws, task)
-	if err != nil {
+	if err != nil || rec.Status == StatusReleased {
 		return rec, err
-	}
-	if rec.Status == StatusReleased {
-		return rec, nil
 	}
 	if rec.Status == StatusSubmitted || rec.Status == StatusMerging {
 		return rec, fmt.Errorf("task %s: worktree is %s: the merge queue owns it: %w", task, rec.Status, workspace.ErrConflict)
@@ -238,17 +270,28 @@ func (m *Manager) Release(ctx context.Context, actor, task string) (Worktree, er
 	if err == nil && t.Status == workspace.TaskInProgress && t.Assignee != actor && time.Now().Before(t.LeaseExpiresAt) {
 		return rec, fmt.Errorf("task %s is claimed by %q: only its agent releases its worktree: %w", task, t.Assignee, workspace.ErrNotHolder)
 	}
-	return m.release(ctx, actor, rec, "released")
+	return rec, nil
 }
 
+// release removes what the machinery made for rec, once git confirms it
+// (a *RecordError, and nothing done, if not), and records it released.
 func (m *Manager) release(ctx context.Context, actor string, rec Worktree, why string) (Worktree, error) {
-	backup, err := m.backup(ctx, rec)
+	p, err := m.confirm(ctx, rec)
+	if err != nil {
+		return rec, err
+	}
+	return m.releaseAt(ctx, actor, rec, p, why)
+}
+
+// releaseAt is release of rec, whose worktree confirm has just found at p.
+func (m *Manager) releaseAt(ctx context.Context, actor string, rec Worktree, p place, why string) (Worktree, error) {
+	backup, err := m.backup(ctx, rec, p)
 	if err != nil {
 		return rec, err
 	}
 	// An agent's own worktree outlives the task: only the record goes.
 	if !rec.PerAgent {
-		if err := m.removeWorktree(ctx, rec.Path, rec.Branch); err != nil {
+		if err := m.removeWorktree(ctx, p); err != nil {
 			return rec, err
 		}
 	}
@@ -262,21 +305,18 @@ func (m *Manager) release(ctx context.Context, actor string, rec Worktree, why s
 
 // backup keeps the worktree's work that the integration branch lacks
 // under a ref, and returns the ref ("" when there is nothing to keep).
-func (m *Manager) backup(ctx context.Context, rec Worktree) (string, error) {
-	head, err := m.git.revParse(ctx, "refs/heads/"+rec.Branch)
-	if err != nil {
-		head = "" // the branch is gone already
-	}
-	if _, serr := os.Stat(rec.Path); serr == nil {
+func (m *Manager) backup(ctx context.Context, rec Worktree, p place) (string, error) {
+	head := p.head // "": the branch is gone already
+	if p.exists {
 		// Snapshot uncommitted and untracked files in a private index.
-		changes, err := dirty(ctx, rec.Path)
+		changes, err := dirty(ctx, p.path)
 		if err != nil {
 			return "", err
 		}
 		if changes != "" && head != "" {
 			idx := filepath.Join(os.TempDir(), "agentspace-backup-"+shortID(rec.Task)+".idx")
 			defer os.Remove(idx)
-			wg := git{dir: rec.Path, env: []string{"GIT_INDEX_FILE=" + idx}}
+			wg := git{dir: p.path, env: []string{"GIT_INDEX_FILE=" + idx}}
 			if _, err := wg.run(ctx, "read-tree", "--end-of-options", head); err != nil {
 				return "", err
 			}
@@ -308,18 +348,21 @@ func (m *Manager) backup(ctx context.Context, rec Worktree) (string, error) {
 	return ref, nil
 }
 
-// removeWorktree removes the worktree at path and deletes branch; either
-// may be gone already.
-func (m *Manager) removeWorktree(ctx context.Context, path, branch string) error {
-	if _, err := os.Stat(path); err == nil {
-		if _, err := m.git.run(ctx, "worktree", "remove", "--force", "--force", "--", path); err != nil {
+// removeWorktree removes the confirmed worktree p and deletes its branch
+// if it is still at the commit confirm saw; either may be gone already.
+func (m *Manager) removeWorktree(ctx context.Context, p place) error {
+	if p.exists {
+		if _, err := m.git.run(ctx, "worktree", "remove", "--force", "--force", "--", p.path); err != nil {
 			return err
 		}
 	} else if _, err := m.git.run(ctx, "worktree", "prune"); err != nil {
 		// The directory is gone: forget its registration.
 		return err
 	}
-	if _, err := m.git.run(ctx, "update-ref", "-d", "--end-of-options", "refs/heads/"+branch); err != nil && exitCode(err) < 0 {
+	if p.head == "" {
+		return nil
+	}
+	if _, err := m.git.run(ctx, "update-ref", "-d", "--end-of-options", p.ref, p.head); err != nil && exitCode(err) < 0 {
 		return err
 	}
 	return nil
@@ -328,13 +371,18 @@ func (m *Manager) removeWorktree(ctx context.Context, path, branch string) error
 // GC releases worktrees whose task ended, or whose claim lapsed (or task
 // went back to pending) longer than Config.GCAge ago. A live claim is
 // never reaped, nor a worktree the merge queue holds. It returns the
-// released records.
+// released records. A record that git does not confirm (see RecordError)
+// is left alone and gc goes on with the others; the error then joins one
+// *RecordError per such record.
 func (m *Manager) GC(ctx context.Context, actor string) ([]Worktree, error) {
 	recs, err := List(ctx, m.ws)
 	if err != nil {
 		return nil, err
 	}
-	var out []Worktree
+	var (
+		out     []Worktree
+		skipped []error
+	)
 	now := time.Now()
 	for _, rec := range recs {
 		switch rec.Status {
@@ -358,12 +406,30 @@ func (m *Manager) GC(ctx context.Context, actor string) ([]Worktree, error) {
 			continue
 		}
 		r, err := m.release(ctx, actor, rec, why)
+		var re *RecordError
+		if errors.As(err, &re) {
+			skipped = append(skipped, err)
+			continue
+		}
 		if err != nil {
 			return out, err
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return out, errors.Join(skipped...)
+}
+
+// Forget records task's worktree released without touching the
+// repository: for a record that git does not confirm (Release and GC
+// refuse it with a *RecordError), once an operator has looked. The same
+// actors may forget a record as may release it.
+func (m *Manager) Forget(ctx context.Context, actor, task string) (Worktree, error) {
+	rec, err := m.releasable(ctx, actor, task)
+	if err != nil || rec.Status == StatusReleased {
+		return rec, err
+	}
+	rec.Status = StatusReleased
+	return put(ctx, m.ws, actor, rec, "forgotten: the repository was left as it is")
 }
 
 // StartClaimed is Start (StartPerAgent with perAgent) for a task actor

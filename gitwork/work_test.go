@@ -155,13 +155,23 @@ func TestStartAdoptsAWorktreeItsCrashedPredecessorLeft(t *testing.T) {
 	repo, ws := newRepo(t), openWS(t)
 	m := newManager(t, ws, gitwork.Config{Repo: repo})
 	task := claimed(t, ws, "ann", "x")
-	w, err := m.Start(ctx, "ann", task.ID)
-	require.NoError(t, err)
-	require.NoError(t, ws.Notes().Delete(gitwork.GrantRecords(ctx), workspace.Write{Actor: "test"}, gitwork.NoteKind, task.ID))
+	// What a Start that died before recording leaves: the worktree alone.
+	short := strings.ReplaceAll(task.ID, "-", "")[20:]
+	path := filepath.Join(repo, ".agentspace", "worktrees", short)
+	base := gitT(t, repo, "rev-parse", "main")
+	gitT(t, repo, "worktree", "add", "-q", "-b", "agent/"+short, path, base)
+	require.Empty(t, mustList(t, ws), "no record")
 
 	again, err := m.Start(ctx, "ann", task.ID)
 	require.NoError(t, err)
-	assert.Equal(t, w.Path, again.Path)
-	assert.Equal(t, w.Base, again.Base)
+	assert.Equal(t, path, again.Path)
+	assert.Equal(t, base, again.Base)
 	assert.Equal(t, gitwork.StatusActive, again.Status)
+}
+
+func mustList(t *testing.T, ws workspace.Workspace) []gitwork.Worktree {
+	t.Helper()
+	recs, err := gitwork.List(context.Background(), ws)
+	require.NoError(t, err)
+	return recs
 }

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -21,7 +20,7 @@ import (
 // workConfig is agentspace.toml's [work] table:
 //
 //	[work]
-//	root = ".agentspace/worktrees"   # relative to the repository
+//	root = ".agentspace/worktrees"   # relative to the repository's main working tree
 //	branch_prefix = "agent/"
 //	integration = "main"
 //	queue_lease = "2h"               # a submitted task's claim, while it waits
@@ -81,12 +80,9 @@ func (a *app) gitworkConfig(repo string) (gitwork.Config, error) {
 	default:
 		return cfg, usageErrorf("%s: [work] mode = %q: want \"per-task\" or \"per-agent\"", path, fc.Work.Mode)
 	}
-	if fc.Work.Root != "" {
-		cfg.Root = fc.Work.Root
-		if !filepath.IsAbs(cfg.Root) {
-			cfg.Root = filepath.Join(repo, cfg.Root)
-		}
-	}
+	// A relative root is the repository's: gitwork takes it from the main
+	// working tree, whichever worktree wsctl runs in.
+	cfg.Root = fc.Work.Root
 	for _, d := range []struct {
 		key string
 		val string
@@ -126,15 +122,74 @@ func (a *app) withWork(ctx context.Context, repo string, fn func(ws workspace.Wo
 
 func (a *app) workCmd() *cobra.Command {
 	var repo string
-	c := group("work", "A git worktree per task: start, submit, ls, release, gc",
+	c := group("work", "A git worktree per task: your worktrees; start, submit, ls, release, gc",
 		a.workStartCmd(&repo),
 		a.workSubmitCmd(&repo),
 		a.workLsCmd(&repo),
 		a.workReleaseCmd(&repo),
 		a.workGCCmd(&repo),
 	)
+	c.Long = `Without a subcommand, and with an actor (--as or AGENTSPACE_ACTOR): your
+worktrees that are not released, what became of each (an entry the merge
+queue gave back says why) and what to do next.`
 	c.PersistentFlags().StringVar(&repo, "repo", ".", "the git repository (or any worktree of it)")
+	help := c.RunE
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 || a.declaredActor() == "" {
+			return help(cmd, args)
+		}
+		return a.action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
+			return a.workMine(ctx, repo)
+		})(cmd, args)
+	}
 	return c
+}
+
+// mine is one of the actor's worktrees as 'wsctl work' shows it.
+type mine struct {
+	gitwork.Worktree
+	Next string `json:"next"`
+}
+
+// workMine prints the actor's worktrees that are not released, with what
+// to do next.
+func (a *app) workMine(ctx context.Context, repo string) error {
+	who := a.declaredActor()
+	cfg, err := a.gitworkConfig(repo)
+	if err != nil {
+		return err
+	}
+	integration := cfg.Integration
+	if integration == "" {
+		integration = "main"
+	}
+	return a.with(ctx, func(ws workspace.Workspace) error {
+		recs, err := gitwork.List(ctx, ws)
+		if err != nil {
+			return err
+		}
+		var out []mine
+		for _, r := range recs {
+			if r.Agent == who && r.Status != gitwork.StatusReleased {
+				out = append(out, mine{Worktree: r, Next: r.Next(integration)})
+			}
+		}
+		if a.jsonOut {
+			return printList(a, out)
+		}
+		if len(out) == 0 {
+			_, err := fmt.Fprintf(a.stdout, "%s has no worktree: claim a task with 'wsctl task claim --worktree'\n", who)
+			return err
+		}
+		for _, m := range out {
+			fmt.Fprintf(a.stdout, "%s\t%s\t%s\t%s\n", m.Task, m.Status, m.Branch, m.Path)
+			if m.Status == gitwork.StatusConflicted || m.Status == gitwork.StatusFailed {
+				fmt.Fprintf(a.stdout, "  came back from the merge queue: %s\n", firstLineOf(m.Detail))
+			}
+			fmt.Fprintf(a.stdout, "  next: %s\n", m.Next)
+		}
+		return nil
+	})
 }
 
 // workTaskCmd is a work subcommand that takes one task and prints its record.
@@ -155,6 +210,9 @@ func (a *app) workTaskCmd(repo *string, use, short, long string, op func(m *gitw
 				w, err := op(m, ctx, actor, task)
 				if errors.Is(err, gitwork.ErrDirty) {
 					return &cliError{code: exitConflict, err: err, hint: "commit your changes (or remove them), then run it again"}
+				}
+				if errors.Is(err, gitwork.ErrRecordMismatch) {
+					return &cliError{code: exitConflict, err: err, hint: forgetHint}
 				}
 				if err != nil {
 					return err
@@ -203,10 +261,29 @@ and extends your claim while the entry waits.`,
 		})
 }
 
+// forgetHint is what to do about a worktree record git does not confirm.
+const forgetHint = "nothing was removed; once you have looked, 'wsctl work release --forget TASK' drops the record and leaves the repository as it is"
+
 func (a *app) workReleaseCmd(repo *string) *cobra.Command {
-	return a.workTaskCmd(repo, "release TASK", "Remove a task's worktree and branch, keeping unmerged work under a backup ref",
-		"", (*gitwork.Manager).Release,
+	var forget bool
+	cmd := a.workTaskCmd(repo, "release TASK", "Remove a task's worktree and branch, keeping unmerged work under a backup ref",
+		`Remove TASK's worktree and branch, keeping work the integration branch
+lacks under refs/agentspace/backup/<short id>. Only the branch and
+directory the worktree machinery gives the task are removed, once git
+confirms them; a record naming anything else is refused (exit 3) and
+nothing is removed. --forget marks the record released and touches
+nothing in the repository.`,
+		func(m *gitwork.Manager, ctx context.Context, actor, task string) (gitwork.Worktree, error) {
+			if forget {
+				return m.Forget(ctx, actor, task)
+			}
+			return m.Release(ctx, actor, task)
+		},
 		func(w gitwork.Worktree) error {
+			if forget {
+				_, err := fmt.Fprintf(a.stdout, "forgot the worktree record of %s; the repository is as it was\n", w.Task)
+				return err
+			}
 			if w.Backup != "" {
 				_, err := fmt.Fprintf(a.stdout, "released %s; unmerged work kept at %s\n", w.Path, w.Backup)
 				return err
@@ -214,6 +291,8 @@ func (a *app) workReleaseCmd(repo *string) *cobra.Command {
 			_, err := fmt.Fprintf(a.stdout, "released %s\n", w.Path)
 			return err
 		})
+	cmd.Flags().BoolVar(&forget, "forget", false, "mark the record released without touching the repository (for a record git does not confirm)")
+	return cmd
 }
 
 func (a *app) printWorktrees(ws []gitwork.Worktree) error {
@@ -289,10 +368,41 @@ func (a *app) workGCCmd(repo *string) *cobra.Command {
 				if perr := a.printWorktrees(out); err == nil {
 					err = perr
 				}
+				if skipped := recordErrors(err); len(skipped) > 0 {
+					for _, e := range skipped {
+						fmt.Fprintf(a.stderr, "skipped: %v\n", e)
+					}
+					what := fmt.Sprintf("%d worktree records do not match the repository and were left alone", len(skipped))
+					if len(skipped) == 1 {
+						what = "1 worktree record does not match the repository and was left alone"
+					}
+					return &cliError{code: exitConflict, err: errors.New(what), hint: forgetHint}
+				}
 				return err
 			})
 		}),
 	}
+}
+
+// recordErrors lists the *gitwork.RecordError in err, alone or joined.
+func recordErrors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(*gitwork.RecordError); ok {
+		return []error{err}
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, recordErrors(e)...)
+		}
+		return out
+	}
+	if errors.Is(err, gitwork.ErrRecordMismatch) {
+		return []error{err}
+	}
+	return nil
 }
 
 func (a *app) mergeCmd() *cobra.Command {
@@ -308,9 +418,15 @@ func (a *app) mergeCmd() *cobra.Command {
 in submission order, bring each submitted branch up to date with the
 integration branch, run [merge] validate in a clean checkout of the result,
 and advance the integration branch by compare-and-swap. Conflicts and red
-validations leave the branch untouched and go back to the task's agent.
+validations leave the branch untouched and go back to the task's agent,
+whose task result says what to do next. A checkout of the integration
+branch (the repository's own, say) is updated with it as git merge
+--ff-only would; if the merge would overwrite changes there, the branch is
+not moved, the entry waits and the command says what to run (exit 3).
 --once (the default) works through the queue as it stands; --follow keeps
-waiting for submissions. One line (or one JSON object) per entry.`,
+waiting for submissions. One line (or one JSON object) per entry, then
+(without --json) a summary; with --once the exit code is 3 when an entry
+came back conflicted or failed.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if once && follow {
@@ -333,17 +449,37 @@ waiting for submissions. One line (or one JSON object) per entry.`,
 						mg.SetStepHook(func(string) { time.Sleep(d) })
 					}
 				}
+				counts := map[gitwork.Status]int{}
 				err := mg.Run(ctx, follow, func(r gitwork.Result) {
+					counts[r.Status]++
 					if a.jsonOut {
 						_ = a.printJSONLine(r)
 						return
 					}
 					fmt.Fprintf(a.stdout, "%s\t%s\t%s\t%s\n", r.Task, r.Status, orDash(shortCommit(r.Commit)), orDash(firstLineOf(r.Detail)))
 				})
+				if !a.jsonOut {
+					fmt.Fprintln(a.stdout, mergeSummary(counts))
+				}
 				if follow && errors.Is(err, context.Canceled) {
 					return nil
 				}
-				return err
+				var ce *gitwork.CheckoutError
+				if errors.As(err, &ce) {
+					return &cliError{code: exitConflict, err: err}
+				}
+				if err != nil {
+					return err
+				}
+				if back := counts[gitwork.StatusConflicted] + counts[gitwork.StatusFailed]; back > 0 && !follow {
+					what := fmt.Sprintf("%d merge queue entries came back to their agents", back)
+					if back == 1 {
+						what = "1 merge queue entry came back to its agent"
+					}
+					return &cliError{code: exitConflict, err: errors.New(what),
+						hint: "their tasks' results say what to do next; 'wsctl work ls' lists them"}
+				}
+				return nil
 			})
 		}),
 	}
@@ -352,6 +488,22 @@ waiting for submissions. One line (or one JSON object) per entry.`,
 	f.BoolVar(&once, "once", false, "work through the queue as it stands, then exit (the default)")
 	f.BoolVar(&follow, "follow", false, "keep merging new submissions until interrupted")
 	return group("merge", "The merge queue: run", run)
+}
+
+// mergeSummary is the last line of a merge run: what the entries came to.
+func mergeSummary(counts map[gitwork.Status]int) string {
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	if total == 0 {
+		return "merge queue: nothing to merge"
+	}
+	s := fmt.Sprintf("merge queue: %d merged, %d conflicted, %d failed", counts[gitwork.StatusMerged], counts[gitwork.StatusConflicted], counts[gitwork.StatusFailed])
+	if n := counts[gitwork.StatusSubmitted]; n > 0 {
+		s += fmt.Sprintf(", %d still waiting", n)
+	}
+	return s
 }
 
 // printJSONLine writes v as one line of NDJSON.

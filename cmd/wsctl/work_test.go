@@ -116,8 +116,11 @@ case $title in f1|clash) printf '%s\ntwo\nthree\n' "$title" > shared.txt ;; esac
 	require.NoError(t, err)
 	require.Len(t, queued, 5)
 
-	out, err := wsctlCmd(ctx, repo, dsn, "merger", nil, "merge", "run", "--once", "--json").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	out, err := wsctlCmd(ctx, repo, dsn, "merger", nil, "merge", "run", "--once", "--json").Output()
+	var ee *exec.ExitError
+	require.True(t, errors.As(err, &ee), "an entry came back, so merge run fails: %v %s", err, out)
+	assert.Equal(t, exitConflict, ee.ExitCode(), "%s", ee.Stderr)
+	assert.Contains(t, string(ee.Stderr), "1 merge queue entry came back to its agent")
 
 	titles := map[string]string{}
 	page, err := ws.Tasks().List(ctx, workspace.TaskFilter{})
