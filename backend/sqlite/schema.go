@@ -76,7 +76,7 @@ func readSchema(ctx context.Context, db *sql.DB, path string) (schemaState, erro
 	if v > 0 {
 		st.version = uint(v)
 	}
-	if st.dirty || st.version < chainVersion {
+	if st.dirty || st.version < chainVersion || st.version > LatestVersion() {
 		return st, nil
 	}
 	if err := db.QueryRowContext(ctx, qChainNextOnly).Scan(&st.chainNext); err != nil {
