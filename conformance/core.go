@@ -68,6 +68,8 @@ var coreCases = []coreCase{
 	{"LockStaleFenceRejected", testLockStaleFence},
 	{"LockWaitAcquiresAfterRelease", testLockWaitRelease},
 	{"LockWaitAcquiresAfterExpiry", testLockWaitExpiry},
+	// fences.go
+	{"LockForceReleaseRevokesTheFence", testForceReleaseRevokesTheFence},
 	// events.go
 	{"EventOnePerChange", testEventOnePerChange},
 	{"EventReadFilters", testEventReadFilters},
