@@ -31,7 +31,7 @@ const (
 	qChainNextOnly = `SELECT chain_next FROM meta WHERE id = 1`
 	qChainNext     = `SELECT chain_next, floor_hash FROM meta WHERE id = 1`
 	qChainPrev     = `SELECT hash FROM events WHERE seq = ?`
-	qChainRange    = `SELECT ` + eventCols + `, hash FROM events WHERE seq >= ? ORDER BY seq LIMIT ?`
+	qChainRange    = `SELECT ` + eventCols + `, hash FROM events WHERE seq >= ? ORDER BY seq LIMIT +?`
 	qChainSet      = `UPDATE events SET hash = ? WHERE seq = ? AND hash IS NULL`
 	qChainMoved    = `UPDATE meta SET chain_next = ? WHERE id = 1`
 )
