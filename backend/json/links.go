@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentspace/agentspace/workspace"
@@ -40,7 +41,11 @@ func (s *store) checkLinks(rec *record) error {
 			if seen[cur] {
 				continue
 			}
-			fi, err := s.root.Lstat(cur)
+			// One lstat of the whole path: its directories were checked
+			// just before (a link among them was refused), so only the
+			// last component can be a link, and Lstat does not follow it.
+			// The apply, through os.Root, still refuses to leave DIR.
+			fi, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(cur)))
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil
 			}
