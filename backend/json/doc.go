@@ -82,8 +82,9 @@
 // Artifact names are validated by the workspace package (relative, no ".."
 // segment, no backslash or control character). The backend further writes
 // readable copies only through an os.Root on DIR/artifacts, so no name
-// resolves outside it, refuses to follow a symbolic link found on a copy's
-// path, reserves segments starting with ".agentspace-tmp-" (its temporary
+// resolves outside it, refuses (ErrInvalid, nothing written) a
+// transaction that would write through a symbolic link anywhere in the
+// tree, reserves segments starting with ".agentspace-tmp-" (its temporary
 // files), and, when the file system ignores case (probed at open), treats
 // names equal but for case as the same name (ErrAlreadyExists). Content is
 // always read from blobs/, never from the copies: a name that cannot get a

@@ -11,6 +11,8 @@ import (
 	"path"
 	"strings"
 	"sync/atomic"
+
+	"github.com/agentspace/agentspace/workspace"
 )
 
 // Permissions of everything the backend creates: the workspace may hold
@@ -24,9 +26,9 @@ const (
 // segment starting with it are refused, so a sweep never removes content.
 const tmpPrefix = ".agentspace-tmp-"
 
-// errSymlink reports a symbolic link found where the backend writes: it
-// never follows one, whoever planted it.
-var errSymlink = errors.New("is a symbolic link: refusing to follow it")
+// errSymlink reports a symbolic link found where the backend writes while
+// it applies a transaction (links.go refuses them before the commit point).
+var errSymlink = &workspace.InvalidError{Field: "path", Reason: "a symbolic link in the json store: the store never writes through one (remove it)"}
 
 // writeFault is nil outside tests. A test sets it to fail the backend's
 // writes as a full disk would (see diskfull_test.go): before each write of
@@ -74,7 +76,7 @@ func mkdirs(root *os.Root, dir string, dirs dirSet) error {
 		case err != nil:
 			return err
 		case fi.Mode()&fs.ModeSymlink != 0:
-			return fmt.Errorf("%s %w", cur, errSymlink)
+			return fmt.Errorf("%s: %w", cur, errSymlink)
 		case !fi.IsDir():
 			return fmt.Errorf("%s is not a directory", cur)
 		}
@@ -99,7 +101,7 @@ func replaceFile(root *os.Root, name string, data []byte, dirs dirSet, durable b
 	}
 	if fi, err := root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("%s %w", name, errSymlink)
+			return fmt.Errorf("%s: %w", name, errSymlink)
 		}
 		return fmt.Errorf("%s is not a regular file", name)
 	}

@@ -225,7 +225,7 @@ func (s *store) readDir(dir string) ([]fs.DirEntry, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, linkOr(s.root, dir, err)
 	}
 	defer f.Close()
 	ents, err := f.ReadDir(-1)
@@ -244,7 +244,7 @@ func (s *store) eachFile(dir string, fn func(name string, data []byte) error) er
 	}
 	r, err := s.root.OpenRoot(dir)
 	if err != nil {
-		return err
+		return linkOr(s.root, dir, err)
 	}
 	defer r.Close()
 	for _, e := range ents {
@@ -268,7 +268,7 @@ func (s *store) load() error {
 	vfiles := map[string]fileIdent{}
 	vroot, err := s.root.OpenRoot(versionsDir)
 	if err != nil {
-		return err
+		return linkOr(s.root, versionsDir, err)
 	}
 	defer vroot.Close()
 	err = s.eachFile(metaDir, func(name string, data []byte) error {

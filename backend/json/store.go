@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path"
@@ -182,7 +183,10 @@ func (s *store) openLocked(f *formatHandle, autoMigrate bool) error {
 		return err
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("%s: %w", path.Join(s.dir, artsDir), errors.New("not a directory (a symbolic link is refused)"))
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return symlinkError(artsDir)
+		}
+		return fmt.Errorf("%s: %w", path.Join(s.dir, artsDir), errors.New("not a directory"))
 	}
 	if s.mirror, err = s.root.OpenRoot(artsDir); err != nil {
 		return err
@@ -349,6 +353,10 @@ func (s *store) Update(ctx context.Context, fn func(tx driver.Tx) error) error {
 	}
 	if rec == nil {
 		return nil
+	}
+	if err := s.checkLinks(rec); err != nil {
+		t.rollback()
+		return err
 	}
 	if err := s.writeJournal(rec); err != nil {
 		t.rollback()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 	"time"
@@ -133,8 +132,8 @@ func (t *tx) DeleteVersions(ctx context.Context, id string, versions []int64) er
 // checkNewName refuses names this backend cannot give a readable copy of
 // its own: a segment that could be taken for our temporary files, and (on a
 // case-insensitive file system) a live name equal but for case, which
-// would share the copy's file. A symbolic link on the copy's path is
-// refused too.
+// would share the copy's file. (A symbolic link on the copy's path is
+// refused at commit, as on every path: links.go.)
 func (t *tx) checkNewName(name, id string) error {
 	for _, seg := range strings.Split(name, "/") {
 		if strings.HasPrefix(seg, tmpPrefix) {
@@ -146,18 +145,6 @@ func (t *tx) checkNewName(name, id string) error {
 			return fmt.Errorf("artifact %q: the name of artifact %q differs only in case on this case-insensitive file system: %w",
 				name, t.st.arts[other].name, workspace.ErrAlreadyExists)
 		}
-	}
-	cur := ""
-	for _, seg := range strings.Split(name, "/") {
-		cur += seg
-		fi, err := t.s.mirror.Lstat(cur)
-		if err != nil {
-			break
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("artifact %q: %s/%s %w", name, artsDir, cur, errSymlink)
-		}
-		cur += "/"
 	}
 	return nil
 }

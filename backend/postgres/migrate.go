@@ -47,6 +47,9 @@ type schemaState struct {
 	version int64
 	dirty   bool
 	hasRow  bool // a version is recorded
+	// chainNext is counters.chain_next: the first event an upgrade has
+	// yet to chain, 0 if none (see chainup.go).
+	chainNext int64
 }
 
 // migrateLockID is golang-migrate's advisory lock for the schema: holding it
@@ -88,7 +91,12 @@ func readSchemaState(ctx context.Context, pool *pgxpool.Pool, schema string) (sc
 			return nil
 		}
 		st.hasRow = err == nil
-		return err
+		newest := int64(latest) // #nosec G115 -- schema versions are small counts (our migrations number a handful)
+		if err != nil || st.dirty || st.version < chainVersion || st.version > newest {
+			return err
+		}
+		q = `SELECT chain_next FROM ` + pgx.Identifier{schema, "counters"}.Sanitize()
+		return tx.QueryRow(ctx, q).Scan(&st.chainNext)
 	})
 	if err != nil {
 		return st, fmt.Errorf("postgres: read schema version of %q: %w", schema, err)
@@ -121,6 +129,10 @@ func checkSchemaVersion(ctx context.Context, pool *pgxpool.Pool, session *pgx.Co
 			return &workspace.SchemaError{Current: st.version, Want: want}
 		case st.version < want:
 			migrateUp = true
+		case st.chainNext != 0:
+			// An upgrade cut short left events to chain: nothing is
+			// appended before they are.
+			return finishChain(ctx, session, schema)
 		default:
 			return nil
 		}
@@ -142,6 +154,19 @@ func checkSchemaVersion(ctx context.Context, pool *pgxpool.Pool, session *pgx.Co
 			return err
 		}
 	}
+}
+
+// finishChain chains what an upgrade left to chain (chainup.go).
+func finishChain(ctx context.Context, session *pgx.ConnConfig, schema string) error {
+	m, err := newMigrator(ctx, session, schema)
+	if err != nil {
+		return err
+	}
+	err = m.chain(ctx)
+	if cerr := m.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // migrator is the workspace.Migrator of one schema, on golang-migrate.
@@ -333,7 +358,14 @@ func (m *migrator) Version(ctx context.Context) (uint, bool, error) {
 
 func (m *migrator) Latest() uint { return latest }
 
-func (m *migrator) Up(ctx context.Context) error { return m.run(ctx, m.m.Up) }
+// Up migrates to the latest version and chains the events written before
+// the chain.
+func (m *migrator) Up(ctx context.Context) error {
+	if err := m.run(ctx, m.m.Up); err != nil {
+		return err
+	}
+	return m.chain(ctx)
+}
 
 func (m *migrator) Down(ctx context.Context, n int) error {
 	if n <= 0 {
@@ -346,7 +378,10 @@ func (m *migrator) Goto(ctx context.Context, v uint) error {
 	if v == 0 {
 		return m.run(ctx, m.m.Down)
 	}
-	return m.run(ctx, func() error { return m.m.Migrate(v) })
+	if err := m.run(ctx, func() error { return m.m.Migrate(v) }); err != nil {
+		return err
+	}
+	return m.chain(ctx)
 }
 
 func (m *migrator) Force(ctx context.Context, v int) error {

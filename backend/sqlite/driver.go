@@ -336,8 +336,9 @@ func openFile(ctx context.Context, s settings, autoMigrate bool, log *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	if cur.dirty || cur.version != LatestVersion() {
-		// Empty, older, newer, or mid-migration: decide under the lock.
+	if cur.dirty || cur.version != LatestVersion() || cur.chainNext != 0 {
+		// Empty, older, newer, mid-migration or with events to chain:
+		// decide under the lock.
 		if err := lock(); err != nil {
 			return nil, err
 		}

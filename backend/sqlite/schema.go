@@ -46,6 +46,9 @@ type schemaState struct {
 	version uint
 	dirty   bool
 	empty   bool // no tables besides golang-migrate's
+	// chainNext is meta.chain_next: the first event an upgrade has yet to
+	// chain, 0 if none (see chainup.go).
+	chainNext int64
 }
 
 func readSchema(ctx context.Context, db *sql.DB, path string) (schemaState, error) {
@@ -72,6 +75,12 @@ func readSchema(ctx context.Context, db *sql.DB, path string) (schemaState, erro
 	}
 	if v > 0 {
 		st.version = uint(v)
+	}
+	if st.dirty || st.version < chainVersion || st.version > LatestVersion() {
+		return st, nil
+	}
+	if err := db.QueryRowContext(ctx, qChainNextOnly).Scan(&st.chainNext); err != nil {
+		return st, fmt.Errorf("sqlite: reading the chain's resume point: %w", describe(err, path))
 	}
 	return st, nil
 }
@@ -101,7 +110,9 @@ func checkOrMigrate(ctx context.Context, st *store, autoMigrate bool) error {
 	case s.dirty:
 		return &workspace.SchemaError{Current: int64(s.version), Want: int64(latest), Dirty: true} // #nosec G115 -- schema versions are small counts (our migrations number a handful)
 	case s.version == latest:
-		return nil
+		// An upgrade cut short may have left events to chain: nothing is
+		// appended before they are.
+		return chainExisting(ctx, st.w, st.path)
 	case s.version > latest:
 		return &workspace.SchemaError{Current: int64(s.version), Want: int64(latest)} // #nosec G115 -- schema versions are small counts (our migrations number a handful)
 	case s.version == 0 && !s.empty:
@@ -111,7 +122,10 @@ func checkOrMigrate(ctx context.Context, st *store, autoMigrate bool) error {
 		if s.version > 0 {
 			st.log.Info("agentspace: migrating the sqlite schema", "path", st.path, "from", s.version, "to", latest)
 		}
-		return runMigration(st.w, func(m *migrate.Migrate) error { return m.Up() })
+		if err := runMigration(st.w, func(m *migrate.Migrate) error { return m.Up() }); err != nil {
+			return err
+		}
+		return chainExisting(ctx, st.w, st.path)
 	}
 	return &workspace.SchemaError{Current: int64(s.version), Want: int64(latest)} // #nosec G115 -- schema versions are small counts (our migrations number a handful)
 }
@@ -158,7 +172,9 @@ func (m *migrator) Version(ctx context.Context) (uint, bool, error) {
 
 func (m *migrator) Latest() uint { return LatestVersion() }
 
-func (m *migrator) locked(ctx context.Context, step func(m *migrate.Migrate) error) error {
+// locked runs step under the migration lock; chain then chains the events
+// an upgrade left to chain (chainExisting), still under the lock.
+func (m *migrator) locked(ctx context.Context, chain bool, step func(m *migrate.Migrate) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -167,15 +183,18 @@ func (m *migrator) locked(ctx context.Context, step func(m *migrate.Migrate) err
 		return err
 	}
 	defer unlock()
-	return runMigration(m.db, step)
+	if err := runMigration(m.db, step); err != nil || !chain {
+		return err
+	}
+	return chainExisting(ctx, m.db, m.path)
 }
 
 func (m *migrator) Up(ctx context.Context) error {
-	return m.locked(ctx, func(g *migrate.Migrate) error { return g.Up() })
+	return m.locked(ctx, true, func(g *migrate.Migrate) error { return g.Up() })
 }
 
 func (m *migrator) Down(ctx context.Context, n int) error {
-	return m.locked(ctx, func(g *migrate.Migrate) error {
+	return m.locked(ctx, false, func(g *migrate.Migrate) error {
 		if n <= 0 {
 			return g.Down()
 		}
@@ -184,7 +203,7 @@ func (m *migrator) Down(ctx context.Context, n int) error {
 }
 
 func (m *migrator) Goto(ctx context.Context, v uint) error {
-	return m.locked(ctx, func(g *migrate.Migrate) error {
+	return m.locked(ctx, true, func(g *migrate.Migrate) error {
 		if v == 0 {
 			return g.Down()
 		}
@@ -196,7 +215,7 @@ func (m *migrator) Force(ctx context.Context, v int) error {
 	if v < 0 || uint(v) > LatestVersion() {
 		return &workspace.InvalidError{Field: "version", Reason: fmt.Sprintf("%d: want a version between 0 and %d", v, LatestVersion())}
 	}
-	return m.locked(ctx, func(g *migrate.Migrate) error {
+	return m.locked(ctx, false, func(g *migrate.Migrate) error {
 		if v == 0 {
 			return g.Force(-1)
 		}

@@ -1,0 +1,1 @@
+ALTER TABLE counters DROP COLUMN chain_next;

@@ -1,0 +1,1 @@
+ALTER TABLE meta DROP COLUMN chain_next;
