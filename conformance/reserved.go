@@ -112,7 +112,7 @@ func testPrincipalActsOnlyAsItself(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	head := headOf(t, ws)
 
-	bob := workspace.WithPrincipal(ctx, workspace.Principal{Actor: "bob", Roles: []string{"admin"}})
+	bob := workspace.WithPrincipal(ctx, workspace.Principal{Actor: "bob", Roles: []string{"admin"}, Bound: true})
 	alice := as("alice")
 	writes := map[string]func() error{
 		"artifact create": func() error {

@@ -29,7 +29,7 @@ func (p principal) bound() bool { return p.token != "" }
 // for: the token's role when it names one (whatever actor the body names,
 // a write acts as the token's actor), else the policy's roles of the actor.
 func (p principal) workspacePrincipal() workspace.Principal {
-	wp := workspace.Principal{Actor: p.actor}
+	wp := workspace.Principal{Actor: p.actor, Bound: p.bound()}
 	if p.role != "" {
 		wp.Roles = []string{p.role}
 	}

@@ -97,9 +97,14 @@ func TestShadowValidationUsesTheTokenRolesTheContextCarries(t *testing.T) {
 	v, err := e.m.Validate(ctx, s.ID, "alice")
 	require.NoError(t, err)
 	assert.True(t, v.Passed, "%v", violated(v))
-	// A principal for someone else does not lend alice its roles: the
-	// engine refuses a write (the validation's record) in another's name.
+	// A principal for someone else does not lend alice its roles.
 	ctx = workspace.WithPrincipal(e.ctx, workspace.Principal{Actor: "root", Roles: []string{"admin"}})
+	v, err = e.m.Validate(ctx, s.ID, "alice")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"role web/x.js"}, violated(v))
+	// A verified principal (a server's token) for someone else is refused:
+	// the engine writes nothing in another's name.
+	ctx = workspace.WithPrincipal(e.ctx, workspace.Principal{Actor: "root", Roles: []string{"admin"}, Bound: true})
 	_, err = e.m.Validate(ctx, s.ID, "alice")
 	require.ErrorIs(t, err, workspace.ErrForbidden)
 }

@@ -27,6 +27,11 @@ type Principal struct {
 	// Roles, when non-nil, are checked instead of the roles the policy
 	// gives Actor.
 	Roles []string
+	// Bound says Actor was verified (a server's token): a write under this
+	// principal may name no other actor. An unbound principal (AsActor, an
+	// in-process caller's self-declared identity) filters reads and lends
+	// its roles, but binds nothing.
+	Bound bool
 }
 
 type principalKey struct{}

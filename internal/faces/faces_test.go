@@ -176,7 +176,7 @@ func classify(err error) (outcome, string) {
 // goAPI: a program of ours acting for bob's token (as the server's faces
 // do): a principal in the context.
 func goAPI(t *testing.T, e *env, action string) (outcome, string) {
-	ctx := workspace.WithPrincipal(context.Background(), workspace.Principal{Actor: "bob", Roles: []string{"dev"}})
+	ctx := workspace.WithPrincipal(context.Background(), workspace.Principal{Actor: "bob", Roles: []string{"dev"}, Bound: true})
 	return classify(apiDo(ctx, e, e.ws, action))
 }
 

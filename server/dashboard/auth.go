@@ -67,7 +67,7 @@ func (h *Handler) governed(ctx context.Context) (bool, error) {
 // HTTP API checks a token's requests: the token's actor, with its role
 // when it names one, else the policy's roles of that actor.
 func principal(id Identity) workspace.Principal {
-	p := workspace.Principal{Actor: id.Actor}
+	p := workspace.Principal{Actor: id.Actor, Bound: id.TokenID != ""}
 	if id.Role != "" {
 		p.Roles = []string{id.Role}
 	}

@@ -160,15 +160,16 @@ func (h *handle) who(ctx context.Context, actor string) (who, error) {
 	return w, err
 }
 
-// impersonation refuses a write whose actor is not its principal's: behind
-// a server the principal comes from a token, and a token acts only as its
-// own actor, whatever face the write came through. Nothing is written,
-// not even a denied event.
+// impersonation refuses a write whose actor is not its bound principal's:
+// behind a server the principal comes from a token, and a token acts only
+// as its own actor, whatever face the write came through. Nothing is
+// written, not even a denied event. An unbound principal (in process, the
+// actor is self-declared) binds nothing.
 //
 // A lease owner may also be the actor followed by "#" and a suffix: one
 // process's lease of the actor's (the merge queue's "merger#PID-…").
 func impersonation(p workspace.Principal, actor string) error {
-	if actor == "" || p.Actor == "" || actor == p.Actor || strings.HasPrefix(actor, p.Actor+"#") {
+	if !p.Bound || actor == "" || actor == p.Actor || strings.HasPrefix(actor, p.Actor+"#") {
 		return nil
 	}
 	return &workspace.ForbiddenError{Actor: p.Actor, Roles: p.Roles, Action: "act-as", Object: actor,
