@@ -247,12 +247,31 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // against a primary with a synchronous standby; kills the primary's
 // postmaster with SIGKILL mid-load and promotes the standby. Afterwards
 // every acknowledged write is there once, no task was claimed twice, no
-// fencing token was issued to two owners or went backwards, every writer wrote
-// again on its own, and each follower was delivered exactly the log.
+// fencing token was issued to two owners or went backwards, every writer
+// wrote again on its own, and each follower was delivered exactly the log.
 func TestFailoverToASynchronousStandbyLosesNothingAcknowledged(t *testing.T) {
+	runFailover(t, true)
+}
+
+// TestFailoverToAnAsynchronousStandbyLosesOnlyTheLastAcknowledged runs
+// the same with asynchronous replication, and states what it lost: only
+// each writer's last notes acknowledged before the kill (those after the
+// standby's last replayed WAL), never one acknowledged before a note that
+// survived; the new primary's log is gap-free and consistent in itself.
+// The window and the events followers were delivered that the new
+// primary does not have are logged, not hidden.
+func TestFailoverToAnAsynchronousStandbyLosesOnlyTheLastAcknowledged(t *testing.T) {
+	runFailover(t, false)
+}
+
+func runFailover(t *testing.T, sync bool) {
 	primary := pgtest.NewPrimary(t)
 	standby := primary.NewStandby(t)
-	primary.SyncStandby(t)
+	if sync {
+		primary.SyncStandby(t)
+	} else {
+		primary.WaitStreaming(t, false)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 
@@ -336,6 +355,8 @@ func TestFailoverToASynchronousStandbyLosesNothingAcknowledged(t *testing.T) {
 	}
 
 	var notes, claims, unavailable, other int
+	var lostAt []time.Time                  // when the notes lost were acknowledged
+	lostBy := map[string]int{}              // writer -> notes of its lost so far
 	claimed := map[string]string{}          // task id -> the writer whose claim was acknowledged
 	tokens := map[string]map[int64]string{} // resource -> token -> the writer it was acknowledged to
 	for wi, w := range writers {
@@ -346,10 +367,21 @@ func TestFailoverToASynchronousStandbyLosesNothingAcknowledged(t *testing.T) {
 			case "note":
 				notes++
 				n, err := ws.Notes().Get(ctx, "decision", a.Key)
+				if !sync && errors.Is(err, workspace.ErrNotFound) && a.At.Before(killed) {
+					lostAt = append(lostAt, a.At)
+					lostBy[actor]++
+					continue
+				}
 				require.NoError(t, err, "acknowledged note %s is there", a.Key)
 				assert.Equal(t, int64(1), n.Version, "note %s was written once", a.Key)
+				if a.At.Before(killed) {
+					assert.Zero(t, lostBy[actor], "%s's note %s survived, but one it was acknowledged before it was lost", actor, a.Key)
+				}
 			case "claim":
 				claims++
+				if !sync {
+					continue // an acknowledged claim may be lost, and the task claimed again
+				}
 				prev, dup := claimed[a.Key]
 				assert.False(t, dup, "task %s claimed by %s and %s", a.Key, prev, actor)
 				claimed[a.Key] = actor
@@ -358,6 +390,9 @@ func TestFailoverToASynchronousStandbyLosesNothingAcknowledged(t *testing.T) {
 				assert.Equal(t, actor, task.Assignee, "task %s is %s's", a.Key, actor)
 				assert.Equal(t, 1, task.Attempts, "task %s was claimed once", a.Key)
 			case "lock":
+				if !sync {
+					continue // an acknowledged token may be lost, and issued again
+				}
 				// Leases are re-entrant by owner: a writer whose release
 				// failed in the outage takes its own lease again, with its
 				// token. Another writer never gets that token.
@@ -420,6 +455,17 @@ func TestFailoverToASynchronousStandbyLosesNothingAcknowledged(t *testing.T) {
 				got = append(got, *a.Event)
 			}
 		}
+		if !sync {
+			differ := 0
+			for j := range min(len(got), len(log)) {
+				if got[j].Seq != log[j].Seq || got[j].Type != log[j].Type || got[j].Subject != log[j].Subject || got[j].Version != log[j].Version {
+					differ++
+				}
+			}
+			t.Logf("follower %d was delivered %d events; %d of them differ from the new primary's at the same seq, %d are beyond its head (not detected: see docs/postgres.md)",
+				i, len(got), differ, max(0, len(got)-len(log)))
+			continue
+		}
 		require.Len(t, got, len(log), "follower %d", i)
 		for j := range log {
 			assert.Equal(t, log[j].Seq, got[j].Seq, "follower %d", i)
@@ -427,6 +473,17 @@ func TestFailoverToASynchronousStandbyLosesNothingAcknowledged(t *testing.T) {
 			assert.Equal(t, log[j].Subject, got[j].Subject, "follower %d at seq %d", i, log[j].Seq)
 			assert.Equal(t, log[j].Version, got[j].Version, "follower %d at seq %d", i, log[j].Seq)
 		}
+	}
+	if len(lostAt) > 0 {
+		first := lostAt[0]
+		for _, at := range lostAt {
+			if at.Before(first) {
+				first = at
+			}
+		}
+		t.Logf("asynchronous replication lost %d acknowledged notes, acknowledged from %v before the kill", len(lostAt), killed.Sub(first).Round(time.Millisecond))
+	} else if !sync {
+		t.Logf("asynchronous replication lost no acknowledged note this time")
 	}
 	assert.Zero(t, other, "every error the writers met was ErrUnavailable")
 	t.Logf("acknowledged %d notes, %d claims, %d leases; %d ErrUnavailable met; log head %d; promote %v after the kill; every writer wrote again within %v of the promote",
