@@ -206,6 +206,9 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 func writeProblem(w http.ResponseWriter, p *wire.Problem) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	for k, v := range p.GetHeaders() {
+		w.Header()[k] = v
+	}
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(p)
 }

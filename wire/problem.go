@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
@@ -20,8 +21,10 @@ var (
 	// workspace's own sentinel, so that the server's refusals and the
 	// policy's (a *workspace.ForbiddenError) are one class to a client.
 	ErrForbidden = workspace.ErrForbidden
-	// ErrUnavailable: the server is shutting down (503); retry elsewhere.
-	ErrUnavailable = errors.New("server unavailable")
+	// ErrUnavailable: the server is shutting down, or its store cannot be
+	// reached (503, with Retry-After); retry. It is the workspace's own
+	// sentinel, so that a client sees one class for both.
+	ErrUnavailable = workspace.ErrUnavailable
 )
 
 // Problem codes: the stable, machine-readable "code" of every error body.
@@ -109,6 +112,14 @@ func (p *Problem) Error() string {
 // GetStatus is the HTTP status huma writes the problem with.
 func (p *Problem) GetStatus() int { return p.Status }
 
+// GetHeaders gives a 503 its Retry-After (huma.HeadersError).
+func (p *Problem) GetHeaders() http.Header {
+	if p.Status != http.StatusServiceUnavailable {
+		return nil
+	}
+	return http.Header{"Retry-After": {"1"}}
+}
+
 // ContentType makes huma send the problem as application/problem+json.
 func (p *Problem) ContentType(string) string { return "application/problem+json" }
 
@@ -166,6 +177,7 @@ func ProblemOf(err error) (*Problem, bool) {
 		nwe *workspace.NoWorkspaceError
 		fe  *workspace.ForbiddenError
 		vre *workspace.VersionRemovedError
+		ue  *workspace.UnavailableError
 	)
 	if errors.As(err, &be) {
 		p, ok := ProblemOf(be.Err)
@@ -240,6 +252,9 @@ func ProblemOf(err error) (*Problem, bool) {
 		p = NewProblem(CodeUnauthorized, detail)
 	case errors.Is(err, ErrForbidden):
 		p = NewProblem(CodeForbidden, detail)
+	case errors.As(err, &ue):
+		// The driver's cause names hosts and users: the client gets what failed, not where.
+		p = NewProblem(CodeUnavailable, strings.TrimSuffix(detail, ": "+ue.Cause.Error()))
 	case errors.Is(err, ErrUnavailable):
 		p = NewProblem(CodeUnavailable, detail)
 	default:

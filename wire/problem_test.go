@@ -82,3 +82,22 @@ func TestDecodeErrorOfAnythingElseIsAStatusError(t *testing.T) {
 	assert.Equal(t, 502, se.Status)
 	assert.NotErrorIs(t, err, workspace.ErrNotFound)
 }
+
+// TestAnUnreachableStoreIsUnavailableWithRetryAfter: a store the server
+// cannot reach answers 503 unavailable with Retry-After, naming the
+// operation and not the host; a client's error matches ErrUnavailable.
+func TestAnUnreachableStoreIsUnavailableWithRetryAfter(t *testing.T) {
+	err := fmt.Errorf("tasks.claim: %w", &workspace.UnavailableError{Backend: "postgres",
+		Cause: errors.New("dial tcp 10.0.0.7:5432: connect: connection refused")})
+	p, ok := wire.ProblemOf(err)
+	require.True(t, ok)
+	assert.Equal(t, 503, p.Status)
+	assert.Equal(t, wire.CodeUnavailable, p.Code)
+	assert.Equal(t, "tasks.claim: postgres: database unavailable", p.Detail)
+	assert.Equal(t, []string{"1"}, p.GetHeaders()["Retry-After"])
+	body, err := json.Marshal(p)
+	require.NoError(t, err)
+	out := wire.DecodeError(p.Status, body)
+	assert.ErrorIs(t, out, workspace.ErrUnavailable)
+	assert.ErrorIs(t, out, wire.ErrUnavailable)
+}

@@ -46,7 +46,40 @@ var (
 	// ErrForbidden: the workspace's policy does not let the actor do this.
 	// Nothing was written but a "denied" event. The error is a *ForbiddenError.
 	ErrForbidden = errors.New("forbidden")
+	// ErrUnavailable: the store cannot be reached now (its database is
+	// down, restarting, failing over or refusing connections). Try again
+	// later: a read, or a write with an idempotency key, may be repeated
+	// as is. A write that failed with it may have committed only when its
+	// connection was lost after the commit was sent; the error then says
+	// so (see *UnavailableError).
+	ErrUnavailable = errors.New("store unavailable")
 )
+
+// UnavailableError reports that the store could not be reached. It
+// matches ErrUnavailable, and unwraps to the driver's error.
+type UnavailableError struct {
+	Backend string // e.g. "postgres"
+	// Unknown is set when the connection was lost after a commit was
+	// sent: the write may or may not have been applied.
+	Unknown bool
+	Cause   error
+}
+
+// Error says the store is unavailable, whether a write's outcome is
+// unknown, and why.
+func (e *UnavailableError) Error() string {
+	what := "database unavailable"
+	if e.Unknown {
+		what = "database unavailable; the write may have committed"
+	}
+	return fmt.Sprintf("%s: %s: %v", e.Backend, what, e.Cause)
+}
+
+// Is reports whether target is ErrUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// Unwrap returns the driver's error.
+func (e *UnavailableError) Unwrap() error { return e.Cause }
 
 // ForbiddenError reports an operation the policy refused: who asked, what
 // for, on what, and the rule that was consulted. It matches ErrForbidden.

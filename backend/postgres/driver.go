@@ -95,7 +95,7 @@ func (pgDriver) Open(ctx context.Context, cfg workspace.Config) (driver.Store, e
 	st, err := openStore(ctx, pool, true, opts)
 	if err != nil {
 		pool.Close()
-		return nil, workspace.RedactError(err, cfg.DSN)
+		return nil, workspace.RedactError(unavailable(err, false), cfg.DSN)
 	}
 	return st, nil
 }
@@ -124,7 +124,7 @@ func (pgDriver) Probe(ctx context.Context, cfg workspace.Config) error {
 	}
 	conn, err := pgx.ConnectConfig(ctx, ccfg)
 	if err != nil {
-		return workspace.RedactError(fmt.Errorf("connect: %w", err), cfg.DSN)
+		return workspace.RedactError(unavailable(err, false), cfg.DSN)
 	}
 	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
 	where := fmt.Sprintf("schema %q of database %q", opts.Schema, ccfg.Database)

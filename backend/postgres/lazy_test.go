@@ -22,8 +22,9 @@ const noPoll = time.Hour
 
 // lazyHandle opens a handle on a store of its own whose listener refreshes
 // its registration every ping and stops listening linger after its last
-// waiter left. Its engine never polls in a test's lifetime.
-func lazyHandle(t *testing.T, dsn string, ping, linger time.Duration) (workspace.Workspace, *store) {
+// waiter left, after tweaks (run before the engine starts). Its engine
+// never polls in a test's lifetime.
+func lazyHandle(t *testing.T, dsn string, ping, linger time.Duration, tweaks ...func(*listener)) (workspace.Workspace, *store) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -34,6 +35,9 @@ func lazyHandle(t *testing.T, dsn string, ping, linger time.Duration) (workspace
 	require.NoError(t, err)
 	s := st.(*store)
 	s.listener.ping, s.listener.linger = ping, linger
+	for _, tweak := range tweaks {
+		tweak(s.listener)
+	}
 	ws := driver.New(s, workspace.Options{PollInterval: noPoll})
 	t.Cleanup(func() { _ = ws.Close() })
 	return ws, s

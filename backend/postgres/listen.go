@@ -26,6 +26,11 @@ const (
 	unregisterWait   = time.Second
 	listenBackoffMin = 50 * time.Millisecond
 	listenBackoffMax = 5 * time.Second
+	// listenProbe is how often a listener waiting out its back-off asks
+	// the pool whether the database answers again, and listenProbeWait
+	// how long one probe may take.
+	listenProbe     = 100 * time.Millisecond
+	listenProbeWait = time.Second
 )
 
 // listener holds one dedicated session connection that LISTENs on the
@@ -43,10 +48,18 @@ type listener struct {
 	ping     time.Duration // how often the registration is refreshed and the connection pinged
 	pingWait time.Duration // how long that may take before the connection counts as dead
 	linger   time.Duration // how long it keeps listening after no one wants it
-	channel  string
-	reg      *registration
-	log      *slog.Logger
-	changes  chan struct{}
+	// backoffMin and backoffMax bound the wait between failed connects;
+	// probe, when set, is tried every probeEvery meanwhile and ends the
+	// wait when it succeeds (see waitOut).
+	backoffMin, backoffMax time.Duration
+	probe                  func(context.Context) error
+	probeEvery             time.Duration
+	// failed counts failed connects, for tests.
+	failed  atomic.Int64
+	channel string
+	reg     *registration
+	log     *slog.Logger
+	changes chan struct{}
 	// wake is poked when the engine may have begun to want changes.
 	wake chan struct{}
 	// wanted reports whether anyone waits for a change; nil: always.
@@ -141,6 +154,7 @@ func newListener(cfg *pgx.ConnConfig, channel string, reg *registration, log *sl
 	cfg.RuntimeParams["application_name"] = "agentspace-listen:" + channel
 	ctx, cancel := context.WithCancel(context.Background())
 	return &listener{cfg: cfg, ping: listenPing, pingWait: listenPingWait, linger: listenLinger,
+		backoffMin: listenBackoffMin, backoffMax: listenBackoffMax, probeEvery: listenProbe,
 		channel: channel, reg: reg, log: log,
 		changes: make(chan struct{}, 1), wake: make(chan struct{}, 1),
 		ctx: ctx, cancel: cancel, done: make(chan struct{})}
@@ -185,7 +199,7 @@ var errIdle = errors.New("no one waits for changes")
 
 func (l *listener) run(ctx context.Context) {
 	defer close(l.done)
-	backoff := listenBackoffMin
+	backoff := l.backoffMin
 	for ctx.Err() == nil {
 		for !l.isWanted() {
 			select {
@@ -199,16 +213,15 @@ func (l *listener) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			l.failed.Add(1)
 			l.log.Warn("agentspace: postgres listener cannot connect; retrying", "in", backoff, "err", err)
-			select {
-			case <-time.After(backoff):
-			case <-ctx.Done():
+			if !l.waitOut(ctx, backoff) {
 				return
 			}
-			backoff = min(backoff*2, listenBackoffMax)
+			backoff = min(backoff*2, l.backoffMax)
 			continue
 		}
-		backoff = listenBackoffMin
+		backoff = l.backoffMin
 		// Whatever was committed while we were not listening is in the
 		// log, past what was heard: the engine must look it up.
 		l.restart()
@@ -227,6 +240,39 @@ func (l *listener) run(ctx context.Context) {
 		}
 		if !errors.Is(err, errIdle) {
 			l.log.Warn("agentspace: postgres listener lost its connection; reconnecting", "err", err)
+		}
+	}
+}
+
+// waitOut waits out a reconnect back-off of d, or less: every probeEvery
+// it probes the database through the store's pool, and ends the wait when
+// that succeeds. So whatever the back-off has grown to, the listener
+// reconnects, and the engine reads the log (see restart), within about a
+// probe's period of the database answering again. It reports false when
+// ctx ended.
+func (l *listener) waitOut(ctx context.Context, d time.Duration) bool {
+	end := time.Now().Add(d)
+	for {
+		wait := time.Until(end)
+		if l.probe != nil {
+			wait = min(wait, l.probeEvery)
+		}
+		if wait <= 0 {
+			return true
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return false
+		}
+		if l.probe == nil || !time.Now().Before(end) {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, listenProbeWait)
+		err := l.probe(pctx)
+		cancel()
+		if err == nil {
+			return true
 		}
 	}
 }

@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if dsn := os.Getenv(migrateChildEnv); dsn != "" {
 		os.Exit(migrateChild(dsn))
 	}
+	if role := os.Getenv(failoverChildEnv); role != "" {
+		os.Exit(failoverChild(role, os.Getenv(failoverDSNEnv)))
+	}
 	os.Exit(m.Run())
 }
 

@@ -102,6 +102,7 @@ func openStore(ctx context.Context, pool *pgxpool.Pool, ownPool bool, opts Optio
 	if !opts.NoListen {
 		s.listener = newListener(session, s.channel, newRegistration(opts.Schema, s.key, s.id, listenTTL), s.log)
 		s.listener.own = &s.own
+		s.listener.probe = pool.Ping
 	}
 	return s, nil
 }
@@ -188,14 +189,14 @@ func (s *store) retry(ctx context.Context, op string, once func() (bool, error))
 	for attempt := 1; ; attempt++ {
 		retryable, err := once()
 		if err == nil || !retryable || attempt == maxAttempts || ctx.Err() != nil {
-			return err
+			return unavailable(err, false)
 		}
 		s.log.Debug("agentspace: postgres transaction failed; retrying", "op", op, "attempt", attempt, "err", err)
 		sleep := backoff/2 + rand.N(backoff) // #nosec G404 -- retry jitter needs no unpredictability
 		select {
 		case <-time.After(sleep):
 		case <-ctx.Done():
-			return err
+			return unavailable(err, false)
 		}
 		backoff = min(backoff*2, 500*time.Millisecond)
 	}
@@ -262,7 +263,7 @@ func (s *store) updateOnce(ctx context.Context, hints []driver.ReadHint, fn func
 		// The queued writes went with the COMMIT: only a refusal from the
 		// server proves that nothing was committed.
 		var pe *pgconn.PgError
-		return errors.As(err, &pe) && abortedCode(pe.Code), fmt.Errorf("postgres: commit: %w", err)
+		return errors.As(err, &pe) && abortedCode(pe.Code), unavailable(fmt.Errorf("postgres: commit: %w", err), true)
 	}
 	if tag.String() != "COMMIT" {
 		return false, fmt.Errorf("postgres: commit: transaction was rolled back (%s)", tag.String())
@@ -319,7 +320,7 @@ func (s *store) updatePredicted(ctx context.Context, conn *pgxpool.Conn, p predi
 			return false, false, nil
 		}
 		s.memo.drop()
-		return true, errors.As(err, &pe) && abortedCode(pe.Code), fmt.Errorf("postgres: commit: %w", err)
+		return true, errors.As(err, &pe) && abortedCode(pe.Code), unavailable(fmt.Errorf("postgres: commit: %w", err), true)
 	}
 	if tag.String() != "COMMIT" {
 		s.memo.failed()

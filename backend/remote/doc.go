@@ -25,7 +25,8 @@
 // duplicate-free across reconnects and server restarts.
 //
 // GETs, and writes that carry an idempotency key, are retried after a
-// connection error (for up to RetryFor): the key makes the retry of an
+// connection error or a 503 unavailable answer (the server cannot reach
+// its store for now) for up to RetryFor: the key makes the retry of an
 // acknowledged write return the first result rather than write twice.
 //
 // What stays with the store: the shared ws_ parameters that tune a store

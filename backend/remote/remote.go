@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -21,7 +22,7 @@ import (
 const ParamToken = "ws_token"
 
 // RetryFor bounds how long a retryable request (a GET, or a write with an
-// idempotency key) is retried after connection errors.
+// idempotency key) is retried after connection errors and 503 unavailable answers.
 const RetryFor = 15 * time.Second
 
 // maxErrorBody caps how much of an error answer is read.
@@ -215,8 +216,9 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 	return c.callRetry(ctx, method, path, query, body, out, method == http.MethodGet)
 }
 
-// callRetry is call; with retry, connection errors are retried for up to
-// RetryFor, which is safe for reads and for writes with an idempotency key.
+// callRetry is call; with retry, connection errors and 503 unavailable
+// answers are retried for up to RetryFor, which is safe for reads and for
+// writes with an idempotency key.
 func (c *Client) callRetry(ctx context.Context, method, path string, query url.Values, body, out any, retry bool) error {
 	if c.isClosed() {
 		return workspace.ErrClosed
@@ -238,9 +240,19 @@ func (c *Client) callRetry(ctx context.Context, method, path string, query url.V
 	backoff := 20 * time.Millisecond
 	for {
 		resp, err := c.send(ctx, method, path, query, payload)
-		if err == nil {
+		if err == nil && (!retry || resp.StatusCode != http.StatusServiceUnavailable) {
 			defer resp.Body.Close()
 			return decode(resp, out)
+		}
+		if err == nil {
+			// 503: retried as a lost connection is when it says the store
+			// (or server) is unavailable for now, with the backoff below,
+			// which stays within the server's Retry-After.
+			err = decode(resp, nil)
+			_ = resp.Body.Close()
+			if !errors.Is(err, workspace.ErrUnavailable) {
+				return err
+			}
 		}
 		if c.isClosed() {
 			return workspace.ErrClosed

@@ -23,6 +23,9 @@ const (
 	// exitForbidden: the workspace's policy refused it (ErrForbidden).
 	exitForbidden = 7
 	exitNoStore   = 8
+	// exitUnavailable: the store (or the server) cannot be reached now;
+	// try again (EX_TEMPFAIL of sysexits.h).
+	exitUnavailable = 75
 )
 
 // cliError is an error with the exit code it maps to and, optionally, what
@@ -101,6 +104,9 @@ func classify(err error) error {
 		c.hint = "add one with 'wsctl task add', or wait for one with 'wsctl task claim --wait'"
 	case errors.Is(err, workspace.ErrInvalid), errors.Is(err, workspace.ErrTooLarge):
 		c.code = exitUsage
+	case errors.Is(err, workspace.ErrUnavailable):
+		c.code = exitUnavailable
+		c.hint = "the database cannot be reached now (down, restarting or failing over): try again"
 	case errors.As(err, &compact):
 		c.hint = fmt.Sprintf("re-read the current state, then follow from --after %d", compact.Floor-1)
 	case errors.Is(err, context.Canceled):

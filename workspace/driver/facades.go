@@ -272,7 +272,7 @@ func (t tasks) Claim(ctx context.Context, r workspace.ClaimRequest) (workspace.T
 		// Each try is checked against the policy of its time.
 		w, err := t.h.who(ctx, r.Actor)
 		if err != nil {
-			return workspace.Task{}, err
+			return workspace.Task{}, wrapErr("tasks.claim", err)
 		}
 		wake := t.h.hub.watch()
 		var out workspace.Task
@@ -469,7 +469,7 @@ func (l locks) Acquire(ctx context.Context, r workspace.AcquireRequest) (workspa
 	for {
 		w, err := l.h.who(ctx, r.Owner)
 		if err != nil {
-			return workspace.Lease{}, err
+			return workspace.Lease{}, wrapErr("locks.acquire", err)
 		}
 		wake := l.h.hub.watch()
 		var out workspace.Lease
@@ -502,7 +502,7 @@ func (l locks) Renew(ctx context.Context, lease workspace.Lease, ttl time.Durati
 	}
 	w, err := l.h.who(ctx, lease.Owner)
 	if err != nil {
-		return workspace.Lease{}, err
+		return workspace.Lease{}, wrapErr("locks.renew", err)
 	}
 	var out workspace.Lease
 	err = l.h.runHinted(ctx, "locks.renew", lease.Owner, []ReadHint{{Lease: lease.Resource}}, func(x *exec) error {
@@ -522,7 +522,7 @@ func (l locks) Release(ctx context.Context, lease workspace.Lease) error {
 	}
 	w, err := l.h.who(ctx, lease.Owner)
 	if err != nil {
-		return err
+		return wrapErr("locks.release", err)
 	}
 	return l.h.runHinted(ctx, "locks.release", lease.Owner, []ReadHint{{Lease: lease.Resource}}, func(x *exec) error {
 		if err := x.allow(w, policy.Lock, lease.Resource, lockSubject(lease.Resource)); err != nil {
@@ -544,7 +544,7 @@ func (l locks) ForceRelease(ctx context.Context, w workspace.Write, resource str
 	}
 	who, err := l.h.who(ctx, w.Actor)
 	if err != nil {
-		return err
+		return wrapErr("locks.force_release", err)
 	}
 	return l.h.runHinted(ctx, "locks.force_release", w.Actor, []ReadHint{{Lease: resource}}, func(x *exec) error {
 		if err := x.allow(who, policy.Lock, resource, lockSubject(resource)); err != nil {

@@ -185,7 +185,7 @@ func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (
 	prune := b.IdempotencyKey != "" && h.commits.Add(1)%64 == 1
 	who, err := h.who(ctx, b.Actor)
 	if err != nil {
-		return workspace.BatchResult{}, err
+		return workspace.BatchResult{}, wrapErr(opname, err)
 	}
 
 	j := &job{actor: b.Actor, prune: prune, hints: readHints(ops)}

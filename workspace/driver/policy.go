@@ -123,6 +123,10 @@ func (h *handle) readPolicy(ctx context.Context) (pol *policy.Policy, bad error,
 		}
 		return err
 	})
+	if errors.Is(err, workspace.ErrUnavailable) {
+		// Reading the policy only met the outage first: the caller names its operation.
+		return nil, nil, err
+	}
 	if err != nil {
 		return nil, nil, wrapErr("policy", err)
 	}
