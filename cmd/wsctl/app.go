@@ -33,6 +33,9 @@ type app struct {
 
 	// dsn is the resolved DSN once a command asked for it, for redacting errors.
 	dsn string
+	// workDir, when set, is where the workspace is looked for instead of
+	// the working directory: setup's --dir.
+	workDir string
 }
 
 // run executes wsctl with args and returns the process's exit code.
@@ -65,8 +68,8 @@ The workspace is chosen by --dsn, else AGENTSPACE_DSN, else agentspace.toml
 AGENTSPACE_ENV), else ` + workspace.DefaultDSN + `. Writes need an actor:
 --as or AGENTSPACE_ACTOR.
 
-Only init, import and migrate up/goto create a workspace; every other
-command needs one that exists.
+Only init, import, migrate up/goto and setup create a workspace; every
+other command needs one that exists.
 
 Exit codes: 0 ok, 1 error, 2 usage, 3 conflict, 4 locked, 5 not found,
 6 no task ready, 7 forbidden by the policy, 8 no workspace there, 9 verify found the log or a content broken.`,
