@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -89,7 +86,7 @@ exist yet.`,
 				mk := func() (workspace.Artifact, error) {
 					ct := contentType
 					if ct == "" {
-						ct = guessContentType(name, content)
+						ct = workspace.ContentTypeFor(name, content)
 					}
 					return ws.Artifacts().Create(ctx, w, workspace.NewArtifact{
 						Name: name, Kind: kind, Content: content, ContentType: ct, Labels: lbl, TaskID: taskID,
@@ -174,41 +171,6 @@ func (a *app) readInput(file string) ([]byte, error) {
 		b = []byte{}
 	}
 	return b, nil
-}
-
-var contentTypes = map[string]string{
-	".md":   "text/markdown; charset=utf-8",
-	".txt":  "text/plain; charset=utf-8",
-	".json": "application/json",
-	".yaml": "application/yaml",
-	".yml":  "application/yaml",
-	".toml": "application/toml",
-	".html": "text/html; charset=utf-8",
-	".csv":  "text/csv; charset=utf-8",
-	".go":   "text/x-go; charset=utf-8",
-	".py":   "text/x-python; charset=utf-8",
-	".sh":   "text/x-shellscript; charset=utf-8",
-	".png":  "image/png",
-	".jpg":  "image/jpeg",
-	".pdf":  "application/pdf",
-}
-
-// guessContentType picks a media type from the name's extension, else from
-// whether the content is text. The table is ours, so the guess is the same
-// on every machine.
-func guessContentType(name string, content []byte) string {
-	if ct, ok := contentTypes[path.Ext(name)]; ok {
-		return ct
-	}
-	if isText(content) {
-		return "text/plain; charset=utf-8"
-	}
-	return "application/octet-stream"
-}
-
-// isText reports whether b looks like text: valid UTF-8 without NUL bytes.
-func isText(b []byte) bool {
-	return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
 }
 
 func (a *app) artifactGetCmd() *cobra.Command {
@@ -417,7 +379,7 @@ func (a *app) artifactDiffCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				binary := !isText(from.Content) || !isText(to.Content)
+				binary := !workspace.IsText(from.Content) || !workspace.IsText(to.Content)
 				var diff string
 				if !binary {
 					diff = linediff.Unified(
