@@ -22,7 +22,7 @@ const (
 
 // writeFields are the conditions every write tool takes.
 type writeFields struct {
-	IfVersion int64  `json:"if_version,omitempty" jsonschema:"write only if the record's version is still this (optimistic concurrency)"`
+	IfVersion int64  `json:"if_version,omitempty" jsonschema:"write only if the record's version is still this (optimistic concurrency); absent or 0: no condition"`
 	Fence     int64  `json:"fence,omitempty" jsonschema:"the lock token you hold on this record; a newer token refuses the write"`
 	Message   string `json:"message,omitempty" jsonschema:"why, kept in the event log"`
 }

@@ -355,27 +355,36 @@ func oneLine(s string) string {
 
 func (a *app) artifactDiffCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "diff NAME V1 [V2]",
-		Short: "Show a unified diff between two versions (V2 defaults to the head)",
-		Args:  cobra.RangeArgs(2, 3),
+		Use:   "diff NAME [V1 [V2]]",
+		Short: "Show a unified diff between two versions (V2 defaults to the head; V1 to the one before it)",
+		Args:  cobra.RangeArgs(1, 3),
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			name := args[0]
-			v1, err := parseVersion(args[1])
-			if err != nil {
-				return err
+			var v1, v2 int64
+			var err error
+			if len(args) >= 2 {
+				if v1, err = parseVersion(args[1]); err != nil {
+					return err
+				}
 			}
-			var v2 int64
 			if len(args) == 3 {
 				if v2, err = parseVersion(args[2]); err != nil {
 					return err
 				}
 			}
 			return a.with(ctx, func(ws workspace.Workspace) error {
-				from, err := ws.Artifacts().Get(ctx, workspace.ArtifactRef{Name: name, Version: v1})
+				to, err := ws.Artifacts().Get(ctx, workspace.ArtifactRef{Name: name, Version: v2})
 				if err != nil {
 					return err
 				}
-				to, err := ws.Artifacts().Get(ctx, workspace.ArtifactRef{Name: name, Version: v2})
+				if v1 == 0 {
+					// As git diff HEAD~1: the head against the version before it.
+					if to.Version < 2 {
+						return usageErrorf("%s has one version: nothing to diff it against", name)
+					}
+					v1 = to.Version - 1
+				}
+				from, err := ws.Artifacts().Get(ctx, workspace.ArtifactRef{Name: name, Version: v1})
 				if err != nil {
 					return err
 				}

@@ -55,7 +55,8 @@ type resolution struct {
 	ConfigFile string `json:"config_file,omitempty"`
 }
 
-// resolve applies the precedence: --dsn, AGENTSPACE_DSN, the config file's
+// resolve applies the precedence: --dsn, AGENTSPACE_DSN (or its alias
+// AGENTSPACE_URL), the config file's
 // environment (--env, AGENTSPACE_ENV, default_env) or top-level dsn, then
 // workspace.DefaultDSN. Without --config, the config file and the default
 // store are looked for as git looks for .git: in the working directory,
@@ -66,6 +67,10 @@ func (a *app) resolve() (resolution, error) {
 	}
 	if v := a.getenv("AGENTSPACE_DSN"); v != "" {
 		return resolution{DSN: v, Source: "AGENTSPACE_DSN"}, nil
+	}
+	// The clients' older name for a server's URL, kept as an alias.
+	if v := a.getenv("AGENTSPACE_URL"); v != "" {
+		return resolution{DSN: v, Source: "AGENTSPACE_URL (an alias of AGENTSPACE_DSN)"}, nil
 	}
 	envName, envSource := a.envFlag, "--env"
 	if envName == "" {
