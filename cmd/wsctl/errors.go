@@ -90,7 +90,11 @@ func classify(err error) error {
 		c.hint = "create one with 'wsctl init', or point wsctl at yours with --dsn, AGENTSPACE_DSN or agentspace.toml ('wsctl config' shows which it used)"
 	case errors.Is(err, workspace.ErrForbidden):
 		c.code = exitForbidden
-		c.hint = "the workspace's policy does not let you: 'wsctl policy show' lists the roles, 'wsctl policy check' explains"
+		// Only a policy's refusal names the rule it consulted; a token's
+		// (impersonation, admin rights) is not the policy's to explain.
+		if fe := (*workspace.ForbiddenError)(nil); errors.As(err, &fe) && fe.Rule != "" {
+			c.hint = "the workspace's policy does not let you: 'wsctl policy show' lists the roles, 'wsctl policy check' explains"
+		}
 	case errors.Is(err, workspace.ErrNoTask):
 		c.code = exitNoTask
 		c.hint = "add one with 'wsctl task add', or wait for one with 'wsctl task claim --wait'"
