@@ -51,6 +51,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	}
 	code, msg := a.report(err)
+	if a.jsonOut {
+		a.printProblem(err, code, msg)
+		return code
+	}
 	fmt.Fprintln(stderr, "wsctl: "+msg)
 	return code
 }

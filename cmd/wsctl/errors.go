@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
 	"syscall"
 
+	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -130,4 +132,27 @@ func (a *app) report(err error) (int, string) {
 	}
 	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", " ")), " ")
 	return ce.code, msg
+}
+
+// printProblem reports err on stderr, for --json, as the API's problem
+// document (application/problem+json, one line): the same code and typed
+// fields a client of wsctl serve gets. Its detail is msg, the line wsctl
+// prints otherwise, with passwords hidden and the hint.
+func (a *app) printProblem(err error, code int, msg string) {
+	var inner error = err
+	var ce *cliError
+	if errors.As(err, &ce) {
+		inner = ce.err
+	}
+	p := server.ProblemFor(inner)
+	if p.Code == server.CodeInternal && code == exitUsage {
+		// cobra's own errors (flags, arguments, commands) are bad input.
+		p = server.ProblemFor(workspace.ErrInvalid)
+	}
+	p.Detail = msg
+	enc := json.NewEncoder(a.stderr)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(p) != nil {
+		fmt.Fprintln(a.stderr, "wsctl: "+msg)
+	}
 }
