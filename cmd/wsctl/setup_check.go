@@ -42,7 +42,6 @@ func (a *app) setupWorkspace(ctx context.Context, s setup, noInit bool) error {
 			hint: fmt.Sprintf("create it with 'wsctl init' in %s, then run setup again", s.root)}
 	case s.dryRun:
 		fmt.Fprintf(s.out, "%-10s workspace %s\n", "would have created", shown)
-		return nil
 	default:
 		if err := a.withNew(ctx, func(workspace.Workspace) error { return nil }); err != nil {
 			return err
