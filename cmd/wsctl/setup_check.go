@@ -114,7 +114,8 @@ func ignoreStore(ctx context.Context, dsn string, s setup) error {
 	text += ignoreLine + "\n"
 	if !s.dryRun {
 		// .gitignore is read by everyone who clones: the usual mode.
-		if err := os.WriteFile(gs.path(rel), []byte(text), 0o644); err != nil { // #nosec G306 -- a .gitignore, public by nature
+		err := os.WriteFile(gs.path(rel), []byte(text), 0o644) // #nosec G306 -- a .gitignore, public by nature
+		if err != nil {
 			return err
 		}
 	}
