@@ -22,7 +22,7 @@ const (
 
 // writeFields are the conditions every write tool takes.
 type writeFields struct {
-	IfVersion int64  `json:"if_version,omitempty" jsonschema:"write only if the record's version is still this (optimistic concurrency)"`
+	IfVersion int64  `json:"if_version,omitempty" jsonschema:"write only if the record's version is still this (optimistic concurrency); absent or 0: no condition"`
 	Fence     int64  `json:"fence,omitempty" jsonschema:"the lock token you hold on this record; a newer token refuses the write"`
 	Message   string `json:"message,omitempty" jsonschema:"why, kept in the event log"`
 }
@@ -218,8 +218,12 @@ func (s *Server) artifactWrite(ctx context.Context, actor string, in artifactWri
 		if content == nil {
 			content = []byte{}
 		}
+		ct := in.ContentType
+		if ct == "" {
+			ct = workspace.ContentTypeFor(in.Name, content)
+		}
 		return arts.Create(ctx, w, workspace.NewArtifact{Name: in.Name, Kind: in.Kind, Content: content,
-			ContentType: in.ContentType, Labels: in.Labels, TaskID: in.TaskID})
+			ContentType: ct, Labels: in.Labels, TaskID: in.TaskID})
 	}
 	change := workspace.ArtifactChange{Content: content, Labels: in.Labels}
 	if in.Kind != "" {

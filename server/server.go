@@ -138,6 +138,9 @@ func New(ws workspace.Workspace, opts Options) (*Server, error) {
 	cfg.RejectUnknownQueryParameters = true
 	cfg.Info.Description = "The agentspace workspace over HTTP: artifacts, tasks, notes, locks, batches and the event log. " +
 		"Errors are application/problem+json with a stable code."
+	cfg.Info.License = &huma.License{Name: "MIT", Identifier: "MIT"}
+	// The document is served by the server it describes: paths are relative to it.
+	cfg.Servers = []*huma.Server{{URL: "/", Description: "the server that serves this document (wsctl serve; default http://127.0.0.1:7465)"}}
 	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
 		"bearer": {Type: "http", Scheme: "bearer", Description: "ast_<id>_<secret>, from wsctl token create"},
 	}

@@ -447,7 +447,11 @@ func bound(v *Validation, h, actor string) error {
 	case v == nil:
 		return fmt.Errorf("%w: validate first", ErrNotValidated)
 	case !v.Passed:
-		return fmt.Errorf("%w: the last validation found %d violations", ErrNotValidated, len(v.Violations))
+		noun := "violations"
+		if len(v.Violations) == 1 {
+			noun = "violation"
+		}
+		return fmt.Errorf("%w: the last validation found %d %s", ErrNotValidated, len(v.Violations), noun)
 	case v.DiffHash != h:
 		return fmt.Errorf("%w: the diff changed since it was validated", ErrNotValidated)
 	case v.Actor != actor:

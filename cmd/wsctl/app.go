@@ -33,6 +33,9 @@ type app struct {
 
 	// dsn is the resolved DSN once a command asked for it, for redacting errors.
 	dsn string
+	// workDir, when set, is where the workspace is looked for instead of
+	// the working directory: setup's --dir.
+	workDir string
 }
 
 // run executes wsctl with args and returns the process's exit code.
@@ -48,6 +51,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	}
 	code, msg := a.report(err)
+	if a.jsonOut {
+		a.printProblem(err, code, msg)
+		return code
+	}
 	fmt.Fprintln(stderr, "wsctl: "+msg)
 	return code
 }
@@ -65,14 +72,19 @@ The workspace is chosen by --dsn, else AGENTSPACE_DSN, else agentspace.toml
 AGENTSPACE_ENV), else ` + workspace.DefaultDSN + `. Writes need an actor:
 --as or AGENTSPACE_ACTOR.
 
-Only init, import and migrate up/goto create a workspace; every other
-command needs one that exists.
+Only init, import, migrate up/goto and setup create a workspace; every
+other command needs one that exists.
 
 Exit codes: 0 ok, 1 error, 2 usage, 3 conflict, 4 locked, 5 not found,
 6 no task ready, 7 forbidden by the policy, 8 no workspace there, 9 verify found the log or a content broken.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		Args:          cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return unknownCommand(cmd, args[0])
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
 		},
@@ -132,13 +144,33 @@ func group(use, short string, subs ...*cobra.Command) *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErrorf("unknown command %q for %q; see '%s --help'", args[0], cmd.CommandPath(), cmd.CommandPath())
+				return unknownCommand(cmd, args[0])
 			}
 			return cmd.Help()
 		},
 	}
 	c.AddCommand(subs...)
 	return c
+}
+
+// unknownCommand is the usage error of a mistyped subcommand of cmd, with
+// the commands it is close to.
+func unknownCommand(cmd *cobra.Command, arg string) error {
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	if s := cmd.SuggestionsFor(arg); len(s) > 0 {
+		return usageErrorf("unknown command %q for %q; did you mean %s? see '%s --help'", arg, cmd.CommandPath(), strings.Join(quoteAll(s), " or "), cmd.CommandPath())
+	}
+	return usageErrorf("unknown command %q for %q; see '%s --help'", arg, cmd.CommandPath(), cmd.CommandPath())
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = "'" + x + "'"
+	}
+	return out
 }
 
 // action adapts a command body to cobra, classifying its error so that run

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -89,7 +86,7 @@ exist yet.`,
 				mk := func() (workspace.Artifact, error) {
 					ct := contentType
 					if ct == "" {
-						ct = guessContentType(name, content)
+						ct = workspace.ContentTypeFor(name, content)
 					}
 					return ws.Artifacts().Create(ctx, w, workspace.NewArtifact{
 						Name: name, Kind: kind, Content: content, ContentType: ct, Labels: lbl, TaskID: taskID,
@@ -174,41 +171,6 @@ func (a *app) readInput(file string) ([]byte, error) {
 		b = []byte{}
 	}
 	return b, nil
-}
-
-var contentTypes = map[string]string{
-	".md":   "text/markdown; charset=utf-8",
-	".txt":  "text/plain; charset=utf-8",
-	".json": "application/json",
-	".yaml": "application/yaml",
-	".yml":  "application/yaml",
-	".toml": "application/toml",
-	".html": "text/html; charset=utf-8",
-	".csv":  "text/csv; charset=utf-8",
-	".go":   "text/x-go; charset=utf-8",
-	".py":   "text/x-python; charset=utf-8",
-	".sh":   "text/x-shellscript; charset=utf-8",
-	".png":  "image/png",
-	".jpg":  "image/jpeg",
-	".pdf":  "application/pdf",
-}
-
-// guessContentType picks a media type from the name's extension, else from
-// whether the content is text. The table is ours, so the guess is the same
-// on every machine.
-func guessContentType(name string, content []byte) string {
-	if ct, ok := contentTypes[path.Ext(name)]; ok {
-		return ct
-	}
-	if isText(content) {
-		return "text/plain; charset=utf-8"
-	}
-	return "application/octet-stream"
-}
-
-// isText reports whether b looks like text: valid UTF-8 without NUL bytes.
-func isText(b []byte) bool {
-	return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
 }
 
 func (a *app) artifactGetCmd() *cobra.Command {
@@ -393,31 +355,40 @@ func oneLine(s string) string {
 
 func (a *app) artifactDiffCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "diff NAME V1 [V2]",
-		Short: "Show a unified diff between two versions (V2 defaults to the head)",
-		Args:  cobra.RangeArgs(2, 3),
+		Use:   "diff NAME [V1 [V2]]",
+		Short: "Show a unified diff between two versions (V2 defaults to the head; V1 to the one before it)",
+		Args:  cobra.RangeArgs(1, 3),
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			name := args[0]
-			v1, err := parseVersion(args[1])
-			if err != nil {
-				return err
+			var v1, v2 int64
+			var err error
+			if len(args) >= 2 {
+				if v1, err = parseVersion(args[1]); err != nil {
+					return err
+				}
 			}
-			var v2 int64
 			if len(args) == 3 {
 				if v2, err = parseVersion(args[2]); err != nil {
 					return err
 				}
 			}
 			return a.with(ctx, func(ws workspace.Workspace) error {
-				from, err := ws.Artifacts().Get(ctx, workspace.ArtifactRef{Name: name, Version: v1})
-				if err != nil {
-					return err
-				}
 				to, err := ws.Artifacts().Get(ctx, workspace.ArtifactRef{Name: name, Version: v2})
 				if err != nil {
 					return err
 				}
-				binary := !isText(from.Content) || !isText(to.Content)
+				if v1 == 0 {
+					// As git diff HEAD~1: the head against the version before it.
+					if to.Version < 2 {
+						return usageErrorf("%s has one version: nothing to diff it against", name)
+					}
+					v1 = to.Version - 1
+				}
+				from, err := ws.Artifacts().Get(ctx, workspace.ArtifactRef{Name: name, Version: v1})
+				if err != nil {
+					return err
+				}
+				binary := !workspace.IsText(from.Content) || !workspace.IsText(to.Content)
 				var diff string
 				if !binary {
 					diff = linediff.Unified(

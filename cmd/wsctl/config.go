@@ -55,7 +55,8 @@ type resolution struct {
 	ConfigFile string `json:"config_file,omitempty"`
 }
 
-// resolve applies the precedence: --dsn, AGENTSPACE_DSN, the config file's
+// resolve applies the precedence: --dsn, AGENTSPACE_DSN (or its alias
+// AGENTSPACE_URL), the config file's
 // environment (--env, AGENTSPACE_ENV, default_env) or top-level dsn, then
 // workspace.DefaultDSN. Without --config, the config file and the default
 // store are looked for as git looks for .git: in the working directory,
@@ -67,15 +68,22 @@ func (a *app) resolve() (resolution, error) {
 	if v := a.getenv("AGENTSPACE_DSN"); v != "" {
 		return resolution{DSN: v, Source: "AGENTSPACE_DSN"}, nil
 	}
+	// The clients' older name for a server's URL, kept as an alias.
+	if v := a.getenv("AGENTSPACE_URL"); v != "" {
+		return resolution{DSN: v, Source: "AGENTSPACE_URL (an alias of AGENTSPACE_DSN)"}, nil
+	}
 	envName, envSource := a.envFlag, "--env"
 	if envName == "" {
 		envName, envSource = a.getenv("AGENTSPACE_ENV"), "AGENTSPACE_ENV"
 	}
 	path, explicit := a.configFlag, true
 	def := resolution{DSN: workspace.DefaultDSN, Source: "default (no --dsn, AGENTSPACE_DSN or " + defaultConfigFile + ")"}
+	if a.workDir != "" {
+		def.DSN = "sqlite:" + filepath.Join(a.workDir, strings.TrimPrefix(workspace.DefaultDSN, "sqlite:"))
+	}
 	if path == "" {
 		explicit = false
-		found, err := findUp()
+		found, err := findUpFrom(a.workDir)
 		if err != nil {
 			return resolution{}, err
 		}
@@ -130,19 +138,32 @@ type discovery struct {
 	storeDir string
 }
 
-// findUp looks in the working directory and then each parent for
-// agentspace.toml or .agentspace/; the nearest directory holding either
-// wins, and in one directory the config file wins. Paths are returned
-// relative to the working directory when found there, absolute otherwise.
-func findUp() (discovery, error) {
+// findUp is findUpFrom the working directory.
+func findUp() (discovery, error) { return findUpFrom("") }
+
+// findUpFrom looks in start (the working directory when "") and then each
+// parent for agentspace.toml or .agentspace/; the nearest directory holding
+// either wins, and in one directory the config file wins. Paths are
+// returned relative to the working directory when found there, with start
+// prepended otherwise.
+func findUpFrom(start string) (discovery, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return discovery{}, fmt.Errorf("working directory: %w", err)
 	}
-	for dir := wd; ; {
+	from := wd
+	if start != "" {
+		if from, err = filepath.Abs(start); err != nil {
+			return discovery{}, err
+		}
+	}
+	for dir := from; ; {
 		rel := func(name string) string {
-			if dir == wd {
+			switch {
+			case dir == wd:
 				return name
+			case dir == from:
+				return filepath.Join(start, name)
 			}
 			return filepath.Join(dir, name)
 		}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
 	"syscall"
 
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -98,7 +100,11 @@ func classify(err error) error {
 		c.hint = "run 'wsctl migrate up'"
 	case errors.Is(err, workspace.ErrForbidden):
 		c.code = exitForbidden
-		c.hint = "the workspace's policy does not let you: 'wsctl policy show' lists the roles, 'wsctl policy check' explains"
+		// Only a policy's refusal names the rule it consulted; a token's
+		// (impersonation, admin rights) is not the policy's to explain.
+		if fe := (*workspace.ForbiddenError)(nil); errors.As(err, &fe) && fe.Rule != "" {
+			c.hint = "the workspace's policy does not let you: 'wsctl policy show' lists the roles, 'wsctl policy check' explains"
+		}
 	case errors.Is(err, workspace.ErrNoTask):
 		c.code = exitNoTask
 		c.hint = "add one with 'wsctl task add', or wait for one with 'wsctl task claim --wait'"
@@ -137,4 +143,36 @@ func (a *app) report(err error) (int, string) {
 	}
 	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", " ")), " ")
 	return ce.code, msg
+}
+
+// problemFor is the problem the API answers err with, from wire's one
+// table; an error outside it is internal, its detail set by the caller.
+func problemFor(err error) *wire.Problem {
+	if p, ok := wire.ProblemOf(err); ok {
+		return p
+	}
+	return wire.NewProblem(wire.CodeInternal, "")
+}
+
+// printProblem reports err on stderr, for --json, as the API's problem
+// document (application/problem+json, one line): the same code and typed
+// fields a client of wsctl serve gets. Its detail is msg, the line wsctl
+// prints otherwise, with passwords hidden and the hint.
+func (a *app) printProblem(err error, code int, msg string) {
+	var inner error = err
+	var ce *cliError
+	if errors.As(err, &ce) {
+		inner = ce.err
+	}
+	p := problemFor(inner)
+	if p.Code == wire.CodeInternal && code == exitUsage {
+		// cobra's own errors (flags, arguments, commands) are bad input.
+		p = problemFor(workspace.ErrInvalid)
+	}
+	p.Detail = msg
+	enc := json.NewEncoder(a.stderr)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(p) != nil {
+		fmt.Fprintln(a.stderr, "wsctl: "+msg)
+	}
 }

@@ -155,7 +155,7 @@ func TestSetupClaudeKeepsTheUsersSettings(t *testing.T) {
 
 	// A settings file whose hooks are not an object is the user's to fix.
 	require.NoError(t, os.WriteFile(path, []byte(`{"hooks": []}`), 0o600))
-	_, stderr, code := wsctl(t, "sqlite:unused.db", "setup", "claude", "--dir", dir)
+	_, stderr, code := wsctl(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"), "setup", "claude", "--dir", dir)
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, `"hooks" is not an object`)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -129,6 +130,9 @@ func (a *app) lockReleaseCmd() *cobra.Command {
 					err = ws.Locks().ForceRelease(ctx, workspace.Write{Actor: actor, Message: message}, args[0])
 				} else {
 					err = ws.Locks().Release(ctx, workspace.Lease{Resource: args[0], Owner: actor, Token: token})
+					if errors.Is(err, workspace.ErrLockLost) {
+						err = releaseLost(ctx, ws, args[0], actor, token, err)
+					}
 				}
 				if err != nil {
 					return err
@@ -174,4 +178,23 @@ func (a *app) printLeases(ls []workspace.Lease) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", l.Resource, l.Owner, l.Token, when(l.ExpiresAt))
 	}
 	_ = tw.Flush() // a failed write to the terminal has nowhere better to go
+}
+
+// releaseLost says why a release found no lease of the caller's: nobody
+// holds the lock (released already, or expired: exit 5), or someone holds
+// it under a newer token (exit 4). "Lease lost" alone sent a user who
+// released twice looking for a takeover.
+func releaseLost(ctx context.Context, ws workspace.Workspace, resource, actor string, token int64, lost error) error {
+	cur, err := ws.Locks().Get(ctx, resource)
+	switch {
+	case errors.Is(err, workspace.ErrNotFound):
+		return &cliError{code: exitNotFound, err: fmt.Errorf("lock %q is not held: released already, or its lease expired: %w", resource, workspace.ErrNotFound),
+			hint: "nothing to release"}
+	case err != nil:
+		return lost
+	case cur.Owner != actor:
+		return &cliError{code: exitLocked, err: fmt.Errorf("lock %q is held by %q now (token %d), not by %q with token %d: %w", resource, cur.Owner, cur.Token, actor, token, workspace.ErrNotHolder),
+			hint: "your lease expired and was taken; it is not yours to release"}
+	}
+	return lost
 }

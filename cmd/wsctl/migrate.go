@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -14,11 +15,21 @@ func (a *app) initCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "init",
 		Short: "Create the workspace (the current schema) if it does not exist",
-		Args:  cobra.NoArgs,
+		Long: `Create the workspace (the current schema) if it does not exist. A
+workspace under .agentspace/ inside a git repository is added to the
+repository's .gitignore, so that 'git add -A' never commits it.`,
+		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			return a.withNew(ctx, func(ws workspace.Workspace) error {
 				head, err := ws.Events().Head(ctx)
 				if err != nil {
+					return err
+				}
+				var out io.Writer = a.stdout
+				if a.jsonOut {
+					out = io.Discard
+				}
+				if err := ignoreStore(ctx, a.dsn, setup{out: out}); err != nil {
 					return err
 				}
 				if a.jsonOut {

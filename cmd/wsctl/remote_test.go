@@ -50,6 +50,7 @@ func TestWsctlThroughServeWithAToken(t *testing.T) {
 	_, errOut, code = wsctlEnv(t, env, "--as", "bob", "note", "put", "decision", "db2", "--title", "x", "--body", "x")
 	assert.Equal(t, exitForbidden, code, "writing as another actor is forbidden: %s", errOut)
 	assert.Contains(t, errOut, "forbidden")
+	assert.NotContains(t, errOut, "policy", "the token refused it, and there is no policy: no hint about one")
 
 	bad := tok[:len(tok)-4] + "aaaa"
 	_, errOut, code = wsctlEnv(t, map[string]string{"AGENTSPACE_DSN": url, "AGENTSPACE_TOKEN": bad}, "note", "ls")

@@ -57,7 +57,7 @@ var setupTargets = map[string]setupTarget{
 
 func (a *app) setupCmd() *cobra.Command {
 	var dir, name, command, actor string
-	var dryRun bool
+	var dryRun, noInit, noCheck bool
 	c := &cobra.Command{
 		Use:   "setup claude|codex|gemini|cursor",
 		Short: "Configure a coding agent in this project to use the workspace over MCP",
@@ -73,10 +73,20 @@ it starts 'wsctl mcp' as an MCP server named agentspace:
   gemini  .gemini/settings.json (mcpServers), and a block in GEMINI.md
   cursor  .cursor/mcp.json, and a block in AGENTS.md
 
+The server finds the workspace as wsctl does from --dir (agentspace.toml,
+AGENTSPACE_DSN, else .agentspace/); setup never writes a DSN into a file.
+When there is no workspace there, setup creates it as 'wsctl init' does
+(--no-init: it refuses, naming the command to run). A workspace under
+.agentspace/ inside a git repository is added to the repository's
+.gitignore, so that 'git add -A' never commits it.
+
+It ends by starting the MCP server as the agent will ('wsctl mcp' in
+--dir) and printing what the agent will see: the number of tools, or why
+the server does not start (exit 1), e.g. wsctl not on PATH.
+
 It is idempotent: it changes only its own entries and marked blocks,
 prints each file it created or updated (or left as it was), and writes
-nothing outside --dir. The server finds the workspace as wsctl does
-(agentspace.toml, AGENTSPACE_DSN); setup never writes a DSN into a file.`,
+nothing outside --dir but the repository's .gitignore.`,
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: []string{"claude", "codex", "gemini", "cursor"},
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
@@ -96,6 +106,9 @@ nothing outside --dir. The server finds the workspace as wsctl does
 				return usageErrorf("--name %q: use letters, digits and '-'", name)
 			}
 			s := setup{root: dir, dryRun: dryRun, out: a.stdout}
+			if err := a.setupWorkspace(ctx, s, noInit); err != nil {
+				return err
+			}
 			server := map[string]any{"command": command, "args": []any{"mcp"}, "env": map[string]any{"AGENTSPACE_ACTOR": actor}}
 			var err error
 			switch {
@@ -120,7 +133,13 @@ nothing outside --dir. The server finds the workspace as wsctl does
 					return err
 				}
 			}
-			return s.mdBlock(target.mdFile, agentBlock)
+			if err := s.mdBlock(target.mdFile, agentBlock); err != nil {
+				return err
+			}
+			if dryRun || noCheck {
+				return nil
+			}
+			return checkAgent(ctx, s, command, actor)
 		}),
 	}
 	c.Flags().StringVar(&dir, "dir", ".", "the project's root")
@@ -128,6 +147,8 @@ nothing outside --dir. The server finds the workspace as wsctl does
 	c.Flags().StringVar(&command, "command", "wsctl", "how the agent starts wsctl (a name on its PATH or a path)")
 	c.Flags().StringVar(&actor, "actor", "", "who the agent acts as (default: --as, else the agent's name)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "say what would change, write nothing")
+	c.Flags().BoolVar(&noInit, "no-init", false, "refuse, rather than create the workspace, when there is none")
+	c.Flags().BoolVar(&noCheck, "no-check", false, "do not start the agent's MCP server to check it")
 	return c
 }
 

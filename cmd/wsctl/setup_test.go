@@ -19,7 +19,7 @@ import (
 func runSetup(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(context.Background(), append([]string{"setup", "--dir", dir}, args...), strings.NewReader(""), &out, &errb, func(string) string { return "" })
+	code := run(context.Background(), append([]string{"setup", "--no-check", "--dir", dir}, args...), strings.NewReader(""), &out, &errb, func(string) string { return "" })
 	require.Equal(t, 0, code, errb.String())
 	return out.String()
 }

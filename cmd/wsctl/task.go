@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,13 +14,18 @@ import (
 )
 
 func (a *app) taskCmd() *cobra.Command {
-	return group("task", "The work queue: add, claim, heartbeat, done, fail, release, ls, show",
+	return group("task", "The work queue: add, claim, heartbeat, done, fail, release, cancel, block, unblock, reopen, edit, ls, show",
 		a.taskAddCmd(),
 		a.taskClaimCmd(),
 		a.taskHeartbeatCmd(),
 		a.taskFinishCmd("done", "Mark a claimed task done with its result", workspace.TaskDone),
 		a.taskFinishCmd("fail", "Mark a claimed task failed with its result", workspace.TaskFailed),
 		a.taskReleaseCmd(),
+		a.taskMoveCmd("cancel", "Cancel a task: it will not be done (final)", workspace.TaskCancelled, ""),
+		a.taskMoveCmd("block", "Set a pending or claimed task aside until it is unblocked", workspace.TaskBlocked, ""),
+		a.taskMoveCmd("unblock", "Return a blocked task to pending", workspace.TaskPending, workspace.TaskBlocked),
+		a.taskMoveCmd("reopen", "Return a failed task to pending, to be claimed again", workspace.TaskPending, workspace.TaskFailed),
+		a.taskEditCmd(),
 		a.taskLsCmd(),
 		a.taskShowCmd(),
 	)
@@ -272,19 +278,36 @@ func (a *app) taskLsCmd() *cobra.Command {
 	var (
 		f      workspace.TaskFilter
 		status string
+		ready  bool
 		labels []string
 		limit  int
 	)
 	cmd := &cobra.Command{
 		Use:   "ls",
 		Short: "List tasks, oldest first",
-		Args:  cobra.NoArgs,
+		Long: `List tasks, oldest first. A pending task that waits on a dependency not
+yet done shows as "pending (waits on ID, ...)": claim passes it over until
+those are done. --ready lists only the tasks claim would take.`,
+		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			lbl, err := parseLabels("label", labels)
 			if err != nil {
 				return err
 			}
-			f.Labels, f.Status = lbl, workspace.TaskStatus(status)
+			statuses, err := parseStatuses(status)
+			if err != nil {
+				return err
+			}
+			if ready {
+				if len(statuses) > 0 && !slices.Equal(statuses, []workspace.TaskStatus{workspace.TaskPending}) {
+					return usageErrorf("--ready lists pending tasks only: leave out --status")
+				}
+				statuses = []workspace.TaskStatus{workspace.TaskPending}
+			}
+			f.Labels = lbl
+			if len(statuses) == 1 {
+				f.Status = statuses[0]
+			}
 			if limit < 0 {
 				return usageErrorf("--limit %d is negative", limit)
 			}
@@ -293,7 +316,12 @@ func (a *app) taskLsCmd() *cobra.Command {
 				if f.ParentID, err = resolveOptionalTaskID(ctx, ws, f.ParentID); err != nil {
 					return err
 				}
-				all, err := listAll(limit, func(n int, after string) ([]workspace.Task, string, error) {
+				keep := func(t workspace.Task) bool { return len(statuses) < 2 || slices.Contains(statuses, t.Status) }
+				lim := limit
+				if len(statuses) > 1 || ready {
+					lim = 0 // filtered here: read them all, then cut
+				}
+				all, err := listAll(lim, func(n int, after string) ([]workspace.Task, string, error) {
 					f.Limit, f.After = n, after
 					page, err := ws.Tasks().List(ctx, f)
 					return page.Tasks, page.Next, err
@@ -301,20 +329,32 @@ func (a *app) taskLsCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				all = slices.DeleteFunc(all, func(t workspace.Task) bool { return !keep(t) })
+				waits, err := waitingOn(ctx, ws, all)
+				if err != nil {
+					return err
+				}
+				if ready {
+					all = slices.DeleteFunc(all, func(t workspace.Task) bool { return len(waits[t.ID]) > 0 })
+				}
+				if limit > 0 && len(all) > limit {
+					all = all[:limit]
+				}
 				if a.jsonOut {
 					return printList(a, all)
 				}
 				tw := a.table()
 				fmt.Fprintln(tw, "ID\tSTATUS\tPRIORITY\tASSIGNEE\tTITLE")
 				for _, t := range all {
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", t.ID, t.Status, t.Priority, orDash(t.Assignee), t.Title)
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", t.ID, statusCell(t, waits[t.ID]), t.Priority, orDash(t.Assignee), t.Title)
 				}
 				return tw.Flush()
 			})
 		}),
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&status, "status", "", "only this status: pending, in_progress, blocked, done, failed, cancelled")
+	fl.StringVar(&status, "status", "", "only these statuses, comma-separated: pending, in_progress, blocked, done, failed, cancelled")
+	fl.BoolVar(&ready, "ready", false, "only tasks claim would take: pending, every dependency done")
 	fl.StringVar(&f.Assignee, "assignee", "", "only tasks assigned to this actor")
 	fl.StringVar(&f.ParentID, "parent", "", "only subtasks of this task")
 	fl.StringArrayVar(&labels, "label", nil, "only tasks with label KEY=VALUE (repeatable)")
@@ -352,6 +392,13 @@ func (a *app) taskShowCmd() *cobra.Command {
 				fmt.Fprintf(tw, "attempts:\t%d\n", t.Attempts)
 				fmt.Fprintf(tw, "parent:\t%s\n", orDash(t.ParentID))
 				fmt.Fprintf(tw, "depends on:\t%s\n", orDash(strings.Join(t.DependsOn, ", ")))
+				waits, err := waitingOn(ctx, ws, []workspace.Task{t})
+				if err != nil {
+					return err
+				}
+				for _, d := range waits[t.ID] {
+					fmt.Fprintf(tw, "waits on:\t%s (%s: %s)\n", d.ID, d.Status, d.Title)
+				}
 				fmt.Fprintf(tw, "areas:\t%s\n", orDash(strings.Join(t.Areas, ", ")))
 				fmt.Fprintf(tw, "labels:\t%s\n", formatLabels(t.Labels))
 				fmt.Fprintf(tw, "version:\t%d\n", t.Version)

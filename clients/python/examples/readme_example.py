@@ -1,6 +1,6 @@
 from agentspace import Workspace
 
-ws = Workspace()  # AGENTSPACE_URL, AGENTSPACE_TOKEN (or AGENTSPACE_ACTOR on loopback)
+ws = Workspace()  # AGENTSPACE_DSN (or AGENTSPACE_URL), AGENTSPACE_TOKEN (or AGENTSPACE_ACTOR on loopback)
 me = ws.whoami().actor
 head = ws.events_head()
 

@@ -345,10 +345,26 @@ class ClientTest(unittest.TestCase):
         tok = support.wsctl("token", "create", "--actor", "py-env", "--ttl", "1h").strip()
         old = dict(os.environ)
         try:
+            # AGENTSPACE_DSN, as wsctl reads it; AGENTSPACE_URL is its alias.
+            os.environ.pop("AGENTSPACE_DSN", None)
             os.environ["AGENTSPACE_URL"] = self.url
             os.environ["AGENTSPACE_TOKEN"] = tok
             with Workspace() as ws:
                 self.assertEqual(ws.whoami().actor, "py-env")
+            os.environ["AGENTSPACE_URL"] = "http://127.0.0.1:1"
+            os.environ["AGENTSPACE_DSN"] = self.url
+            with Workspace() as ws:
+                self.assertEqual(ws.whoami().actor, "py-env")
+            # A wsctl DSN's ws_token is the token, as wsctl takes it.
+            os.environ["AGENTSPACE_TOKEN"] = ""
+            os.environ["AGENTSPACE_DSN"] = self.url + "?ws_token=" + tok
+            with Workspace() as ws:
+                self.assertEqual(ws.whoami().actor, "py-env")
+            # A DSN no client can reach says which variable named it.
+            os.environ["AGENTSPACE_DSN"] = "sqlite:ws.db"
+            with self.assertRaises(InvalidError) as cm:
+                Workspace()
+            self.assertIn("AGENTSPACE_DSN: scheme 'sqlite' is not a server's", str(cm.exception))
         finally:
             os.environ.clear()
             os.environ.update(old)

@@ -1,6 +1,6 @@
 import { Agentspace, ConflictError } from "@agentspace/client";
 
-const ws = new Agentspace(); // AGENTSPACE_URL, AGENTSPACE_TOKEN (or AGENTSPACE_ACTOR on loopback)
+const ws = new Agentspace(); // AGENTSPACE_DSN (or AGENTSPACE_URL), AGENTSPACE_TOKEN (or AGENTSPACE_ACTOR on loopback)
 const plan = await ws.artifacts.create({ name: `plans/${Date.now()}.md`, content: "# Plan\n" });
 try {
   await ws.artifacts.update(plan.name, { content: "# Plan v2\n", if_version: plan.version + 1 });

@@ -31,7 +31,10 @@ export type EventPage = S["EventPage"];
 /** Write holds a write's conditions; the client fills idempotency_key when absent. */
 export interface Write {
   actor?: string;
-  /** Fail with ConflictError unless the stored version is this. */
+  /**
+   * Fail with ConflictError unless the stored version is this. Absent or 0:
+   * no condition, as the Go API's IfVersion 0 (versions start at 1).
+   */
   if_version?: number;
   /** Fail with StaleFenceError if the record's lock issued a newer token. */
   fence?: number;

@@ -3,11 +3,15 @@
 // after a connection error; nothing else is, so no write happens twice).
 
 import { randomUUID } from "node:crypto";
-import { AgentspaceError, ConnectionError, ProtocolError, UnavailableError, errorFromProblem } from "./errors.js";
+import { AgentspaceError, ConnectionError, InvalidError, ProtocolError, UnavailableError, errorFromProblem } from "./errors.js";
+import type { Problem } from "./errors.js";
 
 /** Options of a client: every one may also come from the environment. */
 export interface ClientOptions {
-  /** Base URL of `wsctl serve`; default AGENTSPACE_URL, then http://127.0.0.1:7465. */
+  /**
+   * Base URL of `wsctl serve`; default AGENTSPACE_DSN (the variable wsctl
+   * reads), then its alias AGENTSPACE_URL, then http://127.0.0.1:7465.
+   */
   url?: string;
   /** Bearer token (`wsctl token create`); default AGENTSPACE_TOKEN. */
   token?: string;
@@ -41,7 +45,14 @@ export class Transport {
 
   constructor(opts: ClientOptions = {}) {
     const env = process.env;
-    this.url = (opts.url ?? env.AGENTSPACE_URL ?? "http://127.0.0.1:7465").replace(/\/+$/, "");
+    const [source, url] = opts.url !== undefined ? ["url", opts.url]
+      : env.AGENTSPACE_DSN ? ["AGENTSPACE_DSN", env.AGENTSPACE_DSN]
+      : env.AGENTSPACE_URL ? ["AGENTSPACE_URL", env.AGENTSPACE_URL]
+      : ["url", "http://127.0.0.1:7465"];
+    if (!/^https?:\/\//i.test(url)) {
+      throw new InvalidError("invalid", 0, `${source}: want http:// or https:// (a workspace served by wsctl serve)`, { code: "invalid", field: "url" } as Problem);
+    }
+    this.url = url.replace(/\/+$/, "");
     this.token = opts.token ?? (env.AGENTSPACE_TOKEN || undefined);
     this.actor = opts.actor ?? (env.AGENTSPACE_ACTOR || undefined);
     this.retryFor = opts.retryFor ?? 15000;

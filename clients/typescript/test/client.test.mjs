@@ -179,14 +179,21 @@ test("a server that is down is ConnectionError; a malformed body is ProtocolErro
   }
 });
 
-test("URL and actor come from AGENTSPACE_URL / AGENTSPACE_ACTOR when not given", async () => {
+test("URL and actor come from AGENTSPACE_DSN (or its alias AGENTSPACE_URL) / AGENTSPACE_ACTOR when not given", async () => {
   const saved = { ...process.env };
+  delete process.env.AGENTSPACE_DSN;
   process.env.AGENTSPACE_URL = url;
   process.env.AGENTSPACE_ACTOR = "from-env";
   try {
-    const ws = new Agentspace();
-    assert.equal((await ws.whoami()).actor, "from-env");
+    assert.equal((await new Agentspace().whoami()).actor, "from-env");
+    process.env.AGENTSPACE_URL = "http://127.0.0.1:1";
+    process.env.AGENTSPACE_DSN = url;
+    assert.equal((await new Agentspace().whoami()).actor, "from-env", "AGENTSPACE_DSN wins");
+    process.env.AGENTSPACE_DSN = "sqlite:ws.db";
+    assert.throws(() => new Agentspace(), (e) => e instanceof InvalidError && /^AGENTSPACE_DSN: want http/.test(e.message));
   } finally {
+    if (saved.AGENTSPACE_DSN === undefined) delete process.env.AGENTSPACE_DSN;
+    else process.env.AGENTSPACE_DSN = saved.AGENTSPACE_DSN;
     process.env.AGENTSPACE_URL = saved.AGENTSPACE_URL;
     if (saved.AGENTSPACE_ACTOR === undefined) delete process.env.AGENTSPACE_ACTOR;
     else process.env.AGENTSPACE_ACTOR = saved.AGENTSPACE_ACTOR;

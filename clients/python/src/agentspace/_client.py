@@ -213,10 +213,14 @@ class Workspace:
     """A workspace served by ``wsctl serve``.
 
     ``url`` is ``http://HOST:PORT``, ``https://…`` or
-    ``http+unix:///path/to.sock`` (default: ``AGENTSPACE_URL``, else
-    http://127.0.0.1:7465); ``token`` a bearer token (default:
-    ``AGENTSPACE_TOKEN``). Without a token, on a loopback server, ``actor``
+    ``http+unix:///path/to.sock`` (default: ``AGENTSPACE_DSN``, the variable
+    wsctl reads, else its alias ``AGENTSPACE_URL``, else
+    http://127.0.0.1:7465; a ``?ws_token=`` on it is the token); ``token`` a
+    bearer token (default: ``AGENTSPACE_TOKEN``). Without a token, on a loopback server, ``actor``
     (default: ``AGENTSPACE_ACTOR``) names who acts.
+
+    A write's ``if_version`` of None or 0 means no condition, as the Go
+    API's ``IfVersion`` 0 (versions start at 1).
 
     Every error answer raises its typed error (:class:`ConflictError`,
     :class:`LockedError`, ...). Writes carry an idempotency key (a fresh

@@ -62,26 +62,42 @@ class Transport:
         retry_for: float = 15.0,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        url = url or os.environ.get("AGENTSPACE_URL") or DEFAULT_URL
-        token = token if token is not None else os.environ.get("AGENTSPACE_TOKEN") or None
+        # AGENTSPACE_DSN names the workspace for wsctl and the clients alike;
+        # AGENTSPACE_URL is its older alias.
+        source = "url"
+        if not url:
+            for var in ("AGENTSPACE_DSN", "AGENTSPACE_URL"):
+                if os.environ.get(var):
+                    url, source = os.environ[var], var
+                    break
+            else:
+                url = DEFAULT_URL
         actor = actor if actor is not None else os.environ.get("AGENTSPACE_ACTOR") or None
         u = urllib.parse.urlsplit(url)
+        if u.query and not u.fragment:
+            # A wsctl DSN may carry the token as ws_token (and nothing else).
+            q = urllib.parse.parse_qs(u.query)
+            if list(q) == ["ws_token"] and len(q["ws_token"]) == 1:
+                token = token if token is not None else q["ws_token"][0]  # as wsctl: the DSN's beats AGENTSPACE_TOKEN
+                u = u._replace(query="")
+                url = urllib.parse.urlunsplit(u)
         if u.query or u.fragment:
-            raise _bad_url("takes no query or fragment")
+            raise _bad_url("takes no query or fragment (but ws_token)", source)
+        token = token if token is not None else os.environ.get("AGENTSPACE_TOKEN") or None
         self.scheme = u.scheme
         if u.scheme in ("http", "https"):
             if not u.hostname:
-                raise _bad_url("names no host")
+                raise _bad_url("names no host", source)
             self._host = u.hostname
             self._port = u.port
             self.prefix = u.path.rstrip("/")
         elif u.scheme == "http+unix":
             if u.netloc or not u.path:
-                raise _bad_url("want http+unix:///path/to.sock")
+                raise _bad_url("want http+unix:///path/to.sock", source)
             self._sock_path = urllib.parse.unquote(u.path)
             self.prefix = ""
         else:
-            raise _bad_url(f"scheme {u.scheme[:16]!r} is not a server's: want http, https or http+unix")
+            raise _bad_url(f"scheme {u.scheme[:16]!r} is not a server's: want http, https or http+unix", source)
         self.url = url
         self.token = token
         self.actor = actor
@@ -235,9 +251,9 @@ class Transport:
         return resp.status, resp.getheader("Content-Type", "") or "", raw
 
 
-def _bad_url(reason: str) -> InvalidError:
+def _bad_url(reason: str, source: str = "url") -> InvalidError:
     # The URL itself may hold a secret (a password): it is not repeated.
-    return InvalidError(f"url: {reason}", problem={"code": "invalid", "field": "url", "reason": reason})
+    return InvalidError(f"{source}: {reason}", problem={"code": "invalid", "field": "url", "reason": reason})
 
 
 def _dropped(sock: socket.socket) -> bool:
