@@ -165,7 +165,13 @@ func (f *flow) add(e workspace.Event) {
 		f.closeHold(e.Subject.ID, e.Time, outExpired)
 		f.holds[e.Subject.ID] = f.open(bar{Actor: e.Actor, Lock: true, ID: e.Subject.ID, Name: e.Subject.ID, Start: e.Time, Clipped: e.Type == workspace.EventLockRenewed})
 	case workspace.EventLockReleased, workspace.EventLockExpired, workspace.EventLockForced:
-		out := map[string]string{workspace.EventLockReleased: outReleased, workspace.EventLockExpired: outExpired, workspace.EventLockForced: outForced}[e.Type]
+		out := outReleased
+		switch e.Type {
+		case workspace.EventLockExpired:
+			out = outExpired
+		case workspace.EventLockForced:
+			out = outForced
+		}
 		if _, ok := f.holds[e.Subject.ID]; !ok && e.Type == workspace.EventLockReleased {
 			// Held since before the window.
 			f.holds[e.Subject.ID] = f.open(bar{Actor: e.Actor, Lock: true, ID: e.Subject.ID, Name: e.Subject.ID, Start: f.From, Clipped: true})

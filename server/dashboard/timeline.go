@@ -14,7 +14,7 @@ import (
 // Window bounds.
 const (
 	defaultSpan = time.Hour
-	minSpan     = time.Minute
+	minSpan     = time.Second
 	maxSpan     = 31 * 24 * time.Hour
 )
 
@@ -32,13 +32,13 @@ func parseWindow(q url.Values, now time.Time) (window, error) {
 	if s := q.Get("span"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < minSpan || d > maxSpan {
-			return w, invalid("span %q: want a duration from 1m to 744h, like 15m or 6h", truncate(s, 32))
+			return w, invalid("span %q: want a duration from 1s to 744h, like 15m or 6h", truncate(s, 32))
 		}
 		w.Span = d
 	}
 	w.To = now
 	if s := q.Get("to"); s != "" {
-		t, err := time.Parse(time.RFC3339, s)
+		t, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
 			return w, invalid("to %q: want a time like 2026-01-02T15:04:05Z", truncate(s, 40))
 		}
@@ -46,7 +46,7 @@ func parseWindow(q url.Values, now time.Time) (window, error) {
 	}
 	w.From = w.To.Add(-w.Span)
 	if s := q.Get("from"); s != "" {
-		t, err := time.Parse(time.RFC3339, s)
+		t, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
 			return w, invalid("from %q: want a time like 2026-01-02T15:04:05Z", truncate(s, 40))
 		}
@@ -54,15 +54,28 @@ func parseWindow(q url.Values, now time.Time) (window, error) {
 	}
 	w.Span = w.To.Sub(w.From)
 	if w.Span < minSpan || w.Span > maxSpan {
-		return w, invalid("the window from %s to %s: want from 1 minute to 31 days", w.From.UTC().Format(time.RFC3339), w.To.UTC().Format(time.RFC3339))
+		return w, invalid("the window from %s to %s: want from 1 second to 31 days", w.From.UTC().Format(time.RFC3339Nano), w.To.UTC().Format(time.RFC3339Nano))
 	}
 	w.From, w.To = w.From.UTC(), w.To.UTC()
 	return w, nil
 }
 
+// layout is how the axes write a time of the window.
+func (w window) layout() string {
+	switch {
+	case w.Span > 24*time.Hour:
+		return "01-02 15:04"
+	case w.Span < 10*time.Second:
+		return "15:04:05.000"
+	case w.Span < 10*time.Minute:
+		return "15:04:05"
+	}
+	return "15:04"
+}
+
 // link is the page's URL for another window.
 func (w window) link(path string, from, to time.Time) string {
-	return path + "?" + encode("from", from.UTC().Format(time.RFC3339), "to", to.UTC().Format(time.RFC3339))
+	return path + "?" + encode("from", from.UTC().Format(time.RFC3339Nano), "to", to.UTC().Format(time.RFC3339Nano))
 }
 
 // windowNav are the zoom and pan links of a window.
@@ -146,6 +159,7 @@ const (
 	tlLabel = 170.0 // the lane names' column
 	tlLane  = 30.0
 	tlAxis  = 26.0
+	tlRight = 40.0 // room for the last tick's label
 )
 
 type timelineView struct {
@@ -164,7 +178,8 @@ type timelineView struct {
 }
 
 type svgLane struct {
-	Name string
+	Name string // as drawn: at most laneChars characters
+	Full string
 	Y    float64
 	URL  string
 }
@@ -213,23 +228,17 @@ func (h *Handler) loadTimeline(ctx context.Context, r *http.Request, _ Identity)
 	for i, n := range names {
 		y := tlAxis + float64(i)*tlLane
 		laneY[n] = y
-		v.Lanes = append(v.Lanes, svgLane{Name: visible(n), Y: y, URL: "/ui/feed?" + encode("actor", n)})
+		v.Lanes = append(v.Lanes, svgLane{Name: clip(visible(n), laneChars), Full: visible(n), Y: y, URL: "/ui/feed?" + encode("actor", n)})
 	}
 	v.Height = tlAxis + float64(max(len(names), 1))*tlLane + 4
 	span := float64(w.Span)
 	x := func(t time.Time) float64 {
 		d := min(max(float64(t.Sub(w.From)), 0), span)
-		return round1(tlLabel + d/span*(tlWidth-tlLabel))
+		return round1(tlLabel + d/span*(tlWidth-tlLabel-tlRight))
 	}
 	for i := 0; i <= 6; i++ {
 		t := w.From.Add(time.Duration(float64(w.Span) * float64(i) / 6))
-		layout := "15:04"
-		if w.Span > 24*time.Hour {
-			layout = "01-02 15:04"
-		} else if w.Span < 10*time.Minute {
-			layout = "15:04:05"
-		}
-		v.Ticks = append(v.Ticks, svgTick{X: x(t), Label: t.Format(layout)})
+		v.Ticks = append(v.Ticks, svgTick{X: x(t), Label: t.Format(w.layout())})
 	}
 	for _, b := range f.bars {
 		y, ok := laneY[b.Actor]
@@ -237,7 +246,7 @@ func (h *Handler) loadTimeline(ctx context.Context, r *http.Request, _ Identity)
 			continue
 		}
 		x0, x1 := x(b.Start), x(b.End)
-		sb := svgBar{X: min(x0, tlWidth-2), W: max(round1(x1-x0), 2)}
+		sb := svgBar{X: x0, W: max(round1(x1-x0), 2)}
 		d := span0(b.End.Sub(b.Start))
 		if b.Lock {
 			sb.Y, sb.H, sb.Class = y+21, 4, "hold "+b.Outcome
@@ -260,10 +269,22 @@ func (h *Handler) loadTimeline(ctx context.Context, r *http.Request, _ Identity)
 			continue
 		}
 		subj := m.Subject
-		v.Marks = append(v.Marks, svgMark{X: min(x(m.At), tlWidth-4), Y: y + 12, Class: m.Type, URL: "/ui/feed?" + encode("type", m.Type, "actor", m.Actor),
+		v.Marks = append(v.Marks, svgMark{X: x(m.At), Y: y + 12, Class: m.Type, URL: "/ui/feed?" + encode("type", m.Type, "actor", m.Actor),
 			Title: visible(m.Type + " by " + m.Actor + " on " + subj + " at " + m.At.UTC().Format("15:04:05") + ": " + m.Message)})
 	}
 	return v, nil
+}
+
+// laneChars is how much of an agent's name fits the lanes' column.
+const laneChars = 22
+
+// clip shortens s to n characters, the last one an ellipsis.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
@@ -280,6 +301,7 @@ const (
 	chW = 1100.0
 	chH = 160.0
 	chL = 50.0 // the y axis labels' column
+	chR = 40.0 // room for the last tick's label
 )
 
 type chartsView struct {
@@ -347,11 +369,11 @@ func (h *Handler) loadCharts(ctx context.Context, r *http.Request, _ Identity) (
 		var out []svgTick
 		for i := 0; i <= 6; i++ {
 			t := w.From.Add(time.Duration(float64(w.Span) * float64(i) / 6))
-			out = append(out, svgTick{X: round1(chL + float64(i)/6*(chW-chL)), Label: t.Format("15:04")})
+			out = append(out, svgTick{X: round1(chL + float64(i)/6*(chW-chL-chR)), Label: t.Format(w.layout())})
 		}
 		return out
 	}
-	bw := (chW - chL) / flowBuckets
+	bw := (chW - chL - chR) / flowBuckets
 	bx := func(i int) float64 { return round1(chL + float64(i)*bw) }
 	yOf := func(n, top int) float64 { return round1(chH - float64(n)/float64(max(top, 1))*(chH-10)) }
 	yTicks := func(top int) []svgTick {

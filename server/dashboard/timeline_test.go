@@ -128,12 +128,12 @@ func TestChartsCountTheFlow(t *testing.T) {
 func TestWindowQueriesAreCheckedAndLinked(t *testing.T) {
 	e := newEnv(t, server.Options{})
 	for _, c := range []struct{ path, want string }{
-		{"/ui/timeline?span=1s", "span"},
+		{"/ui/timeline?span=500ms", "span"},
 		{"/ui/timeline?span=lots", "span"},
 		{"/ui/charts?from=yesterday", "from"},
 		{"/ui/charts?to=2026-13-01T00:00:00Z", "to"},
-		{"/ui/timeline?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z", "want from 1 minute to 31 days"},
-		{"/ui/timeline?from=2020-01-01T00:00:00Z&to=2026-01-01T00:00:00Z", "want from 1 minute to 31 days"},
+		{"/ui/timeline?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z", "want from 1 second to 31 days"},
+		{"/ui/timeline?from=2020-01-01T00:00:00Z&to=2026-01-01T00:00:00Z", "want from 1 second to 31 days"},
 	} {
 		code, body := e.get(c.path)
 		assert.Equal(t, http.StatusBadRequest, code, c.path)
