@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	_ "github.com/agentspace/agentspace/backend/json"
+	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/shadow"
 	"github.com/agentspace/agentspace/workspace"
@@ -73,8 +75,26 @@ func team(t testing.TB, ws workspace.Workspace) {
 
 func ptr[T any](v T) *T { return &v }
 
+// onEveryBackend runs f on a fresh workspace of each backend: SQLite,
+// JSON files and PostgreSQL (skipped where there is none).
+func onEveryBackend(t *testing.T, f func(t *testing.T, e *env)) {
+	for _, b := range []struct {
+		name string
+		dsn  func(t *testing.T) string
+	}{
+		{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "ws.db") }},
+		{"json", func(t *testing.T) string { return "json:" + filepath.Join(t.TempDir(), "ws") }},
+		{"postgres", func(t *testing.T) string { return pgtest.NewDSN(t) }},
+	} {
+		t.Run(b.name, func(t *testing.T) { f(t, newEnvOn(t, b.dsn(t), server.Options{})) })
+	}
+}
+
 func TestTimelineDrawsEachAttemptHoldAndConflict(t *testing.T) {
-	e := newEnv(t, server.Options{})
+	onEveryBackend(t, testTimelineDraws)
+}
+
+func testTimelineDraws(t *testing.T, e *env) {
 	team(t, e.ws)
 	code, page := e.get("/ui/timeline")
 	require.Equal(t, http.StatusOK, code, page)
@@ -105,7 +125,10 @@ func TestTimelineDrawsEachAttemptHoldAndConflict(t *testing.T) {
 }
 
 func TestChartsCountTheFlow(t *testing.T) {
-	e := newEnv(t, server.Options{})
+	onEveryBackend(t, testChartsCount)
+}
+
+func testChartsCount(t *testing.T, e *env) {
 	team(t, e.ws)
 	code, page := e.get("/ui/charts?span=15m")
 	require.Equal(t, http.StatusOK, code, page)
