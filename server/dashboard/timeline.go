@@ -212,6 +212,11 @@ func (h *Handler) loadTimeline(ctx context.Context, r *http.Request, _ Identity)
 	if err != nil {
 		return nil, err
 	}
+	return timelineOf(w, f, truncated), nil
+}
+
+// timelineOf lays out the timeline of f.
+func timelineOf(w window, f *flow, truncated bool) timelineView {
 	v := timelineView{Window: w, Nav: w.nav("/ui/timeline"), Truncated: truncated, Events: f.Events,
 		Dropped:  f.Dropped + f.DropMark,
 		Outcomes: []string{outDone, outFailed, outReleased, outLapsed, outCancelled, outBlocked, outOpen}}
@@ -272,7 +277,7 @@ func (h *Handler) loadTimeline(ctx context.Context, r *http.Request, _ Identity)
 		v.Marks = append(v.Marks, svgMark{X: x(m.At), Y: y + 12, Class: m.Type, URL: "/ui/feed?" + encode("type", m.Type, "actor", m.Actor),
 			Title: visible(m.Type + " by " + m.Actor + " on " + subj + " at " + m.At.UTC().Format("15:04:05") + ": " + m.Message)})
 	}
-	return v, nil
+	return v
 }
 
 // laneChars is how much of an agent's name fits the lanes' column.
@@ -364,6 +369,11 @@ func (h *Handler) loadCharts(ctx context.Context, r *http.Request, _ Identity) (
 	if err != nil {
 		return nil, err
 	}
+	return chartsOf(w, f, truncated), nil
+}
+
+// chartsOf lays out the charts of f.
+func chartsOf(w window, f *flow, truncated bool) chartsView {
 	v := chartsView{Window: w, Nav: w.nav("/ui/charts"), Truncated: truncated, Events: f.Events, HoldN: f.HoldN, Other: f.Other}
 	ticks := func() []svgTick {
 		var out []svgTick
@@ -477,7 +487,7 @@ func (h *Handler) loadCharts(ctx context.Context, r *http.Request, _ Identity) (
 		}
 		v.Top = append(v.Top, row)
 	}
-	return v, nil
+	return v
 }
 
 // liveWindow follows the log while the window ends now (no "to").
