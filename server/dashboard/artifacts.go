@@ -336,18 +336,24 @@ func (h *Handler) loadDiff(ctx context.Context, r *http.Request, _ Identity) (an
 		v.Binary = true
 		return v, nil
 	}
-	la, lb := linediff.Split(string(v.From.Content)), linediff.Split(string(v.To.Content))
+	v.Lines, v.Added, v.Removed = lineDiff(v.From.Content, v.To.Content)
+	return v, nil
+}
+
+// lineDiff is the line diff of two texts, as the diff view shows it.
+func lineDiff(a, b []byte) (lines []diffLine, added, removed int) {
+	la, lb := linediff.Split(string(a)), linediff.Split(string(b))
 	for _, e := range linediff.Lines(la, lb) {
 		switch e.Kind {
 		case linediff.Equal:
-			v.Lines = append(v.Lines, diffLine{Op: "eq", A: e.A + 1, B: e.B + 1, Text: la[e.A]})
+			lines = append(lines, diffLine{Op: "eq", A: e.A + 1, B: e.B + 1, Text: la[e.A]})
 		case linediff.Delete:
-			v.Lines = append(v.Lines, diffLine{Op: "del", A: e.A + 1, Text: la[e.A]})
-			v.Removed++
+			lines = append(lines, diffLine{Op: "del", A: e.A + 1, Text: la[e.A]})
+			removed++
 		case linediff.Insert:
-			v.Lines = append(v.Lines, diffLine{Op: "ins", B: e.B + 1, Text: lb[e.B]})
-			v.Added++
+			lines = append(lines, diffLine{Op: "ins", B: e.B + 1, Text: lb[e.B]})
+			added++
 		}
 	}
-	return v, nil
+	return lines, added, removed
 }

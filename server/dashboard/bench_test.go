@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/server/dashboard"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -77,4 +78,43 @@ func BenchmarkBoard10k(b *testing.B) {
 			require.Equal(b, http.StatusOK, rec.Code)
 		}
 	})
+}
+
+// BenchmarkTimelineDay renders the timeline and the charts of a window
+// holding 10,000 events of a SQLite workspace (5,000 tasks created, each
+// then set aside as blocked), through the server's handler: the log's
+// read, the one pass and the SVG.
+func BenchmarkTimelineDay(b *testing.B) {
+	e := newEnv(b, server.Options{})
+	ctx := context.Background()
+	const tasks = 5_000
+	for i := 0; i < tasks; i += workspace.MaxOpsPerBatch {
+		ops := make([]workspace.Op, 0, workspace.MaxOpsPerBatch)
+		for j := i; j < i+workspace.MaxOpsPerBatch && j < tasks; j++ {
+			ops = append(ops, workspace.CreateTaskOp{Task: workspace.NewTask{Title: fmt.Sprintf("task %05d", j)}})
+		}
+		res, err := e.ws.Commit(ctx, workspace.Batch{Actor: fmt.Sprintf("agent-%d", i%7), Ops: ops})
+		require.NoError(b, err)
+		blocked := workspace.TaskBlocked
+		ops = ops[:0]
+		for _, r := range res.Results {
+			ops = append(ops, workspace.UpdateTaskOp{ID: r.Task.ID, Change: workspace.TaskChange{Status: &blocked}})
+		}
+		_, err = e.ws.Commit(ctx, workspace.Batch{Actor: fmt.Sprintf("agent-%d", i%5), Ops: ops})
+		require.NoError(b, err)
+	}
+	st, err := e.ws.Status(ctx)
+	require.NoError(b, err)
+	require.GreaterOrEqual(b, st.Head, int64(2*tasks))
+	for _, page := range []string{"timeline", "charts"} {
+		b.Run(page, func(b *testing.B) {
+			cpu0 := dashboard.CPUTime()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				e.srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ui/"+page+"?span=1h", nil))
+				require.Equal(b, http.StatusOK, rec.Code)
+			}
+			b.ReportMetric(float64((dashboard.CPUTime()-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
+		})
+	}
 }

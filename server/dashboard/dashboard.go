@@ -190,6 +190,11 @@ func (h *Handler) views() []view {
 		{name: "diff", path: "/ui/diff", title: "Diff", load: h.loadDiff},
 		{name: "notes", path: "/ui/notes", title: "Notes", live: always(streamNotes), load: h.loadNotes},
 		{name: "agents", path: "/ui/agents", title: "Agents", live: always(streamAgents), load: h.loadAgents},
+		// The team's flow and its shadows (timeline.go, changes.go).
+		{name: "timeline", path: "/ui/timeline", title: "Timeline", live: liveWindow, load: h.loadTimeline},
+		{name: "charts", path: "/ui/charts", title: "Charts", live: liveWindow, load: h.loadCharts},
+		{name: "changes", path: "/ui/changes", title: "Shadows and change sets", live: always(streamNotes), load: h.loadChanges},
+		{name: "changeset", path: "/ui/changeset", title: "Change set", live: always(streamNotes), load: h.loadChangeSet},
 	}
 }
 

@@ -1,6 +1,8 @@
 // Package dashboard serves the workspace's live web dashboard: a task
 // board, locks, the event feed, artifacts with their history and diffs,
-// notes by kind, and the agents at work.
+// notes by kind, the agents at work, a timeline and charts of the team's
+// flow drawn as SVG from the event log, and the open shadows and change
+// sets.
 //
 // Pages are rendered on the server with html/template; the vendored htmx
 // and its Server-Sent Events extension (embedded, with their licenses, so

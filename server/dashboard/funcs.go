@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -78,6 +79,7 @@ var funcs = template.FuncMap{
 	"eventOf":  func(e workspace.Event) string { return strings.SplitN(e.Type, ".", 2)[0] },
 	"operator": func(id Identity) bool { return id.Operator() },
 	"lapsed":   func(now, t time.Time) bool { return !t.IsZero() && !now.Before(t) },
+	"visible":  visible,
 }
 
 func humanBytes(n int64) string {
@@ -88,4 +90,34 @@ func humanBytes(n int64) string {
 		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KiB"
 	}
 	return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
+}
+
+// visible shows the invisible: format characters (bidi overrides and
+// isolates, zero-width characters) and control characters other than
+// tab and newline become "[U+202E]", so a name cannot reorder or hide the
+// text drawn after it.
+func visible(s string) string {
+	clean := true
+	for _, r := range s {
+		if hidden(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if hidden(r) {
+			fmt.Fprintf(&b, "[U+%04X]", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func hidden(r rune) bool {
+	return (unicode.Is(unicode.Cf, r) || unicode.IsControl(r)) && r != '\t' && r != '\n'
 }
