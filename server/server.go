@@ -6,6 +6,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -162,10 +164,22 @@ func New(ws workspace.Workspace, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, wire.NewProblem(wire.CodeNoRoute, "no such route: "+r.Method+" "+truncate(r.URL.Path, 200)))
+		writeProblem(w, wire.NewProblem(wire.CodeNoRoute, "no such route: "+r.Method+" "+truncate(r.URL.Path, 200)+nameHint(r.URL)))
 	})
 	s.handler = s.middleware(s.mux)
 	return s, nil
+}
+
+// nameHint says how to name a record whose name holds a slash, when the
+// path looks like one that did not escape it (/v1/artifacts/docs/plan.md).
+func nameHint(u *url.URL) string {
+	for _, prefix := range []string{"/v1/artifacts/", "/v1/locks/"} {
+		rest, ok := strings.CutPrefix(u.EscapedPath(), prefix)
+		if ok && strings.Contains(rest, "/") {
+			return "; a name holding a slash is one path segment: escape it (/v1/artifacts/docs%2Fplan.md)"
+		}
+	}
+	return ""
 }
 
 // ServeHTTP serves one request.

@@ -329,3 +329,16 @@ func TestDrainEndsLongPollsAndStreams(t *testing.T) {
 	assert.Less(t, time.Since(start), 5*time.Second)
 	require.ErrorIs(t, e.fails(503, "GET", "/v1/events", nil), wire.ErrUnavailable)
 }
+
+// TestAnUnescapedNameSaysHowToEscapeIt: a name with a slash put in the path
+// as it is matches no route; the answer says to escape it.
+func TestAnUnescapedNameSaysHowToEscapeIt(t *testing.T) {
+	e := newEnv(t, sqliteDSN(t), server.Options{})
+	status, body := e.do("GET", "/v1/artifacts/docs/plan.md", nil)
+	assert.Equal(t, 404, status)
+	assert.Contains(t, string(body), `"code":"no_route"`)
+	assert.Contains(t, string(body), "docs%2Fplan.md")
+	status, body = e.do("GET", "/v1/nothing/here", nil)
+	assert.Equal(t, 404, status)
+	assert.NotContains(t, string(body), "escape", "only names that look unescaped get the hint")
+}
