@@ -80,7 +80,9 @@ func serve(t *testing.T, dsn string) *server {
 	t.Helper()
 	bin := wsctltest.Binary(t)
 	wsctltest.Init(t, bin, dsn)
-	return &server{Server: wsctltest.Serve(t, bin, dsn, "--heartbeat", "200ms"), dsn: dsn, bin: bin}
+	// The suites put TCP proxies (127.0.0.1 on ports of their own) in front
+	// of the server, so it must answer to 127.0.0.1 on any port.
+	return &server{Server: wsctltest.Serve(t, bin, dsn, "--heartbeat", "200ms", "--allowed-host", "127.0.0.1"), dsn: dsn, bin: bin}
 }
 
 // env is the environment of a node process talking to s.

@@ -118,7 +118,9 @@ def shared_url() -> str:
     global _shared
     with _shared_mu:
         if _shared is None:
-            _shared = ServerProcess("--heartbeat", "1s")
+            # The resilience tests put a TCP proxy (127.0.0.1, its own port)
+            # in front of it: the server must answer to 127.0.0.1 on any port.
+            _shared = ServerProcess("--heartbeat", "1s", "--allowed-host", "127.0.0.1")
             _shared.start()
             atexit.register(_shared.stop)
         return _shared.url
