@@ -71,6 +71,8 @@ var coreCases = []coreCase{
 	{"LockStaleFenceRejected", testLockStaleFence},
 	{"LockWaitAcquiresAfterRelease", testLockWaitRelease},
 	{"LockWaitAcquiresAfterExpiry", testLockWaitExpiry},
+	// fences.go
+	{"LockForceReleaseRevokesTheFence", testForceReleaseRevokesTheFence},
 	// events.go
 	{"EventOnePerChange", testEventOnePerChange},
 	{"EventReadFilters", testEventReadFilters},

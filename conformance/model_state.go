@@ -348,5 +348,6 @@ func (m *model) forceRelease(resource string) outcome {
 		return fail("not_found")
 	}
 	l.owner = ""
+	l.token++ // the holder's token is revoked: its fence is stale
 	return ok(workspace.EventLockForced)
 }

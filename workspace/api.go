@@ -96,7 +96,9 @@ type Locks interface {
 	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
 	// Release frees the lease; only its owner, with its token.
 	Release(ctx context.Context, l Lease) error
-	// ForceRelease frees the lease whoever holds it, recorded as lock.forced.
+	// ForceRelease frees the lease whoever holds it, recorded as lock.forced,
+	// and revokes its token: the resource's fence moves past it, so a write
+	// the old holder makes with it as its Fence fails with ErrStaleFence.
 	ForceRelease(ctx context.Context, w Write, resource string) error
 	// Get returns the live lease on resource, or ErrNotFound.
 	Get(ctx context.Context, resource string) (Lease, error)

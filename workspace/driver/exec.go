@@ -594,6 +594,13 @@ func (x *exec) releaseLock(ctx context.Context, resource, owner string, token in
 	return nil
 }
 
+// forceRelease frees the lease whoever holds it and revokes its token.
+// Invariant: a lease row's token is the resource's fence, at least every
+// token issued (acquire) or revoked (forced release) for it, so a write
+// fenced below it is stale (checkGuard). A forced release therefore moves
+// the token one past the holder's: the old holder's fenced writes fail with
+// ErrStaleFence and its Renew and Release with ErrLockLost, whether or not
+// anyone acquires the lock after; the next acquire issues a newer token yet.
 func (x *exec) forceRelease(ctx context.Context, resource, msg string) error {
 	l, err := x.tx.Lease(ctx, resource)
 	if err != nil && !errors.Is(err, workspace.ErrNotFound) {
@@ -602,14 +609,14 @@ func (x *exec) forceRelease(ctx context.Context, resource, msg string) error {
 	if !x.live(l) {
 		return fmt.Errorf("lock %q is not held: %w", resource, workspace.ErrNotFound)
 	}
-	prev := l.Owner
-	l.Owner, l.ExpiresAt = "", x.now
+	prev, revoked := l.Owner, l.Token
+	l.Owner, l.ExpiresAt, l.Token = "", x.now, l.Token+1
 	if err := x.tx.PutLease(ctx, l); err != nil {
 		return err
 	}
 	if msg == "" {
-		msg = fmt.Sprintf("forced release of %s's lease (token %d)", prev, l.Token)
+		msg = fmt.Sprintf("forced release of %s's lease (token %d)", prev, revoked)
 	}
-	x.emit(workspace.EventLockForced, lockSubject(resource), l.Token, msg)
+	x.emit(workspace.EventLockForced, lockSubject(resource), revoked, msg)
 	return nil
 }
