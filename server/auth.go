@@ -84,6 +84,11 @@ func (s *Server) authenticate(r *http.Request) (principal, context.Context, func
 	}
 	t, err := s.tokens.Verify(ctx, tok)
 	if err != nil {
+		// The revoker caught up with a revocation during the check: the
+		// token's own end, not an outage.
+		if e := tokenEnded(ctx); e != nil {
+			err = e
+		}
 		release()
 		return principal{}, nil, nil, err
 	}

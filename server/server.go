@@ -67,6 +67,8 @@ type Options struct {
 	// on, that a request's Host (and a state-changing request's Origin)
 	// may give: "name" on any port, or "name:port". See hosts.go.
 	AllowedHosts []string
+	// Agents are the thresholds of the agents' state rule (/v1/agents).
+	Agents AgentRule
 }
 
 // Server serves one workspace over HTTP: the /v1 API (JSON, with events as
