@@ -348,3 +348,14 @@ func (s *Server) agentRoutes() {
 		return answer(s, ctx, &struct{ Body wire.AgentStop }{r}, err)
 	})
 }
+
+// touched renews actor's claims and leases when Options.TouchEvery asks
+// for it. A failure is logged, never the request's.
+func (s *Server) touched(ctx context.Context, actor string) {
+	if s.touch == nil || actor == "" {
+		return
+	}
+	if _, err := s.touch.Touch(ctx, actor); err != nil && ctx.Err() == nil {
+		s.log.Warn("agentspace server: renewing on use failed", "actor", actor, "err", s.opts.Redact(err))
+	}
+}

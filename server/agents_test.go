@@ -123,3 +123,50 @@ func TestAgentStateRule(t *testing.T) {
 	st, _ := e.do(http.MethodGet, "/v1/agents/sleeper", nil)
 	assert.Equal(t, 200, st)
 }
+
+// TestRequestsAreTheActorsHeartbeat: with TouchEvery, an agent that keeps
+// making requests keeps its claim well past its lease without a heartbeat
+// of its own; once it stops, the claim lapses and another agent takes the
+// task. Without TouchEvery a request renews nothing.
+func TestRequestsAreTheActorsHeartbeat(t *testing.T) {
+	e := newEnv(t, sqliteDSN(t), server.Options{TouchEvery: 100 * time.Millisecond})
+	ctx := context.Background()
+	task, err := e.ws.Tasks().Create(ctx, workspace.Write{Actor: "lead"}, workspace.NewTask{Title: "t"})
+	require.NoError(t, err)
+	var claimed workspace.Task
+	e.ok(200, &claimed, "POST", "/v1/tasks/claim", map[string]any{"lease": "2s"}, as, "ann")
+	require.Equal(t, task.ID, claimed.ID)
+
+	until := claimed.LeaseExpiresAt.Add(2 * time.Second)
+	for time.Now().Before(until) {
+		e.ok(200, nil, "GET", "/v1/status", nil, as, "ann")
+		time.Sleep(50 * time.Millisecond)
+	}
+	cur, err := e.ws.Tasks().Get(ctx, task.ID)
+	require.NoError(t, err)
+	assert.Equal(t, workspace.TaskInProgress, cur.Status, "kept by its requests, past its first lease")
+	assert.Equal(t, "ann", cur.Assignee)
+	assert.LessOrEqual(t, cur.LeaseExpiresAt.Sub(cur.UpdatedAt), 2*time.Second, "never renewed beyond its own lease")
+
+	// It stops calling: the claim lapses on time and bob gets the task.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		next, err := e.ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "bob", Lease: time.Hour})
+		if err == nil {
+			assert.Equal(t, task.ID, next.ID)
+			break
+		}
+		require.ErrorIs(t, err, workspace.ErrNoTask)
+		require.True(t, time.Now().Before(deadline), "the claim never lapsed")
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	off := newEnv(t, sqliteDSN(t), server.Options{})
+	_, err = off.ws.Tasks().Create(ctx, workspace.Write{Actor: "lead"}, workspace.NewTask{Title: "t"})
+	require.NoError(t, err)
+	off.ok(200, &claimed, "POST", "/v1/tasks/claim", map[string]any{"lease": "1h"}, as, "ann")
+	off.ok(200, nil, "GET", "/v1/status", nil, as, "ann")
+	cur, err = off.ws.Tasks().Get(ctx, claimed.ID)
+	require.NoError(t, err)
+	assert.Equal(t, claimed.Version, cur.Version, "no renewal without TouchEvery")
+}

@@ -164,6 +164,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			defer release()
 			ctx = context.WithValue(ctx, principalKey{}, p)
 			r = r.WithContext(workspace.WithPrincipal(ctx, p.workspacePrincipal()))
+			s.touched(r.Context(), p.actor)
 		} else if r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/ui/") {
 			var release func()
 			r, release = s.bindDashboard(r)
