@@ -73,6 +73,8 @@ var coreCases = []coreCase{
 	{"LockWaitAcquiresAfterExpiry", testLockWaitExpiry},
 	// fences.go
 	{"LockForceReleaseRevokesTheFence", testForceReleaseRevokesTheFence},
+	// stop.go
+	{"StopActorEndsItsLeasesAndClaims", testStopActorEndsItsLeasesAndClaims},
 	// events.go
 	{"EventOnePerChange", testEventOnePerChange},
 	{"EventReadFilters", testEventReadFilters},

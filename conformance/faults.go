@@ -35,6 +35,7 @@ func runReliability(t *testing.T, h Harness) {
 	})
 	t.Run("LoadLosesNothingAndLeaksNothing", func(t *testing.T) { testLoad(t, h) })
 	t.Run("PausedLeaseHolderIsFencedOut", func(t *testing.T) { testPausedLeaseHolder(t, h) })
+	t.Run("StoppedAgentIsFencedOut", func(t *testing.T) { testStoppedAgentIsFencedOut(t, h) })
 }
 
 // A reliability child is the test binary run again with relChildEnv set to
@@ -60,6 +61,8 @@ func runRelChild(t *testing.T) {
 	switch role := os.Getenv(relChildEnv); role {
 	case rolePausedHolder:
 		pausedHolderChild(t, dsn, arg, in, say)
+	case roleStoppedAgent:
+		stoppedAgentChild(t, dsn, arg, in, say)
 	case roleLoadAgent:
 		loadAgentChild(t, dsn, arg, in, say)
 	case roleLinClient:

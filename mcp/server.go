@@ -42,6 +42,10 @@ type Options struct {
 	// worktree too (worktree: true): wsctl mcp sets it when it runs in a
 	// git repository. nil: such a claim is refused before claiming.
 	Worktrees *gitwork.Manager
+	// Touch, when set, makes each tool call a heartbeat of the actor it
+	// acts as (workspace.Toucher): wsctl mcp --touch-every sets it. Over
+	// HTTP leave it nil: the server touches for every request.
+	Touch *workspace.Toucher
 }
 
 // Server serves one workspace to MCP clients: the tools, the artifact
@@ -186,6 +190,7 @@ func tool[In any](s *Server, name, title, description string, enums map[string][
 				return nil, err
 			}
 			ctx, actor := s.as(ctx, req.Extra)
+			s.touched(ctx, actor)
 			return h(ctx, actor, in)
 		}()
 		if err != nil {
@@ -336,4 +341,15 @@ func (s *Server) watch(ctx context.Context) error {
 		}
 	}()
 	return nil
+}
+
+// touched renews actor's claims and leases when Options.Touch is set. A
+// failure is logged, never the call's.
+func (s *Server) touched(ctx context.Context, actor string) {
+	if s.opts.Touch == nil || actor == "" {
+		return
+	}
+	if _, err := s.opts.Touch.Touch(ctx, actor); err != nil && ctx.Err() == nil {
+		s.opts.Logger.Warn("agentspace mcp: renewing on use failed", "actor", actor, "err", s.opts.Redact(err))
+	}
 }

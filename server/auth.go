@@ -84,6 +84,11 @@ func (s *Server) authenticate(r *http.Request) (principal, context.Context, func
 	}
 	t, err := s.tokens.Verify(ctx, tok)
 	if err != nil {
+		// The revoker caught up with a revocation during the check: the
+		// token's own end, not an outage.
+		if e := tokenEnded(ctx); e != nil {
+			err = e
+		}
 		release()
 		return principal{}, nil, nil, err
 	}
@@ -159,6 +164,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			defer release()
 			ctx = context.WithValue(ctx, principalKey{}, p)
 			r = r.WithContext(workspace.WithPrincipal(ctx, p.workspacePrincipal()))
+			s.touched(r.Context(), p.actor)
 		} else if r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/ui/") {
 			var release func()
 			r, release = s.bindDashboard(r)

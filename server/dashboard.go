@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/agentspace/agentspace/server/dashboard"
 	"github.com/agentspace/agentspace/wire"
@@ -28,6 +29,14 @@ func (s *Server) mountDashboard() error {
 		Heartbeat:    s.opts.Heartbeat,
 		Logger:       s.log,
 		Redact:       s.opts.Redact,
+		StopAgent: func(ctx context.Context, by, actor, message string) (string, error) {
+			r, err := StopAgent(ctx, s.ws, StopRequest{Actor: actor, By: by, Message: message})
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("stopped %s: %d tokens revoked, %d leases ended, %d claims returned",
+				r.Actor, len(r.Tokens), len(r.Leases), len(r.Tasks)), nil
+		},
 	})
 	if err != nil {
 		return err

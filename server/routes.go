@@ -22,6 +22,7 @@ func (s *Server) routes() {
 	s.eventRoutes()
 	s.batchRoutes()
 	s.adminRoutes()
+	s.agentRoutes()
 
 	type whoami struct {
 		Actor string `json:"actor" doc:"The token's actor, or the X-Agentspace-Actor header's value without a token."`

@@ -69,6 +69,13 @@ type Options struct {
 	// on, that a request's Host (and a state-changing request's Origin)
 	// may give: "name" on any port, or "name:port". See hosts.go.
 	AllowedHosts []string
+	// Agents are the thresholds of the agents' state rule (/v1/agents).
+	Agents AgentRule
+	// TouchEvery, when positive, makes each request (an MCP call over
+	// /mcp included) a heartbeat of its actor: the actor's claims and
+	// leases are renewed, at most once per TouchEvery per actor and never
+	// by more than each last granted (workspace.Toucher). Zero: off.
+	TouchEvery time.Duration
 }
 
 // Server serves one workspace over HTTP: the /v1 API (JSON, with events as
@@ -86,6 +93,7 @@ type Server struct {
 	metrics *metrics
 	mcp     MCPEndpoint
 	dash    *dashboard.Handler
+	touch   *workspace.Toucher
 	// served lists the /v1 routes ("METHOD /path") the mux serves, for
 	// the test that finds each in the OpenAPI document.
 	served []string
@@ -122,6 +130,9 @@ func New(ws workspace.Workspace, opts Options) (*Server, error) {
 	s := &Server{ws: ws, opts: opts, log: opts.Logger, mux: http.NewServeMux(), tokens: NewTokens(ws)}
 	s.drain, s.stop = context.WithCancel(context.Background())
 	s.revoke = newRevoker(s)
+	if opts.TouchEvery > 0 {
+		s.touch = workspace.NewToucher(ws, workspace.TouchOptions{Every: opts.TouchEvery})
+	}
 	m, err := newMetrics(opts.Registerer, opts.Gatherer)
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ const (
 	OpPutNote          = "put_note"
 	OpDeleteNote       = "delete_note"
 	OpReleaseLock      = "release_lock"
+	OpStopActor        = "stop_actor"
 )
 
 // BatchBody is a batch: writes applied all or nothing (workspace.Batch).
@@ -31,7 +32,7 @@ type BatchBody struct {
 // snake_case names. Kind and title serve both artifacts and notes (and
 // tasks for title); id names an artifact (instead of name) or a task.
 type OpBody struct {
-	Op string `json:"op" enum:"create_artifact,update_artifact,delete_artifact,rollback_artifact,create_task,update_task,put_note,delete_note,release_lock"`
+	Op string `json:"op" enum:"create_artifact,update_artifact,delete_artifact,rollback_artifact,create_task,update_task,put_note,delete_note,release_lock,stop_actor"`
 
 	Name        string                `json:"name,omitempty"`
 	ID          string                `json:"id,omitempty"`
@@ -57,6 +58,7 @@ type OpBody struct {
 	IfVersion   int64                 `json:"if_version,omitempty"`
 	Fence       int64                 `json:"fence,omitempty"`
 	Message     string                `json:"message,omitempty"`
+	Actor       string                `json:"actor,omitempty"` // the actor a stop_actor op stops
 	Content
 }
 
@@ -97,6 +99,8 @@ func (o OpBody) WorkspaceOp() (workspace.Op, error) {
 		return workspace.DeleteNoteOp{Cond: cond, Kind: deref(o.Kind), Key: o.Key}, nil
 	case OpReleaseLock:
 		return workspace.ReleaseLockOp{Resource: o.Resource, Token: o.Token, Message: o.Message}, nil
+	case OpStopActor:
+		return workspace.StopActorOp{Actor: o.Actor, Message: o.Message}, nil
 	}
 	return nil, &workspace.InvalidError{Field: "op", Reason: fmt.Sprintf("%q is not a batch op", truncate(o.Op, 32))}
 }

@@ -23,6 +23,7 @@ func TestEveryOpCodeDecodesToItsOp(t *testing.T) {
 		wire.OpPutNote:          workspace.PutNoteOp{},
 		wire.OpDeleteNote:       workspace.DeleteNoteOp{},
 		wire.OpReleaseLock:      workspace.ReleaseLockOp{},
+		wire.OpStopActor:        workspace.StopActorOp{},
 	} {
 		op, err := wire.OpBody{Op: code}.WorkspaceOp()
 		require.NoError(t, err, code)

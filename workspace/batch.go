@@ -86,6 +86,19 @@ type ReleaseLockOp struct {
 	Message  string
 }
 
+// StopActorOp ends everything Actor holds, for an operator stopping an
+// agent that has gone wrong: every live lease Actor owns is force-released
+// with its fencing token revoked (as Locks.ForceRelease), and every task
+// Actor has claimed goes back to pending, each recorded as an event
+// (lock.forced, task.released) by the batch's actor. Actor's later fenced
+// writes fail with ErrStaleFence, and its Heartbeat, Complete and Fail of
+// the returned tasks with ErrLockLost or ErrInvalid. It needs the admin
+// "tokens" right: it is the engine's half of revoking an actor.
+type StopActorOp struct {
+	Actor   string
+	Message string
+}
+
 func (CreateArtifactOp) opName() string   { return "create artifact" }
 func (UpdateArtifactOp) opName() string   { return "update artifact" }
 func (DeleteArtifactOp) opName() string   { return "delete artifact" }
@@ -95,6 +108,7 @@ func (UpdateTaskOp) opName() string       { return "update task" }
 func (PutNoteOp) opName() string          { return "put note" }
 func (DeleteNoteOp) opName() string       { return "delete note" }
 func (ReleaseLockOp) opName() string      { return "release lock" }
+func (StopActorOp) opName() string        { return "stop actor" }
 
 // OpResult is what one op produced: the record written (metadata only for
 // artifacts), or nothing for deletes and releases.

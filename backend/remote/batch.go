@@ -92,6 +92,8 @@ func (c *Client) opBody(op workspace.Op) (wire.OpBody, error) {
 		return b, nil
 	case workspace.ReleaseLockOp:
 		return wire.OpBody{Op: wire.OpReleaseLock, Resource: o.Resource, Token: o.Token, Message: o.Message}, nil
+	case workspace.StopActorOp:
+		return wire.OpBody{Op: wire.OpStopActor, Actor: o.Actor, Message: o.Message}, nil
 	}
 	return wire.OpBody{}, &workspace.InvalidError{Field: "op", Reason: fmt.Sprintf("%T is not a batch op", op)}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -18,7 +19,10 @@ import (
 )
 
 func (a *app) mcpCmd() *cobra.Command {
-	var repo string
+	var (
+		repo       string
+		touchEvery time.Duration
+	)
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve the workspace to a coding agent over MCP (stdio)",
@@ -31,7 +35,12 @@ refused with a tool error saying how to set it.
 caller's token.
 
 Run in a git repository (or with --repo), task_claim can also make the
-claimed task's worktree (worktree: true), as 'wsctl task claim --worktree'.`,
+claimed task's worktree (worktree: true), as 'wsctl task claim --worktree'.
+
+With --touch-every D (default 10s; 0: off), each tool call is a heartbeat:
+it renews the claims and leases the actor holds, at most once per D and
+never by more than each last granted. An agent that stops calling loses
+its claims when their leases lapse. See docs/agents.md.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			actor, _ := a.actor()
@@ -40,6 +49,9 @@ claimed task's worktree (worktree: true), as 'wsctl task claim --worktree'.`,
 				logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 				opts := mcp.Options{Actor: actor, Version: readBuildInfo().Version, Logger: logger,
 					Redact: func(err error) error { return workspace.RedactError(err, dsn) }}
+				if touchEvery > 0 {
+					opts.Touch = workspace.NewToucher(ws, workspace.TouchOptions{Every: touchEvery})
+				}
 				// Worktrees only where there is a repository with the
 				// integration branch; elsewhere such a claim is refused.
 				if cfg, err := a.gitworkConfig(repo); err == nil {
@@ -58,6 +70,7 @@ claimed task's worktree (worktree: true), as 'wsctl task claim --worktree'.`,
 			})
 		}),
 	}
+	cmd.Flags().DurationVar(&touchEvery, "touch-every", workspace.DefaultTouchEvery, "renew the actor's claims and leases on tool calls, at most this often (0: off)")
 	cmd.Flags().StringVar(&repo, "repo", ".", "the git repository task_claim's worktrees are made in (or any worktree of it)")
 	return cmd
 }

@@ -72,6 +72,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Redact cleans an unexpected error's text before it is logged.
 	Redact func(error) error
+	// StopAgent stops an agent for an operator (server.StopAgent) and
+	// says what it did. Nil: the agents page has no stop action.
+	StopAgent func(ctx context.Context, by, actor, message string) (string, error)
 }
 
 //go:embed templates/*.html
@@ -151,6 +154,7 @@ func (h *Handler) routes() {
 	h.mux.HandleFunc("POST /ui/action/lock/release", h.action(h.releaseLock))
 	h.mux.HandleFunc("POST /ui/action/task/requeue", h.action(h.requeueTask))
 	h.mux.HandleFunc("POST /ui/action/task/retry", h.action(h.retryTask))
+	h.mux.HandleFunc("POST /ui/action/agent/stop", h.action(h.stopAgent))
 	h.mux.HandleFunc("GET /ui/artifact/raw", h.artifactRaw)
 	for _, v := range h.views() {
 		h.mux.HandleFunc("GET "+v.path, h.page(v))

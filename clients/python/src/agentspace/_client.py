@@ -67,6 +67,9 @@ OPERATIONS: dict[str, str] = {
     "getLock": "get_lock",
     "listLocks": "list_locks",
     "commitBatch": "commit",
+    "listAgents": "list_agents",
+    "getAgent": "get_agent",
+    "stopAgent": "stop_agent",
     "streamEvents": "follow",
     "readEvents": "read_events",
     "eventsHead": "events_head",
@@ -585,6 +588,25 @@ class Workspace:
         content. Needs the admin "export" right under a policy. Returns the
         report; a broken chain is in it (broken_seq, problems), not raised."""
         return dict(check_answer(self._get("/v1/admin/verify"), "verify"))
+
+    # Agents (docs/agents.md).
+
+    def list_agents(self) -> list[dict[str, Any]]:
+        """Every agent's state (working, idle, stale, gone), claims, leases,
+        tokens, recent events and conflict count."""
+        v = check_answer(self._get("/v1/agents"), "list_agents")
+        return [dict(x) for x in v.get("agents") or [] if isinstance(x, dict)]
+
+    def get_agent(self, actor: str) -> dict[str, Any]:
+        """One agent's summary (NotFoundError for an actor nothing is known of)."""
+        return dict(check_answer(self._get(f"/v1/agents/{segment('actor', actor)}"), "get_agent"))
+
+    def stop_agent(self, actor: str, *, message: str | None = None) -> dict[str, Any]:
+        """Stop an agent in one batch: revoke its tokens, end its leases
+        (revoking their fencing tokens), return its claims. Needs the admin
+        "tokens" right. Returns what it did: tokens, leases, tasks, events."""
+        v = self._t.request("POST", f"/v1/agents/{segment('actor', actor)}/stop", body=_clean({"message": message}), retry=False)
+        return dict(check_answer(v, "stop_agent"))
 
     def follow(self, after: int = 0, *, types: Sequence[str] | None = None, actor: str | None = None,
                subject_kind: str | None = None, subject_id: str | None = None, subject_name: str | None = None,

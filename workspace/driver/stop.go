@@ -1,0 +1,78 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/agentspace/agentspace/policy"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+func init() {
+	declare(opEntry[workspace.StopActorOp]{
+		check:   checkStopActor,
+		message: func(o workspace.StopActorOp) string { return o.Message },
+		action: func(_ context.Context, _ *exec, _ who, o workspace.StopActorOp, _ bool) (policy.Action, string, workspace.Subject, error) {
+			return policy.AdminTokens, "", workspace.Subject{Kind: "actor", Name: o.Actor}, nil
+		},
+		apply: func(ctx context.Context, x *exec, o workspace.StopActorOp) (workspace.OpResult, error) {
+			return workspace.OpResult{}, x.stopActor(ctx, o)
+		},
+	})
+}
+
+func checkStopActor(_ *handle, o workspace.StopActorOp) error {
+	if err := checkActor(o.Actor); err != nil {
+		return err
+	}
+	return checkText("message", o.Message, workspace.MaxTextLen)
+}
+
+// stopActor force-releases every live lease o.Actor owns and returns every
+// task it has claimed to pending, in the batch's transaction: no lease or
+// claim of the actor's survives it, and none is taken by it meanwhile,
+// since each write of the actor's serialises with this transaction.
+func (x *exec) stopActor(ctx context.Context, o workspace.StopActorOp) error {
+	why := o.Message
+	if why == "" {
+		why = fmt.Sprintf("%s stopped by %s", o.Actor, x.actor)
+	}
+	leases, err := x.tx.ListLeases(ctx, x.now)
+	if err != nil {
+		return err
+	}
+	for _, l := range leases {
+		if l.Owner != o.Actor {
+			continue
+		}
+		if err := x.forceRelease(ctx, l.Resource, fmt.Sprintf("%s: forced release of its lease (token %d)", why, l.Token)); err != nil {
+			return err
+		}
+	}
+	// Collect the claims first: returning one while paging would move the
+	// listing under the cursor on some backends.
+	var claimed []workspace.Task
+	f := workspace.TaskFilter{Status: workspace.TaskInProgress, Assignee: o.Actor, Limit: maxPageLimit}
+	for {
+		page, err := x.tx.ListTasks(ctx, f)
+		if err != nil {
+			return err
+		}
+		claimed = append(claimed, page...)
+		if len(page) < f.Limit {
+			break
+		}
+		f.After = page[len(page)-1].ID
+	}
+	for _, t := range claimed {
+		t.Status, t.Assignee, t.LeaseExpiresAt = workspace.TaskPending, "", time.Time{}
+		t.Version++
+		t.UpdatedAt, t.UpdatedBy = x.now, x.actor
+		if err := x.tx.PutTask(ctx, t); err != nil {
+			return err
+		}
+		x.emit(workspace.EventTaskReleased, taskSubject(t), t.Version, why+": its claim returned")
+	}
+	return nil
+}

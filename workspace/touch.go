@@ -1,0 +1,157 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Toucher makes an agent's use of a face its heartbeat: Touch, called when
+// the agent is seen working (a served request, an MCP tool call), renews
+// the task claims and leases the agent holds, at most once per Every per
+// actor. An agent that keeps calling keeps its claims without heartbeats of
+// its own; one that stops calling loses them when their leases lapse, as
+// without a Toucher. Nothing touches for in-process callers: a face opts
+// in (server.Options.TouchEvery, mcp.Options.Touch).
+//
+// A renewal never grants more than the holder last asked for: a claim is
+// extended by its own lease length (the length its last Claim or
+// Heartbeat granted), a lease by its length when first seen (ExpiresAt
+// minus AcquiredAt), at most MaxLease. A claim or lease that has lapsed is
+// not revived.
+type Toucher struct {
+	ws    Workspace
+	opts  TouchOptions
+	mu    sync.Mutex
+	last  map[string]time.Time
+	spans map[string]map[leaseID]time.Duration // per actor, per lease held
+}
+
+// TouchOptions configure a Toucher.
+type TouchOptions struct {
+	// Every is the least time between two renewals for one actor
+	// (default DefaultTouchEvery).
+	Every time.Duration
+	// MaxLease caps how far a lease is renewed (default DefaultTouchMaxLease).
+	MaxLease time.Duration
+	// Now is the clock of the interval (default time.Now); tests pass
+	// their own.
+	Now func() time.Time
+}
+
+// Defaults of TouchOptions.
+const (
+	DefaultTouchEvery    = 10 * time.Second
+	DefaultTouchMaxLease = time.Hour
+)
+
+type leaseID struct {
+	resource string
+	token    int64
+}
+
+// NewToucher returns a Toucher renewing through ws.
+func NewToucher(ws Workspace, opts TouchOptions) *Toucher {
+	if opts.Every <= 0 {
+		opts.Every = DefaultTouchEvery
+	}
+	if opts.MaxLease <= 0 {
+		opts.MaxLease = DefaultTouchMaxLease
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Toucher{ws: ws, opts: opts, last: map[string]time.Time{}, spans: map[string]map[leaseID]time.Duration{}}
+}
+
+// TouchResult says what one Touch renewed.
+type TouchResult struct {
+	Claims int // task claims extended
+	Leases int // leases extended
+	// Skipped is set when the actor was touched less than Every ago:
+	// nothing was read or written.
+	Skipped bool
+}
+
+// Touch renews actor's live claims and leases, unless it did so less than
+// Every ago. A claim or lease that changed meanwhile (finished, released,
+// lapsed, taken) is left alone; other errors are returned after trying
+// every claim and lease.
+func (t *Toucher) Touch(ctx context.Context, actor string) (TouchResult, error) {
+	if actor == "" {
+		return TouchResult{Skipped: true}, nil
+	}
+	now := t.opts.Now()
+	t.mu.Lock()
+	if last, ok := t.last[actor]; ok && now.Sub(last) < t.opts.Every {
+		t.mu.Unlock()
+		return TouchResult{Skipped: true}, nil
+	}
+	// Marked before the work: concurrent calls of one actor renew once.
+	t.last[actor] = now
+	t.mu.Unlock()
+
+	var (
+		res  TouchResult
+		errs []error
+	)
+	page, err := t.ws.Tasks().List(ctx, TaskFilter{Status: TaskInProgress, Assignee: actor, Limit: 1000})
+	if err != nil {
+		return res, err
+	}
+	for _, task := range page.Tasks {
+		span := task.LeaseExpiresAt.Sub(task.UpdatedAt)
+		if span <= 0 || !task.LeaseExpiresAt.After(now) || !now.Add(span).After(task.LeaseExpiresAt) {
+			continue
+		}
+		_, err := t.ws.Tasks().Heartbeat(ctx, Write{Actor: actor}, task.ID, span)
+		switch {
+		case err == nil:
+			res.Claims++
+		case !changedMeanwhile(err):
+			errs = append(errs, err)
+		}
+	}
+	leases, err := t.ws.Locks().List(ctx)
+	if err != nil {
+		return res, errors.Join(append(errs, err)...)
+	}
+	t.mu.Lock()
+	old := t.spans[actor]
+	held := map[leaseID]time.Duration{}
+	for _, l := range leases {
+		if l.Owner != actor {
+			continue
+		}
+		id := leaseID{l.Resource, l.Token}
+		span, ok := old[id]
+		if !ok {
+			span = min(l.ExpiresAt.Sub(l.AcquiredAt), t.opts.MaxLease)
+		}
+		held[id] = span
+	}
+	t.spans[actor] = held
+	t.mu.Unlock()
+	for _, l := range leases {
+		span := held[leaseID{l.Resource, l.Token}]
+		if l.Owner != actor || span <= 0 || !now.Add(span).After(l.ExpiresAt) {
+			continue
+		}
+		_, err := t.ws.Locks().Renew(ctx, l, span)
+		switch {
+		case err == nil:
+			res.Leases++
+		case !changedMeanwhile(err):
+			errs = append(errs, err)
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// changedMeanwhile reports whether err says the claim or lease moved on
+// between the listing and the renewal: nothing to renew, no failure.
+func changedMeanwhile(err error) bool {
+	return errors.Is(err, ErrConflict) || errors.Is(err, ErrLockLost) || errors.Is(err, ErrNotHolder) ||
+		errors.Is(err, ErrNotFound)
+}
