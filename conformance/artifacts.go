@@ -121,7 +121,12 @@ func testArtifactCreateGetUpdate(t *testing.T, h Harness) {
 	d, err := ws2.Artifacts().Create(ctx, as("planner"), workspace.NewArtifact{Name: "defaults", Labels: map[string]string{"a": "b"}})
 	require.NoError(t, err)
 	assert.Equal(t, "output", d.Kind, "the default kind")
-	assert.Equal(t, "application/octet-stream", d.ContentType, "the default content type")
+	assert.Equal(t, workspace.ContentTypeFor("defaults", nil), d.ContentType, "the default content type is inferred")
+	for name, want := range map[string]string{"inferred/plan.md": "text/markdown; charset=utf-8", "inferred/blob": "application/octet-stream"} {
+		a, err := ws2.Artifacts().Create(ctx, as("planner"), workspace.NewArtifact{Name: name, Content: []byte{0xff, 0x00}})
+		require.NoError(t, err)
+		assert.Equal(t, want, a.ContentType, "%s: by its name, else by its content", name)
+	}
 	assert.Equal(t, int64(0), d.Size)
 	assert.Equal(t, sha(nil), d.SHA256)
 	_, err = ws1.Artifacts().Update(ctx, as("planner"), workspace.ByName("defaults"), workspace.ArtifactChange{Labels: map[string]string{}})

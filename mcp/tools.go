@@ -218,12 +218,8 @@ func (s *Server) artifactWrite(ctx context.Context, actor string, in artifactWri
 		if content == nil {
 			content = []byte{}
 		}
-		ct := in.ContentType
-		if ct == "" {
-			ct = workspace.ContentTypeFor(in.Name, content)
-		}
 		return arts.Create(ctx, w, workspace.NewArtifact{Name: in.Name, Kind: in.Kind, Content: content,
-			ContentType: ct, Labels: in.Labels, TaskID: in.TaskID})
+			ContentType: in.ContentType, Labels: in.Labels, TaskID: in.TaskID})
 	}
 	change := workspace.ArtifactChange{Content: content, Labels: in.Labels}
 	if in.Kind != "" {

@@ -39,9 +39,6 @@ func (s *Server) artifactRoutes() {
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
-			if n.ContentType == "" {
-				n.ContentType = workspace.ContentTypeFor(n.Name, n.Content)
-			}
 			a, err := s.ws.Artifacts().Create(ctx, w, n)
 			return answer(s, ctx, &artifactOut{a}, err)
 		})

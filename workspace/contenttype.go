@@ -32,8 +32,9 @@ var contentTypes = map[string]string{
 // ContentTypeFor is the media type an artifact named name with content
 // gets when its writer names none: by the name's extension (a fixed table,
 // case-insensitive), else text/plain for valid UTF-8 without NUL bytes,
-// else application/octet-stream. wsctl, the HTTP API and the MCP tools all
-// use it, so the same write gets the same type on every face.
+// else application/octet-stream. The engine gives it to an artifact created
+// without a content type, so the same write gets the same type on every
+// face (the Go API, HTTP, MCP, wsctl) and every backend.
 func ContentTypeFor(name string, content []byte) string {
 	if ct, ok := contentTypes[strings.ToLower(path.Ext(name))]; ok {
 		return ct

@@ -88,7 +88,7 @@ type NewArtifact struct {
 	Name        string
 	Kind        string // default "output"
 	Content     []byte
-	ContentType string // default application/octet-stream
+	ContentType string // default ContentTypeFor(Name, Content)
 	Labels      map[string]string
 	TaskID      string
 }

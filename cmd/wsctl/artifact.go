@@ -84,12 +84,9 @@ exist yet.`,
 			return a.with(ctx, func(ws workspace.Workspace) error {
 				w := wf.write(actor)
 				mk := func() (workspace.Artifact, error) {
-					ct := contentType
-					if ct == "" {
-						ct = workspace.ContentTypeFor(name, content)
-					}
+					// No --content-type: the engine infers it (ContentTypeFor).
 					return ws.Artifacts().Create(ctx, w, workspace.NewArtifact{
-						Name: name, Kind: kind, Content: content, ContentType: ct, Labels: lbl, TaskID: taskID,
+						Name: name, Kind: kind, Content: content, ContentType: contentType, Labels: lbl, TaskID: taskID,
 					})
 				}
 				ch := workspace.ArtifactChange{Content: content, Labels: lbl}

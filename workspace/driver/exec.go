@@ -137,7 +137,8 @@ func (x *exec) createArtifact(ctx context.Context, o workspace.CreateArtifactOp)
 		a.Kind = "output"
 	}
 	if a.ContentType == "" {
-		a.ContentType = "application/octet-stream"
+		// One inference for every face: the Go API, HTTP, MCP and wsctl.
+		a.ContentType = workspace.ContentTypeFor(a.Name, content)
 	}
 	if err := x.tx.PutArtifact(ctx, a, content); err != nil {
 		return nil, err
