@@ -9,7 +9,8 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// jsonFormat is huma's JSON format with one shortcut on the way out: a
+// jsonFormat is huma's JSON format, with a body that checks itself
+// decoded by its own one pass (decode.go), and one shortcut on the way out: a
 // workspace record or page is written as its MarshalJSON returns it. The
 // encoder huma uses would call the same MarshalJSON and then scan its
 // bytes again to check and compact them, which for an artifact is its
@@ -33,7 +34,13 @@ var jsonFormat = huma.Format{
 		}
 		return huma.DefaultJSONFormat.Marshal(w, v)
 	},
-	Unmarshal: json.Unmarshal,
+	Unmarshal: func(data []byte, v any) error {
+		if d, ok := v.(oneDecoder); ok {
+			d.decodeJSON(data)
+			return nil
+		}
+		return json.Unmarshal(data, v)
+	},
 }
 
 var newline = []byte{'\n'}

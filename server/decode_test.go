@@ -1,0 +1,94 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/wire"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// TestArtifactChangeBodyIsCheckedAsTheSchemaSays sends an artifact update
+// every kind of body the schema refuses or accepts: each answer's status
+// and code are what huma's schema validation gave before the body was
+// decoded in one pass (the table was recorded from it).
+func TestArtifactChangeBodyIsCheckedAsTheSchemaSays(t *testing.T) {
+	e := newEnv(t, sqliteDSN(t), server.Options{MaxArtifactSize: 1024})
+	e.ok(201, nil, "POST", "/v1/artifacts", map[string]any{"name": "keep", "content": "x"}, as, "ann")
+	cases := []struct {
+		body   string
+		status int
+	}{
+		{`{"content":"y"}`, 200},
+		{`{"content":"y","kind":"k","content_type":"text/plain","owner":"ann","task_id":"","labels":{"a":"b"},"message":"m","idempotency_key":"","actor":"ann"}`, 200},
+		{` {"content" : "z\u00e9\n"} `, 200},
+		{`{}`, 200},
+		{`{"content":"y","content_encoding":"utf-8"}`, 200},
+		{`{"content":"eQ==","content_encoding":"base64"}`, 200},
+		{`{"if_version":999,"content":"y"}`, 409},
+		{`{"fence":0,"content":"y"}`, 200},
+		{`{"content":null}`, 200},
+		{`{"kind":null}`, 200},
+		{`{"labels":null}`, 200},
+		{`{"fence":null}`, 200},
+		{`{"labels":{"a":1}}`, 422},
+		{`{"labels":{"a":{"b":"c"}}}`, 422},
+		{`{"labels":[]}`, 422},
+		{`{"labels":"a=b"}`, 422},
+		{`{"if_version":"1"}`, 422},
+		{`{"if_version":1.5}`, 422},
+		{`{"if_version":1.0}`, 422},
+		{`{"if_version":1e0}`, 422},
+		{`{"if_version":99999999999999999999}`, 422},
+		{`{"if_version":true}`, 422},
+		{`{"content":5}`, 422},
+		{`{"content":["y"]}`, 422},
+		{`{"content":"y","content":5}`, 422},
+		{`{"content":5,"content":"y"}`, 422},
+		{`{"bogus":1}`, 422},
+		{`{"Content":"y"}`, 200},
+		{`{"labels":{"a":null}}`, 422},
+		{`{"labels":{}}`, 200},
+		{`{"kind":null,"kind":"x"}`, 200},
+		{`{"IF_VERSION":999}`, 409},
+		{`{"content":"y","bogus":null}`, 422},
+		{`{"content_encoding":"rot13","content":"x"}`, 422},
+		{`{"content_encoding":"base64","content":"!!"}`, 400},
+		{`[]`, 422},
+		{`"x"`, 422},
+		{`null`, 422},
+		{`1`, 422},
+		{`{"content":"y"} x`, 400},
+		{`{"content":"y"}{}`, 400},
+		{`{"content":"y",}`, 400},
+		{`{"content":"y"`, 400},
+		{`{"content":'y'}`, 400},
+		{`{"content":"\x"}`, 400},
+		{"{\"content\":\"a\tb\"}", 400},
+	}
+	for _, c := range cases {
+		st, body := e.do("PATCH", "/v1/artifacts/keep", c.body, as, "ann")
+		require.Equal(t, c.status, st, "%s: %s", c.body, body)
+		if st >= 400 && st != 409 {
+			assert.Contains(t, string(body), `"code":"`+wire.CodeInvalid+`"`, "%s", c.body)
+			assert.True(t, strings.HasPrefix(string(body), "{"), "%s", body)
+		}
+	}
+	st, body := e.do("PATCH", "/v1/artifacts/keep", nil, as, "ann")
+	assert.Equal(t, 400, st, "no body: %s", body)
+	st, body = e.do("PATCH", "/v1/artifacts/keep", `{"content":"y"}`, as, "ann", "Content-Type", "text/plain")
+	assert.Equal(t, 415, st, "not JSON: %s", body)
+	assert.Contains(t, string(body), `"code":"`+wire.CodeUnsupported+`"`)
+	st, body = e.do("PATCH", "/v1/artifacts/keep", `{"content":"y"}`, as, "ann", "Content-Type", "application/merge-patch+json; charset=utf-8")
+	assert.Equal(t, 200, st, "a +json type is JSON: %s", body)
+	var a workspace.Artifact
+	e.ok(200, &a, "PATCH", "/v1/artifacts/keep", `{"content":"new","kind":"doc","labels":{"k":"v"},"message":"why"}`, as, "ann")
+	e.ok(200, &a, "GET", "/v1/artifacts/keep", nil, as, "ann")
+	assert.Equal(t, "new", string(a.Content))
+	assert.Equal(t, "doc", a.Kind)
+	assert.Equal(t, map[string]string{"k": "v"}, a.Labels)
+}
