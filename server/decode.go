@@ -1,13 +1,12 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -18,8 +17,9 @@ import (
 // into generic maps, then decodes it again into the Go type: for an
 // artifact update, which carries the content, that is the content parsed
 // twice, each parse scanning it twice. The update's body (the served write
-// path agents use most) is instead decoded once, token by token, applying
-// the checks its schema states (changeBody.decodeJSON).
+// path agents use most) is instead checked to be JSON (json.Valid, which
+// allocates nothing) and walked once, applying the checks its schema
+// states (changeBody.decodeJSON).
 //
 // Invariant: a body answers what huma's validation answered (the table of
 // TestArtifactChangeBodyIsCheckedAsTheSchemaSays was recorded from it):
@@ -70,41 +70,87 @@ var changeFields = []string{"actor", "if_version", "fence", "message", "idempote
 
 func (b *changeBody) decodeJSON(data []byte) {
 	b.decoded = true
-	d := &oneDecode{dec: json.NewDecoder(bytes.NewReader(data))}
-	d.dec.UseNumber()
+	d := &oneDecode{b: data}
+	if !json.Valid(data) {
+		// The answer huma gave: encoding/json's own words for it.
+		var v any
+		err := json.Unmarshal(data, &v)
+		if err == nil {
+			err = errNotJSON
+		}
+		b.bad = &bodyError{status: http.StatusBadRequest, detail: huma.ErrorDetail{Location: "body", Message: err.Error()}}
+		return
+	}
 	d.body(&b.ArtifactChangeBody)
-	b.bad = d.result()
+	b.bad = d.schema
 }
 
-// oneDecode walks one body's tokens, keeping the first syntax error (400,
-// which wins) and the first schema error (422).
+var errNotJSON = errors.New("the body is not one JSON value")
+
+// oneDecode walks the tokens of a body json.Valid accepted (so every
+// token is well formed and the walk never runs past the one value),
+// keeping the first thing the schema refuses (422).
 type oneDecode struct {
-	dec    *json.Decoder
-	syntax error
+	b      []byte
+	i      int
 	schema *bodyError
 }
 
-func (d *oneDecode) result() *bodyError {
-	if d.syntax != nil {
-		return &bodyError{status: http.StatusBadRequest, detail: huma.ErrorDetail{Location: "body", Message: d.syntax.Error()}}
+// token returns the next token as json.Decoder.Token would (with
+// UseNumber); commas and colons are skipped.
+func (d *oneDecode) token() json.Token {
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch c {
+		case ' ', '\t', '\n', '\r', ',', ':':
+			d.i++
+		case '{', '}', '[', ']':
+			d.i++
+			return json.Delim(c)
+		case '"':
+			return d.literal()
+		case 't':
+			d.i += len("true")
+			return true
+		case 'f':
+			d.i += len("false")
+			return false
+		case 'n':
+			d.i += len("null")
+			return nil
+		default:
+			j := d.i
+			for j < len(d.b) && strings.IndexByte("+-.eE0123456789", d.b[j]) >= 0 {
+				j++
+			}
+			n := json.Number(d.b[d.i:j])
+			d.i = j
+			return n
+		}
 	}
-	return d.schema
+	return nil
 }
 
-// token returns the next token; false once the body has a syntax error.
-func (d *oneDecode) token() (json.Token, bool) {
-	if d.syntax != nil {
-		return nil, false
+// literal reads a string literal. One without escapes and of valid UTF-8 is
+// its own bytes (what encoding/json returns for it); any other goes
+// through encoding/json, which replaces bad UTF-8 as it always does.
+func (d *oneDecode) literal() string {
+	j, esc := d.i+1, false
+	for d.b[j] != '"' {
+		if d.b[j] == '\\' {
+			esc = true
+			j++
+		}
+		j++
 	}
-	t, err := d.dec.Token()
-	if err == io.EOF {
-		err = io.ErrUnexpectedEOF
+	raw := d.b[d.i : j+1]
+	d.i = j + 1
+	if !esc && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1])
 	}
-	if err != nil {
-		d.syntax = err
-		return nil, false
-	}
-	return t, true
+	var s string
+	_ = json.Unmarshal(raw, &s) // a well-formed string literal: it cannot fail
+	return s
 }
 
 func (d *oneDecode) refuse(where, why string) {
@@ -127,39 +173,21 @@ func (d *oneDecode) skip(t json.Token) {
 		if depth == 0 {
 			return
 		}
-		var ok bool
-		if t, ok = d.token(); !ok {
-			return
-		}
+		t = d.token()
 	}
 }
 
 func (d *oneDecode) body(out *wire.ArtifactChangeBody) {
-	t, ok := d.token()
-	if !ok {
+	if dl, isDelim := d.token().(json.Delim); !isDelim || dl != '{' {
+		d.refuse("body", "expected object")
 		return
 	}
-	if dl, isDelim := t.(json.Delim); !isDelim || dl != '{' {
-		d.refuse("body", "expected object")
-		d.skip(t)
-	} else {
-		d.object(out)
-	}
-	if d.syntax == nil {
-		if _, err := d.dec.Token(); err != io.EOF {
-			d.syntax = errTrailing
-		}
-	}
+	d.object(out)
 }
-
-var errTrailing = errors.New("invalid character after the top-level value")
 
 func (d *oneDecode) object(out *wire.ArtifactChangeBody) {
 	for {
-		t, ok := d.token()
-		if !ok {
-			return
-		}
+		t := d.token()
 		if dl, isDelim := t.(json.Delim); isDelim && dl == '}' {
 			return
 		}
@@ -171,10 +199,7 @@ func (d *oneDecode) object(out *wire.ArtifactChangeBody) {
 				break
 			}
 		}
-		v, ok := d.token()
-		if !ok {
-			return
-		}
+		v := d.token()
 		where := "body." + truncate(key, 64)
 		switch field {
 		case "":
@@ -281,19 +306,13 @@ func (d *oneDecode) labels(where string, v json.Token, out *map[string]string) {
 		m = map[string]string{}
 	}
 	for {
-		t, ok := d.token()
-		if !ok {
-			return
-		}
+		t := d.token()
 		if dl, isDelim := t.(json.Delim); isDelim && dl == '}' {
 			*out = m
 			return
 		}
 		k, _ := t.(string)
-		val, ok := d.token()
-		if !ok {
-			return
-		}
+		val := d.token()
 		if s, isStr := val.(string); isStr {
 			m[k] = s
 			continue

@@ -86,6 +86,25 @@ func TestArtifactChangeBodyIsCheckedAsTheSchemaSays(t *testing.T) {
 	st, body = e.do("PATCH", "/v1/artifacts/keep", `{"content":"y"}`, as, "ann", "Content-Type", "application/merge-patch+json; charset=utf-8")
 	assert.Equal(t, 200, st, "a +json type is JSON: %s", body)
 	var a workspace.Artifact
+	for body, want := range map[string]string{
+		`{"content":"a\"b\\c\/d\u00e9\ud83d\ude00\n"}`:  "a\"b\\c/d\u00e9\U0001F600\n",
+		"{\"content\":\"bad \xff utf-8\"}":              "bad \ufffd utf-8",
+		`{"bogus_free":1,"content":"x"}`:                "",
+		`{"content":"y","labels":{"a":"b"},"kind":"k"}`: "y",
+		`{"labels":{"a":"}],"},"content":"q"}`:          "q",
+		"{\"content\":\"\xe2\x82\xac sign\"}":           "\u20ac sign",
+	} {
+		st, out := e.do("PATCH", "/v1/artifacts/keep", body, as, "ann")
+		if want == "" {
+			assert.Equal(t, 422, st, "%s: %s", body, out)
+			continue
+		}
+		require.Equal(t, 200, st, "%s: %s", body, out)
+		e.ok(200, &a, "GET", "/v1/artifacts/keep", nil, as, "ann")
+		assert.Equal(t, want, string(a.Content), "%s", body)
+	}
+	st, body = e.do("PATCH", "/v1/artifacts/keep", `{"bogus":{"a":[1,{"b":"}"}],"c":"]"},"content":5}`, as, "ann")
+	assert.Equal(t, 422, st, "nested values are skipped whole: %s", body)
 	e.ok(200, &a, "PATCH", "/v1/artifacts/keep", `{"content":"new","kind":"doc","labels":{"k":"v"},"message":"why"}`, as, "ann")
 	e.ok(200, &a, "GET", "/v1/artifacts/keep", nil, as, "ann")
 	assert.Equal(t, "new", string(a.Content))
