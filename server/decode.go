@@ -16,13 +16,14 @@ import (
 // Validate once. Huma checks a body against its schema by decoding it
 // into generic maps, then decodes it again into the Go type: for an
 // artifact update, which carries the content, that is the content parsed
-// twice, each parse scanning it twice. The update's body (the served write
-// path agents use most) is instead checked to be JSON (json.Valid, which
-// allocates nothing) and walked once, applying the checks its schema
-// states (changeBody.decodeJSON).
+// twice, each parse scanning it twice. The bodies of the writes agents
+// send most, an artifact update and a note put, are instead checked to be
+// JSON (json.Valid, which allocates nothing) and walked once, applying the
+// checks their schemas state (changeBody and noteBody).
 //
 // Invariant: a body answers what huma's validation answered (the table of
-// TestArtifactChangeBodyIsCheckedAsTheSchemaSays was recorded from it):
+// TestArtifactChangeBodyIsCheckedAsTheSchemaSays and
+// TestNoteBodyIsCheckedAsTheSchemaSays were recorded from it):
 // 400 for anything that is not one JSON value, checked before anything
 // else; 422 for a value the schema refuses (not an object, an unknown
 // property, a wrong type, an integer that is not a plain int64, a label
@@ -56,33 +57,41 @@ func (e *bodyError) ErrorDetail() *huma.ErrorDetail { return &e.detail }
 // read). A body decodeJSON never saw was refused by huma for its content
 // type before reaching the format.
 func (b *changeBody) Resolve(huma.Context) []error {
+	return resolved(b.decoded, b.bad)
+}
+
+func resolved(decoded bool, bad *bodyError) []error {
 	switch {
-	case b.bad != nil:
-		return []error{b.bad}
-	case !b.decoded:
+	case bad != nil:
+		return []error{bad}
+	case !decoded:
 		return []error{&bodyError{status: http.StatusUnsupportedMediaType, detail: huma.ErrorDetail{Location: "body", Message: "the content type is not JSON"}}}
 	}
 	return nil
 }
 
 // changeFields are the body's properties, as the schema names them.
-var changeFields = []string{"actor", "if_version", "fence", "message", "idempotency_key", "kind", "content_type", "owner", "task_id", "labels", "content", "content_encoding"}
+var changeFields = append([]string{"kind", "content_type", "owner", "task_id", "labels", "content", "content_encoding"}, writeFields...)
 
 func (b *changeBody) decodeJSON(data []byte) {
 	b.decoded = true
-	d := &oneDecode{b: data}
+	b.bad = walk(data, changeFields, b.set)
+}
+
+// walk checks that data is one JSON value (400 with encoding/json's own
+// words if not) and walks it as an object of names with set.
+func walk(data []byte, names []string, set func(d *oneDecode, field, where string, v json.Token)) *bodyError {
 	if !json.Valid(data) {
-		// The answer huma gave: encoding/json's own words for it.
 		var v any
 		err := json.Unmarshal(data, &v)
 		if err == nil {
 			err = errNotJSON
 		}
-		b.bad = &bodyError{status: http.StatusBadRequest, detail: huma.ErrorDetail{Location: "body", Message: err.Error()}}
-		return
+		return &bodyError{status: http.StatusBadRequest, detail: huma.ErrorDetail{Location: "body", Message: err.Error()}}
 	}
-	d.body(&b.ArtifactChangeBody)
-	b.bad = d.schema
+	d := &oneDecode{b: data}
+	d.body(names, set)
+	return d.schema
 }
 
 var errNotJSON = errors.New("the body is not one JSON value")
@@ -177,15 +186,13 @@ func (d *oneDecode) skip(t json.Token) {
 	}
 }
 
-func (d *oneDecode) body(out *wire.ArtifactChangeBody) {
+// body walks one object, handing each property the schema names (matched
+// case-insensitively, as encoding/json matches) to set.
+func (d *oneDecode) body(names []string, set func(d *oneDecode, field, where string, v json.Token)) {
 	if dl, isDelim := d.token().(json.Delim); !isDelim || dl != '{' {
 		d.refuse("body", "expected object")
 		return
 	}
-	d.object(out)
-}
-
-func (d *oneDecode) object(out *wire.ArtifactChangeBody) {
 	for {
 		t := d.token()
 		if dl, isDelim := t.(json.Delim); isDelim && dl == '}' {
@@ -193,7 +200,7 @@ func (d *oneDecode) object(out *wire.ArtifactChangeBody) {
 		}
 		key, _ := t.(string)
 		field := ""
-		for _, f := range changeFields {
+		for _, f := range names {
 			if strings.EqualFold(f, key) {
 				field = f
 				break
@@ -201,60 +208,120 @@ func (d *oneDecode) object(out *wire.ArtifactChangeBody) {
 		}
 		v := d.token()
 		where := "body." + truncate(key, 64)
-		switch field {
-		case "":
+		if field == "" {
 			d.refuse(where, "unexpected property")
 			d.skip(v)
-		case "if_version", "fence":
-			if n, set := d.integer(where, v); set {
-				if field == "fence" {
-					out.Fence = n
-				} else {
-					out.IfVersion = n
-				}
+			continue
+		}
+		set(d, field, where, v)
+	}
+}
+
+// writeFields are wire.WriteFields' properties.
+var writeFields = []string{"actor", "if_version", "fence", "message", "idempotency_key"}
+
+// setWrite sets one of wire.WriteFields' properties; false if field is
+// none of them.
+func (d *oneDecode) setWrite(out *wire.WriteFields, field, where string, v json.Token) bool {
+	switch field {
+	case "if_version", "fence":
+		if n, set := d.integer(where, v); set {
+			if field == "fence" {
+				out.Fence = n
+			} else {
+				out.IfVersion = n
 			}
-		case "labels":
-			d.labels(where, v, &out.Labels)
-		default:
-			s, isNull, ok := d.str(where, v)
-			if !ok {
-				continue
-			}
-			var p *string
-			if !isNull {
-				p = &s
-			}
-			// As encoding/json does, null empties a pointer and leaves a
-			// plain string as it was.
-			switch field {
-			case "actor", "message", "idempotency_key", "content_encoding":
-				if isNull {
-					continue
-				}
-			}
+		}
+		return true
+	case "actor", "message", "idempotency_key":
+		// As encoding/json does, null leaves a plain string as it was.
+		if s, isNull, ok := d.str(where, v); ok && !isNull {
 			switch field {
 			case "actor":
 				out.Actor = s
 			case "message":
 				out.Message = s
-			case "idempotency_key":
+			default:
 				out.IdempotencyKey = s
-			case "kind":
-				out.Kind = p
-			case "content_type":
-				out.ContentType = p
-			case "owner":
-				out.Owner = p
-			case "task_id":
-				out.TaskID = p
-			case "content":
-				out.Content.Content = p
-			case "content_encoding":
-				if s != "utf-8" && s != "base64" {
-					d.refuse(where, `expected value to be one of "utf-8, base64"`)
-				}
-				out.ContentEncoding = s
 			}
+		}
+		return true
+	}
+	return false
+}
+
+func (b *changeBody) set(d *oneDecode, field, where string, v json.Token) {
+	out := &b.ArtifactChangeBody
+	if d.setWrite(&out.WriteFields, field, where, v) {
+		return
+	}
+	if field == "labels" {
+		d.labels(where, v, &out.Labels)
+		return
+	}
+	s, isNull, ok := d.str(where, v)
+	if !ok {
+		return
+	}
+	// As encoding/json does, null empties a pointer and leaves a plain
+	// string as it was.
+	var p *string
+	if !isNull {
+		p = &s
+	}
+	switch field {
+	case "kind":
+		out.Kind = p
+	case "content_type":
+		out.ContentType = p
+	case "owner":
+		out.Owner = p
+	case "task_id":
+		out.TaskID = p
+	case "content":
+		out.Content.Content = p
+	case "content_encoding":
+		if isNull {
+			return
+		}
+		if s != "utf-8" && s != "base64" {
+			d.refuse(where, `expected value to be one of "utf-8, base64"`)
+		}
+		out.ContentEncoding = s
+	}
+}
+
+// noteBody is a note put's body, decoded by decodeJSON and documented as
+// wire.NoteBody (registerWireTypes).
+type noteBody struct {
+	wire.NoteBody
+	decoded bool
+	bad     *bodyError
+}
+
+// noteFields are wire.NoteBody's properties.
+var noteFields = append([]string{"title", "body"}, writeFields...)
+
+// Resolve reports what decodeJSON found, as changeBody's does.
+func (b *noteBody) Resolve(huma.Context) []error {
+	return resolved(b.decoded, b.bad)
+}
+
+func (b *noteBody) decodeJSON(data []byte) {
+	b.decoded = true
+	b.bad = walk(data, noteFields, b.set)
+}
+
+func (b *noteBody) set(d *oneDecode, field, where string, v json.Token) {
+	out := &b.NoteBody
+	if d.setWrite(&out.WriteFields, field, where, v) {
+		return
+	}
+	if s, isNull, ok := d.str(where, v); ok && !isNull {
+		if field == "title" {
+			out.Title = s
+		} else {
+			out.Body = s
 		}
 	}
 }

@@ -38,6 +38,34 @@ func TestOneDecodeAgreesWithEncodingJSON(t *testing.T) {
 		require.NoError(t, json.Unmarshal(body, &want), "%q was accepted", body)
 		assert.Equal(t, want, got.ArtifactChangeBody, "%q", body)
 	}
+	notes := []string{
+		`{"body":"a\"b","title":"t\u00e9","actor":"x","if_version":3,"fence":null,"message":"m","idempotency_key":"k"}`,
+		`{"BODY":"y","Title":null,"body":"z"}`,
+	}
+	checkNote := func(body []byte) {
+		checked++
+		var got noteBody
+		require.NotPanics(t, func() { got.decodeJSON(body) }, "%q", body)
+		if got.bad != nil {
+			return
+		}
+		accepted++
+		var want wire.NoteBody
+		require.NoError(t, json.Unmarshal(body, &want), "%q was accepted", body)
+		assert.Equal(t, want, got.NoteBody, "%q", body)
+	}
+	for _, s := range notes {
+		b := []byte(s)
+		for i := range b {
+			checkNote(b[:i])
+			for _, m := range mutations {
+				c := append([]byte(nil), b...)
+				c[i] = m
+				checkNote(c)
+			}
+		}
+		checkNote(b)
+	}
 	for _, s := range seeds {
 		b := []byte(s)
 		for i := range b {

@@ -111,3 +111,47 @@ func TestArtifactChangeBodyIsCheckedAsTheSchemaSays(t *testing.T) {
 	assert.Equal(t, "doc", a.Kind)
 	assert.Equal(t, map[string]string{"k": "v"}, a.Labels)
 }
+
+// TestNoteBodyIsCheckedAsTheSchemaSays is the same for a note put (the
+// table was recorded from huma's validation).
+func TestNoteBodyIsCheckedAsTheSchemaSays(t *testing.T) {
+	e := newEnv(t, sqliteDSN(t), server.Options{})
+	cases := []struct {
+		body   string
+		status int
+	}{
+		{`{"body":"x"}`, 200},
+		{`{"body":"x","title":"t","actor":"ann","message":"m","idempotency_key":"k1","if_version":0,"fence":0}`, 200},
+		{`{}`, 200},
+		{`{"body":null}`, 200},
+		{`{"title":null}`, 200},
+		{`{"body":5}`, 422},
+		{`{"BODY":"y"}`, 200},
+		{`{"body":"x","bogus":1}`, 422},
+		{`{"body":"x","body":5}`, 422},
+		{`{"if_version":1.0}`, 422},
+		{`{"if_version":"1"}`, 422},
+		{`{"if_version":999,"body":"z"}`, 409},
+		{`null`, 422},
+		{`[]`, 422},
+		{`"x"`, 422},
+		{`{"body":"x"} x`, 400},
+		{`{"body":"x",}`, 400},
+		{`{"labels":{}}`, 422},
+		{`{"fence":null,"body":"q"}`, 200},
+	}
+	for _, c := range cases {
+		st, body := e.do("PUT", "/v1/notes/decision/k", c.body, as, "ann")
+		require.Equal(t, c.status, st, "%s: %s", c.body, body)
+		if st >= 400 && st != 409 {
+			assert.Contains(t, string(body), `"code":"`+wire.CodeInvalid+`"`, "%s", c.body)
+		}
+	}
+	var n workspace.Note
+	e.ok(200, &n, "GET", "/v1/notes/decision/k", nil, as, "ann")
+	assert.Equal(t, "q", n.Body)
+	st, body := e.do("PUT", "/v1/notes/decision/k", `{"body":"x"}`, as, "ann", "Content-Type", "text/plain")
+	assert.Equal(t, 415, st, "not JSON: %s", body)
+	st, body = e.do("PUT", "/v1/notes/decision/k", nil, as, "ann")
+	assert.Equal(t, 400, st, "no body: %s", body)
+}
