@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -180,13 +179,13 @@ func (s *Server) observe(r *http.Request, rec *recorder, p principal, start time
 		route = "unmatched"
 	}
 	d := time.Since(start)
-	code := strconv.Itoa(rec.status)
-	s.metrics.requests.WithLabelValues(route, code).Inc()
-	if route != eventsRoute {
-		s.metrics.latency.WithLabelValues(route).Observe(d.Seconds())
+	rs := s.metrics.forRoute(route, rec.status, r.Method != http.MethodGet && rec.status < 300)
+	rs.requests.Inc()
+	if rs.latency != nil {
+		rs.latency.Observe(d.Seconds())
 	}
-	if r.Method != http.MethodGet && rec.status < 300 {
-		s.metrics.writes.WithLabelValues(route).Inc()
+	if rs.writes != nil {
+		rs.writes.Inc()
 	}
 	if s.log.Enabled(r.Context(), slog.LevelDebug) {
 		s.log.LogAttrs(r.Context(), slog.LevelDebug, "agentspace server: request",

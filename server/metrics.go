@@ -2,6 +2,8 @@ package server
 
 import (
 	"net/http"
+	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -17,6 +19,45 @@ type metrics struct {
 	events   prometheus.Counter
 	writes   *prometheus.CounterVec
 	gatherer prometheus.Gatherer
+	// series holds each route's and status's series once looked up, so
+	// a request's accounting hashes no labels and allocates nothing.
+	series sync.Map // routeCode -> *routeSeries
+}
+
+// routeCode keys the series of one route answered with one status;
+// write is whether the answer counts as a committed write.
+type routeCode struct {
+	route string
+	code  int
+	write bool
+}
+
+// routeSeries are the series a request of one route and status moves.
+// Invariant: they are the vectors' own children for those labels (the
+// vectors are never reset), so counting through them is counting through
+// WithLabelValues.
+type routeSeries struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer // nil for the event stream
+	writes   prometheus.Counter  // nil unless the answer is a committed write
+}
+
+// forRoute returns the series of route answered with code (a committed
+// write when write).
+func (m *metrics) forRoute(route string, code int, write bool) *routeSeries {
+	k := routeCode{route, code, write}
+	if v, ok := m.series.Load(k); ok {
+		return v.(*routeSeries)
+	}
+	rs := &routeSeries{requests: m.requests.WithLabelValues(route, strconv.Itoa(code))}
+	if write {
+		rs.writes = m.writes.WithLabelValues(route)
+	}
+	if route != eventsRoute {
+		rs.latency = m.latency.WithLabelValues(route)
+	}
+	v, _ := m.series.LoadOrStore(k, rs)
+	return v.(*routeSeries)
 }
 
 func newMetrics(reg prometheus.Registerer, g prometheus.Gatherer) (*metrics, error) {

@@ -21,10 +21,12 @@ type noteOut struct {
 }
 
 func (s *Server) noteRoutes() {
-	huma.Register(s.api, s.op("putNote", http.MethodPut, "/v1/notes/{kind}/{key}", "Create or update a note", "notes", 0),
+	put := s.op("putNote", http.MethodPut, "/v1/notes/{kind}/{key}", "Create or update a note", "notes", 0)
+	put.SkipValidateBody = true // the body checks itself (decode.go)
+	huma.Register(s.api, put,
 		func(ctx context.Context, in *struct {
 			NotePath
-			Body wire.NoteBody
+			Body noteBody
 		}) (*noteOut, error) {
 			w, err := s.write(ctx, in.Body.WriteFields)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -158,6 +159,9 @@ func New(ws workspace.Workspace, opts Options) (*Server, error) {
 		"bearer": {Type: "http", Scheme: "bearer", Description: "ast_<id>_<secret>, from wsctl token create"},
 	}
 	cfg.Security = []map[string][]string{{"bearer": {}}, {}}
+	cfg.Formats = maps.Clone(cfg.Formats)
+	cfg.Formats["application/json"] = jsonFormat
+	cfg.Formats["json"] = jsonFormat
 	cfg.Transformers = []huma.Transformer{func(_ huma.Context, _ string, v any) (any, error) {
 		if m, ok := v.(*huma.ErrorModel); ok {
 			return fromHuma(m), nil

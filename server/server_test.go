@@ -237,6 +237,8 @@ func testHappyPath(t *testing.T, e *env) {
 	assert.Equal(t, 200, st2)
 	assert.Contains(t, string(body), `agentspace_http_requests_total{code="201",route="POST /v1/artifacts"} 1`)
 	assert.Contains(t, string(body), "agentspace_http_open_streams")
+	assert.Contains(t, string(body), `agentspace_http_commits_total{route="POST /v1/artifacts"} 1`)
+	assert.NotContains(t, string(body), `agentspace_http_commits_total{route="GET`, "reads count no commits")
 }
 
 // TestLongPollsReturnWhenTheLeaseIsFree checks that a waiting acquire and

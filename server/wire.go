@@ -69,6 +69,8 @@ type artifactWire struct {
 func registerWireTypes(api huma.API) {
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[workspace.Artifact](), reflect.TypeFor[artifactWire]())
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[wire.Duration](), reflect.TypeFor[durationSchema]())
+	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[changeBody](), reflect.TypeFor[wire.ArtifactChangeBody]())
+	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[noteBody](), reflect.TypeFor[wire.NoteBody]())
 }
 
 var (

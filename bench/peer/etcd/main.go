@@ -46,8 +46,14 @@ func main() {
 		sqliteAt = flag.String("sqlite", "", "directory for our SQLite store (empty: skip)")
 		pgDSN    = flag.String("pg", "", "our Postgres DSN, with its own ws_schema (empty: skip)")
 		rounds   = flag.Int("rounds", 2, "how many times etcd and ours alternate")
-		procs    = flag.Int("processes", 0, "also run our W1 from this many processes at c=1 each through one server's unix socket (0: skip)")
+		procs    = flag.Int("processes", 0, "also run W1 from this many processes at c=1 each: etcd's each its own client, ours through one server's unix socket (0: skip)")
 	)
+	if spec := os.Getenv(etcdChildEnv); spec != "" {
+		if err := etcdClient(spec); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if os.Getenv(childEnv) == "1" {
 		// This program re-executed as the bench's child process.
 		if err := bench.ServeChild(context.Background(), os.Stdin, os.Stdout); err != nil {
@@ -60,7 +66,7 @@ func main() {
 	var rows []row
 	for r := range *rounds {
 		log.Printf("round %d: etcd", r+1)
-		er, err := measureEtcd(ctx, *dir, *duration)
+		er, err := measureEtcd(ctx, *dir, *duration, *procs)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -89,6 +95,9 @@ type row struct {
 }
 
 func us(v float64) string {
+	if v < 0 {
+		return "-"
+	}
 	if v >= 1000 {
 		return fmt.Sprintf("%.2fms", v/1000)
 	}
@@ -209,7 +218,7 @@ func freePort() int {
 }
 
 // measureEtcd starts a fresh one-node etcd and measures it.
-func measureEtcd(ctx context.Context, parent string, d time.Duration) ([]row, error) {
+func measureEtcd(ctx context.Context, parent string, d time.Duration, procs int) ([]row, error) {
 	dir, err := os.MkdirTemp(parent, "etcd-peer-")
 	if err != nil {
 		return nil, err
@@ -243,6 +252,13 @@ func measureEtcd(ctx context.Context, parent string, d time.Duration) ([]row, er
 	var out []row
 	for _, c := range []int{1, 16} {
 		r, err := casPut(ctx, clients, c, d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if procs > 0 {
+		r, err := etcdProcesses(ctx, client.String(), procs, d)
 		if err != nil {
 			return nil, err
 		}
