@@ -76,5 +76,6 @@ func scriptParams(dir string, dsn func(work, name string) string) testscript.Par
 
 // TestScriptsWithoutBackend checks what needs no store: usage errors and configuration.
 func TestScriptsWithoutBackend(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, scriptParams("testdata/noback", func(work, name string) string { return "" }))
 }
