@@ -28,14 +28,20 @@ func requireScheme(t *testing.T, scheme string) {
 
 // TestScriptsOnEveryBackend runs testdata/script/*.txtar against fresh
 // stores of each backend: the same commands, outputs and exit codes everywhere.
+// The backends run at once, and beside the other script tests: a script
+// mostly waits for the wsctl it runs, and the scripts of one backend
+// alone leave the test's slots idle while its longest script ends.
 func TestScriptsOnEveryBackend(t *testing.T) {
+	t.Parallel()
 	for _, scheme := range []string{"sqlite", "json"} {
 		t.Run(scheme, func(t *testing.T) {
+			t.Parallel()
 			requireScheme(t, scheme)
 			testscript.Run(t, scriptParams("testdata/script", fileStores[scheme]))
 		})
 	}
 	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
 		requireScheme(t, "postgres")
 		pgtest.ServerDSN(t) // skips with one loud line, or fails under AGENTSPACE_TEST_REQUIRE_POSTGRES=1
 		testscript.Run(t, scriptParams("testdata/script", func(string, string) string { return pgtest.NewDSN(t) }))
@@ -45,6 +51,7 @@ func TestScriptsOnEveryBackend(t *testing.T) {
 // TestScriptsOnSQLite runs what only sqlite can show today: a schema with
 // more than one migration.
 func TestScriptsOnSQLite(t *testing.T) {
+	t.Parallel()
 	requireScheme(t, "sqlite")
 	testscript.Run(t, scriptParams("testdata/sqlite", fileStores["sqlite"]))
 }
@@ -53,6 +60,7 @@ func TestScriptsOnSQLite(t *testing.T) {
 // sqlite -> postgres with export and import, and requires every export to
 // be the same bytes.
 func TestArchiveRoundTripAcrossBackends(t *testing.T) {
+	t.Parallel()
 	for _, scheme := range []string{"sqlite", "json", "postgres"} {
 		requireScheme(t, scheme)
 	}

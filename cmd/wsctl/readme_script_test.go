@@ -27,16 +27,18 @@ type agentRun struct {
 }
 
 // runShellAgent runs the README's script once against dsn, on artifact,
-// with work as the command it runs for each task. wsctl on $PATH is this
-// test binary (see TestMain); AGENTSPACE_ACTOR is unset, so each copy
-// picks its own actor as the README says.
+// with work as the command it runs for each task. wsctl on its $PATH is
+// the real program (wsctltest.Binary, built once and shared with the
+// script tests); AGENTSPACE_ACTOR is unset, so each copy picks its own
+// actor as the README says.
 func runShellAgent(ctx context.Context, t *testing.T, script, dsn, artifact string, work ...string) agentRun {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, "sh", append([]string{script, artifact}, work...)...)
 	cmd.Dir = filepath.Dir(script)
 	// wsctltest.Env: a race-enabled wsctl would sleep 1s at exit; the
 	// agents make dozens of calls.
-	cmd.Env = wsctltest.Env("AGENTSPACE_DSN=" + dsn)
+	path := filepath.Dir(wsctltest.Binary(t)) + string(os.PathListSeparator) + os.Getenv("PATH")
+	cmd.Env = wsctltest.Env("AGENTSPACE_DSN="+dsn, "PATH="+path)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()

@@ -69,6 +69,7 @@ func serveStore(t *testing.T, unix bool) string {
 // workspace with --dsn http://… and http+unix://…: the same commands,
 // outputs and exit codes as on a local store.
 func TestScriptsThroughAServer(t *testing.T) {
+	t.Parallel()
 	requireScheme(t, "http")
 	requireScheme(t, "http+unix")
 	dir := t.TempDir()
@@ -79,6 +80,7 @@ func TestScriptsThroughAServer(t *testing.T) {
 	}
 	for _, transport := range []string{"tcp", "unix"} {
 		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
 			testscript.Run(t, scriptParams(dir, func(string, string) string { return serveStore(t, transport == "unix") }))
 		})
 	}

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/agentspace/agentspace/internal/wsctltest"
 )
 
 func TestMain(m *testing.M) {
@@ -55,12 +58,23 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 
 // scriptParams runs the scripts with AGENTSPACE_DSN, WS2_DSN and WS3_DSN
 // naming three fresh stores, made by dsn from $WORK and a name.
+//
+// The scripts' wsctl is the real program, built once (internal/wsctltest,
+// with the race detector when this test has it) and put first on their
+// PATH: the scripts run it some twelve hundred times, and each start of
+// this test binary as wsctl cost about a third more CPU than the
+// program's own (measured 0.15 s against 0.115 s, both under -race).
 func scriptParams(dir string, dsn func(work, name string) string) testscript.Params {
 	return testscript.Params{
 		Dir:                 dir,
 		Cmds:                scriptCmds,
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
+			bin, err := wsctltest.Path()
+			if err != nil {
+				return err
+			}
+			env.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("AGENTSPACE_DSN", dsn(env.WorkDir, "ws"))
 			env.Setenv("WS2_DSN", dsn(env.WorkDir, "ws2"))
 			env.Setenv("WS3_DSN", dsn(env.WorkDir, "ws3"))
@@ -76,5 +90,6 @@ func scriptParams(dir string, dsn func(work, name string) string) testscript.Par
 
 // TestScriptsWithoutBackend checks what needs no store: usage errors and configuration.
 func TestScriptsWithoutBackend(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, scriptParams("testdata/noback", func(work, name string) string { return "" }))
 }

@@ -48,6 +48,16 @@ func Binary(t testing.TB) string {
 	return built
 }
 
+// Path is Binary for a caller with no testing.TB at hand (a testscript
+// Setup): it returns the build's error instead of failing a test.
+func Path() (string, error) {
+	buildOnce.Do(func() { built, buildErr = build() })
+	if buildErr != nil {
+		return "", fmt.Errorf("wsctltest: %w", buildErr)
+	}
+	return built, nil
+}
+
 // moduleRoot is the directory of this module's go.mod.
 func moduleRoot() (string, error) {
 	_, file, _, ok := runtime.Caller(0)

@@ -1,6 +1,7 @@
 package wsctltest
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -45,4 +46,17 @@ func TestBuildKeyIsStable(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, a, b)
 	assert.Len(t, a, 24)
+}
+
+// Path hands out the build Binary does (one per process, from the cache
+// the other packages' tests share), and it is wsctl.
+func TestPathIsTheBinary(t *testing.T) {
+	p, err := Path()
+	require.NoError(t, err)
+	assert.Equal(t, Binary(t), p)
+	cmd := exec.Command(p, "version")
+	cmd.Env = Env()
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "wsctl")
 }
