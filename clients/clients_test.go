@@ -199,10 +199,15 @@ func TestReadmeSnippetsAreTheTestedExamples(t *testing.T) {
 	n, npm := node(t)
 	dir := clientDir(t, n, npm)
 	s := serve(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
-	for heading, file := range map[string]string{"From TypeScript": "quickstart.mjs", "With LangGraph": "langgraph.mjs"} {
-		body, err := os.ReadFile(filepath.Join(dir, "examples", file))
+	langgraph, err := os.ReadFile(repoDir(t, "docs", "langgraph.md"))
+	require.NoError(t, err)
+	for _, s := range []struct{ doc, text, heading, file string }{
+		{"README.md", string(readme), "From TypeScript", "quickstart.mjs"},
+		{"docs/langgraph.md", string(langgraph), "With LangGraph", "langgraph.mjs"},
+	} {
+		body, err := os.ReadFile(filepath.Join(dir, "examples", s.file))
 		require.NoError(t, err)
-		assert.Equal(t, string(body), snippet(t, string(readme), heading), "README %q differs from clients/typescript/examples/%s", heading, file)
+		assert.Equal(t, string(body), snippet(t, s.text, s.heading), "%s %q differs from clients/typescript/examples/%s", s.doc, s.heading, s.file)
 	}
 	out := run(t, dir, s.env("readme"), n, filepath.Join("examples", "quickstart.mjs"))
 	assert.Contains(t, out, "conflict: current version is 1")
@@ -211,13 +216,14 @@ func TestReadmeSnippetsAreTheTestedExamples(t *testing.T) {
 	assert.Contains(t, out, "[ 'worked' ]")
 }
 
-// snippet returns the first ```js block after the "## heading" line.
+// snippet returns the first ```js block after the "## heading" line of a
+// document.
 func snippet(t *testing.T, readme, heading string) string {
 	t.Helper()
 	_, rest, ok := strings.Cut(readme, "\n## "+heading+"\n")
-	require.True(t, ok, "README has no ## %s", heading)
+	require.True(t, ok, "no ## %s", heading)
 	_, rest, ok = strings.Cut(rest, "```js\n")
-	require.True(t, ok, "README ## %s has no ```js block", heading)
+	require.True(t, ok, "## %s has no ```js block", heading)
 	block, _, ok := strings.Cut(rest, "```\n")
 	require.True(t, ok)
 	return block

@@ -26,11 +26,11 @@ type agentRun struct {
 	stderr string
 }
 
-// runShellAgent runs the README's script once against dsn, on artifact,
+// runShellAgent runs the shell agent script of docs/shell-agents.md once against dsn, on artifact,
 // with work as the command it runs for each task. wsctl on its $PATH is
 // the real program (wsctltest.Binary, built once and shared with the
 // script tests); AGENTSPACE_ACTOR is unset, so each copy picks its own
-// actor as the README says.
+// actor as the script says.
 func runShellAgent(ctx context.Context, t *testing.T, script, dsn, artifact string, work ...string) agentRun {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, "sh", append([]string{script, artifact}, work...)...)
@@ -49,7 +49,7 @@ func runShellAgent(ctx context.Context, t *testing.T, script, dsn, artifact stri
 	return agentRun{code: cmd.ProcessState.ExitCode(), stderr: stderr.String()}
 }
 
-// TestReadmeShellAgentIsSafeInParallel runs three copies of the README's
+// TestReadmeShellAgentIsSafeInParallel runs three copies of docs/shell-agents.md's
 // shell agent at once over six tasks that each append a line to one
 // artifact: every task is claimed once and done, the lock changes hands
 // with a new token each time and is never shared, and no write is lost.
@@ -58,7 +58,7 @@ func TestReadmeShellAgentIsSafeInParallel(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	script := filepath.Join(dir, "agent.sh")
-	require.NoError(t, os.WriteFile(script, []byte(wsctltest.ReadmeScript(t, "#!/bin/sh")), 0o600))
+	require.NoError(t, os.WriteFile(script, []byte(wsctltest.DocScript(t, "#!/bin/sh")), 0o600))
 	dsn := "sqlite:" + filepath.Join(dir, "ws.db")
 
 	ws, err := workspace.Open(ctx, dsn)
@@ -133,7 +133,7 @@ func TestReadmeShellAgentGivesBackWhatItHeldOnFailure(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	script := filepath.Join(dir, "agent.sh")
-	require.NoError(t, os.WriteFile(script, []byte(wsctltest.ReadmeScript(t, "#!/bin/sh")), 0o600))
+	require.NoError(t, os.WriteFile(script, []byte(wsctltest.DocScript(t, "#!/bin/sh")), 0o600))
 	dsn := "sqlite:" + filepath.Join(dir, "ws.db")
 
 	ws, err := workspace.Open(ctx, dsn)

@@ -70,7 +70,7 @@ func newWorkspace(t *testing.T) (workspace.Workspace, string) {
 }
 
 // TestWorktreeAgentsMergeInSubmissionOrderAndOneConflicts runs five copies
-// of the README's worktree agent at once over five tasks, then the merge
+// of docs/shell-agents.md's worktree agent at once over five tasks, then the merge
 // queue: the four that touch disjoint files (and the first of the two
 // that touch shared.txt) land in submission order, validated; the other
 // comes back with shared.txt named, and main holds exactly the merged ones.
@@ -81,7 +81,7 @@ func TestWorktreeAgentsMergeInSubmissionOrderAndOneConflicts(t *testing.T) {
 	ws, dsn := newWorkspace(t)
 	dir := t.TempDir()
 	script := filepath.Join(dir, "worktree-agent.sh")
-	require.NoError(t, os.WriteFile(script, []byte(wsctltest.ReadmeScript(t, "#!/usr/bin/env sh")), 0o600))
+	require.NoError(t, os.WriteFile(script, []byte(wsctltest.DocScript(t, "#!/usr/bin/env sh")), 0o600))
 	// Each task's title says what its work writes.
 	doWork := filepath.Join(dir, "do-work.sh")
 	require.NoError(t, os.WriteFile(doWork, []byte(`set -eu

@@ -262,17 +262,17 @@ func Init(t testing.TB, bin, dsn string) {
 	}
 }
 
-// ReadmeScript returns the README's one ```sh block whose first line is
-// shebang (as "#!/bin/sh"), verbatim: the scripts the README offers as
-// agents, which tests run as they are. It fails t unless exactly one
+// DocScript returns the one ```sh block of docs/shell-agents.md whose first
+// line is shebang (as "#!/bin/sh"), verbatim: the scripts the docs offer
+// as agents, which tests run as they are. It fails t unless exactly one
 // block starts so.
-func ReadmeScript(t testing.TB, shebang string) string {
+func DocScript(t testing.TB, shebang string) string {
 	t.Helper()
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatalf("wsctltest: %v", err)
 	}
-	b, err := os.ReadFile(filepath.Join(root, "README.md")) // #nosec G304 -- this module's README
+	b, err := os.ReadFile(filepath.Join(root, "docs", "shell-agents.md")) // #nosec G304 -- this module's docs
 	if err != nil {
 		t.Fatalf("wsctltest: %v", err)
 	}
@@ -298,10 +298,10 @@ func ReadmeScript(t testing.TB, shebang string) string {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		t.Fatalf("wsctltest: reading README.md: %v", err)
+		t.Fatalf("wsctltest: reading docs/shell-agents.md: %v", err)
 	}
 	if found != 1 {
-		t.Fatalf("README.md must hold exactly one ```sh block starting with %s, not %d", shebang, found)
+		t.Fatalf("docs/shell-agents.md must hold exactly one ```sh block starting with %s, not %d", shebang, found)
 	}
 	return script.String()
 }

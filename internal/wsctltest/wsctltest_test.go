@@ -25,10 +25,10 @@ func TestEnvKeepsTheTestsVariablesOnly(t *testing.T) {
 	assert.Equal(t, "AGENTSPACE_DSN=sqlite:/here.db", env[len(env)-1])
 }
 
-// The README holds one of each agent script, verbatim from its shebang.
-func TestReadmeScriptFindsEachAgent(t *testing.T) {
+// docs/shell-agents.md holds one of each agent script, verbatim from its shebang.
+func TestDocScriptFindsEachAgent(t *testing.T) {
 	for _, shebang := range []string{"#!/bin/sh", "#!/usr/bin/env sh"} {
-		s := ReadmeScript(t, shebang)
+		s := DocScript(t, shebang)
 		require.True(t, strings.HasPrefix(s, shebang+"\n"), "%q", s)
 		assert.Contains(t, s, "wsctl")
 		assert.NotContains(t, s, "```")
