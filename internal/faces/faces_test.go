@@ -40,9 +40,10 @@ const (
 	reservedRead  = "read a token record"
 	adminOp       = "run an admin operation (gc)"
 	outsideRole   = "write outside the role (docs/x.md, locks on docs/)"
+	stopAgent     = "stop another agent (admin.tokens)"
 )
 
-var actions = []string{impersonate, reservedWrite, reservedRead, adminOp, outsideRole}
+var actions = []string{impersonate, reservedWrite, reservedRead, adminOp, outsideRole, stopAgent}
 
 // unconditional are the actions refused with no policy at all (the
 // default): identity and the system's own records do not depend on roles.
@@ -203,6 +204,9 @@ func apiDo(ctx context.Context, e *env, ws workspace.Workspace, action string) e
 	case outsideRole:
 		_, err := ws.Artifacts().Create(ctx, bob, workspace.NewArtifact{Name: "docs/x.md", Content: []byte("x")})
 		return err
+	case stopAgent:
+		_, err := ws.Commit(ctx, workspace.Batch{Actor: "bob", Ops: []workspace.Op{workspace.StopActorOp{Actor: "alice"}}})
+		return err
 	}
 	panic("unknown action " + action)
 }
@@ -227,6 +231,8 @@ func httpFace(t *testing.T, e *env, action string) (outcome, string) {
 		method, path, body = "POST", "/v1/admin/gc", `{"keep_versions":1}`
 	case outsideRole:
 		method, path, body = "POST", "/v1/artifacts", `{"name":"docs/x.md","content":"x"}`
+	case stopAgent:
+		method, path, body = "POST", "/v1/agents/alice/stop", `{}`
 	}
 	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
 	require.NoError(t, err)
@@ -259,6 +265,8 @@ func cliFace(t *testing.T, e *env, action string) (outcome, string) {
 		args = []string{"gc", "--keep-versions", "1"}
 	case outsideRole:
 		args = []string{"artifact", "put", "docs/x.md"}
+	case stopAgent:
+		args = []string{"agent", "stop", "alice"}
 	}
 	cmd := exec.Command(e.bin, append([]string{"--dsn", e.url}, args...)...) // #nosec G204 -- the test's own binary
 	cmd.Env = wsctltest.Env("AGENTSPACE_TOKEN="+e.bobToken, "AGENTSPACE_ACTOR=bob")
@@ -323,6 +331,11 @@ func mcpDo(t *testing.T, cs *sdk.ClientSession, e *env, action string, canImpers
 		return inexpressible, "no admin tool"
 	case outsideRole:
 		return call("artifact_write", map[string]any{"name": "docs/x.md", "content": "x"})
+	case stopAgent:
+		for _, tl := range tools.Tools {
+			require.NotContains(t, tl.Name, "agent", "tool %s", tl.Name)
+		}
+		return inexpressible, "no tool stops an agent"
 	}
 	panic("unknown action " + action)
 }
@@ -365,10 +378,10 @@ func mcpStdio(t *testing.T, e *env, action string) (outcome, string) {
 }
 
 // dashboardFace: the dashboard's operator actions, posted with bob's token
-// from the dashboard's own origin. Its only write is on locks and tasks;
+// from the dashboard's own origin. Its writes are on locks, tasks and agents;
 // the rest cannot be asked for there.
 func dashboardFace(t *testing.T, e *env, action string) (outcome, string) {
-	if action != outsideRole {
+	if action != outsideRole && action != stopAgent {
 		for _, p := range []string{"/ui/notes?kind=token"} {
 			req, err := http.NewRequest("GET", e.url+p, nil)
 			require.NoError(t, err)
@@ -385,8 +398,11 @@ func dashboardFace(t *testing.T, e *env, action string) (outcome, string) {
 		}
 		return inexpressible, "the dashboard has no action for it"
 	}
-	form := url.Values{"resource": {"file:docs/x"}}
-	req, err := http.NewRequest("POST", e.url+"/ui/action/lock/release", strings.NewReader(form.Encode()))
+	form, route := url.Values{"resource": {"file:docs/x"}}, "/ui/action/lock/release"
+	if action == stopAgent {
+		form, route = url.Values{"actor": {"alice"}}, "/ui/action/agent/stop"
+	}
+	req, err := http.NewRequest("POST", e.url+route, strings.NewReader(form.Encode()))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+e.bobToken)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -397,5 +413,5 @@ func dashboardFace(t *testing.T, e *env, action string) (outcome, string) {
 	if res.StatusCode == http.StatusForbidden {
 		return refused, "403"
 	}
-	return allowed, fmt.Sprintf("POST lock release: %d", res.StatusCode)
+	return allowed, fmt.Sprintf("POST %s: %d", route, res.StatusCode)
 }
