@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/agentspace/agentspace/workspace/driver"
@@ -52,79 +51,37 @@ func (m *migrator) chain(ctx context.Context) error {
 // chainExisting chains batch by batch until counters.chain_next is 0. db's
 // search_path is the workspace's schema.
 func chainExisting(ctx context.Context, db *sql.DB) error {
-	for {
-		done, err := chainStep(ctx, db, chainBatch)
-		if err != nil {
-			return fmt.Errorf("postgres: chaining the events written before the chain: %w", err)
-		}
-		if done {
-			return nil
-		}
+	if err := driver.ChainExisting(ctx, db, chainUp, chainBatch); err != nil {
+		return fmt.Errorf("postgres: chaining the events written before the chain: %w", err)
 	}
+	return nil
 }
 
-// chainStep chains up to limit events from counters.chain_next in one
-// transaction and reports whether none is left.
-func chainStep(ctx context.Context, db *sql.DB, limit int) (done bool, err error) {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return false, err
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
-	var (
-		next int64
-		prev []byte
-	)
-	if err := tx.QueryRowContext(ctx, chainNextSQL).Scan(&next, &prev); err != nil {
-		return false, err
-	}
-	if next == 0 {
-		return true, tx.Rollback()
-	}
-	var below []byte
-	switch err := tx.QueryRowContext(ctx, chainPrevSQL, next-1).Scan(&below); {
-	case errors.Is(err, sql.ErrNoRows): // next is the floor: chain from floor_hash
-	case err != nil:
-		return false, err
-	case below == nil:
-		return false, fmt.Errorf("event %d, below the chain's resume point %d, has no hash", next-1, next)
-	default:
-		prev = below
-	}
-	evs, err := chainRange(ctx, tx, next, limit)
-	if err != nil {
-		return false, err
-	}
-	seqs := make([]int64, len(evs))
-	hashes := make([][]byte, len(evs))
-	for i, ce := range evs {
-		if ce.Hash != nil {
-			return false, fmt.Errorf("event %d already has a hash: refusing to chain over it", ce.Event.Seq)
-		}
-		prev = driver.ChainHash(prev, ce.Event)
-		seqs[i], hashes[i] = ce.Event.Seq, prev
-	}
-	if len(evs) > 0 {
+// chainUp is what driver.ChainExisting needs of a Postgres store.
+var chainUp = driver.ChainUp{
+	Resume: func(ctx context.Context, tx *sql.Tx) (next int64, floorHash []byte, err error) {
+		err = tx.QueryRowContext(ctx, chainNextSQL).Scan(&next, &floorHash)
+		return next, floorHash, err
+	},
+	HashOf: func(ctx context.Context, tx *sql.Tx, seq int64) (h []byte, err error) {
+		err = tx.QueryRowContext(ctx, chainPrevSQL, seq).Scan(&h)
+		return h, err
+	},
+	Range: chainRange,
+	Set: func(ctx context.Context, tx *sql.Tx, seqs []int64, hashes [][]byte) error {
 		res, err := tx.ExecContext(ctx, chainSetSQL, seqs, hashes)
 		if err != nil {
-			return false, err
+			return err
 		}
-		if n, err := res.RowsAffected(); err != nil || n != int64(len(evs)) {
-			return false, fmt.Errorf("%d of %d events chained from %d (%v)", n, len(evs), next, err)
+		if n, err := res.RowsAffected(); err != nil || n != int64(len(seqs)) {
+			return fmt.Errorf("%d of %d events chained from %d (%v)", n, len(seqs), seqs[0], err)
 		}
-	}
-	moved := int64(0)
-	if len(evs) == limit {
-		moved = evs[len(evs)-1].Event.Seq + 1
-	}
-	if _, err := tx.ExecContext(ctx, chainMovedSQL, moved, prev); err != nil {
-		return false, err
-	}
-	return moved == 0, tx.Commit()
+		return nil
+	},
+	Moved: func(ctx context.Context, tx *sql.Tx, next int64, last []byte) error {
+		_, err := tx.ExecContext(ctx, chainMovedSQL, next, last)
+		return err
+	},
 }
 
 // chainRange reads up to limit events from seq from on, with their hashes.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // previousRelease is the schema of the release before the event chain.
@@ -137,7 +138,7 @@ func TestUpgradeCutShortResumesOnTheNextOpen(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, m.run(ctx, m.m.Up), "the schema step alone")
 	assert.Equal(t, int64(1), chainNextOf(t, dsn), "the migration asks for the log to be chained")
-	done, err := chainStep(ctx, m.db, chainBatch)
+	done, err := driver.ChainStep(ctx, m.db, chainUp, chainBatch)
 	require.NoError(t, err)
 	require.False(t, done)
 	require.NoError(t, m.Close())

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/agentspace/agentspace/workspace/driver"
@@ -44,70 +43,35 @@ func chainExisting(ctx context.Context, db *sql.DB, path string) error {
 	if err != nil || s.chainNext == 0 {
 		return err
 	}
-	for {
-		done, err := chainStep(ctx, db, chainBatch)
-		if err != nil {
-			return fmt.Errorf("sqlite: chaining the events written before the chain: %w", describe(err, path))
-		}
-		if done {
-			return nil
-		}
+	if err := driver.ChainExisting(ctx, db, chainUp, chainBatch); err != nil {
+		return fmt.Errorf("sqlite: chaining the events written before the chain: %w", describe(err, path))
 	}
+	return nil
 }
 
-// chainStep chains up to limit events from meta.chain_next in one
-// transaction and reports whether none is left.
-func chainStep(ctx context.Context, db *sql.DB, limit int) (done bool, err error) {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return false, err
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
+// chainUp is what driver.ChainExisting needs of a SQLite store.
+var chainUp = driver.ChainUp{
+	Resume: func(ctx context.Context, tx *sql.Tx) (next int64, floorHash []byte, err error) {
+		err = tx.QueryRowContext(ctx, qChainNext).Scan(&next, &floorHash)
+		return next, floorHash, err
+	},
+	HashOf: func(ctx context.Context, tx *sql.Tx, seq int64) (h []byte, err error) {
+		err = tx.QueryRowContext(ctx, qChainPrev, seq).Scan(&h)
+		return h, err
+	},
+	Range: chainRange,
+	Set: func(ctx context.Context, tx *sql.Tx, seqs []int64, hashes [][]byte) error {
+		for i, seq := range seqs {
+			if _, err := tx.ExecContext(ctx, qChainSet, hashes[i], seq); err != nil {
+				return err
+			}
 		}
-	}()
-	var (
-		next int64
-		prev []byte
-	)
-	if err := tx.QueryRowContext(ctx, qChainNext).Scan(&next, &prev); err != nil {
-		return false, err
-	}
-	if next == 0 {
-		return true, tx.Rollback()
-	}
-	var below []byte
-	switch err := tx.QueryRowContext(ctx, qChainPrev, next-1).Scan(&below); {
-	case errors.Is(err, sql.ErrNoRows): // next is the floor: chain from floor_hash
-	case err != nil:
-		return false, err
-	case below == nil:
-		return false, fmt.Errorf("event %d, below the chain's resume point %d, has no hash", next-1, next)
-	default:
-		prev = below
-	}
-	evs, err := chainRange(ctx, tx, next, limit)
-	if err != nil {
-		return false, err
-	}
-	for _, ce := range evs {
-		if ce.Hash != nil {
-			return false, fmt.Errorf("event %d already has a hash: refusing to chain over it", ce.Event.Seq)
-		}
-		prev = driver.ChainHash(prev, ce.Event)
-		if _, err := tx.ExecContext(ctx, qChainSet, prev, ce.Event.Seq); err != nil {
-			return false, err
-		}
-	}
-	moved := int64(0)
-	if len(evs) == limit {
-		moved = evs[len(evs)-1].Event.Seq + 1
-	}
-	if _, err := tx.ExecContext(ctx, qChainMoved, moved); err != nil {
-		return false, err
-	}
-	return moved == 0, tx.Commit()
+		return nil
+	},
+	Moved: func(ctx context.Context, tx *sql.Tx, next int64, _ []byte) error {
+		_, err := tx.ExecContext(ctx, qChainMoved, next)
+		return err
+	},
 }
 
 // chainRange reads up to limit events from seq from on, with their hashes.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // previousRelease is the schema of the release before the event chain.
@@ -129,7 +130,7 @@ func TestUpgradeCutShortResumesOnTheNextOpen(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, runMigration(db, func(m *migrate.Migrate) error { return m.Up() }))
 	assert.Equal(t, int64(1), chainNext(t, path), "the migration asks for the log to be chained")
-	done, err := chainStep(ctx, db, chainBatch)
+	done, err := driver.ChainStep(ctx, db, chainUp, chainBatch)
 	require.NoError(t, err)
 	require.False(t, done)
 	require.NoError(t, db.Close())
