@@ -253,7 +253,7 @@ type env struct {
 	dsn     string
 	backend string
 	prefix  string
-	handles []workspace.Workspace
+	handles []*workspace.Workspace
 	// updates counts the store transactions of the handles' stores (or,
 	// through a server, of the server's store).
 	updates *atomic.Int64
@@ -275,11 +275,11 @@ func newEnv(ctx context.Context, dsn string, handles int, shared bool) (*env, er
 	_, _ = rand.Read(e.content)
 	for i := range handles {
 		var (
-			ws  workspace.Workspace
+			ws  *workspace.Workspace
 			err error
 		)
 		if shared && i > 0 {
-			ws, err = workspace.Attach(e.handles[0])
+			ws, err = e.handles[0].Attach()
 		} else {
 			ws, err = e.open(ctx)
 		}
@@ -314,7 +314,7 @@ func servedScheme(scheme string) bool {
 // open opens one more handle whose store transactions are counted. A
 // scheme with no store driver (a server's: http, https, http+unix) gets a
 // plain workspace.Open: its commits happen, and are counted, in the server.
-func (e *env) open(ctx context.Context) (workspace.Workspace, error) {
+func (e *env) open(ctx context.Context) (*workspace.Workspace, error) {
 	p, err := workspace.ParseDSN(e.dsn)
 	if err != nil {
 		return nil, err
@@ -342,7 +342,7 @@ func (e *env) close() {
 }
 
 // ws is the handle goroutine w uses.
-func (e *env) ws(w int) workspace.Workspace { return e.handles[w%len(e.handles)] }
+func (e *env) ws(w int) *workspace.Workspace { return e.handles[w%len(e.handles)] }
 
 // body returns 1 KiB of content that differs for every n (identical
 // content would be deduplicated).

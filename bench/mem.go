@@ -169,7 +169,7 @@ func putEvents(ctx context.Context, put func(n int) error, n int) error {
 // withSubscribers attaches n subscribers to ws from its head, each read by
 // a goroutine, and runs fn; waitAll in fn returns once every subscriber
 // has received the head as it is when waitAll is called.
-func withSubscribers(ctx context.Context, ws workspace.Workspace, n int, fn func(waitAll func(context.Context) error) error) error {
+func withSubscribers(ctx context.Context, ws *workspace.Workspace, n int, fn func(waitAll func(context.Context) error) error) error {
 	head, err := ws.Events().Head(ctx)
 	if err != nil {
 		return err

@@ -53,7 +53,7 @@ func childW1(ctx context.Context, req childRequest, in *bufio.Reader, enc *json.
 			return enc.Encode(w1Result{Err: err.Error()})
 		}
 		defer ws.Close()
-		e := &env{dsn: req.DSN, prefix: req.Name, handles: []workspace.Workspace{ws}, updates: new(atomic.Int64), content: make([]byte, 1024)}
+		e := &env{dsn: req.DSN, prefix: req.Name, handles: []*workspace.Workspace{ws}, updates: new(atomic.Int64), content: make([]byte, 1024)}
 		_, _ = rand.Read(e.content)
 		if o, err = w1(ctx, e, "w1", 1); err != nil {
 			return enc.Encode(w1Result{Err: err.Error()})

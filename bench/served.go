@@ -170,11 +170,11 @@ func runVia(ctx context.Context, cfg Config, base *env, via string, out func(Row
 	// and event hub): one store, whose commits are counted either way,
 	// and no second store reading the other's commits from the file or
 	// the database.
-	h, err := workspace.Attach(base.handles[0])
+	h, err := base.handles[0].Attach()
 	if err != nil {
 		return err
 	}
-	srv, err := serveHandle(&env{dsn: base.dsn, backend: base.backend, handles: []workspace.Workspace{h}, updates: base.updates}, via)
+	srv, err := serveHandle(&env{dsn: base.dsn, backend: base.backend, handles: []*workspace.Workspace{h}, updates: base.updates}, via)
 	if err != nil {
 		_ = h.Close()
 		return err

@@ -165,7 +165,7 @@ func analyzed(e *env, cfg Config) string {
 }
 
 // drain attaches a subscriber to ws that reads everything until cleanup.
-func drain(ctx context.Context, ws workspace.Workspace) (func(), error) {
+func drain(ctx context.Context, ws *workspace.Workspace) (func(), error) {
 	head, err := ws.Events().Head(ctx)
 	if err != nil {
 		return nil, err
@@ -365,7 +365,7 @@ type receipts struct {
 	stop func()
 }
 
-func follow(ctx context.Context, ws workspace.Workspace) (*receipts, error) {
+func follow(ctx context.Context, ws *workspace.Workspace) (*receipts, error) {
 	head, err := ws.Events().Head(ctx)
 	if err != nil {
 		return nil, err
@@ -417,7 +417,7 @@ func (r *receipts) await(ctx context.Context, seq int64) (time.Time, error) {
 
 // followProcess starts a child process that subscribes after ws's head
 // and reports when each event arrived there.
-func followProcess(ctx context.Context, e *env, ws workspace.Workspace, start func(context.Context) *exec.Cmd) (*receipts, error) {
+func followProcess(ctx context.Context, e *env, ws *workspace.Workspace, start func(context.Context) *exec.Cmd) (*receipts, error) {
 	head, err := ws.Events().Head(ctx)
 	if err != nil {
 		return nil, err
@@ -496,7 +496,7 @@ func w6(ctx context.Context, e *env, variant string, child func(context.Context)
 		writer = e.handles[1%len(e.handles)]
 		r, err = follow(ctx, sub)
 	case "other pool":
-		var own workspace.Workspace
+		var own *workspace.Workspace
 		if own, err = e.open(ctx); err != nil {
 			return nil, nil, err
 		}

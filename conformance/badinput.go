@@ -21,7 +21,7 @@ type fixture struct {
 	lease    workspace.Lease
 }
 
-func populate(t testing.TB, ws workspace.Workspace) fixture {
+func populate(t testing.TB, ws *workspace.Workspace) fixture {
 	t.Helper()
 	ctx := testCtx(t)
 	var fx fixture
@@ -38,24 +38,24 @@ func populate(t testing.TB, ws workspace.Workspace) fixture {
 
 type badCall struct {
 	name    string
-	call    func(ctx context.Context, ws workspace.Workspace, fx fixture) error
+	call    func(ctx context.Context, ws *workspace.Workspace, fx fixture) error
 	wantErr error
 }
 
 // Helpers that make one bad call each, keeping the table one line per input.
-func createNamed(name string) func(context.Context, workspace.Workspace, fixture) error {
+func createNamed(name string) func(context.Context, *workspace.Workspace, fixture) error {
 	return createArt(as("bob"), workspace.NewArtifact{Name: name})
 }
 
-func createArt(w workspace.Write, a workspace.NewArtifact) func(context.Context, workspace.Workspace, fixture) error {
-	return func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+func createArt(w workspace.Write, a workspace.NewArtifact) func(context.Context, *workspace.Workspace, fixture) error {
+	return func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 		_, err := ws.Artifacts().Create(ctx, w, a)
 		return err
 	}
 }
 
-func updateArt(w workspace.Write, ref func(fixture) workspace.ArtifactRef, c workspace.ArtifactChange) func(context.Context, workspace.Workspace, fixture) error {
-	return func(ctx context.Context, ws workspace.Workspace, fx fixture) error {
+func updateArt(w workspace.Write, ref func(fixture) workspace.ArtifactRef, c workspace.ArtifactChange) func(context.Context, *workspace.Workspace, fixture) error {
+	return func(ctx context.Context, ws *workspace.Workspace, fx fixture) error {
 		_, err := ws.Artifacts().Update(ctx, w, ref(fx), c)
 		return err
 	}
@@ -63,50 +63,50 @@ func updateArt(w workspace.Write, ref func(fixture) workspace.ArtifactRef, c wor
 
 func byFixtureID(fx fixture) workspace.ArtifactRef { return workspace.ByID(fx.artifact.ID) }
 
-func putNote(w workspace.Write, n workspace.NotePut) func(context.Context, workspace.Workspace, fixture) error {
-	return func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+func putNote(w workspace.Write, n workspace.NotePut) func(context.Context, *workspace.Workspace, fixture) error {
+	return func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 		_, err := ws.Notes().Put(ctx, w, n)
 		return err
 	}
 }
 
-func createTask(w workspace.Write, nt workspace.NewTask) func(context.Context, workspace.Workspace, fixture) error {
-	return func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+func createTask(w workspace.Write, nt workspace.NewTask) func(context.Context, *workspace.Workspace, fixture) error {
+	return func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 		_, err := ws.Tasks().Create(ctx, w, nt)
 		return err
 	}
 }
 
-func updateTask(w workspace.Write, c workspace.TaskChange) func(context.Context, workspace.Workspace, fixture) error {
-	return func(ctx context.Context, ws workspace.Workspace, fx fixture) error {
+func updateTask(w workspace.Write, c workspace.TaskChange) func(context.Context, *workspace.Workspace, fixture) error {
+	return func(ctx context.Context, ws *workspace.Workspace, fx fixture) error {
 		_, err := ws.Tasks().Update(ctx, w, fx.task.ID, c)
 		return err
 	}
 }
 
-func acquireReq(r workspace.AcquireRequest) func(context.Context, workspace.Workspace, fixture) error {
-	return func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+func acquireReq(r workspace.AcquireRequest) func(context.Context, *workspace.Workspace, fixture) error {
+	return func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 		_, err := ws.Locks().Acquire(ctx, r)
 		return err
 	}
 }
 
-func claimReq(r workspace.ClaimRequest) func(context.Context, workspace.Workspace, fixture) error {
-	return func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+func claimReq(r workspace.ClaimRequest) func(context.Context, *workspace.Workspace, fixture) error {
+	return func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 		_, err := ws.Tasks().Claim(ctx, r)
 		return err
 	}
 }
 
-func readQ(q workspace.EventQuery) func(context.Context, workspace.Workspace, fixture) error {
-	return func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+func readQ(q workspace.EventQuery) func(context.Context, *workspace.Workspace, fixture) error {
+	return func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 		_, err := ws.Events().Read(ctx, q)
 		return err
 	}
 }
 
-func commitOps(actor string, ops ...workspace.Op) func(context.Context, workspace.Workspace, fixture) error {
-	return func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+func commitOps(actor string, ops ...workspace.Op) func(context.Context, *workspace.Workspace, fixture) error {
+	return func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 		_, err := ws.Commit(ctx, workspace.Batch{Actor: actor, Ops: ops})
 		return err
 	}
@@ -172,34 +172,34 @@ func badInputs() []badCall {
 		{"update with a bad kind", updateArt(as("bob"), byFixtureID, workspace.ArtifactChange{Kind: ptr("BAD")}), inv},
 		{"update with an empty owner", updateArt(as("bob"), byFixtureID, workspace.ArtifactChange{Owner: ptr("")}), inv},
 		{"update with oversized content", updateArt(as("bob"), byFixtureID, workspace.ArtifactChange{Content: make([]byte, 2048)}), big},
-		{"get with a negative version", func(ctx context.Context, ws workspace.Workspace, fx fixture) error {
+		{"get with a negative version", func(ctx context.Context, ws *workspace.Workspace, fx fixture) error {
 			_, err := ws.Artifacts().Get(ctx, workspace.ArtifactRef{ID: fx.artifact.ID, Version: -1})
 			return err
 		}, inv},
-		{"get by a name with ..", func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+		{"get by a name with ..", func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 			_, err := ws.Artifacts().Get(ctx, workspace.ByName("../docs/a.md"))
 			return err
 		}, inv},
-		{"versions of an absolute name", func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+		{"versions of an absolute name", func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 			_, err := ws.Artifacts().Versions(ctx, workspace.ByName("/docs/a.md"))
 			return err
 		}, inv},
-		{"delete by a bad ID", func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+		{"delete by a bad ID", func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 			return ws.Artifacts().Delete(ctx, as("bob"), workspace.ByID("1234"))
 		}, inv},
-		{"rollback to version 0", func(ctx context.Context, ws workspace.Workspace, fx fixture) error {
+		{"rollback to version 0", func(ctx context.Context, ws *workspace.Workspace, fx fixture) error {
 			_, err := ws.Artifacts().Rollback(ctx, as("bob"), workspace.ByID(fx.artifact.ID), 0)
 			return err
 		}, inv},
-		{"rollback to a negative version", func(ctx context.Context, ws workspace.Workspace, fx fixture) error {
+		{"rollback to a negative version", func(ctx context.Context, ws *workspace.Workspace, fx fixture) error {
 			_, err := ws.Artifacts().Rollback(ctx, as("bob"), workspace.ByID(fx.artifact.ID), -3)
 			return err
 		}, inv},
-		{"list with a negative limit", func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+		{"list with a negative limit", func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 			_, err := ws.Artifacts().List(ctx, workspace.ArtifactFilter{Limit: -1})
 			return err
 		}, inv},
-		{"list with a bad kind", func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+		{"list with a bad kind", func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 			_, err := ws.Artifacts().List(ctx, workspace.ArtifactFilter{Kind: "Bad Kind"})
 			return err
 		}, inv},
@@ -215,11 +215,11 @@ func badInputs() []badCall {
 		{"in_progress without Claim", updateTask(as("bob"), workspace.TaskChange{Status: ptr(workspace.TaskInProgress)}), inv},
 		{"result naming a bad artifact", updateTask(as("bob"), workspace.TaskChange{Result: &workspace.TaskResult{Artifacts: []string{"/abs"}}}), inv},
 		{"task update with a negative IfVersion", updateTask(workspace.Write{Actor: "bob", IfVersion: -2}, workspace.TaskChange{Title: ptr("x")}), inv},
-		{"get a task by a bad id", func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+		{"get a task by a bad id", func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 			_, err := ws.Tasks().Get(ctx, "42")
 			return err
 		}, inv},
-		{"list tasks by a bad status", func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+		{"list tasks by a bad status", func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 			_, err := ws.Tasks().List(ctx, workspace.TaskFilter{Status: "open"})
 			return err
 		}, inv},
@@ -227,11 +227,11 @@ func badInputs() []badCall {
 		{"claim with a negative lease", claimReq(workspace.ClaimRequest{Actor: "bob", Lease: -time.Second}), inv},
 		{"claim with a lease over the maximum", claimReq(workspace.ClaimRequest{Actor: "bob", Lease: workspace.MaxTTL + time.Second}), inv},
 		{"claim with a bad parent", claimReq(workspace.ClaimRequest{Actor: "bob", ParentID: "p"}), inv},
-		{"heartbeat with a lease over the maximum", func(ctx context.Context, ws workspace.Workspace, fx fixture) error {
+		{"heartbeat with a lease over the maximum", func(ctx context.Context, ws *workspace.Workspace, fx fixture) error {
 			_, err := ws.Tasks().Heartbeat(ctx, as("bob"), fx.task.ID, 8*24*time.Hour)
 			return err
 		}, inv},
-		{"complete a bad id", func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+		{"complete a bad id", func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 			_, err := ws.Tasks().Complete(ctx, as("bob"), "", workspace.TaskResult{})
 			return err
 		}, inv},
@@ -243,14 +243,14 @@ func badInputs() []badCall {
 		{"over-long note key", putNote(as("bob"), workspace.NotePut{Kind: "decision", Key: long(workspace.MaxKeyLen + 1)}), inv},
 		{"over-long note body", putNote(as("bob"), workspace.NotePut{Kind: "decision", Key: "k", Body: long(workspace.MaxTextLen + 1)}), inv},
 		{"note body of invalid UTF-8", putNote(as("bob"), workspace.NotePut{Kind: "decision", Key: "k", Body: "\xc3\x28"}), inv},
-		{"get a note of a bad kind", func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+		{"get a note of a bad kind", func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 			_, err := ws.Notes().Get(ctx, "no kind", "k")
 			return err
 		}, inv},
-		{"delete a note with an empty key", func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+		{"delete a note with an empty key", func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 			return ws.Notes().Delete(ctx, as("bob"), "decision", "")
 		}, inv},
-		{"list notes from a bad cursor", func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+		{"list notes from a bad cursor", func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 			_, err := ws.Notes().List(ctx, workspace.NoteFilter{After: "no-slash"})
 			return err
 		}, inv},
@@ -261,22 +261,22 @@ func badInputs() []badCall {
 		{"empty resource", acquireReq(workspace.AcquireRequest{Owner: "bob", TTL: time.Minute}), inv},
 		{"resource with NUL", acquireReq(workspace.AcquireRequest{Resource: "r\x00", Owner: "bob", TTL: time.Minute}), inv},
 		{"empty owner", acquireReq(workspace.AcquireRequest{Resource: "r", TTL: time.Minute}), inv},
-		{"renew with token 0", func(ctx context.Context, ws workspace.Workspace, fx fixture) error {
+		{"renew with token 0", func(ctx context.Context, ws *workspace.Workspace, fx fixture) error {
 			l := fx.lease
 			l.Token = 0
 			_, err := ws.Locks().Renew(ctx, l, time.Minute)
 			return err
 		}, inv},
-		{"renew with a TTL over the maximum", func(ctx context.Context, ws workspace.Workspace, fx fixture) error {
+		{"renew with a TTL over the maximum", func(ctx context.Context, ws *workspace.Workspace, fx fixture) error {
 			_, err := ws.Locks().Renew(ctx, fx.lease, workspace.MaxTTL*2)
 			return err
 		}, inv},
-		{"release with a negative token", func(ctx context.Context, ws workspace.Workspace, fx fixture) error {
+		{"release with a negative token", func(ctx context.Context, ws *workspace.Workspace, fx fixture) error {
 			l := fx.lease
 			l.Token = -1
 			return ws.Locks().Release(ctx, l)
 		}, inv},
-		{"force release without an actor", func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+		{"force release without an actor", func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 			return ws.Locks().ForceRelease(ctx, as(""), "file:x")
 		}, inv},
 		// Events.
@@ -284,17 +284,17 @@ func badInputs() []badCall {
 		{"read with until before since", readQ(workspace.EventQuery{Since: time.Now(), Until: time.Now().Add(-time.Hour)}), inv},
 		{"read with a negative limit", readQ(workspace.EventQuery{Limit: -5}), inv},
 		{"read with an empty type", readQ(workspace.EventQuery{Types: []string{""}}), inv},
-		{"subscribe after a negative seq", func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+		{"subscribe after a negative seq", func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 			s, err := ws.Events().Subscribe(ctx, workspace.SubscribeRequest{Query: workspace.EventQuery{AfterSeq: -1}})
 			if err == nil {
 				_ = s.Close()
 			}
 			return err
 		}, inv},
-		{"compact to floor 0", func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+		{"compact to floor 0", func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 			return ws.Events().Compact(ctx, 0)
 		}, inv},
-		{"compact past the head", func(ctx context.Context, ws workspace.Workspace, _ fixture) error {
+		{"compact past the head", func(ctx context.Context, ws *workspace.Workspace, _ fixture) error {
 			return ws.Events().Compact(ctx, 1000)
 		}, inv},
 		// Batches.

@@ -87,7 +87,7 @@ func testBatchConsecutiveSeqs(t *testing.T, h Harness) {
 	ctx := testCtx(t)
 	dsn, ws1 := fresh(t, h)
 	ws2 := open(t, dsn)
-	commit := func(ws workspace.Workspace, actor string) ([]workspace.BatchResult, error) {
+	commit := func(ws *workspace.Workspace, actor string) ([]workspace.BatchResult, error) {
 		var out []workspace.BatchResult
 		for i := range 10 {
 			var ops []workspace.Op
@@ -214,7 +214,7 @@ func testBatchReleasesLock(t *testing.T, h Harness) {
 func testBatchesCommittedTogetherKeepTheirOwnOutcomes(t *testing.T, h Harness) {
 	ctx := testCtx(t)
 	dsn, ws := fresh(t, h)
-	handles := []workspace.Workspace{ws, open(t, dsn), open(t, dsn), open(t, dsn)}
+	handles := []*workspace.Workspace{ws, open(t, dsn), open(t, dsn), open(t, dsn)}
 	x, err := ws.Artifacts().Create(ctx, as("alice"), workspace.NewArtifact{Name: "x", Content: []byte("x1")})
 	require.NoError(t, err)
 	stale := workspace.UpdateArtifactOp{Ref: workspace.ByName("x"), Change: workspace.ArtifactChange{Content: []byte("no")},

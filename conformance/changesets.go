@@ -24,7 +24,7 @@ var changeSetCases = []coreCase{
 // of e, then validates it. ws must be the store itself: change-set
 // records are reserved, written only where the store is (through a server
 // they are refused; see testReservedKinds).
-func stageAll(t *testing.T, ws workspace.Workspace) *shadow.ChangeSets {
+func stageAll(t *testing.T, ws *workspace.Workspace) *shadow.ChangeSets {
 	t.Helper()
 	ctx := testCtx(t)
 	for _, n := range []string{"a", "b", "c", "d"} {
@@ -50,7 +50,7 @@ func stageAll(t *testing.T, ws workspace.Workspace) *shadow.ChangeSets {
 }
 
 // names lists the live artifacts with their heads' content.
-func names(t *testing.T, ws workspace.Workspace) map[string]string {
+func names(t *testing.T, ws *workspace.Workspace) map[string]string {
 	t.Helper()
 	ctx := testCtx(t)
 	page, err := ws.Artifacts().List(ctx, workspace.ArtifactFilter{})
@@ -203,7 +203,7 @@ func testGCPromoted(t *testing.T, h Harness) {
 	promote(shadow.StageRequest{Op: shadow.OpUpdate, Name: "a", Content: []byte("a promoted")},
 		shadow.StageRequest{Op: shadow.OpCreate, Name: "e", Content: []byte("e promoted")},
 		shadow.StageRequest{Op: shadow.OpRename, Name: "c", NewName: "c2"})
-	_, err := workspace.PinVersion(ctx, store, as("alice"), "a", 2)
+	_, err := store.Pin(ctx, as("alice"), "a", 2)
 	require.ErrorIs(t, err, workspace.ErrForbidden, "the policy forbids alice's pins")
 	update("a", 3)
 	update("e", 2)
@@ -213,7 +213,7 @@ func testGCPromoted(t *testing.T, h Harness) {
 	update("a", 1)
 
 	// gc needs admin.compact of a caller with a principal: root's.
-	r, err := workspace.GC(workspace.AsActor(ctx, "root"), store, workspace.GCPolicy{Actor: "root", KeepVersions: 1})
+	r, err := store.GC(workspace.AsActor(ctx, "root"), workspace.GCPolicy{Actor: "root", KeepVersions: 1})
 	require.NoError(t, err)
 	assert.Equal(t, int64(4+1+1), r.Versions.Count, "a v1, v3-v5; e v2; c2 v2")
 	want := map[string]map[int64]string{

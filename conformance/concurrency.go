@@ -40,9 +40,9 @@ func runConcurrency(t *testing.T, h Harness) {
 }
 
 // handles opens n handles on dsn (closed with t.Cleanup).
-func handles(t testing.TB, dsn string, n int) []workspace.Workspace {
+func handles(t testing.TB, dsn string, n int) []*workspace.Workspace {
 	t.Helper()
-	out := make([]workspace.Workspace, n)
+	out := make([]*workspace.Workspace, n)
 	for i := range out {
 		out[i] = open(t, dsn)
 	}
@@ -196,7 +196,7 @@ func testIncrementNoLostUpdate(t *testing.T, h Harness) {
 // incrementOnce adds 1 to the decimal counter in artifact name with
 // read-modify-write under IfVersion, retrying on conflict until ctx ends.
 // It returns the number of conflicts it met.
-func incrementOnce(ctx context.Context, ws workspace.Workspace, actor, name string) (int, error) {
+func incrementOnce(ctx context.Context, ws *workspace.Workspace, actor, name string) (int, error) {
 	conflicts := 0
 	for {
 		cur, err := ws.Artifacts().Get(ctx, workspace.ByName(name))

@@ -20,7 +20,7 @@ import (
 // before (chains as long as the DAG is deep); the others depend on up to
 // three random tasks of the two layers before. It returns the tasks in
 // creation order.
-func claimDAG(t *testing.T, ctx context.Context, ws workspace.Workspace, layers, width, chains int) []workspace.Task {
+func claimDAG(t *testing.T, ctx context.Context, ws *workspace.Workspace, layers, width, chains int) []workspace.Task {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(7, 11)) // #nosec G404 -- a fixed seed for a reproducible test shape
 	var all []workspace.Task

@@ -71,7 +71,7 @@ func testSubscribersUnderWrites(t *testing.T, h Harness) {
 	}
 	head := int64(backlog + writers*(perWriter/5*3+perWriter-perWriter/5))
 
-	subscribe := func(ws workspace.Workspace, q workspace.EventQuery, hb time.Duration) *workspace.Subscription {
+	subscribe := func(ws *workspace.Workspace, q workspace.EventQuery, hb time.Duration) *workspace.Subscription {
 		sub, err := ws.Events().Subscribe(ctx, workspace.SubscribeRequest{Query: q, Heartbeat: hb})
 		require.NoError(t, err, "subscribe after %d", q.AfterSeq)
 		t.Cleanup(func() { _ = sub.Close() })

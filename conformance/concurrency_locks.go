@@ -141,7 +141,7 @@ func testLockHandOvers(t *testing.T, h Harness) {
 // fencedIncrement adds 1 to the counter in artifact name with an
 // unconditional read-modify-write carrying the lease's fence: only mutual
 // exclusion keeps it from losing updates.
-func fencedIncrement(ctx context.Context, ws workspace.Workspace, actor, name string, token int64) error {
+func fencedIncrement(ctx context.Context, ws *workspace.Workspace, actor, name string, token int64) error {
 	cur, err := ws.Artifacts().Get(ctx, workspace.ByName(name))
 	if err != nil {
 		return fmt.Errorf("get under token %d: %w", token, err)

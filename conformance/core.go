@@ -160,7 +160,7 @@ func sha(b []byte) string {
 }
 
 // headOf returns the event log's head.
-func headOf(t testing.TB, ws workspace.Workspace) int64 {
+func headOf(t testing.TB, ws *workspace.Workspace) int64 {
 	t.Helper()
 	h, err := ws.Events().Head(testCtx(t))
 	require.NoError(t, err)
@@ -168,7 +168,7 @@ func headOf(t testing.TB, ws workspace.Workspace) int64 {
 }
 
 // readAll reads every event matching q, page by page.
-func readAll(t testing.TB, ws workspace.Workspace, q workspace.EventQuery) []workspace.Event {
+func readAll(t testing.TB, ws *workspace.Workspace, q workspace.EventQuery) []workspace.Event {
 	t.Helper()
 	ctx := testCtx(t)
 	if q.Limit == 0 {
@@ -189,7 +189,7 @@ func readAll(t testing.TB, ws workspace.Workspace, q workspace.EventQuery) []wor
 }
 
 // eventsAfter returns every event with seq > after.
-func eventsAfter(t testing.TB, ws workspace.Workspace, after int64) []workspace.Event {
+func eventsAfter(t testing.TB, ws *workspace.Workspace, after int64) []workspace.Event {
 	t.Helper()
 	return readAll(t, ws, workspace.EventQuery{AfterSeq: after})
 }
@@ -268,7 +268,7 @@ type snapshot struct {
 	Locks     []string
 }
 
-func snap(t testing.TB, ws workspace.Workspace) snapshot {
+func snap(t testing.TB, ws *workspace.Workspace) snapshot {
 	t.Helper()
 	st, err := ws.Status(testCtx(t))
 	require.NoError(t, err)

@@ -34,7 +34,7 @@ func testEventOnePerChange(t *testing.T, h Harness) {
 	}
 	steps := []struct {
 		name string
-		ws   workspace.Workspace
+		ws   *workspace.Workspace
 		do   func() error
 		want func() want
 	}{
@@ -151,7 +151,7 @@ func testEventOnePerChange(t *testing.T, h Harness) {
 }
 
 // seedEvents writes a varied history from two handles and returns it as read back.
-func seedEvents(t testing.TB, ws1, ws2 workspace.Workspace) []workspace.Event {
+func seedEvents(t testing.TB, ws1, ws2 *workspace.Workspace) []workspace.Event {
 	t.Helper()
 	ctx := testCtx(t)
 	for i := range 6 {
@@ -305,13 +305,13 @@ func seqRange(from, to int64) []int64 {
 	return out
 }
 
-func writeNotes(t testing.TB, ws workspace.Workspace, actor string, n int) {
+func writeNotes(t testing.TB, ws *workspace.Workspace, actor string, n int) {
 	t.Helper()
 	require.NoError(t, putNotes(testCtx(t), ws, actor, n))
 }
 
 // putNotes writes n notes as actor; safe to call from any goroutine.
-func putNotes(ctx context.Context, ws workspace.Workspace, actor string, n int) error {
+func putNotes(ctx context.Context, ws *workspace.Workspace, actor string, n int) error {
 	for i := range n {
 		if _, err := ws.Notes().Put(ctx, as(actor), workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("%s-%d", actor, i)}); err != nil {
 			return err

@@ -83,7 +83,7 @@ func killName(r, i, j int) string { return fmt.Sprintf("kill/r%d/b%d/%d", r, i, 
 func killMessage(r, i int) string { return fmt.Sprintf("round %d batch %d", r, i) }
 
 // checkKilledStore checks the reopened store against the acknowledgements.
-func checkKilledStore(t *testing.T, ctx context.Context, ws workspace.Workspace, acked []int) {
+func checkKilledStore(t *testing.T, ctx context.Context, ws *workspace.Workspace, acked []int) {
 	t.Helper()
 	kept := 0
 	for r, n := range acked {

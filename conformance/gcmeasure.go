@@ -32,7 +32,7 @@ func MeasureGC(b *testing.B, dsn string, events, versions int, size func() int64
 	ws, err := workspace.Open(ctx, dsn, workspace.Options{})
 	require.NoError(b, err)
 	defer ws.Close()
-	_, err = workspace.Import(ctx, ws, bytes.NewReader(gcArchive(b, events, versions)), workspace.ArchiveOptions{})
+	_, err = ws.Import(ctx, bytes.NewReader(gcArchive(b, events, versions)), workspace.ArchiveOptions{})
 	require.NoError(b, err)
 
 	var before int64
@@ -80,7 +80,7 @@ func MeasureGC(b *testing.B, dsn string, events, versions int, size func() int64
 	if versions > 0 {
 		p.KeepVersions = 1
 	}
-	gcLat, took := run(func() { r, gcErr = workspace.GC(ctx, ws, p) })
+	gcLat, took := run(func() { r, gcErr = ws.GC(ctx, p) })
 	b.StopTimer()
 	require.NoError(b, gcErr)
 	require.GreaterOrEqual(b, r.Events.Count, int64(events-1000))
@@ -105,7 +105,7 @@ func MeasureGC(b *testing.B, dsn string, events, versions int, size func() int64
 	// vacuum makes reusable, or on json, whose files are rewritten), timed
 	// apart, and the store's size before the load's gc and after it.
 	start := time.Now()
-	rr, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", Reclaim: true})
+	rr, err := ws.GC(ctx, workspace.GCPolicy{Actor: "gc", Reclaim: true})
 	require.NoError(b, err)
 	b.ReportMetric(time.Since(start).Seconds(), "reclaim_s")
 	b.ReportMetric(float64(rr.Reclaimed)/(1<<20), "MiB_given_back")

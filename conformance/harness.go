@@ -97,7 +97,7 @@ func (p private) NewDSN(t testing.TB) string {
 }
 
 // open opens a handle on dsn, closed with t.Cleanup.
-func open(t testing.TB, dsn string) workspace.Workspace {
+func open(t testing.TB, dsn string) *workspace.Workspace {
 	t.Helper()
 	ws, err := workspace.Open(context.Background(), dsn)
 	if err != nil {
@@ -108,7 +108,7 @@ func open(t testing.TB, dsn string) workspace.Workspace {
 }
 
 // fresh returns a new store's DSN and one handle on it.
-func fresh(t testing.TB, h Harness) (string, workspace.Workspace) {
+func fresh(t testing.TB, h Harness) (string, *workspace.Workspace) {
 	t.Helper()
 	dsn := h.NewDSN(t)
 	return dsn, open(t, dsn)

@@ -20,7 +20,7 @@ func testIdempotentRetry(t *testing.T, h Harness) {
 	a, err := ws1.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "plan.md", Content: []byte("v1")})
 	require.NoError(t, err)
 	before := snap(t, ws1)
-	for _, ws := range []workspace.Workspace{ws1, ws2} {
+	for _, ws := range []*workspace.Workspace{ws1, ws2} {
 		again, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "plan.md", Content: []byte("v1")})
 		require.NoError(t, err, "a retry is not ErrAlreadyExists")
 		requireSameArtifactMeta(t, a, again)

@@ -51,7 +51,7 @@ func injections() []injection {
 type injCall struct {
 	name  string
 	field func(injection) bool
-	do    func(ctx context.Context, ws workspace.Workspace, i int, s string) (check func(t *testing.T), err error)
+	do    func(ctx context.Context, ws *workspace.Workspace, i int, s string) (check func(t *testing.T), err error)
 }
 
 func asName(in injection) bool { return in.asName }
@@ -62,7 +62,7 @@ func always(injection) bool    { return true }
 func injCalls(fx fixture) []injCall {
 	art := func(i int) string { return fmt.Sprintf("inj/%02d", i) }
 	return []injCall{
-		{"artifact name", asName, func(ctx context.Context, ws workspace.Workspace, _ int, s string) (func(*testing.T), error) {
+		{"artifact name", asName, func(ctx context.Context, ws *workspace.Workspace, _ int, s string) (func(*testing.T), error) {
 			_, err := ws.Artifacts().Create(ctx, as("bob"), workspace.NewArtifact{Name: s, Content: []byte(s)})
 			return func(t *testing.T) {
 				got, err := ws.Artifacts().Get(ctx, workspace.ByName(s))
@@ -71,7 +71,7 @@ func injCalls(fx fixture) []injCall {
 				assert.Equal(t, s, string(got.Content))
 			}, err
 		}},
-		{"artifact content", always, func(ctx context.Context, ws workspace.Workspace, i int, s string) (func(*testing.T), error) {
+		{"artifact content", always, func(ctx context.Context, ws *workspace.Workspace, i int, s string) (func(*testing.T), error) {
 			a, err := ws.Artifacts().Create(ctx, as("bob"), workspace.NewArtifact{Name: art(i) + "/content", Content: []byte(s)})
 			return func(t *testing.T) {
 				got, err := ws.Artifacts().Get(ctx, workspace.ByID(a.ID))
@@ -80,7 +80,7 @@ func injCalls(fx fixture) []injCall {
 				assert.Equal(t, sha([]byte(s)), got.SHA256)
 			}, err
 		}},
-		{"artifact labels", asKey, func(ctx context.Context, ws workspace.Workspace, i int, s string) (func(*testing.T), error) {
+		{"artifact labels", asKey, func(ctx context.Context, ws *workspace.Workspace, i int, s string) (func(*testing.T), error) {
 			a, err := ws.Artifacts().Create(ctx, as("bob"), workspace.NewArtifact{Name: art(i) + "/labels", Labels: map[string]string{s: s}})
 			return func(t *testing.T) {
 				page, err := ws.Artifacts().List(ctx, workspace.ArtifactFilter{Labels: map[string]string{s: s}})
@@ -90,7 +90,7 @@ func injCalls(fx fixture) []injCall {
 				assert.Equal(t, map[string]string{s: s}, page.Artifacts[0].Labels)
 			}, err
 		}},
-		{"actor and owner filter", asKey, func(ctx context.Context, ws workspace.Workspace, i int, s string) (func(*testing.T), error) {
+		{"actor and owner filter", asKey, func(ctx context.Context, ws *workspace.Workspace, i int, s string) (func(*testing.T), error) {
 			a, err := ws.Artifacts().Create(ctx, as(s), workspace.NewArtifact{Name: art(i) + "/actor"})
 			return func(t *testing.T) {
 				page, err := ws.Artifacts().List(ctx, workspace.ArtifactFilter{Owner: s})
@@ -103,7 +103,7 @@ func injCalls(fx fixture) []injCall {
 				assert.Equal(t, s, evs[0].Actor)
 			}, err
 		}},
-		{"write message", asText, func(ctx context.Context, ws workspace.Workspace, _ int, s string) (func(*testing.T), error) {
+		{"write message", asText, func(ctx context.Context, ws *workspace.Workspace, _ int, s string) (func(*testing.T), error) {
 			a, err := ws.Artifacts().Update(ctx, workspace.Write{Actor: "bob", Message: s}, workspace.ByID(fx.artifact.ID),
 				workspace.ArtifactChange{Content: []byte("m")})
 			return func(t *testing.T) {
@@ -112,7 +112,7 @@ func injCalls(fx fixture) []injCall {
 				assert.Equal(t, s, evs[len(evs)-1].Message)
 			}, err
 		}},
-		{"task fields", asKey, func(ctx context.Context, ws workspace.Workspace, _ int, s string) (func(*testing.T), error) {
+		{"task fields", asKey, func(ctx context.Context, ws *workspace.Workspace, _ int, s string) (func(*testing.T), error) {
 			task, err := ws.Tasks().Create(ctx, as("bob"), workspace.NewTask{Title: s, Description: s, Assignee: s, Labels: map[string]string{s: s}})
 			return func(t *testing.T) {
 				got, err := ws.Tasks().Get(ctx, task.ID)
@@ -129,7 +129,7 @@ func injCalls(fx fixture) []injCall {
 				require.Len(t, page.Tasks, 1, "an assignee matches itself only")
 			}, err
 		}},
-		{"task description", asText, func(ctx context.Context, ws workspace.Workspace, i int, s string) (func(*testing.T), error) {
+		{"task description", asText, func(ctx context.Context, ws *workspace.Workspace, i int, s string) (func(*testing.T), error) {
 			task, err := ws.Tasks().Create(ctx, as("bob"), workspace.NewTask{Title: fmt.Sprintf("desc %d", i), Description: s})
 			return func(t *testing.T) {
 				got, err := ws.Tasks().Get(ctx, task.ID)
@@ -137,11 +137,11 @@ func injCalls(fx fixture) []injCall {
 				assert.Equal(t, s, got.Description)
 			}, err
 		}},
-		{"task id", func(injection) bool { return false }, func(ctx context.Context, ws workspace.Workspace, _ int, s string) (func(*testing.T), error) {
+		{"task id", func(injection) bool { return false }, func(ctx context.Context, ws *workspace.Workspace, _ int, s string) (func(*testing.T), error) {
 			_, err := ws.Tasks().Get(ctx, s)
 			return nil, err
 		}},
-		{"note key and title", asKey, func(ctx context.Context, ws workspace.Workspace, _ int, s string) (func(*testing.T), error) {
+		{"note key and title", asKey, func(ctx context.Context, ws *workspace.Workspace, _ int, s string) (func(*testing.T), error) {
 			_, err := ws.Notes().Put(ctx, as("bob"), workspace.NotePut{Kind: "glossary", Key: s, Title: s, Body: s})
 			return func(t *testing.T) {
 				got, err := ws.Notes().Get(ctx, "glossary", s)
@@ -151,7 +151,7 @@ func injCalls(fx fixture) []injCall {
 				assert.Equal(t, s, got.Body)
 			}, err
 		}},
-		{"note body", asText, func(ctx context.Context, ws workspace.Workspace, i int, s string) (func(*testing.T), error) {
+		{"note body", asText, func(ctx context.Context, ws *workspace.Workspace, i int, s string) (func(*testing.T), error) {
 			key := fmt.Sprintf("body-%d", i)
 			_, err := ws.Notes().Put(ctx, as("bob"), workspace.NotePut{Kind: "decision", Key: key, Body: s})
 			return func(t *testing.T) {
@@ -160,11 +160,11 @@ func injCalls(fx fixture) []injCall {
 				assert.Equal(t, s, got.Body)
 			}, err
 		}},
-		{"note kind", func(injection) bool { return false }, func(ctx context.Context, ws workspace.Workspace, _ int, s string) (func(*testing.T), error) {
+		{"note kind", func(injection) bool { return false }, func(ctx context.Context, ws *workspace.Workspace, _ int, s string) (func(*testing.T), error) {
 			_, err := ws.Notes().Put(ctx, as("bob"), workspace.NotePut{Kind: s, Key: "k"})
 			return nil, err
 		}},
-		{"lock resource and owner", asKey, func(ctx context.Context, ws workspace.Workspace, _ int, s string) (func(*testing.T), error) {
+		{"lock resource and owner", asKey, func(ctx context.Context, ws *workspace.Workspace, _ int, s string) (func(*testing.T), error) {
 			l, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: s, Owner: s, TTL: time.Hour, Message: s})
 			return func(t *testing.T) {
 				got, err := ws.Locks().Get(ctx, s)
@@ -175,14 +175,14 @@ func injCalls(fx fixture) []injCall {
 				require.NoError(t, ws.Locks().Release(ctx, l))
 			}, err
 		}},
-		{"claim filter", asKey, func(ctx context.Context, ws workspace.Workspace, _ int, s string) (func(*testing.T), error) {
+		{"claim filter", asKey, func(ctx context.Context, ws *workspace.Workspace, _ int, s string) (func(*testing.T), error) {
 			_, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: s, Labels: map[string]string{s + "-none": s}})
 			if isAny(err, workspace.ErrNoTask) {
 				err = nil // valid, and no task carries that label
 			}
 			return func(*testing.T) {}, err
 		}},
-		{"batch", asKey, func(ctx context.Context, ws workspace.Workspace, i int, s string) (func(*testing.T), error) {
+		{"batch", asKey, func(ctx context.Context, ws *workspace.Workspace, i int, s string) (func(*testing.T), error) {
 			_, err := ws.Commit(ctx, workspace.Batch{Actor: "bob", Ops: []workspace.Op{
 				workspace.PutNoteOp{Note: workspace.NotePut{Kind: "constraint", Key: fmt.Sprintf("batch-%d", i)}},
 				workspace.PutNoteOp{Note: workspace.NotePut{Kind: "constraint", Key: s, Body: s}},

@@ -249,7 +249,7 @@ func linErrClass(err error) (string, bool) {
 type linClient struct {
 	id      int
 	actor   string
-	ws      workspace.Workspace
+	ws      *workspace.Workspace
 	rng     *rand.Rand
 	seen    map[string]int64 // artifact -> last version seen
 	tokens  map[string]int64 // lock -> token it was granted
@@ -361,7 +361,7 @@ type linRecord struct {
 // runLinClient runs client id's calls on ws and returns its history,
 // stamped with the wall clock in nanoseconds. An error outside the model
 // ends it early.
-func runLinClient(ctx context.Context, ws workspace.Workspace, id int, seed int64) ([]porcupine.Operation, error) {
+func runLinClient(ctx context.Context, ws *workspace.Workspace, id int, seed int64) ([]porcupine.Operation, error) {
 	c := &linClient{
 		id: id, actor: fmt.Sprintf("client-%d", id), ws: ws,
 		rng:  rand.New(rand.NewPCG(uint64(seed), uint64(id))), // #nosec G404 G115 -- seeded test randomness; small non-negative numbers

@@ -131,7 +131,7 @@ func testLoad(t *testing.T, h Harness) {
 	// Everything the load starts must be gone once its handles are closed.
 	leaks := goleak.IgnoreCurrent()
 
-	hs := make([]workspace.Workspace, loadHandles)
+	hs := make([]*workspace.Workspace, loadHandles)
 	for i := range hs {
 		ws, err := workspace.Open(ctx, dsn)
 		require.NoError(t, err)
@@ -287,7 +287,7 @@ func testLoad(t *testing.T, h Harness) {
 }
 
 // runLoadAgent does mixed work as actor until stopAt or its op budget.
-func runLoadAgent(ctx context.Context, ws workspace.Workspace, actor string, seed uint64, stopAt time.Time) *loadTally {
+func runLoadAgent(ctx context.Context, ws *workspace.Workspace, actor string, seed uint64, stopAt time.Time) *loadTally {
 	tally := newLoadTally()
 	rng := rand.New(rand.NewPCG(seed, uint64(time.Now().UnixNano()))) // #nosec G404 G115 -- test workload randomness; the conversion only mixes bits
 	for n := 0; n < loadMaxOpsPerAgent && time.Now().Before(stopAt) && ctx.Err() == nil; n++ {
@@ -302,7 +302,7 @@ func runLoadAgent(ctx context.Context, ws workspace.Workspace, actor string, see
 }
 
 // runLoadOp does one operation of the mix and records its outcome.
-func runLoadOp(ctx context.Context, ws workspace.Workspace, actor string, n int, rng *rand.Rand, tally *loadTally) string {
+func runLoadOp(ctx context.Context, ws *workspace.Workspace, actor string, n int, rng *rand.Rand, tally *loadTally) string {
 	noteKey := actor
 	var kind string
 	switch r := rng.IntN(100); {
@@ -388,7 +388,7 @@ func runLoadOp(ctx context.Context, ws workspace.Workspace, actor string, n int,
 }
 
 // checkLoadStore checks the store against what was acknowledged.
-func checkLoadStore(t *testing.T, ctx context.Context, ws workspace.Workspace, total *loadTally) {
+func checkLoadStore(t *testing.T, ctx context.Context, ws *workspace.Workspace, total *loadTally) {
 	t.Helper()
 	for i := range loadCounters {
 		name := counterNameN(i)
@@ -449,7 +449,7 @@ func checkLoadStore(t *testing.T, ctx context.Context, ws workspace.Workspace, t
 }
 
 // readAllEvents yields the whole log, page by page.
-func readAllEvents(t *testing.T, ctx context.Context, ws workspace.Workspace) func(func(workspace.Event) bool) {
+func readAllEvents(t *testing.T, ctx context.Context, ws *workspace.Workspace) func(func(workspace.Event) bool) {
 	return func(yield func(workspace.Event) bool) {
 		var after int64
 		for {
@@ -469,7 +469,7 @@ func readAllEvents(t *testing.T, ctx context.Context, ws workspace.Workspace) fu
 }
 
 // checkLogContiguous checks that the log holds seqs 1..head, each once, in order.
-func checkLogContiguous(t *testing.T, ctx context.Context, ws workspace.Workspace, head int64) {
+func checkLogContiguous(t *testing.T, ctx context.Context, ws *workspace.Workspace, head int64) {
 	t.Helper()
 	var seqs []int64
 	for ev := range readAllEvents(t, ctx, ws) {

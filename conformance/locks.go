@@ -11,7 +11,7 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-func acquire(t testing.TB, ws workspace.Workspace, resource, owner string, ttl time.Duration) workspace.Lease {
+func acquire(t testing.TB, ws *workspace.Workspace, resource, owner string, ttl time.Duration) workspace.Lease {
 	t.Helper()
 	l, err := ws.Locks().Acquire(testCtx(t), workspace.AcquireRequest{Resource: resource, Owner: owner, TTL: ttl})
 	require.NoError(t, err, "acquire %s as %s", resource, owner)

@@ -147,7 +147,7 @@ func shrinkModel(t *testing.T, h Harness, ops []mop, msg string) ([]mop, string)
 // modelRun is one sequence being run: two handles and the model.
 type modelRun struct {
 	ctx  context.Context
-	hs   [2]workspace.Workspace
+	hs   [2]*workspace.Workspace
 	m    *model
 	keys int    // idempotency keys handed out
 	last *keyed // the last write sent with a key
@@ -267,7 +267,7 @@ func (r *modelRun) step(o mop) string {
 
 // write runs c's ops on the store (as a batch or through the single-record
 // call) and on next, and compares them.
-func (r *modelRun) write(actor string, ws workspace.Workspace, next *model, c *keyed) string {
+func (r *modelRun) write(actor string, ws *workspace.Workspace, next *model, c *keyed) string {
 	var (
 		want    outcome
 		wantRes []string
@@ -336,7 +336,7 @@ func compareResults(got []workspace.OpResult, want []string) string {
 }
 
 // runWrite sends ops as one batch, or the single op through its own call.
-func runWrite(ctx context.Context, ws workspace.Workspace, actor string, ops []workspace.Op, batch bool, key string) ([]workspace.OpResult, error) {
+func runWrite(ctx context.Context, ws *workspace.Workspace, actor string, ops []workspace.Op, batch bool, key string) ([]workspace.OpResult, error) {
 	if batch {
 		res, err := ws.Commit(ctx, workspace.Batch{Actor: actor, IdempotencyKey: key, Ops: ops})
 		return res.Results, err

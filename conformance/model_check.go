@@ -12,7 +12,7 @@ import (
 )
 
 // runSingle runs op through the single-record call it stands for.
-func runSingle(ctx context.Context, ws workspace.Workspace, base workspace.Write, op workspace.Op) (workspace.OpResult, error) {
+func runSingle(ctx context.Context, ws *workspace.Workspace, base workspace.Write, op workspace.Op) (workspace.OpResult, error) {
 	switch o := op.(type) {
 	case workspace.CreateArtifactOp:
 		a, err := ws.Artifacts().Create(ctx, base, o.Artifact)

@@ -60,7 +60,7 @@ var policyCases = []coreCase{
 }
 
 // applyPolicy writes src as the workspace's policy, by root.
-func applyPolicy(t *testing.T, ctx context.Context, ws workspace.Workspace, src string) {
+func applyPolicy(t *testing.T, ctx context.Context, ws *workspace.Workspace, src string) {
 	t.Helper()
 	ctx = workspace.AsActor(ctx, "root") // a write acts only as its principal
 	_, err := ws.Artifacts().Get(ctx, workspace.ByName(workspace.PolicyArtifact))
@@ -86,7 +86,7 @@ func requireForbidden(t *testing.T, err error, actor, action, rule string) *work
 }
 
 // deniedEvents returns the log's denied events.
-func deniedEvents(t *testing.T, ctx context.Context, ws workspace.Workspace) []workspace.Event {
+func deniedEvents(t *testing.T, ctx context.Context, ws *workspace.Workspace) []workspace.Event {
 	t.Helper()
 	// Reads through a server always have a principal: read as root.
 	page, err := ws.Events().Read(workspace.AsActor(ctx, "root"), workspace.EventQuery{Types: []string{workspace.EventDenied}})
@@ -324,7 +324,7 @@ func testPolicyChangeSeen(t *testing.T, h Harness) {
 // seedReads writes, under testPolicy, records bob (implementer: reads
 // src/** and plans/**, notes of kind decision) may read and records he may
 // not, with a denied event about one of the latter. It returns the head.
-func seedReads(t *testing.T, ctx context.Context, ws workspace.Workspace) int64 {
+func seedReads(t *testing.T, ctx context.Context, ws *workspace.Workspace) int64 {
 	t.Helper()
 	applyPolicy(t, ctx, ws, testPolicy)
 	_, err := ws.Artifacts().Create(ctx, as("alice"), workspace.NewArtifact{Name: "plans/p.md", Content: []byte("plan")})
@@ -485,10 +485,10 @@ func testPolicyExport(t *testing.T, h Harness) {
 	_, ws := fresh(t, h)
 	seedReads(t, ctx, ws)
 	var buf bytes.Buffer
-	_, err := workspace.Export(workspace.AsActor(ctx, "bob"), ws, &buf, workspace.ArchiveOptions{})
+	_, err := ws.Export(workspace.AsActor(ctx, "bob"), &buf, workspace.ArchiveOptions{})
 	requireForbidden(t, err, "bob", "admin.export", "admin")
 	assert.Zero(t, buf.Len(), "a refused export writes nothing")
-	_, err = workspace.Export(workspace.AsActor(ctx, "root"), ws, &buf, workspace.ArchiveOptions{})
+	_, err = ws.Export(workspace.AsActor(ctx, "root"), &buf, workspace.ArchiveOptions{})
 	require.NoError(t, err)
 	assert.Contains(t, buf.String(), "secret/k", "an export is whole")
 	// A denied event records the refusal.
@@ -516,12 +516,12 @@ func testPolicyGCAndVerify(t *testing.T, h Harness) {
 	require.Equal(t, int64(1), first())
 
 	drop.Actor = "bob"
-	_, err := workspace.GC(workspace.AsActor(ctx, "bob"), ws, drop)
+	_, err := ws.GC(workspace.AsActor(ctx, "bob"), drop)
 	requireForbidden(t, err, "bob", "admin.compact", "admin")
 	assert.Equal(t, int64(1), first(), "a refused gc removes nothing")
-	_, err = workspace.Verify(workspace.AsActor(ctx, "bob"), ws)
+	_, err = ws.Verify(workspace.AsActor(ctx, "bob"))
 	requireForbidden(t, err, "bob", "admin.export", "admin")
-	_, err = workspace.Verify(workspace.AsActor(ctx, "lena"), ws)
+	_, err = ws.Verify(workspace.AsActor(ctx, "lena"))
 	requireForbidden(t, err, "lena", "admin.export", "admin")
 
 	var denied []string
@@ -531,11 +531,11 @@ func testPolicyGCAndVerify(t *testing.T, h Harness) {
 	assert.Contains(t, denied, "bob admin.compact")
 	assert.Contains(t, denied, "lena admin.export")
 
-	r, err := workspace.Verify(workspace.AsActor(ctx, "root"), ws)
+	r, err := ws.Verify(workspace.AsActor(ctx, "root"))
 	require.NoError(t, err)
 	assert.True(t, r.OK(), "%+v", r)
 	drop.Actor = "lena"
-	rep, err := workspace.GC(workspace.AsActor(ctx, "lena"), ws, drop)
+	rep, err := ws.GC(workspace.AsActor(ctx, "lena"), drop)
 	require.NoError(t, err, "lena's role has admin compact")
 	assert.Positive(t, rep.Events.Count)
 	assert.Greater(t, first(), int64(1))

@@ -22,7 +22,7 @@ type viewOnly struct{ driver.Store }
 
 // plainHandle opens a handle on a store of its own on dsn whose reads are
 // all plain Views, closed with t.Cleanup.
-func plainHandle(t *testing.T, dsn string) workspace.Workspace {
+func plainHandle(t *testing.T, dsn string) *workspace.Workspace {
 	t.Helper()
 	p, err := workspace.ParseDSN(dsn)
 	require.NoError(t, err)

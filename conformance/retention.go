@@ -30,16 +30,16 @@ var retentionCases = []coreCase{
 }
 
 // verify runs workspace.Verify and requires it to read.
-func verify(t testing.TB, ws workspace.Workspace) workspace.VerifyReport {
+func verify(t testing.TB, ws *workspace.Workspace) workspace.VerifyReport {
 	t.Helper()
-	r, err := workspace.Verify(testCtx(t), ws)
+	r, err := ws.Verify(testCtx(t))
 	require.NoError(t, err)
 	return r
 }
 
 // chainOf recomputes the hash of the log's head from the events Read
 // returns, by the documented encoding, chained from base.
-func chainOf(t testing.TB, ws workspace.Workspace, base []byte, after int64) string {
+func chainOf(t testing.TB, ws *workspace.Workspace, base []byte, after int64) string {
 	t.Helper()
 	h := base
 	for _, e := range eventsAfter(t, ws, after) {
@@ -74,7 +74,7 @@ func testChainVerifies(t *testing.T, h Harness) {
 	// events in one transaction.
 	var wg sync.WaitGroup
 	for w := range 6 {
-		ws := []workspace.Workspace{ws1, ws2}[w%2]
+		ws := []*workspace.Workspace{ws1, ws2}[w%2]
 		wg.Go(func() {
 			for i := range 8 {
 				_, err := ws.Notes().Put(ctx, as(fmt.Sprintf("w%d", w)), workspace.NotePut{Kind: "log", Key: fmt.Sprintf("%d-%d", w, i), Title: "t"})
@@ -124,12 +124,12 @@ func testChainArchive(t *testing.T, h Harness) {
 	require.True(t, src.OK(), "verify: %v", src.Problems)
 
 	var archive bytes.Buffer
-	_, err := workspace.Export(ctx, ws, &archive, workspace.ArchiveOptions{})
+	_, err := ws.Export(ctx, &archive, workspace.ArchiveOptions{})
 	require.NoError(t, err)
 	assert.Contains(t, archive.String(), `"hash":"`+src.HeadHash+`"`, "the archive carries the chain")
 
 	_, copyWS := fresh(t, h)
-	_, err = workspace.Import(ctx, copyWS, bytes.NewReader(archive.Bytes()), workspace.ArchiveOptions{})
+	_, err = copyWS.Import(ctx, bytes.NewReader(archive.Bytes()), workspace.ArchiveOptions{})
 	require.NoError(t, err)
 	dst := verify(t, copyWS)
 	require.True(t, dst.OK(), "verify the copy: %v", dst.Problems)
@@ -149,7 +149,7 @@ func testChainArchive(t *testing.T, h Harness) {
 	}
 	require.NotEqual(t, archive.Bytes(), tampered, "the archive has an event of note a-5")
 	_, empty := fresh(t, h)
-	_, err = workspace.Import(ctx, empty, bytes.NewReader(tampered), workspace.ArchiveOptions{})
+	_, err = empty.Import(ctx, bytes.NewReader(tampered), workspace.ArchiveOptions{})
 	require.ErrorIs(t, err, workspace.ErrInvalid)
 	assert.Contains(t, err.Error(), "hash")
 	assert.Equal(t, int64(0), headOf(t, empty), "nothing is written")
@@ -180,13 +180,13 @@ func testArchiveAfterCompaction(t *testing.T, h Harness) {
 	require.NoError(t, ws.Events().Compact(ctx, head), "only the newest event stays")
 
 	var archive bytes.Buffer
-	stats, err := workspace.Export(ctx, ws, &archive, workspace.ArchiveOptions{})
+	stats, err := ws.Export(ctx, &archive, workspace.ArchiveOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), stats.DeletedArtifacts, "the deleted artifact is in the archive")
 	assert.Equal(t, int64(1), stats.Leases, "the released lease is in the archive")
 
 	_, copyWS := fresh(t, h)
-	_, err = workspace.Import(ctx, copyWS, bytes.NewReader(archive.Bytes()), workspace.ArchiveOptions{})
+	_, err = copyWS.Import(ctx, bytes.NewReader(archive.Bytes()), workspace.ArchiveOptions{})
 	require.NoError(t, err)
 	for v, want := range map[int64]string{1: "one", 2: "two"} {
 		a, err := copyWS.Artifacts().Get(ctx, workspace.ArtifactRef{ID: gone.ID, Version: v})
@@ -274,16 +274,16 @@ func testGCEvents(t *testing.T, h Harness) {
 		{Actor: "", KeepEvents: 1},
 		{Actor: "gc", KeepEvents: 1, Batch: -1},
 	} {
-		_, err := workspace.GC(ctx, ws, p)
+		_, err := ws.GC(ctx, p)
 		require.ErrorIs(t, err, workspace.ErrInvalid, "%+v", p)
 	}
 
-	young, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepEventsFor: time.Hour})
+	young, err := ws.GC(ctx, workspace.GCPolicy{Actor: "gc", KeepEventsFor: time.Hour})
 	require.NoError(t, err)
 	assert.Zero(t, young.Events.Count, "every event is younger than an hour")
 	assert.Equal(t, int64(30), headOf(t, ws), "nothing removed records nothing")
 
-	dry, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepEvents: 10, DryRun: true})
+	dry, err := ws.GC(ctx, workspace.GCPolicy{Actor: "gc", KeepEvents: 10, DryRun: true})
 	require.NoError(t, err)
 	assert.Equal(t, int64(20), dry.Events.Count)
 	assert.Positive(t, dry.Events.Bytes)
@@ -294,7 +294,7 @@ func testGCEvents(t *testing.T, h Harness) {
 	assert.Equal(t, int64(1), st.Floor, "a dry run removes nothing")
 	assert.Equal(t, int64(30), st.Head)
 
-	r, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepEvents: 10, Batch: 7})
+	r, err := ws.GC(ctx, workspace.GCPolicy{Actor: "gc", KeepEvents: 10, Batch: 7})
 	require.NoError(t, err)
 	assert.Equal(t, dry.Events, r.Events, "the dry run counted what went")
 	assert.Equal(t, int64(21), r.FloorAfter)
@@ -314,7 +314,7 @@ func testGCEvents(t *testing.T, h Harness) {
 	assert.True(t, v.OK(), "verify after gc: %v", v.Problems)
 	assert.Equal(t, int64(11), v.Events)
 
-	again, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepEvents: 11})
+	again, err := ws.GC(ctx, workspace.GCPolicy{Actor: "gc", KeepEvents: 11})
 	require.NoError(t, err)
 	assert.Zero(t, again.Events.Count, "gc is idempotent")
 	assert.Equal(t, int64(31), headOf(t, ws))
@@ -334,10 +334,10 @@ func testGCConcurrent(t *testing.T, h Harness) {
 	t.Cleanup(func() { _ = sub.Close() })
 
 	var wg sync.WaitGroup
-	for w, ws := range []workspace.Workspace{ws1, ws2} {
+	for w, ws := range []*workspace.Workspace{ws1, ws2} {
 		wg.Go(func() { assert.NoError(t, putNotes(ctx, ws, fmt.Sprintf("new%d", w), 15)) })
 	}
-	r, err := workspace.GC(ctx, ws1, workspace.GCPolicy{Actor: "gc", KeepEvents: 5, Batch: 3})
+	r, err := ws1.GC(ctx, workspace.GCPolicy{Actor: "gc", KeepEvents: 5, Batch: 3})
 	require.NoError(t, err)
 	wg.Wait()
 	assert.GreaterOrEqual(t, r.FloorAfter, int64(36))
@@ -415,23 +415,23 @@ func testGCTasks(t *testing.T, h Harness) {
 	running := mk("running", workspace.NewTask{})
 	claim("running")
 
-	young, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepTasksFor: time.Hour})
+	young, err := ws.GC(ctx, workspace.GCPolicy{Actor: "gc", KeepTasksFor: time.Hour})
 	require.NoError(t, err)
 	assert.Zero(t, young.Tasks.Count, "every task was updated within the hour")
 
-	_, err = workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepTasksFor: -time.Hour})
+	_, err = ws.GC(ctx, workspace.GCPolicy{Actor: "gc", KeepTasksFor: -time.Hour})
 	require.ErrorIs(t, err, workspace.ErrInvalid)
 
 	// Every finished task is older than a microsecond by now.
 	time.Sleep(2 * time.Millisecond)
-	dry, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepTasksFor: time.Microsecond, DryRun: true})
+	dry, err := ws.GC(ctx, workspace.GCPolicy{Actor: "gc", KeepTasksFor: time.Microsecond, DryRun: true})
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), dry.Tasks.Count, "alone, chain-old and chain-new")
 	assert.Positive(t, dry.Tasks.Bytes)
 	_, err = tasks.Get(ctx, alone.ID)
 	require.NoError(t, err, "a dry run removes nothing")
 
-	r, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepTasksFor: time.Microsecond, Batch: 2})
+	r, err := ws.GC(ctx, workspace.GCPolicy{Actor: "gc", KeepTasksFor: time.Microsecond, Batch: 2})
 	require.NoError(t, err)
 	assert.Equal(t, dry.Tasks, r.Tasks, "the dry run counted what went")
 	assert.Zero(t, r.Events.Count, "no event rule: no event goes")
@@ -452,7 +452,7 @@ func testGCTasks(t *testing.T, h Harness) {
 	// parent stays while its child is unfinished.
 	done(waiting)
 	time.Sleep(2 * time.Millisecond)
-	r, err = workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepTasksFor: time.Microsecond})
+	r, err = ws.GC(ctx, workspace.GCPolicy{Actor: "gc", KeepTasksFor: time.Microsecond})
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), r.Tasks.Count, "waiting, then dep")
 	_, err = tasks.Get(ctx, parent.ID)
@@ -494,17 +494,17 @@ func testGCVersions(t *testing.T, h Harness) {
 	update("six")
 	update("five")
 	update("six")
-	_, err = workspace.PinVersion(ctx, ws, as("lead"), "docs/plan.md", 2)
+	_, err = ws.Pin(ctx, as("lead"), "docs/plan.md", 2)
 	require.NoError(t, err)
-	_, err = workspace.PinVersion(ctx, ws, as("lead"), "docs/plan.md", 9)
+	_, err = ws.Pin(ctx, as("lead"), "docs/plan.md", 9)
 	require.ErrorIs(t, err, workspace.ErrNotFound, "a version that does not exist cannot be pinned")
-	_, err = workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepVersions: -1})
+	_, err = ws.GC(ctx, workspace.GCPolicy{Actor: "gc", KeepVersions: -1})
 	require.ErrorIs(t, err, workspace.ErrInvalid)
 
-	dry, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepVersions: 2, DryRun: true})
+	dry, err := ws.GC(ctx, workspace.GCPolicy{Actor: "gc", KeepVersions: 2, DryRun: true})
 	require.NoError(t, err)
 	assert.Equal(t, workspace.GCKind{Count: 2, Bytes: 3}, dry.Versions, "v1 and v4 go; v4's content is v6's, so only v1's 3 bytes are freed")
-	r, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepVersions: 2})
+	r, err := ws.GC(ctx, workspace.GCPolicy{Actor: "gc", KeepVersions: 2})
 	require.NoError(t, err)
 	assert.Equal(t, dry.Versions, r.Versions)
 	versions := func() []int64 {
@@ -537,8 +537,8 @@ func testGCVersions(t *testing.T, h Harness) {
 	assert.Equal(t, int64(7), rb.Version)
 
 	// Unpinned, version 2 goes; version 3 stays while the result names it.
-	require.NoError(t, workspace.UnpinVersion(ctx, ws, as("lead"), "docs/plan.md", 2))
-	r, err = workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepVersions: 2})
+	require.NoError(t, ws.Unpin(ctx, as("lead"), "docs/plan.md", 2))
+	r, err = ws.GC(ctx, workspace.GCPolicy{Actor: "gc", KeepVersions: 2})
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), r.Versions.Count, "v2 and v5")
 	assert.Equal(t, int64(4), r.Versions.Bytes, "v2's content is v7's too; only v5's \"five\" is freed")
@@ -551,10 +551,10 @@ func testGCVersions(t *testing.T, h Harness) {
 
 	// An archive skips the removed versions, and imports as it was.
 	var archive bytes.Buffer
-	_, err = workspace.Export(ctx, ws, &archive, workspace.ArchiveOptions{})
+	_, err = ws.Export(ctx, &archive, workspace.ArchiveOptions{})
 	require.NoError(t, err)
 	_, ws2 := fresh(t, h)
-	_, err = workspace.Import(ctx, ws2, bytes.NewReader(archive.Bytes()), workspace.ArchiveOptions{})
+	_, err = ws2.Import(ctx, bytes.NewReader(archive.Bytes()), workspace.ArchiveOptions{})
 	require.NoError(t, err)
 	vs, err := ws2.Artifacts().Versions(ctx, ref)
 	require.NoError(t, err)
@@ -564,7 +564,7 @@ func testGCVersions(t *testing.T, h Harness) {
 	require.ErrorAs(t, err, &gone)
 	assert.Equal(t, int64(3), gone.Oldest)
 	var again bytes.Buffer
-	_, err = workspace.Export(ctx, ws2, &again, workspace.ArchiveOptions{})
+	_, err = ws2.Export(ctx, &again, workspace.ArchiveOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, archive.String(), again.String(), "the import exports the same archive")
 }

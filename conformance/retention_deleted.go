@@ -33,18 +33,18 @@ func testGCDeletedVersions(t *testing.T, h Harness) {
 	old := write("old.md", 5)
 	// Pins are reserved records, put where the store is.
 	store := open(t, storeDSN(h, dsn))
-	_, err := workspace.PinVersion(ctx, store, as("lead"), "old.md", 2)
+	_, err := store.Pin(ctx, as("lead"), "old.md", 2)
 	require.NoError(t, err)
 	require.NoError(t, arts.Delete(ctx, as("w"), workspace.ByID(old.ID)))
 	write("live.md", 3)
 
 	p := workspace.GCPolicy{Actor: "gc", KeepVersions: 2}
 	p.DryRun = true
-	dry, err := workspace.GC(ctx, store, p)
+	dry, err := store.GC(ctx, p)
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), dry.Versions.Count, "old.md v1 and v3, live.md v1")
 	p.DryRun = false
-	r, err := workspace.GC(ctx, store, p)
+	r, err := store.GC(ctx, p)
 	require.NoError(t, err)
 	assert.Equal(t, dry.Versions, r.Versions)
 
@@ -74,7 +74,7 @@ func testGCDeletedVersions(t *testing.T, h Harness) {
 	_, err = arts.Get(ctx, workspace.ByName("old.md"))
 	assert.ErrorIs(t, err, workspace.ErrNotFound, "still deleted")
 
-	again, err := workspace.GC(ctx, store, p)
+	again, err := store.GC(ctx, p)
 	require.NoError(t, err)
 	assert.Zero(t, again.Versions.Count, "gc is idempotent")
 	v := verify(t, store)
@@ -82,13 +82,13 @@ func testGCDeletedVersions(t *testing.T, h Harness) {
 
 	// An archive keeps the deleted artifact's gaps, and imports as it was.
 	var archive, again2 bytes.Buffer
-	_, err = workspace.Export(ctx, store, &archive, workspace.ArchiveOptions{})
+	_, err = store.Export(ctx, &archive, workspace.ArchiveOptions{})
 	require.NoError(t, err)
 	dsn2, _ := fresh(t, h)
 	store2 := open(t, storeDSN(h, dsn2))
-	_, err = workspace.Import(ctx, store2, bytes.NewReader(archive.Bytes()), workspace.ArchiveOptions{})
+	_, err = store2.Import(ctx, bytes.NewReader(archive.Bytes()), workspace.ArchiveOptions{})
 	require.NoError(t, err)
-	_, err = workspace.Export(ctx, store2, &again2, workspace.ArchiveOptions{})
+	_, err = store2.Export(ctx, &again2, workspace.ArchiveOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, archive.String(), again2.String())
 	_, err = store2.Artifacts().Get(ctx, workspace.ArtifactRef{ID: old.ID, Version: 3})

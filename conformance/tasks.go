@@ -14,7 +14,7 @@ import (
 
 // claimOnly claims the task carrying the label only=id, so a test can put a
 // chosen task in progress whatever else is ready.
-func claimOnly(t testing.TB, ws workspace.Workspace, actor, tag string, lease time.Duration) workspace.Task {
+func claimOnly(t testing.TB, ws *workspace.Workspace, actor, tag string, lease time.Duration) workspace.Task {
 	t.Helper()
 	task, err := ws.Tasks().Claim(testCtx(t), workspace.ClaimRequest{Actor: actor, Lease: lease, Labels: map[string]string{"only": tag}})
 	require.NoError(t, err)
@@ -176,7 +176,7 @@ func testTaskClaimOrder(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	afterCancelled := mk("after-cancelled", 100, cancelled.ID)
 
-	handles := []workspace.Workspace{ws1, ws2}
+	handles := []*workspace.Workspace{ws1, ws2}
 	for i, want := range []workspace.Task{high1, high2, mid, low, dep} {
 		before := headOf(t, ws1)
 		got, err := handles[i%2].Tasks().Claim(ctx, workspace.ClaimRequest{Actor: fmt.Sprintf("agent%d", i), Lease: time.Minute})

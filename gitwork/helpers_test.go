@@ -49,13 +49,13 @@ func writeFile(t testing.TB, path, content string) {
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
 }
 
-func openWS(t testing.TB) workspace.Workspace {
+func openWS(t testing.TB) *workspace.Workspace {
 	t.Helper()
 	return openDSN(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
 }
 
 // openDSN opens a workspace handle on dsn, closed when the test ends.
-func openDSN(t testing.TB, dsn string) workspace.Workspace {
+func openDSN(t testing.TB, dsn string) *workspace.Workspace {
 	t.Helper()
 	ws, err := workspace.Open(context.Background(), dsn)
 	require.NoError(t, err)
@@ -63,7 +63,7 @@ func openDSN(t testing.TB, dsn string) workspace.Workspace {
 	return ws
 }
 
-func newManager(t testing.TB, ws workspace.Workspace, cfg gitwork.Config) *gitwork.Manager {
+func newManager(t testing.TB, ws *workspace.Workspace, cfg gitwork.Config) *gitwork.Manager {
 	t.Helper()
 	m, err := gitwork.New(context.Background(), ws, cfg)
 	require.NoError(t, err)
@@ -71,7 +71,7 @@ func newManager(t testing.TB, ws workspace.Workspace, cfg gitwork.Config) *gitwo
 }
 
 // claimed adds a task and claims it as agent.
-func claimed(t testing.TB, ws workspace.Workspace, agent, title string) workspace.Task {
+func claimed(t testing.TB, ws *workspace.Workspace, agent, title string) workspace.Task {
 	t.Helper()
 	ctx := context.Background()
 	task, err := ws.Tasks().Create(ctx, workspace.Write{Actor: "lead"}, workspace.NewTask{Title: title, Labels: map[string]string{"t": title}})
@@ -84,7 +84,7 @@ func claimed(t testing.TB, ws workspace.Workspace, agent, title string) workspac
 
 // work starts a worktree for a new task, writes files in it, commits and
 // submits. It returns the record.
-func work(t testing.TB, m *gitwork.Manager, ws workspace.Workspace, agent, title string, files map[string]string) gitwork.Worktree {
+func work(t testing.TB, m *gitwork.Manager, ws *workspace.Workspace, agent, title string, files map[string]string) gitwork.Worktree {
 	t.Helper()
 	ctx := context.Background()
 	task := claimed(t, ws, agent, title)
@@ -107,7 +107,7 @@ func firstParents(t testing.TB, repo string) []string {
 	return strings.Split(out, "\n")
 }
 
-func record(t testing.TB, ws workspace.Workspace, task string) gitwork.Worktree {
+func record(t testing.TB, ws *workspace.Workspace, task string) gitwork.Worktree {
 	t.Helper()
 	recs, err := gitwork.List(context.Background(), ws)
 	require.NoError(t, err)

@@ -198,7 +198,7 @@ func splitLines(s string) []string {
 }
 
 // messages lists the event messages of task's worktree record.
-func messages(t *testing.T, ws workspace.Workspace, task string) []string {
+func messages(t *testing.T, ws *workspace.Workspace, task string) []string {
 	t.Helper()
 	page, err := ws.Events().Read(context.Background(), workspace.EventQuery{SubjectID: gitwork.NoteKind + "/" + task, Limit: 1000})
 	require.NoError(t, err)

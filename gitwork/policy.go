@@ -35,7 +35,7 @@ func (mg *Merger) changedPaths(ctx context.Context, old, cand string) ([]changed
 // deleting) the artifact of that name. It returns the refused paths and a
 // detail whose first line names each with its rule; none: it may land.
 func (mg *Merger) policyRefusals(ctx context.Context, rec Worktree, paths []changedPath) ([]string, string, error) {
-	c, err := workspace.NewWriteCheck(ctx, mg.m.ws)
+	c, err := mg.m.ws.WriteCheck(ctx)
 	if err != nil || c.None() {
 		return nil, "", err
 	}
@@ -66,7 +66,7 @@ func (mg *Merger) leaseRoles(ctx context.Context) error {
 	if _, ok := workspace.PrincipalFrom(ctx); ok {
 		return nil // a server's token, or a caller's principal, decides
 	}
-	p, err := workspace.LoadPolicy(ctx, mg.m.ws)
+	p, err := mg.m.ws.Policy(ctx)
 	if err != nil || p == nil {
 		return err
 	}

@@ -82,7 +82,7 @@ type Claimed struct {
 const maxDetail = 16 << 10
 
 // get reads the record of task, ErrNotFound if it has none.
-func get(ctx context.Context, ws workspace.Workspace, task string) (Worktree, error) {
+func get(ctx context.Context, ws *workspace.Workspace, task string) (Worktree, error) {
 	n, err := ws.Notes().Get(ctx, NoteKind, task)
 	if err != nil {
 		return Worktree{}, fmt.Errorf("worktree of task %s: %w", task, err)
@@ -102,7 +102,7 @@ func decode(n workspace.Note) (Worktree, error) {
 // put writes w if the stored record is still at w.Version (0: whatever
 // is stored; a new record is written only by the task's claimer), and
 // returns it with its new version. msg goes to the event log.
-func put(ctx context.Context, ws workspace.Workspace, actor string, w Worktree, msg string) (Worktree, error) {
+func put(ctx context.Context, ws *workspace.Workspace, actor string, w Worktree, msg string) (Worktree, error) {
 	if len(w.Detail) > maxDetail {
 		w.Detail = "…" + w.Detail[len(w.Detail)-maxDetail:]
 	}
@@ -129,7 +129,7 @@ func put(ctx context.Context, ws workspace.Workspace, actor string, w Worktree, 
 // across hosts, whatever their clocks say. An entry whose event is gone
 // from the log (compacted) or that predates SubmitVersion sorts before
 // the others, by its submitter's clock.
-func List(ctx context.Context, ws workspace.Workspace) ([]Worktree, error) {
+func List(ctx context.Context, ws *workspace.Workspace) ([]Worktree, error) {
 	var out []Worktree
 	f := workspace.NoteFilter{Kind: NoteKind, Limit: 1000}
 	for {
@@ -185,7 +185,7 @@ func queued(st Status) bool {
 // submitSeq returns the seq of the note.put event that wrote version of
 // task's record (the latest such, should the note have been deleted and
 // made again), or 0 if the log no longer has it.
-func submitSeq(ctx context.Context, ws workspace.Workspace, task string, version int64) (int64, error) {
+func submitSeq(ctx context.Context, ws *workspace.Workspace, task string, version int64) (int64, error) {
 	q := workspace.EventQuery{Types: []string{workspace.EventNotePut}, SubjectKind: string(workspace.SubjectNote),
 		SubjectID: NoteKind + "/" + task, Limit: 1000}
 	var seq int64

@@ -16,7 +16,7 @@ import (
 )
 
 // doneTask adds a task that bob claims and completes.
-func doneTask(t *testing.T, ws workspace.Workspace, title string) workspace.Task {
+func doneTask(t *testing.T, ws *workspace.Workspace, title string) workspace.Task {
 	t.Helper()
 	task := claimed(t, ws, "bob", title)
 	done, err := ws.Tasks().Complete(context.Background(), workspace.Write{Actor: "bob"}, task.ID, workspace.TaskResult{Summary: "done"})
@@ -24,7 +24,7 @@ func doneTask(t *testing.T, ws workspace.Workspace, title string) workspace.Task
 	return done
 }
 
-func plant(t *testing.T, ws workspace.Workspace, w gitwork.Worktree) {
+func plant(t *testing.T, ws *workspace.Workspace, w gitwork.Worktree) {
 	t.Helper()
 	_, err := gitwork.Plant(context.Background(), ws, "bob", w)
 	require.NoError(t, err)

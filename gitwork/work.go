@@ -18,7 +18,7 @@ import (
 // It is safe for use by one goroutine at a time; many Managers, in many
 // processes, may share one repository and workspace.
 type Manager struct {
-	ws  workspace.Workspace
+	ws  *workspace.Workspace
 	cfg Config
 	git git // in the repository's common directory's top
 }
@@ -27,7 +27,7 @@ type Manager struct {
 var ErrDirty = errors.New("worktree has uncommitted changes")
 
 // New checks git's version and the repository and returns a Manager.
-func New(ctx context.Context, ws workspace.Workspace, cfg Config) (*Manager, error) {
+func New(ctx context.Context, ws *workspace.Workspace, cfg Config) (*Manager, error) {
 	if _, err := CheckGitVersion(ctx); err != nil {
 		return nil, err
 	}

@@ -169,7 +169,7 @@ func TestStartAdoptsAWorktreeItsCrashedPredecessorLeft(t *testing.T) {
 	assert.Equal(t, gitwork.StatusActive, again.Status)
 }
 
-func mustList(t *testing.T, ws workspace.Workspace) []gitwork.Worktree {
+func mustList(t *testing.T, ws *workspace.Workspace) []gitwork.Worktree {
 	t.Helper()
 	recs, err := gitwork.List(context.Background(), ws)
 	require.NoError(t, err)

@@ -32,7 +32,7 @@ var (
 	allBackends     = []backend{sqliteBackend, jsonBackend, postgresBackend}
 )
 
-func openWS(t *testing.T, dsn string) workspace.Workspace {
+func openWS(t *testing.T, dsn string) *workspace.Workspace {
 	t.Helper()
 	ws, err := workspace.Open(context.Background(), dsn)
 	require.NoError(t, err)
@@ -47,7 +47,7 @@ func testCtx(t *testing.T) context.Context {
 }
 
 // newServer is an MCP server over ws acting as actor, closed at the end.
-func newServer(t *testing.T, ws workspace.Workspace, actor string) *mcp.Server {
+func newServer(t *testing.T, ws *workspace.Workspace, actor string) *mcp.Server {
 	t.Helper()
 	s := mcp.NewServer(ws, mcp.Options{Actor: actor})
 	t.Cleanup(func() { _ = s.Close() })
@@ -135,7 +135,7 @@ func num(v any) int64 {
 	return int64(f)
 }
 
-func head(t *testing.T, ws workspace.Workspace) int64 {
+func head(t *testing.T, ws *workspace.Workspace) int64 {
 	t.Helper()
 	h, err := ws.Events().Head(context.Background())
 	require.NoError(t, err)

@@ -49,7 +49,7 @@ type endpoint struct {
 
 func (e endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) { e.Handler.ServeHTTP(w, r) }
 
-func httpServer(t *testing.T, ws workspace.Workspace, opts server.Options) (*server.Server, *httptest.Server) {
+func httpServer(t *testing.T, ws *workspace.Workspace, opts server.Options) (*server.Server, *httptest.Server) {
 	t.Helper()
 	opts.MCP = mountMCP
 	srv, err := server.New(ws, opts)

@@ -19,7 +19,7 @@ import (
 // plannerPolicy opens a workspace whose policy lets bob (a planner) read
 // and write plans/** only, with root its admin, and has root create the
 // artifacts named, each with the content "x NAME".
-func plannerPolicy(t *testing.T, names ...string) workspace.Workspace {
+func plannerPolicy(t *testing.T, names ...string) *workspace.Workspace {
 	t.Helper()
 	ws := openWS(t, sqliteBackend.dsn(t))
 	root := workspace.Write{Actor: "root"}

@@ -47,7 +47,7 @@ type PrimeOptions struct {
 // the commands for a shell, and a short live summary of the workspace
 // (tasks ready and in progress, what Actor holds, recent decisions).
 // It reads through the public API only.
-func Prime(ctx context.Context, ws workspace.Workspace, w io.Writer, o PrimeOptions) error {
+func Prime(ctx context.Context, ws *workspace.Workspace, w io.Writer, o PrimeOptions) error {
 	if o.Decisions <= 0 {
 		o.Decisions = 5
 	}

@@ -53,7 +53,7 @@ type Options struct {
 // public workspace API and nothing else, so the rules an agent meets here
 // are the library's, the CLI's and the HTTP API's.
 type Server struct {
-	ws   workspace.Workspace
+	ws   *workspace.Workspace
 	opts Options
 	sdk  *sdk.Server
 	// sessions are the HTTP handler's sessions and who opened them.
@@ -72,7 +72,7 @@ type Server struct {
 }
 
 // NewServer builds the MCP server for ws. It does not close ws.
-func NewServer(ws workspace.Workspace, opts Options) *Server {
+func NewServer(ws *workspace.Workspace, opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}

@@ -49,7 +49,7 @@ func TestEveryToolOnEveryBackend(t *testing.T) {
 	}
 }
 
-func roundTrip(t *testing.T, ws workspace.Workspace, alice, bob *sdk.ClientSession) {
+func roundTrip(t *testing.T, ws *workspace.Workspace, alice, bob *sdk.ClientSession) {
 	st := ok(t, alice, "status", nil)
 	assert.Equal(t, "alice", st["actor"])
 

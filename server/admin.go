@@ -24,12 +24,12 @@ func (s *Server) adminRoutes() {
 			if err != nil {
 				return nil, s.fail(ctx, err)
 			}
-			r, err := workspace.GC(ctx, s.ws, p)
+			r, err := s.ws.GC(ctx, p)
 			return answer(s, ctx, &struct{ Body workspace.GCReport }{r}, err)
 		})
 	huma.Register(s.api, s.op("verify", http.MethodGet, "/v1/admin/verify", "Check the event log's hash chain and every artifact version's content", "admin", 0),
 		func(ctx context.Context, _ *struct{}) (*struct{ Body workspace.VerifyReport }, error) {
-			r, err := workspace.Verify(ctx, s.ws)
+			r, err := s.ws.Verify(ctx)
 			return answer(s, ctx, &struct{ Body workspace.VerifyReport }{r}, err)
 		})
 }

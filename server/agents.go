@@ -1,6 +1,8 @@
 package server
 
 import (
+	"github.com/agentspace/agentspace/internal/wsconn"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,8 +38,8 @@ type agentStopper interface {
 // of it. Afterwards every request with its tokens is refused (and what they
 // opened is ended), and its fenced writes fail with ErrStaleFence. It needs
 // the admin.tokens right. Over a served workspace the server does it.
-func StopAgent(ctx context.Context, ws workspace.Workspace, r StopRequest) (wire.AgentStop, error) {
-	if s, ok := ws.(agentStopper); ok {
+func StopAgent(ctx context.Context, ws *workspace.Workspace, r StopRequest) (wire.AgentStop, error) {
+	if s, ok := wsconn.Of(ws).(agentStopper); ok {
 		return s.StopAgent(ctx, r.By, r.Actor, r.Message)
 	}
 	t := NewTokens(ws)
@@ -169,7 +171,7 @@ type Agent struct {
 // a token, or wrote one of the newest rule.Scan events, ordered by actor.
 // It reads the live leases, the tasks in progress, the tokens and the
 // newest events once each.
-func Agents(ctx context.Context, ws workspace.Workspace, rule AgentRule) ([]Agent, error) {
+func Agents(ctx context.Context, ws *workspace.Workspace, rule AgentRule) ([]Agent, error) {
 	rule = rule.withDefaults()
 	by := map[string]*Agent{}
 	get := func(actor string) *Agent {
@@ -231,7 +233,7 @@ func Agents(ctx context.Context, ws workspace.Workspace, rule AgentRule) ([]Agen
 
 // GetAgent returns actor's summary (Agents' for one actor). An actor
 // nothing is known of is ErrNotFound.
-func GetAgent(ctx context.Context, ws workspace.Workspace, rule AgentRule, actor string) (Agent, error) {
+func GetAgent(ctx context.Context, ws *workspace.Workspace, rule AgentRule, actor string) (Agent, error) {
 	all, err := Agents(ctx, ws, rule)
 	if err != nil {
 		return Agent{}, err
@@ -246,7 +248,7 @@ func GetAgent(ctx context.Context, ws workspace.Workspace, rule AgentRule, actor
 
 // scanEvents reads the newest rule.Scan events once, oldest first, and
 // gives each actor its last write, newest events and conflict count.
-func scanEvents(ctx context.Context, ws workspace.Workspace, rule AgentRule, get func(string) *Agent) error {
+func scanEvents(ctx context.Context, ws *workspace.Workspace, rule AgentRule, get func(string) *Agent) error {
 	head, err := ws.Events().Head(ctx)
 	if err != nil {
 		return err

@@ -16,7 +16,7 @@ const mcpRoute = "/mcp"
 // server's workspace and settings, and who each request comes from.
 type MCPParams struct {
 	// Workspace is the server's workspace.
-	Workspace workspace.Workspace
+	Workspace *workspace.Workspace
 	// Version, Logger and Redact are the server's (Options).
 	Version string
 	Logger  *slog.Logger

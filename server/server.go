@@ -83,7 +83,7 @@ type Options struct {
 // Server-Sent Events), /v1/openapi.json, /healthz and /metrics. It calls
 // only the public workspace API, so its rules are the library's.
 type Server struct {
-	ws      workspace.Workspace
+	ws      *workspace.Workspace
 	opts    Options
 	log     *slog.Logger
 	mux     *http.ServeMux
@@ -106,7 +106,7 @@ type Server struct {
 }
 
 // New builds the server for ws. It does not close ws.
-func New(ws workspace.Workspace, opts Options) (*Server, error) {
+func New(ws *workspace.Workspace, opts Options) (*Server, error) {
 	if ws == nil {
 		return nil, errors.New("server.New: nil workspace")
 	}

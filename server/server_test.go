@@ -29,7 +29,7 @@ import (
 type env struct {
 	t    *testing.T
 	dsn  string
-	ws   workspace.Workspace
+	ws   *workspace.Workspace
 	srv  *server.Server
 	hs   *httptest.Server
 	logs *bytes.Buffer

@@ -72,7 +72,7 @@ func stream(t *testing.T, base, query string, lastID int64, hdr ...string) (<-ch
 	return ch, cancel
 }
 
-func putNotes(t *testing.T, ws workspace.Workspace, from, n int) {
+func putNotes(t *testing.T, ws *workspace.Workspace, from, n int) {
 	t.Helper()
 	for i := from; i < from+n; i++ {
 		_, err := ws.Notes().Put(context.Background(), workspace.Write{Actor: "ann"}, workspace.NotePut{Kind: "decision", Key: fmt.Sprint("k", i), Body: "b"})

@@ -71,12 +71,12 @@ type TokenRequest struct {
 // Tokens creates, lists, revokes and checks bearer tokens kept in a
 // workspace through its public API.
 type Tokens struct {
-	ws  workspace.Workspace
+	ws  *workspace.Workspace
 	now func() time.Time
 }
 
 // NewTokens returns the token store of ws.
-func NewTokens(ws workspace.Workspace) *Tokens { return &Tokens{ws: ws, now: time.Now} }
+func NewTokens(ws *workspace.Workspace) *Tokens { return &Tokens{ws: ws, now: time.Now} }
 
 var (
 	b32     = base32.StdEncoding.WithPadding(base32.NoPadding)

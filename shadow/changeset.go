@@ -102,7 +102,7 @@ const StatePromoted = "promoted"
 type ChangeSets struct{ m *Manager }
 
 // NewChangeSets returns the change sets of ws; opts.Root is not used.
-func NewChangeSets(ws workspace.Workspace, opts Options) *ChangeSets {
+func NewChangeSets(ws *workspace.Workspace, opts Options) *ChangeSets {
 	if opts.ValidatorTimeout <= 0 {
 		opts.ValidatorTimeout = 2 * time.Minute
 	}

@@ -74,7 +74,7 @@ func runChild(spec string) error {
 type env struct {
 	ctx  context.Context
 	dsn  string
-	ws   workspace.Workspace
+	ws   *workspace.Workspace
 	m    *Manager
 	root string
 	dir  string
@@ -184,7 +184,7 @@ func (e *env) validPromote(t *testing.T, s Shadow) Promotion {
 }
 
 // messages lists the event messages of the shadow notes, in order.
-func messages(t *testing.T, ws workspace.Workspace, kind string) []string {
+func messages(t *testing.T, ws *workspace.Workspace, kind string) []string {
 	t.Helper()
 	page, err := ws.Events().Read(context.Background(), workspace.EventQuery{Limit: 1000})
 	require.NoError(t, err)

@@ -94,7 +94,7 @@ func (m *Manager) Promote(ctx context.Context, ref, actor string) (Promotion, er
 func (m *Manager) stillAllowed(ctx context.Context, actor string, d Diff) error {
 	c := &checker{actor: actor, policy: m.opts.Policy, as: principalOf(ctx, actor)}
 	if c.policy == nil {
-		w, err := workspace.NewWriteCheck(ctx, m.ws)
+		w, err := m.ws.WriteCheck(ctx)
 		if err != nil {
 			return err
 		}

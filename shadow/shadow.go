@@ -68,12 +68,12 @@ type Options struct {
 // It is safe for concurrent use; several Managers (in several processes)
 // may share one Root.
 type Manager struct {
-	ws   workspace.Workspace
+	ws   *workspace.Workspace
 	opts Options
 }
 
 // New returns a Manager over ws keeping its shadows under opts.Root.
-func New(ws workspace.Workspace, opts Options) (*Manager, error) {
+func New(ws *workspace.Workspace, opts Options) (*Manager, error) {
 	if opts.Root == "" {
 		return nil, &workspace.InvalidError{Field: "root", Reason: "is required"}
 	}

@@ -85,7 +85,7 @@ type checker struct {
 func (m *Manager) newChecker(ctx context.Context, actor, task string) (*checker, error) {
 	c := &checker{actor: actor, task: task, policy: m.opts.Policy, as: principalOf(ctx, actor)}
 	if c.policy == nil {
-		w, err := workspace.NewWriteCheck(ctx, m.ws)
+		w, err := m.ws.WriteCheck(ctx)
 		if err != nil {
 			return nil, err
 		}

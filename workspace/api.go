@@ -2,29 +2,91 @@ package workspace
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
+
+	"github.com/agentspace/agentspace/internal/wsconn"
 )
 
-// Workspace is one shared, persistent workspace: the external memory of a
-// team of agents. It is safe for concurrent use by many goroutines, and many
-// handles (in one process or many, on one host or many) may share one store.
+// Workspace is a handle on one shared, persistent workspace: the external
+// memory of a team of agents. It is safe for concurrent use by many
+// goroutines, and many handles (in one process or many, on one host or
+// many) may share one store.
 //
 // Obtain one with Open (by DSN) or with a backend's own constructor (for
 // an existing *sql.DB or *pgxpool.Pool). Every handle validates its input
 // before a backend sees it and normalises errors to this package's set.
-// To write a backend, see package driver.
-type Workspace interface {
+// Operations a backend cannot do (a file backup of a server, say) return
+// an error matching errors.ErrUnsupported. To write a backend, see package
+// driver.
+type Workspace struct {
+	c conn
+}
+
+// conn is what a Workspace wraps: the engine's handle or the HTTP client
+// (see internal/wsconn). The admin operations are optional interfaces of
+// it, asserted by the methods that use them.
+type conn interface {
 	Artifacts() Artifacts
 	Tasks() Tasks
 	Notes() Notes
 	Locks() Locks
 	Events() Events
-	// Commit applies a batch of writes all or nothing, in one transaction.
 	Commit(ctx context.Context, b Batch) (BatchResult, error)
-	// Status is the dashboard: counts, active tasks, live locks, recent events.
 	Status(ctx context.Context) (Status, error)
-	// Close ends subscriptions, waits for the handle's goroutines, and closes the store.
 	Close() error
+}
+
+func init() {
+	wsconn.Wrap = func(c any) any { return &Workspace{c: c.(conn)} }
+	wsconn.Of = func(ws any) any {
+		if w, _ := ws.(*Workspace); w != nil {
+			return w.c
+		}
+		return nil
+	}
+}
+
+// Artifacts manages the workspace's versioned content.
+func (ws *Workspace) Artifacts() Artifacts { return ws.c.Artifacts() }
+
+// Tasks manages the team's work queue.
+func (ws *Workspace) Tasks() Tasks { return ws.c.Tasks() }
+
+// Notes manages shared context: decisions, constraints, glossary terms.
+func (ws *Workspace) Notes() Notes { return ws.c.Notes() }
+
+// Locks manages leases with fencing tokens.
+func (ws *Workspace) Locks() Locks { return ws.c.Locks() }
+
+// Events reads and follows the workspace's log.
+func (ws *Workspace) Events() Events { return ws.c.Events() }
+
+// Commit applies a batch of writes all or nothing, in one transaction.
+func (ws *Workspace) Commit(ctx context.Context, b Batch) (BatchResult, error) {
+	return ws.c.Commit(ctx, b)
+}
+
+// Status is the dashboard: counts, active tasks, live locks, recent events.
+func (ws *Workspace) Status(ctx context.Context) (Status, error) { return ws.c.Status(ctx) }
+
+// Close ends subscriptions, waits for the handle's goroutines, and closes
+// the store (the last of a store's handles does).
+func (ws *Workspace) Close() error { return ws.c.Close() }
+
+// unsupported is the error of an admin operation the handle's backend
+// cannot do.
+func (ws *Workspace) unsupported(op string) error {
+	return fmt.Errorf("%s: not supported by %s: %w", op, ws.kind(), errors.ErrUnsupported)
+}
+
+// kind names the backend behind ws for unsupported's message.
+func (ws *Workspace) kind() string {
+	if k, ok := ws.c.(interface{ Kind() string }); ok {
+		return k.Kind()
+	}
+	return fmt.Sprintf("%T", ws.c)
 }
 
 // Artifacts manages versioned content. Writes return metadata (Content nil).

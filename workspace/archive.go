@@ -72,21 +72,19 @@ func (s ArchiveStats) Records() int64 {
 	return s.Tasks + s.Notes + s.Versions + s.DeletedArtifacts + s.Leases + s.Events
 }
 
-// Archiver is implemented by every Workspace that Open returns (and
-// driver.New): Export and Import below call it.
-type Archiver interface {
+// archiver is the conn capability Export and Import use.
+type archiver interface {
 	Export(ctx context.Context, w io.Writer, opts ArchiveOptions) (ArchiveStats, error)
 	Import(ctx context.Context, r io.Reader, opts ArchiveOptions) (ArchiveStats, error)
 }
 
-// Export writes the whole workspace ws to w as an archive (see
+// Export writes the whole workspace to w as an archive (see
 // ArchiveFormat), read from one consistent snapshot. It returns what it
-// wrote. ws must implement Archiver, as every Workspace that Open returns
-// does.
-func Export(ctx context.Context, ws Workspace, w io.Writer, opts ArchiveOptions) (ArchiveStats, error) {
-	a, err := archiver("Export", ws)
-	if err != nil {
-		return ArchiveStats{}, err
+// wrote.
+func (ws *Workspace) Export(ctx context.Context, w io.Writer, opts ArchiveOptions) (ArchiveStats, error) {
+	a, ok := ws.c.(archiver)
+	if !ok {
+		return ArchiveStats{}, ws.unsupported("export")
 	}
 	return a.Export(ctx, w, opts)
 }
@@ -100,19 +98,10 @@ func Export(ctx context.Context, ws Workspace, w io.Writer, opts ArchiveOptions)
 // several (about 64 MiB of content or 10,000 records each); if one of them
 // fails, the error says so, and the store must be emptied before importing
 // again. Nobody else should write to the store while it is imported.
-// ws must implement Archiver, as every Workspace that Open returns does.
-func Import(ctx context.Context, ws Workspace, r io.Reader, opts ArchiveOptions) (ArchiveStats, error) {
-	a, err := archiver("Import", ws)
-	if err != nil {
-		return ArchiveStats{}, err
+func (ws *Workspace) Import(ctx context.Context, r io.Reader, opts ArchiveOptions) (ArchiveStats, error) {
+	a, ok := ws.c.(archiver)
+	if !ok {
+		return ArchiveStats{}, ws.unsupported("import")
 	}
 	return a.Import(ctx, r, opts)
-}
-
-func archiver(op string, ws Workspace) (Archiver, error) {
-	a, ok := ws.(Archiver)
-	if !ok || a == nil {
-		return nil, invalid("workspace", "%s needs a Workspace made by Open or driver.New, not %T", op, ws)
-	}
-	return a, nil
 }

@@ -63,10 +63,10 @@ func (zeroReader) Read(p []byte) (int, error) {
 
 // storeState is what a store holds, read through the API: every note and
 // artifact with content, and the whole event log.
-func storeState(t *testing.T, ws workspace.Workspace) string {
+func storeState(t *testing.T, ws *workspace.Workspace) string {
 	t.Helper()
 	var buf bytes.Buffer
-	_, err := workspace.Export(context.Background(), ws, &buf, workspace.ArchiveOptions{})
+	_, err := ws.Export(context.Background(), &buf, workspace.ArchiveOptions{})
 	require.NoError(t, err)
 	return buf.String()
 }
@@ -133,7 +133,7 @@ func TestDiskFullFailsCleanlyAndRecovers(t *testing.T) {
 // assertAllOrNothing: every batch written while the disk was full is either
 // all there (its note and its whole artifact) or not at all, and the event
 // log has no gap.
-func assertAllOrNothing(t *testing.T, ws workspace.Workspace, before, after string) {
+func assertAllOrNothing(t *testing.T, ws *workspace.Workspace, before, after string) {
 	t.Helper()
 	ctx := context.Background()
 	for _, line := range strings.Split(strings.TrimSpace(before), "\n") {

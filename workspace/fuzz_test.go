@@ -121,7 +121,7 @@ func FuzzImport(f *testing.F) {
 	}
 	populateForFuzz(f, src)
 	var buf bytes.Buffer
-	if _, err := workspace.Export(ctx, src, &buf, workspace.ArchiveOptions{}); err != nil {
+	if _, err := src.Export(ctx, &buf, workspace.ArchiveOptions{}); err != nil {
 		f.Fatal(err)
 	}
 	_ = src.Close()
@@ -136,7 +136,7 @@ func FuzzImport(f *testing.F) {
 	// a store that took an import is replaced. Inputs run one at a time.
 	dir := f.TempDir()
 	var (
-		ws     workspace.Workspace
+		ws     *workspace.Workspace
 		stores int
 	)
 	f.Cleanup(func() {
@@ -153,7 +153,7 @@ func FuzzImport(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		_, err := workspace.Import(ctx, ws, bytes.NewReader(data), workspace.ArchiveOptions{})
+		_, err := ws.Import(ctx, bytes.NewReader(data), workspace.ArchiveOptions{})
 		if err == nil {
 			_ = ws.Close()
 			ws = nil
@@ -184,7 +184,7 @@ func countTasks(st workspace.Status) int {
 
 // populateForFuzz writes a little of everything, so the seed archive has
 // every record type.
-func populateForFuzz(tb testing.TB, ws workspace.Workspace) {
+func populateForFuzz(tb testing.TB, ws *workspace.Workspace) {
 	tb.Helper()
 	ctx := context.Background()
 	w := workspace.Write{Actor: "alice"}

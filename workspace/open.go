@@ -37,7 +37,7 @@ type Backend interface {
 	// Open returns a handle on the workspace cfg names. opts has its
 	// defaults set; with opts.MustExist, Open creates nothing and fails
 	// with a *NoWorkspaceError where there is no workspace.
-	Open(ctx context.Context, cfg Config, opts Options) (Workspace, error)
+	Open(ctx context.Context, cfg Config, opts Options) (*Workspace, error)
 	// Params lists the backend's own ws_ DSN parameters; any other ws_
 	// parameter not known to this package is an error.
 	Params() []string
@@ -310,7 +310,7 @@ func schemeList() string {
 // Handles opened on one DSN with the same options in one process share
 // their store, so that their writers share commits; each handle still
 // closes on its own. Options.Private opts out.
-func Open(ctx context.Context, dsn string, opts ...Options) (Workspace, error) {
+func Open(ctx context.Context, dsn string, opts ...Options) (*Workspace, error) {
 	p, err := ParseDSN(dsn)
 	if err != nil {
 		return nil, err
@@ -479,21 +479,20 @@ func (e *redactedError) Unwrap() error { return e.err }
 // RedactError hides the passwords of dsn in err's text, keeping errors.Is and errors.As working.
 func RedactError(err error, dsn string) error { return redactErr(err, dsn) }
 
-// Attacher is implemented by every Workspace that Open returns (and
-// driver.New): Attach calls it.
-type Attacher interface {
-	Attach() (Workspace, error)
+// attacher is the conn capability Attach uses.
+type attacher interface {
+	Attach() (*Workspace, error)
 }
 
 // Attach returns another handle on the store ws is open on, as Open does
 // for a second handle on one DSN: it shares ws's store, writer queue and
 // event hub, and closes on its own; the store closes with the last of its
-// handles. It serves handles made by driver.New, and ws may be closed
-// before the new handle is. A closed ws gives ErrClosed.
-func Attach(ws Workspace) (Workspace, error) {
-	a, ok := ws.(Attacher)
+// handles. It serves handles made by a backend's own constructor, and ws
+// may be closed before the new handle is. A closed ws gives ErrClosed.
+func (ws *Workspace) Attach() (*Workspace, error) {
+	a, ok := ws.c.(attacher)
 	if !ok {
-		return nil, fmt.Errorf("attach: %T is not a workspace.Attacher", ws)
+		return nil, ws.unsupported("attach")
 	}
 	return a.Attach()
 }

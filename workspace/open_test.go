@@ -19,7 +19,7 @@ type recordingBackend struct {
 	err    error
 }
 
-func (d *recordingBackend) Open(_ context.Context, cfg Config, _ Options) (Workspace, error) {
+func (d *recordingBackend) Open(_ context.Context, cfg Config, _ Options) (*Workspace, error) {
 	*d.got = cfg
 	return nil, d.err
 }

@@ -8,11 +8,11 @@ import (
 	"github.com/agentspace/agentspace/policy"
 )
 
-// LoadPolicy reads and compiles ws's policy (PolicyArtifact): nil when
+// Policy reads and compiles the workspace's policy (PolicyArtifact): nil when
 // there is none. A stored policy that does not parse is an error matching
 // policy.ErrInvalid. Every actor may read the policy, so ctx's principal
 // does not matter.
-func LoadPolicy(ctx context.Context, ws Workspace) (*policy.Policy, error) {
+func (ws *Workspace) Policy(ctx context.Context) (*policy.Policy, error) {
 	art, err := ws.Artifacts().Get(ctx, ByName(PolicyArtifact))
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
@@ -39,9 +39,9 @@ type WriteCheck struct {
 	bad error          // the stored policy does not parse
 }
 
-// NewWriteCheck reads ws's policy once for a run of checks.
-func NewWriteCheck(ctx context.Context, ws Workspace) (*WriteCheck, error) {
-	p, err := LoadPolicy(ctx, ws)
+// WriteCheck reads the workspace's policy once for a run of checks.
+func (ws *Workspace) WriteCheck(ctx context.Context) (*WriteCheck, error) {
+	p, err := ws.Policy(ctx)
 	if errors.Is(err, policy.ErrInvalid) {
 		return &WriteCheck{bad: err}, nil
 	}

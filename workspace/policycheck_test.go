@@ -21,7 +21,7 @@ func TestWriteCheckAnswersAsTheEngineDoes(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })
 
-	c, err := workspace.NewWriteCheck(ctx, ws)
+	c, err := ws.WriteCheck(ctx)
 	require.NoError(t, err)
 	assert.True(t, c.None())
 	assert.NoError(t, c.Check(workspace.Principal{Actor: "anyone"}, "src/a.go", true), "no policy: everything allowed")
@@ -40,7 +40,7 @@ bob  = ["impl"]
 		_, err = ws.Artifacts().Create(ctx, workspace.Write{Actor: "root"}, workspace.NewArtifact{Name: n, Content: []byte("x")})
 		require.NoError(t, err)
 	}
-	c, err = workspace.NewWriteCheck(ctx, ws)
+	c, err = ws.WriteCheck(ctx)
 	require.NoError(t, err)
 	assert.False(t, c.None())
 

@@ -96,9 +96,8 @@ type GCReport struct {
 	Seq int64 `json:"seq,omitempty"`
 }
 
-// Collector is implemented by every Workspace that Open returns (and
-// driver.New).
-type Collector interface {
+// collector is the conn capability GC uses.
+type collector interface {
 	GC(ctx context.Context, p GCPolicy) (GCReport, error)
 }
 
@@ -106,10 +105,10 @@ type Collector interface {
 // behind ws, in small transactions, and records what it removed as an
 // EventGC event. Subscribers and readers that need removed events get a
 // *CompactedError with the new floor.
-func GC(ctx context.Context, ws Workspace, p GCPolicy) (GCReport, error) {
-	c, ok := ws.(Collector)
-	if !ok || c == nil {
-		return GCReport{}, invalid("workspace", "GC needs a Workspace made by Open or driver.New, not %T", ws)
+func (ws *Workspace) GC(ctx context.Context, p GCPolicy) (GCReport, error) {
+	c, ok := ws.c.(collector)
+	if !ok {
+		return GCReport{}, ws.unsupported("gc")
 	}
 	return c.GC(ctx, p)
 }
@@ -119,17 +118,17 @@ func GC(ctx context.Context, ws Workspace, p GCPolicy) (GCReport, error) {
 const PinKind = "pin"
 
 // pinKey is the capability to write pin notes: the kind is reserved, so
-// pins are put and removed only by PinVersion and UnpinVersion.
-var pinKey = Reserve(Reservation{Kind: PinKind, Owner: "PinVersion and UnpinVersion"})
+// pins are put and removed only by Pin and Unpin.
+var pinKey = Reserve(Reservation{Kind: PinKind, Owner: "Workspace.Pin and Unpin"})
 
 // PinKey is the key of the note that pins version of artifact id.
 func PinKey(id string, version int64) string { return fmt.Sprintf("%s@%d", id, version) }
 
-// PinVersion keeps version of the live artifact name from retention until
-// UnpinVersion, by putting its pin note (so it is recorded as a note.put
+// Pin keeps version of the live artifact name from retention until
+// Unpin, by putting its pin note (so it is recorded as a note.put
 // event, and works through every backend and the HTTP API). The version
 // must still exist.
-func PinVersion(ctx context.Context, ws Workspace, w Write, name string, version int64) (Note, error) {
+func (ws *Workspace) Pin(ctx context.Context, w Write, name string, version int64) (Note, error) {
 	a, err := ws.Artifacts().Get(ctx, ArtifactRef{Name: name, Version: version})
 	if err != nil {
 		return Note{}, err
@@ -165,9 +164,9 @@ type PromotedVersion struct {
 	SHA256  string `json:"sha256,omitempty"`
 }
 
-// UnpinVersion removes the pin of version of the live artifact name;
+// Unpin removes the pin of version of the live artifact name;
 // ErrNotFound if it was not pinned.
-func UnpinVersion(ctx context.Context, ws Workspace, w Write, name string, version int64) error {
+func (ws *Workspace) Unpin(ctx context.Context, w Write, name string, version int64) error {
 	a, err := ws.Artifacts().Get(ctx, ArtifactRef{Name: name})
 	if err != nil {
 		return err

@@ -28,7 +28,7 @@ type RoleChange struct {
 // another writer changed it between the read and the write.
 const roleEditRetries = 5
 
-// GrantRole gives actor role in ws's policy, as w.Actor: a new version of
+// GrantRole gives actor role in the workspace's policy, as w.Actor: a new version of
 // PolicyArtifact, written only if the policy is still the version read
 // (w.IfVersion when set, else the version read, retried on a conflict).
 // The actor's entry in [actors] becomes exact: the roles it had (by name,
@@ -36,18 +36,18 @@ const roleEditRetries = 5
 // it needs the admin "policy" right and may not take it from its author.
 // There must be a policy (ErrNotFound) and role must be one it defines, or
 // the built-in admin (ErrInvalid).
-func GrantRole(ctx context.Context, ws Workspace, w Write, actor, role string) (RoleChange, error) {
+func (ws *Workspace) GrantRole(ctx context.Context, w Write, actor, role string) (RoleChange, error) {
 	return changeRole(ctx, ws, w, actor, role, true)
 }
 
-// RevokeRole takes role from actor in ws's policy, as GrantRole gives
+// RevokeRole takes role from actor in the workspace's policy, as GrantRole gives
 // one: the actor's entry becomes exact, its roles less role (an actor left
 // with none has no rights, whatever default_role says).
-func RevokeRole(ctx context.Context, ws Workspace, w Write, actor, role string) (RoleChange, error) {
+func (ws *Workspace) RevokeRole(ctx context.Context, w Write, actor, role string) (RoleChange, error) {
 	return changeRole(ctx, ws, w, actor, role, false)
 }
 
-func changeRole(ctx context.Context, ws Workspace, w Write, actor, role string, grant bool) (RoleChange, error) {
+func changeRole(ctx context.Context, ws *Workspace, w Write, actor, role string, grant bool) (RoleChange, error) {
 	if actor == "" || len(actor) > MaxActorLen {
 		return RoleChange{}, &InvalidError{Field: "actor", Reason: fmt.Sprintf("want 1 to %d bytes", MaxActorLen)}
 	}
@@ -64,7 +64,7 @@ func changeRole(ctx context.Context, ws Workspace, w Write, actor, role string, 
 	}
 }
 
-func changeRoleOnce(ctx context.Context, ws Workspace, w Write, actor, role string, grant bool) (RoleChange, error) {
+func changeRoleOnce(ctx context.Context, ws *Workspace, w Write, actor, role string, grant bool) (RoleChange, error) {
 	rc := RoleChange{Actor: actor, Role: role}
 	art, err := ws.Artifacts().Get(ctx, ByName(PolicyArtifact))
 	if errors.Is(err, ErrNotFound) {

@@ -28,7 +28,7 @@ root = ["admin"]   # the operator
 "impl-*" = ["impl"]
 `
 
-func rolesWS(t *testing.T, src string) (context.Context, workspace.Workspace) {
+func rolesWS(t *testing.T, src string) (context.Context, *workspace.Workspace) {
 	t.Helper()
 	ctx := context.Background()
 	ws, err := workspace.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
@@ -45,17 +45,17 @@ func TestGrantAndRevokeRoleKeepTheActorsOtherRights(t *testing.T) {
 	ctx, ws := rolesWS(t, rolesPolicy)
 	root := workspace.Write{Actor: "root"}
 	// ann has the default role; granting impl keeps it.
-	rc, err := workspace.GrantRole(ctx, ws, root, "ann", "impl")
+	rc, err := ws.GrantRole(ctx, root, "ann", "impl")
 	require.NoError(t, err)
 	assert.True(t, rc.Changed)
 	assert.False(t, rc.Canonical)
 	assert.Equal(t, []string{"observer", "impl"}, rc.Roles)
 	assert.Equal(t, int64(2), rc.Version)
 	// impl-2 holds impl by a pattern: revoking it writes an exact entry.
-	rc, err = workspace.RevokeRole(ctx, ws, root, "impl-2", "impl")
+	rc, err = ws.RevokeRole(ctx, root, "impl-2", "impl")
 	require.NoError(t, err)
 	assert.Equal(t, []string{}, rc.Roles)
-	p, err := workspace.LoadPolicy(ctx, ws)
+	p, err := ws.Policy(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, p.RolesOf("impl-2"), "an empty exact entry: no rights, not the default role")
 	assert.Equal(t, []string{"impl"}, p.RolesOf("impl-3"), "the pattern still holds for the others")
@@ -71,10 +71,10 @@ func TestGrantAndRevokeRoleKeepTheActorsOtherRights(t *testing.T) {
 	require.ErrorIs(t, err, workspace.ErrForbidden)
 
 	// Nothing to do: nothing written.
-	rc, err = workspace.GrantRole(ctx, ws, root, "impl-3", "impl")
+	rc, err = ws.GrantRole(ctx, root, "impl-3", "impl")
 	require.NoError(t, err)
 	assert.False(t, rc.Changed)
-	rc, err = workspace.RevokeRole(ctx, ws, root, "ann", "admin")
+	rc, err = ws.RevokeRole(ctx, root, "ann", "admin")
 	require.NoError(t, err)
 	assert.False(t, rc.Changed)
 	assert.Equal(t, int64(3), rc.Version)
@@ -83,21 +83,21 @@ func TestGrantAndRevokeRoleKeepTheActorsOtherRights(t *testing.T) {
 func TestRoleChangesAreTypedErrors(t *testing.T) {
 	ctx, ws := rolesWS(t, "")
 	root := workspace.Write{Actor: "root"}
-	_, err := workspace.GrantRole(ctx, ws, root, "ann", "impl")
+	_, err := ws.GrantRole(ctx, root, "ann", "impl")
 	require.ErrorIs(t, err, workspace.ErrNotFound, "no policy to change")
 	_, err = ws.Artifacts().Create(ctx, root, workspace.NewArtifact{Name: workspace.PolicyArtifact, Content: []byte(rolesPolicy)})
 	require.NoError(t, err)
-	_, err = workspace.GrantRole(ctx, ws, root, "ann", "ghost")
+	_, err = ws.GrantRole(ctx, root, "ann", "ghost")
 	require.ErrorIs(t, err, workspace.ErrInvalid)
-	_, err = workspace.GrantRole(ctx, ws, root, "", "impl")
+	_, err = ws.GrantRole(ctx, root, "", "impl")
 	require.ErrorIs(t, err, workspace.ErrInvalid)
-	_, err = workspace.GrantRole(ctx, ws, workspace.Write{Actor: "ann"}, "ann", "admin")
+	_, err = ws.GrantRole(ctx, workspace.Write{Actor: "ann"}, "ann", "admin")
 	var fe *workspace.ForbiddenError
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, string(policy.AdminPolicy), fe.Action)
-	_, err = workspace.RevokeRole(ctx, ws, root, "root", "admin")
+	_, err = ws.RevokeRole(ctx, root, "root", "admin")
 	require.ErrorIs(t, err, workspace.ErrInvalid, "the author may not lock itself out")
-	_, err = workspace.GrantRole(ctx, ws, workspace.Write{Actor: "root", IfVersion: 7}, "ann", "impl")
+	_, err = ws.GrantRole(ctx, workspace.Write{Actor: "root", IfVersion: 7}, "ann", "impl")
 	require.ErrorIs(t, err, workspace.ErrConflict, "a caller's own IfVersion is not retried")
 	art, err := ws.Artifacts().Get(ctx, workspace.ByName(workspace.PolicyArtifact))
 	require.NoError(t, err)
@@ -115,14 +115,14 @@ func TestConcurrentRoleChangesLoseNothing(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = workspace.GrantRole(ctx, ws, workspace.Write{Actor: "root"}, fmt.Sprint("dev", i), "impl")
+			_, errs[i] = ws.GrantRole(ctx, workspace.Write{Actor: "root"}, fmt.Sprint("dev", i), "impl")
 		}()
 	}
 	wg.Wait()
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	p, err := workspace.LoadPolicy(ctx, ws)
+	p, err := ws.Policy(ctx)
 	require.NoError(t, err)
 	for i := range n {
 		assert.Equal(t, []string{"observer", "impl"}, p.RolesOf(fmt.Sprint("dev", i)))

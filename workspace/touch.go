@@ -21,7 +21,7 @@ import (
 // minus AcquiredAt), at most MaxLease. A claim or lease that has lapsed is
 // not revived.
 type Toucher struct {
-	ws    Workspace
+	ws    *Workspace
 	opts  TouchOptions
 	mu    sync.Mutex
 	last  map[string]time.Time
@@ -52,7 +52,7 @@ type leaseID struct {
 }
 
 // NewToucher returns a Toucher renewing through ws.
-func NewToucher(ws Workspace, opts TouchOptions) *Toucher {
+func NewToucher(ws *Workspace, opts TouchOptions) *Toucher {
 	if opts.Every <= 0 {
 		opts.Every = DefaultTouchEvery
 	}

@@ -2,8 +2,6 @@ package workspace
 
 import (
 	"context"
-	"errors"
-	"fmt"
 )
 
 // VerifyReport is what Verify found: the event log's hash chain checked
@@ -33,41 +31,37 @@ type VerifyReport struct {
 // OK reports whether nothing was found broken.
 func (r VerifyReport) OK() bool { return r.BrokenSeq == 0 && len(r.Problems) == 0 }
 
-// Verifier is implemented by every Workspace that Open returns (and
-// driver.New) over a store that keeps the hash chain.
-type Verifier interface {
+// verifier and fileBackuper are the conn capabilities Verify and Backup use.
+type verifier interface {
 	Verify(ctx context.Context) (VerifyReport, error)
 }
 
-// Verify checks ws's event log chain and artifact contents from one
-// consistent snapshot. A broken chain or content is reported in the
+type fileBackuper interface {
+	BackupFile(ctx context.Context, path string) (VerifyReport, error)
+}
+
+// Verify checks the event log's hash chain and the artifact contents from
+// one consistent snapshot. A broken chain or content is reported in the
 // VerifyReport, not as an error; the error is for failures to read.
-func Verify(ctx context.Context, ws Workspace) (VerifyReport, error) {
-	v, ok := ws.(Verifier)
-	if !ok || v == nil {
-		return VerifyReport{}, invalid("workspace", "Verify needs a Workspace made by Open or driver.New, not %T", ws)
+func (ws *Workspace) Verify(ctx context.Context) (VerifyReport, error) {
+	v, ok := ws.c.(verifier)
+	if !ok {
+		return VerifyReport{}, ws.unsupported("verify")
 	}
 	return v.Verify(ctx)
 }
 
-// FileBackuper is implemented by every Workspace that Open returns (and
-// driver.New); BackupFile works where the store is kept in one file
-// (SQLite) and returns an error matching errors.ErrUnsupported elsewhere.
-type FileBackuper interface {
-	BackupFile(ctx context.Context, path string) (VerifyReport, error)
-}
-
-// BackupFile writes a copy of the file that holds ws's store to path,
-// which must not exist: one consistent snapshot, taken without holding up
+// Backup writes a copy of the file that holds the store to path, which
+// must not exist: one consistent snapshot, taken without holding up
 // writers (SQLite: VACUUM INTO). The copy must pass the file format's own
 // integrity check and Verify's chain and contents check, read on the copy
 // read-only; a copy that fails is removed and the error says why. A store
 // not kept in one file (json, postgres, a server) gives an error matching
 // errors.ErrUnsupported: back it up with Export.
-func BackupFile(ctx context.Context, ws Workspace, path string) (VerifyReport, error) {
-	b, ok := ws.(FileBackuper)
-	if !ok || b == nil {
-		return VerifyReport{}, fmt.Errorf("backup: %T keeps no file: %w", ws, errors.ErrUnsupported)
+func (ws *Workspace) Backup(ctx context.Context, path string) (VerifyReport, error) {
+	b, ok := ws.c.(fileBackuper)
+	if !ok {
+		return VerifyReport{}, ws.unsupported("backup")
 	}
 	return b.BackupFile(ctx, path)
 }

@@ -44,7 +44,7 @@ func verifyDir(t *testing.T, dir string) workspace.VerifyReport {
 	ws, err := Open(context.Background(), dir, false, workspace.Options{})
 	require.NoError(t, err)
 	defer ws.Close()
-	r, err := workspace.Verify(context.Background(), ws)
+	r, err := ws.Verify(context.Background())
 	require.NoError(t, err)
 	return r
 }
@@ -65,7 +65,7 @@ func TestUpgradeChainsTheEventsAlreadyThere(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ws.Notes().Put(ctx, workspace.Write{Actor: "a"}, workspace.NotePut{Kind: "decision", Key: "after", Body: "x"})
 	require.NoError(t, err)
-	r, err := workspace.Verify(ctx, ws)
+	r, err := ws.Verify(ctx)
 	require.NoError(t, err)
 	require.NoError(t, ws.Close())
 	assert.True(t, r.OK(), "problems: %v", r.Problems)

@@ -66,7 +66,7 @@ func crashChild(dir string) int {
 	return 0
 }
 
-func crashWorker(ctx context.Context, ws workspace.Workspace, me string, ack func(string, ...any), fail func(string, error)) {
+func crashWorker(ctx context.Context, ws *workspace.Workspace, me string, ack func(string, ...any), fail func(string, error)) {
 	w := workspace.Write{Actor: "writer-" + me}
 	for j := 0; ; j++ {
 		name := fmt.Sprintf("docs/f%d.md", j%7)

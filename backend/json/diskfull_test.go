@@ -33,10 +33,10 @@ func failWrites(t *testing.T, prefix string) (spaceReturns func()) {
 	return spaceReturns
 }
 
-func exportOf(t *testing.T, ws workspace.Workspace) string {
+func exportOf(t *testing.T, ws *workspace.Workspace) string {
 	t.Helper()
 	var buf bytes.Buffer
-	_, err := workspace.Export(context.Background(), ws, &buf, workspace.ArchiveOptions{})
+	_, err := ws.Export(context.Background(), &buf, workspace.ArchiveOptions{})
 	require.NoError(t, err)
 	return buf.String()
 }

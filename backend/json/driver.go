@@ -80,7 +80,7 @@ var _ driver.MigratingDriver = jsonDriver{}
 // Open opens (creating it if needed) the workspace in dir, for programs
 // that do not go through a DSN. autoMigrate lets it migrate an older
 // format; otherwise an older one gives a *workspace.SchemaError.
-func Open(ctx context.Context, dir string, autoMigrate bool, opts workspace.Options) (workspace.Workspace, error) {
+func Open(ctx context.Context, dir string, autoMigrate bool, opts workspace.Options) (*workspace.Workspace, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.Default()

@@ -29,18 +29,18 @@ func TestWritesThroughAPlantedSymlinkAreRefused(t *testing.T) {
 		name  string
 		link  string // replaced by a link, relative to the store
 		file  func(dir, outside string) string
-		write func(ws workspace.Workspace) error
+		write func(ws *workspace.Workspace) error
 	}
 	toOutsideFile := func(dir, outside string) string { return filepath.Join(outside, "file") }
-	createDoc := func(ws workspace.Workspace) error {
+	createDoc := func(ws *workspace.Workspace) error {
 		_, err := ws.Artifacts().Create(ctx, writer, workspace.NewArtifact{Name: "docs/b.md", Content: []byte("secret")})
 		return err
 	}
-	updateDoc := func(ws workspace.Workspace) error {
+	updateDoc := func(ws *workspace.Workspace) error {
 		_, err := ws.Artifacts().Update(ctx, writer, workspace.ByName("docs/a.md"), workspace.ArtifactChange{Content: []byte("secret")})
 		return err
 	}
-	putNote := func(ws workspace.Workspace) error {
+	putNote := func(ws *workspace.Workspace) error {
 		_, err := ws.Notes().Put(ctx, writer, workspace.NotePut{Kind: "decision", Key: "k", Body: "secret"})
 		return err
 	}
@@ -55,11 +55,11 @@ func TestWritesThroughAPlantedSymlinkAreRefused(t *testing.T) {
 		{"a note kind's directory", "notes/decision", nil, putNote},
 		{"a note's file, onto the event log", "notes/decision/k.json",
 			func(dir, _ string) string { return filepath.Join(dir, "events.ndjson") }, putNote},
-		{"the tasks directory", "tasks", nil, func(ws workspace.Workspace) error {
+		{"the tasks directory", "tasks", nil, func(ws *workspace.Workspace) error {
 			_, err := ws.Tasks().Create(ctx, writer, workspace.NewTask{Title: "t2"})
 			return err
 		}},
-		{"the leases directory", "leases", nil, func(ws workspace.Workspace) error {
+		{"the leases directory", "leases", nil, func(ws *workspace.Workspace) error {
 			_, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:x", Owner: "tester", TTL: time.Minute})
 			return err
 		}},

@@ -26,7 +26,7 @@ func TestRemovedVersionsLeaveMarkedLinesAndSurviveReopen(t *testing.T) {
 		_, err := ws.Artifacts().Update(ctx, writer, workspace.ByName("notes/n.md"), workspace.ArtifactChange{Content: []byte(c)})
 		require.NoError(t, err)
 	}
-	r, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepVersions: 1})
+	r, err := ws.GC(ctx, workspace.GCPolicy{Actor: "gc", KeepVersions: 1})
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), r.Versions.Count)
 	require.NoError(t, ws.Close())
@@ -46,7 +46,7 @@ func TestRemovedVersionsLeaveMarkedLinesAndSurviveReopen(t *testing.T) {
 	var gone *workspace.VersionRemovedError
 	require.ErrorAs(t, err, &gone)
 	assert.Equal(t, int64(3), gone.Oldest)
-	v, err := workspace.Verify(ctx, ws)
+	v, err := ws.Verify(ctx)
 	require.NoError(t, err)
 	assert.True(t, v.OK(), "%v", v.Problems)
 }

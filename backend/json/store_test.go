@@ -16,7 +16,7 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-func openDir(t *testing.T, dir string) workspace.Workspace {
+func openDir(t *testing.T, dir string) *workspace.Workspace {
 	t.Helper()
 	ws, err := workspace.Open(context.Background(), "json:"+dir, workspace.Options{Logger: quiet})
 	require.NoError(t, err)
@@ -29,7 +29,7 @@ var quiet = slog.New(slog.DiscardHandler)
 
 var writer = workspace.Write{Actor: "tester"}
 
-func create(t *testing.T, ws workspace.Workspace, name, content string) workspace.Artifact {
+func create(t *testing.T, ws *workspace.Workspace, name, content string) workspace.Artifact {
 	t.Helper()
 	a, err := ws.Artifacts().Create(context.Background(), writer, workspace.NewArtifact{Name: name, Content: []byte(content)})
 	require.NoError(t, err)
@@ -289,7 +289,7 @@ func TestCompactionIsSeenByOtherHandlesAndSurvivesReopen(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, ws1.Events().Compact(ctx, 4))
 	create(t, ws1, "later", "x")
-	for _, ws := range []workspace.Workspace{ws2, openDir(t, dir)} {
+	for _, ws := range []*workspace.Workspace{ws2, openDir(t, dir)} {
 		_, err := ws.Events().Read(ctx, workspace.EventQuery{AfterSeq: 1})
 		assert.ErrorIs(t, err, workspace.ErrCompacted)
 		page, err := ws.Events().Read(ctx, workspace.EventQuery{AfterSeq: 3})

@@ -60,7 +60,7 @@ func verifyDSN(t *testing.T, dsn string) workspace.VerifyReport {
 	ws, err := workspace.Open(ctx, dsn)
 	require.NoError(t, err)
 	defer ws.Close()
-	r, err := workspace.Verify(ctx, ws)
+	r, err := ws.Verify(ctx)
 	require.NoError(t, err)
 	return r
 }
@@ -94,7 +94,7 @@ func TestUpgradeChainsTheEventsAlreadyThere(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ws.Notes().Put(ctx, workspace.Write{Actor: "a"}, workspace.NotePut{Kind: "decision", Key: "after", Body: "x"})
 	require.NoError(t, err)
-	r, err := workspace.Verify(ctx, ws)
+	r, err := ws.Verify(ctx)
 	require.NoError(t, err)
 	require.NoError(t, ws.Close())
 	assert.True(t, r.OK(), "problems: %v", r.Problems)
@@ -148,7 +148,7 @@ func TestUpgradeCutShortResumesOnTheNextOpen(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ws.Notes().Put(ctx, workspace.Write{Actor: "a"}, workspace.NotePut{Kind: "decision", Key: "after", Body: "x"})
 	require.NoError(t, err)
-	r, err := workspace.Verify(ctx, ws)
+	r, err := ws.Verify(ctx)
 	require.NoError(t, err)
 	require.NoError(t, ws.Close())
 	assert.True(t, r.OK(), "problems: %v", r.Problems)

@@ -64,7 +64,7 @@ func checkSchema(name string) error {
 // for programs that manage their own pool. The pool stays the caller's:
 // closing the workspace does not close it. An empty schema gets the current
 // tables; an older one is a *workspace.SchemaError unless opts.AutoMigrate.
-func OpenPool(ctx context.Context, pool *pgxpool.Pool, opts Options, wsOpts workspace.Options) (workspace.Workspace, error) {
+func OpenPool(ctx context.Context, pool *pgxpool.Pool, opts Options, wsOpts workspace.Options) (*workspace.Workspace, error) {
 	if opts.Logger == nil {
 		opts.Logger = wsOpts.Logger
 	}

@@ -18,7 +18,7 @@ import (
 
 // earlyStore opens a store whose pool counts round trips, and a handle on
 // it, with artifacts a0..a(n-1) in it.
-func earlyStore(t *testing.T, n int) (*store, *RoundTrips, workspace.Workspace, []workspace.Artifact) {
+func earlyStore(t *testing.T, n int) (*store, *RoundTrips, *workspace.Workspace, []workspace.Artifact) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)

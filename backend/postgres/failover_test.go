@@ -115,7 +115,7 @@ func failoverChild(role, dsn string) int {
 
 // follower prints every event from the start until it has printed the
 // seq its stdin names.
-func follower(ctx context.Context, ws workspace.Workspace, emit func(ack)) int {
+func follower(ctx context.Context, ws *workspace.Workspace, emit func(ack)) int {
 	sub, err := ws.Events().Subscribe(ctx, workspace.SubscribeRequest{Heartbeat: -1})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "subscribe:", err)

@@ -40,13 +40,13 @@ func TestTerminatedConnectionsLoseNoAcknowledgedWriteOrEvent(t *testing.T) {
 	require.NoError(t, err)
 	listenApp := "agentspace-listen:agentspace." + u.Query().Get("ws_schema")
 
-	openFault := func() workspace.Workspace {
+	openFault := func() *workspace.Workspace {
 		ws, err := workspace.Open(ctx, dsn)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = ws.Close() })
 		return ws
 	}
-	writers := make([]workspace.Workspace, writerHandles)
+	writers := make([]*workspace.Workspace, writerHandles)
 	for i := range writers {
 		writers[i] = openFault()
 	}

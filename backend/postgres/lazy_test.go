@@ -24,7 +24,7 @@ const noPoll = time.Hour
 // its registration every ping and stops listening linger after its last
 // waiter left, after tweaks (run before the engine starts). Its engine
 // never polls in a test's lifetime.
-func lazyHandle(t *testing.T, dsn string, ping, linger time.Duration, tweaks ...func(*listener)) (workspace.Workspace, *store) {
+func lazyHandle(t *testing.T, dsn string, ping, linger time.Duration, tweaks ...func(*listener)) (*workspace.Workspace, *store) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -102,7 +102,7 @@ func (n *notified) since(ctx context.Context, t *testing.T) []string {
 
 // writeNote writes a note on ws and returns the log's head after it (the
 // tests that use it have one writer).
-func writeNote(ctx context.Context, t *testing.T, ws workspace.Workspace, key string) int64 {
+func writeNote(ctx context.Context, t *testing.T, ws *workspace.Workspace, key string) int64 {
 	t.Helper()
 	_, err := ws.Notes().Put(ctx, workspace.Write{Actor: "writer"}, workspace.NotePut{Kind: "decision", Key: key, Body: "b"})
 	require.NoError(t, err)

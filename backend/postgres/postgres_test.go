@@ -73,7 +73,7 @@ func ctxFor(t *testing.T) context.Context {
 // openWS opens a handle with a store (a pool) of its own, as another
 // process's would be: these tests are about what the backend does between
 // stores.
-func openWS(t *testing.T, dsn string) workspace.Workspace {
+func openWS(t *testing.T, dsn string) *workspace.Workspace {
 	t.Helper()
 	ws, err := workspace.Open(ctxFor(t), dsn, workspace.Options{Private: true})
 	require.NoError(t, err)
@@ -107,7 +107,7 @@ func seqRange(from, to int64) []int64 {
 	return out
 }
 
-func putNotes(ctx context.Context, ws workspace.Workspace, actor string, n int) error {
+func putNotes(ctx context.Context, ws *workspace.Workspace, actor string, n int) error {
 	for i := range n {
 		_, err := ws.Notes().Put(ctx, workspace.Write{Actor: actor}, workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("%s-%d", actor, i), Body: "b"})
 		if err != nil {
@@ -201,7 +201,7 @@ func listenerPID(ctx context.Context, t *testing.T, admin *pgx.Conn, appName str
 func TestSixteenWritersOnFourPoolsAndThreeSubscribersSeeContiguousSeqs(t *testing.T) {
 	ctx := ctxFor(t)
 	dsn := pgtest.NewDSN(t)
-	handles := make([]workspace.Workspace, 4)
+	handles := make([]*workspace.Workspace, 4)
 	for i := range handles {
 		handles[i] = openWS(t, dsn)
 	}
@@ -440,7 +440,7 @@ func TestTwoWorkspacesOnOnePoolConnectionStayApart(t *testing.T) {
 	pool, err := pgxpool.New(ctx, pgtest.WithParams(t, pgtest.ServerDSN(t), "pool_max_conns", "1"))
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	var wss []workspace.Workspace
+	var wss []*workspace.Workspace
 	for range 2 {
 		ws, err := postgres.OpenPool(ctx, pool, postgres.Options{Schema: pgtest.Schema(t), NoListen: true}, workspace.Options{})
 		require.NoError(t, err)

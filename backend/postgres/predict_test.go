@@ -21,12 +21,12 @@ import (
 // predictStores opens two stores on one new schema: a, whose writes the
 // tests predict (one connection, round trips counted), and b, another
 // process's store for all it knows, listening when listen is set.
-func predictStores(t *testing.T, listen bool) (a *store, aws workspace.Workspace, rt *RoundTrips, b *store, bws workspace.Workspace) {
+func predictStores(t *testing.T, listen bool) (a *store, aws *workspace.Workspace, rt *RoundTrips, b *store, bws *workspace.Workspace) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	schema := pgtest.Schema(t)
-	open := func(traced bool, noListen bool) (*store, workspace.Workspace, *RoundTrips) {
+	open := func(traced bool, noListen bool) (*store, *workspace.Workspace, *RoundTrips) {
 		cfg, err := pgxpool.ParseConfig(pgtest.ServerDSN(t))
 		require.NoError(t, err)
 		rt := &RoundTrips{}
@@ -72,21 +72,21 @@ func TestPredictionsAnotherStoreMadeWrongAreRefused(t *testing.T) {
 	cases := []struct {
 		name string
 		// change is the other store's write between two of a's.
-		change func(t *testing.T, b workspace.Workspace, doc workspace.Artifact)
+		change func(t *testing.T, b *workspace.Workspace, doc workspace.Artifact)
 		// check makes a's next write and checks how it ended.
-		check func(t *testing.T, a workspace.Workspace, doc workspace.Artifact)
+		check func(t *testing.T, a *workspace.Workspace, doc workspace.Artifact)
 		// relearn: a writes elsewhere in between.
 		relearn bool
 		// held: ann holds the artifact's lock, through a, before.
 		held bool
 	}{{
 		name: "a new version",
-		change: func(t *testing.T, b workspace.Workspace, doc workspace.Artifact) {
+		change: func(t *testing.T, b *workspace.Workspace, doc workspace.Artifact) {
 			_, err := b.Artifacts().Update(ctx, workspace.Write{Actor: "bob"}, workspace.ArtifactRef{ID: doc.ID},
 				workspace.ArtifactChange{Content: []byte("bob's")})
 			require.NoError(t, err)
 		},
-		check: func(t *testing.T, a workspace.Workspace, doc workspace.Artifact) {
+		check: func(t *testing.T, a *workspace.Workspace, doc workspace.Artifact) {
 			_, err := a.Artifacts().Update(ctx, workspace.Write{Actor: "ann", IfVersion: doc.Version},
 				workspace.ArtifactRef{Name: doc.Name}, workspace.ArtifactChange{Content: []byte("ann's")})
 			require.ErrorIs(t, err, workspace.ErrConflict, "the version ann read is no longer the head")
@@ -96,10 +96,10 @@ func TestPredictionsAnotherStoreMadeWrongAreRefused(t *testing.T) {
 		},
 	}, {
 		name: "a delete",
-		change: func(t *testing.T, b workspace.Workspace, doc workspace.Artifact) {
+		change: func(t *testing.T, b *workspace.Workspace, doc workspace.Artifact) {
 			require.NoError(t, b.Artifacts().Delete(ctx, workspace.Write{Actor: "bob"}, workspace.ArtifactRef{ID: doc.ID}))
 		},
-		check: func(t *testing.T, a workspace.Workspace, doc workspace.Artifact) {
+		check: func(t *testing.T, a *workspace.Workspace, doc workspace.Artifact) {
 			_, err := a.Artifacts().Update(ctx, w, workspace.ArtifactRef{ID: doc.ID}, workspace.ArtifactChange{Content: []byte("ann's")})
 			require.ErrorIs(t, err, workspace.ErrNotFound, "a deleted artifact is not brought back")
 			_, err = a.Artifacts().Get(ctx, workspace.ArtifactRef{Name: doc.Name})
@@ -108,23 +108,23 @@ func TestPredictionsAnotherStoreMadeWrongAreRefused(t *testing.T) {
 		relearn: true,
 	}, {
 		name: "a lock taken",
-		change: func(t *testing.T, b workspace.Workspace, doc workspace.Artifact) {
+		change: func(t *testing.T, b *workspace.Workspace, doc workspace.Artifact) {
 			_, err := b.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "artifact:" + doc.Name, Owner: "bob", TTL: time.Minute})
 			require.NoError(t, err)
 		},
-		check: func(t *testing.T, a workspace.Workspace, doc workspace.Artifact) {
+		check: func(t *testing.T, a *workspace.Workspace, doc workspace.Artifact) {
 			_, err := a.Artifacts().Update(ctx, w, workspace.ArtifactRef{ID: doc.ID}, workspace.ArtifactChange{Content: []byte("ann's")})
 			require.ErrorIs(t, err, workspace.ErrLocked, "bob holds the artifact's lock")
 		},
 		relearn: true,
 	}, {
 		name: "a lock released",
-		change: func(t *testing.T, b workspace.Workspace, doc workspace.Artifact) {
+		change: func(t *testing.T, b *workspace.Workspace, doc workspace.Artifact) {
 			l, err := b.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "artifact:" + doc.Name, Owner: "bob", TTL: time.Minute})
 			require.NoError(t, err)
 			require.NoError(t, b.Locks().Release(ctx, l))
 		},
-		check: func(t *testing.T, a workspace.Workspace, doc workspace.Artifact) {
+		check: func(t *testing.T, a *workspace.Workspace, doc workspace.Artifact) {
 			_, err := a.Artifacts().Update(ctx, w, workspace.ArtifactRef{ID: doc.ID}, workspace.ArtifactChange{Content: []byte("ann's")})
 			require.NoError(t, err, "a lease row released is no lock")
 		},
@@ -132,24 +132,24 @@ func TestPredictionsAnotherStoreMadeWrongAreRefused(t *testing.T) {
 	}, {
 		name: "a lock taken over",
 		held: true,
-		change: func(t *testing.T, b workspace.Workspace, doc workspace.Artifact) {
+		change: func(t *testing.T, b *workspace.Workspace, doc workspace.Artifact) {
 			res := "artifact:" + doc.Name
 			require.NoError(t, b.Locks().ForceRelease(ctx, workspace.Write{Actor: "bob"}, res))
 			_, err := b.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: res, Owner: "bob", TTL: time.Minute})
 			require.NoError(t, err)
 		},
-		check: func(t *testing.T, a workspace.Workspace, doc workspace.Artifact) {
+		check: func(t *testing.T, a *workspace.Workspace, doc workspace.Artifact) {
 			_, err := a.Artifacts().Update(ctx, w, workspace.ArtifactRef{ID: doc.ID}, workspace.ArtifactChange{Content: []byte("ann's")})
 			require.ErrorIs(t, err, workspace.ErrLocked, "bob took the lock over")
 		},
 		relearn: true,
 	}, {
 		name: "the head moved",
-		change: func(t *testing.T, b workspace.Workspace, _ workspace.Artifact) {
+		change: func(t *testing.T, b *workspace.Workspace, _ workspace.Artifact) {
 			_, err := b.Artifacts().Create(ctx, workspace.Write{Actor: "bob"}, workspace.NewArtifact{Name: "other", Content: []byte("x")})
 			require.NoError(t, err)
 		},
-		check: func(t *testing.T, a workspace.Workspace, doc workspace.Artifact) {
+		check: func(t *testing.T, a *workspace.Workspace, doc workspace.Artifact) {
 			got, err := a.Artifacts().Update(ctx, w, workspace.ArtifactRef{ID: doc.ID}, workspace.ArtifactChange{Content: []byte("ann's")})
 			require.NoError(t, err)
 			assert.Equal(t, doc.Version+1, got.Version)

@@ -8,11 +8,6 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-var (
-	_ workspace.Collector = (*Client)(nil)
-	_ workspace.Verifier  = (*Client)(nil)
-)
-
 // GC runs a garbage collection on the server's store (POST
 // /v1/admin/gc): the server's engine checks the policy and the caller's
 // admin.compact right, as it would in process.

@@ -49,7 +49,7 @@ func BenchmarkW1(b *testing.B) {
 	}
 	for _, via := range []struct {
 		name string
-		ws   workspace.Workspace
+		ws   *workspace.Workspace
 	}{{"inprocess", ws}, {"unix", client}} {
 		b.Run(via.name, func(b *testing.B) {
 			cpu0 := cpuTime()

@@ -1,6 +1,6 @@
 // Package remote is the client backend: it opens a workspace served by
 // `wsctl serve` (package server) elsewhere, over HTTP, and implements
-// workspace.Workspace over the /v1 API, so that a program (and the
+// *workspace.Workspace over the /v1 API, so that a program (and the
 // conformance suite) uses a served workspace exactly as a local one.
 //
 // Importing it registers three DSN schemes:

@@ -1,6 +1,8 @@
 package remote
 
 import (
+	"github.com/agentspace/agentspace/internal/wsconn"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -46,7 +48,7 @@ func (backend) Params() []string { return []string{ParamToken} }
 
 // Open builds a client for cfg's server and checks, with one request,
 // that the server answers and accepts the token.
-func (backend) Open(ctx context.Context, cfg workspace.Config, opts workspace.Options) (workspace.Workspace, error) {
+func (backend) Open(ctx context.Context, cfg workspace.Config, opts workspace.Options) (*workspace.Workspace, error) {
 	c, err := newClient(cfg, opts)
 	if err != nil {
 		return nil, err
@@ -59,7 +61,7 @@ func (backend) Open(ctx context.Context, cfg workspace.Config, opts workspace.Op
 		_ = c.Close()
 		return nil, err
 	}
-	return c, nil
+	return c.ws(), nil
 }
 
 // Client is a handle on a served workspace. It is safe for concurrent use;
@@ -83,7 +85,8 @@ type Client struct {
 	subs sync.WaitGroup
 }
 
-var _ workspace.Workspace = (*Client)(nil)
+// ws makes the user's handle of c.
+func (c *Client) ws() *workspace.Workspace { return wsconn.Wrap(c).(*workspace.Workspace) }
 
 func newClient(cfg workspace.Config, opts workspace.Options) (*Client, error) {
 	u, err := url.Parse(cfg.DSN)
@@ -201,13 +204,13 @@ func (c *Client) Import(context.Context, io.Reader, workspace.ArchiveOptions) (w
 
 // Attach returns another client on the same server, with the same token,
 // which closes on its own.
-func (c *Client) Attach() (workspace.Workspace, error) {
+func (c *Client) Attach() (*workspace.Workspace, error) {
 	if c.isClosed() {
 		return nil, workspace.ErrClosed
 	}
 	n := &Client{base: c.base, token: c.token, http: c.http, stream: c.stream, transport: c.transport, opts: c.opts}
 	n.life, n.stop = context.WithCancel(context.Background())
-	return n, nil
+	return n.ws(), nil
 }
 
 // call sends one request and decodes its answer into out (unless nil or

@@ -50,9 +50,9 @@ func TestExportAndImportSayTheyNeedTheStore(t *testing.T) {
 	ws, err := workspace.Open(ctx, serve(t, sqliteDSN(t), true, server.Options{}))
 	require.NoError(t, err)
 	defer ws.Close()
-	_, err = workspace.Export(ctx, ws, nil, workspace.ArchiveOptions{})
+	_, err = ws.Export(ctx, nil, workspace.ArchiveOptions{})
 	assert.ErrorIs(t, err, remote.ErrRemoteArchive)
 	assert.ErrorIs(t, err, workspace.ErrInvalid)
-	_, err = workspace.Import(ctx, ws, nil, workspace.ArchiveOptions{})
+	_, err = ws.Import(ctx, nil, workspace.ArchiveOptions{})
 	assert.ErrorIs(t, err, remote.ErrRemoteArchive)
 }

@@ -102,7 +102,7 @@ func TestScenarioFilePostgres(t *testing.T) {
 	}
 }
 
-func openRemote(t *testing.T, dsn string) workspace.Workspace {
+func openRemote(t *testing.T, dsn string) *workspace.Workspace {
 	t.Helper()
 	ws, err := workspace.Open(context.Background(), dsn)
 	require.NoError(t, err)
@@ -110,7 +110,7 @@ func openRemote(t *testing.T, dsn string) workspace.Workspace {
 	return ws
 }
 
-func runScenario(t *testing.T, ws workspace.Workspace, sc scenario) {
+func runScenario(t *testing.T, ws *workspace.Workspace, sc scenario) {
 	t.Helper()
 	vars := map[string]any{}
 	for i, st := range sc.Steps {
@@ -339,7 +339,7 @@ func deref[T any](p *T) T {
 
 // runStep makes the step's call through ws and returns its result in the
 // wire's JSON shape (a generic value), or its error.
-func runStep(ctx context.Context, ws workspace.Workspace, op, actor string, raw map[string]any) (any, error) {
+func runStep(ctx context.Context, ws *workspace.Workspace, op, actor string, raw map[string]any) (any, error) {
 	b, err := json.Marshal(raw)
 	if err != nil {
 		return nil, err
@@ -457,7 +457,7 @@ func (a stepArgs) eventQuery() workspace.EventQuery {
 }
 
 // followStep subscribes after a.After, takes a.Count events and closes.
-func followStep(ctx context.Context, ws workspace.Workspace, a stepArgs) (any, error) {
+func followStep(ctx context.Context, ws *workspace.Workspace, a stepArgs) (any, error) {
 	sub, err := ws.Events().Subscribe(ctx, workspace.SubscribeRequest{Query: a.eventQuery()})
 	if err != nil {
 		return nil, err
@@ -477,7 +477,7 @@ func followStep(ctx context.Context, ws workspace.Workspace, a stepArgs) (any, e
 }
 
 // commitStep converts the ops, given in the HTTP API's batch shape.
-func commitStep(ctx context.Context, ws workspace.Workspace, actor string, a stepArgs) (any, error) {
+func commitStep(ctx context.Context, ws *workspace.Workspace, actor string, a stepArgs) (any, error) {
 	b := workspace.Batch{Actor: actor, IdempotencyKey: a.IdempotencyKey}
 	for _, o := range a.Ops {
 		cond := workspace.Cond{IfVersion: o.IfVersion, Fence: o.Fence, Message: o.Message}

@@ -27,7 +27,7 @@ func TestTwoServersOnOnePostgresSchemaAreOneWorkspace(t *testing.T) {
 	urls := []string{serve(t, store, false, server.Options{MaxWait: 2 * time.Second}), serve(t, store, false, server.Options{MaxWait: 2 * time.Second})}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	clients := make([]workspace.Workspace, 8)
+	clients := make([]*workspace.Workspace, 8)
 	for i := range clients {
 		ws, err := workspace.Open(ctx, urls[i%2])
 		require.NoError(t, err)

@@ -53,7 +53,7 @@ func TestBackupFileIsAVerifiedCopyTakenWhileWriting(t *testing.T) {
 		}
 	})
 	copyPath := filepath.Join(dir, "backup.db")
-	r, err := workspace.BackupFile(ctx, ws, copyPath)
+	r, err := ws.Backup(ctx, copyPath)
 	close(stop)
 	wg.Wait()
 	require.NoError(t, err)
@@ -72,11 +72,11 @@ func TestBackupFileIsAVerifiedCopyTakenWhileWriting(t *testing.T) {
 	head, err := cp.Events().Head(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, r.Head, head)
-	v, err := workspace.Verify(ctx, cp)
+	v, err := cp.Verify(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, r.HeadHash, v.HeadHash)
 
-	_, err = workspace.BackupFile(ctx, ws, copyPath)
+	_, err = ws.Backup(ctx, copyPath)
 	require.Error(t, err, "a backup never overwrites a file")
 	t.Logf("%d writes while the copy was taken", writes)
 }
@@ -96,7 +96,7 @@ func TestBackupFileRefusesACopyThatDoesNotVerify(t *testing.T) {
 	}
 	execFile(t, dsn, `UPDATE events SET message = 'nothing to see here' WHERE seq = ?`, 3)
 	copyPath := filepath.Join(t.TempDir(), "backup.db")
-	_, err = workspace.BackupFile(ctx, ws, copyPath)
+	_, err = ws.Backup(ctx, copyPath)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "event 3:")
 	_, err = os.Stat(copyPath)
@@ -110,10 +110,10 @@ func TestBackupFileIsUnsupportedWithoutAFile(t *testing.T) {
 	ws, err := workspace.Open(ctx, "json:"+filepath.Join(t.TempDir(), "ws"))
 	require.NoError(t, err)
 	defer ws.Close()
-	_, err = workspace.BackupFile(ctx, ws, filepath.Join(t.TempDir(), "b.db"))
+	_, err = ws.Backup(ctx, filepath.Join(t.TempDir(), "b.db"))
 	assert.True(t, errors.Is(err, errors.ErrUnsupported), "%v", err)
 	var buf bytes.Buffer
-	_, err = workspace.Export(ctx, ws, &buf, workspace.ArchiveOptions{})
+	_, err = ws.Export(ctx, &buf, workspace.ArchiveOptions{})
 	require.NoError(t, err)
 }
 
@@ -128,11 +128,11 @@ func TestBackupFileNeedsTheExportRight(t *testing.T) {
 		Content: []byte("[roles.reader]\nartifacts_read = [\"**\"]\n\n[actors]\nroot = [\"admin\"]\nalice = [\"reader\"]\n")})
 	require.NoError(t, err)
 	dir := t.TempDir()
-	_, err = workspace.BackupFile(workspace.AsActor(ctx, "alice"), ws, filepath.Join(dir, "a.db"))
+	_, err = ws.Backup(workspace.AsActor(ctx, "alice"), filepath.Join(dir, "a.db"))
 	require.ErrorIs(t, err, workspace.ErrForbidden)
 	_, err = os.Stat(filepath.Join(dir, "a.db"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
-	r, err := workspace.BackupFile(workspace.AsActor(ctx, "root"), ws, filepath.Join(dir, "root.db"))
+	r, err := ws.Backup(workspace.AsActor(ctx, "root"), filepath.Join(dir, "root.db"))
 	require.NoError(t, err)
 	assert.True(t, r.OK())
 }
@@ -152,7 +152,7 @@ func TestBackupFileOnACallerManagedPoolLeavesItWritable(t *testing.T) {
 	defer ws.Close()
 	_, err = ws.Notes().Put(ctx, workspace.Write{Actor: "a"}, workspace.NotePut{Kind: "n", Key: "before"})
 	require.NoError(t, err)
-	r, err := workspace.BackupFile(ctx, ws, filepath.Join(dir, "b.db"))
+	r, err := ws.Backup(ctx, filepath.Join(dir, "b.db"))
 	require.NoError(t, err)
 	assert.True(t, r.OK())
 	_, err = ws.Notes().Put(ctx, workspace.Write{Actor: "a"}, workspace.NotePut{Kind: "n", Key: "after"})

@@ -10,7 +10,7 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-func benchWS(b *testing.B, params string) workspace.Workspace {
+func benchWS(b *testing.B, params string) *workspace.Workspace {
 	b.Helper()
 	ws, err := workspace.Open(context.Background(), "sqlite:"+filepath.Join(b.TempDir(), "ws.db")+params)
 	if err != nil {

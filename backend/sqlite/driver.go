@@ -120,7 +120,7 @@ func (Driver) OpenMigrator(ctx context.Context, cfg workspace.Config) (workspace
 // Open opens the workspace in the SQLite file at path, creating the file and
 // its directories if needed, with the defaults of workspace.Open("sqlite:"+path).
 // path is a plain file path: DSN parameters need workspace.Open.
-func Open(ctx context.Context, path string, opts workspace.Options) (workspace.Workspace, error) {
+func Open(ctx context.Context, path string, opts workspace.Options) (*workspace.Workspace, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -152,7 +152,7 @@ func Open(ctx context.Context, path string, opts workspace.Options) (workspace.W
 // rather than at the file lock. Reads share db with the writes. Without
 // _txlock=immediate writes stay correct but fail busy more often, and are
 // retried.
-func OpenDB(ctx context.Context, db *sql.DB, opts workspace.Options) (workspace.Workspace, error) {
+func OpenDB(ctx context.Context, db *sql.DB, opts workspace.Options) (*workspace.Workspace, error) {
 	if db == nil {
 		return nil, &workspace.InvalidError{Field: "db", Reason: "is nil"}
 	}

@@ -165,7 +165,7 @@ func TestMemoSeesTheOtherStoresCommits(t *testing.T) {
 	b := driver.New(openStore(t, path), workspace.Options{})
 	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
 	ref := workspace.ArtifactRef{Name: "plan"}
-	update := func(ws workspace.Workspace, actor string, ifVersion int64) (workspace.Artifact, error) {
+	update := func(ws *workspace.Workspace, actor string, ifVersion int64) (workspace.Artifact, error) {
 		return ws.Artifacts().Update(ctx, workspace.Write{Actor: actor, IfVersion: ifVersion}, ref,
 			workspace.ArtifactChange{Content: []byte(time.Now().String())})
 	}

@@ -14,7 +14,7 @@ import (
 
 // fillAndDelete writes n notes of 8 KiB and deletes them, leaving their
 // pages on the free list.
-func fillAndDelete(t *testing.T, ws workspace.Workspace, n int) {
+func fillAndDelete(t *testing.T, ws *workspace.Workspace, n int) {
 	t.Helper()
 	ctx := testCtx(t)
 	body := strings.Repeat("x", 8<<10)
@@ -47,19 +47,19 @@ func TestGCReclaimGivesFreePagesBack(t *testing.T) {
 	require.NoError(t, rawDB(t, path).QueryRow(`PRAGMA auto_vacuum`).Scan(&mode))
 	assert.Equal(t, 2, mode, "a new file is INCREMENTAL")
 
-	dry, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", DryRun: true})
+	dry, err := ws.GC(ctx, workspace.GCPolicy{Actor: "gc", DryRun: true})
 	require.NoError(t, err)
 	assert.Greater(t, dry.Reclaimable, int64(1<<20), "200 deleted notes of 8 KiB are free pages")
 	before := fileSize(t, path)
 
-	r, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", Reclaim: true})
+	r, err := ws.GC(ctx, workspace.GCPolicy{Actor: "gc", Reclaim: true})
 	require.NoError(t, err)
 	assert.Equal(t, dry.Reclaimable, r.Reclaimed, "every free page was given back")
 	assert.Zero(t, r.Reclaimable)
 	require.NoError(t, ws.Close())
 	assert.Less(t, fileSize(t, path), before-dry.Reclaimable/2, "the file shrank")
 	ws = openWS(t, "sqlite:"+path)
-	v, err := workspace.Verify(ctx, ws)
+	v, err := ws.Verify(ctx)
 	require.NoError(t, err)
 	assert.True(t, v.OK(), "%v", v.Problems)
 }
@@ -84,7 +84,7 @@ func TestGCReclaimSwitchesAnOlderFileOnce(t *testing.T) {
 	require.NoError(t, rawDB(t, path).QueryRow(`PRAGMA auto_vacuum`).Scan(&mode))
 	require.Equal(t, 0, mode, "the file predates auto_vacuum")
 
-	r, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", Reclaim: true})
+	r, err := ws.GC(ctx, workspace.GCPolicy{Actor: "gc", Reclaim: true})
 	require.NoError(t, err)
 	assert.Greater(t, r.Reclaimed, int64(512<<10))
 	assert.Zero(t, r.Reclaimable)
@@ -113,7 +113,7 @@ func TestGCVersionsDeleteTheirContentRows(t *testing.T) {
 		return n
 	}
 	require.Equal(t, 4, blobs(), "a write with new bytes stores them, even if an older version had the same")
-	r, err := workspace.GC(ctx, ws, workspace.GCPolicy{Actor: "gc", KeepVersions: 1})
+	r, err := ws.GC(ctx, workspace.GCPolicy{Actor: "gc", KeepVersions: 1})
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), r.Versions.Count)
 	assert.Equal(t, 1, blobs(), "only the head's row is left")

@@ -33,7 +33,7 @@ func tempPath(t *testing.T) string {
 
 // openWS opens a handle with a store of its own, as another process's
 // would be: these tests are about what the backend does between stores.
-func openWS(t *testing.T, dsn string) workspace.Workspace {
+func openWS(t *testing.T, dsn string) *workspace.Workspace {
 	t.Helper()
 	ws, err := workspace.Open(testCtx(t), dsn, workspace.Options{Private: true})
 	require.NoError(t, err)
@@ -227,7 +227,7 @@ func TestUpdateRetriesWhenBusyPastTimeout(t *testing.T) {
 func TestEventSeqsAreGapFreeAcrossHandles(t *testing.T) {
 	ctx := testCtx(t)
 	dsn := "sqlite:" + tempPath(t)
-	handles := []workspace.Workspace{openWS(t, dsn), openWS(t, dsn), openWS(t, dsn)}
+	handles := []*workspace.Workspace{openWS(t, dsn), openWS(t, dsn), openWS(t, dsn)}
 	const perHandle = 20
 	var wg sync.WaitGroup
 	errs := make(chan error, len(handles)*perHandle)

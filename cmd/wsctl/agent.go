@@ -37,7 +37,7 @@ within --gone-after) or gone (neither, or every token it had is revoked).
 See docs/agents.md.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				all, err := server.Agents(ctx, ws, rule)
 				if err != nil {
 					return err
@@ -66,7 +66,7 @@ func (a *app) agentShowCmd() *cobra.Command {
 		Short: "Show an agent's state, claims, leases, tokens, recent events and conflict count",
 		Args:  cobra.ExactArgs(1),
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				ag, err := server.GetAgent(ctx, ws, rule, args[0])
 				if err != nil {
 					return err
@@ -119,7 +119,7 @@ process too.`,
 			if err != nil {
 				return err
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				r, err := server.StopAgent(ctx, ws, server.StopRequest{Actor: args[0], By: by, Message: message})
 				if err != nil {
 					return err

@@ -193,7 +193,7 @@ func (a *app) action(fn func(ctx context.Context, cmd *cobra.Command, args []str
 // open resolves the DSN and opens the workspace: one that exists, unless
 // create. Diagnostics from the library (retries of a live tail) go to
 // stderr at warning level.
-func (a *app) open(ctx context.Context, create bool) (workspace.Workspace, error) {
+func (a *app) open(ctx context.Context, create bool) (*workspace.Workspace, error) {
 	res, err := a.resolve()
 	if err != nil {
 		return nil, err
@@ -230,17 +230,17 @@ func isServerDSN(dsn string) bool {
 // with opens the existing workspace, runs fn, and closes it. A DSN that
 // names no workspace is an error (exit 8): a mistyped path must not leave
 // an empty store behind, nor send writes where no one else looks.
-func (a *app) with(ctx context.Context, fn func(ws workspace.Workspace) error) error {
+func (a *app) with(ctx context.Context, fn func(ws *workspace.Workspace) error) error {
 	return a.withStore(ctx, false, fn)
 }
 
 // withNew is with for the commands that create the workspace if need be:
 // init and import.
-func (a *app) withNew(ctx context.Context, fn func(ws workspace.Workspace) error) error {
+func (a *app) withNew(ctx context.Context, fn func(ws *workspace.Workspace) error) error {
 	return a.withStore(ctx, true, fn)
 }
 
-func (a *app) withStore(ctx context.Context, create bool, fn func(ws workspace.Workspace) error) error {
+func (a *app) withStore(ctx context.Context, create bool, fn func(ws *workspace.Workspace) error) error {
 	ws, err := a.open(ctx, create)
 	if err != nil {
 		return err

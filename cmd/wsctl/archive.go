@@ -29,7 +29,7 @@ On a terminal, a progress bar with the rate and ETA goes to stderr
 -o FILE, --json prints the record counts.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				var bar *progress
 				if !quiet && isTerminal(a.stderr) {
 					size, err := exportSize(ctx, ws)
@@ -40,7 +40,7 @@ On a terminal, a progress bar with the rate and ETA goes to stderr
 				}
 				if out == "" || out == "-" {
 					bw := bufio.NewWriter(a.stdout)
-					_, err := workspace.Export(ctx, ws, bw, bar.records())
+					_, err := ws.Export(ctx, bw, bar.records())
 					if err == nil {
 						err = bw.Flush()
 					}
@@ -50,7 +50,7 @@ On a terminal, a progress bar with the rate and ETA goes to stderr
 				var st workspace.ArchiveStats
 				err := writeAtomic(out, func(w io.Writer) error {
 					var err error
-					st, err = workspace.Export(ctx, ws, w, bar.records())
+					st, err = ws.Export(ctx, w, bar.records())
 					return err
 				})
 				bar.done(err)
@@ -121,11 +121,11 @@ empty. On a terminal, a progress bar with the rate and ETA goes to stderr
 				defer f.Close()
 				r = f
 			}
-			return a.withNew(ctx, func(ws workspace.Workspace) error {
+			return a.withNew(ctx, func(ws *workspace.Workspace) error {
 				// The bar counts bytes: the archive's size is known up
 				// front (for a file), its record count is not.
 				bar := a.newProgress("import", inputSize(r), true, quiet)
-				st, err := workspace.Import(ctx, ws, bar.reader(r), workspace.ArchiveOptions{})
+				st, err := ws.Import(ctx, bar.reader(r), workspace.ArchiveOptions{})
 				bar.done(err)
 				if err != nil {
 					return err

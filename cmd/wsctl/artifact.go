@@ -81,7 +81,7 @@ exist yet.`,
 				return err
 			}
 			name := args[0]
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				w := wf.write(actor)
 				mk := func() (workspace.Artifact, error) {
 					// No --content-type: the engine infers it (ContentTypeFor).
@@ -183,7 +183,7 @@ With --json, print the artifact with its content: as text when it is
 UTF-8 ("content_encoding": "utf-8"), else in base64 ("base64").`,
 		Args: cobra.ExactArgs(1),
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				art, err := ws.Artifacts().Get(ctx, workspace.ArtifactRef{Name: args[0], Version: version})
 				if err != nil {
 					return err
@@ -223,7 +223,7 @@ func (a *app) artifactLsCmd() *cobra.Command {
 			if limit < 0 {
 				return usageErrorf("--limit %d is negative", limit)
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				all, err := listAll(limit, func(n int, after string) ([]workspace.Artifact, string, error) {
 					f.Limit, f.After = n, after
 					page, err := ws.Artifacts().List(ctx, f)
@@ -288,7 +288,7 @@ func (a *app) artifactLogCmd() *cobra.Command {
 		Short: "List every version of an artifact, oldest first",
 		Args:  cobra.ExactArgs(1),
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				vs, err := ws.Artifacts().Versions(ctx, workspace.ByName(args[0]))
 				if err != nil {
 					return err
@@ -314,7 +314,7 @@ func (a *app) artifactLogCmd() *cobra.Command {
 // versionMessages finds each version's message (the -m of the write that
 // made it) in the event log: versions do not keep it. A version whose
 // event was compacted away has none.
-func versionMessages(ctx context.Context, ws workspace.Workspace, vs []workspace.Artifact) (map[int64]string, error) {
+func versionMessages(ctx context.Context, ws *workspace.Workspace, vs []workspace.Artifact) (map[int64]string, error) {
 	msgs := map[int64]string{}
 	if len(vs) == 0 {
 		return msgs, nil
@@ -369,7 +369,7 @@ func (a *app) artifactDiffCmd() *cobra.Command {
 					return err
 				}
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				to, err := ws.Artifacts().Get(ctx, workspace.ArtifactRef{Name: name, Version: v2})
 				if err != nil {
 					return err
@@ -441,7 +441,7 @@ func (a *app) artifactRollbackCmd() *cobra.Command {
 			if to < 1 {
 				return usageErrorf("rollback needs --to N (a version from 1)")
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				art, err := ws.Artifacts().Rollback(ctx, wf.write(actor), workspace.ByName(args[0]), to)
 				if err != nil {
 					return err
@@ -470,7 +470,7 @@ func (a *app) artifactRmCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				if err := ws.Artifacts().Delete(ctx, wf.write(actor), workspace.ByName(args[0])); err != nil {
 					return err
 				}

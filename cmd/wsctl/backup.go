@@ -69,7 +69,7 @@ must equal the file byte for byte.`,
 			if err := os.MkdirAll(dir, 0o750); err != nil {
 				return err
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				var r backupResult
 				err := errors.ErrUnsupported
 				if !archive {
@@ -112,11 +112,11 @@ func backupName(suffix string) string {
 
 // writeFileBackup copies the file of ws's store into dir, verified (see
 // workspace.BackupFile); errors.ErrUnsupported if the store has no file.
-func writeFileBackup(ctx context.Context, ws workspace.Workspace, dir string) (backupResult, error) {
+func writeFileBackup(ctx context.Context, ws *workspace.Workspace, dir string) (backupResult, error) {
 	name := backupName(fileBackupSuffix)
 	final := filepath.Join(dir, name)
 	tmp := filepath.Join(dir, "."+name+".tmp")
-	v, err := workspace.BackupFile(ctx, ws, tmp)
+	v, err := ws.Backup(ctx, tmp)
 	if err != nil {
 		if errors.Is(err, errors.ErrUnsupported) {
 			return backupResult{}, err
@@ -147,14 +147,14 @@ func writeFileBackup(ctx context.Context, ws workspace.Workspace, dir string) (b
 
 // writeBackup exports ws to a new file in dir and verifies it before
 // giving it its final name.
-func writeBackup(ctx context.Context, ws workspace.Workspace, dir string) (backupResult, error) {
+func writeBackup(ctx context.Context, ws *workspace.Workspace, dir string) (backupResult, error) {
 	name := backupName(backupSuffix)
 	final := filepath.Join(dir, name)
 	tmp := filepath.Join(dir, "."+name+".tmp")
 	r := backupResult{Format: "archive", Counts: &workspace.ArchiveStats{}}
 	err := writeAtomic(tmp, func(w io.Writer) error {
 		var err error
-		*r.Counts, err = workspace.Export(ctx, ws, w, workspace.ArchiveOptions{})
+		*r.Counts, err = ws.Export(ctx, w, workspace.ArchiveOptions{})
 		return err
 	})
 	if err != nil {
@@ -189,10 +189,10 @@ func verifyArchive(ctx context.Context, data []byte) (string, error) {
 		return "", err
 	}
 	defer ws.Close()
-	if _, err := workspace.Import(ctx, ws, bytes.NewReader(data), workspace.ArchiveOptions{}); err != nil {
+	if _, err := ws.Import(ctx, bytes.NewReader(data), workspace.ArchiveOptions{}); err != nil {
 		return "", err
 	}
-	r, err := workspace.Verify(ctx, ws)
+	r, err := ws.Verify(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -200,7 +200,7 @@ func verifyArchive(ctx context.Context, data []byte) (string, error) {
 		return "", fmt.Errorf("restored copy does not verify: %s", strings.Join(r.Problems, "; "))
 	}
 	var again bytes.Buffer
-	if _, err := workspace.Export(ctx, ws, &again, workspace.ArchiveOptions{}); err != nil {
+	if _, err := ws.Export(ctx, &again, workspace.ArchiveOptions{}); err != nil {
 		return "", err
 	}
 	if !bytes.Equal(again.Bytes(), data) {
@@ -260,12 +260,12 @@ restored into any backend: the copy is opened from a scratch copy of it
 				defer done()
 				in = pr
 			}
-			return a.withNew(ctx, func(ws workspace.Workspace) error {
-				st, err := workspace.Import(ctx, ws, in, workspace.ArchiveOptions{})
+			return a.withNew(ctx, func(ws *workspace.Workspace) error {
+				st, err := ws.Import(ctx, in, workspace.ArchiveOptions{})
 				if err != nil {
 					return err
 				}
-				r, err := workspace.Verify(ctx, ws)
+				r, err := ws.Verify(ctx)
 				if err != nil {
 					return err
 				}
@@ -317,7 +317,7 @@ func archiveOfFile(ctx context.Context, path string) (io.Reader, func(), error) 
 	exported := make(chan struct{})
 	go func() {
 		defer close(exported)
-		_, err := workspace.Export(ctx, ws, pw, workspace.ArchiveOptions{})
+		_, err := ws.Export(ctx, pw, workspace.ArchiveOptions{})
 		pw.CloseWithError(err)
 	}()
 	done := func() {

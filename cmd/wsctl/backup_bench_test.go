@@ -30,7 +30,7 @@ func BenchmarkBackup(b *testing.B) {
 	ws, err := workspace.Open(ctx, "sqlite:"+filepath.Join(b.TempDir(), "ws.db"))
 	require.NoError(b, err)
 	defer ws.Close()
-	_, err = workspace.Import(ctx, ws, bytes.NewReader(conformance.BenchArchive(b, n, 10000)), workspace.ArchiveOptions{})
+	_, err = ws.Import(ctx, bytes.NewReader(conformance.BenchArchive(b, n, 10000)), workspace.ArchiveOptions{})
 	require.NoError(b, err)
 	var fileTook, archiveTook time.Duration
 	var fileBytes, archiveBytes int64

@@ -40,7 +40,7 @@ func (a *app) setAction(withActor bool, fn func(ctx context.Context, args []stri
 		if err != nil {
 			return err
 		}
-		return a.with(ctx, func(ws workspace.Workspace) error {
+		return a.with(ctx, func(ws *workspace.Workspace) error {
 			return fn(ctx, args, actor, shadow.NewChangeSets(ws, opts))
 		})
 	})

@@ -22,7 +22,7 @@ func completionTimeout() time.Duration {
 }
 
 // completer lists candidates for the word being completed, from ws.
-type completer func(ctx context.Context, ws workspace.Workspace, args []string, toComplete string) ([]string, error)
+type completer func(ctx context.Context, ws *workspace.Workspace, args []string, toComplete string) ([]string, error)
 
 // addCompletions teaches `wsctl completion bash|zsh|fish|powershell`
 // scripts the workspace's own names: artifact names, task ids (with their
@@ -36,7 +36,7 @@ func (a *app) addCompletions(root *cobra.Command) {
 		return c
 	}
 	first := func(fn completer) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return a.complete(func(ctx context.Context, ws workspace.Workspace, args []string, toComplete string) ([]string, error) {
+		return a.complete(func(ctx context.Context, ws *workspace.Workspace, args []string, toComplete string) ([]string, error) {
 			if len(args) > 0 {
 				return nil, nil
 			}
@@ -80,7 +80,7 @@ func (a *app) complete(fn completer) func(*cobra.Command, []string, string) ([]s
 		ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout())
 		defer cancel()
 		var out []string
-		err := a.with(ctx, func(ws workspace.Workspace) error {
+		err := a.with(ctx, func(ws *workspace.Workspace) error {
 			var err error
 			out, err = fn(ctx, ws, args, toComplete)
 			return err
@@ -92,7 +92,7 @@ func (a *app) complete(fn completer) func(*cobra.Command, []string, string) ([]s
 	}
 }
 
-func artifactNames(ctx context.Context, ws workspace.Workspace, _ []string, toComplete string) ([]string, error) {
+func artifactNames(ctx context.Context, ws *workspace.Workspace, _ []string, toComplete string) ([]string, error) {
 	page, err := ws.Artifacts().List(ctx, workspace.ArtifactFilter{NamePrefix: toComplete, Limit: 1000})
 	if err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func artifactNames(ctx context.Context, ws workspace.Workspace, _ []string, toCo
 
 // taskIDs offers the ids that start with what was typed, each with its
 // title and status as the description shells show.
-func taskIDs(ctx context.Context, ws workspace.Workspace, _ []string, toComplete string) ([]string, error) {
+func taskIDs(ctx context.Context, ws *workspace.Workspace, _ []string, toComplete string) ([]string, error) {
 	prefix := strings.ToLower(toComplete)
 	var out []string
 	f := workspace.TaskFilter{Limit: 1000}
@@ -129,7 +129,7 @@ func taskIDs(ctx context.Context, ws workspace.Workspace, _ []string, toComplete
 
 // noteKindsAndKeys offers the kinds for the first argument and that
 // kind's keys for the second.
-func noteKindsAndKeys(ctx context.Context, ws workspace.Workspace, args []string, toComplete string) ([]string, error) {
+func noteKindsAndKeys(ctx context.Context, ws *workspace.Workspace, args []string, toComplete string) ([]string, error) {
 	if len(args) > 1 {
 		return nil, nil
 	}
@@ -162,7 +162,7 @@ func noteKindsAndKeys(ctx context.Context, ws workspace.Workspace, args []string
 	}
 }
 
-func lockResources(ctx context.Context, ws workspace.Workspace, _ []string, toComplete string) ([]string, error) {
+func lockResources(ctx context.Context, ws *workspace.Workspace, _ []string, toComplete string) ([]string, error) {
 	ls, err := ws.Locks().List(ctx)
 	if err != nil {
 		return nil, err

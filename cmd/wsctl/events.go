@@ -75,7 +75,7 @@ record by its name (artifact name, task title, note key, lock resource).
 				}
 				q.Since = t
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				if err := setSubject(ctx, ws, &q, subject); err != nil {
 					return err
 				}
@@ -153,7 +153,7 @@ func parseSince(s string, ref time.Time) (time.Time, error) {
 }
 
 // setSubject narrows q to the record --subject names (see the events help).
-func setSubject(ctx context.Context, ws workspace.Workspace, q *workspace.EventQuery, subject string) error {
+func setSubject(ctx context.Context, ws *workspace.Workspace, q *workspace.EventQuery, subject string) error {
 	if subject == "" {
 		return nil
 	}
@@ -182,7 +182,7 @@ func setSubject(ctx context.Context, ws workspace.Workspace, q *workspace.EventQ
 // tailEvents returns the last n events matching q, and the head the read
 // ended at. Unfiltered, it reads only those n; filtered, it reads every
 // event after q.AfterSeq, keeping the last n.
-func tailEvents(ctx context.Context, ws workspace.Workspace, q workspace.EventQuery, n int) ([]workspace.Event, int64, error) {
+func tailEvents(ctx context.Context, ws *workspace.Workspace, q workspace.EventQuery, n int) ([]workspace.Event, int64, error) {
 	unfiltered := len(q.Types) == 0 && q.Actor == "" && q.SubjectKind == "" && q.SubjectID == "" && q.SubjectName == "" && q.Since.IsZero()
 	if unfiltered {
 		head, err := ws.Events().Head(ctx)
@@ -214,7 +214,7 @@ func tailEvents(ctx context.Context, ws workspace.Workspace, q workspace.EventQu
 
 // follow streams events until ctx ends. A transient failure (a restarting
 // server) keeps the cursor and resubscribes, so nothing is missed or repeated.
-func (a *app) follow(ctx context.Context, ws workspace.Workspace, q workspace.EventQuery, limit int) error {
+func (a *app) follow(ctx context.Context, ws *workspace.Workspace, q workspace.EventQuery, limit int) error {
 	backoff := 100 * time.Millisecond
 	printed := 0
 	for {

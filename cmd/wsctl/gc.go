@@ -123,8 +123,8 @@ compacted error with the floor. See docs/retention.md.`,
 			} else {
 				p.Actor = "dry-run"
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
-				r, err := workspace.GC(ctx, ws, p)
+			return a.with(ctx, func(ws *workspace.Workspace) error {
+				r, err := ws.GC(ctx, p)
 				if err != nil {
 					return err
 				}
@@ -183,7 +183,7 @@ func (a *app) retentionConfig() (retentionConfig, error) {
 // scheduleGC runs gc with the retention policy every `every` until ctx
 // ends or the returned stop is called (stop waits for a run under way). A
 // failed run is logged and tried again at the next tick.
-func (a *app) scheduleGC(ctx context.Context, cmd *cobra.Command, ws workspace.Workspace, every time.Duration, f gcFlags,
+func (a *app) scheduleGC(ctx context.Context, cmd *cobra.Command, ws *workspace.Workspace, every time.Duration, f gcFlags,
 	logger *slog.Logger) (stop func(), err error) {
 	if every <= 0 {
 		return func() {}, nil
@@ -205,7 +205,7 @@ func (a *app) scheduleGC(ctx context.Context, cmd *cobra.Command, ws workspace.W
 				return
 			case <-t.C:
 			}
-			r, err := workspace.GC(ctx, ws, p)
+			r, err := ws.GC(ctx, p)
 			if err != nil {
 				logger.Warn("wsctl serve: gc failed", "err", err)
 				continue

@@ -116,8 +116,8 @@ func (a *app) preEdit(ctx context.Context) error {
 	if err != nil || !inside {
 		return err
 	}
-	return a.with(ctx, func(ws workspace.Workspace) error {
-		c, err := workspace.NewWriteCheck(ctx, ws)
+	return a.with(ctx, func(ws *workspace.Workspace) error {
+		c, err := ws.WriteCheck(ctx)
 		if err != nil {
 			return err
 		}

@@ -40,7 +40,7 @@ it and keeps the token. Held by someone else: exit 4, unless --wait.`,
 			if err != nil {
 				return err
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				// The timeout bounds the wait, not opening the store.
 				ctx := ctx
 				if timeout > 0 {
@@ -88,7 +88,7 @@ func (a *app) lockRenewCmd() *cobra.Command {
 			if token < 1 {
 				return usageErrorf("renew needs --token T (the token acquire printed)")
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				l, err := ws.Locks().Renew(ctx, workspace.Lease{Resource: args[0], Owner: actor, Token: token}, ttl)
 				if err != nil {
 					return err
@@ -124,7 +124,7 @@ func (a *app) lockReleaseCmd() *cobra.Command {
 			if force == (token > 0) {
 				return usageErrorf("release needs --token T (your lease) or --force (anyone's), not both")
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				var err error
 				if force {
 					err = ws.Locks().ForceRelease(ctx, workspace.Write{Actor: actor, Message: message}, args[0])
@@ -156,7 +156,7 @@ func (a *app) lockLsCmd() *cobra.Command {
 		Short: "List live leases, by resource",
 		Args:  cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				ls, err := ws.Locks().List(ctx)
 				if err != nil {
 					return err
@@ -184,7 +184,7 @@ func (a *app) printLeases(ls []workspace.Lease) {
 // holds the lock (released already, or expired: exit 5), or someone holds
 // it under a newer token (exit 4). "Lease lost" alone sent a user who
 // released twice looking for a takeover.
-func releaseLost(ctx context.Context, ws workspace.Workspace, resource, actor string, token int64, lost error) error {
+func releaseLost(ctx context.Context, ws *workspace.Workspace, resource, actor string, token int64, lost error) error {
 	cur, err := ws.Locks().Get(ctx, resource)
 	switch {
 	case errors.Is(err, workspace.ErrNotFound):

@@ -44,7 +44,7 @@ its claims when their leases lapse. See docs/agents.md.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			actor, _ := a.actor()
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				dsn := a.dsn
 				logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 				opts := mcp.Options{Actor: actor, Version: readBuildInfo().Version, Logger: logger,

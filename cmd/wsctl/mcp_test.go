@@ -32,7 +32,7 @@ func mcpEnv(extra ...string) []string {
 	return append(append(env, "GORACE=atexit_sleep_ms=0"), extra...)
 }
 
-func newMCPWorkspace(t testing.TB) (string, workspace.Workspace) {
+func newMCPWorkspace(t testing.TB) (string, *workspace.Workspace) {
 	t.Helper()
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
 	ws, err := workspace.Open(context.Background(), dsn)

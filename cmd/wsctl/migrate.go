@@ -20,7 +20,7 @@ workspace under .agentspace/ inside a git repository is added to the
 repository's .gitignore, so that 'git add -A' never commits it.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.withNew(ctx, func(ws workspace.Workspace) error {
+			return a.withNew(ctx, func(ws *workspace.Workspace) error {
 				head, err := ws.Events().Head(ctx)
 				if err != nil {
 					return err

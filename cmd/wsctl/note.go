@@ -45,7 +45,7 @@ func (a *app) notePutCmd() *cobra.Command {
 				}
 				body = string(b)
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				n, err := ws.Notes().Put(ctx, wf.write(actor), workspace.NotePut{Kind: args[0], Key: args[1], Title: title, Body: body})
 				if err != nil {
 					return err
@@ -71,7 +71,7 @@ func (a *app) noteGetCmd() *cobra.Command {
 		Short: "Print a note's body (--json: the whole note)",
 		Args:  cobra.ExactArgs(2),
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				n, err := ws.Notes().Get(ctx, args[0], args[1])
 				if err != nil {
 					return err
@@ -100,7 +100,7 @@ func (a *app) noteLsCmd() *cobra.Command {
 			if len(args) == 1 {
 				f.Kind = args[0]
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				all := []workspace.Note{}
 				for {
 					f.Limit = 1000
@@ -139,7 +139,7 @@ func (a *app) noteRmCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				if err := ws.Notes().Delete(ctx, wf.write(actor), args[0], args[1]); err != nil {
 					return err
 				}

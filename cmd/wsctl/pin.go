@@ -37,9 +37,9 @@ func (a *app) pinCmd(verb, short string) *cobra.Command {
 				return usageErrorf("%s needs --version V (a version from 1)", verb)
 			}
 			w := workspace.Write{Actor: actor, Message: message}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				if verb == "unpin" {
-					if err := workspace.UnpinVersion(ctx, ws, w, args[0], version); err != nil {
+					if err := ws.Unpin(ctx, w, args[0], version); err != nil {
 						return err
 					}
 					if a.jsonOut {
@@ -47,7 +47,7 @@ func (a *app) pinCmd(verb, short string) *cobra.Command {
 					}
 					return nil
 				}
-				n, err := workspace.PinVersion(ctx, ws, w, args[0], version)
+				n, err := ws.Pin(ctx, w, args[0], version)
 				if err != nil {
 					return err
 				}

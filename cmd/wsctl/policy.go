@@ -28,7 +28,7 @@ func (a *app) policyCmd() *cobra.Command {
 }
 
 // loadPolicy reads and compiles the stored policy; nil, 0 when there is none.
-func loadPolicy(ctx context.Context, ws workspace.Workspace) (*policy.Policy, workspace.Artifact, error) {
+func loadPolicy(ctx context.Context, ws *workspace.Workspace) (*policy.Policy, workspace.Artifact, error) {
 	art, err := ws.Artifacts().Get(ctx, workspace.ByName(workspace.PolicyArtifact))
 	if errors.Is(err, workspace.ErrNotFound) {
 		return nil, workspace.Artifact{}, nil
@@ -49,7 +49,7 @@ func (a *app) policyShowCmd() *cobra.Command {
 		Short: "Print the policy as stored (--json: its roles and actors, and its version)",
 		Args:  cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				p, art, err := loadPolicy(ctx, ws)
 				if err != nil {
 					return err
@@ -107,7 +107,7 @@ policy that would take that right from its author is refused.`,
 			if err != nil {
 				return err
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				w := wf.write(actor)
 				ref := workspace.ByName(workspace.PolicyArtifact)
 				art, err := ws.Artifacts().Update(ctx, w, ref, workspace.ArtifactChange{Content: src})
@@ -158,7 +158,7 @@ and admin actions).`,
 			if len(args) == 3 {
 				object = args[2]
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				p, _, err := loadPolicy(ctx, ws)
 				if err != nil {
 					return err
@@ -245,12 +245,12 @@ the actor already holds (or lacks) the role.`,
 			if err != nil {
 				return err
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
-				change := workspace.GrantRole
+			return a.with(ctx, func(ws *workspace.Workspace) error {
+				change := ws.GrantRole
 				if !grant {
-					change = workspace.RevokeRole
+					change = ws.RevokeRole
 				}
-				rc, err := change(ctx, ws, wf.write(by), args[0], args[1])
+				rc, err := change(ctx, wf.write(by), args[0], args[1])
 				if err != nil {
 					return err
 				}
@@ -283,7 +283,7 @@ func (a *app) roleLsCmd() *cobra.Command {
 		Short: "List the roles, their rules, and the actors that hold them",
 		Args:  cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				p, _, err := loadPolicy(ctx, ws)
 				if err != nil {
 					return err
@@ -357,7 +357,7 @@ func (a *app) roleOfCmd() *cobra.Command {
 		Short: "Print the roles ACTOR holds under the policy",
 		Args:  cobra.ExactArgs(1),
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				p, _, err := loadPolicy(ctx, ws)
 				if err != nil {
 					return err
@@ -405,9 +405,9 @@ change reaches the workspace.`,
 			if err != nil {
 				return err
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				// The rule shadows and the merge queue apply, and the engine's.
-				c, err := workspace.NewWriteCheck(ctx, ws)
+				c, err := ws.WriteCheck(ctx)
 				if err != nil {
 					return err
 				}

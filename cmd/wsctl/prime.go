@@ -22,7 +22,7 @@ session start.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			actor, _ := a.actor()
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				return mcp.Prime(ctx, ws, a.stdout, mcp.PrimeOptions{Actor: actor})
 			})
 		}),

@@ -92,7 +92,7 @@ func (p *progress) done(err error) {
 // task, note and live lease, every event, and the versions of the live
 // artifacts (deleted artifacts' versions are not counted: the bar grows
 // if it meets them).
-func exportSize(ctx context.Context, ws workspace.Workspace) (int64, error) {
+func exportSize(ctx context.Context, ws *workspace.Workspace) (int64, error) {
 	st, err := ws.Status(ctx)
 	if err != nil {
 		return 0, err

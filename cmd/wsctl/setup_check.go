@@ -43,7 +43,7 @@ func (a *app) setupWorkspace(ctx context.Context, s setup, noInit bool) error {
 	case s.dryRun:
 		fmt.Fprintf(s.out, "%-10s workspace %s\n", "would have created", shown)
 	default:
-		if err := a.withNew(ctx, func(workspace.Workspace) error { return nil }); err != nil {
+		if err := a.withNew(ctx, func(*workspace.Workspace) error { return nil }); err != nil {
 			return err
 		}
 		fmt.Fprintf(s.out, "%-10s workspace %s\n", "created", shown)

@@ -85,12 +85,12 @@ func (a *app) shadowSettings(f shadowFlags) (shadow.Options, shadowConfig, error
 }
 
 // withShadows opens the workspace and a shadow Manager over it.
-func (a *app) withShadows(ctx context.Context, f shadowFlags, fn func(ws workspace.Workspace, m *shadow.Manager) error) error {
+func (a *app) withShadows(ctx context.Context, f shadowFlags, fn func(ws *workspace.Workspace, m *shadow.Manager) error) error {
 	opts, _, err := a.shadowSettings(f)
 	if err != nil {
 		return err
 	}
-	return a.with(ctx, func(ws workspace.Workspace) error {
+	return a.with(ctx, func(ws *workspace.Workspace) error {
 		m, err := shadow.New(ws, opts)
 		if err != nil {
 			return err
@@ -101,7 +101,7 @@ func (a *app) withShadows(ctx context.Context, f shadowFlags, fn func(ws workspa
 
 // shadowRun is the body of a shadow command: its arguments, the acting
 // actor ("" for a command that needs none), the workspace and its shadows.
-type shadowRun func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws workspace.Workspace, m *shadow.Manager) error
+type shadowRun func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws *workspace.Workspace, m *shadow.Manager) error
 
 // shadowAction is the RunE of a shadow command: it resolves the actor
 // (when withActor), opens the workspace and a Manager under f's --root
@@ -112,7 +112,7 @@ func (a *app) shadowAction(f *shadowFlags, withActor bool, fn shadowRun) func(*c
 		if err != nil {
 			return err
 		}
-		return a.withShadows(ctx, *f, func(ws workspace.Workspace, m *shadow.Manager) error {
+		return a.withShadows(ctx, *f, func(ws *workspace.Workspace, m *shadow.Manager) error {
 			return fn(ctx, cmd, args, actor, ws, m)
 		})
 	})
@@ -153,7 +153,7 @@ func (a *app) shadowOpenCmd() *cobra.Command {
 		Use:   "open DIR [--task T]",
 		Short: "Copy DIR into a new shadow (reflinks where the file system has them); prints its path",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.shadowAction(&f, true, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws workspace.Workspace, m *shadow.Manager) error {
+		RunE: a.shadowAction(&f, true, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws *workspace.Workspace, m *shadow.Manager) error {
 			id, err := resolveOptionalTaskID(ctx, ws, task)
 			if err != nil {
 				return err
@@ -183,7 +183,7 @@ func (a *app) shadowLsCmd() *cobra.Command {
 		Use:   "ls",
 		Short: "List the shadows",
 		Args:  cobra.NoArgs,
-		RunE: a.shadowAction(&f, false, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws workspace.Workspace, m *shadow.Manager) error {
+		RunE: a.shadowAction(&f, false, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws *workspace.Workspace, m *shadow.Manager) error {
 			list, err := m.List(ctx)
 			if err != nil {
 				return err
@@ -214,7 +214,7 @@ func (a *app) shadowDiffCmd() *cobra.Command {
 		Use:   "diff SHADOW [--stat]",
 		Short: "Show the shadow's changes against its base: a list, then a unified diff",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.shadowAction(&f, false, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws workspace.Workspace, m *shadow.Manager) error {
+		RunE: a.shadowAction(&f, false, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws *workspace.Workspace, m *shadow.Manager) error {
 			d, err := m.Diff(ctx, args[0])
 			if err != nil {
 				return err
@@ -283,7 +283,7 @@ func (a *app) shadowValidateCmd() *cobra.Command {
 		Use:   "validate SHADOW",
 		Short: "Check the diff against task areas, roles, others' leases and the [shadow] validate commands",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.shadowAction(&f, true, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws workspace.Workspace, m *shadow.Manager) error {
+		RunE: a.shadowAction(&f, true, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws *workspace.Workspace, m *shadow.Manager) error {
 			v, err := m.Validate(ctx, args[0], actor)
 			if err != nil {
 				return err
@@ -301,7 +301,7 @@ func (a *app) shadowPromoteCmd() *cobra.Command {
 		Use:   "promote SHADOW",
 		Short: "Apply the validated diff to the real directory, all or nothing",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.shadowAction(&f, true, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws workspace.Workspace, m *shadow.Manager) error {
+		RunE: a.shadowAction(&f, true, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws *workspace.Workspace, m *shadow.Manager) error {
 			p, err := m.Promote(ctx, args[0], actor)
 			var ce *shadow.ConflictError
 			if errors.As(err, &ce) {
@@ -327,7 +327,7 @@ func (a *app) shadowRebaseCmd() *cobra.Command {
 		Use:   "rebase SHADOW",
 		Short: "Take the real tree's changes to files the shadow left alone into the shadow and its base",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.shadowAction(&f, true, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws workspace.Workspace, m *shadow.Manager) error {
+		RunE: a.shadowAction(&f, true, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws *workspace.Workspace, m *shadow.Manager) error {
 			r, err := m.Rebase(ctx, args[0], actor)
 			if err != nil {
 				return err
@@ -355,7 +355,7 @@ func (a *app) shadowDiscardCmd() *cobra.Command {
 		Use:   "discard SHADOW [--only-violations]",
 		Short: "Drop the shadow, or only revert the files its last validation found breaking a rule",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.shadowAction(&f, true, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws workspace.Workspace, m *shadow.Manager) error {
+		RunE: a.shadowAction(&f, true, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws *workspace.Workspace, m *shadow.Manager) error {
 			d, err := m.Discard(ctx, args[0], actor, only)
 			if err != nil {
 				return err
@@ -384,7 +384,7 @@ func (a *app) shadowGCCmd() *cobra.Command {
 		Use:   "gc [--age D]",
 		Short: "Remove shadows whose task ended, or whose claim lapsed, longer than D ago",
 		Args:  cobra.NoArgs,
-		RunE: a.shadowAction(&f, true, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws workspace.Workspace, m *shadow.Manager) error {
+		RunE: a.shadowAction(&f, true, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws *workspace.Workspace, m *shadow.Manager) error {
 			_, sc, err := a.shadowSettings(f)
 			if err != nil {
 				return err
@@ -415,7 +415,7 @@ func (a *app) shadowRecoverCmd() *cobra.Command {
 		Use:   "recover DIR",
 		Short: "Finish or undo a promotion into DIR that a crash cut (every shadow command does this first)",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.shadowAction(&f, false, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws workspace.Workspace, m *shadow.Manager) error {
+		RunE: a.shadowAction(&f, false, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws *workspace.Workspace, m *shadow.Manager) error {
 			if _, err := os.Stat(args[0]); err != nil {
 				return &cliError{code: exitUsage, err: err}
 			}

@@ -22,7 +22,7 @@ func (a *app) statusCmd() *cobra.Command {
 		Short: "The dashboard: counts, active tasks, live locks, recent events",
 		Args:  cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				st, err := ws.Status(ctx)
 				if err != nil {
 					return err

@@ -59,7 +59,7 @@ func (a *app) taskAddCmd() *cobra.Command {
 				return err
 			}
 			n.Title = args[0]
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				var err error
 				if n.DependsOn, err = resolveTaskIDs(ctx, ws, n.DependsOn); err != nil {
 					return err
@@ -122,14 +122,14 @@ given back.`,
 			open := a.with
 			var m *gitwork.Manager
 			if wt.on {
-				open = func(ctx context.Context, fn func(workspace.Workspace) error) error {
-					return a.withWork(ctx, wt.repo, func(ws workspace.Workspace, wm *gitwork.Manager) error {
+				open = func(ctx context.Context, fn func(*workspace.Workspace) error) error {
+					return a.withWork(ctx, wt.repo, func(ws *workspace.Workspace, wm *gitwork.Manager) error {
 						m = wm
 						return fn(ws)
 					})
 				}
 			}
-			return open(ctx, func(ws workspace.Workspace) error {
+			return open(ctx, func(ws *workspace.Workspace) error {
 				// The timeout bounds the wait, not opening the store.
 				ctx := ctx
 				if timeout > 0 {
@@ -179,7 +179,7 @@ least 4 characters, as with commit hashes) and print the new lease expiry.`,
 			if err != nil {
 				return err
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				id, err := resolveTaskID(ctx, ws, args[0])
 				if err != nil {
 					return err
@@ -216,7 +216,7 @@ func (a *app) taskFinishCmd(use, short string, status workspace.TaskStatus) *cob
 				return err
 			}
 			res := workspace.TaskResult{Summary: summary, Artifacts: artifacts}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				id, err := resolveTaskID(ctx, ws, args[0])
 				if err != nil {
 					return err
@@ -254,7 +254,7 @@ func (a *app) taskReleaseCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				id, err := resolveTaskID(ctx, ws, args[0])
 				if err != nil {
 					return err
@@ -311,7 +311,7 @@ those are done. --ready lists only the tasks claim would take.`,
 			if limit < 0 {
 				return usageErrorf("--limit %d is negative", limit)
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				var err error
 				if f.ParentID, err = resolveOptionalTaskID(ctx, ws, f.ParentID); err != nil {
 					return err
@@ -368,7 +368,7 @@ func (a *app) taskShowCmd() *cobra.Command {
 		Short: "Show one task in full",
 		Args:  cobra.ExactArgs(1),
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				id, err := resolveTaskID(ctx, ws, args[0])
 				if err != nil {
 					return err

@@ -25,7 +25,7 @@ func (a *app) taskMoveCmd(use, short string, to workspace.TaskStatus, from works
 			if err != nil {
 				return err
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				id, err := resolveTaskID(ctx, ws, args[0])
 				if err != nil {
 					return err
@@ -120,7 +120,7 @@ if the task's version is N (exit 3 otherwise).`,
 			if c.Title == nil && c.Description == nil && c.Priority == nil && c.Assignee == nil && c.Labels == nil {
 				return usageErrorf("nothing to change: give --title, --description, --priority, --assignee, --label or --no-labels")
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				id, err := resolveTaskID(ctx, ws, args[0])
 				if err != nil {
 					return err
@@ -163,7 +163,7 @@ func parseStatuses(s string) ([]workspace.TaskStatus, error) {
 // waitingOn returns, for each pending task in tasks with a dependency that
 // is not done, those dependencies: what keeps it from being claimed.
 // Dependencies outside tasks are read one by one, once each.
-func waitingOn(ctx context.Context, ws workspace.Workspace, tasks []workspace.Task) (map[string][]workspace.Task, error) {
+func waitingOn(ctx context.Context, ws *workspace.Workspace, tasks []workspace.Task) (map[string][]workspace.Task, error) {
 	known := make(map[string]workspace.Task, len(tasks))
 	for _, t := range tasks {
 		known[t.ID] = t

@@ -20,7 +20,7 @@ const maxCandidates = 10
 // resolveTaskID turns ref, a full task id or a unique prefix of one (like
 // a short commit hash), into the task's id. No match is ErrNotFound (exit
 // 5); an ambiguous prefix is a usage error (exit 2) listing the candidates.
-func resolveTaskID(ctx context.Context, ws workspace.Workspace, ref string) (string, error) {
+func resolveTaskID(ctx context.Context, ws *workspace.Workspace, ref string) (string, error) {
 	if _, err := uuid.Parse(ref); (err == nil && len(ref) == 36) || strings.Trim(strings.ToLower(ref), "0123456789abcdef-") != "" {
 		// A whole id, or not an id at all: the workspace says which.
 		return ref, nil
@@ -67,7 +67,7 @@ func resolveTaskID(ctx context.Context, ws workspace.Workspace, ref string) (str
 }
 
 // resolveTaskIDs resolves each of refs with resolveTaskID.
-func resolveTaskIDs(ctx context.Context, ws workspace.Workspace, refs []string) ([]string, error) {
+func resolveTaskIDs(ctx context.Context, ws *workspace.Workspace, refs []string) ([]string, error) {
 	out := make([]string, len(refs))
 	for i, r := range refs {
 		id, err := resolveTaskID(ctx, ws, r)
@@ -80,7 +80,7 @@ func resolveTaskIDs(ctx context.Context, ws workspace.Workspace, refs []string) 
 }
 
 // resolveOptionalTaskID resolves ref unless it is empty.
-func resolveOptionalTaskID(ctx context.Context, ws workspace.Workspace, ref string) (string, error) {
+func resolveOptionalTaskID(ctx context.Context, ws *workspace.Workspace, ref string) (string, error) {
 	if ref == "" {
 		return "", nil
 	}

@@ -40,7 +40,7 @@ A request with the token acts as --actor and cannot act as anyone else.
 			if by == "" {
 				by = a.getenv("AGENTSPACE_ACTOR")
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				secret, t, err := server.NewTokens(ws).Create(ctx, server.TokenRequest{Actor: actor, Role: role, TTL: life, By: by})
 				if err != nil {
 					return err
@@ -70,7 +70,7 @@ func (a *app) tokenListCmd() *cobra.Command {
 		Short:   "List tokens (never their secrets)",
 		Args:    cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				ts, err := server.NewTokens(ws).List(ctx)
 				if err != nil {
 					return err
@@ -106,7 +106,7 @@ func (a *app) tokenRevokeCmd() *cobra.Command {
 			if by == "" {
 				by = a.getenv("AGENTSPACE_ACTOR")
 			}
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				t, err := server.NewTokens(ws).Revoke(ctx, by, args[0])
 				if err != nil {
 					return err

@@ -25,8 +25,8 @@ Keep the printed head hash elsewhere: a later verify that reaches it
 proves that nothing up to it was rewritten (docs/retention.md).`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.with(ctx, func(ws workspace.Workspace) error {
-				r, err := workspace.Verify(ctx, ws)
+			return a.with(ctx, func(ws *workspace.Workspace) error {
+				r, err := ws.Verify(ctx)
 				if err != nil {
 					return err
 				}

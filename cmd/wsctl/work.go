@@ -106,12 +106,12 @@ func (a *app) gitworkConfig(repo string) (gitwork.Config, error) {
 }
 
 // withWork opens the workspace and a gitwork.Manager for the repository.
-func (a *app) withWork(ctx context.Context, repo string, fn func(ws workspace.Workspace, m *gitwork.Manager) error) error {
+func (a *app) withWork(ctx context.Context, repo string, fn func(ws *workspace.Workspace, m *gitwork.Manager) error) error {
 	cfg, err := a.gitworkConfig(repo)
 	if err != nil {
 		return err
 	}
-	return a.with(ctx, func(ws workspace.Workspace) error {
+	return a.with(ctx, func(ws *workspace.Workspace) error {
 		m, err := gitwork.New(ctx, ws, cfg)
 		if err != nil {
 			return err
@@ -163,7 +163,7 @@ func (a *app) workMine(ctx context.Context, repo string) error {
 	if integration == "" {
 		integration = "main"
 	}
-	return a.with(ctx, func(ws workspace.Workspace) error {
+	return a.with(ctx, func(ws *workspace.Workspace) error {
 		recs, err := gitwork.List(ctx, ws)
 		if err != nil {
 			return err
@@ -202,7 +202,7 @@ func (a *app) workTaskCmd(repo *string, use, short, long string, op func(m *gitw
 			if err != nil {
 				return err
 			}
-			return a.withWork(ctx, *repo, func(ws workspace.Workspace, m *gitwork.Manager) error {
+			return a.withWork(ctx, *repo, func(ws *workspace.Workspace, m *gitwork.Manager) error {
 				task, err := resolveTaskID(ctx, ws, args[0])
 				if err != nil {
 					return err
@@ -334,7 +334,7 @@ func (a *app) workLsCmd(repo *string) *cobra.Command {
 		Short: "List worktree records, queued ones in submission order",
 		Args:  cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.with(ctx, func(ws workspace.Workspace) error {
+			return a.with(ctx, func(ws *workspace.Workspace) error {
 				recs, err := gitwork.List(ctx, ws)
 				if err != nil {
 					return err
@@ -363,7 +363,7 @@ func (a *app) workGCCmd(repo *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.withWork(ctx, *repo, func(ws workspace.Workspace, m *gitwork.Manager) error {
+			return a.withWork(ctx, *repo, func(ws *workspace.Workspace, m *gitwork.Manager) error {
 				out, err := m.GC(ctx, actor)
 				if perr := a.printWorktrees(out); err == nil {
 					err = perr
@@ -442,7 +442,7 @@ came back conflicted or failed.`,
 			if err != nil {
 				return err
 			}
-			return a.withWork(ctx, repo, func(ws workspace.Workspace, m *gitwork.Manager) error {
+			return a.withWork(ctx, repo, func(ws *workspace.Workspace, m *gitwork.Manager) error {
 				mg := m.NewMerger(actor)
 				if step := a.getenv("AGENTSPACE_TEST_MERGE_STEP_DELAY"); step != "" {
 					if d, err := time.ParseDuration(step); err == nil {

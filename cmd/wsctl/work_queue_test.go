@@ -44,7 +44,7 @@ func runWsctl(t *testing.T, cmd *exec.Cmd) (string, string, int) {
 
 // entry claims a new task as agent, commits files in its worktree and
 // submits it (submit false: only commits).
-func entry(t *testing.T, ws workspace.Workspace, m *gitwork.Manager, agent, title string, files map[string]string, submit bool) gitwork.Worktree {
+func entry(t *testing.T, ws *workspace.Workspace, m *gitwork.Manager, agent, title string, files map[string]string, submit bool) gitwork.Worktree {
 	t.Helper()
 	ctx := context.Background()
 	task, err := ws.Tasks().Create(ctx, workspace.Write{Actor: "lead"}, workspace.NewTask{Title: title, Labels: map[string]string{"n": title}})

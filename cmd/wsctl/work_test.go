@@ -60,7 +60,7 @@ func wsctlCmd(ctx context.Context, dir, dsn, actor string, env []string, args ..
 	return cmd
 }
 
-func newWorkspace(t *testing.T) (workspace.Workspace, string) {
+func newWorkspace(t *testing.T) (*workspace.Workspace, string) {
 	t.Helper()
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
 	ws, err := workspace.Open(context.Background(), dsn)
@@ -215,7 +215,7 @@ func TestTwoMergersOneAtATimeAndAPausedOneCannotAdvance(t *testing.T) {
 }
 
 // submitOne claims a new task as agent, commits file i in its worktree and submits it.
-func submitOne(t *testing.T, ws workspace.Workspace, m *gitwork.Manager, agent string, i int) gitwork.Worktree {
+func submitOne(t *testing.T, ws *workspace.Workspace, m *gitwork.Manager, agent string, i int) gitwork.Worktree {
 	t.Helper()
 	ctx := context.Background()
 	title := "file" + strings.Repeat("x", i)

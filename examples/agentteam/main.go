@@ -50,7 +50,7 @@ func main() {
 func run(ctx context.Context, dsn string, out io.Writer) error {
 	start := time.Now()
 	// Each agent opens its own handle, as separate processes would.
-	open := func() (workspace.Workspace, error) { return workspace.Open(ctx, dsn) }
+	open := func() (*workspace.Workspace, error) { return workspace.Open(ctx, dsn) }
 	planner, err := open()
 	if err != nil {
 		return err
@@ -145,7 +145,7 @@ func newRunID(start time.Time) (string, error) {
 }
 
 // summarize prints the run's tasks as a table, then the workspace's totals.
-func summarize(ctx context.Context, ws workspace.Workspace, out io.Writer, dsn, runID string, plan []string, took time.Duration) error {
+func summarize(ctx context.Context, ws *workspace.Workspace, out io.Writer, dsn, runID string, plan []string, took time.Duration) error {
 	fmt.Fprintf(out, "\nagentteam: run %s finished in %s\n\n", runID, took.Round(time.Millisecond))
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TASK\tSTATUS\tBY\tTRIES\tARTIFACT")
@@ -189,7 +189,7 @@ type step struct {
 	after    []int
 }
 
-func makePlan(ctx context.Context, ws workspace.Workspace, runID string) ([]string, error) {
+func makePlan(ctx context.Context, ws *workspace.Workspace, runID string) ([]string, error) {
 	me := workspace.Write{Actor: "planner"}
 	prefix := "runs/" + runID + "/"
 	if _, err := ws.Notes().Put(ctx, me, workspace.NotePut{
@@ -229,7 +229,7 @@ func makePlan(ctx context.Context, ws workspace.Workspace, runID string) ([]stri
 }
 
 // work claims tasks of the agent's role until the run has none left.
-func work(ctx context.Context, ws workspace.Workspace, name, runID string, total int) error {
+func work(ctx context.Context, ws *workspace.Workspace, name, runID string, total int) error {
 	role := "worker"
 	if name == "reviewer" {
 		role = "reviewer"
@@ -258,7 +258,7 @@ func work(ctx context.Context, ws workspace.Workspace, name, runID string, total
 
 // do writes the task's artifact under a lock, fenced by the lock's token, and
 // in one batch marks the task done and releases the lock.
-func do(ctx context.Context, ws workspace.Workspace, name string, t workspace.Task) error {
+func do(ctx context.Context, ws *workspace.Workspace, name string, t workspace.Task) error {
 	artifact := t.Labels["artifact"]
 	lease, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{
 		Resource: "artifact:" + artifact, Owner: name, TTL: 10 * time.Second, Wait: true,
@@ -298,7 +298,7 @@ func do(ctx context.Context, ws workspace.Workspace, name string, t workspace.Ta
 	return err
 }
 
-func finished(ctx context.Context, ws workspace.Workspace, runID string, total int) (bool, error) {
+func finished(ctx context.Context, ws *workspace.Workspace, runID string, total int) (bool, error) {
 	page, err := ws.Tasks().List(ctx, workspace.TaskFilter{Status: workspace.TaskDone, Labels: map[string]string{"run": runID}})
 	if err != nil {
 		return false, err

@@ -98,7 +98,7 @@ func summary(m map[string]any) string {
 }
 
 // connect starts an MCP server over ws acting as name, and a client on it.
-func connect(ctx context.Context, ws workspace.Workspace, name string, out *transcript, wg *sync.WaitGroup) (*agent, func(), error) {
+func connect(ctx context.Context, ws *workspace.Workspace, name string, out *transcript, wg *sync.WaitGroup) (*agent, func(), error) {
 	s := mcp.NewServer(ws, mcp.Options{Actor: name})
 	st, ct := sdk.NewInMemoryTransports()
 	sctx, stop := context.WithCancel(ctx)

@@ -85,7 +85,7 @@ type env struct {
 	bin, store, url string
 	bobToken        string
 	aliceTokenID    string
-	ws              workspace.Workspace // the store itself, in this process
+	ws              *workspace.Workspace // the store itself, in this process
 }
 
 // face drives one action as bob and says what came of it.
@@ -183,7 +183,7 @@ func goAPI(t *testing.T, e *env, action string) (outcome, string) {
 
 // apiDo runs action through a Workspace, as bob (whom ctx or the
 // workspace's token names).
-func apiDo(ctx context.Context, e *env, ws workspace.Workspace, action string) error {
+func apiDo(ctx context.Context, e *env, ws *workspace.Workspace, action string) error {
 	bob := workspace.Write{Actor: "bob"}
 	switch action {
 	case impersonate:
@@ -196,9 +196,9 @@ func apiDo(ctx context.Context, e *env, ws workspace.Workspace, action string) e
 		_, err := ws.Notes().Get(ctx, "token", e.aliceTokenID)
 		return err
 	case adminOp:
-		_, err := workspace.GC(workspace.AsActor(ctx, "bob"), ws, workspace.GCPolicy{Actor: "bob", KeepVersions: 1})
+		_, err := ws.GC(workspace.AsActor(ctx, "bob"), workspace.GCPolicy{Actor: "bob", KeepVersions: 1})
 		if p, ok := workspace.PrincipalFrom(ctx); ok {
-			_, err = workspace.GC(workspace.WithPrincipal(ctx, p), ws, workspace.GCPolicy{Actor: "bob", KeepVersions: 1})
+			_, err = ws.GC(workspace.WithPrincipal(ctx, p), workspace.GCPolicy{Actor: "bob", KeepVersions: 1})
 		}
 		return err
 	case outsideRole:

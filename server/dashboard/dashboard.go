@@ -85,7 +85,7 @@ var staticFS embed.FS
 
 // Handler serves the dashboard: GET / and everything under /ui/.
 type Handler struct {
-	ws     workspace.Workspace
+	ws     *workspace.Workspace
 	opts   Options
 	log    *slog.Logger
 	tmpl   *template.Template
@@ -96,7 +96,7 @@ type Handler struct {
 }
 
 // New returns the dashboard of ws. Close stops its event stream.
-func New(ws workspace.Workspace, opts Options) (*Handler, error) {
+func New(ws *workspace.Workspace, opts Options) (*Handler, error) {
 	if ws == nil {
 		return nil, errors.New("dashboard.New: nil workspace")
 	}

@@ -27,7 +27,7 @@ import (
 type env struct {
 	t   testing.TB
 	dsn string
-	ws  workspace.Workspace
+	ws  *workspace.Workspace
 	srv *server.Server
 	hs  *httptest.Server
 }
@@ -61,7 +61,7 @@ func newEnvOn(t testing.TB, dsn string, opts server.Options) *env {
 
 // other opens a second, private handle on the store: a writer that
 // behaves as another process would.
-func (e *env) other() workspace.Workspace {
+func (e *env) other() *workspace.Workspace {
 	e.t.Helper()
 	ws, err := workspace.Open(context.Background(), e.dsn, workspace.Options{Private: true})
 	require.NoError(e.t, err)
@@ -119,7 +119,7 @@ type seeded struct {
 
 // seed writes a small team's work: tasks in every column, a lock, an
 // artifact with three versions, notes of two kinds.
-func seed(t testing.TB, ws workspace.Workspace) seeded {
+func seed(t testing.TB, ws *workspace.Workspace) seeded {
 	t.Helper()
 	ctx := context.Background()
 	w := func(actor string) workspace.Write { return workspace.Write{Actor: actor} }

@@ -65,7 +65,7 @@ func touches(e workspace.Event) views {
 // and the subscription is gap-free from where it started, which is at or
 // below every registered cursor or followed by such a mark.
 type hub struct {
-	ws     workspace.Workspace
+	ws     *workspace.Workspace
 	log    *slog.Logger
 	redact func(error) error
 
@@ -89,7 +89,7 @@ type client struct {
 	gone  chan struct{}
 }
 
-func newHub(ws workspace.Workspace, log *slog.Logger, redact func(error) error) *hub {
+func newHub(ws *workspace.Workspace, log *slog.Logger, redact func(error) error) *hub {
 	return &hub{ws: ws, log: log, redact: redact, clients: map[*client]struct{}{}}
 }
 

@@ -293,7 +293,7 @@ func (h *Handler) loadAgents(ctx context.Context, _ *http.Request, _ Identity) (
 }
 
 // allTasks reads every task of f, a page at a time.
-func allTasks(ctx context.Context, ws workspace.Workspace, f workspace.TaskFilter) ([]workspace.Task, error) {
+func allTasks(ctx context.Context, ws *workspace.Workspace, f workspace.TaskFilter) ([]workspace.Task, error) {
 	f.Limit = 1000
 	var out []workspace.Task
 	for {

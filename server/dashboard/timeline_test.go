@@ -25,7 +25,7 @@ import (
 // team writes a session of several agents: attempts that end done,
 // failed and released, a claim still running, lock holds (one forced), a
 // conflict on an artifact, and a task blocked then returned.
-func team(t testing.TB, ws workspace.Workspace) {
+func team(t testing.TB, ws *workspace.Workspace) {
 	t.Helper()
 	ctx := context.Background()
 	w := func(a string) workspace.Write { return workspace.Write{Actor: a} }
@@ -240,7 +240,7 @@ func assertInertSVG(t *testing.T, where, page string) {
 
 // changeSetsAndShadows opens a shadow and a change set through package
 // shadow, validates and promotes the set.
-func changeSetsAndShadows(t testing.TB, ws workspace.Workspace) (set string) {
+func changeSetsAndShadows(t testing.TB, ws *workspace.Workspace) (set string) {
 	t.Helper()
 	ctx := context.Background()
 	_, err := ws.Artifacts().Create(ctx, workspace.Write{Actor: "planner"}, workspace.NewArtifact{Name: "docs/guide.md", Content: []byte("# Guide\n\nstep one\nstep two\n")})

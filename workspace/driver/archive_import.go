@@ -12,7 +12,7 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// Import loads an archive into h's empty store, as workspace.Import
+// Import loads an archive into h's empty store, as Workspace.Import
 // documents: every record validated first, in one transaction or, for a
 // large archive, in several (importChunkRecords, importChunkBytes).
 func (h *handle) Import(ctx context.Context, r io.Reader, opts workspace.ArchiveOptions) (workspace.ArchiveStats, error) {

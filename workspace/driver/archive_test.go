@@ -22,12 +22,12 @@ import (
 	"github.com/agentspace/agentspace/workspace/driver"
 )
 
-func openSQLite(t *testing.T, name string) workspace.Workspace {
+func openSQLite(t *testing.T, name string) *workspace.Workspace {
 	t.Helper()
 	return openDSN(t, "sqlite:"+filepath.Join(t.TempDir(), name+".db"))
 }
 
-func openDSN(t *testing.T, dsn string) workspace.Workspace {
+func openDSN(t *testing.T, dsn string) *workspace.Workspace {
 	t.Helper()
 	ws, err := workspace.Open(context.Background(), dsn)
 	require.NoError(t, err)
@@ -39,7 +39,7 @@ func openDSN(t *testing.T, dsn string) workspace.Workspace {
 // repeated content, a rollback, a deleted artifact whose name was reused,
 // tasks with dependencies and results, notes, live and released leases,
 // and a conflict event.
-func populate(t *testing.T, ws workspace.Workspace) {
+func populate(t *testing.T, ws *workspace.Workspace) {
 	t.Helper()
 	ctx := context.Background()
 	w := workspace.Write{Actor: "alice"}
@@ -80,10 +80,10 @@ func populate(t *testing.T, ws workspace.Workspace) {
 	require.ErrorIs(t, err, workspace.ErrConflict)
 }
 
-func export(t *testing.T, ws workspace.Workspace) []byte {
+func export(t *testing.T, ws *workspace.Workspace) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	_, err := workspace.Export(context.Background(), ws, &buf, workspace.ArchiveOptions{})
+	_, err := ws.Export(context.Background(), &buf, workspace.ArchiveOptions{})
 	require.NoError(t, err)
 	return buf.Bytes()
 }
@@ -96,9 +96,10 @@ func TestArchiveRoundTripIsByteIdentical(t *testing.T) {
 
 	dst := openSQLite(t, "dst")
 	var calls int
-	st, err := workspace.Import(ctx, dst, bytes.NewReader(first), workspace.ArchiveOptions{
+	st, err := dst.Import(ctx, bytes.NewReader(first), workspace.ArchiveOptions{
 		ProgressEvery: 5, Progress: func(workspace.ArchiveStats) { calls++ },
 	})
+
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), st.Tasks)
 	assert.Equal(t, int64(3), st.Artifacts)
@@ -138,7 +139,7 @@ func TestArchiveMovesBetweenEveryBackendByteForByte(t *testing.T) {
 	for name, dsn := range stores {
 		t.Run(name, func(t *testing.T) {
 			dst := openDSN(t, dsn(t))
-			_, err := workspace.Import(ctx, dst, strings.NewReader(want), workspace.ArchiveOptions{})
+			_, err := dst.Import(ctx, strings.NewReader(want), workspace.ArchiveOptions{})
 			require.NoError(t, err)
 			assert.Equal(t, want, string(export(t, dst)))
 		})
@@ -154,7 +155,7 @@ func TestArchiveKeepsACompactedLogsFloor(t *testing.T) {
 	assert.Contains(t, string(first), `{"type":"log","floor":5,`)
 
 	dst := openSQLite(t, "dst")
-	_, err := workspace.Import(ctx, dst, bytes.NewReader(first), workspace.ArchiveOptions{})
+	_, err := dst.Import(ctx, bytes.NewReader(first), workspace.ArchiveOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, string(first), string(export(t, dst)))
 	_, err = dst.Events().Read(ctx, workspace.EventQuery{AfterSeq: 1})
@@ -166,7 +167,7 @@ func TestImportRefusesANonEmptyStore(t *testing.T) {
 	src := openSQLite(t, "src")
 	populate(t, src)
 	archive := export(t, src)
-	_, err := workspace.Import(ctx, src, bytes.NewReader(archive), workspace.ArchiveOptions{})
+	_, err := src.Import(ctx, bytes.NewReader(archive), workspace.ArchiveOptions{})
 	require.ErrorIs(t, err, workspace.ErrInvalid)
 	assert.Contains(t, err.Error(), "not empty")
 	assert.Equal(t, string(archive), string(export(t, src)), "nothing was written")
@@ -223,7 +224,7 @@ func TestImportRejectsBrokenArchivesAndWritesNothing(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			dst := openSQLite(t, "dst")
-			_, err := workspace.Import(ctx, dst, strings.NewReader(c.archive), workspace.ArchiveOptions{})
+			_, err := dst.Import(ctx, strings.NewReader(c.archive), workspace.ArchiveOptions{})
 			require.Error(t, err)
 			assert.True(t, errors.Is(err, workspace.ErrInvalid), "%v", err)
 			assert.Contains(t, err.Error(), c.want)
@@ -245,7 +246,7 @@ func TestImportInSeveralTransactionsRoundTrips(t *testing.T) {
 
 	t.Cleanup(driver.SetImportChunk(3, 1))
 	dst := openSQLite(t, "dst")
-	_, err := workspace.Import(ctx, dst, bytes.NewReader(first), workspace.ArchiveOptions{})
+	_, err := dst.Import(ctx, bytes.NewReader(first), workspace.ArchiveOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, string(first), string(export(t, dst)))
 }
@@ -258,7 +259,7 @@ func TestImportThatFailsAfterACommitSaysTheStoreIsPartial(t *testing.T) {
 
 	t.Cleanup(driver.SetImportChunk(3, 1))
 	dst := openSQLite(t, "dst")
-	_, err := workspace.Import(ctx, dst, strings.NewReader(broken), workspace.ArchiveOptions{})
+	_, err := dst.Import(ctx, strings.NewReader(broken), workspace.ArchiveOptions{})
 	require.ErrorIs(t, err, workspace.ErrInvalid)
 	assert.Contains(t, err.Error(), "the store holds a partial import: empty it before importing again")
 }
@@ -274,7 +275,7 @@ func TestImportReadsAVersion1Archive(t *testing.T) {
 	require.True(t, strings.HasPrefix(string(v1), `{"type":"header","format":"agentspace-archive","version":1}`))
 
 	dst := openSQLite(t, "dst")
-	st, err := workspace.Import(ctx, dst, bytes.NewReader(v1), workspace.ArchiveOptions{})
+	st, err := dst.Import(ctx, bytes.NewReader(v1), workspace.ArchiveOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, workspace.ArchiveStats{Tasks: 2, Notes: 2, Artifacts: 3, Versions: 5, DeletedArtifacts: 1, Leases: 2, Events: 16, ContentBytes: 11}, st)
 
@@ -318,7 +319,7 @@ func TestImportReadsAVersion1Archive(t *testing.T) {
 	current := export(t, dst)
 	assert.True(t, strings.HasPrefix(string(current), `{"type":"header","format":"agentspace-archive","version":3}`))
 	again := openSQLite(t, "again")
-	_, err = workspace.Import(ctx, again, bytes.NewReader(current), workspace.ArchiveOptions{})
+	_, err = again.Import(ctx, bytes.NewReader(current), workspace.ArchiveOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, string(current), string(export(t, again)))
 
@@ -333,7 +334,7 @@ func TestImportReadsAVersion1Archive(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			broken := strings.Replace(string(v1), c.from, c.to, 1)
 			require.NotEqual(t, string(v1), broken)
-			_, err := workspace.Import(ctx, openSQLite(t, "broken"), strings.NewReader(broken), workspace.ArchiveOptions{})
+			_, err := openSQLite(t, "broken").Import(ctx, strings.NewReader(broken), workspace.ArchiveOptions{})
 			require.ErrorIs(t, err, workspace.ErrInvalid)
 			assert.Contains(t, err.Error(), c.want)
 		})

@@ -1,5 +1,5 @@
 // Package driver is what a storage backend implements for agentspace, and
-// the engine that turns it into a workspace.Workspace. Users of a
+// the engine that turns it into a *workspace.Workspace. Users of a
 // workspace import package workspace only; this package is for backend
 // authors, as database/sql/driver is for database/sql's drivers.
 //

@@ -1,12 +1,15 @@
 package driver
 
-import "github.com/agentspace/agentspace/workspace"
+import (
+	"github.com/agentspace/agentspace/internal/wsconn"
+	"github.com/agentspace/agentspace/workspace"
+)
 
 // SameStore reports whether two handles share one store, for the tests of
 // package workspace_test.
-func SameStore(a, b workspace.Workspace) bool {
-	ha, ok1 := a.(*handle)
-	hb, ok2 := b.(*handle)
+func SameStore(a, b *workspace.Workspace) bool {
+	ha, ok1 := wsconn.Of(a).(*handle)
+	hb, ok2 := wsconn.Of(b).(*handle)
 	return ok1 && ok2 && ha.core == hb.core
 }
 
@@ -19,23 +22,23 @@ func SharedStores() int {
 
 // QueuedWriters is how many writers of w's store are handing a job to its
 // committer right now.
-func QueuedWriters(w workspace.Workspace) int64 { return w.(*handle).writers.queued.Load() }
+func QueuedWriters(w *workspace.Workspace) int64 { return wsconn.Of(w).(*handle).writers.queued.Load() }
 
 // SettledReads is how many times w's watcher read its store once an early
 // store's notifications had settled.
-func SettledReads(w workspace.Workspace) int64 { return w.(*handle).hub.settledReads.Load() }
+func SettledReads(w *workspace.Workspace) int64 { return wsconn.Of(w).(*handle).hub.settledReads.Load() }
 
 // NotifiesEarly reports whether w's store is watched by notifications that
 // come before the change can be read (see EarlyNotifier).
-func NotifiesEarly(w workspace.Workspace) bool {
-	en, ok := w.(*handle).st.(EarlyNotifier)
+func NotifiesEarly(w *workspace.Workspace) bool {
+	en, ok := wsconn.Of(w).(*handle).st.(EarlyNotifier)
 	return ok && en.NotifiesEarly()
 }
 
 // OwnReads is how many times w's watcher read its store for changes it
 // had put off as most likely its own commits.
-func OwnReads(w workspace.Workspace) int64 { return w.(*handle).hub.ownReads.Load() }
+func OwnReads(w *workspace.Workspace) int64 { return wsconn.Of(w).(*handle).hub.ownReads.Load() }
 
 // ChangesTaken is how many of its store's notifications w's watcher has
 // taken and dealt with.
-func ChangesTaken(w workspace.Workspace) int64 { return w.(*handle).hub.changesTaken.Load() }
+func ChangesTaken(w *workspace.Workspace) int64 { return wsconn.Of(w).(*handle).hub.changesTaken.Load() }

@@ -63,7 +63,7 @@ func TestCommitterWaitsForTheWritersItJustAnswered(t *testing.T) {
 }
 
 // putNote writes note k/key as actor key: a write of its own for each key.
-func putNote(ctx context.Context, ws workspace.Workspace, key string) error {
+func putNote(ctx context.Context, ws *workspace.Workspace, key string) error {
 	_, err := ws.Notes().Put(ctx, workspace.Write{Actor: key}, workspace.NotePut{Kind: "k", Key: key, Body: "b"})
 	return err
 }

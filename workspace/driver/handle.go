@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"github.com/agentspace/agentspace/internal/wsconn"
+
 	"context"
 	"errors"
 	"fmt"
@@ -56,12 +58,12 @@ type handle struct {
 
 // New wraps st in the engine: the portable handle that every Workspace
 // Open returns is. Backends' own constructors (for a *sql.DB or a
-// *pgxpool.Pool) call it. The handle is private (workspace.Attach gives
+// *pgxpool.Pool) call it. The handle is private (its Attach gives
 // more handles on its store) and owns st: the last handle's Close closes it.
-func New(st Store, opts workspace.Options) workspace.Workspace {
+func New(st Store, opts workspace.Options) *workspace.Workspace {
 	c := &core{refs: 1}
 	c.start(st, opts)
-	return c.handle()
+	return c.handle().ws()
 }
 
 // start starts the committer and the hub of c's store st.
@@ -292,3 +294,6 @@ func (h *handle) single(ctx context.Context, opname string, w workspace.Write, o
 	}
 	return res.Results[0], nil
 }
+
+// ws makes the user's *workspace.Workspace of h.
+func (h *handle) ws() *workspace.Workspace { return wsconn.Wrap(h).(*workspace.Workspace) }

@@ -78,7 +78,7 @@ func (b backend) Params() []string { return b.d.Params() }
 // Open opens cfg's store and wraps it in the engine: on a core of its own
 // with opts.Private, else on the core shared by the process's handles on
 // the same store with the same options.
-func (b backend) Open(ctx context.Context, cfg workspace.Config, opts workspace.Options) (workspace.Workspace, error) {
+func (b backend) Open(ctx context.Context, cfg workspace.Config, opts workspace.Options) (*workspace.Workspace, error) {
 	opts = opts.WithDefaults()
 	open := func() (Store, error) {
 		if opts.MustExist {

@@ -60,7 +60,7 @@ func shareKey(cfg workspace.Config, o workspace.Options) (string, error) {
 // for the first; one whose ctx ends first returns, and its place is given
 // back once the store is open. A waiter whose ctx is live tries again when
 // the first open failed only because the first opener's ctx ended.
-func openShared(ctx context.Context, key string, o workspace.Options, open func() (Store, error)) (workspace.Workspace, error) {
+func openShared(ctx context.Context, key string, o workspace.Options, open func() (Store, error)) (*workspace.Workspace, error) {
 	for {
 		sharedMu.Lock()
 		c := sharedCores[key]
@@ -81,7 +81,7 @@ func openShared(ctx context.Context, key string, o workspace.Options, open func(
 			return nil, ctx.Err()
 		}
 		if c.openErr == nil {
-			return c.handle(), nil
+			return c.handle().ws(), nil
 		}
 		if ctx.Err() == nil && (errors.Is(c.openErr, context.Canceled) || errors.Is(c.openErr, context.DeadlineExceeded)) {
 			continue
@@ -104,18 +104,18 @@ func openShared(ctx context.Context, key string, o workspace.Options, open func(
 	}
 	c.start(st, o)
 	close(c.ready)
-	return c.handle(), nil
+	return c.handle().ws(), nil
 }
 
-// Attach returns another handle on h's core (see workspace.Attach).
-func (h *handle) Attach() (workspace.Workspace, error) {
+// Attach returns another handle on h's core (see workspace.Workspace.Attach).
+func (h *handle) Attach() (*workspace.Workspace, error) {
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
 	if h.closed.Load() {
 		return nil, workspace.ErrClosed
 	}
 	h.core.refs++
-	return h.core.handle(), nil
+	return h.core.handle().ws(), nil
 }
 
 // release lets go of one handle's share of c, and stops c with the last.

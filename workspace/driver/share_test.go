@@ -18,7 +18,7 @@ import (
 	"github.com/agentspace/agentspace/workspace/driver"
 )
 
-func openT(t *testing.T, dsn string, opts ...workspace.Options) workspace.Workspace {
+func openT(t *testing.T, dsn string, opts ...workspace.Options) *workspace.Workspace {
 	t.Helper()
 	ws, err := workspace.Open(context.Background(), dsn, opts...)
 	require.NoError(t, err)
@@ -32,7 +32,7 @@ func TestOpenSharesAStorePerDSNAndOptions(t *testing.T) {
 	a, b := openT(t, dsn), openT(t, dsn)
 	assert.True(t, driver.SameStore(a, b), "two opens of one DSN")
 
-	for name, other := range map[string]workspace.Workspace{
+	for name, other := range map[string]*workspace.Workspace{
 		"ws_private=true":       openT(t, dsn+"?ws_private=true"),
 		"Options.Private":       openT(t, dsn, workspace.Options{Private: true}),
 		"another option":        openT(t, dsn, workspace.Options{MaxArtifactSize: 1 << 20}),
@@ -104,11 +104,11 @@ func TestOpenFailuresAreNotShared(t *testing.T) {
 func TestAttach(t *testing.T) {
 	ctx := context.Background()
 	a := openT(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db")+"?ws_private=true")
-	b, err := workspace.Attach(a)
+	b, err := a.Attach()
 	require.NoError(t, err)
 	assert.True(t, driver.SameStore(a, b))
 	require.NoError(t, a.Close())
-	_, err = workspace.Attach(a)
+	_, err = a.Attach()
 	assert.ErrorIs(t, err, workspace.ErrClosed, "attaching to a closed handle")
 	_, err = b.Artifacts().Create(ctx, workspace.Write{Actor: "b"}, workspace.NewArtifact{Name: "x", Content: []byte("1")})
 	require.NoError(t, err, "the attached handle outlives the first")
@@ -154,7 +154,7 @@ func TestAWaiterOpensTheStoreWhenTheFirstOpenerGivesUp(t *testing.T) {
 	<-d.entered
 	// A second opener waits for the first one's open of the shared store.
 	second := make(chan error, 1)
-	var ws workspace.Workspace
+	var ws *workspace.Workspace
 	go func() {
 		var err error
 		ws, err = workspace.Open(context.Background(), dsn)

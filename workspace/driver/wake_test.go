@@ -27,7 +27,7 @@ func TestSubscriberOnAnotherStoreGetsSporadicAndStreamedCommits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
-	open := func() workspace.Workspace {
+	open := func() *workspace.Workspace {
 		ws, err := workspace.Open(ctx, dsn, workspace.Options{Private: true})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = ws.Close() })
@@ -105,7 +105,7 @@ func TestCommitOfAnotherStoreJustAfterOursReachesOurSubscriber(t *testing.T) {
 			if backend == "sqlite" {
 				dsn += ".db"
 			}
-			open := func() workspace.Workspace {
+			open := func() *workspace.Workspace {
 				ws, err := workspace.Open(ctx, dsn, workspace.Options{Private: true, PollInterval: time.Minute})
 				require.NoError(t, err)
 				t.Cleanup(func() { _ = ws.Close() })
@@ -115,7 +115,7 @@ func TestCommitOfAnotherStoreJustAfterOursReachesOurSubscriber(t *testing.T) {
 			sub, err := a.Events().Subscribe(ctx, workspace.SubscribeRequest{Heartbeat: -1})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = sub.Close() })
-			put := func(ws workspace.Workspace, key string) {
+			put := func(ws *workspace.Workspace, key string) {
 				t.Helper()
 				_, err := ws.Notes().Put(ctx, workspace.Write{Actor: "agent"}, workspace.NotePut{Kind: "decision", Key: key})
 				require.NoError(t, err)

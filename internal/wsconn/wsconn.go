@@ -1,0 +1,16 @@
+// Package wsconn hands package workspace the connections it wraps: the
+// engine's handle (package driver) and the HTTP client (backend/remote)
+// each implement the methods of a *workspace.Workspace, and become one
+// through Wrap. It lives under internal so that the hook is not part of
+// anyone's API: a store outside this module is written as a driver.Driver.
+package wsconn
+
+// Wrap makes a *workspace.Workspace of c, which must have the methods of
+// workspace's conn set (Artifacts, Tasks, Notes, Locks, Events, Commit,
+// Status, Close); it panics otherwise, which is a bug in this module.
+// Package workspace sets it in its init, which runs before any package
+// that imports workspace.
+var Wrap func(c any) any
+
+// Of returns the connection a *workspace.Workspace wraps (nil for nil).
+var Of func(ws any) any
