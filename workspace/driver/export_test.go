@@ -26,7 +26,9 @@ func QueuedWriters(w *workspace.Workspace) int64 { return wsconn.Of(w).(*handle)
 
 // SettledReads is how many times w's watcher read its store once an early
 // store's notifications had settled.
-func SettledReads(w *workspace.Workspace) int64 { return wsconn.Of(w).(*handle).hub.settledReads.Load() }
+func SettledReads(w *workspace.Workspace) int64 {
+	return wsconn.Of(w).(*handle).hub.settledReads.Load()
+}
 
 // NotifiesEarly reports whether w's store is watched by notifications that
 // come before the change can be read (see EarlyNotifier).
@@ -41,4 +43,6 @@ func OwnReads(w *workspace.Workspace) int64 { return wsconn.Of(w).(*handle).hub.
 
 // ChangesTaken is how many of its store's notifications w's watcher has
 // taken and dealt with.
-func ChangesTaken(w *workspace.Workspace) int64 { return wsconn.Of(w).(*handle).hub.changesTaken.Load() }
+func ChangesTaken(w *workspace.Workspace) int64 {
+	return wsconn.Of(w).(*handle).hub.changesTaken.Load()
+}
