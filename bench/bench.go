@@ -264,7 +264,7 @@ type env struct {
 }
 
 func newEnv(ctx context.Context, dsn string, handles int, shared bool) (*env, error) {
-	p, err := workspace.ParseDSN(dsn)
+	p, err := driver.ParseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +315,7 @@ func servedScheme(scheme string) bool {
 // scheme with no store driver (a server's: http, https, http+unix) gets a
 // plain workspace.Open: its commits happen, and are counted, in the server.
 func (e *env) open(ctx context.Context) (*workspace.Workspace, error) {
-	p, err := workspace.ParseDSN(e.dsn)
+	p, err := driver.ParseDSN(e.dsn)
 	if err != nil {
 		return nil, err
 	}

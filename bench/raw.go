@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // rawStore is a raw baseline: the bare driver doing each workload's minimal
@@ -19,7 +19,7 @@ type rawStore interface {
 
 // openRaw opens the baseline for e's backend next to e's store.
 func openRaw(ctx context.Context, e *env) (rawStore, error) {
-	p, err := workspace.ParseDSN(e.dsn)
+	p, err := driver.ParseDSN(e.dsn)
 	if err != nil {
 		return nil, err
 	}

@@ -9,10 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentspace/agentspace/workspace/driver"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/agentspace/agentspace/workspace"
 )
 
 const rawPostgresSchema = `
@@ -34,7 +34,7 @@ type pgConns struct {
 }
 
 // openRawPostgres creates a temporary schema in cfg's database for the baseline.
-func openRawPostgres(ctx context.Context, cfg workspace.Config, prefix string) (rawStore, error) {
+func openRawPostgres(ctx context.Context, cfg driver.Config, prefix string) (rawStore, error) {
 	schema := "agentspace_" + strings.ReplaceAll(prefix, "-", "_") + "_raw"
 	pc, err := pgxpool.ParseConfig(cfg.DSN)
 	if err != nil {
@@ -178,7 +178,7 @@ func analyzePostgres(ctx context.Context, e *env) error {
 	if e.backend != "postgres" {
 		return nil
 	}
-	p, err := workspace.ParseDSN(e.dsn)
+	p, err := driver.ParseDSN(e.dsn)
 	if err != nil {
 		return err
 	}

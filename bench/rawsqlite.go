@@ -11,7 +11,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
+
 	_ "modernc.org/sqlite" // the bare driver of the SQLite baseline
 )
 
@@ -94,7 +95,7 @@ func (s *stmts) close() {
 
 // openRawSQLite creates the baseline's database as a sibling of the store's
 // file (same file system), with the backend's pragmas.
-func openRawSQLite(ctx context.Context, cfg workspace.Config, handles int, prefix string) (rawStore, error) {
+func openRawSQLite(ctx context.Context, cfg driver.Config, handles int, prefix string) (rawStore, error) {
 	path, _, _ := strings.Cut(cfg.Target, "?")
 	sync := "FULL"
 	if v, ok := cfg.Params["ws_synchronous"]; ok {

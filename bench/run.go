@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // rounds is how many times ours and the raw baseline alternate within a row,
@@ -237,7 +237,7 @@ func Run(b *testing.B, h Harness) {
 // has one) and reports each row's figures as metrics of a sub-benchmark.
 func benchMem(b *testing.B, h Harness, cfg Config) {
 	cfg.DSN = h.NewDSN(b)
-	p, err := workspace.ParseDSN(cfg.DSN)
+	p, err := driver.ParseDSN(cfg.DSN)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func benchMem(b *testing.B, h Harness, cfg Config) {
 // if the harness has one) and reports them as metrics of sub-benchmarks.
 func benchStreams(b *testing.B, h Harness, cfg Config) {
 	cfg.DSN = h.NewDSN(b)
-	p, err := workspace.ParseDSN(cfg.DSN)
+	p, err := driver.ParseDSN(cfg.DSN)
 	if err != nil {
 		b.Fatal(err)
 	}

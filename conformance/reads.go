@@ -24,7 +24,7 @@ type viewOnly struct{ driver.Store }
 // all plain Views, closed with t.Cleanup.
 func plainHandle(t *testing.T, dsn string) *workspace.Workspace {
 	t.Helper()
-	p, err := workspace.ParseDSN(dsn)
+	p, err := driver.ParseDSN(dsn)
 	require.NoError(t, err)
 	p.Config.Logger, p.Config.PollInterval = slog.Default(), workspace.DefaultPollInterval
 	st, err := driver.OpenStore(context.Background(), p)

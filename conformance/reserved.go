@@ -15,9 +15,9 @@ import (
 // (pins, change sets, shadows, worktrees, a server's tokens): one owned,
 // readable by anyone; one sealed, like the tokens.
 var (
-	ownedKey = workspace.Reserve(workspace.Reservation{Kind: "conformance-owned",
+	ownedKey = reserve.Register(reserve.Entry{Kind: "conformance-owned",
 		Owner: "the conformance suite's owned records"})
-	sealedKey = workspace.Reserve(workspace.Reservation{Kind: "conformance-sealed",
+	sealedKey = reserve.Register(reserve.Entry{Kind: "conformance-sealed",
 		Owner: "the conformance suite's sealed records", Sealed: true})
 )
 

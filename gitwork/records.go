@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentspace/agentspace/internal/reserve"
 	"slices"
 	"strings"
 	"time"
@@ -19,7 +20,7 @@ const NoteKind = "worktree"
 
 // recordKey is the capability to write worktree records: the kind is
 // reserved, so no face but this package's operations can plant one.
-var recordKey = workspace.Reserve(workspace.Reservation{Kind: NoteKind, Owner: "the worktree operations (package gitwork)"})
+var recordKey = reserve.Register(reserve.Entry{Kind: NoteKind, Owner: "the worktree operations (package gitwork)"})
 
 // Status is a worktree's place in its life cycle:
 //

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentspace/agentspace/internal/reserve"
 	"regexp"
 	"strings"
 	"time"
@@ -27,7 +28,7 @@ import (
 const TokenKind = "token"
 
 // tokenKey is the capability to write and read the token notes.
-var tokenKey = workspace.Reserve(workspace.Reservation{Kind: TokenKind, Owner: "the server's token operations",
+var tokenKey = reserve.Register(reserve.Entry{Kind: TokenKind, Owner: "the server's token operations",
 	Sealed: true, Right: "admin.tokens"})
 
 // TokenPrefix starts every token: ast_<id>_<secret>.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentspace/agentspace/internal/reserve"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,7 +27,7 @@ const ChangeSetKind = workspace.ChangeSetKind
 
 // changeSetKey is the capability to write change-set records: the kind is
 // reserved, so a plain note write cannot plant or edit a set.
-var changeSetKey = workspace.Reserve(workspace.Reservation{Kind: ChangeSetKind, Owner: "the change-set operations (package shadow)"})
+var changeSetKey = reserve.Register(reserve.Entry{Kind: ChangeSetKind, Owner: "the change-set operations (package shadow)"})
 
 // Change-set steps, carried as the first word of their event messages.
 const (

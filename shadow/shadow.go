@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentspace/agentspace/internal/reserve"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -24,7 +25,7 @@ const NoteKind = "shadow"
 
 // shadowKey is the capability to write shadow records: the kind is
 // reserved, so a plain note write cannot plant or edit one.
-var shadowKey = workspace.Reserve(workspace.Reservation{Kind: NoteKind, Owner: "the shadow operations (package shadow)"})
+var shadowKey = reserve.Register(reserve.Entry{Kind: NoteKind, Owner: "the shadow operations (package shadow)"})
 
 // Event names, carried as the first word of the message of the note put
 // (or batch) that records each step.

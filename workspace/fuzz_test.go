@@ -12,6 +12,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/agentspace/agentspace/workspace/driver"
+
 	_ "github.com/agentspace/agentspace/backend/json"
 	_ "github.com/agentspace/agentspace/backend/postgres"
 	_ "github.com/agentspace/agentspace/backend/sqlite"
@@ -77,7 +79,7 @@ func FuzzParseDSN(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, format, password string) {
 		dsn := strings.Replace(format, "%s", password, 1)
-		p, err := workspace.ParseDSN(dsn)
+		p, err := driver.ParseDSN(dsn)
 		red := workspace.RedactDSN(dsn)
 		if err == nil {
 			_ = workspace.RedactDSN(p.Config.DSN)

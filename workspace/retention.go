@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"github.com/agentspace/agentspace/internal/reserve"
 	"time"
 )
 
@@ -119,7 +120,7 @@ const PinKind = "pin"
 
 // pinKey is the capability to write pin notes: the kind is reserved, so
 // pins are put and removed only by Pin and Unpin.
-var pinKey = Reserve(Reservation{Kind: PinKind, Owner: "Workspace.Pin and Unpin"})
+var pinKey = reserve.Register(reserve.Entry{Kind: PinKind, Owner: "Workspace.Pin and Unpin"})
 
 // PinKey is the key of the note that pins version of artifact id.
 func PinKey(id string, version int64) string { return fmt.Sprintf("%s@%d", id, version) }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentspace/agentspace/workspace/driver"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -56,7 +58,7 @@ func TestUpgradeChainsTheEventsAlreadyThere(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "ws")
 	copyTree(t, filepath.Join("testdata", "format1"), dir)
-	m, err := jsonDriver{}.OpenMigrator(ctx, workspace.Config{Target: dir})
+	m, err := jsonDriver{}.OpenMigrator(ctx, driver.Config{Target: dir})
 	require.NoError(t, err)
 	require.NoError(t, m.Up(ctx))
 	require.NoError(t, m.Close())

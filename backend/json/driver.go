@@ -18,7 +18,7 @@ func init() { driver.Register("json", jsonDriver{}) }
 // driver opens json: DSNs; Config.Target is the directory.
 type jsonDriver struct{}
 
-func (jsonDriver) Open(ctx context.Context, cfg workspace.Config) (driver.Store, error) {
+func (jsonDriver) Open(ctx context.Context, cfg driver.Config) (driver.Store, error) {
 	return openStore(ctx, cfg)
 }
 
@@ -30,7 +30,7 @@ func LatestFormat() uint { return latestFormat }
 // Probe reports whether cfg.Target is a workspace, creating nothing (it
 // implements driver.Prober, for workspace.Options.MustExist): the
 // directory must exist and hold a FORMAT file with a version.
-func (jsonDriver) Probe(ctx context.Context, cfg workspace.Config) error {
+func (jsonDriver) Probe(ctx context.Context, cfg driver.Config) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (jsonDriver) Probe(ctx context.Context, cfg workspace.Config) error {
 	return nil
 }
 
-func (jsonDriver) OpenMigrator(ctx context.Context, cfg workspace.Config) (workspace.Migrator, error) {
+func (jsonDriver) OpenMigrator(ctx context.Context, cfg driver.Config) (workspace.Migrator, error) {
 	if cfg.Target == "" {
 		return nil, &workspace.InvalidError{Field: "dsn", Reason: "json: needs a directory, e.g. json:./ws"}
 	}
@@ -85,7 +85,7 @@ func Open(ctx context.Context, dir string, autoMigrate bool, opts workspace.Opti
 	if logger == nil {
 		logger = slog.Default()
 	}
-	st, err := openStore(ctx, workspace.Config{Scheme: "json", DSN: "json:" + dir, Target: dir, AutoMigrate: autoMigrate, Logger: logger})
+	st, err := openStore(ctx, driver.Config{Scheme: "json", DSN: "json:" + dir, Target: dir, AutoMigrate: autoMigrate, Logger: logger})
 	if err != nil {
 		return nil, err
 	}

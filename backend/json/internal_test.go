@@ -18,7 +18,7 @@ import (
 
 func openTestStore(t *testing.T, dir string) *store {
 	t.Helper()
-	s, err := openStore(context.Background(), workspace.Config{Scheme: "json", Target: dir})
+	s, err := openStore(context.Background(), driver.Config{Scheme: "json", Target: dir})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentspace/agentspace/workspace/driver"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -131,7 +133,7 @@ func TestFormat1StoreIsMigratedAndReadsBack(t *testing.T) {
 	require.NoError(t, other.Close())
 
 	// Down to format 1 and up again: the same records.
-	m, err := jsonDriver{}.OpenMigrator(ctx, workspace.Config{Target: dir})
+	m, err := jsonDriver{}.OpenMigrator(ctx, driver.Config{Target: dir})
 	require.NoError(t, err)
 	require.NoError(t, m.Down(ctx, 2))
 	v, dirty, err := m.Version(ctx)

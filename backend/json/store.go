@@ -97,7 +97,7 @@ type store struct {
 }
 
 // openStore opens (creating if needed) the workspace in dir.
-func openStore(ctx context.Context, cfg workspace.Config) (*store, error) {
+func openStore(ctx context.Context, cfg driver.Config) (*store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

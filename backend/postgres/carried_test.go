@@ -38,7 +38,7 @@ func TestSubscriberOnAnotherStoreTakesEventsFromNotifications(t *testing.T) {
 	require.NoError(t, err)
 	defer writer.Close()
 
-	p, err := workspace.ParseDSN(dsn)
+	p, err := driver.ParseDSN(dsn)
 	require.NoError(t, err)
 	p.Config.Logger, p.Config.PollInterval = slog.Default(), workspace.DefaultPollInterval
 	st, err := driver.OpenStore(ctx, p)

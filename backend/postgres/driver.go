@@ -79,7 +79,7 @@ type pgDriver struct{}
 
 func (pgDriver) Params() []string { return []string{paramSchema, paramListenDSN, paramListen} }
 
-func (pgDriver) Open(ctx context.Context, cfg workspace.Config) (driver.Store, error) {
+func (pgDriver) Open(ctx context.Context, cfg driver.Config) (driver.Store, error) {
 	opts, err := optionsOf(cfg)
 	if err != nil {
 		return nil, err
@@ -113,7 +113,7 @@ const probeQuery = `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1
 // the schema must exist and record a schema version. It reads on one
 // short-lived connection and takes no lock: a migration in progress shows
 // as a version, which Open then waits for and checks.
-func (pgDriver) Probe(ctx context.Context, cfg workspace.Config) error {
+func (pgDriver) Probe(ctx context.Context, cfg driver.Config) error {
 	opts, err := optionsOf(cfg)
 	if err != nil {
 		return err
@@ -153,7 +153,7 @@ func (pgDriver) Probe(ctx context.Context, cfg workspace.Config) error {
 	return nil
 }
 
-func (pgDriver) OpenMigrator(ctx context.Context, cfg workspace.Config) (workspace.Migrator, error) {
+func (pgDriver) OpenMigrator(ctx context.Context, cfg driver.Config) (workspace.Migrator, error) {
 	opts, err := optionsOf(cfg)
 	if err != nil {
 		return nil, err
@@ -175,7 +175,7 @@ func (pgDriver) OpenMigrator(ctx context.Context, cfg workspace.Config) (workspa
 }
 
 // optionsOf reads the ws_ parameters of a parsed DSN.
-func optionsOf(cfg workspace.Config) (Options, error) {
+func optionsOf(cfg driver.Config) (Options, error) {
 	opts := Options{
 		Schema:      cfg.Params[paramSchema],
 		ListenDSN:   cfg.Params[paramListenDSN],

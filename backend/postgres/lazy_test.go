@@ -28,7 +28,7 @@ func lazyHandle(t *testing.T, dsn string, ping, linger time.Duration, tweaks ...
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p, err := workspace.ParseDSN(dsn)
+	p, err := driver.ParseDSN(dsn)
 	require.NoError(t, err)
 	p.Config.Logger, p.Config.PollInterval = slog.Default(), noPoll
 	st, err := driver.OpenStore(ctx, p)

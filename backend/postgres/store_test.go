@@ -20,7 +20,7 @@ import (
 // openTestStore opens the backend's Store on a fresh schema, without the engine.
 func openTestStore(t *testing.T) *store {
 	t.Helper()
-	p, err := workspace.ParseDSN(pgtest.NewDSN(t))
+	p, err := driver.ParseDSN(pgtest.NewDSN(t))
 	require.NoError(t, err)
 	p.Config.Logger = testLogger(t)
 	st, err := driver.OpenStore(context.Background(), p)

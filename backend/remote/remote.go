@@ -2,6 +2,7 @@ package remote
 
 import (
 	"github.com/agentspace/agentspace/internal/wsconn"
+	"github.com/agentspace/agentspace/workspace/driver"
 
 	"bytes"
 	"context"
@@ -37,7 +38,7 @@ var ErrRemoteArchive = &workspace.InvalidError{Field: "workspace", Reason: "expo
 
 func init() {
 	for _, s := range []string{"http", "https", "http+unix"} {
-		workspace.Register(s, backend{})
+		driver.RegisterBackend(s, backend{})
 	}
 }
 
@@ -48,7 +49,7 @@ func (backend) Params() []string { return []string{ParamToken} }
 
 // Open builds a client for cfg's server and checks, with one request,
 // that the server answers and accepts the token.
-func (backend) Open(ctx context.Context, cfg workspace.Config, opts workspace.Options) (*workspace.Workspace, error) {
+func (backend) Open(ctx context.Context, cfg driver.Config, opts workspace.Options) (*workspace.Workspace, error) {
 	c, err := newClient(cfg, opts)
 	if err != nil {
 		return nil, err
@@ -88,7 +89,7 @@ type Client struct {
 // ws makes the user's handle of c.
 func (c *Client) ws() *workspace.Workspace { return wsconn.Wrap(c).(*workspace.Workspace) }
 
-func newClient(cfg workspace.Config, opts workspace.Options) (*Client, error) {
+func newClient(cfg driver.Config, opts workspace.Options) (*Client, error) {
 	u, err := url.Parse(cfg.DSN)
 	if err != nil {
 		return nil, &workspace.InvalidError{Field: "dsn", Reason: "not a URL"}

@@ -52,7 +52,7 @@ func (Driver) Params() []string { return []string{ParamBusyTimeout, ParamIndexBa
 // Open opens (creating if needed) the database file cfg.Target names and
 // checks its schema: an empty file gets the current one, an older one is a
 // *workspace.SchemaError unless cfg.AutoMigrate, a newer one is refused.
-func (Driver) Open(ctx context.Context, cfg workspace.Config) (driver.Store, error) {
+func (Driver) Open(ctx context.Context, cfg driver.Config) (driver.Store, error) {
 	s, err := parseSettings(cfg)
 	if err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func (Driver) Open(ctx context.Context, cfg workspace.Config) (driver.Store, err
 // implements driver.Prober, for workspace.Options.MustExist): the file
 // must exist and hold a schema version. A file that is not a SQLite
 // database is not reported as missing: opening it says what it is.
-func (Driver) Probe(ctx context.Context, cfg workspace.Config) error {
+func (Driver) Probe(ctx context.Context, cfg driver.Config) error {
 	s, err := parseSettings(cfg)
 	if err != nil {
 		return err
@@ -98,7 +98,7 @@ func (Driver) Probe(ctx context.Context, cfg workspace.Config) error {
 }
 
 // OpenMigrator opens cfg.Target for `wsctl migrate`, without a schema check.
-func (Driver) OpenMigrator(ctx context.Context, cfg workspace.Config) (workspace.Migrator, error) {
+func (Driver) OpenMigrator(ctx context.Context, cfg driver.Config) (workspace.Migrator, error) {
 	s, err := parseSettings(cfg)
 	if err != nil {
 		return nil, err
@@ -182,7 +182,7 @@ type settings struct {
 	indexBatch  int64
 }
 
-func parseSettings(cfg workspace.Config) (settings, error) {
+func parseSettings(cfg driver.Config) (settings, error) {
 	path, extra, _ := strings.Cut(cfg.Target, "?")
 	s := settings{path: path, extra: extra, synchronous: "FULL", busyTimeout: DefaultBusyTimeout, indexBatch: DefaultIndexBatch}
 	if v, ok := cfg.Params[ParamSynchronous]; ok {

@@ -20,7 +20,7 @@ import (
 
 func openStore(t *testing.T, dsn string) *store {
 	t.Helper()
-	p, err := workspace.ParseDSN(dsn)
+	p, err := driver.ParseDSN(dsn)
 	require.NoError(t, err)
 	p.Config.Logger = slog.Default()
 	st, err := driver.OpenStore(context.Background(), p)

@@ -6,10 +6,11 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/agentspace/agentspace/workspace/driver"
+
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
-	"github.com/agentspace/agentspace/workspace"
 )
 
 // fileStores make DSNs of fresh stores under $WORK for the file backends.
@@ -21,7 +22,7 @@ var fileStores = map[string]func(work, name string) string{
 // requireScheme fails the test if wsctl does not link the backend of scheme.
 func requireScheme(t *testing.T, scheme string) {
 	t.Helper()
-	if !slices.Contains(workspace.Schemes(), scheme) {
+	if !slices.Contains(driver.Schemes(), scheme) {
 		t.Fatalf("wsctl does not link the %s backend: add its import to backends.go", scheme)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentspace/agentspace/workspace/driver"
+
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 
@@ -251,7 +253,7 @@ func (a *app) configCmd() *cobra.Command {
 			if actor == "" {
 				actorSource = "none: set --as or AGENTSPACE_ACTOR to write"
 			}
-			schemes := workspace.Schemes()
+			schemes := driver.Schemes()
 			if a.jsonOut {
 				return a.printJSON(struct {
 					resolution

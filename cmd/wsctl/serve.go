@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentspace/agentspace/workspace/driver"
+
 	"github.com/spf13/cobra"
 
 	"github.com/agentspace/agentspace/server"
@@ -78,7 +80,7 @@ Last-Event-ID), requests under way finish.`,
 			}
 			a.dsn = res.DSN
 			var maxSize int64
-			if p, err := workspace.ParseDSN(res.DSN); err == nil {
+			if p, err := driver.ParseDSN(res.DSN); err == nil {
 				maxSize = p.Options.MaxArtifactSize
 			}
 			ws, err := workspace.Open(ctx, res.DSN, workspace.Options{Logger: logger, MustExist: true})

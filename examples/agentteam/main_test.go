@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentspace/agentspace/workspace/driver"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -72,5 +74,5 @@ func TestTwoTeamsAtOnceFinishTheirRuns(t *testing.T) {
 
 // TestTheTeamRunsOnEveryScheme: the schemes the doc comment shows are linked.
 func TestTheTeamRunsOnEveryScheme(t *testing.T) {
-	assert.Subset(t, workspace.Schemes(), []string{"sqlite", "json", "postgres", "postgresql"})
+	assert.Subset(t, driver.Schemes(), []string{"sqlite", "json", "postgres", "postgresql"})
 }

@@ -1,9 +1,10 @@
 // Package reserve is the registry of reserved note kinds: kinds whose notes
 // are the system's own records (tokens, pins, worktrees, change sets), which
-// only the layer that declared them may write. Package workspace exposes it
-// to the layers (workspace.Reserve); the engine in workspace/driver
-// enforces it. It is internal so that the lookups the engine needs do not
-// widen the user API.
+// only the layer that declared them may write. The owning layer (server,
+// gitwork, shadow, workspace's pins) calls Register from a package
+// variable; the engine in workspace/driver enforces it. It is internal:
+// every layer that owns records is in this module, and neither the
+// reservation nor the engine's lookups widen the user API.
 //
 // The capability is a context value keyed by an unexported type, holding the
 // *Key its layer got from Register: a context built from a request (HTTP,

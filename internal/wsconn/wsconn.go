@@ -5,6 +5,8 @@
 // anyone's API: a store outside this module is written as a driver.Driver.
 package wsconn
 
+import "context"
+
 // Wrap makes a *workspace.Workspace of c, which must have the methods of
 // workspace's conn set (Artifacts, Tasks, Notes, Locks, Events, Commit,
 // Status, Close); it panics otherwise, which is a bug in this module.
@@ -14,3 +16,13 @@ var Wrap func(c any) any
 
 // Of returns the connection a *workspace.Workspace wraps (nil for nil).
 var Of func(ws any) any
+
+// Open and OpenMigrator are workspace.Open and workspace.OpenMigrator
+// (opts is a []workspace.Options; the results are a *workspace.Workspace
+// and a workspace.Migrator). Package driver, which keeps the registry of
+// schemes, sets them in its init; they are nil in a program that links
+// no backend.
+var (
+	Open         func(ctx context.Context, dsn string, opts any) (any, error)
+	OpenMigrator func(ctx context.Context, dsn string, opts any) (any, error)
+)

@@ -23,7 +23,7 @@
 //     write of its transaction, so seqs are gap-free in commit order.
 //  4. Return workspace.ErrNotFound (wrapped or bare) for missing records,
 //     and wrap the database's errors with %w.
-//  5. Implement Driver (Open a Store for a workspace.Config, list the
+//  5. Implement Driver (Open a Store for a Config, list the
 //     backend's own ws_ parameters), and Prober so that
 //     workspace.Options.MustExist works; MigratingDriver for
 //     `wsctl migrate`. Register the schemes in init() with Register, and

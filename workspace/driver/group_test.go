@@ -131,7 +131,7 @@ func (s *stackStore) where() []string {
 
 func openStackStore(t *testing.T, path string) *stackStore {
 	t.Helper()
-	p, err := workspace.ParseDSN("sqlite:" + path)
+	p, err := driver.ParseDSN("sqlite:" + path)
 	require.NoError(t, err)
 	st, err := driver.OpenStore(context.Background(), p)
 	require.NoError(t, err)

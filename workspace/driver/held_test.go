@@ -31,7 +31,7 @@ type heldStore struct {
 
 func newHeldStore(t *testing.T, dsn string) *heldStore {
 	t.Helper()
-	p, err := workspace.ParseDSN(dsn)
+	p, err := driver.ParseDSN(dsn)
 	require.NoError(t, err)
 	p.Config.Logger = slog.New(slog.DiscardHandler)
 	p.Config.PollInterval = time.Minute

@@ -16,7 +16,7 @@ import (
 // would create one, so a must-exist open must not reach it.
 type noProbeDriver struct{ opens *atomic.Int64 }
 
-func (d noProbeDriver) Open(context.Context, workspace.Config) (driver.Store, error) {
+func (d noProbeDriver) Open(context.Context, driver.Config) (driver.Store, error) {
 	d.opens.Add(1)
 	return nil, workspace.ErrClosed
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// The registry: a Driver registered here is a workspace.Backend whose Open
+// The registry: a Driver registered here is a Backend whose Open
 // wraps the driver's store in the engine, sharing one core between the
 // handles a process opens on one DSN with the same options (share.go).
 
@@ -24,11 +24,11 @@ func Register(scheme string, d Driver) {
 	if d == nil {
 		panic("driver: Register driver is nil")
 	}
-	var b workspace.Backend = backend{d}
+	var b Backend = backend{d}
 	if md, ok := d.(MigratingDriver); ok {
 		b = migratingBackend{backend{d}, md}
 	}
-	workspace.Register(scheme, b)
+	RegisterBackend(scheme, b)
 	driversMu.Lock()
 	drivers[scheme] = d
 	driversMu.Unlock()
@@ -37,7 +37,7 @@ func Register(scheme string, d Driver) {
 // OpenStore opens the store p names with the Driver registered for its
 // scheme, without the engine: for a program that wraps the store (a test's
 // fault injector, a benchmark's counter) before it calls New.
-func OpenStore(ctx context.Context, p workspace.ParsedDSN) (Store, error) {
+func OpenStore(ctx context.Context, p ParsedDSN) (Store, error) {
 	driversMu.RLock()
 	d := drivers[p.Config.Scheme]
 	driversMu.RUnlock()
@@ -58,11 +58,11 @@ func OpenStore(ctx context.Context, p workspace.ParsedDSN) (Store, error) {
 // again by the open, as an Open without MustExist would: the probe guards
 // against mistakes, not against a concurrent delete.
 type Prober interface {
-	Probe(ctx context.Context, cfg workspace.Config) error
+	Probe(ctx context.Context, cfg Config) error
 }
 
 // probe checks that cfg names an existing workspace, for Options.MustExist.
-func probe(ctx context.Context, d Driver, cfg workspace.Config) error {
+func probe(ctx context.Context, d Driver, cfg Config) error {
 	p, ok := d.(Prober)
 	if !ok {
 		return fmt.Errorf("scheme %q cannot tell whether a workspace exists without creating one (its driver is not a driver.Prober): open it without MustExist", cfg.Scheme)
@@ -70,7 +70,7 @@ func probe(ctx context.Context, d Driver, cfg workspace.Config) error {
 	return p.Probe(ctx, cfg)
 }
 
-// backend is a registered Driver as a workspace.Backend.
+// backend is a registered Driver as a Backend.
 type backend struct{ d Driver }
 
 func (b backend) Params() []string { return b.d.Params() }
@@ -78,7 +78,7 @@ func (b backend) Params() []string { return b.d.Params() }
 // Open opens cfg's store and wraps it in the engine: on a core of its own
 // with opts.Private, else on the core shared by the process's handles on
 // the same store with the same options.
-func (b backend) Open(ctx context.Context, cfg workspace.Config, opts workspace.Options) (*workspace.Workspace, error) {
+func (b backend) Open(ctx context.Context, cfg Config, opts workspace.Options) (*workspace.Workspace, error) {
 	opts = opts.WithDefaults()
 	open := func() (Store, error) {
 		if opts.MustExist {
@@ -108,7 +108,7 @@ type migratingBackend struct {
 	md MigratingDriver
 }
 
-func (b migratingBackend) OpenMigrator(ctx context.Context, cfg workspace.Config, opts workspace.Options) (workspace.Migrator, error) {
+func (b migratingBackend) OpenMigrator(ctx context.Context, cfg Config, opts workspace.Options) (workspace.Migrator, error) {
 	if opts.MustExist {
 		if err := probe(ctx, b.d, cfg); err != nil {
 			return nil, err

@@ -9,7 +9,7 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// Reserved note kinds (workspace.Reserve) are enforced here, on every
+// Reserved note kinds (internal/reserve) are enforced here, on every
 // backend and with or without a policy: a note op on a reserved kind runs
 // only in a context that carries the kind's key, and a sealed kind is not
 // read without it. The refusal comes before anything is queued, so a

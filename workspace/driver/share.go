@@ -32,7 +32,7 @@ var (
 
 // shareKey identifies the core a handle opened with cfg and o may share.
 // Two handles get the same key only if their stores and options are the same.
-func shareKey(cfg workspace.Config, o workspace.Options) (string, error) {
+func shareKey(cfg Config, o workspace.Options) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\x00%s\x00%t\x00%d\x00%d\x00%d\x00%d\x00%d\x00%p", cfg.Scheme, cfg.DSN,
 		cfg.AutoMigrate, o.MaxArtifactSize, o.IdempotencyTTL, o.PollInterval, o.GroupWait, o.PolicyRecheck, o.Logger)

@@ -127,7 +127,7 @@ type gatedDriver struct {
 	once    sync.Once
 }
 
-func (d *gatedDriver) Open(ctx context.Context, cfg workspace.Config) (driver.Store, error) {
+func (d *gatedDriver) Open(ctx context.Context, cfg driver.Config) (driver.Store, error) {
 	first := false
 	d.once.Do(func() { first = true })
 	if first {

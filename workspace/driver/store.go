@@ -330,7 +330,7 @@ type Counts struct {
 type Driver interface {
 	// Open connects to the store cfg names. An empty store gets the current
 	// schema; an older one gives a *SchemaError unless cfg.AutoMigrate.
-	Open(ctx context.Context, cfg workspace.Config) (Store, error)
+	Open(ctx context.Context, cfg Config) (Store, error)
 	// Params lists the backend's own ws_ DSN parameters; any other ws_
 	// parameter not known to this package is an error.
 	Params() []string
@@ -339,5 +339,5 @@ type Driver interface {
 // MigratingDriver is an optional Driver capability used by `wsctl migrate`.
 type MigratingDriver interface {
 	Driver
-	OpenMigrator(ctx context.Context, cfg workspace.Config) (workspace.Migrator, error)
+	OpenMigrator(ctx context.Context, cfg Config) (workspace.Migrator, error)
 }
