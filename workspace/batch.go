@@ -154,6 +154,8 @@ func opName(op Op) string {
 
 // Limits and defaults every handle applies.
 const (
+	// DefaultDSN is the store used when nothing else is configured.
+	DefaultDSN             = "sqlite:.agentspace/workspace.db"
 	DefaultMaxArtifactSize = 32 << 20
 	DefaultPollInterval    = 50 * time.Millisecond
 	DefaultGroupWait       = 250 * time.Microsecond
@@ -168,6 +170,7 @@ const (
 	MaxActorLen            = 256
 	MaxKindLen             = 64
 	MaxKeyLen              = 512
+	MaxAreas               = 256 // areas one task may declare
 	MaxTitleLen            = 4096
 	MaxTextLen             = 1 << 20 // task descriptions, note bodies, messages
 	MaxLabels              = 64

@@ -1,10 +1,10 @@
 package workspace
 
 import (
-	"bytes"
 	"path"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/agentspace/agentspace/internal/printable"
 )
 
 // contentTypes is the extension table of ContentTypeFor: ours, so that
@@ -39,13 +39,8 @@ func ContentTypeFor(name string, content []byte) string {
 	if ct, ok := contentTypes[strings.ToLower(path.Ext(name))]; ok {
 		return ct
 	}
-	if IsText(content) {
+	if printable.IsText(content) {
 		return "text/plain; charset=utf-8"
 	}
 	return "application/octet-stream"
-}
-
-// IsText reports whether b reads as text: valid UTF-8 without NUL bytes.
-func IsText(b []byte) bool {
-	return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
 }

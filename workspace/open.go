@@ -11,9 +11,6 @@ import (
 	"github.com/agentspace/agentspace/internal/wsconn"
 )
 
-// DefaultDSN is the store used when nothing else is configured.
-const DefaultDSN = "sqlite:.agentspace/workspace.db"
-
 // Options tune a handle. The zero value means the defaults.
 type Options struct {
 	// MaxArtifactSize limits one artifact version's content (default 32 MiB).

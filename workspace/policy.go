@@ -2,22 +2,21 @@ package workspace
 
 import "context"
 
-// PolicyArtifact is the reserved artifact that holds the workspace's
-// policy (TOML, see package policy). While it exists the engine checks
-// every operation against it; without it everything is allowed. Writing,
-// rolling back or deleting it needs the admin "policy" right, and a new
-// version must parse and must leave its author that right, so that no one
-// locks the team out by accident. Every actor may read it.
-const PolicyArtifact = ".agentspace/policy.toml"
-
-// EventDenied is the type of the event that records an operation the
-// policy refused. Its Subject has Kind SubjectPolicy, the action as ID
-// and the record's name (artifact name, "kind/key" of a note, lock
-// resource, task title) as Name; its Message gives the action and reason.
-const EventDenied = "denied"
-
-// SubjectPolicy is the subject kind of denied events.
-const SubjectPolicy = "policy"
+// Names the workspace keeps for its own records.
+const (
+	// PolicyArtifact is the reserved artifact that holds the workspace's
+	// policy (TOML, see package policy). While it exists the engine checks
+	// every operation against it; without it everything is allowed.
+	// Writing, rolling back or deleting it needs the admin "policy" right,
+	// and a new version must parse and must leave its author that right,
+	// so that no one locks the team out by accident. Every actor may read
+	// it.
+	PolicyArtifact = ".agentspace/policy.toml"
+	// PinKind is the kind of the notes that pin artifact versions against
+	// retention (see Workspace.Pin). The kind is reserved: only Pin and
+	// Unpin write it.
+	PinKind = "pin"
+)
 
 // Principal is who an operation acts for, carried by its context: the
 // actor, and the roles to check when they are not the policy's roles of

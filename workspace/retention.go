@@ -3,13 +3,10 @@ package workspace
 import (
 	"context"
 	"fmt"
-	"github.com/agentspace/agentspace/internal/reserve"
 	"time"
-)
 
-// EventGC is the type of the event a garbage collection records: its
-// message says what it removed. Its subject is the workspace ("workspace").
-const EventGC = "workspace.gc"
+	"github.com/agentspace/agentspace/internal/reserve"
+)
 
 // GCPolicy says what a garbage collection keeps. A zero field keeps
 // everything of its kind; an event is kept when either event rule keeps it.
@@ -113,10 +110,6 @@ func (ws *Workspace) GC(ctx context.Context, p GCPolicy) (GCReport, error) {
 	}
 	return c.GC(ctx, p)
 }
-
-// PinKind is the kind of the notes that pin artifact versions against
-// retention: the note (PinKind, PinKey(id, version)).
-const PinKind = "pin"
 
 // pinKey is the capability to write pin notes: the kind is reserved, so
 // pins are put and removed only by Pin and Unpin.

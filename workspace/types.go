@@ -43,6 +43,8 @@ const (
 	SubjectTask     = "task"
 	SubjectNote     = "note"
 	SubjectLock     = "lock"
+	// SubjectPolicy is the subject kind of denied events.
+	SubjectPolicy = "policy"
 )
 
 // Artifact is one version of a piece of versioned content: a plan, code, a
@@ -271,8 +273,11 @@ type ClaimRequest struct {
 	// Wait blocks until a task is ready or ctx ends, instead of ErrNoTask.
 	Wait bool
 	// AvoidOverlap prefers the best ready task whose Areas overlap no
-	// in_progress task's (see AreasOverlap); when every ready task
-	// overlaps, the best of them is claimed as without it.
+	// in_progress task's; when every ready task overlaps, the best of
+	// them is claimed as without it. Two areas overlap when they are
+	// equal or one is a directory of the other on a segment boundary
+	// ("src/api/" and "src/api/x.go", not "src/apix"); a task without
+	// areas overlaps nothing.
 	AvoidOverlap bool
 }
 
@@ -368,6 +373,14 @@ const (
 	EventLockExpired        = "lock.expired"
 	EventLockForced         = "lock.forced"
 	EventConflict           = "conflict"
+	// EventDenied records an operation the policy refused. Its Subject
+	// has Kind SubjectPolicy, the action as ID and the record's name
+	// (artifact name, "kind/key" of a note, lock resource, task title) as
+	// Name; its Message gives the action and reason.
+	EventDenied = "denied"
+	// EventGC records a garbage collection: its message says what it
+	// removed. Its subject is the workspace ("workspace").
+	EventGC = "workspace.gc"
 )
 
 // EventQuery filters the log for Read and Subscribe. Zero fields match everything.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentspace/agentspace/internal/printable"
+
 	"github.com/spf13/cobra"
 
 	"github.com/agentspace/agentspace/internal/linediff"
@@ -385,7 +387,7 @@ func (a *app) artifactDiffCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				binary := !workspace.IsText(from.Content) || !workspace.IsText(to.Content)
+				binary := !printable.IsText(from.Content) || !printable.IsText(to.Content)
 				var diff string
 				if !binary {
 					diff = linediff.Unified(

@@ -4,6 +4,7 @@
 package printable
 
 import (
+	"bytes"
 	"fmt"
 	"unicode"
 	"unicode/utf8"
@@ -32,4 +33,11 @@ func Problem(s string, multiline bool) string {
 		}
 	}
 	return ""
+}
+
+// IsText reports whether b reads as text: valid UTF-8 without NUL bytes.
+// Content types are inferred by it (workspace.ContentTypeFor) and diffs
+// of content that is not text are not drawn line by line.
+func IsText(b []byte) bool {
+	return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
 }

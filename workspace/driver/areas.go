@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -37,7 +38,7 @@ func (x *exec) readyApart(ctx context.Context, r workspace.ClaimRequest) (worksp
 				return nil
 			}
 		}
-		if !workspace.AreasOverlap(t.Areas, busy) {
+		if !areasOverlap(t.Areas, busy) {
 			ready = append(ready, t)
 		}
 		return nil
@@ -74,4 +75,25 @@ func (x *exec) eachTask(ctx context.Context, f workspace.TaskFilter, fn func(wor
 		}
 		f.After = page[len(page)-1].ID
 	}
+}
+
+// areasOverlap reports whether some area of a and some area of b may name
+// the same file: they are equal, or one is a directory prefix of the other
+// on a segment boundary ("src/api" and "src/api/", "src/api/x.go";
+// not "src/apix"). Tasks without areas overlap nothing: nothing is known.
+func areasOverlap(a, b []string) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if areaContains(x, y) || areaContains(y, x) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// areaContains reports whether path y is x or lies under x.
+func areaContains(x, y string) bool {
+	x, y = strings.TrimSuffix(x, "/"), strings.TrimSuffix(y, "/")
+	return x == y || strings.HasPrefix(y, x+"/")
 }
