@@ -73,7 +73,7 @@ func echoHandler(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	c, err := workspace.DecodeContent(body.Content.Content, body.ContentEncoding)
+	c, err := body.Content.Bytes()
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

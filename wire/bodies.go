@@ -6,6 +6,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentspace/agentspace/internal/contentenc"
+
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -48,7 +50,11 @@ type Content struct {
 // Bytes decodes the content with the workspace's own decoder of the shape,
 // so a bad encoding is the same *InvalidError as in any other face.
 func (c Content) Bytes() ([]byte, error) {
-	return workspace.DecodeContent(c.Content, c.ContentEncoding)
+	b, field, reason := contentenc.Decode(c.Content, c.ContentEncoding)
+	if field != "" {
+		return nil, &workspace.InvalidError{Field: field, Reason: reason}
+	}
+	return b, nil
 }
 
 // NewArtifactBody creates an artifact.

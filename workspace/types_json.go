@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentspace/agentspace/internal/contentenc"
 )
 
 // The JSON shape of the records, shared by wsctl --json, the archive and
@@ -17,9 +19,20 @@ import (
 
 // Artifact content encodings in JSON.
 const (
-	contentUTF8   = "utf-8"
-	contentBase64 = "base64"
+	contentUTF8   = contentenc.UTF8
+	contentBase64 = contentenc.Base64
 )
+
+// decodeContent sets a's content from the shape's content and encoding; a
+// bad encoding is an *InvalidError naming the field.
+func decodeContent(a *Artifact, content *string, encoding string) error {
+	c, field, reason := contentenc.Decode(content, encoding)
+	if field != "" {
+		return &InvalidError{Field: field, Reason: reason}
+	}
+	a.Content = c
+	return nil
+}
 
 // MarshalJSON writes the artifact in the shared shape, with its content as
 // text when it is UTF-8 without NUL bytes and as base64 otherwise.
@@ -58,33 +71,8 @@ func (a *Artifact) UnmarshalJSON(b []byte) error {
 func (w *artifactJSON) artifact() (Artifact, error) {
 	a := Artifact(w.artifactFields)
 	a.Labels = nilMap(a.Labels)
-	c, err := DecodeContent(w.Content, w.ContentEncoding)
-	a.Content = c
+	err := decodeContent(&a, w.Content, w.ContentEncoding)
 	return a, err
-}
-
-// DecodeContent decodes an artifact's content as the shared JSON shape
-// carries it: content (nil when absent) in content_encoding, utf-8 when
-// that is empty, or base64. A bad encoding is an *InvalidError naming the
-// field. Every face that takes content in this shape decodes it here.
-func DecodeContent(content *string, encoding string) ([]byte, error) {
-	switch {
-	case content == nil:
-		if encoding != "" {
-			return nil, invalid("content_encoding", "%q without content", truncate(encoding, 32))
-		}
-		return nil, nil
-	case encoding == "" || encoding == contentUTF8:
-		return []byte(*content), nil
-	case encoding == contentBase64:
-		c, err := base64.StdEncoding.DecodeString(*content)
-		if err != nil {
-			return nil, invalid("content", "not base64: %v", err)
-		}
-		return c, nil
-	default:
-		return nil, invalid("content_encoding", "%q is neither %q nor %q", truncate(encoding, 32), contentUTF8, contentBase64)
-	}
 }
 
 // artifactFields is Artifact without its methods, so that artifactJSON can
