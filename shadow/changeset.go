@@ -48,6 +48,7 @@ const (
 	EventCSPromoted  = "changeset.promoted"
 	EventCSDiscarded = "changeset.discarded"
 	EventCSConflict  = "changeset.conflicted"
+	EventCSUnpinned  = "changeset.unpinned"
 )
 
 // Staged operations.
