@@ -113,7 +113,7 @@ var coreCases = []coreCase{
 // they run in parallel.
 func runCore(t *testing.T, h Harness) {
 	t.Run("Smoke", func(t *testing.T) { testSmoke(t, h) })
-	for _, c := range slices.Concat(coreCases, changeSetCases, policyCases, retentionCases) {
+	for _, c := range slices.Concat(coreCases, policyCases, retentionCases) {
 		t.Run(c.name, func(t *testing.T) {
 			if why, ok := inapplicable(h, c.name); ok {
 				t.Skip("does not apply to this backend: " + why)

@@ -24,7 +24,7 @@ var retentionCases = []coreCase{
 	{"GCUnderConcurrentWritersAndSubscribers", testGCConcurrent},
 	{"GCRemovesOldFinishedTasksNoTaskNames", testGCTasks},
 	{"GCKeepsNewestPinnedAndResultVersions", testGCVersions},
-	{"GCKeepsVersionsAPromotionWrote", testGCPromoted},                    // changesets.go
+	{"GCKeepsVersionsAnOpPinned", testGCPinnedByOp},                       // retention_pinop.go
 	{"GCCutsADeletedArtifactsVersionsAsALiveOnes", testGCDeletedVersions}, // retention_deleted.go
 	{"ExportAfterCompactionKeepsDeletedArtifactsAndReleasedLeases", testArchiveAfterCompaction},
 }

@@ -27,7 +27,7 @@ type CheckoutError struct {
 }
 
 func (e *CheckoutError) Error() string {
-	return fmt.Sprintf("%s is checked out in %s, whose changes the merge would overwrite (%s): %s was not moved; commit or stash them there (git -C %s stash), then run 'wsctl merge run' again",
+	return fmt.Sprintf("%s is checked out in %s, whose changes the merge would overwrite (%s): %s was not moved, and the entry waits in the queue; commit or stash them there (git -C %s stash), then run the queue again",
 		e.Branch, e.Path, e.Reason, e.Branch, e.Path)
 }
 

@@ -301,7 +301,7 @@ func (s *Server) taskClaim(ctx context.Context, actor string, in taskClaimIn) (a
 		return nil, badArg("per_agent", "needs worktree")
 	}
 	if in.Worktree && s.opts.Worktrees == nil {
-		return nil, badArg("worktree", "this server has no git repository: run wsctl mcp in one (or with --repo)")
+		return nil, badArg("worktree", "this server was started without a git repository, so it makes no worktrees")
 	}
 	req := workspace.ClaimRequest{Actor: actor, Lease: lease, Labels: in.Labels, ParentID: in.ParentID, AvoidOverlap: in.AvoidOverlap}
 	if wait > 0 {

@@ -21,9 +21,22 @@ import (
 // is the note (ChangeSetKind, its name), so staged content stays out of
 // artifact reads, and each step is a put of it whose message starts with
 // the step's name (changeset.staged, .validated, .promoted, .discarded,
-// .conflicted). Retention keeps the versions a promoted set names
-// (workspace.ChangeSetRecord).
-const ChangeSetKind = workspace.ChangeSetKind
+// .conflicted). The kind and the record's JSON are this package's own:
+// retention reads none of it, and keeps a promoted version by the pin its
+// promotion wrote (see Promote).
+const ChangeSetKind = "changeset"
+
+// PromotedVersion names one artifact version a promotion wrote, in a
+// set's record (for people and PinPromoted; retention keeps it by its
+// pin). An update names its artifact by ID (Version is its base version
+// plus one); a created artifact, whose ID the promoting batch assigns, is
+// named by Name at Version 1 with its content's SHA256.
+type PromotedVersion struct {
+	ID      string `json:"id,omitempty"`
+	Name    string `json:"name"`
+	Version int64  `json:"version"`
+	SHA256  string `json:"sha256,omitempty"`
+}
 
 // changeSetKey is the capability to write change-set records: the kind is
 // reserved, so a plain note write cannot plant or edit a set.
@@ -36,6 +49,7 @@ const (
 	EventCSPromoted  = "changeset.promoted"
 	EventCSDiscarded = "changeset.discarded"
 	EventCSConflict  = "changeset.conflicted"
+	EventCSUnpinned  = "changeset.unpinned"
 )
 
 // Staged operations.
@@ -90,8 +104,9 @@ type ChangeSet struct {
 	CreatedAt time.Time   `json:"created_at"`
 	Version   int64       `json:"version"` // the note's version
 	// Promoted lists the artifact versions this set's promotions wrote,
-	// earlier ones of the same name included; retention keeps them.
-	Promoted []workspace.PromotedVersion `json:"promoted,omitempty"`
+	// earlier ones of the same name included; each was pinned by the
+	// batch that wrote it, so retention keeps it until it is unpinned.
+	Promoted []PromotedVersion `json:"promoted,omitempty"`
 }
 
 // Change-set states besides StateOpen and StateDiscarded.
@@ -134,8 +149,8 @@ func (c *ChangeSets) Begin(ctx context.Context, name, actor, task string) (Chang
 			return ChangeSet{}, fmt.Errorf("change set %s: task %s: %w", name, task, err)
 		}
 	}
-	// A name begun again carries its earlier promotions' versions, so
-	// retention keeps keeping them.
+	// A name begun again carries the list of its earlier promotions'
+	// versions (their pins keep them).
 	cs := ChangeSet{Name: name, Actor: actor, Task: task, State: StateOpen, CreatedAt: c.m.opts.Now().UTC(), Version: old.Version, Promoted: old.Promoted}
 	return c.save(ctx, cs, actor, EventStaged, "begun")
 }
@@ -449,8 +464,10 @@ func (c *ChangeSets) Promote(ctx context.Context, set, actor string) (workspace.
 	var ops []workspace.Op
 	var owner []int // ops[i] comes from cs.Staged[owner[i]]
 	msg := message(EventCSPromoted, cs.Name, "")
-	// The promoted set's note, put in the same batch, names the versions
-	// the batch writes, so retention keeps them once it commits.
+	// Each version the batch writes is pinned by its own op (Pin), so
+	// retention keeps it once the batch commits, with no pin right asked
+	// of the promoter; the promoted set's note, put in the same batch,
+	// lists them.
 	done := cs
 	done.State = StatePromoted
 	done.Promoted = slices.Clone(cs.Promoted)
@@ -458,18 +475,18 @@ func (c *ChangeSets) Promote(ctx context.Context, set, actor string) (workspace.
 		cond := workspace.Cond{IfVersion: s.BaseVersion, Message: msg}
 		switch s.Op {
 		case OpCreate:
-			ops = append(ops, workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: s.Name, Kind: s.Kind, Content: s.Content, ContentType: s.ContentType, TaskID: cs.Task}, Message: msg})
-			done.Promoted = append(done.Promoted, workspace.PromotedVersion{Name: s.Name, Version: 1, SHA256: hashBytes(s.Content)})
+			ops = append(ops, workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: s.Name, Kind: s.Kind, Content: s.Content, ContentType: s.ContentType, TaskID: cs.Task}, Message: msg, Pin: true})
+			done.Promoted = append(done.Promoted, PromotedVersion{Name: s.Name, Version: 1, SHA256: hashBytes(s.Content)})
 		case OpUpdate:
-			ops = append(ops, workspace.UpdateArtifactOp{Ref: workspace.ByID(s.BaseID), Change: workspace.ArtifactChange{Content: nonNil(s.Content)}, Cond: cond})
-			done.Promoted = append(done.Promoted, workspace.PromotedVersion{ID: s.BaseID, Name: s.Name, Version: s.BaseVersion + 1, SHA256: hashBytes(s.Content)})
+			ops = append(ops, workspace.UpdateArtifactOp{Ref: workspace.ByID(s.BaseID), Change: workspace.ArtifactChange{Content: nonNil(s.Content)}, Cond: cond, Pin: true})
+			done.Promoted = append(done.Promoted, PromotedVersion{ID: s.BaseID, Name: s.Name, Version: s.BaseVersion + 1, SHA256: hashBytes(s.Content)})
 		case OpDelete:
 			ops = append(ops, workspace.DeleteArtifactOp{Ref: workspace.ByID(s.BaseID), Cond: cond})
 		case OpRename:
 			ops = append(ops,
 				workspace.DeleteArtifactOp{Ref: workspace.ByID(s.BaseID), Cond: cond},
-				workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: s.NewName, Kind: s.Kind, Content: s.Content, ContentType: s.ContentType, TaskID: cs.Task}, Message: msg})
-			done.Promoted = append(done.Promoted, workspace.PromotedVersion{Name: s.NewName, Version: 1, SHA256: hashBytes(s.Content)})
+				workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: s.NewName, Kind: s.Kind, Content: s.Content, ContentType: s.ContentType, TaskID: cs.Task}, Message: msg, Pin: true})
+			done.Promoted = append(done.Promoted, PromotedVersion{Name: s.NewName, Version: 1, SHA256: hashBytes(s.Content)})
 			owner = append(owner, i)
 		}
 		owner = append(owner, i)

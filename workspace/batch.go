@@ -32,6 +32,11 @@ type Cond struct {
 type CreateArtifactOp struct {
 	Artifact NewArtifact
 	Message  string // kept in the event log
+	// Pin also pins the version the op writes (as Workspace.Pin, recorded as
+	// its own note.put event), in the same batch, under the write's own
+	// rights: a layer that must keep what it wrote (a change set's
+	// promotion) needs no pin right. Not carried over HTTP.
+	Pin bool
 }
 
 // UpdateArtifactOp writes a new version of an artifact.
@@ -39,6 +44,7 @@ type UpdateArtifactOp struct {
 	Ref    ArtifactRef
 	Change ArtifactChange
 	Cond
+	Pin bool // as CreateArtifactOp's
 }
 
 // DeleteArtifactOp deletes an artifact.

@@ -23,7 +23,7 @@ type GCPolicy struct {
 	KeepEventsFor time.Duration
 	// KeepVersions keeps the newest N versions of each artifact (the head
 	// always); older ones go with their content, except pinned versions
-	// (PinVersion), those a change set's promotion wrote (ChangeSetRecord)
+	// (Workspace.Pin, or an op's Pin, as a change set's promotion writes them)
 	// and those a task's result names (the version that was the head when
 	// the task was last updated). A deleted artifact, found through the
 	// event log above its floor, is cut the same way, its last version
@@ -129,33 +129,6 @@ func (ws *Workspace) Pin(ctx context.Context, w Write, name string, version int6
 	}
 	return ws.Notes().Put(pinKey.Grant(ctx), w, NotePut{Kind: PinKind, Key: PinKey(a.ID, version),
 		Title: fmt.Sprintf("%s version %d", name, version), Body: a.SHA256})
-}
-
-// ChangeSetKind is the kind of the notes that hold change sets (package
-// shadow keeps each set as the note (ChangeSetKind, its name)). Retention
-// reads their bodies as ChangeSetRecord: the versions a set's promotions
-// wrote are kept like pinned ones, with no pin note written, so a policy
-// that forbids pins does not make a promotion fail.
-const ChangeSetKind = "changeset"
-
-// ChangeSetRecord is the part of a change set note's JSON body that
-// retention reads.
-type ChangeSetRecord struct {
-	// Promoted lists every artifact version the set's promotions wrote,
-	// written in the promoting batch itself and carried over when the
-	// set's name is begun again.
-	Promoted []PromotedVersion `json:"promoted,omitempty"`
-}
-
-// PromotedVersion names one artifact version a promotion wrote. An update
-// names its artifact by ID (Version is its base version plus one); a
-// created artifact, whose ID the same batch assigns, is named by Name at
-// Version 1 with its content's SHA256.
-type PromotedVersion struct {
-	ID      string `json:"id,omitempty"`
-	Name    string `json:"name"`
-	Version int64  `json:"version"`
-	SHA256  string `json:"sha256,omitempty"`
 }
 
 // Unpin removes the pin of version of the live artifact name;

@@ -33,6 +33,10 @@ func (c *Client) Commit(ctx context.Context, b workspace.Batch) (workspace.Batch
 
 // opBody puts one op on the wire. A nil op and a pointer to an op cannot be
 // sent: they are refused here as the engine refuses them (ops are values).
+// errPinOverHTTP refuses an op's Pin, which the wire does not carry:
+// dropping it would lose the pin silently.
+var errPinOverHTTP = &workspace.InvalidError{Field: "pin", Reason: "is not carried over HTTP: pin the version with ws.Pin after the batch"}
+
 func (c *Client) opBody(op workspace.Op) (wire.OpBody, error) {
 	if op == nil {
 		return wire.OpBody{}, &workspace.InvalidError{Field: "op", Reason: "is nil"}
@@ -53,12 +57,18 @@ func (c *Client) opBody(op workspace.Op) (wire.OpBody, error) {
 	}
 	switch o := op.(type) {
 	case workspace.CreateArtifactOp:
+		if o.Pin {
+			return wire.OpBody{}, errPinOverHTTP
+		}
 		if err := c.checkContent(o.Artifact.Content); err != nil {
 			return wire.OpBody{}, err
 		}
 		a := o.Artifact
 		return wire.OpBody{Op: wire.OpCreateArtifact, Message: o.Message, Name: a.Name, Kind: str(a.Kind), ContentType: str(a.ContentType), Labels: a.Labels, TaskID: str(a.TaskID), Content: wire.ContentOf(a.Content)}, nil
 	case workspace.UpdateArtifactOp:
+		if o.Pin {
+			return wire.OpBody{}, errPinOverHTTP
+		}
 		if err := c.checkContent(o.Change.Content); err != nil {
 			return wire.OpBody{}, err
 		}

@@ -56,3 +56,27 @@ func TestExportAndImportSayTheyNeedTheStore(t *testing.T) {
 	_, err = ws.Import(ctx, nil, workspace.ArchiveOptions{})
 	assert.ErrorIs(t, err, remote.ErrRemoteArchive)
 }
+
+// TestAPinIsRefusedNotDropped: the wire does not carry an op's Pin, so
+// the client refuses it, naming the op, and nothing of the batch is
+// written (dropping it would lose the pin that keeps the version).
+func TestAPinIsRefusedNotDropped(t *testing.T) {
+	ctx := context.Background()
+	ws, err := workspace.Open(ctx, serve(t, sqliteDSN(t), false, server.Options{}))
+	require.NoError(t, err)
+	defer ws.Close()
+	for _, op := range []workspace.Op{
+		workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "p", Content: []byte("x")}, Pin: true},
+		workspace.UpdateArtifactOp{Ref: workspace.ByName("p"), Change: workspace.ArtifactChange{Content: []byte("y")}, Pin: true},
+	} {
+		_, err = ws.Commit(ctx, workspace.Batch{Actor: "a", Ops: []workspace.Op{
+			workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: "k"}}, op,
+		}})
+		var be *workspace.BatchError
+		require.ErrorAs(t, err, &be)
+		assert.Equal(t, 1, be.Index)
+		assert.ErrorIs(t, err, workspace.ErrInvalid)
+		_, err = ws.Notes().Get(ctx, "decision", "k")
+		assert.ErrorIs(t, err, workspace.ErrNotFound, "nothing of the batch was written")
+	}
+}

@@ -24,6 +24,8 @@ func (a *app) changesetCmd() *cobra.Command {
 		a.changesetValidateCmd(),
 		a.changesetPromoteCmd(),
 		a.changesetDiscardCmd(),
+		a.changesetUnpinCmd(),
+		a.changesetPinPromotedCmd(),
 	)
 }
 
@@ -209,6 +211,44 @@ func (a *app) changesetDiscardCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: a.setAction(true, func(ctx context.Context, args []string, actor string, sets *shadow.ChangeSets) error {
 			return sets.Discard(ctx, args[0], actor)
+		}),
+	}
+}
+
+func (a *app) changesetUnpinCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "unpin SET",
+		Short: "Remove the pins of the versions the set promoted, so gc may remove them (needs the right to delete pin notes)",
+		Args:  cobra.ExactArgs(1),
+		RunE: a.setAction(true, func(ctx context.Context, args []string, actor string, sets *shadow.ChangeSets) error {
+			removed, gone, err := sets.Unpin(ctx, args[0], actor)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"removed": removed, "gone": gone})
+			}
+			_, err = fmt.Fprintf(a.stdout, "unpinned: %d versions; %d deleted, renamed or already removed\n", removed, len(gone))
+			return err
+		}),
+	}
+}
+
+func (a *app) changesetPinPromotedCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "pin-promoted",
+		Short: "Upgrade step: pin the versions sets promoted before promotions pinned them (run once, before the first gc)",
+		Args:  cobra.NoArgs,
+		RunE: a.setAction(true, func(ctx context.Context, args []string, actor string, sets *shadow.ChangeSets) error {
+			r, err := sets.PinPromoted(ctx, actor)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(r)
+			}
+			_, err = fmt.Fprintf(a.stdout, "pinned: %d versions (%d were); %d of deleted artifacts or already removed\n", r.Pinned, r.Already, len(r.Gone))
+			return err
 		}),
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentspace/agentspace/gitwork"
 	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -68,9 +69,12 @@ func classify(err error) error {
 		locked   *workspace.LockedError
 		compact  *workspace.CompactedError
 		schema   *workspace.SchemaError
+		checkout *gitwork.CheckoutError
 	)
 	c := &cliError{code: exitError, err: err}
 	switch {
+	case errors.As(err, &checkout):
+		c.hint = "run the queue with 'wsctl merge run'"
 	case errors.As(err, &conflict):
 		c.code = exitConflict
 		if conflict.Current > 0 {

@@ -10,7 +10,7 @@ import (
 )
 
 // artifactPinCmd and artifactUnpinCmd keep a version from retention
-// (wsctl gc --keep-versions) and let it go again: workspace.PinVersion.
+// (wsctl gc --keep-versions) and let it go again: Workspace.Pin.
 func (a *app) artifactPinCmd() *cobra.Command {
 	return a.pinCmd("pin", "Keep version V of an artifact from retention (gc --keep-versions) until unpinned")
 }

@@ -20,7 +20,7 @@ import (
 // ignored, so the shadow package may add some.
 const (
 	shadowKind    = "shadow"
-	changeSetKind = workspace.ChangeSetKind
+	changeSetKind = "changeset"
 	maxChanges    = 1000 // records of each kind one page reads
 )
 
@@ -44,14 +44,22 @@ type shadowRecord struct {
 // changeSetRecord is what the dashboard reads of a change set note's body
 // (shadow.ChangeSet).
 type changeSetRecord struct {
-	Name      string                      `json:"name"`
-	Actor     string                      `json:"actor"`
-	Task      string                      `json:"task_id"`
-	State     string                      `json:"state"`
-	Staged    []staged                    `json:"staged"`
-	Validated *validation                 `json:"validation"`
-	CreatedAt time.Time                   `json:"created_at"`
-	Promoted  []workspace.PromotedVersion `json:"promoted"`
+	Name      string            `json:"name"`
+	Actor     string            `json:"actor"`
+	Task      string            `json:"task_id"`
+	State     string            `json:"state"`
+	Staged    []staged          `json:"staged"`
+	Validated *validation       `json:"validation"`
+	CreatedAt time.Time         `json:"created_at"`
+	Promoted  []promotedVersion `json:"promoted"`
+}
+
+// promotedVersion is what the dashboard reads of one version a change
+// set's promotion wrote (shadow.PromotedVersion).
+type promotedVersion struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Version int64  `json:"version"`
 }
 
 type staged struct {

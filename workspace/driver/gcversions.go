@@ -2,8 +2,8 @@ package driver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -20,9 +20,9 @@ type versionCut struct {
 
 // gcVersionPlan returns, from one snapshot, the versions policy p
 // removes: of each live artifact, those older than its newest
-// p.KeepVersions, except pinned ones (a workspace.PinKind note), those a
-// change set's promotion wrote (workspace.ChangeSetRecord) and those a
-// task's result names (the version that was the head when the task was
+// p.KeepVersions, except pinned ones (a workspace.PinKind note: written
+// by Workspace.Pin, or by a batch op with Pin, as a change set's promotion
+// does) and those a task's result names (the version that was the head when the task was
 // last updated). A deleted artifact (every one the store holds)
 // is cut the same way, its last version standing for the head, so it can
 // still be read by ID at the version it was deleted at. It adds their
@@ -33,26 +33,6 @@ func gcVersionPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy, k *work
 	}
 	pinned := map[string]bool{}
 	err := eachNote(ctx, tx, workspace.PinKind, func(n workspace.Note) { pinned[n.Key] = true })
-	if err != nil {
-		return nil, err
-	}
-	// A promotion names an updated version by its artifact's ID, and a
-	// created one by name, version 1 and content (its ID was assigned in
-	// the promoting batch).
-	created := map[string][]string{} // name: the SHA-256s promoted as its version 1
-	err = eachNote(ctx, tx, workspace.ChangeSetKind, func(n workspace.Note) {
-		var rec workspace.ChangeSetRecord
-		if json.Unmarshal([]byte(n.Body), &rec) != nil {
-			return // a note that is no change set names no version
-		}
-		for _, pv := range rec.Promoted {
-			if pv.ID != "" {
-				pinned[workspace.PinKey(pv.ID, pv.Version)] = true
-			} else if pv.Version == 1 {
-				created[pv.Name] = append(created[pv.Name], pv.SHA256)
-			}
-		}
-	})
 	if err != nil {
 		return nil, err
 	}
@@ -85,9 +65,6 @@ func gcVersionPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy, k *work
 			if v := versionAt(vs, at); v > 0 {
 				keep[v] = true
 			}
-		}
-		if len(vs) > 0 && vs[0].Version == 1 && slices.Contains(created[name], vs[0].SHA256) {
-			keep[1] = true
 		}
 		cut := versionCut{id: id}
 		kept := map[string]bool{}
@@ -162,6 +139,17 @@ func gcVersionPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy, k *work
 		}
 	}
 	return cuts, nil
+}
+
+// pinWritten pins version a.Version of artifact a, which the op being
+// applied wrote: the note Workspace.Pin would put, in the op's own batch
+// (an op's Pin). The pin kind is the engine's own, so no grant is asked.
+func (x *exec) pinWritten(ctx context.Context, a *workspace.Artifact) error {
+	_, err := x.putNote(ctx, workspace.PutNoteOp{Note: workspace.NotePut{
+		Kind: workspace.PinKind, Key: workspace.PinKey(a.ID, a.Version),
+		Title: fmt.Sprintf("%s version %d", a.Name, a.Version), Body: a.SHA256,
+	}})
+	return err
 }
 
 // pinsOf returns the keys of artifact id's pin notes: one read of the

@@ -33,6 +33,9 @@ func init() {
 		},
 		apply: func(ctx context.Context, x *exec, o workspace.CreateArtifactOp) (workspace.OpResult, error) {
 			a, err := x.createArtifact(ctx, o)
+			if err == nil && o.Pin {
+				err = x.pinWritten(ctx, a)
+			}
 			return workspace.OpResult{Artifact: a}, err
 		},
 	})
@@ -50,6 +53,9 @@ func init() {
 		},
 		apply: func(ctx context.Context, x *exec, o workspace.UpdateArtifactOp) (workspace.OpResult, error) {
 			a, err := x.updateArtifact(ctx, o)
+			if err == nil && o.Pin {
+				err = x.pinWritten(ctx, a)
+			}
 			return workspace.OpResult{Artifact: a}, err
 		},
 	})
