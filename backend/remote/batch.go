@@ -35,7 +35,7 @@ func (c *Client) Commit(ctx context.Context, b workspace.Batch) (workspace.Batch
 // sent: they are refused here as the engine refuses them (ops are values).
 // errPinOverHTTP refuses an op's Pin, which the wire does not carry:
 // dropping it would lose the pin silently.
-var errPinOverHTTP = &workspace.InvalidError{Field: "pin", Reason: "is not carried over HTTP: pin the version with ws.Pin after the batch"}
+var errPinOverHTTP = &workspace.InvalidError{Field: "pin", Reason: "is not carried over HTTP: pins are reserved records, written against the store's own DSN (docs/policy.md, Reserved records)"}
 
 func (c *Client) opBody(op workspace.Op) (wire.OpBody, error) {
 	if op == nil {
