@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentspace/agentspace/internal/reserve"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -59,8 +61,8 @@ func testGCPinnedByOp(t *testing.T, h Harness) {
 		}
 	}
 	assert.Equal(t, map[string]bool{
-		workspace.PinKind + "/" + workspace.PinKey(a2.ID, 2): true,
-		workspace.PinKind + "/" + workspace.PinKey(e1.ID, 1): true,
+		workspace.PinKind + "/" + reserve.PinKey(a2.ID, 2): true,
+		workspace.PinKind + "/" + reserve.PinKey(e1.ID, 1): true,
 	}, pinned, "one pin event for each pinned op, in the batch")
 	for _, n := range []string{"a", "e", "f"} {
 		for i := range 2 {

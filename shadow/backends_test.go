@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentspace/agentspace/internal/reserve"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -207,9 +209,9 @@ func TestChangeSetPromotesAllOrNothing(t *testing.T) {
 		for _, n := range []string{"c2", "e"} {
 			c, err := other.Artifacts().Get(ctx, workspace.ByName(n))
 			require.NoError(t, err)
-			created = append(created, workspace.PinKind+"/"+workspace.PinKey(c.ID, 1))
+			created = append(created, workspace.PinKind+"/"+reserve.PinKey(c.ID, 1))
 		}
-		assert.ElementsMatch(t, append(created, workspace.PinKind+"/"+workspace.PinKey(a.ID, 2)), pinEvents,
+		assert.ElementsMatch(t, append(created, workspace.PinKind+"/"+reserve.PinKey(a.ID, 2)), pinEvents,
 			"the batch pins each version it writes: a v2, c2 v1, e v1")
 		cs, err := sets.Get(ctx, "cs")
 		require.NoError(t, err)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentspace/agentspace/internal/reserve"
+
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -43,7 +45,7 @@ func (c *ChangeSets) PinPromoted(ctx context.Context, actor string) (PinReport, 
 			if err != nil {
 				return r, fmt.Errorf("change set %s: %s version %d: %w", cs.Name, pv.Name, pv.Version, err)
 			}
-			_, err = c.m.ws.Notes().Get(ctx, workspace.PinKind, workspace.PinKey(a.ID, a.Version))
+			_, err = c.m.ws.Notes().Get(ctx, workspace.PinKind, reserve.PinKey(a.ID, a.Version))
 			if err == nil {
 				r.Already++
 				continue

@@ -13,8 +13,8 @@ const (
 	// it.
 	PolicyArtifact = ".agentspace/policy.toml"
 	// PinKind is the kind of the notes that pin artifact versions against
-	// retention (see Workspace.Pin). The kind is reserved: only Pin and
-	// Unpin write it.
+	// retention (see Workspace.Pin), each keyed "ID@VERSION". The kind is
+	// reserved: only Pin, Unpin and a batch op's Pin write it.
 	PinKind = "pin"
 )
 

@@ -115,9 +115,6 @@ func (ws *Workspace) GC(ctx context.Context, p GCPolicy) (GCReport, error) {
 // pins are put and removed only by Pin and Unpin.
 var pinKey = reserve.Register(reserve.Entry{Kind: PinKind, Owner: "Workspace.Pin and Unpin"})
 
-// PinKey is the key of the note that pins version of artifact id.
-func PinKey(id string, version int64) string { return fmt.Sprintf("%s@%d", id, version) }
-
 // Pin keeps version of the live artifact name from retention until
 // Unpin, by putting its pin note (so it is recorded as a note.put
 // event, and works through every backend and the HTTP API). The version
@@ -127,7 +124,7 @@ func (ws *Workspace) Pin(ctx context.Context, w Write, name string, version int6
 	if err != nil {
 		return Note{}, err
 	}
-	return ws.Notes().Put(pinKey.Grant(ctx), w, NotePut{Kind: PinKind, Key: PinKey(a.ID, version),
+	return ws.Notes().Put(pinKey.Grant(ctx), w, NotePut{Kind: PinKind, Key: reserve.PinKey(a.ID, version),
 		Title: fmt.Sprintf("%s version %d", name, version), Body: a.SHA256})
 }
 
@@ -138,5 +135,5 @@ func (ws *Workspace) Unpin(ctx context.Context, w Write, name string, version in
 	if err != nil {
 		return err
 	}
-	return ws.Notes().Delete(pinKey.Grant(ctx), w, PinKind, PinKey(a.ID, version))
+	return ws.Notes().Delete(pinKey.Grant(ctx), w, PinKind, reserve.PinKey(a.ID, version))
 }

@@ -116,3 +116,7 @@ func Kinds() []string {
 	sort.Strings(out)
 	return out
 }
+
+// PinKey is the key of the pin note (kind "pin", workspace.PinKind) that
+// keeps version of artifact id from retention: "ID@VERSION".
+func PinKey(id string, version int64) string { return fmt.Sprintf("%s@%d", id, version) }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentspace/agentspace/internal/reserve"
+
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -70,7 +72,7 @@ func gcVersionPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy, k *work
 		kept := map[string]bool{}
 		var gone []workspace.Artifact
 		for _, v := range vs {
-			if v.Version >= keepFrom || keep[v.Version] || pinned[workspace.PinKey(id, v.Version)] {
+			if v.Version >= keepFrom || keep[v.Version] || pinned[reserve.PinKey(id, v.Version)] {
 				kept[v.SHA256] = true
 				continue
 			}
@@ -146,7 +148,7 @@ func gcVersionPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy, k *work
 // (an op's Pin). The pin kind is the engine's own, so no grant is asked.
 func (x *exec) pinWritten(ctx context.Context, a *workspace.Artifact) error {
 	_, err := x.putNote(ctx, workspace.PutNoteOp{Note: workspace.NotePut{
-		Kind: workspace.PinKind, Key: workspace.PinKey(a.ID, a.Version),
+		Kind: workspace.PinKind, Key: reserve.PinKey(a.ID, a.Version),
 		Title: fmt.Sprintf("%s version %d", a.Name, a.Version), Body: a.SHA256,
 	}})
 	return err
@@ -239,7 +241,7 @@ func (h *handle) gcVersions(ctx context.Context, p workspace.GCPolicy, cuts []ve
 				if err != nil {
 					return err
 				}
-				vs := slices.DeleteFunc(slices.Clone(c.versions), func(v int64) bool { return pins[workspace.PinKey(c.id, v)] })
+				vs := slices.DeleteFunc(slices.Clone(c.versions), func(v int64) bool { return pins[reserve.PinKey(c.id, v)] })
 				pinned += int64(len(c.versions) - len(vs))
 				if err := tx.DeleteVersions(ctx, c.id, vs); err != nil {
 					return err
