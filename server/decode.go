@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -80,7 +81,7 @@ func (b *changeBody) decodeJSON(data []byte) {
 
 // walk checks that data is one JSON value (400 with encoding/json's own
 // words if not) and walks it as an object of names with set.
-func walk(data []byte, names []string, set func(d *oneDecode, field, where string, v json.Token)) *bodyError {
+func walk(data []byte, names []string, set func(d *oneDecode, field, key string, v tok)) *bodyError {
 	if !json.Valid(data) {
 		var v any
 		err := json.Unmarshal(data, &v)
@@ -105,9 +106,19 @@ type oneDecode struct {
 	schema *bodyError
 }
 
-// token returns the next token as json.Decoder.Token would (with
-// UseNumber); commas and colons are skipped.
-func (d *oneDecode) token() json.Token {
+// tok is one token of the body. It is a value, not a json.Token: boxing
+// each string and number in an interface was an allocation per token.
+type tok struct {
+	kind byte   // '{', '}', '[', ']', '"' a string, '0' a number, 't', 'f', 'n' null; 0 past the end
+	esc  bool   // a string with an escape
+	raw  []byte // a string's literal (quotes included) or a number's
+}
+
+func (t tok) delim(c byte) bool { return t.kind == c }
+
+// token returns the next token (json.Decoder.Token's, with UseNumber);
+// commas and colons are skipped.
+func (d *oneDecode) token() tok {
 	for d.i < len(d.b) {
 		c := d.b[d.i]
 		switch c {
@@ -115,69 +126,88 @@ func (d *oneDecode) token() json.Token {
 			d.i++
 		case '{', '}', '[', ']':
 			d.i++
-			return json.Delim(c)
+			return tok{kind: c}
 		case '"':
-			return d.literal()
+			j, esc := d.i+1, false
+			for d.b[j] != '"' {
+				if d.b[j] == '\\' {
+					esc = true
+					j++
+				}
+				j++
+			}
+			t := tok{kind: '"', esc: esc, raw: d.b[d.i : j+1]}
+			d.i = j + 1
+			return t
 		case 't':
 			d.i += len("true")
-			return true
+			return tok{kind: 't'}
 		case 'f':
 			d.i += len("false")
-			return false
+			return tok{kind: 'f'}
 		case 'n':
 			d.i += len("null")
-			return nil
+			return tok{kind: 'n'}
 		default:
 			j := d.i
 			for j < len(d.b) && strings.IndexByte("+-.eE0123456789", d.b[j]) >= 0 {
 				j++
 			}
-			n := json.Number(d.b[d.i:j])
+			t := tok{kind: '0', raw: d.b[d.i:j]}
 			d.i = j
-			return n
+			return t
 		}
 	}
-	return nil
+	return tok{}
 }
 
-// literal reads a string literal. One without escapes and of valid UTF-8 is
-// its own bytes (what encoding/json returns for it); any other goes
-// through encoding/json, which replaces bad UTF-8 as it always does.
-func (d *oneDecode) literal() string {
-	j, esc := d.i+1, false
-	for d.b[j] != '"' {
-		if d.b[j] == '\\' {
-			esc = true
-			j++
-		}
-		j++
-	}
-	raw := d.b[d.i : j+1]
-	d.i = j + 1
-	if !esc && utf8.Valid(raw) {
-		return string(raw[1 : len(raw)-1])
+// str returns the string a string token stands for. One without escapes
+// and of valid UTF-8 is its own bytes (what encoding/json returns for it);
+// any other goes through encoding/json, which replaces bad UTF-8 as it
+// always does.
+func (t tok) str() string {
+	if !t.esc && utf8.Valid(t.raw) {
+		return string(t.raw[1 : len(t.raw)-1])
 	}
 	var s string
-	_ = json.Unmarshal(raw, &s) // a well-formed string literal: it cannot fail
+	_ = json.Unmarshal(t.raw, &s) // a well-formed string literal: it cannot fail
 	return s
 }
 
-func (d *oneDecode) refuse(where, why string) {
+// name returns a property name to match against the schema's: for one
+// without escapes and of valid UTF-8, a view of the body's own bytes (no
+// copy; it must not outlive the walk, so a refusal that names it copies
+// it: where).
+func (t tok) name() string {
+	if !t.esc && utf8.Valid(t.raw) {
+		inner := t.raw[1 : len(t.raw)-1]
+		if len(inner) == 0 {
+			return ""
+		}
+		return unsafe.String(&inner[0], len(inner)) // #nosec G103 -- a read-only view, used only while the body is walked
+	}
+	return t.str()
+}
+
+// where is the location a refusal of property key names (a copy, never a
+// view of the body).
+func where(key string) string { return "body." + strings.Clone(truncate(key, 64)) }
+
+func (d *oneDecode) refuse(loc, why string) {
 	if d.schema == nil {
-		d.schema = &bodyError{status: http.StatusUnprocessableEntity, detail: huma.ErrorDetail{Location: where, Message: why}}
+		d.schema = &bodyError{status: http.StatusUnprocessableEntity, detail: huma.ErrorDetail{Location: loc, Message: why}}
 	}
 }
 
 // skip reads the rest of a value that began with t.
-func (d *oneDecode) skip(t json.Token) {
+func (d *oneDecode) skip(t tok) {
 	depth := 0
 	for {
-		if dl, ok := t.(json.Delim); ok {
-			if dl == '{' || dl == '[' {
-				depth++
-			} else {
-				depth--
-			}
+		switch t.kind {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
 		}
 		if depth == 0 {
 			return
@@ -188,17 +218,17 @@ func (d *oneDecode) skip(t json.Token) {
 
 // body walks one object, handing each property the schema names (matched
 // case-insensitively, as encoding/json matches) to set.
-func (d *oneDecode) body(names []string, set func(d *oneDecode, field, where string, v json.Token)) {
-	if dl, isDelim := d.token().(json.Delim); !isDelim || dl != '{' {
+func (d *oneDecode) body(names []string, set func(d *oneDecode, field, key string, v tok)) {
+	if !d.token().delim('{') {
 		d.refuse("body", "expected object")
 		return
 	}
 	for {
 		t := d.token()
-		if dl, isDelim := t.(json.Delim); isDelim && dl == '}' {
+		if t.delim('}') {
 			return
 		}
-		key, _ := t.(string)
+		key := t.name()
 		field := ""
 		for _, f := range names {
 			if strings.EqualFold(f, key) {
@@ -207,13 +237,12 @@ func (d *oneDecode) body(names []string, set func(d *oneDecode, field, where str
 			}
 		}
 		v := d.token()
-		where := "body." + truncate(key, 64)
 		if field == "" {
-			d.refuse(where, "unexpected property")
+			d.refuse(where(key), "unexpected property")
 			d.skip(v)
 			continue
 		}
-		set(d, field, where, v)
+		set(d, field, key, v)
 	}
 }
 
@@ -222,10 +251,10 @@ var writeFields = []string{"actor", "if_version", "fence", "message", "idempoten
 
 // setWrite sets one of wire.WriteFields' properties; false if field is
 // none of them.
-func (d *oneDecode) setWrite(out *wire.WriteFields, field, where string, v json.Token) bool {
+func (d *oneDecode) setWrite(out *wire.WriteFields, field, key string, v tok) bool {
 	switch field {
 	case "if_version", "fence":
-		if n, set := d.integer(where, v); set {
+		if n, set := d.integer(key, v); set {
 			if field == "fence" {
 				out.Fence = n
 			} else {
@@ -235,7 +264,7 @@ func (d *oneDecode) setWrite(out *wire.WriteFields, field, where string, v json.
 		return true
 	case "actor", "message", "idempotency_key":
 		// As encoding/json does, null leaves a plain string as it was.
-		if s, isNull, ok := d.str(where, v); ok && !isNull {
+		if s, isNull, ok := d.str(key, v); ok && !isNull {
 			switch field {
 			case "actor":
 				out.Actor = s
@@ -250,16 +279,16 @@ func (d *oneDecode) setWrite(out *wire.WriteFields, field, where string, v json.
 	return false
 }
 
-func (b *changeBody) set(d *oneDecode, field, where string, v json.Token) {
+func (b *changeBody) set(d *oneDecode, field, key string, v tok) {
 	out := &b.ArtifactChangeBody
-	if d.setWrite(&out.WriteFields, field, where, v) {
+	if d.setWrite(&out.WriteFields, field, key, v) {
 		return
 	}
 	if field == "labels" {
-		d.labels(where, v, &out.Labels)
+		d.labels(key, v, &out.Labels)
 		return
 	}
-	s, isNull, ok := d.str(where, v)
+	s, isNull, ok := d.str(key, v)
 	if !ok {
 		return
 	}
@@ -285,7 +314,7 @@ func (b *changeBody) set(d *oneDecode, field, where string, v json.Token) {
 			return
 		}
 		if s != "utf-8" && s != "base64" {
-			d.refuse(where, `expected value to be one of "utf-8, base64"`)
+			d.refuse(where(key), `expected value to be one of "utf-8, base64"`)
 		}
 		out.ContentEncoding = s
 	}
@@ -312,12 +341,12 @@ func (b *noteBody) decodeJSON(data []byte) {
 	b.bad = walk(data, noteFields, b.set)
 }
 
-func (b *noteBody) set(d *oneDecode, field, where string, v json.Token) {
+func (b *noteBody) set(d *oneDecode, field, key string, v tok) {
 	out := &b.NoteBody
-	if d.setWrite(&out.WriteFields, field, where, v) {
+	if d.setWrite(&out.WriteFields, field, key, v) {
 		return
 	}
-	if s, isNull, ok := d.str(where, v); ok && !isNull {
+	if s, isNull, ok := d.str(key, v); ok && !isNull {
 		if field == "title" {
 			out.Title = s
 		} else {
@@ -327,14 +356,14 @@ func (b *noteBody) set(d *oneDecode, field, where string, v json.Token) {
 }
 
 // str takes a string property's value; null is its absence.
-func (d *oneDecode) str(where string, v json.Token) (s string, isNull, ok bool) {
-	switch x := v.(type) {
-	case string:
-		return x, false, true
-	case nil:
+func (d *oneDecode) str(key string, v tok) (s string, isNull, ok bool) {
+	switch v.kind {
+	case '"':
+		return v.str(), false, true
+	case 'n':
 		return "", true, true
 	}
-	d.refuse(where, "expected string")
+	d.refuse(where(key), "expected string")
 	d.skip(v)
 	return "", false, false
 }
@@ -342,29 +371,29 @@ func (d *oneDecode) str(where string, v json.Token) (s string, isNull, ok bool) 
 // integer takes an int64 property's value: a plain integer literal in
 // range (encoding/json refuses 1.0 and 1e3 for an int64). set is false
 // for null, which leaves the field as it was, and for a refused value.
-func (d *oneDecode) integer(where string, v json.Token) (n int64, set bool) {
-	switch x := v.(type) {
-	case nil:
+func (d *oneDecode) integer(key string, v tok) (n int64, set bool) {
+	switch v.kind {
+	case 'n':
 		return 0, false
-	case json.Number:
-		if n, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+	case '0':
+		if n, err := strconv.ParseInt(string(v.raw), 10, 64); err == nil {
 			return n, true
 		}
 	}
-	d.refuse(where, "expected integer")
+	d.refuse(where(key), "expected integer")
 	d.skip(v)
 	return 0, false
 }
 
 // labels takes an object of strings into *out (a repeated property adds
 // to the map, as encoding/json does); null is no labels.
-func (d *oneDecode) labels(where string, v json.Token, out *map[string]string) {
-	if v == nil {
+func (d *oneDecode) labels(key string, v tok, out *map[string]string) {
+	if v.kind == 'n' {
 		*out = nil
 		return
 	}
-	if dl, ok := v.(json.Delim); !ok || dl != '{' {
-		d.refuse(where, "expected object")
+	if !v.delim('{') {
+		d.refuse(where(key), "expected object")
 		d.skip(v)
 		return
 	}
@@ -374,17 +403,17 @@ func (d *oneDecode) labels(where string, v json.Token, out *map[string]string) {
 	}
 	for {
 		t := d.token()
-		if dl, isDelim := t.(json.Delim); isDelim && dl == '}' {
+		if t.delim('}') {
 			*out = m
 			return
 		}
-		k, _ := t.(string)
+		k := t.str()
 		val := d.token()
-		if s, isStr := val.(string); isStr {
-			m[k] = s
+		if val.kind == '"' {
+			m[k] = val.str()
 			continue
 		}
-		d.refuse(where+"."+truncate(k, 64), "expected string")
+		d.refuse(where(key)+"."+truncate(k, 64), "expected string")
 		d.skip(val)
 	}
 }

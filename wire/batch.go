@@ -1,10 +1,6 @@
 package wire
 
-import (
-	"fmt"
-
-	"github.com/agentspace/agentspace/workspace"
-)
+import "github.com/agentspace/agentspace/workspace"
 
 // Batch op codes, the "op" of an OpBody.
 const (
@@ -27,7 +23,9 @@ type BatchBody struct {
 	Ops            []OpBody `json:"ops" maxItems:"1000"`
 }
 
-// OpBody is one op of a batch. Op says which; each op reads the fields
+// OpBody is one op of a batch. Op says which (its code in the op table,
+// ops.go; the enum below lists the same codes, TestOpCodesAreTheEnum);
+// each op reads the fields
 // of its workspace op type (workspace.CreateArtifactOp, ...) under their
 // snake_case names. Kind and title serve both artifacts and notes (and
 // tasks for title); id names an artifact (instead of name) or a task.
@@ -60,47 +58,4 @@ type OpBody struct {
 	Message     string                `json:"message,omitempty"`
 	Actor       string                `json:"actor,omitempty"` // the actor a stop_actor op stops
 	Content
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
-func (o OpBody) ref() workspace.ArtifactRef {
-	return workspace.ArtifactRef{ID: o.ID, Name: o.Name}
-}
-
-// WorkspaceOp returns the op the body stands for; an unknown op code or a
-// bad content encoding is an *InvalidError naming it.
-func (o OpBody) WorkspaceOp() (workspace.Op, error) {
-	cond := workspace.Cond{IfVersion: o.IfVersion, Fence: o.Fence, Message: o.Message}
-	switch o.Op {
-	case OpCreateArtifact:
-		c, err := o.Bytes()
-		return workspace.CreateArtifactOp{Message: o.Message, Artifact: workspace.NewArtifact{Name: o.Name, Kind: deref(o.Kind), Content: c, ContentType: deref(o.ContentType), Labels: o.Labels, TaskID: deref(o.TaskID)}}, err
-	case OpUpdateArtifact:
-		c, err := o.Bytes()
-		return workspace.UpdateArtifactOp{Ref: o.ref(), Cond: cond, Change: workspace.ArtifactChange{Content: c, Kind: o.Kind, ContentType: o.ContentType, Owner: o.Owner, TaskID: o.TaskID, Labels: o.Labels}}, err
-	case OpDeleteArtifact:
-		return workspace.DeleteArtifactOp{Ref: o.ref(), Cond: cond}, nil
-	case OpRollbackArtifact:
-		return workspace.RollbackArtifactOp{Ref: o.ref(), To: o.To, Cond: cond}, nil
-	case OpCreateTask:
-		return workspace.CreateTaskOp{Message: o.Message, Task: workspace.NewTask{Title: deref(o.Title), Description: deref(o.Description), ParentID: o.ParentID, DependsOn: o.DependsOn, Areas: o.Areas, Priority: deref(o.Priority), Labels: o.Labels, Assignee: deref(o.Assignee)}}, nil
-	case OpUpdateTask:
-		return workspace.UpdateTaskOp{ID: o.ID, Cond: cond, Change: workspace.TaskChange{Status: o.Status, Title: o.Title, Description: o.Description, Assignee: o.Assignee, Priority: o.Priority, Labels: o.Labels, Result: o.Result}}, nil
-	case OpPutNote:
-		return workspace.PutNoteOp{Cond: cond, Note: workspace.NotePut{Kind: deref(o.Kind), Key: o.Key, Title: deref(o.Title), Body: o.Body}}, nil
-	case OpDeleteNote:
-		return workspace.DeleteNoteOp{Cond: cond, Kind: deref(o.Kind), Key: o.Key}, nil
-	case OpReleaseLock:
-		return workspace.ReleaseLockOp{Resource: o.Resource, Token: o.Token, Message: o.Message}, nil
-	case OpStopActor:
-		return workspace.StopActorOp{Actor: o.Actor, Message: o.Message}, nil
-	}
-	return nil, &workspace.InvalidError{Field: "op", Reason: fmt.Sprintf("%q is not a batch op", truncate(o.Op, 32))}
 }

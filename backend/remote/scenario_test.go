@@ -480,34 +480,10 @@ func followStep(ctx context.Context, ws *workspace.Workspace, a stepArgs) (any, 
 func commitStep(ctx context.Context, ws *workspace.Workspace, actor string, a stepArgs) (any, error) {
 	b := workspace.Batch{Actor: actor, IdempotencyKey: a.IdempotencyKey}
 	for _, o := range a.Ops {
-		cond := workspace.Cond{IfVersion: o.IfVersion, Fence: o.Fence, Message: o.Message}
-		ref := workspace.ArtifactRef{ID: o.ID, Name: o.Name}
-		var content []byte
-		if o.Content.Content != nil {
-			content = []byte(*o.Content.Content)
-		}
-		var op workspace.Op
-		switch o.Op {
-		case wire.OpCreateArtifact:
-			op = workspace.CreateArtifactOp{Message: o.Message, Artifact: workspace.NewArtifact{Name: o.Name, Kind: deref(o.Kind), Content: content, ContentType: deref(o.ContentType), Labels: o.Labels, TaskID: deref(o.TaskID)}}
-		case wire.OpUpdateArtifact:
-			op = workspace.UpdateArtifactOp{Ref: ref, Cond: cond, Change: workspace.ArtifactChange{Content: content, Kind: o.Kind, ContentType: o.ContentType, Owner: o.Owner, TaskID: o.TaskID, Labels: o.Labels}}
-		case wire.OpDeleteArtifact:
-			op = workspace.DeleteArtifactOp{Ref: ref, Cond: cond}
-		case wire.OpRollbackArtifact:
-			op = workspace.RollbackArtifactOp{Ref: ref, To: o.To, Cond: cond}
-		case wire.OpCreateTask:
-			op = workspace.CreateTaskOp{Message: o.Message, Task: workspace.NewTask{Title: deref(o.Title), Description: deref(o.Description), ParentID: o.ParentID, DependsOn: o.DependsOn, Priority: deref(o.Priority), Labels: o.Labels, Assignee: deref(o.Assignee)}}
-		case wire.OpUpdateTask:
-			op = workspace.UpdateTaskOp{ID: o.ID, Cond: cond, Change: workspace.TaskChange{Status: o.Status, Title: o.Title, Description: o.Description, Assignee: o.Assignee, Priority: o.Priority, Labels: o.Labels, Result: o.Result}}
-		case wire.OpPutNote:
-			op = workspace.PutNoteOp{Cond: cond, Note: workspace.NotePut{Kind: deref(o.Kind), Key: o.Key, Title: deref(o.Title), Body: o.Body}}
-		case wire.OpDeleteNote:
-			op = workspace.DeleteNoteOp{Cond: cond, Kind: deref(o.Kind), Key: o.Key}
-		case wire.OpReleaseLock:
-			op = workspace.ReleaseLockOp{Resource: o.Resource, Token: o.Token, Message: o.Message}
-		default:
-			return nil, fmt.Errorf("scenario: unknown batch op %q", o.Op)
+		// The scenario's ops are wire bodies: the op table decodes them.
+		op, err := o.WorkspaceOp()
+		if err != nil {
+			return nil, fmt.Errorf("scenario: batch op %q: %w", o.Op, err)
 		}
 		b.Ops = append(b.Ops, op)
 	}
