@@ -28,4 +28,3 @@ func (c *Client) Commit(ctx context.Context, b workspace.Batch) (workspace.Batch
 	}
 	return out, err
 }
-
