@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -72,15 +71,12 @@ var registerFloor = sync.OnceFunc(func() { driver.Register(floorScheme, floorDri
 // writes, waiters woken across stores, subscriptions, gc and compaction,
 // and the model-based test (one seed), which drives every operation. The
 // required interfaces' paths (the inventory, the chain) do not change on
-// the floor, and Run covers them. A backend hooks in with
+// the floor, and Run covers them. h's stores must be a Driver's (see
+// driver.Register). A backend hooks in with
 //
 //	func TestConformanceFloor(t *testing.T) { conformance.RunFloor(t, harness{}) }
 func RunFloor(t *testing.T, h Harness) {
 	registerFloor()
-	if os.Getenv(childEnv) != "" {
-		runChild(t)
-		return
-	}
 	t.Run("Floor", func(t *testing.T) { runFloorCases(t, floorHarness{h: h}, floorCases) })
 	has := storeCapabilities(t, h)
 	for _, c := range capabilities {

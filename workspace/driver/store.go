@@ -179,14 +179,13 @@ type ReadTx interface {
 	// Counts returns the number of live artifacts, of notes, and of tasks per status.
 	Counts(ctx context.Context) (Counts, error)
 
-	// ArtifactIDs and LeaseRows are the store's inventory: every artifact
-	// it holds, deleted ones too, and every lease row, released ones too.
-	// The log names only what happened above its floor: once compaction
-	// removed every event about a deleted artifact or a released lease,
-	// an export that read only the log would leave it out, and a restore
-	// would lose the artifact's versions or issue the lease's fencing
-	// tokens again from 1. Export and gc read these instead.
-
+	// ArtifactIDs and LeaseRows are the store's inventory, which export
+	// and gc read: the log names only what happened above its floor, so
+	// once compaction removed every event about a deleted artifact or a
+	// released lease, an export that read only the log would leave it
+	// out, and a restore would lose the artifact's versions or issue the
+	// lease's fencing tokens again from 1.
+	//
 	// ArtifactIDs returns the IDs of the artifacts, live and deleted,
 	// greater than after, ascending (bytewise), at most limit.
 	ArtifactIDs(ctx context.Context, after string, limit int) ([]string, error)
