@@ -390,48 +390,8 @@ type notifyingStore struct {
 	driver.Notifier
 }
 
-// earlyNotifyingStore keeps the EarlyNotifier capability of the store it counts.
-type earlyNotifyingStore struct {
-	countingStore
-	driver.EarlyNotifier
-}
-
-// eventNotifyingStore keeps the EventNotifier capability of the store it counts.
-type eventNotifyingStore struct {
-	countingStore
-	driver.EventNotifier
-}
-
-// headNotifyingStore keeps the HeadNotifier capability of the store it counts.
-type headNotifyingStore struct {
-	countingStore
-	driver.HeadNotifier
-}
-
-// lazyEventNotifyingStore also keeps the LazyNotifier capability: without
-// it the store would listen all the time.
-type lazyEventNotifyingStore struct {
-	eventNotifyingStore
-	lazy driver.LazyNotifier
-}
-
-func (s lazyEventNotifyingStore) Interest(wanted func() bool) { s.lazy.Interest(wanted) }
-func (s lazyEventNotifyingStore) Wake()                       { s.lazy.Wake() }
-
 func countStore(st driver.Store, n *atomic.Int64) driver.Store {
 	c := countingStore{Store: st, n: n}
-	if en, ok := st.(driver.EventNotifier); ok {
-		if ln, ok := st.(driver.LazyNotifier); ok {
-			return lazyEventNotifyingStore{eventNotifyingStore{countingStore: c, EventNotifier: en}, ln}
-		}
-		return eventNotifyingStore{countingStore: c, EventNotifier: en}
-	}
-	if hn, ok := st.(driver.HeadNotifier); ok {
-		return headNotifyingStore{countingStore: c, HeadNotifier: hn}
-	}
-	if en, ok := st.(driver.EarlyNotifier); ok {
-		return earlyNotifyingStore{countingStore: c, EarlyNotifier: en}
-	}
 	if nt, ok := st.(driver.Notifier); ok {
 		return notifyingStore{countingStore: c, Notifier: nt}
 	}

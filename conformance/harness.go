@@ -3,6 +3,11 @@
 //
 //	func TestConformance(t *testing.T) { conformance.Run(t, harness{}) }
 //
+// and a backend of package driver with a second, which runs the suite's
+// cases with the store's optional capabilities hidden (see RunFloor):
+//
+//	func TestConformanceFloor(t *testing.T) { conformance.RunFloor(t, harness{}) }
+//
 // Tests that are about processes re-execute the test binary: when the
 // binary starts as a child, Run plays the child's part and exits, so the
 // same one line covers them.

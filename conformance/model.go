@@ -43,8 +43,11 @@ const (
 var modelSeeds = []uint64{1, 2, 3}
 
 // testModel: random operations match the model, seed after seed.
-func testModel(t *testing.T, h Harness) {
-	seeds, steps := modelSeeds, modelSteps
+func testModel(t *testing.T, h Harness) { testModelSeeds(t, h, modelSeeds) }
+
+// testModelSeeds is testModel with the given seeds.
+func testModelSeeds(t *testing.T, h Harness, seeds []uint64) {
+	steps := modelSteps
 	if s := os.Getenv(modelSeedEnv); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
 		require.NoError(t, err, "%s=%q", modelSeedEnv, s)

@@ -41,8 +41,7 @@ type Options struct {
 	// created before (by an Open without it, or a migration), and fail with
 	// a *NoWorkspaceError, creating nothing, where there is none: a read
 	// on a mistyped path or schema then says so instead of leaving an empty
-	// store behind. The backend must be able to tell (a driver.Driver
-	// does so as a driver.Prober).
+	// store behind. Every driver.Driver can tell (its Probe).
 	MustExist bool
 	// PolicyRecheck bounds how stale the workspace's policy may be when an
 	// operation is checked against it: the handle reads the policy's head

@@ -7,15 +7,15 @@ import (
 	"github.com/agentspace/agentspace/workspace/driver"
 )
 
-// The store keeps the event log's hash chain (driver.ChainReader,
-// driver.ChainWriter): each line of events.ndjson carries its event's
+// The store keeps the event log's hash chain (driver.ReadTx's
+// ChainEvents and ChainBase, driver.Tx's SetChainBase): each line of events.ndjson carries its event's
 // hash, and floor.json the hash the event at the floor chains from.
 var (
-	_ driver.ChainReader = (*tx)(nil)
-	_ driver.ChainWriter = (*tx)(nil)
+	_ driver.ReadTx = (*tx)(nil)
+	_ driver.Tx     = (*tx)(nil)
 )
 
-// ChainEvents implements driver.ChainReader.
+// ChainEvents implements driver.ReadTx.
 func (t *tx) ChainEvents(ctx context.Context, after int64, limit int) ([]driver.ChainedEvent, error) {
 	var out []driver.ChainedEvent
 	for i := t.st.eventsAfter(after); i < len(t.st.events); i++ {
@@ -27,7 +27,7 @@ func (t *tx) ChainEvents(ctx context.Context, after int64, limit int) ([]driver.
 	return out, nil
 }
 
-// ChainBase implements driver.ChainReader.
+// ChainBase implements driver.ReadTx.
 func (t *tx) ChainBase(ctx context.Context) ([]byte, error) {
 	if t.st.floorHash == nil {
 		return slices.Clone(driver.ZeroChainHash), nil
@@ -35,7 +35,7 @@ func (t *tx) ChainBase(ctx context.Context) ([]byte, error) {
 	return slices.Clone(t.st.floorHash), nil
 }
 
-// SetChainBase implements driver.ChainWriter.
+// SetChainBase implements driver.Tx.
 func (t *tx) SetChainBase(ctx context.Context, hash []byte) error {
 	setField(t, &t.st.floorHash, slices.Clone(hash))
 	setField(t, &t.base, true)

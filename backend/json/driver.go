@@ -28,7 +28,7 @@ func (jsonDriver) Params() []string { return nil }
 func LatestFormat() uint { return latestFormat }
 
 // Probe reports whether cfg.Target is a workspace, creating nothing (it
-// implements driver.Prober, for workspace.Options.MustExist): the
+// is driver.Driver's Probe, for workspace.Options.MustExist): the
 // directory must exist and hold a FORMAT file with a version.
 func (jsonDriver) Probe(ctx context.Context, cfg driver.Config) error {
 	if err := ctx.Err(); err != nil {

@@ -144,13 +144,15 @@ func openStore(ctx context.Context, cfg driver.Config) (*store, error) {
 // events.ndjson, so gc does it in one step.
 func (s *store) RewritesLog() bool { return true }
 
-// Changes implements driver.Notifier where the directory can be
-// watched; it is nil otherwise, and the engine polls.
-func (s *store) Changes() <-chan struct{} {
+var _ driver.Notifier = (*store)(nil)
+
+// Notify implements driver.Notifier where the directory can be watched
+// (it offers nothing otherwise, and the engine polls).
+func (s *store) Notify(func() bool) driver.Notifications {
 	if s.watch == nil {
-		return nil
+		return driver.Notifications{}
 	}
-	return s.watch.C
+	return driver.Notifications{Changes: s.watch.C}
 }
 
 func (s *store) openLocked(f *formatHandle, autoMigrate bool) error {

@@ -259,10 +259,10 @@ func (t *tx) ListLeases(ctx context.Context, now time.Time) ([]workspace.Lease, 
 }
 
 // The store lists deleted artifacts and released leases for an export
-// and gc (driver.Inventory).
-var _ driver.Inventory = (*tx)(nil)
+// and gc (driver.ReadTx's ArtifactIDs and LeaseRows).
+var _ driver.ReadTx = (*tx)(nil)
 
-// ArtifactIDs implements driver.Inventory.
+// ArtifactIDs implements driver.ReadTx.
 func (t *tx) ArtifactIDs(ctx context.Context, after string, limit int) ([]string, error) {
 	var out []string
 	for id := range t.st.arts {
@@ -277,7 +277,7 @@ func (t *tx) ArtifactIDs(ctx context.Context, after string, limit int) ([]string
 	return out, nil
 }
 
-// LeaseRows implements driver.Inventory.
+// LeaseRows implements driver.ReadTx.
 func (t *tx) LeaseRows(ctx context.Context, after string, limit int) ([]workspace.Lease, error) {
 	var out []workspace.Lease
 	for r, l := range t.st.leases {

@@ -9,13 +9,13 @@ import (
 	"github.com/agentspace/agentspace/workspace/driver"
 )
 
-// The store keeps the event log's hash chain (driver.ChainReader,
-// driver.ChainWriter): events.hash, computed by the statements that
+// The store keeps the event log's hash chain (driver.ReadTx's
+// ChainEvents and ChainBase, driver.Tx's SetChainBase): events.hash, computed by the statements that
 // append events (events.go) from counters.hash, the head's; and
 // counters.floor_hash, kept by compactEvents.
 var (
-	_ driver.ChainReader = (*readTx)(nil)
-	_ driver.ChainWriter = (*writeTx)(nil)
+	_ driver.ReadTx = (*readTx)(nil)
+	_ driver.Tx     = (*writeTx)(nil)
 )
 
 const (
@@ -24,7 +24,7 @@ const (
 	setChainBase    = `UPDATE counters SET hash = $1, floor_hash = $1`
 )
 
-// ChainEvents implements driver.ChainReader.
+// ChainEvents implements driver.ReadTx.
 func (t *readTx) ChainEvents(ctx context.Context, after int64, limit int) ([]driver.ChainedEvent, error) {
 	rows, err := t.q.Query(ctx, readChainEvents, after, limit)
 	out, err := collect(rows, err, func(row pgx.Row) (driver.ChainedEvent, error) {
@@ -40,7 +40,7 @@ func (t *readTx) ChainEvents(ctx context.Context, after int64, limit int) ([]dri
 	return out, nil
 }
 
-// ChainBase implements driver.ChainReader.
+// ChainBase implements driver.ReadTx.
 func (t *readTx) ChainBase(ctx context.Context) ([]byte, error) {
 	var h []byte
 	if err := t.q.QueryRow(ctx, readChainBase).Scan(&h); err != nil {
@@ -49,7 +49,7 @@ func (t *readTx) ChainBase(ctx context.Context) ([]byte, error) {
 	return h, nil
 }
 
-// SetChainBase implements driver.ChainWriter.
+// SetChainBase implements driver.Tx.
 func (t *writeTx) SetChainBase(ctx context.Context, hash []byte) error {
 	if _, err := t.q.Exec(ctx, setChainBase, hash); err != nil {
 		return fmt.Errorf("postgres: set chain base: %w", err)

@@ -14,3 +14,5 @@ type harness struct{}
 func (harness) NewDSN(t testing.TB) string { return pgtest.NewDSN(t) }
 
 func TestConformance(t *testing.T) { conformance.Run(t, harness{}) }
+
+func TestConformanceFloor(t *testing.T) { conformance.RunFloor(t, harness{}) }

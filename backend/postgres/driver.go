@@ -109,7 +109,7 @@ const probeQuery = `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1
 	EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = $2)`
 
 // Probe reports whether the DSN's schema holds a workspace, creating
-// nothing (it implements driver.Prober, for workspace.Options.MustExist):
+// nothing (it is driver.Driver's Probe, for workspace.Options.MustExist):
 // the schema must exist and record a schema version. It reads on one
 // short-lived connection and takes no lock: a migration in progress shows
 // as a version, which Open then waits for and checks.

@@ -69,10 +69,10 @@ type listener struct {
 	// the engine has already seen it.
 	own *atomic.Int64
 	// heard is the highest seq announced since listening last started, 0
-	// before that and while not listening: see driver.HeadNotifier.
+	// before that and while not listening: see driver.Notifications.Head.
 	heard atomic.Int64
 	// carried holds the events notifications carried since the engine
-	// last took them (see driver.EventNotifier), at most maxCarried.
+	// last took them (see driver.Notifications.Events), at most maxCarried.
 	carriedMu sync.Mutex
 	carried   []workspace.Event
 	startOnce sync.Once

@@ -944,7 +944,7 @@ func (t *readTx) ListLeases(ctx context.Context, now time.Time) ([]workspace.Lea
 	return out, nil
 }
 
-// LeaseRows implements driver.Inventory.
+// LeaseRows implements driver.ReadTx.
 func (t *readTx) LeaseRows(ctx context.Context, after string, limit int) ([]workspace.Lease, error) {
 	rows, err := t.q.Query(ctx, leaseRows, after, limit)
 	out, err := collect(rows, err, scanLease)
@@ -955,10 +955,10 @@ func (t *readTx) LeaseRows(ctx context.Context, after string, limit int) ([]work
 }
 
 // The store lists deleted artifacts and released leases for an export
-// and gc (driver.Inventory).
-var _ driver.Inventory = (*readTx)(nil)
+// and gc (driver.ReadTx's ArtifactIDs and LeaseRows).
+var _ driver.ReadTx = (*readTx)(nil)
 
-// ArtifactIDs implements driver.Inventory.
+// ArtifactIDs implements driver.ReadTx.
 func (t *readTx) ArtifactIDs(ctx context.Context, after string, limit int) ([]string, error) {
 	rows, err := t.q.Query(ctx, artifactIDs, after, limit)
 	out, err := collect(rows, err, func(r pgx.Row) (string, error) {

@@ -107,9 +107,23 @@ func openStore(ctx context.Context, pool *pgxpool.Pool, ownPool bool, opts Optio
 	return s, nil
 }
 
-// Changes implements driver.Notifier. It is nil when LISTEN is off, and
-// the engine then polls. The first call starts the listener: lazy, when
-// Interest came first; else listening from then on.
+var _ driver.Notifier = (*store)(nil)
+
+// Notify implements driver.Notifier: the listener's notifications, which
+// carry the head and, when they fit, the events; the listener listens
+// only while wanted reports true (see Interest). It offers nothing when
+// LISTEN is off, and the engine then polls.
+func (s *store) Notify(wanted func() bool) driver.Notifications {
+	if s.listener == nil {
+		return driver.Notifications{}
+	}
+	s.Interest(wanted)
+	return driver.Notifications{Changes: s.Changes(), Wake: s.Wake, Head: s.NotifiedHead, Events: s.NotifiedEvents}
+}
+
+// Changes is Notify's Changes. It is nil when LISTEN is off. The first
+// call starts the listener: lazy, when Interest came first; else
+// listening from then on.
 func (s *store) Changes() <-chan struct{} {
 	if s.listener == nil {
 		return nil
@@ -118,7 +132,7 @@ func (s *store) Changes() <-chan struct{} {
 	return s.listener.changes
 }
 
-// Interest implements driver.LazyNotifier: the listener listens (and
+// Interest is Notify's wanted: the listener listens (and
 // other stores' writers notify) only while wanted reports true, and for
 // listenLinger after.
 func (s *store) Interest(wanted func() bool) {
@@ -127,14 +141,14 @@ func (s *store) Interest(wanted func() bool) {
 	}
 }
 
-// Wake implements driver.LazyNotifier.
+// Wake is Notify's Wake: the listener looks at wanted again.
 func (s *store) Wake() {
 	if s.listener != nil {
 		s.listener.poke()
 	}
 }
 
-// NotifiedHead implements driver.HeadNotifier.
+// NotifiedHead is Notify's Head.
 func (s *store) NotifiedHead() int64 {
 	if s.listener == nil {
 		return 0
@@ -142,7 +156,7 @@ func (s *store) NotifiedHead() int64 {
 	return s.listener.heard.Load()
 }
 
-// NotifiedEvents implements driver.EventNotifier.
+// NotifiedEvents is Notify's Events.
 func (s *store) NotifiedEvents() []workspace.Event {
 	if s.listener == nil {
 		return nil

@@ -229,10 +229,10 @@ func (t *readTx) ArtifactVersion(ctx context.Context, id string, version int64) 
 const qArtifactIDs = `SELECT id FROM artifacts WHERE id > ? ORDER BY id LIMIT +?`
 
 // The store lists deleted artifacts and released leases for an export
-// and gc (driver.Inventory).
-var _ driver.Inventory = (*readTx)(nil)
+// and gc (driver.ReadTx's ArtifactIDs and LeaseRows).
+var _ driver.ReadTx = (*readTx)(nil)
 
-// ArtifactIDs implements driver.Inventory.
+// ArtifactIDs implements driver.ReadTx.
 func (t *readTx) ArtifactIDs(ctx context.Context, after string, limit int) ([]string, error) {
 	rows, err := t.q.QueryContext(ctx, qArtifactIDs, after, limit)
 	if err != nil {

@@ -7,12 +7,12 @@ import (
 	"github.com/agentspace/agentspace/workspace/driver"
 )
 
-// The store keeps the event log's hash chain (driver.ChainReader,
-// driver.ChainWriter): events.hash, written by AppendEvents, and
+// The store keeps the event log's hash chain (driver.ReadTx's
+// ChainEvents and ChainBase, driver.Tx's SetChainBase): events.hash, written by AppendEvents, and
 // meta.floor_hash, kept by CompactEvents.
 var (
-	_ driver.ChainReader = (*readTx)(nil)
-	_ driver.ChainWriter = (*writeTx)(nil)
+	_ driver.ReadTx = (*readTx)(nil)
+	_ driver.Tx     = (*writeTx)(nil)
 )
 
 const (
@@ -21,7 +21,7 @@ const (
 	qSetChainBase = `UPDATE meta SET floor_hash = ? WHERE id = 1`
 )
 
-// ChainEvents implements driver.ChainReader.
+// ChainEvents implements driver.ReadTx.
 func (t *readTx) ChainEvents(ctx context.Context, after int64, limit int) ([]driver.ChainedEvent, error) {
 	rows, err := t.q.QueryContext(ctx, qChainEvents, after, limitArg(limit))
 	if err != nil {
@@ -48,7 +48,7 @@ func (t *readTx) ChainEvents(ctx context.Context, after int64, limit int) ([]dri
 	return out, nil
 }
 
-// ChainBase implements driver.ChainReader.
+// ChainBase implements driver.ReadTx.
 func (t *readTx) ChainBase(ctx context.Context) ([]byte, error) {
 	var h []byte
 	if err := t.q.QueryRowContext(ctx, qChainBase).Scan(&h); err != nil {
@@ -57,7 +57,7 @@ func (t *readTx) ChainBase(ctx context.Context) ([]byte, error) {
 	return h, nil
 }
 
-// SetChainBase implements driver.ChainWriter.
+// SetChainBase implements driver.Tx.
 func (t *writeTx) SetChainBase(ctx context.Context, hash []byte) error {
 	if _, err := t.q.ExecContext(ctx, qSetChainBase, hash); err != nil {
 		return fmt.Errorf("sqlite: set chain base: %w", err)

@@ -18,3 +18,5 @@ func (harness) NewDSN(t testing.TB) string {
 }
 
 func TestConformance(t *testing.T) { conformance.Run(t, harness{}) }
+
+func TestConformanceFloor(t *testing.T) { conformance.RunFloor(t, harness{}) }

@@ -61,7 +61,7 @@ func (Driver) Open(ctx context.Context, cfg driver.Config) (driver.Store, error)
 }
 
 // Probe reports whether cfg.Target is a workspace, creating nothing (it
-// implements driver.Prober, for workspace.Options.MustExist): the file
+// is driver.Driver's Probe, for workspace.Options.MustExist): the file
 // must exist and hold a schema version. A file that is not a SQLite
 // database is not reported as missing: opening it says what it is.
 func (Driver) Probe(ctx context.Context, cfg driver.Config) error {

@@ -117,7 +117,7 @@ func (t *readTx) ListLeases(ctx context.Context, now time.Time) ([]workspace.Lea
 	return t.leases(ctx, "list leases", qListLeases, micros(now))
 }
 
-// LeaseRows implements driver.Inventory.
+// LeaseRows implements driver.ReadTx.
 func (t *readTx) LeaseRows(ctx context.Context, after string, limit int) ([]workspace.Lease, error) {
 	return t.leases(ctx, "lease rows", qLeaseRows, after, limit)
 }

@@ -58,19 +58,18 @@ func newStore(w, r *sql.DB, path string, owned bool, indexBatch int64, log *slog
 	return s
 }
 
-// Changes implements driver.Notifier where the file can be watched; it
-// is nil otherwise, and the engine polls.
-func (s *store) Changes() <-chan struct{} {
-	if s.watch == nil {
-		return nil
-	}
-	return s.watch.C
-}
+var _ driver.Notifier = (*store)(nil)
 
-// NotifiesEarly implements driver.EarlyNotifier: the file watch sees a
-// commit's WAL frames as they are written, before its fsync ends and the
-// commit is published in the WAL index.
-func (s *store) NotifiesEarly() bool { return s.watch != nil }
+// Notify implements driver.Notifier where the file can be watched (it
+// offers nothing otherwise, and the engine polls). Its notifications are
+// early: the file watch sees a commit's WAL frames as they are written,
+// before its fsync ends and the commit is published in the WAL index.
+func (s *store) Notify(func() bool) driver.Notifications {
+	if s.watch == nil {
+		return driver.Notifications{}
+	}
+	return driver.Notifications{Changes: s.watch.C, Early: true}
+}
 
 // prepare compiles the fixed queries; the schema must be in place.
 func (s *store) prepare(ctx context.Context) error {

@@ -61,9 +61,5 @@ func (c *importChain) setBase(ctx context.Context, tx Tx, first bool) error {
 	if !first || c.base == nil {
 		return nil
 	}
-	cw, ok := tx.(ChainWriter)
-	if !ok {
-		return nil
-	}
-	return cw.SetChainBase(ctx, c.base)
+	return tx.SetChainBase(ctx, c.base)
 }

@@ -79,25 +79,6 @@ func (h *handle) Export(ctx context.Context, w io.Writer, opts workspace.Archive
 	return p.stats, nil
 }
 
-func eachEvent(ctx context.Context, tx ReadTx, floor int64, fn func(workspace.Event) error) error {
-	after := max(floor-1, 0)
-	for {
-		evs, err := tx.Events(ctx, workspace.EventQuery{AfterSeq: after, Limit: archivePage})
-		if err != nil {
-			return err
-		}
-		for _, ev := range evs {
-			if err := fn(ev); err != nil {
-				return err
-			}
-			after = ev.Seq
-		}
-		if len(evs) < archivePage {
-			return nil
-		}
-	}
-}
-
 func exportTasks(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress) error {
 	f := workspace.TaskFilter{Limit: archivePage}
 	for {
@@ -235,21 +216,9 @@ func exportLeases(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress
 	return nil
 }
 
-// exportLog writes the log record and the events, with the hash chain when
-// the store keeps one.
+// exportLog writes the log record and the events, with the hash chain.
 func exportLog(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress, floor, head int64) error {
-	cr, ok := tx.(ChainReader)
-	if !ok {
-		if err := enc.Encode(archiveLog{Type: recLog, Floor: floor, Head: head}); err != nil {
-			return err
-		}
-		return eachEvent(ctx, tx, floor, func(ev workspace.Event) error {
-			p.stats.Events++
-			p.tick()
-			return enc.Encode(archiveOut{Type: recEvent, Event: &ev})
-		})
-	}
-	base, err := cr.ChainBase(ctx)
+	base, err := tx.ChainBase(ctx)
 	if err != nil {
 		return err
 	}
@@ -258,7 +227,7 @@ func exportLog(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress, f
 	}
 	after := max(floor-1, 0)
 	for {
-		evs, err := cr.ChainEvents(ctx, after, archivePage)
+		evs, err := tx.ChainEvents(ctx, after, archivePage)
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/binary"
 
@@ -74,28 +73,9 @@ func ChainHashes(prev []byte, events []workspace.Event) [][]byte {
 	return out
 }
 
-// ChainedEvent is an event as a chained store holds it: with its hash,
-// nil for an event written before the store kept the chain.
+// ChainedEvent is an event as ReadTx.ChainEvents returns it: with its
+// stored hash, nil for an event written before the store kept the chain.
 type ChainedEvent struct {
 	Event workspace.Event
 	Hash  []byte
-}
-
-// ChainReader is an optional ReadTx capability of stores that keep the
-// hash chain (every backend of this module does).
-type ChainReader interface {
-	// ChainEvents returns the events with Seq > after, ascending, at most
-	// limit, each with its stored hash.
-	ChainEvents(ctx context.Context, after int64, limit int) ([]ChainedEvent, error)
-	// ChainBase returns the hash the event at the floor chains from: that
-	// of the last event compacted away, or ZeroChainHash.
-	ChainBase(ctx context.Context) ([]byte, error)
-}
-
-// ChainWriter is an optional Tx capability of stores that keep the hash
-// chain. SetChainBase sets the hash that the next event appended chains
-// from and that ChainBase returns; an import calls it on an empty store
-// before it appends a compacted log's events.
-type ChainWriter interface {
-	SetChainBase(ctx context.Context, hash []byte) error
 }

@@ -15,25 +15,41 @@
 //
 // # Implementing a backend
 //
+// What every correct store needs is required, and the compiler checks it:
+//
 //  1. Store.Update runs a write transaction serialized with every other
 //     writer of the same store, in any process; a failed fn leaves
 //     nothing, and fn may be run again after a retryable failure.
 //  2. Store.View reads one consistent snapshot.
 //  3. Tx.AppendEvents assigns seqs head+1, head+2, ... and is the last
-//     write of its transaction, so seqs are gap-free in commit order.
-//  4. Return workspace.ErrNotFound (wrapped or bare) for missing records,
+//     write of its transaction, so seqs are gap-free in commit order; the
+//     store keeps each event's hash (ChainHash) and ReadTx.ChainEvents
+//     returns them, for Verify and export.
+//  4. ReadTx.ArtifactIDs and LeaseRows list deleted artifacts and
+//     released leases too, which the log may no longer name: without
+//     them a restore would lose versions and reissue fencing tokens.
+//  5. Return workspace.ErrNotFound (wrapped or bare) for missing records,
 //     and wrap the database's errors with %w.
-//  5. Implement Driver (Open a Store for a Config, list the
-//     backend's own ws_ parameters), and Prober so that
-//     workspace.Options.MustExist works; MigratingDriver for
-//     `wsctl migrate`. Register the schemes in init() with Register, and
-//     export a constructor that takes an existing connection and calls New.
-//  6. Optionally, for speed: Savepointer (group commit with a savepoint per
-//     writer), HintedUpdater and HintedViewer (read the records a
-//     transaction will need in the round trip that starts it), and the
-//     Notifier family (Notifier, LazyNotifier, EarlyNotifier, HeadNotifier,
-//     EventNotifier) so that waiters on other handles wake without polling.
-//     Each is a separate interface found by type assertion: a store without
-//     it is correct, only slower.
-//  7. Pass conformance.Run under go test -race.
+//  6. Implement Driver: Open a Store for a driver.Config, Probe for
+//     one without creating it (workspace.Options.MustExist), and list the
+//     backend's own ws_ parameters. Register the schemes in init() with
+//     Register, and export a constructor that takes an existing
+//     connection and calls New.
+//  7. Pass conformance.Run, and conformance.RunFloor, under go test -race.
+//
+// The rest is optional, each a separate interface found by type
+// assertion. For speed only: a store without any of them is correct, only
+// slower, as conformance.RunFloor proves by hiding them all.
+//
+//   - Savepointer: group commit with a savepoint per writer.
+//   - HintedUpdater, HintedViewer: read the records a transaction will
+//     need in the round trip that starts it.
+//   - Notifier: waiters on other handles wake without polling.
+//   - LogRewriter, BelowFloorDeleter with FloorRaiser, Checkpointer: gc
+//     paced to the store, holding up writers less.
+//
+// For features: without FileSnapshotter, BackupFile answers
+// errors.ErrUnsupported; without MigratingDriver, workspace.OpenMigrator
+// (`wsctl migrate`) refuses the scheme; without Reclaimer, gc gives no
+// freed space back to the file system.
 package driver

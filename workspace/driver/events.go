@@ -19,9 +19,10 @@ import (
 type hub struct {
 	h       *core
 	changes <-chan struct{}
-	heads   HeadNotifier  // set when the store's notifications carry the seq
-	lazy    LazyNotifier  // set when the store listens only while someone waits
-	carried EventNotifier // set when they may carry the events too
+	heads   func() int64             // set when the store's notifications carry the seq
+	wake    func()                   // set when the store listens only while someone waits
+	carried func() []workspace.Event // set when they may carry the events too
+	early   bool                     // set when they may come before the change can be read
 	mu      sync.Mutex
 	head    int64
 	ch      chan struct{} // closed when head advances
@@ -49,19 +50,16 @@ func newHub(h *core) *hub {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &hub{h: h, ch: make(chan struct{}), kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
 	// A store that listens only while someone waits learns who does from
-	// interest, before its first Changes.
-	if ln, ok := h.st.(LazyNotifier); ok {
-		b.lazy = ln
-		ln.Interest(func() bool { return b.interest.Load() > 0 })
-	}
-	if n, ok := h.st.(Notifier); ok {
-		b.changes = n.Changes()
-	}
-	if hn, ok := h.st.(HeadNotifier); ok && b.changes != nil {
-		b.heads = hn
-	}
-	if en, ok := h.st.(EventNotifier); ok && b.changes != nil {
-		b.carried = en
+	// interest.
+	if nt, ok := h.st.(Notifier); ok {
+		n := nt.Notify(func() bool { return b.interest.Load() > 0 })
+		if n.Changes != nil {
+			b.changes, b.wake, b.heads = n.Changes, n.Wake, n.Head
+			if n.Head != nil {
+				b.carried = n.Events
+			}
+			b.early = n.Early && n.Head == nil
+		}
 	}
 	b.wg.Add(1)
 	go b.watchLoop()
@@ -136,10 +134,10 @@ func (b *hub) rememberLocked(evs []workspace.Event) {
 func (b *hub) learn() (head int64) {
 	var evs []workspace.Event
 	if b.carried != nil {
-		evs = b.carried.NotifiedEvents()
+		evs = b.carried()
 	}
 	if b.heads != nil {
-		head = b.heads.NotifiedHead()
+		head = b.heads()
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -196,8 +194,8 @@ func (b *hub) wait(ctx context.Context, closed <-chan struct{}, wake <-chan stru
 		case b.kick <- struct{}{}:
 		default:
 		}
-		if b.lazy != nil {
-			b.lazy.Wake()
+		if b.wake != nil {
+			b.wake()
 		}
 	}
 	defer b.interest.Add(-1)

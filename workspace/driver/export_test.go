@@ -31,11 +31,8 @@ func SettledReads(w *workspace.Workspace) int64 {
 }
 
 // NotifiesEarly reports whether w's store is watched by notifications that
-// come before the change can be read (see EarlyNotifier).
-func NotifiesEarly(w *workspace.Workspace) bool {
-	en, ok := wsconn.Of(w).(*handle).st.(EarlyNotifier)
-	return ok && en.NotifiesEarly()
-}
+// come before the change can be read (see Notifications.Early).
+func NotifiesEarly(w *workspace.Workspace) bool { return wsconn.Of(w).(*handle).hub.early }
 
 // OwnReads is how many times w's watcher read its store for changes it
 // had put off as most likely its own commits.

@@ -640,6 +640,11 @@ func (w writeMarker) CompactEvents(ctx context.Context, floor int64) error {
 	return w.Tx.CompactEvents(ctx, floor)
 }
 
+func (w writeMarker) SetChainBase(ctx context.Context, hash []byte) error {
+	*w.wrote = true
+	return w.Tx.SetChainBase(ctx, hash)
+}
+
 func conflictEvent(actor string, now time.Time, c *workspace.ConflictError, msg string) workspace.Event {
 	ev := workspace.Event{
 		Time:    now,

@@ -42,11 +42,10 @@ func newHeldStore(t *testing.T, dsn string) *heldStore {
 	return h
 }
 
-// Changes implements driver.Notifier with the test's channel.
-func (h *heldStore) Changes() <-chan struct{} { return h.changes }
-
-// NotifiesEarly implements driver.EarlyNotifier.
-func (h *heldStore) NotifiesEarly() bool { return true }
+// Notify implements driver.Notifier with the test's channel, early.
+func (h *heldStore) Notify(func() bool) driver.Notifications {
+	return driver.Notifications{Changes: h.changes, Early: true}
+}
 
 func (h *heldStore) View(ctx context.Context, fn func(tx driver.ReadTx) error) error {
 	var other bool

@@ -12,26 +12,36 @@ import (
 	"github.com/agentspace/agentspace/workspace/driver"
 )
 
-// noProbeDriver cannot tell whether a store exists; opening through it
-// would create one, so a must-exist open must not reach it.
-type noProbeDriver struct{ opens *atomic.Int64 }
+// absentDriver names stores that do not exist: its Probe says so, and its
+// Open, which would create one, must not be reached by a must-exist open.
+type absentDriver struct{ opens *atomic.Int64 }
 
-func (d noProbeDriver) Open(context.Context, driver.Config) (driver.Store, error) {
+func (d absentDriver) Open(context.Context, driver.Config) (driver.Store, error) {
 	d.opens.Add(1)
 	return nil, workspace.ErrClosed
 }
 
-func (noProbeDriver) Params() []string { return nil }
+func (absentDriver) Probe(_ context.Context, cfg driver.Config) error {
+	return &workspace.NoWorkspaceError{Where: cfg.Target, Reason: "nothing is ever there"}
+}
 
-var noProbeOpens atomic.Int64
+func (absentDriver) Params() []string { return nil }
 
-func init() { driver.Register("noprobe", noProbeDriver{opens: &noProbeOpens}) }
+var absentOpens atomic.Int64
 
-func TestMustExistRefusesADriverThatCannotProbe(t *testing.T) {
-	before := noProbeOpens.Load()
-	_, err := workspace.Open(context.Background(), "noprobe:x", workspace.Options{MustExist: true})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "cannot tell whether a workspace exists")
-	assert.NotErrorIs(t, err, workspace.ErrNoWorkspace)
-	assert.Equal(t, before, noProbeOpens.Load(), "the driver's Open was called")
+func init() { driver.Register("absent", absentDriver{opens: &absentOpens}) }
+
+// TestMustExistProbesBeforeItOpens: a must-exist open asks the driver's
+// Probe first and returns its refusal as is, on a shared core and on a
+// private one, and never calls the driver's Open.
+func TestMustExistProbesBeforeItOpens(t *testing.T) {
+	before := absentOpens.Load()
+	for _, private := range []bool{false, true} {
+		_, err := workspace.Open(context.Background(), "absent:x", workspace.Options{MustExist: true, Private: private})
+		require.ErrorIs(t, err, workspace.ErrNoWorkspace)
+		var nw *workspace.NoWorkspaceError
+		require.ErrorAs(t, err, &nw)
+		assert.Equal(t, "x", nw.Where)
+	}
+	assert.Equal(t, before, absentOpens.Load(), "the driver's Open was called")
 }

@@ -47,29 +47,6 @@ func OpenStore(ctx context.Context, p ParsedDSN) (Store, error) {
 	return d.Open(ctx, p.Config)
 }
 
-// Prober is an optional Driver capability, needed for Options.MustExist.
-// Probe reports whether cfg names a workspace that was created, without
-// creating or changing anything: nil if it exists (whatever its schema
-// version: Open checks that), an error matching ErrNoWorkspace (a
-// *NoWorkspaceError saying what is missing) if there is none, or another
-// error if it could not look.
-//
-// Open probes, then opens. A store removed between the two is created
-// again by the open, as an Open without MustExist would: the probe guards
-// against mistakes, not against a concurrent delete.
-type Prober interface {
-	Probe(ctx context.Context, cfg Config) error
-}
-
-// probe checks that cfg names an existing workspace, for Options.MustExist.
-func probe(ctx context.Context, d Driver, cfg Config) error {
-	p, ok := d.(Prober)
-	if !ok {
-		return fmt.Errorf("scheme %q cannot tell whether a workspace exists without creating one (its driver is not a driver.Prober): open it without MustExist", cfg.Scheme)
-	}
-	return p.Probe(ctx, cfg)
-}
-
 // backend is a registered Driver as a Backend.
 type backend struct{ d Driver }
 
@@ -82,7 +59,7 @@ func (b backend) Open(ctx context.Context, cfg Config, opts workspace.Options) (
 	opts = opts.WithDefaults()
 	open := func() (Store, error) {
 		if opts.MustExist {
-			if err := probe(ctx, b.d, cfg); err != nil {
+			if err := b.d.Probe(ctx, cfg); err != nil {
 				return nil, err
 			}
 		}
@@ -110,7 +87,7 @@ type migratingBackend struct {
 
 func (b migratingBackend) OpenMigrator(ctx context.Context, cfg Config, opts workspace.Options) (workspace.Migrator, error) {
 	if opts.MustExist {
-		if err := probe(ctx, b.d, cfg); err != nil {
+		if err := b.d.Probe(ctx, cfg); err != nil {
 			return nil, err
 		}
 	}

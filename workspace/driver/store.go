@@ -68,62 +68,59 @@ type HintedViewer interface {
 	ViewHinted(ctx context.Context, hints []ReadHint, fn func(tx ReadTx) error) error
 }
 
-// Notifier is an optional Store capability: a hint channel that receives a
-// value (coalesced: capacity 1 is enough) whenever another handle may have
-// committed, and after every reconnect. Stores without it are polled.
+// Notifier is an optional Store capability: word that another handle may
+// have committed, so that waiters on this one wake without polling.
+// Stores without it are polled (every Options.PollInterval while anyone
+// waits).
 type Notifier interface {
-	Changes() <-chan struct{}
+	// Notify is called once, by the engine, before it watches the store.
+	// wanted reports whether anyone waits for a change now; it is safe to
+	// call from any goroutine, at any time. A store may stop listening
+	// while it is false (see Notifications.Wake); one that ignores it
+	// listens from this call on.
+	Notify(wanted func() bool) Notifications
 }
 
-// LazyNotifier is an optional Notifier capability for stores that need
-// not listen while no one waits for a change (listening costs the store a
-// connection and every commit a wake-up, and lets other stores' writers
-// skip notifying). The engine calls Interest once, before it calls
-// Changes, with a test of whether anyone waits now (safe to call from any
-// goroutine, at any time), and calls Wake each time the answer may have
-// turned true. While it is false the store may stop listening; once it
-// listens again it must send on Changes, as after a reconnect, so that
-// whatever was committed meanwhile is looked up in the store. A store
-// whose engine never calls Interest listens from the first Changes on.
-type LazyNotifier interface {
-	Notifier
-	Interest(wanted func() bool)
-	Wake()
-}
-
-// EarlyNotifier is an optional Notifier capability for stores whose
-// notifications may come before the change they announce can be read: a
-// file watch sees SQLite's WAL frames written before the commit's fsync
-// ends and the commit is published. NotifiesEarly reports whether this
-// store's do. The engine then reads a change that follows a quiet spell
-// once the notifications have been quiet for a moment, not at once, and
-// looks again at sub-millisecond intervals if it is not there yet.
-type EarlyNotifier interface {
-	Notifier
-	NotifiesEarly() bool
-}
-
-// HeadNotifier is an optional Notifier capability for stores whose
-// notifications carry the seq they announce (Postgres's NOTIFY payload).
-// NotifiedHead is the highest seq announced since the last reconnect, or 0
-// when there is none (then a change must be looked up in the store). A
-// notification is sent after its commit, so the seq is readable.
-type HeadNotifier interface {
-	Notifier
-	NotifiedHead() int64
-}
-
-// EventNotifier is an optional HeadNotifier capability for stores whose
-// notifications can carry the events they announce, so that a subscriber
-// on another handle gets them without reading the log. NotifiedEvents
-// returns the events carried by the notifications received since the last
-// call, in the order they were committed. Each notification that carries
-// events carries every event its commit appended to the log, exactly as
-// the log holds them; one that carries none (too large) leaves a gap,
-// and the engine reads what is in it.
-type EventNotifier interface {
-	HeadNotifier
-	NotifiedEvents() []workspace.Event
+// Notifications is what a Notifier's notifications offer. Changes is the
+// capability; every other field refines it and may be left zero.
+type Notifications struct {
+	// Changes receives a value (coalesced: capacity 1 is enough) whenever
+	// another handle may have committed, and after every reconnect. Nil
+	// when the store cannot notify after all (a file system it cannot
+	// watch, LISTEN turned off): the engine then polls, and ignores the
+	// other fields.
+	Changes <-chan struct{}
+	// Wake is for a store that need not listen while no one waits
+	// (listening costs it a connection and every commit a wake-up, and
+	// lets other stores' writers skip notifying). The engine calls it each
+	// time wanted's answer may have turned true. While that answer is
+	// false the store may stop listening; once it listens again it must
+	// send on Changes, as after a reconnect, so that whatever was
+	// committed meanwhile is looked up in the store.
+	Wake func()
+	// Head is for a store whose notifications carry the seq they announce
+	// (Postgres's NOTIFY payload): the highest seq announced since the
+	// last reconnect, or 0 when there is none (then a change must be
+	// looked up in the store). A notification is sent after its commit,
+	// so the seq is readable.
+	Head func() int64
+	// Events, with Head, is for a store whose notifications can carry the
+	// events they announce, so that a subscriber on another handle gets
+	// them without reading the log: the events carried by the
+	// notifications received since the last call, in the order they were
+	// committed. Each notification that carries events carries every
+	// event its commit appended to the log, exactly as the log holds
+	// them; one that carries none (too large) leaves a gap, and the
+	// engine reads what is in it.
+	Events func() []workspace.Event
+	// Early is set by a store whose notifications may come before the
+	// change they announce can be read: a file watch sees SQLite's WAL
+	// frames written before the commit's fsync ends and the commit is
+	// published. The engine then reads a change that follows a quiet
+	// spell once the notifications have been quiet for a moment, not at
+	// once, and looks again at sub-millisecond intervals if it is not
+	// there yet. It is ignored with Head.
+	Early bool
 }
 
 // ReadTx reads inside a transaction. Every method returns an error matching
@@ -181,6 +178,28 @@ type ReadTx interface {
 	Idempotent(ctx context.Context, key string, now time.Time) ([]byte, error)
 	// Counts returns the number of live artifacts, of notes, and of tasks per status.
 	Counts(ctx context.Context) (Counts, error)
+
+	// ArtifactIDs and LeaseRows are the store's inventory, which export
+	// and gc read: the log names only what happened above its floor, so
+	// once compaction removed every event about a deleted artifact or a
+	// released lease, an export that read only the log would leave it
+	// out, and a restore would lose the artifact's versions or issue the
+	// lease's fencing tokens again from 1.
+	//
+	// ArtifactIDs returns the IDs of the artifacts, live and deleted,
+	// greater than after, ascending (bytewise), at most limit.
+	ArtifactIDs(ctx context.Context, after string, limit int) ([]string, error)
+	// LeaseRows returns the lease rows (live, expired and released) whose
+	// resource is greater than after, by resource (bytewise), at most limit.
+	LeaseRows(ctx context.Context, after string, limit int) ([]workspace.Lease, error)
+
+	// ChainEvents returns the events with Seq > after, ascending, at most
+	// limit, each with its stored hash (see ChainHash): the log as Verify
+	// and export read it.
+	ChainEvents(ctx context.Context, after int64, limit int) ([]ChainedEvent, error)
+	// ChainBase returns the hash the event at the floor chains from: that
+	// of the last event compacted away, or ZeroChainHash.
+	ChainBase(ctx context.Context) ([]byte, error)
 }
 
 // Tx is a write transaction: ReadTx plus writes, all kept or none.
@@ -222,24 +241,13 @@ type Tx interface {
 	// (a compacted log starts above 1), and the store keeps them as given
 	// and returns the first.
 	AppendEvents(ctx context.Context, events []workspace.Event) (first int64, err error)
-	// CompactEvents deletes events with Seq < floor and records the floor.
+	// CompactEvents deletes events with Seq < floor and records the floor
+	// and, as the chain's base, the hash of event floor-1.
 	CompactEvents(ctx context.Context, floor int64) error
-}
-
-// Inventory is an optional ReadTx capability: every artifact the store
-// holds, deleted ones too, and every lease row, released ones too. An
-// export and gc otherwise find those through the log, which names only
-// what happened above its floor: once compaction removed every event
-// about a deleted artifact or a released lease, an export would leave it
-// out, and a restore would lose the artifact's versions or issue the
-// lease's fencing tokens again from 1. Every store of this module has it.
-type Inventory interface {
-	// ArtifactIDs returns the IDs of the artifacts, live and deleted,
-	// greater than after, ascending (bytewise), at most limit.
-	ArtifactIDs(ctx context.Context, after string, limit int) ([]string, error)
-	// LeaseRows returns the lease rows (live, expired and released) whose
-	// resource is greater than after, by resource (bytewise), at most limit.
-	LeaseRows(ctx context.Context, after string, limit int) ([]workspace.Lease, error)
+	// SetChainBase sets the hash that the next event appended chains from
+	// and that ChainBase returns; an import calls it on an empty store
+	// before it appends a compacted log's events.
+	SetChainBase(ctx context.Context, hash []byte) error
 }
 
 // LogRewriter is an optional Store capability for stores whose
@@ -331,6 +339,15 @@ type Driver interface {
 	// Open connects to the store cfg names. An empty store gets the current
 	// schema; an older one gives a *SchemaError unless cfg.AutoMigrate.
 	Open(ctx context.Context, cfg Config) (Store, error)
+	// Probe reports whether cfg names a workspace that was created,
+	// without creating or changing anything, for Options.MustExist: nil if
+	// it exists (whatever its schema version: Open checks that), an error
+	// matching workspace.ErrNoWorkspace (a *workspace.NoWorkspaceError
+	// saying what is missing) if there is none, or another error if it
+	// could not look. The engine probes, then opens: a store removed
+	// between the two is created again by the open; the probe guards
+	// against mistakes, not against a concurrent delete.
+	Probe(ctx context.Context, cfg Config) error
 	// Params lists the backend's own ws_ DSN parameters; any other ws_
 	// parameter not known to this package is an error.
 	Params() []string

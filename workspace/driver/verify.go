@@ -35,11 +35,7 @@ func verifyStore(ctx context.Context, st Store) (workspace.VerifyReport, error) 
 	var r workspace.VerifyReport
 	err := st.View(ctx, func(tx ReadTx) error {
 		r = workspace.VerifyReport{}
-		cr, ok := tx.(ChainReader)
-		if !ok {
-			return fmt.Errorf("this store keeps no hash chain: %w", workspace.ErrInvalid)
-		}
-		ids, err := verifyChain(ctx, tx, cr, &r)
+		ids, err := verifyChain(ctx, tx, &r)
 		if err != nil {
 			return err
 		}
@@ -83,7 +79,7 @@ func (h *handle) BackupFile(ctx context.Context, path string) (workspace.VerifyR
 
 // verifyChain checks the links from the floor to the head and returns the
 // artifact IDs the log names (for deleted artifacts' versions).
-func verifyChain(ctx context.Context, tx ReadTx, cr ChainReader, r *workspace.VerifyReport) (map[string]bool, error) {
+func verifyChain(ctx context.Context, tx ReadTx, r *workspace.VerifyReport) (map[string]bool, error) {
 	var err error
 	if r.Floor, err = tx.Floor(ctx); err != nil {
 		return nil, err
@@ -91,7 +87,7 @@ func verifyChain(ctx context.Context, tx ReadTx, cr ChainReader, r *workspace.Ve
 	if r.Head, err = tx.Head(ctx); err != nil {
 		return nil, err
 	}
-	prev, err := cr.ChainBase(ctx)
+	prev, err := tx.ChainBase(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +101,7 @@ func verifyChain(ctx context.Context, tx ReadTx, cr ChainReader, r *workspace.Ve
 	}
 	after := r.Floor - 1
 	for r.BrokenSeq == 0 {
-		evs, err := cr.ChainEvents(ctx, after, archivePage)
+		evs, err := tx.ChainEvents(ctx, after, archivePage)
 		if err != nil {
 			return nil, err
 		}

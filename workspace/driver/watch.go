@@ -288,11 +288,7 @@ func (b *hub) watchLoop() {
 		// Notifications carry the news; the tick only guards against a lost one.
 		tick = max(poll*20, time.Second)
 	}
-	early := false
-	if en, ok := b.h.st.(EarlyNotifier); ok && b.changes != nil && b.heads == nil {
-		early = en.NotifiesEarly()
-	}
-	p := newWatchPlan(b.changes != nil, early, poll, tick)
+	p := newWatchPlan(b.changes != nil, b.early, poll, tick)
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
 	timer := time.NewTimer(time.Hour)
