@@ -233,7 +233,7 @@ func timelineOf(w window, f *flow, truncated bool) timelineView {
 	for i, n := range names {
 		y := tlAxis + float64(i)*tlLane
 		laneY[n] = y
-		v.Lanes = append(v.Lanes, svgLane{Name: clip(visible(n), laneChars), Full: visible(n), Y: y, URL: "/ui/feed?" + encode("actor", n)})
+		v.Lanes = append(v.Lanes, svgLane{Name: clip(visible(n), laneChars), Full: visible(n), Y: y, URL: agentLink(n)})
 	}
 	v.Height = tlAxis + float64(max(len(names), 1))*tlLane + 4
 	span := float64(w.Span)
