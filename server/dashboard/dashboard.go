@@ -100,6 +100,7 @@ type Handler struct {
 	hub    *hub
 	secret []byte // keys the CSRF tokens
 	now    func() time.Time
+	scan   int // events a timeline or charts page reads at most (maxScan)
 }
 
 // New returns the dashboard of ws. Close stops its event stream.
@@ -130,7 +131,7 @@ func New(ws workspace.Workspace, opts Options) (*Handler, error) {
 	if _, err := rand.Read(secret); err != nil {
 		return nil, err
 	}
-	h := &Handler{ws: ws, opts: opts, log: opts.Logger, tmpl: tmpl, mux: http.NewServeMux(), secret: secret, now: time.Now}
+	h := &Handler{ws: ws, opts: opts, log: opts.Logger, tmpl: tmpl, mux: http.NewServeMux(), secret: secret, now: time.Now, scan: maxScan}
 	h.hub = newHub(ws, opts.Logger, opts.Redact)
 	h.routes()
 	return h, nil
