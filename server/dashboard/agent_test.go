@@ -195,3 +195,24 @@ func TestAgentPagesOfHostileNamesAreInert(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentPageOnEveryBackend: the team's session on SQLite, JSON files
+// and PostgreSQL gives each agent a page with its state, what it holds
+// and its conflict.
+func TestAgentPageOnEveryBackend(t *testing.T) {
+	onEveryBackend(t, func(t *testing.T, e *env) {
+		team(t, e.ws)
+		code, page := e.get("/ui/agent?actor=worker-1")
+		require.Equal(t, http.StatusOK, code, page)
+		assert.Contains(t, page, `id="agent-state">idle<`, "it holds nothing now and wrote lately")
+		assert.Contains(t, page, ">1 conflicts</a>")
+		assert.Contains(t, page, "task.released")
+		code, page = e.get("/ui/agent?actor=reviewer")
+		require.Equal(t, http.StatusOK, code, page)
+		assert.Contains(t, page, `id="agent-state">working<`)
+		assert.Contains(t, page, "write the tests", "the task worker-1 released, its second attempt")
+		assert.Contains(t, page, "lock.forced", "its forced release is among its events")
+		_, list := e.get("/ui/agents")
+		assert.Contains(t, list, `<a href="/ui/agent?actor=worker-2">worker-2</a>`)
+	})
+}
