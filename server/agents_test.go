@@ -242,3 +242,26 @@ func (a actorTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set(wire.ActorHeader, string(a))
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// TestAgentSummaryCountsDenialsAndStatesItsRule: a write the policy
+// refuses counts as a denial in the agent's summary, and the rule is
+// stated with the thresholds in force.
+func TestAgentSummaryCountsDenialsAndStatesItsRule(t *testing.T) {
+	e := newEnv(t, sqliteDSN(t), server.Options{})
+	ctx := context.Background()
+	policy := "[roles.watcher]\nartifacts_read = [\"**\"]\n\n[actors]\nroot = [\"admin\"]\nwendy = [\"watcher\"]\n"
+	_, err := e.ws.Artifacts().Create(ctx, workspace.Write{Actor: "root"}, workspace.NewArtifact{Name: workspace.PolicyArtifact, Content: []byte(policy)})
+	require.NoError(t, err)
+	_, err = e.ws.Tasks().Create(ctx, workspace.Write{Actor: "wendy"}, workspace.NewTask{Title: "not hers to make"})
+	require.ErrorIs(t, err, workspace.ErrForbidden)
+	rule := server.AgentRule{StaleAfter: 5 * time.Minute, GoneAfter: 3 * time.Hour}
+	a, err := server.GetAgent(ctx, e.ws, rule, "wendy")
+	require.NoError(t, err)
+	assert.Equal(t, 1, a.Denials)
+	assert.Equal(t, 0, a.Conflicts)
+	assert.Equal(t, server.AgentIdle, a.State)
+	assert.Equal(t, "holds nothing and wrote something within 3h0m0s", rule.Explain(a.State))
+	assert.Contains(t, rule.Explain(server.AgentWorking), "within 5m0s")
+	assert.Contains(t, server.AgentRule{}.Explain(server.AgentStale), "within 2m0s", "the defaults for zero fields")
+	assert.Contains(t, rule.Explain("sleeping"), "not a state")
+}
