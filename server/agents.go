@@ -165,6 +165,9 @@ type Agent struct {
 	Recent []workspace.Event `json:"recent"`
 	// Conflicts counts its conflict events among those scanned.
 	Conflicts int `json:"conflicts"`
+	// Denials counts its denied events (writes the policy refused) among
+	// those scanned.
+	Denials int `json:"denials"`
 }
 
 // Agents returns a summary of every actor that holds a claim, a lease or
@@ -270,8 +273,11 @@ func scanEvents(ctx context.Context, ws *workspace.Workspace, rule AgentRule, ge
 			}
 			a := get(e.Actor)
 			a.LastSeen = e.Time
-			if e.Type == workspace.EventConflict {
+			switch e.Type {
+			case workspace.EventConflict:
 				a.Conflicts++
+			case workspace.EventDenied:
+				a.Denials++
 			}
 			a.Recent = append(a.Recent, e)
 			if len(a.Recent) > rule.Recent {
@@ -284,6 +290,23 @@ func scanEvents(ctx context.Context, ws *workspace.Workspace, rule AgentRule, ge
 		q.AfterSeq = page.Next
 	}
 	return nil
+}
+
+// Explain states the rule that gives state, with r's thresholds (the
+// defaults for zero fields): the text docs/agents.md tabulates.
+func (r AgentRule) Explain(state AgentState) string {
+	r = r.withDefaults()
+	switch state {
+	case AgentWorking:
+		return fmt.Sprintf("holds a claim or a lease, no claim of it has lapsed, and it wrote something within %v", r.StaleAfter)
+	case AgentStale:
+		return fmt.Sprintf("holds a claim or a lease but wrote nothing within %v, or holds a claim whose lease has lapsed", r.StaleAfter)
+	case AgentIdle:
+		return fmt.Sprintf("holds nothing and wrote something within %v", r.GoneAfter)
+	case AgentGone:
+		return fmt.Sprintf("holds nothing and wrote nothing within %v, or every token it had is revoked", r.GoneAfter)
+	}
+	return "not a state: " + truncate(string(state), 32)
 }
 
 // state applies the rule to a, at now.

@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	_ "github.com/agentspace/agentspace/backend/remote"
+	"github.com/agentspace/agentspace/mcp"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
@@ -124,49 +127,141 @@ func TestAgentStateRule(t *testing.T) {
 	assert.Equal(t, 200, st)
 }
 
-// TestRequestsAreTheActorsHeartbeat: with TouchEvery, an agent that keeps
-// making requests keeps its claim well past its lease without a heartbeat
-// of its own; once it stops, the claim lapses and another agent takes the
-// task. Without TouchEvery a request renews nothing.
-func TestRequestsAreTheActorsHeartbeat(t *testing.T) {
-	e := newEnv(t, sqliteDSN(t), server.Options{TouchEvery: 100 * time.Millisecond})
+// TestToolUseIsTheHeartbeatEndToEnd: over a real server with TouchEvery,
+// ann works through a served client (backend/remote) and mo through an
+// MCP session at /mcp, each holding a 2s claim. Both keep calling (reads
+// and tool calls, no heartbeat of their own) and keep their claims well
+// past their first leases, never renewed beyond 2s; once they stop, both
+// claims lapse and bob takes both tasks. Without TouchEvery a request
+// renews nothing. The cap and the expiry are tested deterministically in
+// package workspace (touch_test.go); this is the one test on real time.
+func TestToolUseIsTheHeartbeatEndToEnd(t *testing.T) {
+	e := newEnv(t, sqliteDSN(t), server.Options{TouchEvery: 100 * time.Millisecond, MCP: mcpAt})
 	ctx := context.Background()
-	task, err := e.ws.Tasks().Create(ctx, workspace.Write{Actor: "lead"}, workspace.NewTask{Title: "t"})
+	for range 2 {
+		_, err := e.ws.Tasks().Create(ctx, workspace.Write{Actor: "lead"}, workspace.NewTask{Title: "t"})
+		require.NoError(t, err)
+	}
+	remote, err := workspace.Open(ctx, e.hs.URL)
 	require.NoError(t, err)
-	var claimed workspace.Task
-	e.ok(200, &claimed, "POST", "/v1/tasks/claim", map[string]any{"lease": "2s"}, as, "ann")
-	require.Equal(t, task.ID, claimed.ID)
+	t.Cleanup(func() { _ = remote.Close() })
+	annTask, err := remote.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "ann", Lease: 2 * time.Second})
+	require.NoError(t, err)
+	mo := mcpSession(t, e.hs.URL, "mo")
+	res, err := mo.CallTool(ctx, &sdk.CallToolParams{Name: "task_claim", Arguments: map[string]any{"lease_seconds": 2}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	moTasks, err := e.ws.Tasks().List(ctx, workspace.TaskFilter{Assignee: "mo", Status: workspace.TaskInProgress})
+	require.NoError(t, err)
+	require.Len(t, moTasks.Tasks, 1)
+	moTask := moTasks.Tasks[0]
 
-	until := claimed.LeaseExpiresAt.Add(2 * time.Second)
+	asAnn := workspace.WithPrincipal(ctx, workspace.Principal{Actor: "ann"})
+	until := annTask.LeaseExpiresAt
+	if moTask.LeaseExpiresAt.After(until) {
+		until = moTask.LeaseExpiresAt
+	}
+	until = until.Add(2 * time.Second)
 	for time.Now().Before(until) {
-		e.ok(200, nil, "GET", "/v1/status", nil, as, "ann")
+		_, err := remote.Tasks().List(asAnn, workspace.TaskFilter{Limit: 1})
+		require.NoError(t, err)
+		res, err := mo.CallTool(ctx, &sdk.CallToolParams{Name: "status", Arguments: map[string]any{}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, "%v", res.Content)
 		time.Sleep(50 * time.Millisecond)
 	}
-	cur, err := e.ws.Tasks().Get(ctx, task.ID)
-	require.NoError(t, err)
-	assert.Equal(t, workspace.TaskInProgress, cur.Status, "kept by its requests, past its first lease")
-	assert.Equal(t, "ann", cur.Assignee)
-	assert.LessOrEqual(t, cur.LeaseExpiresAt.Sub(cur.UpdatedAt), 2*time.Second, "never renewed beyond its own lease")
+	for who, id := range map[string]string{"ann": annTask.ID, "mo": moTask.ID} {
+		cur, err := e.ws.Tasks().Get(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, workspace.TaskInProgress, cur.Status, "%s kept its claim by its calls, past its first lease", who)
+		assert.Equal(t, who, cur.Assignee)
+		assert.Greater(t, cur.Version, int64(2), "%s's claim was renewed", who)
+		assert.LessOrEqual(t, cur.LeaseExpiresAt.Sub(cur.UpdatedAt), 2*time.Second, "never renewed beyond its own lease")
+	}
 
-	// It stops calling: the claim lapses on time and bob gets the task.
+	// They stop calling: both claims lapse on time and bob gets both tasks.
 	deadline := time.Now().Add(30 * time.Second)
-	for {
+	got := map[string]bool{}
+	for len(got) < 2 {
 		next, err := e.ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "bob", Lease: time.Hour})
 		if err == nil {
-			assert.Equal(t, task.ID, next.ID)
-			break
+			got[next.ID] = true
+			continue
 		}
 		require.ErrorIs(t, err, workspace.ErrNoTask)
-		require.True(t, time.Now().Before(deadline), "the claim never lapsed")
+		require.True(t, time.Now().Before(deadline), "a claim never lapsed")
 		time.Sleep(20 * time.Millisecond)
 	}
+	assert.Equal(t, map[string]bool{annTask.ID: true, moTask.ID: true}, got)
 
 	off := newEnv(t, sqliteDSN(t), server.Options{})
 	_, err = off.ws.Tasks().Create(ctx, workspace.Write{Actor: "lead"}, workspace.NewTask{Title: "t"})
 	require.NoError(t, err)
+	var claimed workspace.Task
 	off.ok(200, &claimed, "POST", "/v1/tasks/claim", map[string]any{"lease": "1h"}, as, "ann")
 	off.ok(200, nil, "GET", "/v1/status", nil, as, "ann")
-	cur, err = off.ws.Tasks().Get(ctx, claimed.ID)
+	cur, err := off.ws.Tasks().Get(ctx, claimed.ID)
 	require.NoError(t, err)
 	assert.Equal(t, claimed.Version, cur.Version, "no renewal without TouchEvery")
+}
+
+// mcpAt is the MCP endpoint wsctl serves at /mcp (cmd/wsctl/mcphttp.go).
+func mcpAt(p server.MCPParams) server.MCPEndpoint {
+	m := mcp.NewServer(p.Workspace, mcp.Options{Version: p.Version, Logger: p.Logger, Redact: p.Redact})
+	h := m.HTTPHandler(func(r *http.Request) mcp.Caller {
+		c := p.Caller(r)
+		return mcp.Caller{Actor: c.Actor, Bound: c.Bound, TokenID: c.TokenID, Expires: c.Expires}
+	}, mcp.HTTPOptions{MaxBodyBytes: p.MaxBodyBytes})
+	return mcpEndpoint{h, m}
+}
+
+type mcpEndpoint struct {
+	http.Handler
+	*mcp.Server
+}
+
+func (e mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) { e.Handler.ServeHTTP(w, r) }
+
+// mcpSession is an MCP client session at base's /mcp acting as actor.
+func mcpSession(t *testing.T, base, actor string) *sdk.ClientSession {
+	t.Helper()
+	c := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "0"}, nil)
+	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: actorTransport(actor)}}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// actorTransport names the acting agent on every request, as a server
+// without tokens takes it.
+type actorTransport string
+
+func (a actorTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(wire.ActorHeader, string(a))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestAgentSummaryCountsDenialsAndStatesItsRule: a write the policy
+// refuses counts as a denial in the agent's summary, and the rule is
+// stated with the thresholds in force.
+func TestAgentSummaryCountsDenialsAndStatesItsRule(t *testing.T) {
+	e := newEnv(t, sqliteDSN(t), server.Options{})
+	ctx := context.Background()
+	policy := "[roles.watcher]\nartifacts_read = [\"**\"]\n\n[actors]\nroot = [\"admin\"]\nwendy = [\"watcher\"]\n"
+	_, err := e.ws.Artifacts().Create(ctx, workspace.Write{Actor: "root"}, workspace.NewArtifact{Name: workspace.PolicyArtifact, Content: []byte(policy)})
+	require.NoError(t, err)
+	_, err = e.ws.Tasks().Create(ctx, workspace.Write{Actor: "wendy"}, workspace.NewTask{Title: "not hers to make"})
+	require.ErrorIs(t, err, workspace.ErrForbidden)
+	rule := server.AgentRule{StaleAfter: 5 * time.Minute, GoneAfter: 3 * time.Hour}
+	a, err := server.GetAgent(ctx, e.ws, rule, "wendy")
+	require.NoError(t, err)
+	assert.Equal(t, 1, a.Denials)
+	assert.Equal(t, 0, a.Conflicts)
+	assert.Equal(t, server.AgentIdle, a.State)
+	assert.Equal(t, "holds nothing and wrote something within 3h0m0s", rule.Explain(a.State))
+	assert.Contains(t, rule.Explain(server.AgentWorking), "within 5m0s")
+	assert.Contains(t, server.AgentRule{}.Explain(server.AgentStale), "within 2m0s", "the defaults for zero fields")
+	assert.Contains(t, rule.Explain("sleeping"), "not a state")
 }

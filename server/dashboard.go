@@ -37,6 +37,18 @@ func (s *Server) mountDashboard() error {
 			return fmt.Sprintf("stopped %s: %d tokens revoked, %d leases ended, %d claims returned",
 				r.Actor, len(r.Tokens), len(r.Leases), len(r.Tasks)), nil
 		},
+		Agents: func(ctx context.Context) ([]dashboard.Agent, error) {
+			all, err := Agents(ctx, s.ws, s.opts.Agents)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]dashboard.Agent, len(all))
+			for i, a := range all {
+				out[i] = dashboardAgent(a, s.opts.Agents)
+			}
+			return out, nil
+		},
+		AgentRules: agentRules(s.opts.Agents),
 	})
 	if err != nil {
 		return err
@@ -45,4 +57,24 @@ func (s *Server) mountDashboard() error {
 	s.mux.Handle("GET /{$}", d)
 	s.mux.Handle("/ui/", d)
 	return nil
+}
+
+// dashboardAgent is a as the dashboard shows it: its tokens without
+// anything secret.
+func dashboardAgent(a Agent, rule AgentRule) dashboard.Agent {
+	d := dashboard.Agent{Actor: a.Actor, State: string(a.State), Rule: rule.Explain(a.State), LastSeen: a.LastSeen,
+		Claims: a.Claims, Leases: a.Leases, Recent: a.Recent, Conflicts: a.Conflicts, Denials: a.Denials}
+	for _, t := range a.Tokens {
+		d.Tokens = append(d.Tokens, dashboard.AgentToken{ID: t.ID, Role: t.Role, ExpiresAt: t.ExpiresAt, Revoked: t.Revoked})
+	}
+	return d
+}
+
+// agentRules states the state rule, a line per state.
+func agentRules(rule AgentRule) []dashboard.StateRule {
+	var out []dashboard.StateRule
+	for _, st := range []AgentState{AgentWorking, AgentStale, AgentIdle, AgentGone} {
+		out = append(out, dashboard.StateRule{State: string(st), Rule: rule.Explain(st)})
+	}
+	return out
 }

@@ -35,8 +35,10 @@ type TouchOptions struct {
 	Every time.Duration
 	// MaxLease caps how far a lease is renewed (default DefaultTouchMaxLease).
 	MaxLease time.Duration
-	// Now is the clock of the interval (default time.Now); tests pass
-	// their own.
+	// Now is the Toucher's clock (default time.Now): it spaces an actor's
+	// renewals by Every and decides which claims and leases have lapsed
+	// (not revived) and which a renewal would extend. The store's own
+	// clock sets the new expiry. Tests pass a controlled one.
 	Now func() time.Time
 }
 
@@ -135,7 +137,9 @@ func (t *Toucher) Touch(ctx context.Context, actor string) (TouchResult, error) 
 	t.mu.Unlock()
 	for _, l := range leases {
 		span := held[leaseID{l.Resource, l.Token}]
-		if l.Owner != actor || span <= 0 || !now.Add(span).After(l.ExpiresAt) {
+		// Lapsed by the Toucher's clock (the store may not have reaped
+		// it yet): not revived, as a claim is not.
+		if l.Owner != actor || span <= 0 || !l.ExpiresAt.After(now) || !now.Add(span).After(l.ExpiresAt) {
 			continue
 		}
 		_, err := t.ws.Locks().Renew(ctx, l, span)

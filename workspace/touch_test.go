@@ -95,26 +95,148 @@ func TestTouchRenewsClaimsAndLeasesWithinTheCap(t *testing.T) {
 	assert.True(t, r.Skipped, "no actor, no touch")
 }
 
-// TestTouchDoesNotReviveALapsedClaim: a claim whose lease ran out before
-// the touch stays lapsed, and another agent claims the task.
-func TestTouchDoesNotReviveALapsedClaim(t *testing.T) {
-	ctx := context.Background()
-	ws, err := workspace.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
+// openTouch opens a SQLite workspace with one task per title.
+func openTouch(t *testing.T, titles ...string) workspace.Workspace {
+	t.Helper()
+	ws, err := workspace.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })
-	_, err = ws.Tasks().Create(ctx, workspace.Write{Actor: "lead"}, workspace.NewTask{Title: "t"})
-	require.NoError(t, err)
-	claimed, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "ann", Lease: time.Millisecond})
-	require.NoError(t, err)
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(claimed.LeaseExpiresAt.Add(time.Millisecond)) {
-		require.True(t, time.Now().Before(deadline))
-		time.Sleep(time.Millisecond)
+	for _, title := range titles {
+		_, err := ws.Tasks().Create(context.Background(), workspace.Write{Actor: "lead"}, workspace.NewTask{Title: title})
+		require.NoError(t, err)
 	}
-	r, err := workspace.NewToucher(ws, workspace.TouchOptions{}).Touch(ctx, "ann")
+	return ws
+}
+
+// TestTouchCapsALeaseAtMaxLease: a lease taken for 3h is renewed by at
+// most MaxLease (1h) from the renewal: not while more than MaxLease is
+// left (a renewal never shortens it), and by MaxLease, not its 3h, once
+// less is left. The span is fixed when the lease is first seen, so the
+// holder's own shorter renewal does not shrink what a touch grants.
+func TestTouchCapsALeaseAtMaxLease(t *testing.T) {
+	ctx := context.Background()
+	ws := openTouch(t)
+	lease, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:big", Owner: "ann", TTL: 3 * time.Hour})
 	require.NoError(t, err)
-	assert.Zero(t, r.Claims)
-	next, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "bob", Lease: time.Hour})
+	c := &clock{now: lease.AcquiredAt}
+	tc := workspace.NewToucher(ws, workspace.TouchOptions{Every: time.Second, MaxLease: time.Hour, Now: c.Now})
+
+	r, err := tc.Touch(ctx, "ann")
 	require.NoError(t, err)
-	assert.Equal(t, claimed.ID, next.ID)
+	assert.Equal(t, workspace.TouchResult{}, r, "3h left: a 1h renewal would shorten it")
+	l, err := ws.Locks().Get(ctx, "file:big")
+	require.NoError(t, err)
+	assert.Equal(t, lease.ExpiresAt, l.ExpiresAt)
+
+	// The holder renews for 10s itself (from now: at least AcquiredAt +
+	// 10s); the next touch, a second after AcquiredAt, grants the cap.
+	l, err = ws.Locks().Renew(ctx, l, 10*time.Second)
+	require.NoError(t, err)
+	c.add(time.Second)
+	before := time.Now().UTC().Truncate(time.Microsecond)
+	r, err = tc.Touch(ctx, "ann")
+	after := time.Now().UTC()
+	require.NoError(t, err)
+	assert.Equal(t, workspace.TouchResult{Leases: 1}, r)
+	got, err := ws.Locks().Get(ctx, "file:big")
+	require.NoError(t, err)
+	assert.Equal(t, lease.Token, got.Token, "the same lease, its fence unchanged")
+	assert.False(t, got.ExpiresAt.Before(before.Add(time.Hour)), "renewed by MaxLease from the renewal")
+	assert.False(t, got.ExpiresAt.After(after.Add(time.Hour)), "and no more: not the lease's 3h")
+}
+
+// TestTouchDoesNotReviveWhatLapsed: by the Toucher's clock, a claim and a
+// lease are renewed up to the instant they lapse and not from it: an
+// agent that stops calling keeps them exactly as long as its last
+// renewal granted (its own lease length from that renewal), and a call
+// after that revives nothing. The clock is the Toucher's own, so no test
+// waits for a lease to run out.
+func TestTouchDoesNotReviveWhatLapsed(t *testing.T) {
+	ctx := context.Background()
+	ws := openTouch(t, "t")
+	claimed, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "ann", Lease: time.Hour})
+	require.NoError(t, err)
+	lease, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:a", Owner: "ann", TTL: time.Hour})
+	require.NoError(t, err)
+	c := &clock{}
+	tc := workspace.NewToucher(ws, workspace.TouchOptions{Every: time.Nanosecond, Now: c.Now})
+
+	// The last instant before both lapse: renewed.
+	c.now = claimed.LeaseExpiresAt.Add(-time.Microsecond)
+	if lease.ExpiresAt.Before(claimed.LeaseExpiresAt) {
+		c.now = lease.ExpiresAt.Add(-time.Microsecond)
+	}
+	r, err := tc.Touch(ctx, "ann")
+	require.NoError(t, err)
+	assert.Equal(t, workspace.TouchResult{Claims: 1, Leases: 1}, r)
+	task, err := ws.Tasks().Get(ctx, claimed.ID)
+	require.NoError(t, err)
+	assert.Equal(t, time.Hour, task.LeaseExpiresAt.Sub(task.UpdatedAt), "its last renewal granted its own lease length")
+	l, err := ws.Locks().Get(ctx, "file:a")
+	require.NoError(t, err)
+	head, err := ws.Events().Head(ctx)
+	require.NoError(t, err)
+
+	// It stops calling. From the instant the renewed claim and lease have
+	// lapsed (the later of the two), a late call renews neither and
+	// writes nothing.
+	c.now = task.LeaseExpiresAt
+	if l.ExpiresAt.After(c.now) {
+		c.now = l.ExpiresAt
+	}
+	for range 2 {
+		r, err = tc.Touch(ctx, "ann")
+		require.NoError(t, err)
+		assert.Equal(t, workspace.TouchResult{}, r, "lapsed: neither is revived (and Every has passed: it looked)")
+		c.add(time.Hour)
+	}
+	after, err := ws.Events().Head(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, head, after, "nothing written for what had lapsed")
+	got, err := ws.Tasks().Get(ctx, claimed.ID)
+	require.NoError(t, err)
+	assert.Equal(t, task.Version, got.Version, "the claim was not renewed")
+	assert.Equal(t, task.LeaseExpiresAt, got.LeaseExpiresAt, "it lapses when its last renewal said")
+	gl, err := ws.Locks().Get(ctx, "file:a")
+	require.NoError(t, err)
+	assert.Equal(t, l.ExpiresAt, gl.ExpiresAt, "nor the lease")
+}
+
+// TestConcurrentTouchesOfOneActorRenewOnce: however many calls of one
+// agent arrive at once, one of them renews and the rest read nothing.
+func TestConcurrentTouchesOfOneActorRenewOnce(t *testing.T) {
+	ctx := context.Background()
+	ws := openTouch(t, "t")
+	claimed, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "ann", Lease: time.Hour})
+	require.NoError(t, err)
+	c := &clock{now: claimed.UpdatedAt.Add(time.Second)}
+	tc := workspace.NewToucher(ws, workspace.TouchOptions{Every: time.Minute, Now: c.Now})
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		renewed  int
+		skipped  int
+		failures []error
+	)
+	for range 8 {
+		wg.Go(func() {
+			r, err := tc.Touch(ctx, "ann")
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failures = append(failures, err)
+			}
+			renewed += r.Claims
+			if r.Skipped {
+				skipped++
+			}
+		})
+	}
+	wg.Wait()
+	require.Empty(t, failures)
+	assert.Equal(t, 1, renewed)
+	assert.Equal(t, 7, skipped)
+	got, err := ws.Tasks().Get(ctx, claimed.ID)
+	require.NoError(t, err)
+	assert.Equal(t, claimed.Version+1, got.Version, "one renewal")
 }

@@ -46,10 +46,10 @@ See docs/agents.md.`,
 					return printList(a, all)
 				}
 				tw := a.table()
-				fmt.Fprintln(tw, "ACTOR\tSTATE\tLAST SEEN\tCLAIMS\tLEASES\tTOKENS\tCONFLICTS")
+				fmt.Fprintln(tw, "ACTOR\tSTATE\tLAST SEEN\tCLAIMS\tLEASES\tTOKENS\tCONFLICTS\tDENIALS")
 				for _, ag := range all {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\n", ag.Actor, ag.State, seen(ag.LastSeen),
-						len(ag.Claims), len(ag.Leases), liveTokens(ag.Tokens), ag.Conflicts)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", ag.Actor, ag.State, seen(ag.LastSeen),
+						len(ag.Claims), len(ag.Leases), liveTokens(ag.Tokens), ag.Conflicts, ag.Denials)
 				}
 				return tw.Flush()
 			})
@@ -63,7 +63,7 @@ func (a *app) agentShowCmd() *cobra.Command {
 	var rule server.AgentRule
 	c := &cobra.Command{
 		Use:   "show ACTOR",
-		Short: "Show an agent's state, claims, leases, tokens, recent events and conflict count",
+		Short: "Show an agent's state and its rule, claims, leases, tokens, recent events, conflicts and denials",
 		Args:  cobra.ExactArgs(1),
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			return a.with(ctx, func(ws *workspace.Workspace) error {
@@ -75,7 +75,8 @@ func (a *app) agentShowCmd() *cobra.Command {
 					return a.printJSON(ag)
 				}
 				w := a.stdout
-				fmt.Fprintf(w, "%s: %s, last seen %s, %d conflicts\n", ag.Actor, ag.State, seen(ag.LastSeen), ag.Conflicts)
+				fmt.Fprintf(w, "%s: %s, last seen %s, %d conflicts, %d denials\n", ag.Actor, ag.State, seen(ag.LastSeen), ag.Conflicts, ag.Denials)
+				fmt.Fprintf(w, "rule   %s: %s\n", ag.State, rule.Explain(ag.State))
 				for _, t := range ag.Claims {
 					fmt.Fprintf(w, "claim  %s %q, lease until %s\n", t.ID, t.Title, stamp(t.LeaseExpiresAt))
 				}

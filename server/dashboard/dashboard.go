@@ -75,6 +75,13 @@ type Options struct {
 	// StopAgent stops an agent for an operator (server.StopAgent) and
 	// says what it did. Nil: the agents page has no stop action.
 	StopAgent func(ctx context.Context, by, actor, message string) (string, error)
+	// Agents reads every agent's summary with its state (server.Agents).
+	// Nil: the agents page shows last activity without states, and there
+	// are no agent pages.
+	Agents func(ctx context.Context) ([]Agent, error)
+	// AgentRules state the rule that gives an agent its state, one line
+	// per state, shown on the agents' pages.
+	AgentRules []StateRule
 }
 
 //go:embed templates/*.html
@@ -93,6 +100,7 @@ type Handler struct {
 	hub    *hub
 	secret []byte // keys the CSRF tokens
 	now    func() time.Time
+	scan   int // events a timeline or charts page reads at most (maxScan)
 }
 
 // New returns the dashboard of ws. Close stops its event stream.
@@ -123,7 +131,7 @@ func New(ws *workspace.Workspace, opts Options) (*Handler, error) {
 	if _, err := rand.Read(secret); err != nil {
 		return nil, err
 	}
-	h := &Handler{ws: ws, opts: opts, log: opts.Logger, tmpl: tmpl, mux: http.NewServeMux(), secret: secret, now: time.Now}
+	h := &Handler{ws: ws, opts: opts, log: opts.Logger, tmpl: tmpl, mux: http.NewServeMux(), secret: secret, now: time.Now, scan: maxScan}
 	h.hub = newHub(ws, opts.Logger, opts.Redact)
 	h.routes()
 	return h, nil
@@ -194,6 +202,8 @@ func (h *Handler) views() []view {
 		{name: "diff", path: "/ui/diff", title: "Diff", load: h.loadDiff},
 		{name: "notes", path: "/ui/notes", title: "Notes", live: always(streamNotes), load: h.loadNotes},
 		{name: "agents", path: "/ui/agents", title: "Agents", live: always(streamAgents), load: h.loadAgents},
+		// Every event of the agent changes its recent events: it follows them all.
+		{name: "agent", path: "/ui/agent", title: "Agent", live: always(streamEvents), load: h.loadAgent},
 		// The team's flow and its shadows (timeline.go, changes.go).
 		{name: "timeline", path: "/ui/timeline", title: "Timeline", live: liveWindow, load: h.loadTimeline},
 		{name: "charts", path: "/ui/charts", title: "Charts", live: liveWindow, load: h.loadCharts},

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -211,33 +210,23 @@ func (h *Handler) loadNotes(ctx context.Context, r *http.Request, _ Identity) (a
 }
 
 // agent is one actor's row in the agents view.
-type agent struct {
-	Actor    string
-	Last     time.Time // the newest event by the actor among those read
-	LastWhat string    // its type and subject
-	Claims   []workspace.Task
-	Leases   []workspace.Lease
-}
-
-type agentsView struct {
-	Agents  []*agent
-	Scanned int64 // how many of the newest events were read
-}
-
 // agentEvents is how many of the newest events the agents view reads for
-// last activity.
+// last activity when it has no Options.Agents.
 const agentEvents = 5000
 
 func (h *Handler) loadAgents(ctx context.Context, _ *http.Request, _ Identity) (any, error) {
+	if h.opts.Agents != nil {
+		return h.loadAgentsWithState(ctx)
+	}
 	head, err := h.ws.Events().Head(ctx)
 	if err != nil {
 		return nil, err
 	}
-	by := map[string]*agent{}
-	get := func(name string) *agent {
+	by := map[string]*Agent{}
+	get := func(name string) *Agent {
 		a := by[name]
 		if a == nil {
-			a = &agent{Actor: name}
+			a = &Agent{Actor: name}
 			by[name] = a
 		}
 		return a
@@ -257,8 +246,8 @@ func (h *Handler) loadAgents(ctx context.Context, _ *http.Request, _ Identity) (
 			continue
 		}
 		a := get(e.Actor)
-		if !e.Time.Before(a.Last) {
-			a.Last, a.LastWhat = e.Time, e.Type+" "+e.Subject.Name
+		if !e.Time.Before(a.LastSeen) {
+			a.LastSeen, a.Recent = e.Time, []workspace.Event{e}
 		}
 	}
 	claims, err := allTasks(ctx, h.ws, workspace.TaskFilter{Status: workspace.TaskInProgress})
@@ -279,12 +268,12 @@ func (h *Handler) loadAgents(ctx context.Context, _ *http.Request, _ Identity) (
 		a := get(l.Owner)
 		a.Leases = append(a.Leases, l)
 	}
-	v := agentsView{Scanned: head - from}
+	var v agentsWithState
 	for _, a := range by {
-		v.Agents = append(v.Agents, a)
+		v.Agents = append(v.Agents, *a)
 	}
-	slices.SortFunc(v.Agents, func(x, y *agent) int {
-		if c := y.Last.Compare(x.Last); c != 0 {
+	slices.SortFunc(v.Agents, func(x, y Agent) int {
+		if c := y.LastSeen.Compare(x.LastSeen); c != 0 {
 			return c
 		}
 		return strings.Compare(x.Actor, y.Actor)

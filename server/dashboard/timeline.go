@@ -120,7 +120,7 @@ func (w window) nav(path string) windowNav {
 }
 
 // readFlow reads the log once, from the window's start to the head, into
-// a flow: at most maxScan events, in pages of the largest read the API
+// a flow: at most h.scan (maxScan) events, in pages of the largest read the API
 // allows.
 func (h *Handler) readFlow(ctx context.Context, w window) (*flow, bool, error) {
 	st, err := h.ws.Status(ctx)
@@ -142,7 +142,7 @@ func (h *Handler) readFlow(ctx context.Context, w window) (*flow, bool, error) {
 		if len(p.Events) < q.Limit || p.Next == 0 {
 			break
 		}
-		if scanned >= maxScan {
+		if scanned >= h.scan {
 			f.finish()
 			return f, true, nil
 		}
@@ -233,7 +233,7 @@ func timelineOf(w window, f *flow, truncated bool) timelineView {
 	for i, n := range names {
 		y := tlAxis + float64(i)*tlLane
 		laneY[n] = y
-		v.Lanes = append(v.Lanes, svgLane{Name: clip(visible(n), laneChars), Full: visible(n), Y: y, URL: "/ui/feed?" + encode("actor", n)})
+		v.Lanes = append(v.Lanes, svgLane{Name: clip(visible(n), laneChars), Full: visible(n), Y: y, URL: agentLink(n)})
 	}
 	v.Height = tlAxis + float64(max(len(names), 1))*tlLane + 4
 	span := float64(w.Span)

@@ -608,6 +608,8 @@ export interface components {
             claims: components["schemas"]["Task"][] | null;
             /** Format: int64 */
             conflicts: number;
+            /** Format: int64 */
+            denials: number;
             /** Format: date-time */
             last_seen?: string;
             leases: components["schemas"]["Lease"][] | null;
