@@ -96,7 +96,7 @@ func TestTouchRenewsClaimsAndLeasesWithinTheCap(t *testing.T) {
 }
 
 // openTouch opens a SQLite workspace with one task per title.
-func openTouch(t *testing.T, titles ...string) workspace.Workspace {
+func openTouch(t *testing.T, titles ...string) *workspace.Workspace {
 	t.Helper()
 	ws, err := workspace.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
 	require.NoError(t, err)
