@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentspace/agentspace/workspace/touch"
+
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -43,9 +45,9 @@ type Options struct {
 	// git repository. nil: such a claim is refused before claiming.
 	Worktrees *gitwork.Manager
 	// Touch, when set, makes each tool call a heartbeat of the actor it
-	// acts as (workspace.Toucher): wsctl mcp --touch-every sets it. Over
+	// acts as (touch.Toucher): wsctl mcp --touch-every sets it. Over
 	// HTTP leave it nil: the server touches for every request.
-	Touch *workspace.Toucher
+	Touch *touch.Toucher
 }
 
 // Server serves one workspace to MCP clients: the tools, the artifact

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentspace/agentspace/workspace/touch"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -27,7 +29,7 @@ func TestToolCallsAreTheActorsHeartbeat(t *testing.T) {
 		now = time.Now()
 	)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	touch := workspace.NewToucher(ws, workspace.TouchOptions{Every: time.Minute, Now: clock})
+	touch := touch.New(ws, touch.Options{Every: time.Minute, Now: clock})
 	s := mcp.NewServer(ws, mcp.Options{Actor: "ann", Touch: touch})
 	t.Cleanup(func() { _ = s.Close() })
 	cs := connect(t, s, "", nil)

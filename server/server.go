@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentspace/agentspace/workspace/touch"
+
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 	"github.com/prometheus/client_golang/prometheus"
@@ -75,7 +77,7 @@ type Options struct {
 	// TouchEvery, when positive, makes each request (an MCP call over
 	// /mcp included) a heartbeat of its actor: the actor's claims and
 	// leases are renewed, at most once per TouchEvery per actor and never
-	// by more than each last granted (workspace.Toucher). Zero: off.
+	// by more than each last granted (touch.Toucher). Zero: off.
 	TouchEvery time.Duration
 }
 
@@ -94,7 +96,7 @@ type Server struct {
 	metrics *metrics
 	mcp     MCPEndpoint
 	dash    *dashboard.Handler
-	touch   *workspace.Toucher
+	touch   *touch.Toucher
 	// served lists the /v1 routes ("METHOD /path") the mux serves, for
 	// the test that finds each in the OpenAPI document.
 	served []string
@@ -132,7 +134,7 @@ func New(ws *workspace.Workspace, opts Options) (*Server, error) {
 	s.drain, s.stop = context.WithCancel(context.Background())
 	s.revoke = newRevoker(s)
 	if opts.TouchEvery > 0 {
-		s.touch = workspace.NewToucher(ws, workspace.TouchOptions{Every: opts.TouchEvery})
+		s.touch = touch.New(ws, touch.Options{Every: opts.TouchEvery})
 	}
 	m, err := newMetrics(opts.Registerer, opts.Gatherer)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentspace/agentspace/workspace/touch"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
@@ -50,7 +52,7 @@ its claims when their leases lapse. See docs/agents.md.`,
 				opts := mcp.Options{Actor: actor, Version: readBuildInfo().Version, Logger: logger,
 					Redact: func(err error) error { return workspace.RedactError(err, dsn) }}
 				if touchEvery > 0 {
-					opts.Touch = workspace.NewToucher(ws, workspace.TouchOptions{Every: touchEvery})
+					opts.Touch = touch.New(ws, touch.Options{Every: touchEvery})
 				}
 				// Worktrees only where there is a repository with the
 				// integration branch; elsewhere such a claim is refused.
@@ -70,7 +72,7 @@ its claims when their leases lapse. See docs/agents.md.`,
 			})
 		}),
 	}
-	cmd.Flags().DurationVar(&touchEvery, "touch-every", workspace.DefaultTouchEvery, "renew the actor's claims and leases on tool calls, at most this often (0: off)")
+	cmd.Flags().DurationVar(&touchEvery, "touch-every", touch.DefaultEvery, "renew the actor's claims and leases on tool calls, at most this often (0: off)")
 	cmd.Flags().StringVar(&repo, "repo", ".", "the git repository task_claim's worktrees are made in (or any worktree of it)")
 	return cmd
 }

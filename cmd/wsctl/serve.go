@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentspace/agentspace/workspace/touch"
+
 	"github.com/agentspace/agentspace/workspace/driver"
 
 	"github.com/spf13/cobra"
@@ -140,7 +142,7 @@ Last-Event-ID), requests under way finish.`,
 	f.DurationVar(&drain, "drain-timeout", 30*time.Second, "how long SIGTERM waits for requests under way")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug (one line per request), info, warn or error")
-	f.DurationVar(&touchEvery, "touch-every", workspace.DefaultTouchEvery, "each request renews its actor's claims and leases, at most this often per actor (0: off); see docs/agents.md")
+	f.DurationVar(&touchEvery, "touch-every", touch.DefaultEvery, "each request renews its actor's claims and leases, at most this often per actor (0: off); see docs/agents.md")
 	f.StringArrayVar(&allowedHosts, "allowed-host", nil, "a further Host the server answers to: NAME (any port) or NAME:PORT; repeatable")
 	f.DurationVar(&gcEvery, "gc-every", 0, "run gc with the retention policy this often (0: never)")
 	gcf.add(c)

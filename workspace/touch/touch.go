@@ -1,10 +1,16 @@
-package workspace
+// Package touch makes an agent's use of a face its heartbeat: a served
+// request or an MCP tool call renews the task claims and leases its actor
+// holds, within a cap. The faces opt in (server.Options.TouchEvery,
+// mcp.Options.Touch); nothing touches for in-process callers.
+package touch
 
 import (
 	"context"
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/agentspace/agentspace/workspace"
 )
 
 // Toucher makes an agent's use of a face its heartbeat: Touch, called when
@@ -21,19 +27,19 @@ import (
 // minus AcquiredAt), at most MaxLease. A claim or lease that has lapsed is
 // not revived.
 type Toucher struct {
-	ws    *Workspace
-	opts  TouchOptions
+	ws    *workspace.Workspace
+	opts  Options
 	mu    sync.Mutex
 	last  map[string]time.Time
 	spans map[string]map[leaseID]time.Duration // per actor, per lease held
 }
 
-// TouchOptions configure a Toucher.
-type TouchOptions struct {
+// Options configure a Toucher.
+type Options struct {
 	// Every is the least time between two renewals for one actor
-	// (default DefaultTouchEvery).
+	// (default DefaultEvery).
 	Every time.Duration
-	// MaxLease caps how far a lease is renewed (default DefaultTouchMaxLease).
+	// MaxLease caps how far a lease is renewed (default DefaultMaxLease).
 	MaxLease time.Duration
 	// Now is the Toucher's clock (default time.Now): it spaces an actor's
 	// renewals by Every and decides which claims and leases have lapsed
@@ -42,10 +48,10 @@ type TouchOptions struct {
 	Now func() time.Time
 }
 
-// Defaults of TouchOptions.
+// Defaults of Options.
 const (
-	DefaultTouchEvery    = 10 * time.Second
-	DefaultTouchMaxLease = time.Hour
+	DefaultEvery    = 10 * time.Second
+	DefaultMaxLease = time.Hour
 )
 
 type leaseID struct {
@@ -53,13 +59,13 @@ type leaseID struct {
 	token    int64
 }
 
-// NewToucher returns a Toucher renewing through ws.
-func NewToucher(ws *Workspace, opts TouchOptions) *Toucher {
+// New returns a Toucher renewing through ws.
+func New(ws *workspace.Workspace, opts Options) *Toucher {
 	if opts.Every <= 0 {
-		opts.Every = DefaultTouchEvery
+		opts.Every = DefaultEvery
 	}
 	if opts.MaxLease <= 0 {
-		opts.MaxLease = DefaultTouchMaxLease
+		opts.MaxLease = DefaultMaxLease
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -67,8 +73,8 @@ func NewToucher(ws *Workspace, opts TouchOptions) *Toucher {
 	return &Toucher{ws: ws, opts: opts, last: map[string]time.Time{}, spans: map[string]map[leaseID]time.Duration{}}
 }
 
-// TouchResult says what one Touch renewed.
-type TouchResult struct {
+// Result says what one Touch renewed.
+type Result struct {
 	Claims int // task claims extended
 	Leases int // leases extended
 	// Skipped is set when the actor was touched less than Every ago:
@@ -80,25 +86,25 @@ type TouchResult struct {
 // Every ago. A claim or lease that changed meanwhile (finished, released,
 // lapsed, taken) is left alone; other errors are returned after trying
 // every claim and lease.
-func (t *Toucher) Touch(ctx context.Context, actor string) (TouchResult, error) {
+func (t *Toucher) Touch(ctx context.Context, actor string) (Result, error) {
 	if actor == "" {
-		return TouchResult{Skipped: true}, nil
+		return Result{Skipped: true}, nil
 	}
 	now := t.opts.Now()
 	t.mu.Lock()
 	if last, ok := t.last[actor]; ok && now.Sub(last) < t.opts.Every {
 		t.mu.Unlock()
-		return TouchResult{Skipped: true}, nil
+		return Result{Skipped: true}, nil
 	}
 	// Marked before the work: concurrent calls of one actor renew once.
 	t.last[actor] = now
 	t.mu.Unlock()
 
 	var (
-		res  TouchResult
+		res  Result
 		errs []error
 	)
-	page, err := t.ws.Tasks().List(ctx, TaskFilter{Status: TaskInProgress, Assignee: actor, Limit: 1000})
+	page, err := t.ws.Tasks().List(ctx, workspace.TaskFilter{Status: workspace.TaskInProgress, Assignee: actor, Limit: 1000})
 	if err != nil {
 		return res, err
 	}
@@ -107,7 +113,7 @@ func (t *Toucher) Touch(ctx context.Context, actor string) (TouchResult, error) 
 		if span <= 0 || !task.LeaseExpiresAt.After(now) || !now.Add(span).After(task.LeaseExpiresAt) {
 			continue
 		}
-		_, err := t.ws.Tasks().Heartbeat(ctx, Write{Actor: actor}, task.ID, span)
+		_, err := t.ws.Tasks().Heartbeat(ctx, workspace.Write{Actor: actor}, task.ID, span)
 		switch {
 		case err == nil:
 			res.Claims++
@@ -156,6 +162,6 @@ func (t *Toucher) Touch(ctx context.Context, actor string) (TouchResult, error) 
 // changedMeanwhile reports whether err says the claim or lease moved on
 // between the listing and the renewal: nothing to renew, no failure.
 func changedMeanwhile(err error) bool {
-	return errors.Is(err, ErrConflict) || errors.Is(err, ErrLockLost) || errors.Is(err, ErrNotHolder) ||
-		errors.Is(err, ErrNotFound)
+	return errors.Is(err, workspace.ErrConflict) || errors.Is(err, workspace.ErrLockLost) || errors.Is(err, workspace.ErrNotHolder) ||
+		errors.Is(err, workspace.ErrNotFound)
 }

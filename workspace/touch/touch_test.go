@@ -1,4 +1,4 @@
-package workspace_test
+package touch_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	_ "github.com/agentspace/agentspace/backend/sqlite"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/touch"
 )
 
 // clock is a Toucher's controlled clock for its per-actor interval.
@@ -48,10 +49,10 @@ func TestTouchRenewsClaimsAndLeasesWithinTheCap(t *testing.T) {
 	require.NoError(t, err)
 
 	c := &clock{now: time.Now()}
-	tc := workspace.NewToucher(ws, workspace.TouchOptions{Every: time.Minute, Now: c.Now})
+	tc := touch.New(ws, touch.Options{Every: time.Minute, Now: c.Now})
 	r, err := tc.Touch(ctx, "ann")
 	require.NoError(t, err)
-	assert.Equal(t, workspace.TouchResult{Claims: 1, Leases: 1}, r)
+	assert.Equal(t, touch.Result{Claims: 1, Leases: 1}, r)
 	got, err := ws.Tasks().Get(ctx, mine.ID)
 	require.NoError(t, err)
 	assert.True(t, got.LeaseExpiresAt.After(mine.LeaseExpiresAt), "the claim was extended")
@@ -78,7 +79,7 @@ func TestTouchRenewsClaimsAndLeasesWithinTheCap(t *testing.T) {
 	c.add(time.Second)
 	r, err = tc.Touch(ctx, "ann")
 	require.NoError(t, err)
-	assert.Equal(t, workspace.TouchResult{Claims: 1, Leases: 1}, r, "renewed again after Every")
+	assert.Equal(t, touch.Result{Claims: 1, Leases: 1}, r, "renewed again after Every")
 	l2, err := ws.Locks().Get(ctx, "file:a")
 	require.NoError(t, err)
 	assert.LessOrEqual(t, time.Until(l2.ExpiresAt), 30*time.Minute, "the lease's span does not grow with renewals")
@@ -89,7 +90,7 @@ func TestTouchRenewsClaimsAndLeasesWithinTheCap(t *testing.T) {
 	c.add(time.Minute)
 	r, err = tc.Touch(ctx, "ann")
 	require.NoError(t, err)
-	assert.Equal(t, workspace.TouchResult{}, r, "nothing held, nothing renewed")
+	assert.Equal(t, touch.Result{}, r, "nothing held, nothing renewed")
 	r, err = tc.Touch(ctx, "")
 	require.NoError(t, err)
 	assert.True(t, r.Skipped, "no actor, no touch")
@@ -119,11 +120,11 @@ func TestTouchCapsALeaseAtMaxLease(t *testing.T) {
 	lease, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:big", Owner: "ann", TTL: 3 * time.Hour})
 	require.NoError(t, err)
 	c := &clock{now: lease.AcquiredAt}
-	tc := workspace.NewToucher(ws, workspace.TouchOptions{Every: time.Second, MaxLease: time.Hour, Now: c.Now})
+	tc := touch.New(ws, touch.Options{Every: time.Second, MaxLease: time.Hour, Now: c.Now})
 
 	r, err := tc.Touch(ctx, "ann")
 	require.NoError(t, err)
-	assert.Equal(t, workspace.TouchResult{}, r, "3h left: a 1h renewal would shorten it")
+	assert.Equal(t, touch.Result{}, r, "3h left: a 1h renewal would shorten it")
 	l, err := ws.Locks().Get(ctx, "file:big")
 	require.NoError(t, err)
 	assert.Equal(t, lease.ExpiresAt, l.ExpiresAt)
@@ -137,7 +138,7 @@ func TestTouchCapsALeaseAtMaxLease(t *testing.T) {
 	r, err = tc.Touch(ctx, "ann")
 	after := time.Now().UTC()
 	require.NoError(t, err)
-	assert.Equal(t, workspace.TouchResult{Leases: 1}, r)
+	assert.Equal(t, touch.Result{Leases: 1}, r)
 	got, err := ws.Locks().Get(ctx, "file:big")
 	require.NoError(t, err)
 	assert.Equal(t, lease.Token, got.Token, "the same lease, its fence unchanged")
@@ -159,7 +160,7 @@ func TestTouchDoesNotReviveWhatLapsed(t *testing.T) {
 	lease, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:a", Owner: "ann", TTL: time.Hour})
 	require.NoError(t, err)
 	c := &clock{}
-	tc := workspace.NewToucher(ws, workspace.TouchOptions{Every: time.Nanosecond, Now: c.Now})
+	tc := touch.New(ws, touch.Options{Every: time.Nanosecond, Now: c.Now})
 
 	// The last instant before both lapse: renewed.
 	c.now = claimed.LeaseExpiresAt.Add(-time.Microsecond)
@@ -168,7 +169,7 @@ func TestTouchDoesNotReviveWhatLapsed(t *testing.T) {
 	}
 	r, err := tc.Touch(ctx, "ann")
 	require.NoError(t, err)
-	assert.Equal(t, workspace.TouchResult{Claims: 1, Leases: 1}, r)
+	assert.Equal(t, touch.Result{Claims: 1, Leases: 1}, r)
 	task, err := ws.Tasks().Get(ctx, claimed.ID)
 	require.NoError(t, err)
 	assert.Equal(t, time.Hour, task.LeaseExpiresAt.Sub(task.UpdatedAt), "its last renewal granted its own lease length")
@@ -187,7 +188,7 @@ func TestTouchDoesNotReviveWhatLapsed(t *testing.T) {
 	for range 2 {
 		r, err = tc.Touch(ctx, "ann")
 		require.NoError(t, err)
-		assert.Equal(t, workspace.TouchResult{}, r, "lapsed: neither is revived (and Every has passed: it looked)")
+		assert.Equal(t, touch.Result{}, r, "lapsed: neither is revived (and Every has passed: it looked)")
 		c.add(time.Hour)
 	}
 	after, err := ws.Events().Head(ctx)
@@ -210,7 +211,7 @@ func TestConcurrentTouchesOfOneActorRenewOnce(t *testing.T) {
 	claimed, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "ann", Lease: time.Hour})
 	require.NoError(t, err)
 	c := &clock{now: claimed.UpdatedAt.Add(time.Second)}
-	tc := workspace.NewToucher(ws, workspace.TouchOptions{Every: time.Minute, Now: c.Now})
+	tc := touch.New(ws, touch.Options{Every: time.Minute, Now: c.Now})
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
