@@ -1,6 +1,10 @@
 package workspace
 
-import "context"
+import (
+	"context"
+
+	"github.com/agentspace/agentspace/internal/wsconn"
+)
 
 // Message is one item of a subscription's stream: an event, or (Progress
 // set) a heartbeat saying every event up to Head has been delivered or did
@@ -32,14 +36,15 @@ type Subscription struct {
 // never drops or reorders a message.
 const subscriptionBuffer = 16
 
-// NewSubscription starts a stream fed by run, for the code behind
-// Events.Subscribe (a handle's engine, a client of a remote workspace).
+// newSubscription starts a stream fed by run, for the code behind
+// Events.Subscribe (the engine's handle, the HTTP client), which reach it
+// through internal/wsconn.
 // run is called once, in the subscription's own goroutine, with a context
 // that ends when ctx does or Close is called; it sends each message with
 // send, which blocks while the consumer is behind and reports false once
 // that context has ended (then run should return). run returns why the
 // stream ended, and that is what Err reports (a nil error as ErrClosed).
-func NewSubscription(ctx context.Context, run func(ctx context.Context, send func(Message) bool) error) *Subscription {
+func newSubscription(ctx context.Context, run func(ctx context.Context, send func(Message) bool) error) *Subscription {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Subscription{ch: make(chan Message, subscriptionBuffer), cancel: cancel, done: make(chan struct{})}
 	send := func(m Message) bool {
@@ -97,4 +102,10 @@ func (s *Subscription) Close() error {
 	s.cancel()
 	<-s.done
 	return nil
+}
+
+func init() {
+	wsconn.NewSubscription = func(ctx context.Context, run any) any {
+		return newSubscription(ctx, run.(func(context.Context, func(Message) bool) error))
+	}
 }

@@ -1,4 +1,4 @@
-package workspace_test
+package workspace
 
 import (
 	"context"
@@ -7,16 +7,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/agentspace/agentspace/workspace"
 )
 
 func TestNewSubscriptionDeliversInOrderAndReportsRunsError(t *testing.T) {
 	ctx := context.Background()
 	stop := errors.New("source gone")
-	s := workspace.NewSubscription(ctx, func(_ context.Context, send func(workspace.Message) bool) error {
+	s := newSubscription(ctx, func(_ context.Context, send func(Message) bool) error {
 		for seq := int64(1); seq <= 3; seq++ {
-			if !send(workspace.Message{Event: workspace.Event{Seq: seq}, Head: 3}) {
+			if !send(Message{Event: Event{Seq: seq}, Head: 3}) {
 				return nil
 			}
 		}
@@ -34,16 +32,16 @@ func TestNewSubscriptionDeliversInOrderAndReportsRunsError(t *testing.T) {
 }
 
 func TestNewSubscriptionReportsANilEndAsClosed(t *testing.T) {
-	s := workspace.NewSubscription(context.Background(), func(context.Context, func(workspace.Message) bool) error { return nil })
+	s := newSubscription(context.Background(), func(context.Context, func(Message) bool) error { return nil })
 	_, ok := <-s.C()
 	assert.False(t, ok)
-	assert.ErrorIs(t, s.Err(), workspace.ErrClosed)
+	assert.ErrorIs(t, s.Err(), ErrClosed)
 }
 
 func TestSubscriptionCloseCancelsRunAndWaitsForIt(t *testing.T) {
 	returned := false
-	s := workspace.NewSubscription(context.Background(), func(ctx context.Context, send func(workspace.Message) bool) error {
-		for send(workspace.Message{Progress: true}) {
+	s := newSubscription(context.Background(), func(ctx context.Context, send func(Message) bool) error {
+		for send(Message{Progress: true}) {
 		}
 		returned = true
 		return ctx.Err()

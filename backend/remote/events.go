@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentspace/agentspace/internal/wsconn"
+
 	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -115,7 +117,7 @@ func (e events) Subscribe(ctx context.Context, r workspace.SubscribeRequest) (*w
 	if hb < 0 {
 		s.idle = 3*streamHeartbeat + 5*time.Second
 	}
-	return workspace.NewSubscription(sctx, func(rctx context.Context, send func(workspace.Message) bool) error {
+	return subscription(sctx, func(rctx context.Context, send func(workspace.Message) bool) error {
 		defer c.subs.Done()
 		defer stopLife()
 		defer scancel()
@@ -297,4 +299,9 @@ func (s *stream) read(ctx context.Context, body io.Reader, send func(workspace.M
 		}
 		id, event, data = "", "", data[:0]
 	}
+}
+
+// subscription starts the *workspace.Subscription run feeds.
+func subscription(ctx context.Context, run func(context.Context, func(workspace.Message) bool) error) *workspace.Subscription {
+	return wsconn.NewSubscription(ctx, run).(*workspace.Subscription)
 }

@@ -205,3 +205,27 @@ func TestBackendTestBinariesLinkNoBench(t *testing.T) {
 		assert.Empty(t, forbidden(set, mod+"/bench", mod+"/mcp", mod+"/gitwork"), "backend/remote's tests")
 	})
 }
+
+// maxUserDocLines bounds `go doc -short ./workspace`: the user's package
+// lists what users call, and nothing an implementer, a face or a codec
+// needs (those live in workspace/driver, workspace/touch, wire and
+// internal/...).
+const maxUserDocLines = 100
+
+// TestTheUserPackageStaysSmall counts the lines of `go doc -short
+// ./workspace` and looks for the names that left it for the SPI or the
+// faces, so that they do not come back.
+func TestTheUserPackageStaysSmall(t *testing.T) {
+	root, _ := moduleRoot(t)
+	cmd := exec.Command("go", "doc", "-short", "./workspace") // #nosec G204 -- fixed arguments of this test
+	cmd.Dir = root
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	assert.LessOrEqual(t, len(lines), maxUserDocLines, "go doc -short ./workspace:\n%s", out)
+	for _, line := range lines {
+		for _, gone := range []string{"type Backend ", "func Register(", "type Config ", "func ParseDSN(", "func NewSubscription(", "func DecodeContent(", "type Toucher ", "func Reserve(", "type Collector ", "func GC("} {
+			assert.NotContains(t, line, gone, "belongs to the SPI or a face, not the user's package")
+		}
+	}
+}

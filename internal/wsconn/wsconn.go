@@ -26,3 +26,9 @@ var (
 	Open         func(ctx context.Context, dsn string, opts any) (any, error)
 	OpenMigrator func(ctx context.Context, dsn string, opts any) (any, error)
 )
+
+// NewSubscription starts a *workspace.Subscription fed by run, a
+// func(context.Context, func(workspace.Message) bool) error: the stream
+// behind Events.Subscribe of the engine's handle and of the HTTP client.
+// Package workspace sets it in its init.
+var NewSubscription func(ctx context.Context, run any) any

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentspace/agentspace/internal/wsconn"
+
 	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -361,7 +363,7 @@ func (e events) Subscribe(ctx context.Context, r workspace.SubscribeRequest) (*w
 	}
 	h := e.h
 	h.subs.Add(1)
-	return workspace.NewSubscription(ctx, func(ctx context.Context, send func(workspace.Message) bool) error {
+	return subscription(ctx, func(ctx context.Context, send func(workspace.Message) bool) error {
 		defer h.subs.Done()
 		// The stream also ends when the subscribing handle closes.
 		ctx, cancel := context.WithCancel(ctx)
@@ -499,4 +501,9 @@ func (h *handle) Status(ctx context.Context) (workspace.Status, error) {
 		return workspace.Status{}, err
 	}
 	return st, nil
+}
+
+// subscription starts the *workspace.Subscription run feeds.
+func subscription(ctx context.Context, run func(context.Context, func(workspace.Message) bool) error) *workspace.Subscription {
+	return wsconn.NewSubscription(ctx, run).(*workspace.Subscription)
 }
