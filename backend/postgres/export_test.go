@@ -1,0 +1,16 @@
+package postgres
+
+// SetWriteHook sets, for the failover tests, the hook the stores of
+// schema call at points of every write transaction ("append", "commit",
+// "committed"): fn gets the transaction (an identity to match the points
+// of one by) and the types of the events it appended so far; at
+// "append", true makes them go without a NOTIFY. It is cleared when the
+// returned func is called.
+func SetWriteHook(schema string, fn func(point string, tx any, types []string) bool) (clear func()) {
+	channel := channelName(schema)
+	h := func(point string, tx *writeTx) bool {
+		return tx.channel == channel && fn(point, tx, tx.types)
+	}
+	writeHook.Store(&h)
+	return func() { writeHook.Store(nil) }
+}
