@@ -379,6 +379,9 @@ const (
 // NOTIFY was never sent (the store's write hook holds the transaction
 // while the primary crashes: postmaster and every backend killed).
 func TestFailoverToASynchronousStandbyLosesNothingAcknowledged(t *testing.T) {
+	// The failover tests run beside each other (they wait, mostly, on
+	// clusters and on clients reconnecting), after the package's others.
+	t.Parallel()
 	p := newPair(t, true)
 	for i, moment := range []string{atRandom, atGroupCommit, atClaim, atNotify} {
 		if i > 0 {
@@ -399,6 +402,7 @@ func TestFailoverToASynchronousStandbyLosesNothingAcknowledged(t *testing.T) {
 // end with ErrRewound. Then, on the next pair, it loses a tail for sure
 // (see rewound).
 func TestFailoverToAnAsynchronousStandbyLosesOnlyTheLastAcknowledged(t *testing.T) {
+	t.Parallel()
 	p := newPair(t, false)
 	if !t.Run(atRandom, func(t *testing.T) { runFailover(t, p, false, atRandom) }) {
 		return
