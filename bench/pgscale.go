@@ -28,9 +28,10 @@ type PgScaleConfig struct {
 	// DSN is a Postgres DSN; each workspace gets a fresh schema in its
 	// database (ws_schema is set per workspace), dropped at the end.
 	DSN string
-	// Clients is how many goroutines update per workspace (default 16).
+	// Clients is how many goroutines update in all (default 32), split
+	// evenly over the workspaces, so that every row offers the same load.
 	Clients int
-	// Workspaces are the workspace counts to measure (default 1 and 4).
+	// Workspaces are the workspace counts to measure (default 1, 2, 4).
 	Workspaces []int
 	// Servers is how many servers stand in front of each workspace
 	// (default 2), each with a store of its own, as `wsctl serve`
@@ -64,10 +65,10 @@ type PgScaleRow struct {
 // workspaces, against the raw driver.
 func RunPgScale(ctx context.Context, cfg PgScaleConfig) ([]PgScaleRow, error) {
 	if cfg.Clients <= 0 {
-		cfg.Clients = 16
+		cfg.Clients = 32
 	}
 	if len(cfg.Workspaces) == 0 {
-		cfg.Workspaces = []int{1, 4}
+		cfg.Workspaces = []int{1, 2, 4}
 	}
 	if cfg.Servers <= 0 {
 		cfg.Servers = 2
@@ -90,6 +91,7 @@ func RunPgScale(ctx context.Context, cfg PgScaleConfig) ([]PgScaleRow, error) {
 }
 
 func pgScaleRow(ctx context.Context, cfg PgScaleConfig, n int, progress func(string)) (PgScaleRow, error) {
+	per := max(cfg.Clients/n, 1) // goroutines per workspace
 	u, err := url.Parse(cfg.DSN)
 	if err != nil {
 		return PgScaleRow{}, err
@@ -132,19 +134,19 @@ func pgScaleRow(ctx context.Context, cfg PgScaleConfig, n int, progress func(str
 			return PgScaleRow{}, err
 		}
 		// Goroutine w goes through server w mod Servers.
-		e.handles = clients.handles
-		o, err := w1(ctx, e, "scale", cfg.Clients)
+		through := *e
+		through.handles = clients.handles
+		o, err := w1(ctx, &through, "scale", per)
 		if err != nil {
 			return PgScaleRow{}, err
 		}
 		ours = append(ours, o)
-		e.handles = nil
 		r, err := openRaw(ctx, e)
 		if err != nil {
 			return PgScaleRow{}, err
 		}
 		cleanups = append(cleanups, r.close)
-		ro, done, err := r.op(ctx, spec{workload: "W1", c: cfg.Clients})
+		ro, done, err := r.op(ctx, spec{workload: "W1", c: per})
 		if err != nil {
 			return PgScaleRow{}, err
 		}
@@ -154,13 +156,13 @@ func pgScaleRow(ctx context.Context, cfg PgScaleConfig, n int, progress func(str
 		}
 		raws = append(raws, ro)
 	}
-	// Goroutine g works on workspace g / Clients as its goroutine g mod Clients.
+	// Goroutine g works on workspace g / per as its goroutine g mod per.
 	spread := func(ops []op) op {
 		return func(ctx context.Context, g int) (time.Duration, error) {
-			return ops[g/cfg.Clients](ctx, g%cfg.Clients)
+			return ops[g/per](ctx, g%per)
 		}
 	}
-	total := n * cfg.Clients
+	total := n * per
 	count := func() int64 {
 		var s int64
 		for _, u := range updates {

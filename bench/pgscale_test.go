@@ -12,8 +12,8 @@ import (
 )
 
 // BenchmarkPgScale measures, in one run, W1 through 2 servers on one
-// workspace and on 4 (schemas of their own), 16 clients each, as ratios
-// to the raw driver (docs/postgres.md quotes it):
+// workspace, and on 2 and 4 (schemas of their own, 2 servers each), 32
+// clients in all, as ratios to the raw driver (docs/postgres.md quotes it):
 //
 //	go test -run '^$' -bench PgScale -benchtime 1x ./bench/
 func BenchmarkPgScale(b *testing.B) {
