@@ -573,14 +573,17 @@ func runFailover(t *testing.T, p *pair, sync bool, moment string) {
 			case "note":
 				notes++
 				n, err := ws.Notes().Get(ctx, "decision", a.Key)
-				if !sync && errors.Is(err, workspace.ErrNotFound) && a.At.Before(killed) {
+				// Asynchronous: lost, if acknowledged before the promote (the
+				// dead primary's backends go on acknowledging until they
+				// notice their postmaster is gone).
+				if !sync && errors.Is(err, workspace.ErrNotFound) && a.At.Before(promoted) {
 					lostAt = append(lostAt, a.At)
 					lostBy[actor]++
 					continue
 				}
 				require.NoError(t, err, "acknowledged note %s is there", a.Key)
 				assert.Equal(t, int64(1), n.Version, "note %s was written once", a.Key)
-				if a.At.Before(killed) {
+				if a.At.Before(promoted) {
 					assert.Zero(t, lostBy[actor], "%s's note %s survived, but one it was acknowledged before it was lost", actor, a.Key)
 				}
 			case "claim":
@@ -692,13 +695,17 @@ func runFailover(t *testing.T, p *pair, sync bool, moment string) {
 		}
 	}
 	if len(lostAt) > 0 {
-		first := lostAt[0]
+		first, last := lostAt[0], lostAt[0]
 		for _, at := range lostAt {
 			if at.Before(first) {
 				first = at
 			}
+			if at.After(last) {
+				last = at
+			}
 		}
-		t.Logf("asynchronous replication lost %d acknowledged notes, acknowledged from %v before the kill", len(lostAt), killed.Sub(first).Round(time.Millisecond))
+		t.Logf("asynchronous replication lost %d acknowledged notes, acknowledged from %v to %v after the kill (negative: before it)",
+			len(lostAt), first.Sub(killed).Round(time.Millisecond), last.Sub(killed).Round(time.Millisecond))
 	} else if !sync {
 		t.Logf("asynchronous replication lost no acknowledged note this time")
 	}
@@ -715,6 +722,10 @@ func runFailover(t *testing.T, p *pair, sync bool, moment string) {
 // go to other events), writing nothing; another handle writes past the
 // lost head; and the follower's subscription ends with ErrRewound,
 // delivering no event of the new history for a seq it was delivered.
+// So does that of a second follower that reaches the database through a
+// proxy, cut before the crash and sent to the new primary only once the
+// new history is past the lost seqs: it never sees the head go back,
+// only another event at the seq it was delivered last.
 func rewound(t *testing.T, p *pair) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
@@ -736,6 +747,10 @@ func rewound(t *testing.T, p *pair) {
 		}
 	}
 	writer, follower := open(), open()
+	proxy := pgtest.NewProxy(t, p.primary.Addr())
+	late, err := workspace.Open(ctx, pgtest.WithHost(t, p.primary.DSN("test"), proxy.Addr())+"&ws_schema="+schema, workspace.Options{Private: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = late.Close() })
 	for i := range 5 {
 		require.NoError(t, put(writer, fmt.Sprintf("kept-%d", i)))
 	}
@@ -747,7 +762,7 @@ func rewound(t *testing.T, p *pair) {
 		require.NoError(t, standby.QueryRow(ctx, `SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn`, lsn).Scan(&ok))
 		return ok
 	})
-	_, err := standby.Exec(ctx, `ALTER SYSTEM SET primary_conninfo = ''`)
+	_, err = standby.Exec(ctx, `ALTER SYSTEM SET primary_conninfo = ''`)
 	require.NoError(t, err)
 	_, err = standby.Exec(ctx, `SELECT pg_reload_conf()`)
 	require.NoError(t, err)
@@ -762,6 +777,9 @@ func rewound(t *testing.T, p *pair) {
 	sub, err := follower.Events().Subscribe(ctx, workspace.SubscribeRequest{Heartbeat: -1})
 	require.NoError(t, err)
 	defer sub.Close()
+	lateSub, err := late.Events().Subscribe(ctx, workspace.SubscribeRequest{Heartbeat: -1})
+	require.NoError(t, err)
+	defer lateSub.Close()
 	for i := range 5 {
 		require.NoError(t, put(writer, fmt.Sprintf("lost-%d", i)))
 	}
@@ -773,7 +791,13 @@ func rewound(t *testing.T, p *pair) {
 		require.NoError(t, err)
 		delivered = append(delivered, m.Event)
 	}
+	for seq := int64(0); seq < lost; {
+		m, err := lateSub.Next(ctx)
+		require.NoError(t, err)
+		seq = m.Event.Seq
+	}
 
+	proxy.Cut()
 	p.primary.Crash(t)
 	p.standby.Promote(t)
 	// The standby has the kept notes, not the lost ones.
@@ -803,6 +827,18 @@ func rewound(t *testing.T, p *pair) {
 		}
 		require.Greater(t, m.Event.Seq, lost, "a seq delivered again")
 		t.Fatalf("the follower was delivered seq %d of the new history after seq %d of the lost one", m.Event.Seq, lost)
+	}
+	// The late follower, let through to the new primary now.
+	proxy.Retarget(p.standby.Addr())
+	proxy.Restore()
+	for {
+		m, err := lateSub.Next(ctx)
+		if err != nil {
+			require.ErrorIs(t, err, workspace.ErrRewound)
+			t.Logf("the late follower got: %v", err)
+			break
+		}
+		t.Fatalf("the late follower was delivered seq %d of the new history after seq %d of the lost one", m.Event.Seq, lost)
 	}
 	// The writer's handle writes again once the log is past its seqs: a
 	// seq it had acknowledged is never handed out again.
