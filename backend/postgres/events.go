@@ -165,7 +165,7 @@ func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (i
 	n := len(events)
 	if writeHook.Load() != nil {
 		for _, e := range events {
-			t.types = append(t.types, e.Type)
+			t.types, t.actors = append(t.types, e.Type), append(t.actors, e.Actor)
 		}
 		if hook(hookAppend, t) {
 			t.notify = false

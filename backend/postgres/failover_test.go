@@ -356,7 +356,7 @@ func (p *pair) dsn(schema string) string {
 // The moments a failover test crashes the primary at (see crashAt).
 const (
 	atRandom      = "random"                    // whenever every writer has written a few notes
-	atGroupCommit = "mid group commit"          // a transaction of a group of writes, before its COMMIT
+	atGroupCommit = "mid group commit"          // a transaction of two writers' writes, before its COMMIT
 	atClaim       = "mid claim"                 // a transaction that claims a task, before its COMMIT
 	atNotify      = "between commit and notify" // a note's commit acknowledged, its NOTIFY never sent
 )
@@ -374,8 +374,9 @@ const (
 // with the writers and followers separate processes and the postmaster
 // killed (kill -9); and, with them goroutines of this process (4 writers
 // sharing a handle, so that their writes commit in groups), at a
-// transaction of a group of writes before its COMMIT, at a claim's before
-// its COMMIT, and just after a note's COMMIT was acknowledged whose
+// transaction carrying two writers' writes (a group commit) before its
+// COMMIT, at a claim's before its COMMIT, and just after a note's COMMIT
+// was acknowledged whose
 // NOTIFY was never sent (the store's write hook holds the transaction
 // while the primary crashes: postmaster and every backend killed).
 func TestFailoverToASynchronousStandbyLosesNothingAcknowledged(t *testing.T) {
@@ -426,7 +427,7 @@ func crashAt(t *testing.T, p *pair, schema, moment string, armed *atomic.Bool) (
 		})
 		return true
 	}
-	clear := postgres.SetWriteHook(schema, func(point string, tx any, types []string) bool {
+	clear := postgres.SetWriteHook(schema, func(point string, tx any, types, actors []string) bool {
 		if !armed.Load() {
 			return false
 		}
@@ -436,7 +437,8 @@ func crashAt(t *testing.T, p *pair, schema, moment string, armed *atomic.Bool) (
 		default:
 		}
 		switch {
-		case moment == atGroupCommit && point == "commit" && len(types) >= 2:
+		case moment == atGroupCommit && point == "commit" && len(slices.Compact(slices.Sorted(slices.Values(actors)))) >= 2:
+			// Two writers' writes in one transaction: a group commit.
 			return crash()
 		case moment == atClaim && point == "commit" && slices.Contains(types, workspace.EventTaskClaimed):
 			return crash()
