@@ -210,7 +210,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 				err = e
 			}
 			switch {
-			case errors.As(err, &ce), errors.Is(err, wire.ErrUnauthorized):
+			case errors.As(err, &ce), errors.Is(err, wire.ErrUnauthorized), errors.Is(err, workspace.ErrRewound):
 				p, _ := wire.ProblemOf(err)
 				b, _ := json.Marshal(p)
 				_, _ = fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
