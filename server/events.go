@@ -303,7 +303,7 @@ func (st *stream) end(err error) {
 		err = e
 	}
 	switch {
-	case errors.As(err, &ce), errors.Is(err, wire.ErrUnauthorized):
+	case errors.As(err, &ce), errors.Is(err, wire.ErrUnauthorized), errors.Is(err, workspace.ErrRewound):
 		p, _ := wire.ProblemOf(err)
 		b, _ := json.Marshal(p)
 		_, _ = fmt.Fprintf(st.w, "event: error\ndata: %s\n\n", b)

@@ -47,6 +47,7 @@ const (
 	CodeUnauthorized  = "unauthorized"
 	CodeForbidden     = "forbidden"
 	CodeUnavailable   = "unavailable"
+	CodeRewound       = "rewound"
 	CodeTimeout       = "timeout"
 	CodeNoRoute       = "no_route"
 	CodeUnsupported   = "unsupported_media_type"
@@ -142,6 +143,7 @@ var statusOf = map[string]int{
 	CodeUnauthorized:  http.StatusUnauthorized,
 	CodeForbidden:     http.StatusForbidden,
 	CodeUnavailable:   http.StatusServiceUnavailable,
+	CodeRewound:       http.StatusGone,
 	CodeTimeout:       http.StatusGatewayTimeout,
 	CodeNoRoute:       http.StatusNotFound,
 	CodeUnsupported:   http.StatusUnsupportedMediaType,
@@ -238,6 +240,8 @@ func ProblemOf(err error) (*Problem, bool) {
 		p = NewProblem(CodeStaleFence, detail)
 	case errors.Is(err, workspace.ErrCompacted):
 		p = NewProblem(CodeCompacted, detail)
+	case errors.Is(err, workspace.ErrRewound):
+		p = NewProblem(CodeRewound, detail)
 	case errors.Is(err, workspace.ErrTooLarge):
 		p = NewProblem(CodeTooLarge, detail)
 	case errors.Is(err, workspace.ErrInvalid):
@@ -315,6 +319,7 @@ func (p *Problem) typed(status int) error {
 		CodeUnauthorized:  ErrUnauthorized,
 		CodeForbidden:     ErrForbidden,
 		CodeUnavailable:   ErrUnavailable,
+		CodeRewound:       workspace.ErrRewound,
 	}[p.Code]
 	return &StatusError{Status: status, Code: p.Code, Detail: p.Detail, sentinel: sentinel}
 }

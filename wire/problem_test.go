@@ -43,6 +43,7 @@ func TestEveryErrorSurvivesTheWire(t *testing.T) {
 		{fmt.Errorf("%w: the token is unknown, revoked or expired", wire.ErrUnauthorized), wire.ErrUnauthorized, 401},
 		{fmt.Errorf("%w: no", wire.ErrForbidden), wire.ErrForbidden, 403},
 		{wire.ErrUnavailable, wire.ErrUnavailable, 503},
+		{fmt.Errorf("events.subscribe: %w", workspace.ErrRewound), workspace.ErrRewound, 410},
 	}
 	for _, c := range cases {
 		t.Run(c.err.Error(), func(t *testing.T) {

@@ -53,6 +53,12 @@ var (
 	// connection was lost after the commit was sent; the error then says
 	// so (see *UnavailableError).
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrRewound: the store's event log no longer holds events this
+	// handle committed or delivered (its head went back, or another event
+	// now has a seq it saw): the database failed over to a replica that
+	// had not received them (asynchronous replication). Nothing was
+	// written; re-read the state, and follow again from a seq the log has.
+	ErrRewound = errors.New("event log rewound")
 )
 
 // UnavailableError reports that the store could not be reached. It

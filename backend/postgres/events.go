@@ -163,6 +163,14 @@ func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (i
 		return 0, nil
 	}
 	n := len(events)
+	if writeHook.Load() != nil {
+		for _, e := range events {
+			t.types, t.actors = append(t.types, e.Type), append(t.actors, e.Actor)
+		}
+		if hook(hookAppend, t) {
+			t.notify = false
+		}
+	}
 	if n == 1 && events[0].Seq == 0 {
 		e := events[0]
 		first := t.seq + 1

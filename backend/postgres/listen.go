@@ -71,6 +71,9 @@ type listener struct {
 	// heard is the highest seq announced since listening last started, 0
 	// before that and while not listening: see driver.Notifications.Head.
 	heard atomic.Int64
+	// restarts counts restart calls: what was heard before one may be of
+	// a server that is gone (see store.NotifyRestarts).
+	restarts atomic.Int64
 	// carried holds the events notifications carried since the engine
 	// last took them (see driver.Notifications.Events), at most maxCarried.
 	carriedMu sync.Mutex
@@ -280,6 +283,7 @@ func (l *listener) waitOut(ctx context.Context, d time.Duration) bool {
 // restart forgets what was heard and hints the engine to read the log:
 // listening has (re)started, after a span in which commits went unheard.
 func (l *listener) restart() {
+	l.restarts.Add(1)
 	l.heard.Store(0)
 	l.takeEvents()
 	l.signal()

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -32,7 +33,11 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(failoverChildEnv); role != "" {
 		os.Exit(failoverChild(role, os.Getenv(failoverDSNEnv)))
 	}
-	os.Exit(m.Run())
+	flag.Parse()
+	startBouncerSuites()
+	code := m.Run()
+	stopBouncerSuites()
+	os.Exit(code)
 }
 
 // migrateChild runs `migrate up` and then opens the workspace, as two

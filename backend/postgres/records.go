@@ -48,6 +48,9 @@ type writeTx struct {
 	// seq is the event log's head: read after the writers' lock was taken
 	// and moved by this transaction's appends only (see AppendEvents).
 	seq int64
+	// types and actors are those of the events it appended, kept only
+	// while a writeHook is set.
+	types, actors []string
 	// savepoints is the depth of open savepoints (see savepoint.go).
 	savepoints int
 	// wrote are its writes of artifacts and leases, for the store's memo

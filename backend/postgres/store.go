@@ -56,6 +56,29 @@ type store struct {
 	log         *slog.Logger
 }
 
+// writeHook, set only by this package's tests (export_test.go), is
+// called at points of every write transaction: hookAppend as it appends
+// events (an answer of true sends no NOTIFY for them), hookCommit before
+// its COMMIT is sent, hookCommitted once the COMMIT was acknowledged. The
+// failover tests block in it while they crash the database, to land the
+// crash at those moments.
+var writeHook atomic.Pointer[func(point string, tx *writeTx) bool]
+
+// hook calls writeHook, if set, at point.
+func hook(point string, tx *writeTx) bool {
+	if h := writeHook.Load(); h != nil {
+		return (*h)(point, tx)
+	}
+	return false
+}
+
+// The points of writeHook.
+const (
+	hookAppend    = "append"
+	hookCommit    = "commit"
+	hookCommitted = "committed"
+)
+
 // maxAttempts bounds how often Update and View run fn after retryable failures.
 const maxAttempts = 8
 
@@ -118,7 +141,7 @@ func (s *store) Notify(wanted func() bool) driver.Notifications {
 		return driver.Notifications{}
 	}
 	s.Interest(wanted)
-	return driver.Notifications{Changes: s.Changes(), Wake: s.Wake, Head: s.NotifiedHead, Events: s.NotifiedEvents}
+	return driver.Notifications{Changes: s.Changes(), Wake: s.Wake, Head: s.NotifiedHead, Events: s.NotifiedEvents, Restarts: s.NotifyRestarts}
 }
 
 // Changes is Notify's Changes. It is nil when LISTEN is off. The first
@@ -154,6 +177,14 @@ func (s *store) NotifiedHead() int64 {
 		return 0
 	}
 	return s.listener.heard.Load()
+}
+
+// NotifyRestarts is Notify's Restarts: the listener's restarts.
+func (s *store) NotifyRestarts() int64 {
+	if s.listener == nil {
+		return 0
+	}
+	return s.listener.restarts.Load()
 }
 
 // NotifiedEvents is Notify's Events.
@@ -261,6 +292,14 @@ func (s *store) updateOnce(ctx context.Context, hints []driver.ReadHint, fn func
 		s.abort(conn)
 		return retryable(conn, err), fmt.Errorf("postgres: begin: %w", err)
 	}
+	if own := s.own.Load(); head < own {
+		// The log lost commits this store acknowledged (a failover to a
+		// replica behind): appending now would give their seqs to other
+		// events. Nothing is written.
+		s.abort(conn)
+		s.memo.drop()
+		return false, fmt.Errorf("postgres: %w: the log's head is %d, below seq %d this store committed", workspace.ErrRewound, head, own)
+	}
 	started := time.Now()
 	pl := newPipeline(conn)
 	pl.early = early
@@ -270,6 +309,7 @@ func (s *store) updateOnce(ctx context.Context, hints []driver.ReadHint, fn func
 		s.abort(conn)
 		return retryable(conn, err), err
 	}
+	hook(hookCommit, tx)
 	tag, err := pl.commit(ctx)
 	if err != nil {
 		s.abort(conn)
@@ -282,6 +322,7 @@ func (s *store) updateOnce(ctx context.Context, hints []driver.ReadHint, fn func
 	if tag.String() != "COMMIT" {
 		return false, fmt.Errorf("postgres: commit: transaction was rolled back (%s)", tag.String())
 	}
+	hook(hookCommitted, tx)
 	if tx.seq > head {
 		// Only seqs this transaction appended are the store's own.
 		raise(&s.own, tx.seq)
@@ -317,6 +358,7 @@ func (s *store) updatePredicted(ctx context.Context, conn *pgxpool.Conn, p predi
 		return false, false, nil
 	}
 	last := len(pl.sqls) // COMMIT's place
+	hook(hookCommit, tx)
 	tag, err := pl.commit(ctx)
 	if err != nil {
 		s.abort(conn)
@@ -340,6 +382,7 @@ func (s *store) updatePredicted(ctx context.Context, conn *pgxpool.Conn, p predi
 		s.memo.failed()
 		return true, false, fmt.Errorf("postgres: commit: transaction was rolled back (%s)", tag.String())
 	}
+	hook(hookCommitted, tx)
 	if tx.seq > p.head {
 		raise(&s.own, tx.seq)
 	}

@@ -114,6 +114,8 @@ func classify(err error) error {
 		c.hint = "add one with 'wsctl task add', or wait for one with 'wsctl task claim --wait'"
 	case errors.Is(err, workspace.ErrInvalid), errors.Is(err, workspace.ErrTooLarge):
 		c.code = exitUsage
+	case errors.Is(err, workspace.ErrRewound):
+		c.hint = "the database failed over to a replica that lost events this command saw: re-read the state ('wsctl status'), and follow again from a seq at or below its head"
 	case errors.Is(err, workspace.ErrUnavailable):
 		c.code = exitUnavailable
 		c.hint = "the database cannot be reached now (down, restarting or failing over): try again"

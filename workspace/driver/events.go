@@ -24,6 +24,7 @@ type hub struct {
 	heads   func() int64             // set when the store's notifications carry the seq
 	wake    func()                   // set when the store listens only while someone waits
 	carried func() []workspace.Event // set when they may carry the events too
+	restart func() int64             // set when the store counts its notifications' restarts
 	early   bool                     // set when they may come before the change can be read
 	mu      sync.Mutex
 	head    int64
@@ -32,7 +33,10 @@ type hub struct {
 	// and ending at the last one it committed (at most 2*recentEvents).
 	// While the head is that last seq, a subscriber whose cursor is
 	// inside recent has every event it is missing here.
-	recent   []workspace.Event
+	recent []workspace.Event
+	// restarts is the store's count of notification restarts the hub
+	// last took in (see Notifications.Restarts).
+	restarts int64
 	interest atomic.Int64
 	// settledReads and ownReads count the watcher's reads that waited for
 	// an early store's notifications to settle, and for the changes most
@@ -58,7 +62,7 @@ func newHub(h *core) *hub {
 		if n.Changes != nil {
 			b.changes, b.wake, b.heads = n.Changes, n.Wake, n.Head
 			if n.Head != nil {
-				b.carried = n.Events
+				b.carried, b.restart = n.Events, n.Restarts
 			}
 			b.early = n.Early && n.Head == nil
 		}
@@ -107,6 +111,12 @@ func (b *hub) publish(evs []workspace.Event) {
 	b.h.own.publish(time.Now())
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if evs[0].Seq <= b.head {
+		// A commit of this handle's own got a seq the hub had seen: the
+		// log was rewound under it (see rewoundLocked).
+		b.rewoundLocked()
+		return
+	}
 	b.rememberLocked(evs)
 	b.bumpLocked(evs[len(evs)-1].Seq)
 }
@@ -143,6 +153,15 @@ func (b *hub) learn() (head int64) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.restart != nil {
+		// Read after what it counts: what was taken may be from before a
+		// restart, of a server that is gone. Drop it all and read the log.
+		if n := b.restart(); n != b.restarts {
+			b.restarts = n
+			b.recent = nil
+			return 0
+		}
+	}
 	b.rememberLocked(evs)
 	if n := len(evs); n > 0 {
 		head = max(head, evs[n-1].Seq)
@@ -155,19 +174,20 @@ func (b *hub) learn() (head int64) {
 
 // fromRecent serves the page after q.AfterSeq from memory, when the hub
 // holds every event up to its head past the cursor; it reports whether it
-// could. The page is what readPage would return from the log.
-func (b *hub) fromRecent(q workspace.EventQuery) (workspace.EventPage, bool) {
+// could. The page is what readPage would return from the log; at is the
+// event at its Next.
+func (b *hub) fromRecent(q workspace.EventQuery) (page workspace.EventPage, at workspace.Event, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := len(b.recent)
 	if n == 0 {
-		return workspace.EventPage{}, false
+		return workspace.EventPage{}, at, false
 	}
 	first, last := b.recent[0].Seq, b.recent[n-1].Seq
 	if b.head != last || q.AfterSeq < first-1 || q.AfterSeq > last {
-		return workspace.EventPage{}, false
+		return workspace.EventPage{}, at, false
 	}
-	page := workspace.EventPage{Head: last, Next: last}
+	page = workspace.EventPage{Head: last, Next: last}
 	for _, e := range b.recent[q.AfterSeq+1-first:] {
 		if !q.Matches(e) {
 			continue
@@ -178,7 +198,7 @@ func (b *hub) fromRecent(q workspace.EventQuery) (workspace.EventPage, bool) {
 			break
 		}
 	}
-	return page, true
+	return page, b.recent[page.Next-first], true
 }
 
 // watch returns a channel closed at the next advance of the head.
@@ -397,20 +417,31 @@ func (b *hub) follow(ctx context.Context, closed <-chan struct{}, send func(work
 	}
 	lastSent := time.Now()
 	backoff := 10 * time.Millisecond
+	// mark checks that the log still holds what was delivered (see logMark).
+	var mark logMark
 	for {
 		wake := b.watch()
-		page, ok := b.fromRecent(q)
+		page, at, ok := b.fromRecent(q)
 		keep, err := filter()
+		if err == nil && ok && page.Next > q.AfterSeq {
+			mark = markOf(at)
+		}
 		if err == nil && !ok {
 			err = b.h.st.View(ctx, func(tx ReadTx) error {
 				var err error
-				page, err = readPage(ctx, tx, q)
+				if page, err = readPage(ctx, tx, q); err != nil {
+					return err
+				}
+				m, err := mark.check(ctx, tx, q.AfterSeq, page)
+				if err == nil {
+					mark = m
+				}
 				return err
 			})
 		}
 		if err != nil {
 			var ce *workspace.CompactedError
-			if errors.As(err, &ce) {
+			if errors.As(err, &ce) || errors.Is(err, workspace.ErrRewound) {
 				return end(err)
 			}
 			if ctx.Err() != nil {

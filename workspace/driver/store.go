@@ -121,6 +121,12 @@ type Notifications struct {
 	// once, and looks again at sub-millisecond intervals if it is not
 	// there yet. It is ignored with Head.
 	Early bool
+	// Restarts, with Head, counts the times the store's notifications
+	// started again after a lost connection. What was announced before a
+	// restart may be of a server that is gone (a failed-over primary), so
+	// the engine forgets the events and heads it kept from them and reads
+	// the log.
+	Restarts func() int64
 }
 
 // ReadTx reads inside a transaction. Every method returns an error matching

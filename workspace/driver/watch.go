@@ -1,9 +1,14 @@
 package driver
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentspace/agentspace/workspace"
 )
 
 // The watch loop: how a core learns of other stores' commits (other
@@ -425,6 +430,9 @@ func (b *hub) readHead(p *watchPlan, start time.Time) {
 	case !p.ownFirst.IsZero():
 		b.ownReads.Add(1)
 	}
+	b.mu.Lock()
+	seen := b.head
+	b.mu.Unlock()
 	var head int64
 	err := b.h.st.View(b.ctx, func(tx ReadTx) error {
 		var err error
@@ -434,5 +442,116 @@ func (b *hub) readHead(p *watchPlan, start time.Time) {
 	if err != nil && b.ctx.Err() == nil {
 		b.h.opts.Logger.Debug("agentspace: reading the event head failed", "err", err)
 	}
-	p.read(start, err == nil && b.bump(head))
+	p.read(start, err == nil && b.sawHead(head, seen))
+}
+
+// Rewinds. A store's event log may lose its tail: a database failed over
+// to an asynchronous replica that had not received the last commits. The
+// head then goes back, and the seqs past it are handed out again, to
+// other events. The hub and each subscription notice it, so that a
+// follower never takes a second event for a seq it was delivered (see
+// logMark); they end with workspace.ErrRewound.
+
+
+// rewoundLocked takes in that the store's log went back below what the
+// hub had seen: it forgets the events it kept, whose seqs the log may
+// now give to others, and wakes every waiter, so that subscriptions read
+// the log and find out. The head stays: it only ever goes up.
+func (b *hub) rewoundLocked() {
+	b.recent = nil
+	close(b.ch)
+	b.ch = make(chan struct{})
+}
+
+// sawHead takes in a head read from the store in a read that began when
+// the hub's head was seen: a head below that means the log was rewound
+// (the hub's head may have moved on meanwhile, by commits the read did
+// not see). It reports whether the head advanced.
+func (b *hub) sawHead(head, seen int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if head < seen {
+		b.h.opts.Logger.Warn("agentspace: the event log's head went back: the store lost events it had acknowledged (a failover to a replica behind?)",
+			"head", head, "seen", seen)
+		b.rewoundLocked()
+		return false
+	}
+	return b.bumpLocked(head)
+}
+
+// logMark is what a subscription knows of the log at its cursor: the
+// event at seq, by its stored hash or, where it was served from memory,
+// by its canonical body. Each read from the store that moves the cursor
+// first checks that the event at the mark is still the one it was
+// (check), so a follower that saw seq N and the log then lost it finds
+// out instead of being delivered a different event N, or N+1 of another
+// history. A mark of seq 0 checks nothing.
+type logMark struct {
+	seq  int64
+	hash []byte
+	body []byte
+}
+
+// markOf is the mark of an event delivered from memory.
+func markOf(e workspace.Event) logMark { return logMark{seq: e.Seq, body: ChainBody(e)} }
+
+// errRewound is the error of a rewind a subscription found.
+func errRewound(format string, args ...any) error {
+	return fmt.Errorf("events: %w: "+format, append([]any{workspace.ErrRewound}, args...)...)
+}
+
+// check verifies, in the read that got page for the cursor after, that
+// the log still holds what the subscription was delivered, and returns
+// the mark at the page's end.
+func (m logMark) check(ctx context.Context, tx ReadTx, after int64, page workspace.EventPage) (logMark, error) {
+	if page.Head < after {
+		return m, errRewound("the log's head is %d, but seq %d was delivered", page.Head, after)
+	}
+	cr := tx
+	if page.Next == m.seq {
+		return m, nil
+	}
+	if m.seq > 0 {
+		at, err := chainAt(ctx, cr, m.seq)
+		if err != nil {
+			return m, err
+		}
+		switch {
+		case at == nil:
+			// Gone: compacted (readPage checked the floor against the
+			// cursor, not the mark), or lost.
+			floor, err := tx.Floor(ctx)
+			if err != nil {
+				return m, err
+			}
+			if floor <= m.seq {
+				return m, errRewound("seq %d, delivered, is no longer in the log", m.seq)
+			}
+		case m.hash != nil && at.Hash != nil && !bytes.Equal(m.hash, at.Hash),
+			(m.hash == nil || at.Hash == nil) && !bytes.Equal(m.body, ChainBody(at.Event)):
+			return m, errRewound("the log holds another event at seq %d than the one delivered", m.seq)
+		}
+	}
+	if n := len(page.Events); n > 0 && page.Events[n-1].Seq == page.Next {
+		return markOf(page.Events[n-1]), nil
+	}
+	if page.Next == 0 {
+		return logMark{}, nil
+	}
+	at, err := chainAt(ctx, cr, page.Next)
+	if err != nil || at == nil {
+		// Below the floor or not there: nothing to mark.
+		return logMark{}, err
+	}
+	return logMark{seq: at.Event.Seq, hash: at.Hash, body: ChainBody(at.Event)}, nil
+}
+
+// chainAt reads the event numbered seq with its hash, or nil when the
+// log does not hold it.
+func chainAt(ctx context.Context, cr ReadTx, seq int64) (*ChainedEvent, error) {
+	evs, err := cr.ChainEvents(ctx, seq-1, 1)
+	if err != nil || len(evs) == 0 || evs[0].Event.Seq != seq {
+		return nil, err
+	}
+	return &evs[0], nil
 }

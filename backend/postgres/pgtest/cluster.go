@@ -170,7 +170,21 @@ func (c *Cluster) NewStandby(t testing.TB) *Cluster {
 	s := &Cluster{Port: FreePort(t), Dir: filepath.Join(dir, "data"), bin: c.bin, cred: cred, log: filepath.Join(dir, "log")}
 	s.run(t, "pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(c.Port), "-U", "postgres",
 		"-D", s.Dir, "-R", "-X", "stream", "--no-sync", "-c", "fast")
-	s.configure(t, dir, "synchronous_standby_names = ''")
+	s.configure(t, dir)
+	// A primary made synchronous by ALTER SYSTEM hands that on in
+	// postgresql.auto.conf, which wins over postgresql.conf: the standby
+	// starts asynchronous until SyncStandby, once promoted.
+	f, err := os.OpenFile(filepath.Join(s.Dir, "postgresql.auto.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	_, err = f.WriteString("synchronous_standby_names = ''\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
 	s.start(t)
 	return s
 }
@@ -244,6 +258,46 @@ func (c *Cluster) KillPostmaster(t testing.TB) {
 	t.Helper()
 	if err := syscall.Kill(c.Pid(t), syscall.SIGKILL); err != nil {
 		t.Fatalf("pgtest: kill postmaster: %v", err)
+	}
+}
+
+// Crash kills the postmaster and every process it started with SIGKILL,
+// as the machine's crash would, and waits until they are all gone: no
+// backend of c finishes anything after Crash returns.
+func (c *Cluster) Crash(t testing.TB) {
+	t.Helper()
+	pid := c.Pid(t)
+	procs := []int{pid}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after its ')'.
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			procs = append(procs, child)
+		}
+	}
+	for _, p := range procs {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, p := range procs {
+		for syscall.Kill(p, 0) == nil {
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p)); err == nil && strings.Contains(string(b[strings.LastIndexByte(string(b), ')')+1:]), " Z ") {
+				break // a zombie: dead, not yet reaped by its parent
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("pgtest: process %d of the crashed cluster still runs", p)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
 }
 

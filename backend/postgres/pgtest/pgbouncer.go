@@ -56,18 +56,7 @@ type PoolerOptions struct {
 func StartPgbouncer(t testing.TB, o PoolerOptions) *Pooler {
 	t.Helper()
 	admin := ServerDSN(t)
-	bin, err := exec.LookPath("pgbouncer")
-	if err != nil {
-		if _, serr := os.Stat("/usr/sbin/pgbouncer"); serr == nil {
-			bin, err = "/usr/sbin/pgbouncer", nil
-		}
-	}
-	if err != nil {
-		if os.Getenv(EnvRequirePgbouncer) == "1" {
-			t.Fatalf("pgtest: no pgbouncer binary (%v), and %s=1", err, EnvRequirePgbouncer)
-		}
-		t.Skipf("pgtest: SKIPPING PGBOUNCER TEST: no pgbouncer binary: %v (apt-get install pgbouncer)", err)
-	}
+	bin := RequirePgbouncer(t)
 	if o.Mode == "" {
 		o.Mode = "transaction"
 	}
@@ -162,6 +151,32 @@ log_disconnections = 0
 		time.Sleep(20 * time.Millisecond)
 	}
 	return p
+}
+
+// PgbouncerBinary finds the pgbouncer binary: on PATH, or Debian's
+// /usr/sbin/pgbouncer.
+func PgbouncerBinary() (string, error) {
+	bin, err := exec.LookPath("pgbouncer")
+	if err != nil {
+		if _, serr := os.Stat("/usr/sbin/pgbouncer"); serr == nil {
+			return "/usr/sbin/pgbouncer", nil
+		}
+	}
+	return bin, err
+}
+
+// RequirePgbouncer returns the pgbouncer binary, or skips t when there
+// is none (fails it when AGENTSPACE_TEST_REQUIRE_PGBOUNCER=1).
+func RequirePgbouncer(t testing.TB) string {
+	t.Helper()
+	bin, err := PgbouncerBinary()
+	if err != nil {
+		if os.Getenv(EnvRequirePgbouncer) == "1" {
+			t.Fatalf("pgtest: no pgbouncer binary (%v), and %s=1", err, EnvRequirePgbouncer)
+		}
+		t.Skipf("pgtest: SKIPPING PGBOUNCER TEST: no pgbouncer binary: %v (apt-get install pgbouncer)", err)
+	}
+	return bin
 }
 
 type lockedWriter struct{ p *Pooler }

@@ -93,6 +93,14 @@ func (p *Proxy) Refused() int {
 	return p.refused
 }
 
+// Retarget sends the connections made from now on to target
+// (host:port): a server that took over.
+func (p *Proxy) Retarget(target string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = target
+}
+
 // Restore lets connections through again.
 func (p *Proxy) Restore() {
 	p.mu.Lock()
@@ -108,7 +116,7 @@ func (p *Proxy) accept() {
 			return
 		}
 		p.mu.Lock()
-		cut := p.cut
+		cut, target := p.cut, p.target
 		p.mu.Unlock()
 		if cut {
 			p.mu.Lock()
@@ -117,7 +125,7 @@ func (p *Proxy) accept() {
 			_ = c.Close()
 			continue
 		}
-		s, err := net.Dial("tcp", p.target)
+		s, err := net.Dial("tcp", target)
 		if err != nil {
 			_ = c.Close()
 			continue

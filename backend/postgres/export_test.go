@@ -1,0 +1,17 @@
+package postgres
+
+// SetWriteHook sets, for the failover tests, the hook the stores of
+// schema call at points of every write transaction ("append", "commit",
+// "committed"): fn gets the transaction (an identity to match the points
+// of one by) and the types and actors of the events it appended so far;
+// at "append", true makes them go without a NOTIFY. It is cleared when
+// the returned func is called. One hook at a time: tests that set it do
+// not run in parallel with each other.
+func SetWriteHook(schema string, fn func(point string, tx any, types, actors []string) bool) (clear func()) {
+	channel := channelName(schema)
+	h := func(point string, tx *writeTx) bool {
+		return tx.channel == channel && fn(point, tx, tx.types, tx.actors)
+	}
+	writeHook.Store(&h)
+	return func() { writeHook.Store(nil) }
+}
