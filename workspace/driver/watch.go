@@ -452,7 +452,6 @@ func (b *hub) readHead(p *watchPlan, start time.Time) {
 // follower never takes a second event for a seq it was delivered (see
 // logMark); they end with workspace.ErrRewound.
 
-
 // rewoundLocked takes in that the store's log went back below what the
 // hub had seen: it forgets the events it kept, whose seqs the log may
 // now give to others, and wakes every waiter, so that subscriptions read
