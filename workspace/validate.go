@@ -53,10 +53,3 @@ func checkPrintable(field, s string, multiline bool) error {
 	return nil
 }
 
-// truncate cuts s to n bytes for an error message.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
