@@ -52,4 +52,3 @@ func checkPrintable(field, s string, multiline bool) error {
 	}
 	return nil
 }
-
