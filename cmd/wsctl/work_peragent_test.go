@@ -206,7 +206,7 @@ func TestMCPTaskClaimWorktree(t *testing.T) {
 
 	isErr, _, text := call(t.TempDir(), map[string]any{"worktree": true})
 	require.True(t, isErr)
-	assert.Contains(t, text, "no git repository")
+	assert.Contains(t, text, "without a git repository")
 	isErr, _, text = call(repo, map[string]any{"per_agent": true})
 	require.True(t, isErr)
 	assert.Contains(t, text, "needs worktree")

@@ -504,6 +504,12 @@ func errRewound(format string, args ...any) error {
 // the mark at the page's end.
 func (m logMark) check(ctx context.Context, tx ReadTx, after int64, page workspace.EventPage) (logMark, error) {
 	if page.Head < after {
+		if m.seq == 0 {
+			// Nothing delivered yet: the cursor is the caller's (a
+			// resumed stream's Last-Event-ID), past anything this log
+			// holds.
+			return m, errRewound("seq %d is past the log's head %d: the log lost its tail since, or is another log", after, page.Head)
+		}
 		return m, errRewound("the log's head is %d, but seq %d was delivered", page.Head, after)
 	}
 	cr := tx
