@@ -85,10 +85,12 @@ func TestTokensBindTheActor(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, e.fails(401, "GET", "/v1/whoami", nil, bearer(tok)...), wire.ErrUnauthorized)
 
-	short, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "bob", TTL: 50 * time.Millisecond})
+	// A token that expires: accepted while it lives (long enough for a
+	// loaded machine to make the request), refused once it has expired.
+	short, shortInfo, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "bob", TTL: time.Second})
 	require.NoError(t, err)
 	e.ok(200, nil, "GET", "/v1/whoami", nil, bearer(short)...)
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(time.Until(shortInfo.ExpiresAt) + 50*time.Millisecond)
 	require.ErrorIs(t, e.fails(401, "GET", "/v1/whoami", nil, bearer(short)...), wire.ErrUnauthorized)
 
 	ts, err := e.srv.Tokens().List(ctx)
