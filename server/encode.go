@@ -18,8 +18,8 @@ import (
 //
 // Invariant: every type listed in selfEncoded marshals with json.Marshal
 // (workspace/types_json.go), whose output is valid, compact JSON with HTML
-// escaped, so the encoder's second pass (compact, HTML escaping off) would
-// return the same bytes: skipping it changes no answer.
+// escaped. For such bytes the encoder's pass (compact, HTML escaping off)
+// is the identity, so writing them as they are gives the same answer.
 var jsonFormat = huma.Format{
 	Marshal: func(w io.Writer, v any) error {
 		if b, ok, err := selfEncoded(v); ok {
