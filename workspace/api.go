@@ -78,15 +78,7 @@ func (ws *Workspace) Close() error { return ws.c.Close() }
 // unsupported is the error of an admin operation the handle's backend
 // cannot do.
 func (ws *Workspace) unsupported(op string) error {
-	return fmt.Errorf("%s: not supported by %s: %w", op, ws.kind(), errors.ErrUnsupported)
-}
-
-// kind names the backend behind ws for unsupported's message.
-func (ws *Workspace) kind() string {
-	if k, ok := ws.c.(interface{ Kind() string }); ok {
-		return k.Kind()
-	}
-	return fmt.Sprintf("%T", ws.c)
+	return fmt.Errorf("%s: not supported by this workspace's backend (%T): %w", op, ws.c, errors.ErrUnsupported)
 }
 
 // Artifacts manages versioned content. Writes return metadata (Content nil).
