@@ -86,6 +86,7 @@ var coreCases = []coreCase{
 	{"EventSubscribeEndsWithCauseNeverSkips", testEventSubscribeEnds},
 	{"EventVisibleOnlyAfterCommit", testEventVisibleOnlyAfterCommit},
 	{"EventCompactedBelowFloor", testEventCompact},
+	{"EventSubscribePastTheHeadIsRewound", testEventSubscribePastTheHeadIsRewound},
 	// batches.go
 	{"BatchIsAllOrNothing", testBatchAllOrNothing},
 	{"BatchEventsHaveConsecutiveSeqs", testBatchConsecutiveSeqs},

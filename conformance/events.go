@@ -592,3 +592,21 @@ func testEventVisibleOnlyAfterCommit(t *testing.T, h Harness) {
 	_, err := recv(t, writer)
 	require.NoError(t, err)
 }
+
+// testEventSubscribePastTheHeadIsRewound: a subscription resumed after a
+// seq the log never reached (a follower of a log that lost its tail, or
+// of another log) ends with ErrRewound, on the handle that wrote and on
+// another, rather than wait for a different event under a seq it saw.
+func testEventSubscribePastTheHeadIsRewound(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	dsn, ws1 := fresh(t, h)
+	ws2 := open(t, dsn)
+	writeNotes(t, ws1, "a", 3)
+	for _, ws := range []*workspace.Workspace{ws1, ws2} {
+		sub, err := ws.Events().Subscribe(ctx, workspace.SubscribeRequest{Query: workspace.EventQuery{AfterSeq: 10}, Heartbeat: -1})
+		require.NoError(t, err)
+		_, err = sub.Next(ctx)
+		require.ErrorIs(t, err, workspace.ErrRewound)
+		require.NoError(t, sub.Close())
+	}
+}
