@@ -15,3 +15,20 @@ func Plant(ctx context.Context, ws *workspace.Workspace, actor string, w Worktre
 	}
 	return put(ctx, ws, actor, w, "planted")
 }
+
+// AddWorktree is the package's own `git worktree add -b` with its retries.
+func AddWorktree(ctx context.Context, repo, path, branch, start string) error {
+	return git{dir: repo}.addWorktree(ctx, path, branch, start)
+}
+
+// PruneWorktrees is the package's own `git worktree prune`.
+func PruneWorktrees(ctx context.Context, repo string) error {
+	_, err := git{dir: repo}.run(ctx, "worktree", "prune")
+	return err
+}
+
+// RemoveWorktree is the package's own `git worktree remove --force`.
+func RemoveWorktree(ctx context.Context, repo, path string) error {
+	_, err := git{dir: repo}.run(ctx, "worktree", "remove", "--force", "--", path)
+	return err
+}

@@ -50,6 +50,13 @@ func (g git) run(ctx context.Context, args ...string) (string, error) {
 
 // runIn is run with stdin.
 func (g git) runIn(ctx context.Context, stdin []byte, args ...string) (string, error) {
+	if mutatesWorktrees(args) {
+		unlock, err := g.lockWorktrees(ctx)
+		if err != nil {
+			return "", fmt.Errorf("gitwork: the worktree lock: %w", err)
+		}
+		defer unlock()
+	}
 	cmd := exec.CommandContext(ctx, "git", args...) // #nosec G204 -- fixed program; user values are validated and placed after --end-of-options or --
 	cmd.Dir = g.dir
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
@@ -176,11 +183,17 @@ func CheckBranch(name string) error {
 	return nil
 }
 
-// transient reports a failure that a concurrent `git worktree add` causes:
-// git reads every worktree's files, and one being made lacks some yet.
+// transient reports a failure that a concurrent `git worktree add` or
+// `git worktree prune` outside this package causes: git reads every
+// worktree's files and one being made lacks some yet, or a prune removed
+// the administrative directory of the worktree being made.
 func transient(err error) bool {
 	var ge *gitError
-	return errors.As(err, &ge) && strings.Contains(ge.stderr, "failed to read worktrees/")
+	if !errors.As(err, &ge) || !strings.Contains(ge.stderr, "worktrees/") {
+		return false
+	}
+	return strings.Contains(ge.stderr, "failed to read") || strings.Contains(ge.stderr, "could not create directory") ||
+		strings.Contains(ge.stderr, "could not open") || strings.Contains(ge.stderr, "not a git repository")
 }
 
 // runWorktrees is run for a command that reads every worktree's files,
