@@ -562,7 +562,7 @@ func runFailover(t *testing.T, p *pair, sync bool, moment string) {
 	for i, e := range log {
 		require.Equal(t, int64(i+1), e.Seq, "the log is gap-free")
 	}
-	var notes, claims, unavailable, rewoundWrites, savepointLost, other int
+	var notes, claims, unavailable, rewoundWrites, other int
 	var lostAt []time.Time                  // when the notes lost were acknowledged
 	lostBy := map[string]int{}              // writer -> notes of its lost so far
 	claimed := map[string]string{}          // task id -> the writer whose claim was acknowledged
@@ -622,17 +622,6 @@ func runFailover(t *testing.T, p *pair, sync bool, moment string) {
 					unavailable++
 				case a.Rew && !sync:
 					rewoundWrites++
-				case strings.Contains(a.Err, "rollback to savepoint") && (strings.Contains(a.Err, "SQLSTATE 3B001") || strings.Contains(a.Err, "SQLSTATE 42P05")):
-					// KNOWN DEFECT, not yet fixed (see the notes of issue
-					// 39): at a crash mid group commit or mid claim, the
-					// group's savepoint rollback reaches a session that
-					// never ran the SAVEPOINT (or that prepared a statement
-					// again), and the writer gets 3B001 (or 42P05)
-					// instead of ErrUnavailable. Counted and logged, so
-					// that every other invariant of the test still holds
-					// it; a server would answer it with 500.
-					savepointLost++
-					t.Logf("KNOWN DEFECT %s: %s: %s", actor, a.Key, a.Err)
 				default:
 					other++
 					t.Logf("%s: %s: %s", actor, a.Key, a.Err)
@@ -723,9 +712,6 @@ func runFailover(t *testing.T, p *pair, sync bool, moment string) {
 		t.Logf("asynchronous replication lost no acknowledged note this time")
 	}
 	assert.Zero(t, other, "every error the writers met was ErrUnavailable (or, asynchronous, ErrRewound)")
-	if savepointLost > 0 {
-		t.Logf("%s: %d writes met the known savepoint defect (3B001) instead of ErrUnavailable", moment, savepointLost)
-	}
 	t.Logf("%s: acknowledged %d notes, %d claims, %d leases; %d ErrUnavailable, %d ErrRewound met by writers, %d followers ended by ErrRewound; log head %d; promote %v after the crash; every writer wrote again within %v of the promote",
 		moment, notes, claims, len(tokens["r0"])+len(tokens["r1"]), unavailable, rewoundWrites, rewinds, head, promoted.Sub(killed).Round(time.Millisecond), slowest.Round(time.Millisecond))
 }

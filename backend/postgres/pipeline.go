@@ -36,6 +36,12 @@ type pipeline struct {
 	predicted, unpredicted bool
 	// failedAt is the index of the statement whose error commit returned.
 	failedAt int
+	// broken is the error of a send that failed at or before a savepoint
+	// statement (SAVEPOINT, RELEASE, ROLLBACK TO) it carried: the
+	// server's savepoints are then not those the transaction counts, and a
+	// rollback to the newest would undo the wrong job's writes or fail
+	// with 3B001. Every later send, and the commit, fail with it unsent.
+	broken error
 }
 
 // earlyRead is a record read before it was asked for, as its hint names
@@ -114,19 +120,32 @@ func (p *pipeline) send(ctx context.Context, reads ...rowQuery) (pgx.BatchResult
 		p.unpredicted = true
 		return nil, errUnpredicted
 	}
+	if p.broken != nil {
+		return nil, p.broken
+	}
 	b, sqls := p.batch, p.sqls
 	p.batch, p.sqls = &pgx.Batch{}, nil
 	for _, r := range reads {
 		b.Queue(r.sql, r.args...)
 	}
 	br := p.sender.SendBatch(ctx, b)
-	for _, s := range sqls {
+	for i, s := range sqls {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
-			return nil, fmt.Errorf("postgres: %s: %w", summary(s), err)
+			err = fmt.Errorf("postgres: %s: %w", summary(s), err)
+			if slices.ContainsFunc(sqls[i:], isSavepointStmt) {
+				p.broken = err
+			}
+			return nil, err
 		}
 	}
 	return br, nil
+}
+
+// isSavepointStmt reports whether sql is one of a savepoint's statements.
+func isSavepointStmt(sql string) bool {
+	return strings.HasPrefix(sql, "SAVEPOINT ") || strings.HasPrefix(sql, "RELEASE SAVEPOINT ") ||
+		strings.HasPrefix(sql, "ROLLBACK TO SAVEPOINT ")
 }
 
 // rowQuery is a read of at most one row, for read.
@@ -178,6 +197,10 @@ func (p *pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Ro
 // last.
 func (p *pipeline) commit(ctx context.Context) (pgconn.CommandTag, error) {
 	var tag pgconn.CommandTag
+	if p.broken != nil {
+		p.failedAt = 0
+		return tag, p.broken
+	}
 	p.batch.Queue(commitStmt)
 	p.sqls = append(p.sqls, commitStmt)
 	b, sqls := p.batch, p.sqls

@@ -29,6 +29,9 @@ func (t *writeTx) RollbackSavepoint(ctx context.Context) error {
 	name := savepointName(t.savepoints)
 	t.savepoints--
 	t.unsure = true // which of its writes were undone is not tracked
+	if t.pl.broken != nil {
+		return t.pl.broken
+	}
 	if _, err := t.pl.Exec(ctx, "ROLLBACK TO SAVEPOINT "+name); err != nil {
 		return err
 	}

@@ -310,6 +310,13 @@ func (s *store) updateOnce(ctx context.Context, hints []driver.ReadHint, fn func
 		return retryable(conn, err), err
 	}
 	hook(hookCommit, tx)
+	if pl.broken != nil {
+		// A send lost the savepoints (see pipeline.broken): nothing was
+		// committed, and the whole attempt may run again.
+		s.abort(conn)
+		s.memo.drop()
+		return retryable(conn, pl.broken), unavailable(pl.broken, false)
+	}
 	tag, err := pl.commit(ctx)
 	if err != nil {
 		s.abort(conn)
