@@ -122,6 +122,14 @@ func testLockHandOvers(t *testing.T, h Harness) {
 			assert.Equal(t, lastTok+1, ev.Version, "seq %d: tokens increase by one per hand-over", ev.Seq)
 			assert.Equal(t, holderOf[ev.Version], ev.Actor, "seq %d: acquirer of token %d", ev.Seq, ev.Version)
 			held, lastTok = ev.Version, ev.Version
+		case ev.Type == workspace.EventLockWaited && ev.Subject.ID == resource:
+			// The wait that ends in the acquire recorded next.
+			assert.Zero(t, held, "seq %d: a wait for token %d ended while token %d was held", ev.Seq, ev.Version, held)
+			assert.Equal(t, lastTok+1, ev.Version, "seq %d: a wait ends with the next token", ev.Seq)
+			assert.Equal(t, holderOf[ev.Version], ev.Actor, "seq %d: waiter for token %d", ev.Seq, ev.Version)
+			d, err := time.ParseDuration(ev.Message)
+			assert.NoError(t, err, "seq %d: lock.waited's message %q", ev.Seq, ev.Message)
+			assert.Positive(t, d, "seq %d: a wait lasts", ev.Seq)
 		case ev.Type == workspace.EventLockReleased && ev.Subject.ID == resource:
 			assert.Equal(t, held, ev.Version, "seq %d: released token %d, held %d", ev.Seq, ev.Version, held)
 			held = 0

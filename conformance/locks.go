@@ -349,8 +349,16 @@ func testLockWaitRelease(t *testing.T, h Harness) {
 	assert.Equal(t, "bob", got.Owner)
 	assert.Greater(t, got.Token, held.Token)
 	evs := eventsAfter(t, ws1, before)
-	require.Equal(t, []string{workspace.EventLockReleased, workspace.EventLockAcquired}, types(evs), "the waiter acquired after the release")
+	require.Equal(t, []string{workspace.EventLockReleased, workspace.EventLockWaited, workspace.EventLockAcquired}, types(evs),
+		"the waiter acquired after the release, and recorded its wait")
 	assert.Equal(t, "bob", evs[1].Actor)
+	assert.Equal(t, "bob", evs[2].Actor)
+	assert.Equal(t, got.Token, evs[1].Version, "lock.waited carries the token the wait ended with")
+	assert.Equal(t, evs[2].Seq, evs[1].Seq+1, "lock.waited comes just before its lock.acquired")
+	waited, err := time.ParseDuration(evs[1].Message)
+	require.NoError(t, err, "lock.waited's message is a duration: %q", evs[1].Message)
+	assert.GreaterOrEqual(t, waited, 50*time.Millisecond, "bob waited at least the 100 ms before the release, less its first try")
+	assert.Less(t, waited, time.Minute)
 }
 
 // testLockWaitExpiry: a waiter acquires when the holder's lease expires,

@@ -372,7 +372,14 @@ const (
 	EventLockReleased       = "lock.released"
 	EventLockExpired        = "lock.expired"
 	EventLockForced         = "lock.forced"
-	EventConflict           = "conflict"
+	// EventLockWaited records that an acquire had to wait for the lease:
+	// Message is how long, as a Go duration ("1.25s", to the millisecond),
+	// from the first try that found it held to the one that took it. It
+	// comes just before that acquire's lock.acquired, in the same commit,
+	// with the same token as Version. A served client's wait is measured
+	// within its last long poll.
+	EventLockWaited = "lock.waited"
+	EventConflict   = "conflict"
 	// EventDenied records an operation the policy refused. Its Subject
 	// has Kind SubjectPolicy, the action as ID and the record's name
 	// (artifact name, "kind/key" of a note, lock resource, task title) as

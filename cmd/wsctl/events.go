@@ -21,7 +21,7 @@ var eventTypes = []string{
 	workspace.EventArtifactCreated, workspace.EventArtifactUpdated, workspace.EventArtifactDeleted, workspace.EventArtifactRolledBack,
 	workspace.EventTaskCreated, workspace.EventTaskUpdated, workspace.EventTaskClaimed, workspace.EventTaskReleased,
 	workspace.EventNotePut, workspace.EventNoteDeleted,
-	workspace.EventLockAcquired, workspace.EventLockRenewed, workspace.EventLockReleased, workspace.EventLockExpired, workspace.EventLockForced,
+	workspace.EventLockAcquired, workspace.EventLockRenewed, workspace.EventLockReleased, workspace.EventLockExpired, workspace.EventLockForced, workspace.EventLockWaited,
 	workspace.EventConflict,
 }
 

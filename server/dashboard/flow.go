@@ -63,6 +63,8 @@ type bucket struct {
 	Ready, Running, Blocked int // queue depth at the interval's end
 	Done, Failed, Claimed   int
 	Conflicts, Denials      int
+	Waits                   int           // acquires that had to wait
+	Waited                  time.Duration // how long they waited, in all
 }
 
 // contention counts the collisions on one subject.
@@ -72,10 +74,11 @@ type contention struct {
 	Conflicts int
 	Denials   int
 	Forced    int
+	Waits     int // acquires that waited for the lock
 	By        map[string]int
 }
 
-func (c *contention) total() int { return c.Conflicts + c.Denials + c.Forced }
+func (c *contention) total() int { return c.Conflicts + c.Denials + c.Forced + c.Waits }
 
 // flow accumulates a window. Events at or after To only move the queue
 // counts (see depthFrom), so a past window can start from today's counts.
@@ -105,10 +108,19 @@ type flow struct {
 
 	holdHist [7]int // by holdEdges, and one past the last
 	HoldN    int
+
+	waitHist  [7]int // by waitEdges, and one past the last
+	WaitN     int
+	Waited    time.Duration // all lock waits, added up
+	Longest   time.Duration // the longest lock wait
+	LongestOn string        // its resource
 }
 
 // holdEdges are the upper bounds of the lock hold time histogram.
 var holdEdges = []time.Duration{time.Second, 10 * time.Second, time.Minute, 5 * time.Minute, 30 * time.Minute, time.Hour}
+
+// waitEdges are the upper bounds of the lock wait time histogram.
+var waitEdges = []time.Duration{100 * time.Millisecond, time.Second, 10 * time.Second, time.Minute, 5 * time.Minute, 30 * time.Minute}
 
 func newFlow(from, to time.Time) *flow {
 	f := &flow{From: from, To: to, step: to.Sub(from) / flowBuckets,
@@ -180,6 +192,22 @@ func (f *flow) add(e workspace.Event) {
 		if e.Type == workspace.EventLockForced {
 			f.contend(e, func(c *contention) { c.Forced++ })
 		}
+	case workspace.EventLockWaited:
+		// Its message is the wait; one that does not parse (written by
+		// hand through an import) counts as a wait of unknown length.
+		d, err := time.ParseDuration(e.Message)
+		if err != nil || d < 0 {
+			d = 0
+		}
+		b.Waits++
+		b.Waited += d
+		f.WaitN++
+		f.Waited += d
+		f.waitHist[sort.Search(len(waitEdges), func(k int) bool { return d < waitEdges[k] })]++
+		if d > f.Longest {
+			f.Longest, f.LongestOn = d, e.Subject.ID
+		}
+		f.contend(e, func(c *contention) { c.Waits++ })
 	case workspace.EventConflict:
 		b.Conflicts++
 		f.mark(e)

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
@@ -319,6 +320,11 @@ type chartsView struct {
 	Collisions chart
 	Holds      []holdRow
 	HoldN      int
+	Waits      []holdRow
+	WaitN      int
+	Waited     string // all waits added up
+	Longest    string // the longest wait, and on what
+	WaitChart  chart  // time spent waiting per interval
 	Top        []contentionRow
 	Other      int
 	Totals     struct{ Done, Failed, Claimed, Conflicts, Denials int }
@@ -356,7 +362,7 @@ type contentionRow struct {
 	Subject                   string
 	URL                       string
 	Total, Conflicts, Denials int
-	Forced                    int
+	Forced, Waits             int
 	By                        []string
 }
 
@@ -458,17 +464,32 @@ func chartsOf(w window, f *flow, truncated bool) chartsView {
 		v.Totals.Denials += b.Denials
 	}
 
-	labels := []string{"under 1s", "1–10s", "10s–1m", "1–5m", "5–30m", "30m–1h", "over 1h"}
-	for i, n := range f.holdHist {
-		pct := 0.0
-		if f.HoldN > 0 {
-			pct = round1(float64(n) / float64(f.HoldN) * 100)
+	hist := func(labels []string, counts []int, total int) []holdRow {
+		var rows []holdRow
+		for i, n := range counts {
+			pct := 0.0
+			if total > 0 {
+				pct = round1(float64(n) / float64(total) * 100)
+			}
+			rows = append(rows, holdRow{Label: labels[i], N: n, Pct: pct})
 		}
-		v.Holds = append(v.Holds, holdRow{Label: labels[i], N: n, Pct: pct})
+		return rows
+	}
+	v.Holds = hist([]string{"under 1s", "1–10s", "10s–1m", "1–5m", "5–30m", "30m–1h", "over 1h"}, f.holdHist[:], f.HoldN)
+	v.Waits = hist([]string{"under 100ms", "100ms–1s", "1–10s", "10s–1m", "1–5m", "5–30m", "over 30m"}, f.waitHist[:], f.WaitN)
+	v.WaitN, v.Waited = f.WaitN, f.Waited.Round(time.Millisecond).String()
+	if f.WaitN > 0 {
+		v.Longest = f.Longest.Round(time.Millisecond).String() + " on " + visible(f.LongestOn)
+	}
+	// Time spent waiting per interval, in milliseconds: bars.
+	waitMS := func(b bucket) int { return int(b.Waited.Milliseconds()) }
+	stack(&v.WaitChart, []part{{"waited", waitMS}})
+	for i := range v.WaitChart.Bars {
+		v.WaitChart.Bars[i].Title = strings.Replace(v.WaitChart.Bars[i].Title, " waited from ", " ms waited, by acquires that ended from ", 1)
 	}
 
 	for _, c := range f.top(20) {
-		row := contentionRow{Subject: visible(c.Subject), URL: c.Link, Total: c.total(), Conflicts: c.Conflicts, Denials: c.Denials, Forced: c.Forced}
+		row := contentionRow{Subject: visible(c.Subject), URL: c.Link, Total: c.total(), Conflicts: c.Conflicts, Denials: c.Denials, Forced: c.Forced, Waits: c.Waits}
 		by := make([]string, 0, len(c.By))
 		for a := range c.By {
 			by = append(by, a)

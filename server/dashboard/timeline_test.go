@@ -71,6 +71,20 @@ func team(t testing.TB, ws *workspace.Workspace) {
 	require.NoError(t, err)
 	require.NoError(t, ws.Locks().ForceRelease(ctx, workspace.Write{Actor: "reviewer"}, "file:src/server.go"))
 	claim("reviewer")
+	// worker-2 waits for the schema's lock until worker-1 lets it go.
+	held, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:schema.sql", Owner: "worker-1", TTL: time.Minute})
+	require.NoError(t, err)
+	waited := make(chan error, 1)
+	go func() {
+		l, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:schema.sql", Owner: "worker-2", TTL: time.Minute, Wait: true})
+		if err == nil {
+			err = ws.Locks().Release(ctx, l)
+		}
+		waited <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	require.NoError(t, ws.Locks().Release(ctx, held))
+	require.NoError(t, <-waited)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -113,7 +127,7 @@ func testTimelineDraws(t *testing.T, e *env) {
 	} {
 		assert.Contains(t, page, want)
 	}
-	assert.Regexp(t, `\d+ events, 4 agents, 6 bars, 1 marks`, page)
+	assert.Regexp(t, `\d+ events, 4 agents, 8 bars, 1 marks`, page)
 	// The page follows the log; a window that ends in the past does not.
 	assert.Contains(t, page, `hx-trigger="sse:events"`)
 	past := time.Now().Add(-2 * time.Hour).UTC().Format(time.RFC3339)
@@ -145,7 +159,13 @@ func testChartsCount(t *testing.T, e *env) {
 	// The contention table names the artifact and who collided.
 	assert.Regexp(t, `(?s)<table class="contention">.*artifact:api/spec.md.*worker-1 ×1`, page)
 	assert.Regexp(t, `(?s)<table class="contention">.*file:src/server.go.*reviewer ×1`, page)
-	assert.Regexp(t, `(?s)<table class="holds">.*under 1s</td><td>2</td>`, page)
+	assert.Regexp(t, `(?s)<table class="holds">.*under 1s</td><td>4</td>`, page)
+	// worker-2's wait for the schema: in the histogram, the chart and the
+	// contention table.
+	assert.Regexp(t, `Lock wait time <span class="count">1 waits, \d+ms in all, longest \d+ms on file:schema.sql`, page)
+	assert.Regexp(t, `(?s)id="waits".*100ms–1s</td><td>1</td>`, page)
+	assert.Contains(t, page, `<rect class="waited"`)
+	assert.Regexp(t, `(?s)<table class="contention">.*file:schema.sql</a></td><td>1</td><td>0</td><td>0</td><td>0</td><td>1</td><td><span class="tag">worker-2 ×1`, page)
 }
 
 func TestWindowQueriesAreCheckedAndLinked(t *testing.T) {

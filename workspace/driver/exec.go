@@ -519,7 +519,10 @@ func lockSubject(resource string) workspace.Subject {
 
 func (x *exec) live(l workspace.Lease) bool { return l.Owner != "" && l.ExpiresAt.After(x.now) }
 
-func (x *exec) acquire(ctx context.Context, r workspace.AcquireRequest) (workspace.Lease, error) {
+// acquire takes r's lease, or renews it for its owner. waited is how long
+// the caller has waited for it (zero if it has not): an acquire that ends
+// a wait records it in a lock.waited event just before its lock.acquired.
+func (x *exec) acquire(ctx context.Context, r workspace.AcquireRequest, waited time.Duration) (workspace.Lease, error) {
 	l, err := x.tx.Lease(ctx, r.Resource)
 	if err != nil && !errors.Is(err, workspace.ErrNotFound) {
 		return workspace.Lease{}, err
@@ -543,6 +546,9 @@ func (x *exec) acquire(ctx context.Context, r workspace.AcquireRequest) (workspa
 	next := workspace.Lease{Resource: r.Resource, Owner: r.Owner, Token: l.Token + 1, AcquiredAt: x.now, ExpiresAt: x.now.Add(r.TTL)}
 	if err := x.tx.PutLease(ctx, next); err != nil {
 		return workspace.Lease{}, err
+	}
+	if waited > 0 {
+		x.emit(workspace.EventLockWaited, subj, next.Token, waited.Round(time.Millisecond).String())
 	}
 	x.emit(workspace.EventLockAcquired, subj, next.Token, r.Message)
 	return next, nil

@@ -466,6 +466,9 @@ func (l locks) Acquire(ctx context.Context, r workspace.AcquireRequest) (workspa
 	if err := checkText("message", r.Message, workspace.MaxTextLen); err != nil {
 		return workspace.Lease{}, err
 	}
+	// waitedSince is when the first try found the lease held (zero until
+	// one did): the acquire that ends the wait records how long it was.
+	var waitedSince time.Time
 	for {
 		w, err := l.h.who(ctx, r.Owner)
 		if err != nil {
@@ -473,17 +476,24 @@ func (l locks) Acquire(ctx context.Context, r workspace.AcquireRequest) (workspa
 		}
 		wake := l.h.hub.watch()
 		var out workspace.Lease
+		var waited time.Duration
+		if !waitedSince.IsZero() {
+			waited = max(time.Since(waitedSince), time.Millisecond)
+		}
 		err = l.h.runHinted(ctx, "locks.acquire", r.Owner, []ReadHint{{Lease: r.Resource}}, func(x *exec) error {
 			if err := x.allow(w, policy.Lock, r.Resource, lockSubject(r.Resource)); err != nil {
 				return err
 			}
 			var err error
-			out, err = x.acquire(ctx, r)
+			out, err = x.acquire(ctx, r, waited)
 			return err
 		})
 		var le *workspace.LockedError
 		if err == nil || !r.Wait || !errors.As(err, &le) {
 			return out, err
+		}
+		if waitedSince.IsZero() {
+			waitedSince = time.Now()
 		}
 		// Woken by any commit (the release, in-process or seen by the
 		// watcher) or by the holder's expiry, whichever comes first.
