@@ -21,6 +21,13 @@ type pipeline struct {
 	sender interface {
 		SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 	}
+	// ctx is the transaction's: every send runs under it, not under the
+	// context of the call that caused it. A send carries what other calls
+	// queued (a group's jobs, each with its caller's context): one caller
+	// that gives up must not take the others' statements with it, nor
+	// leave a savepoint unsent (3B001 at the rollback). The transaction's
+	// context ends when every caller in it has given up.
+	ctx context.Context
 	batch *pgx.Batch
 	sqls  []string
 	// ahead is a lease row read in the same round trip as the record it
@@ -72,10 +79,10 @@ type leaseAhead struct {
 	err      error
 }
 
-func newPipeline(conn interface {
+func newPipeline(ctx context.Context, conn interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }) *pipeline {
-	return &pipeline{sender: conn, batch: &pgx.Batch{}}
+	return &pipeline{ctx: ctx, sender: conn, batch: &pgx.Batch{}}
 }
 
 // Exec queues a statement.
@@ -114,8 +121,9 @@ func (p *pipeline) queue(sql string, args ...any) {
 }
 
 // send sends the queued statements followed by reads, in one round trip,
-// and returns the results positioned at the first read.
-func (p *pipeline) send(ctx context.Context, reads ...rowQuery) (pgx.BatchResults, error) {
+// and returns the results positioned at the first read. It runs under the
+// transaction's context (see pipeline.ctx); the caller's is not used.
+func (p *pipeline) send(_ context.Context, reads ...rowQuery) (pgx.BatchResults, error) {
 	if p.predicted {
 		p.unpredicted = true
 		return nil, errUnpredicted
@@ -128,7 +136,7 @@ func (p *pipeline) send(ctx context.Context, reads ...rowQuery) (pgx.BatchResult
 	for _, r := range reads {
 		b.Queue(r.sql, r.args...)
 	}
-	br := p.sender.SendBatch(ctx, b)
+	br := p.sender.SendBatch(p.ctx, b)
 	for i, s := range sqls {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
@@ -192,10 +200,10 @@ func (p *pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Ro
 	return batchRow{br}
 }
 
-// commit sends the queued statements and COMMIT together. On an error,
-// failedAt is the place of the statement that failed, COMMIT's being the
-// last.
-func (p *pipeline) commit(ctx context.Context) (pgconn.CommandTag, error) {
+// commit sends the queued statements and COMMIT together, under the
+// transaction's context. On an error, failedAt is the place of the
+// statement that failed, COMMIT's being the last.
+func (p *pipeline) commit() (pgconn.CommandTag, error) {
 	var tag pgconn.CommandTag
 	if p.broken != nil {
 		p.failedAt = 0
@@ -205,7 +213,7 @@ func (p *pipeline) commit(ctx context.Context) (pgconn.CommandTag, error) {
 	p.sqls = append(p.sqls, commitStmt)
 	b, sqls := p.batch, p.sqls
 	p.batch, p.sqls = &pgx.Batch{}, nil
-	br := p.sender.SendBatch(ctx, b)
+	br := p.sender.SendBatch(p.ctx, b)
 	for i, s := range sqls {
 		ct, err := br.Exec()
 		if err != nil {

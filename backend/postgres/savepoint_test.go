@@ -53,3 +53,39 @@ func TestALateWriteErrorPastASavepointFailsTheTransaction(t *testing.T) {
 	})
 	assert.ErrorIs(t, verr, workspace.ErrNotFound, "nothing was written: %+v", n)
 }
+
+// TestACallerThatGivesUpMidGroupBreaksNoOtherJob runs two jobs of a group
+// in savepoints, the second for a caller whose context has ended: its
+// read sends the first job's writes and its own SAVEPOINT. Sent under the
+// caller's context nothing would go (pgx refuses a done context), the
+// savepoint would not exist, and the group would fail with 3B001 (the
+// failover test's "known defect", at a crash, when waiting writers give
+// up). Sends run under the transaction's context: both jobs commit.
+func TestACallerThatGivesUpMidGroupBreaksNoOtherJob(t *testing.T) {
+	st, _, _, _ := earlyStore(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	gone, giveUp := context.WithCancel(ctx)
+	giveUp()
+	note := func(tx driver.Tx, key string) workspace.Note {
+		return workspace.Note{Kind: "k", Key: key, Body: "v", Version: 1, Author: "ann", UpdatedBy: "ann", CreatedAt: tx.Now(), UpdatedAt: tx.Now()}
+	}
+	err := st.Update(ctx, func(tx driver.Tx) error {
+		wt := tx.(*writeTx)
+		require.NoError(t, wt.Savepoint(ctx))
+		require.NoError(t, tx.PutNote(ctx, note(tx, "a")))
+		require.NoError(t, wt.ReleaseSavepoint(ctx))
+		require.NoError(t, wt.Savepoint(gone))
+		_, err := tx.Note(gone, "k", "b")
+		require.ErrorIs(t, err, workspace.ErrNotFound, "the read ran, for the transaction")
+		require.NoError(t, tx.PutNote(gone, note(tx, "b")))
+		return wt.ReleaseSavepoint(gone)
+	})
+	require.NoError(t, err)
+	for _, key := range []string{"a", "b"} {
+		require.NoError(t, st.View(ctx, func(tx driver.ReadTx) error {
+			_, err := tx.Note(ctx, "k", key)
+			return err
+		}), "note %s committed", key)
+	}
+}

@@ -301,7 +301,7 @@ func (s *store) updateOnce(ctx context.Context, hints []driver.ReadHint, fn func
 		return false, fmt.Errorf("postgres: %w: the log's head is %d, below seq %d this store committed", workspace.ErrRewound, head, own)
 	}
 	started := time.Now()
-	pl := newPipeline(conn)
+	pl := newPipeline(ctx, conn)
 	pl.early = early
 	reads := slices.Clone(early)
 	tx := &writeTx{readTx: readTx{q: pl, pl: pl, now: clock(now)}, channel: s.channel, notify: notify, seq: head}
@@ -317,7 +317,7 @@ func (s *store) updateOnce(ctx context.Context, hints []driver.ReadHint, fn func
 		s.memo.drop()
 		return retryable(conn, pl.broken), unavailable(pl.broken, false)
 	}
-	tag, err := pl.commit(ctx)
+	tag, err := pl.commit()
 	if err != nil {
 		s.abort(conn)
 		s.memo.drop()
@@ -347,7 +347,7 @@ func (s *store) updateOnce(ctx context.Context, hints []driver.ReadHint, fn func
 // still reports whether it has run alone (see writers).
 func (s *store) updatePredicted(ctx context.Context, conn *pgxpool.Conn, p prediction, fn func(tx driver.Tx) error,
 	still func() bool) (done, retry bool, err error) {
-	pl := newPipeline(conn)
+	pl := newPipeline(ctx, conn)
 	pl.predicted = true
 	pl.queue(beginWrite)
 	pl.queue(lockWrite, s.path, s.key)
@@ -366,7 +366,7 @@ func (s *store) updatePredicted(ctx context.Context, conn *pgxpool.Conn, p predi
 	}
 	last := len(pl.sqls) // COMMIT's place
 	hook(hookCommit, tx)
-	tag, err := pl.commit(ctx)
+	tag, err := pl.commit()
 	if err != nil {
 		s.abort(conn)
 		var pre pgx.ErrPreprocessingBatch
@@ -414,12 +414,12 @@ func (s *store) viewOnce(ctx context.Context, fn func(tx driver.ReadTx) error) (
 		s.abort(conn)
 		return retryable(conn, err), fmt.Errorf("postgres: begin: %w", err)
 	}
-	pl := newPipeline(conn)
+	pl := newPipeline(ctx, conn)
 	if err := fn(&readTx{q: pl, pl: pl, now: clock(now), snapshot: true, head: head, floor: floor}); err != nil {
 		s.abort(conn)
 		return retryable(conn, err), err
 	}
-	if _, err := pl.commit(ctx); err != nil {
+	if _, err := pl.commit(); err != nil {
 		s.abort(conn)
 		return retryable(conn, err), fmt.Errorf("postgres: end read: %w", err)
 	}

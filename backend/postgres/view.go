@@ -62,7 +62,7 @@ func (s *store) ViewHinted(ctx context.Context, hints []driver.ReadHint, fn func
 		}
 		return s.View(ctx, fn)
 	}
-	pl := newPipeline(refused{})
+	pl := newPipeline(ctx, refused{})
 	pl.early = []*earlyRead{e}
 	if err := fn(&readTx{q: pl, pl: pl, now: clock(now)}); !errors.Is(err, errNotReadAhead) {
 		return err
