@@ -27,7 +27,7 @@ type pipeline struct {
 	// that gives up must not take the others' statements with it, nor
 	// leave a savepoint unsent (3B001 at the rollback). The transaction's
 	// context ends when every caller in it has given up.
-	ctx context.Context
+	ctx   context.Context
 	batch *pgx.Batch
 	sqls  []string
 	// ahead is a lease row read in the same round trip as the record it
