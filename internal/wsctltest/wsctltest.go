@@ -106,11 +106,8 @@ func build() (string, error) {
 	}
 	_ = tmp.Close()
 	defer func() { _ = os.Remove(tmp.Name()) }()
-	args := []string{"build", "-o", tmp.Name()}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	cmd := exec.Command("go", append(args, "./cmd/wsctl")...) // #nosec G204 -- fixed arguments: go build [-race] -o a temporary file
+	args := append([]string{"build", "-o", tmp.Name()}, raceFlags...)
+	cmd := exec.Command("go", append(args, "./cmd/wsctl")...) // #nosec G204 -- fixed arguments: go build [race flags] -o a temporary file
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build wsctl: %v\n%s", err, out)
@@ -135,7 +132,7 @@ func buildKey(root string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("go env: %w", err)
 	}
-	fmt.Fprintf(h, "%s race=%v\n", env, raceEnabled)
+	fmt.Fprintf(h, "%s race=%v %q\n", env, raceEnabled, raceFlags)
 	list := exec.Command("go", "list", "-deps", "-f",
 		`{{if and .Module .Module.Main}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{range .CgoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{range .EmbedFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{end}}`,
 		"./cmd/wsctl")
