@@ -19,6 +19,7 @@ from agentspace import (
     CompactedError,
     ConflictError,
     ProtocolError,
+    RewoundError,
     ServerError,
     ServerUnreachableError,
     Workspace,
@@ -279,6 +280,9 @@ class _Fake(http.server.BaseHTTPRequestHandler):
             mode = os.path.basename(self.headers.get("X-Agentspace-Actor", ""))
             if mode == "malformed":
                 self.answer(200, "text/event-stream", b"id: 1\ndata: {not json\n\n")
+            elif mode == "rewound":
+                problem = {"code": "rewound", "status": 410, "detail": "the log's head is 7, below seq 9"}
+                self.answer(200, "text/event-stream", b"event: error\ndata: " + json.dumps(problem).encode() + b"\n\n")
             elif mode == "compacted-later":
                 problem = {"code": "compacted", "status": 410, "requested": 0, "floor": 5, "detail": "compacted"}
                 self.answer(200, "text/event-stream", b"event: error\ndata: " + json.dumps(problem).encode() + b"\n\n")
@@ -351,6 +355,11 @@ class MalformedAnswersTest(unittest.TestCase):
         self.assertEqual(cm2.exception.floor, 5)
         with self.assertRaises(ProtocolError):
             next(self.ws("malformed").follow(after=0))
+        # A failover to a standby behind: the log went back past what
+        # this follower saw.
+        with self.assertRaises(RewoundError) as cm3:
+            next(self.ws("rewound").follow(after=9))
+        self.assertEqual(cm3.exception.code, "rewound")
 
 
 if __name__ == "__main__":

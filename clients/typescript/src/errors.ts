@@ -90,6 +90,14 @@ export class CompactedError extends AgentspaceError {
   }
 }
 
+/**
+ * RewoundError: the event log went back (410 `rewound`): the database failed
+ * over to a standby that had not replayed events this client saw or wrote, so
+ * a seq it holds may now name another event. Nothing was written; re-read the
+ * state and follow again from the log's head.
+ */
+export class RewoundError extends AgentspaceError {}
+
 /** InvalidError: bad input; `field` names which and `reason` says why. Nothing was written. */
 export class InvalidError extends AgentspaceError {
   readonly field: string;
@@ -146,6 +154,7 @@ const classOf: Record<string, ErrorClass> = {
   locked: LockedError,
   stale_fence: StaleFenceError,
   compacted: CompactedError,
+  rewound: RewoundError,
   invalid: InvalidError,
   too_large: TooLargeError,
   not_found: NotFoundError,

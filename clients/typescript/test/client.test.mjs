@@ -17,6 +17,7 @@ import {
   TooLargeError,
   ForbiddenError,
   CompactedError,
+  RewoundError,
   artifactBytes,
   artifactText,
   errorFromProblem,
@@ -68,6 +69,9 @@ test("every error answer is its typed error", async () => {
   const cp = errorFromProblem(410, JSON.stringify({ code: "compacted", status: 410, title: "x", type: "t", requested: 3, floor: 9 }));
   assert.ok(cp instanceof CompactedError);
   assert.equal(cp.floor, 9);
+  const rw = errorFromProblem(410, JSON.stringify({ code: "rewound", status: 410, title: "x", type: "t", detail: "the log's head is 7, below seq 9" }));
+  assert.ok(rw instanceof RewoundError);
+  assert.equal(rw.code, "rewound");
   assert.ok(errorFromProblem(502, "<html>bad gateway</html>") instanceof ProtocolError);
 });
 

@@ -158,6 +158,15 @@ class CompactedError(AgentspaceError):
         self.floor: int = _int(self.problem.get("floor"))
 
 
+class RewoundError(AgentspaceError):
+    """The event log went back (410 ``rewound``): the database failed over
+    to a standby that had not replayed events this client saw or wrote, so
+    a seq it holds may now name another event. Nothing was written; re-read
+    the state and follow again from the log's head."""
+
+    code = "rewound"
+
+
 class InvalidError(AgentspaceError, ValueError):
     """Bad input (400 ``invalid``, or refused by the client before sending):
     ``field`` names it, ``reason`` says why. Nothing was written."""
@@ -229,6 +238,7 @@ _BY_CODE: dict[str, type[AgentspaceError]] = {
     "lock_lost": LockLostError,
     "no_task": NoTaskError,
     "compacted": CompactedError,
+    "rewound": RewoundError,
     "invalid": InvalidError,
     "unsupported_media_type": InvalidError,
     "too_large": TooLargeError,
