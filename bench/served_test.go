@@ -85,8 +85,9 @@ func TestServedRowsCompareEachListenerWithInProcess(t *testing.T) {
 				assert.Positive(t, r.RawOpsPerSec, name)
 				// A latency row's ratio is of p99s: through a server the
 				// event may reach the subscriber before the commit's
-				// answer reaches the writer, a latency of 0.
-				if r.P99us > 0 {
+				// answer reaches the writer, a latency of 0, and in
+				// process on one handle it may be under a microsecond.
+				if r.P99us > 0 && r.RawP99us > 0 {
 					assert.Positive(t, r.Ratio, name)
 				}
 			}

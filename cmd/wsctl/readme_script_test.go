@@ -106,7 +106,8 @@ func TestReadmeShellAgentIsSafeInParallel(t *testing.T) {
 
 	// The lock: acquired(n), released(n), acquired(n+1)... with a new token
 	// each time and never extended: no two copies shared it.
-	evs, err := ws.Events().Read(ctx, workspace.EventQuery{SubjectKind: "lock", SubjectName: "artifact:" + artifact, Limit: 10000})
+	evs, err := ws.Events().Read(ctx, workspace.EventQuery{SubjectKind: "lock", SubjectName: "artifact:" + artifact, Limit: 10000,
+		Types: []string{workspace.EventLockAcquired, workspace.EventLockReleased}})
 	require.NoError(t, err)
 	require.Len(t, evs.Events, 2*len(ids))
 	holders := map[string]bool{}
