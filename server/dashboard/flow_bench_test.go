@@ -33,14 +33,22 @@ func dayOfEvents(n int, start time.Time) []workspace.Event {
 		case t%10 == 0:
 			end.Message = "status failed"
 		}
-		for _, e := range []workspace.Event{
+		day := []workspace.Event{
 			{Actor: "planner", Type: workspace.EventTaskCreated},
 			{Actor: who, Type: workspace.EventTaskClaimed, Message: "attempt 1"},
+		}
+		if t%3 == 0 {
+			// Every third lock was held by another agent: a wait of up
+			// to about 3 s.
+			day = append(day, workspace.Event{Actor: who, Type: workspace.EventLockWaited, Subject: lock,
+				Message: (time.Duration(t%17) * 173 * time.Millisecond).String()})
+		}
+		for _, e := range append(day, []workspace.Event{
 			{Actor: who, Type: workspace.EventLockAcquired, Subject: lock},
 			{Actor: who, Type: workspace.EventTaskUpdated, Message: "heartbeat"},
 			{Actor: who, Type: workspace.EventLockReleased, Subject: lock},
 			{Actor: who, Type: end.Type, Message: end.Message},
-		} {
+		}...) {
 			if e.Subject.Kind == "" {
 				e.Subject = task
 			}
