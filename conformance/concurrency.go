@@ -32,6 +32,7 @@ func runConcurrency(t *testing.T, h Harness) {
 			t.Run("SubscribersSeeEveryEventOnceWhileHandlesWrite", func(t *testing.T) { testSubscribersUnderWrites(t, h) })
 			t.Run("HandlesCloseOnTheirOwn", func(t *testing.T) { testHandlesCloseOnTheirOwn(t, h) })
 			t.Run("GetsUnderWritesReadOneSnapshot", func(t *testing.T) { testGetsUnderWritesReadOneSnapshot(t, h) })
+			t.Run("WritersGivingUpLeaveTheirGroupIntact", func(t *testing.T) { testGivingUpLeavesOthersIntact(t, h) })
 		})
 	}
 	t.Run("ChildProcessesLoseNoUpdateAndDoubleClaimNothing", func(t *testing.T) { testProcesses(t, h) })
