@@ -37,6 +37,19 @@ func requireScheme(t *testing.T, scheme string) {
 // run on SQLite, and through a server (TestScriptsThroughAServer).
 var everyBackendScripts = []string{"archive", "completion", "migrate", "noworkspace", "retention", "status"}
 
+// scriptsDir copies the named scripts of testdata/script into a directory
+// of their own, for a run of only those.
+func scriptsDir(t *testing.T, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range names {
+		b, err := os.ReadFile(filepath.Join("testdata/script", name+".txtar"))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".txtar"), b, 0o600))
+	}
+	return dir
+}
+
 // TestScriptsOnEveryBackend runs testdata/script/*.txtar against fresh
 // SQLite stores, and everyBackendScripts against fresh stores of the
 // other backends: the same commands, outputs and exit codes everywhere.
@@ -50,13 +63,7 @@ func TestScriptsOnEveryBackend(t *testing.T) {
 		requireScheme(t, "sqlite")
 		testscript.Run(t, scriptParams("testdata/script", fileStores["sqlite"]))
 	})
-	// The scripts for the other backends, in a directory of their own.
-	dir := t.TempDir()
-	for _, name := range everyBackendScripts {
-		b, err := os.ReadFile(filepath.Join("testdata/script", name+".txtar"))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".txtar"), b, 0o600))
-	}
+	dir := scriptsDir(t, everyBackendScripts...)
 	t.Run("json", func(t *testing.T) {
 		t.Parallel()
 		requireScheme(t, "json")

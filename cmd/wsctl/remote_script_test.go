@@ -80,13 +80,7 @@ func TestScriptsThroughAServer(t *testing.T) {
 	}{{"tcp", remoteScripts}, {"unix", []string{"artifact"}}} {
 		t.Run(tr.name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			for _, name := range tr.scripts {
-				b, err := os.ReadFile(filepath.Join("testdata/script", name+".txtar"))
-				require.NoError(t, err)
-				require.NoError(t, os.WriteFile(filepath.Join(dir, name+".txtar"), b, 0o600))
-			}
-			testscript.Run(t, scriptParams(dir, func(string, string) string { return serveStore(t, tr.name == "unix") }))
+			testscript.Run(t, scriptParams(scriptsDir(t, tr.scripts...), func(string, string) string { return serveStore(t, tr.name == "unix") }))
 		})
 	}
 }
