@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
@@ -422,11 +421,13 @@ func chartsOf(w window, f *flow, truncated bool) chartsView {
 		v.Depth.Max, v.Depth.Ticks, v.Depth.YTicks = top, ticks(), yTicks(top)
 	}
 
-	// Throughput and collisions: bars per interval, stacked.
-	stack := func(c *chart, parts []struct {
-		class string
-		get   func(bucket) int
-	}) {
+	// Throughput, collisions and lock waits: bars per interval, stacked.
+	// A bar's title is its count, its label and its interval.
+	type part = struct {
+		class, label string
+		get          func(bucket) int
+	}
+	stack := func(c *chart, parts []part) {
 		top := 1
 		for _, b := range f.Buckets {
 			sum := 0
@@ -444,18 +445,15 @@ func chartsOf(w window, f *flow, truncated bool) chartsView {
 				}
 				y1, y0 := yOf(base+n, top), yOf(base, top)
 				c.Bars = append(c.Bars, chartBar{X: bx(i) + 1, Y: y1, W: round1(max(bw-2, 1)), H: round1(y0 - y1), Class: p.class,
-					Title: itoa(n) + " " + p.class + " from " + w.From.Add(time.Duration(i)*f.step).Format("15:04:05") + " to " + w.From.Add(time.Duration(i+1)*f.step).Format("15:04:05")})
+					Title: itoa(n) + " " + p.label + " from " + w.From.Add(time.Duration(i)*f.step).Format("15:04:05") + " to " + w.From.Add(time.Duration(i+1)*f.step).Format("15:04:05")})
 				base += n
 			}
 		}
 		c.Max, c.Ticks, c.YTicks = top, ticks(), yTicks(top)
 	}
-	type part = struct {
-		class string
-		get   func(bucket) int
-	}
-	stack(&v.Throughput, []part{{"done", func(b bucket) int { return b.Done }}, {"failed", func(b bucket) int { return b.Failed }}})
-	stack(&v.Collisions, []part{{"conflict", func(b bucket) int { return b.Conflicts }}, {"denied", func(b bucket) int { return b.Denials }}})
+	stack(&v.Throughput, []part{{"done", "done", func(b bucket) int { return b.Done }}, {"failed", "failed", func(b bucket) int { return b.Failed }}})
+	stack(&v.Collisions, []part{{"conflict", "conflict", func(b bucket) int { return b.Conflicts }}, {"denied", "denied", func(b bucket) int { return b.Denials }}})
+	stack(&v.WaitChart, []part{{"waited", "ms waited, by acquires that ended", func(b bucket) int { return int(b.Waited.Milliseconds()) }}})
 	for _, b := range f.Buckets {
 		v.Totals.Done += b.Done
 		v.Totals.Failed += b.Failed
@@ -480,12 +478,6 @@ func chartsOf(w window, f *flow, truncated bool) chartsView {
 	v.WaitN, v.Waited = f.WaitN, f.Waited.Round(time.Millisecond).String()
 	if f.WaitN > 0 {
 		v.Longest = f.Longest.Round(time.Millisecond).String() + " on " + visible(f.LongestOn)
-	}
-	// Time spent waiting per interval, in milliseconds: bars.
-	waitMS := func(b bucket) int { return int(b.Waited.Milliseconds()) }
-	stack(&v.WaitChart, []part{{"waited", waitMS}})
-	for i := range v.WaitChart.Bars {
-		v.WaitChart.Bars[i].Title = strings.Replace(v.WaitChart.Bars[i].Title, " waited from ", " ms waited, by acquires that ended from ", 1)
 	}
 
 	for _, c := range f.top(20) {
