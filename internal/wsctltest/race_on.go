@@ -9,4 +9,4 @@ const raceEnabled = true
 // raceFlags are the build flags of a race build, the README's: the race
 // detector on, and off for SQLite's C translated to Go (modernc.org/...),
 // which it would not see under cgo either and which it slows fourfold.
-var raceFlags = []string{"-race", "-gcflags=modernc.org/...=-race=false"}
+var raceFlags = []string{"-race", raceGcflags}

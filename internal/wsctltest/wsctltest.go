@@ -122,6 +122,13 @@ func build() (string, error) {
 	return bin, nil
 }
 
+// raceGcflags keeps the race detector off SQLite's C translated to Go
+// (modernc.org/...), which it would not see under cgo either and which it
+// slows fourfold. The README's test command, the Makefile and .ci/run
+// pass it too (TestTheRaceFlagsAreTheREADMEs), so that a race build of
+// wsctl shares the packages the test run compiled.
+const raceGcflags = "-gcflags=modernc.org/...=-race=false"
+
 // buildKey names a build: the toolchain and its settings, whether the race
 // detector is on, go.mod and go.sum (which pin every other module), and
 // the content of every file of this module that cmd/wsctl's build reads

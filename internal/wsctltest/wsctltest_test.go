@@ -1,7 +1,9 @@
 package wsctltest
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -59,4 +61,16 @@ func TestPathIsTheBinary(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "wsctl")
+}
+
+// TestTheRaceFlagsAreTheREADMEs: the README's test command, the Makefile's
+// and .ci/run's pass the race build's gcflags this package builds wsctl
+// with, written once here.
+func TestTheRaceFlagsAreTheREADMEs(t *testing.T) {
+	quoted := strings.Replace(raceGcflags, "=", "='", 1) + "'"
+	for _, f := range []string{"README.md", "Makefile", ".ci/run"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", f))
+		require.NoError(t, err)
+		assert.Contains(t, string(b), "go test -race "+quoted+" -count=1", f)
+	}
 }
