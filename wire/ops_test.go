@@ -1,10 +1,6 @@
 package wire
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/internal/optypes"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -19,26 +16,8 @@ import (
 // with the Op interface's opName method, read from the package's source)
 // has one entry in the wire's op table, and the table has no other.
 func TestEveryOpTypeHasAWireEntry(t *testing.T) {
-	fset := token.NewFileSet()
-	files, err := filepath.Glob("../workspace/*.go")
+	declared, err := optypes.Declared("../workspace")
 	require.NoError(t, err)
-	var declared []string
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		require.NoError(t, err)
-		for _, d := range f.Decls {
-			fn, ok := d.(*ast.FuncDecl)
-			if !ok || fn.Recv == nil || fn.Name.Name != "opName" {
-				continue
-			}
-			if id, ok := fn.Recv.List[0].Type.(*ast.Ident); ok {
-				declared = append(declared, id.Name)
-			}
-		}
-	}
 	require.NotEmpty(t, declared)
 	var inTable []string
 	for typ := range opsByType {

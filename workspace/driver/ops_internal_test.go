@@ -1,16 +1,12 @@
 package driver
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/internal/optypes"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -18,26 +14,8 @@ import (
 // the Op interface's opName method, read from the package's source) has an
 // entry in the op table, and the table has no other.
 func TestOpTableCoversEveryOp(t *testing.T) {
-	fset := token.NewFileSet()
-	files, err := filepath.Glob("../*.go")
+	declared, err := optypes.Declared("..")
 	require.NoError(t, err)
-	var declared []string
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		require.NoError(t, err)
-		for _, d := range f.Decls {
-			fn, ok := d.(*ast.FuncDecl)
-			if !ok || fn.Recv == nil || fn.Name.Name != "opName" {
-				continue
-			}
-			if id, ok := fn.Recv.List[0].Type.(*ast.Ident); ok {
-				declared = append(declared, id.Name)
-			}
-		}
-	}
 	require.NotEmpty(t, declared)
 	var inTable []string
 	for typ := range opTable {
