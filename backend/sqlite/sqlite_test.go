@@ -70,7 +70,7 @@ func TestOpenCreatesDirectoriesAndPrivateFiles(t *testing.T) {
 	info, err := os.Stat(dir)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), info.Mode().Perm(), "directory mode")
-	for _, name := range []string{path, path + "-wal", path + "-shm", path + ".migrate.lock"} {
+	for _, name := range []string{path, path + "-wal", path + "-shm", path + ".migrate.lock", sqlite.BellPath(path)} {
 		info, err := os.Stat(name)
 		require.NoError(t, err, name)
 		assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "mode of %s", filepath.Base(name))

@@ -30,6 +30,12 @@ type store struct {
 	owned  bool // Close closes w and r
 	log    *slog.Logger
 	watch  *dirwatch.Watcher // nil: other processes' commits are polled for
+	// bell is rung after each commit (see dirwatch.Bell), and is what
+	// watch watches; nil where it cannot be opened, and then watch, if
+	// set, watches the WAL's writes, which come before the commit can be
+	// read (early).
+	bell  *dirwatch.Bell
+	early bool
 	// ended is a read transaction already rolled back: every statement on
 	// it fails with sql.ErrTxDone. A read-ahead view's other reads run on
 	// it (see ViewHinted).
@@ -46,10 +52,24 @@ func newStore(w, r *sql.DB, path string, owned bool, indexBatch int64, log *slog
 	s := &store{w: w, r: r, path: path, owned: owned, indexBatch: indexBatch, log: log}
 	if path != "" && path != ":memory:" {
 		s.gate = filegate.Open(path)
-		// A commit by any process writes the WAL (or, out of WAL mode,
-		// the database file): watching them wakes waiters at once.
+		// Every process's commits ring the file's bell once they can be
+		// read: watching it wakes waiters at once. Where the bell cannot
+		// be opened (a directory this process may not write), the WAL's
+		// writes are watched instead, which also wake for the commits of
+		// processes that do not ring (releases before the bell).
 		base := filepath.Base(path)
-		watch, err := dirwatch.New(filepath.Dir(path), base, base+"-wal")
+		bell, err := dirwatch.OpenBell(BellPath(path))
+		var watch *dirwatch.Watcher
+		if err == nil {
+			s.bell = bell
+			watch, err = dirwatch.WatchBell(BellPath(path))
+		}
+		if s.bell == nil || err != nil {
+			_ = s.bell.Close()
+			s.bell = nil
+			s.early = true
+			watch, err = dirwatch.New(filepath.Dir(path), base, base+"-wal")
+		}
 		if err != nil && !errors.Is(err, dirwatch.ErrUnsupported) {
 			log.Debug("agentspace: cannot watch the database file; polling for other processes' commits", "err", err)
 		}
@@ -61,14 +81,15 @@ func newStore(w, r *sql.DB, path string, owned bool, indexBatch int64, log *slog
 var _ driver.Notifier = (*store)(nil)
 
 // Notify implements driver.Notifier where the file can be watched (it
-// offers nothing otherwise, and the engine polls). Its notifications are
-// early: the file watch sees a commit's WAL frames as they are written,
-// before its fsync ends and the commit is published in the WAL index.
+// offers nothing otherwise, and the engine polls). A bell rings after its
+// commit can be read; without a bell the notifications are early: the
+// file watch sees a commit's WAL frames as they are written, before its
+// fsync ends and the commit is published in the WAL index.
 func (s *store) Notify(func() bool) driver.Notifications {
 	if s.watch == nil {
 		return driver.Notifications{}
 	}
-	return driver.Notifications{Changes: s.watch.C, Early: true}
+	return driver.Notifications{Changes: s.watch.C, Early: s.early}
 }
 
 // prepare compiles the fixed queries; the schema must be in place.
@@ -106,6 +127,7 @@ type querier interface {
 
 func (s *store) Close() error {
 	_ = s.watch.Close()
+	_ = s.bell.Close()
 	s.gate.Close()
 	s.ws.close()
 	if s.rs != s.ws {
@@ -160,9 +182,19 @@ func (s *store) update(ctx context.Context, hints []driver.ReadHint, fn func(tx 
 			return fmt.Errorf("sqlite: commit: %w", describe(err, s.path))
 		}
 		s.memo.learn(&wt.noted)
+		s.ring()
 		return nil
 	})
 }
+
+// ring tells the processes following the file that a commit can be
+// read. A ring that fails is not the commit's failure: its followers
+// find the commit at their next poll.
+func (s *store) ring() { _ = s.bell.Ring() }
+
+// BellPath is the bell (dirwatch.Bell) beside the database file at path,
+// which every process rings after its commits.
+func BellPath(path string) string { return path + "-bell" }
 
 // Checkpoint implements driver.Checkpointer: a PASSIVE checkpoint, which
 // copies back the WAL frames no reader still needs and never waits for or
