@@ -95,15 +95,11 @@ the server, against c=N in this process.`,
 			}
 			a.dsn = res.DSN
 			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile) // #nosec G304 -- the profile file the user named with --cpuprofile
+				stopProfile, err := startCPUProfile(cpuProfile)
 				if err != nil {
 					return err
 				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
+				defer stopProfile()
 			}
 			cfg := bench.Config{
 				DSN: res.DSN, Duration: duration, Workloads: ws, Concurrency: levels,
@@ -220,4 +216,21 @@ func us(v float64) string {
 	default:
 		return fmt.Sprintf("%.0fµs", v)
 	}
+}
+
+// startCPUProfile profiles this process into file until the returned
+// function is called (bench's and serve's --cpuprofile).
+func startCPUProfile(file string) (func(), error) {
+	f, err := os.Create(file) // #nosec G304 -- the profile file the user named with --cpuprofile
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }

@@ -41,6 +41,7 @@ func (a *app) serveCmd() *cobra.Command {
 		gcEvery                                      time.Duration // see gc.go
 		gcf                                          gcFlags
 		allowedHosts                                 []string
+		cpuProfile                                   string
 	)
 	c := &cobra.Command{
 		Use:   "serve",
@@ -71,6 +72,13 @@ Last-Event-ID), requests under way finish.`,
 			logger, err := a.serverLogger(logFormat, logLevel)
 			if err != nil {
 				return err
+			}
+			if cpuProfile != "" {
+				stopProfile, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stopProfile()
 			}
 			network, addr, loopback, err := listenAddr(listen)
 			if err != nil {
@@ -133,6 +141,8 @@ Last-Event-ID), requests under way finish.`,
 		}),
 	}
 	f := c.Flags()
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the server's whole run to this file (written when it stops)")
+	_ = f.MarkHidden("cpuprofile")
 	f.StringVar(&listen, "listen", "127.0.0.1:7465", "HOST:PORT, or unix:/path/to.sock")
 	f.StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM), with --tls-key")
 	f.StringVar(&tlsKey, "tls-key", "", "the certificate's private key (PEM)")
