@@ -30,6 +30,10 @@ func SettledReads(w *workspace.Workspace) int64 {
 	return wsconn.Of(w).(*handle).hub.settledReads.Load()
 }
 
+// Notifies reports whether w's store notifies of other handles' commits
+// (else it is polled).
+func Notifies(w *workspace.Workspace) bool { return wsconn.Of(w).(*handle).hub.changes != nil }
+
 // NotifiesEarly reports whether w's store is watched by notifications that
 // come before the change can be read (see Notifications.Early).
 func NotifiesEarly(w *workspace.Workspace) bool { return wsconn.Of(w).(*handle).hub.early }
