@@ -198,11 +198,14 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 	)
 	for i := range rounds {
 		progress(fmt.Sprintf("%s: in process (round %d/%d)", label, i+1, rounds))
+		cpu0, _ := cpuTime()
 		res, err := measure(ctx, n, slice, 0, inproc)
 		if err != nil {
 			return nil, fmt.Errorf("in process: %w", err)
 		}
+		cpu1, _ := cpuTime()
 		raw.add(res)
+		raw.cpu += cpu1 - cpu0
 		progress(fmt.Sprintf("%s: processes (round %d/%d)", label, i+1, rounds))
 		before := e.updates.Load()
 		if err := ours.round(kids, round); err != nil {
@@ -222,7 +225,7 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 		Workload: "W1", Variant: fmt.Sprintf("via %s, %d processes", e.via, n), Backend: e.backend, Concurrency: n,
 		OpsPerSec: ours.rate(), P50us: ours.percentile(0.50), P99us: ours.percentile(0.99),
 		RawOpsPerSec: raw.rate(), RawP50us: raw.percentile(0.50), RawP99us: raw.percentile(0.99),
-		CPUusPerOp: ours.serverCPU(),
+		CPUusPerOp: ours.serverCPU(), RawCPUusPerOp: raw.serverCPU(),
 		Note: fmt.Sprintf("%d child processes at c=1, each its own client of the server; CPU/OP is the server's, the clients' %s; baseline (raw columns): c=%d in process on the same store",
 			n, ours.clientCPU(), n),
 	}
@@ -250,6 +253,12 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 	}
 	if floor.OpsPerSec > 0 {
 		floor.Ratio = row.OpsPerSec / floor.OpsPerSec
+	}
+	if row.CPUusPerOp > 0 && row.RawCPUusPerOp > 0 && floor.CPUusPerOp > 0 {
+		// What the server spends beyond the engine (in process, the same
+		// store and concurrency) and the bare transport: issue #40's
+		// figure.
+		row.Note += fmt.Sprintf("; the server's own CPU per op beyond both: %.0fµs", row.CPUusPerOp-row.RawCPUusPerOp-floor.CPUusPerOp)
 	}
 	return []Row{row, alone, floor}, nil
 }

@@ -206,17 +206,19 @@ func runVia(ctx context.Context, cfg Config, base *env, via string, out func(Row
 			}
 			out(viaRow(row, via))
 		}
+		// The cases' subscribers (W1's is an event stream to this process)
+		// go before the processes' rows: their CPU per op is this
+		// process's, and would count feeding and reading them.
+		cleanup()
 		if name == "W1" && cfg.Processes > 0 {
 			rows, err := runProcesses(ctx, e, base, cfg, progress)
 			if err != nil {
-				cleanup()
 				return fmt.Errorf("W1 %d processes: %w", cfg.Processes, err)
 			}
 			for _, row := range rows {
 				out(row)
 			}
 		}
-		cleanup()
 	}
 	return nil
 }
