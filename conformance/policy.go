@@ -57,6 +57,7 @@ var policyCases = []coreCase{
 	{"PolicyExportNeedsTheAdminRight", testPolicyExport},
 	{"PolicyGCAndVerifyNeedTheAdminRights", testPolicyGCAndVerify},
 	{"PolicyIdempotentReplayIsCheckedAgain", testPolicyReplay},
+	{"PolicyBatchPinNeedsThePinRight", testPolicyOpPin}, // retention_pinop.go
 }
 
 // applyPolicy writes src as the workspace's policy, by root.

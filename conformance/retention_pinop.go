@@ -1,7 +1,10 @@
 package conformance
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +16,7 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// pinOpPolicy lets alice write artifacts but no pins.
+// pinOpPolicy lets alice write artifacts but no pins, and carol both.
 const pinOpPolicy = `
 [roles.writer]
 artifacts_read  = ["**"]
@@ -21,17 +24,31 @@ artifacts_write = ["**"]
 notes_read  = ["*"]
 notes_write = ["other"]
 
+[roles.pinner]
+artifacts_read  = ["**"]
+artifacts_write = ["**"]
+notes_read  = ["*"]
+notes_write = ["pin"]
+
 [actors]
 root  = ["admin"]
 alice = ["writer"]
+carol = ["pinner"]
 `
+
+// bookkeepingKey plays a layer whose batches pin what they write as the
+// system's bookkeeping (as a change set's promotion does): its
+// reservation has Pins.
+var bookkeepingKey = reserve.Register(reserve.Entry{Kind: "conformance-bookkeeping",
+	Owner: "the conformance suite's bookkeeping batches", Pins: true})
 
 // testGCPinnedByOp: a batch op's Pin pins the version it writes in the
 // same batch (a created artifact's too, whose ID the batch assigns), as
-// its own note.put event, under the write's rights alone (a change set's
-// promotion relies on it); gc keeps those versions down to each
-// artifact's newest, and removes one once it is unpinned. The batch runs
-// where the store is: the wire does not carry Pin (a client refuses it).
+// its own note.put event; a batch carrying a key reserved with Pins (a
+// change set's promotion) pins so with no pin right of its actor; gc
+// keeps those versions down to each artifact's newest, and removes one
+// once it is unpinned. The batch runs where the store is: the wire does
+// not carry Pin (a client refuses it), nor a grant.
 func testGCPinnedByOp(t *testing.T, h Harness) {
 	// Reads through a server always have a principal: alice's.
 	ctx := workspace.AsActor(caseCtx(t, time.Minute), "alice")
@@ -45,7 +62,7 @@ func testGCPinnedByOp(t *testing.T, h Harness) {
 	require.ErrorIs(t, err, workspace.ErrForbidden, "the policy forbids alice's pins")
 
 	head := headOf(t, store)
-	res, err := store.Commit(ctx, workspace.Batch{Actor: "alice", Ops: []workspace.Op{
+	res, err := store.Commit(bookkeepingKey.Grant(ctx), workspace.Batch{Actor: "alice", Ops: []workspace.Op{
 		workspace.UpdateArtifactOp{Ref: workspace.ByName("a"), Change: workspace.ArtifactChange{Content: []byte("a pinned")}, Pin: true},
 		workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "e", Content: []byte("e pinned")}, Pin: true},
 		workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "f", Content: []byte("f1")}},
@@ -99,4 +116,85 @@ func testGCPinnedByOp(t *testing.T, h Harness) {
 	assert.Equal(t, int64(1), r.Versions.Count)
 	assert.Equal(t, []int64{4}, kept("a"))
 	assert.Equal(t, []int64{1, 3}, kept("e"))
+}
+
+// testPolicyOpPin: a batch op's Pin needs what Workspace.Pin needs, the
+// note.write right on the pin kind: an actor without it is refused with
+// the same *ForbiddenError whichever op pins, and nothing of the batch is
+// written (no version, no pin, only the denied event); a key of a reserved
+// kind without Pins does not lift that. An actor with the right pins
+// through a batch. It runs where the store is: the wire carries no Pin.
+func testPolicyOpPin(t *testing.T, h Harness) {
+	ctx := workspace.AsActor(caseCtx(t, time.Minute), "root")
+	dsn, ws := fresh(t, h)
+	applyPolicy(t, ctx, ws, pinOpPolicy)
+	store := open(t, storeDSN(h, dsn))
+	a1, err := store.Artifacts().Create(ctx, as("alice"), workspace.NewArtifact{Name: "a", Content: []byte("a1")})
+	require.NoError(t, err)
+	head := headOf(t, store)
+
+	_, err = store.Pin(ctx, as("alice"), "a", 1)
+	pinRefusal := requireForbidden(t, err, "alice", "note.write", "notes_write")
+	assert.Equal(t, workspace.PinKind, pinRefusal.Object)
+
+	batches := map[string]struct {
+		ctx   context.Context
+		ops   []workspace.Op
+		index int // of the op refused; -1 for a batch of one
+	}{
+		"update pinned": {ctx, []workspace.Op{
+			workspace.UpdateArtifactOp{Ref: workspace.ByName("a"), Change: workspace.ArtifactChange{Content: []byte("a2")}, Pin: true},
+		}, -1},
+		"create pinned after a plain create": {ctx, []workspace.Op{
+			workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "f", Content: []byte("f1")}},
+			workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "e", Content: []byte("e1")}, Pin: true},
+		}, 1},
+		"update by ID pinned, with another layer's key": {ownedKey.Grant(ctx), []workspace.Op{
+			workspace.CreateArtifactOp{Artifact: workspace.NewArtifact{Name: "f", Content: []byte("f1")}},
+			workspace.UpdateArtifactOp{Ref: workspace.ByID(a1.ID), Change: workspace.ArtifactChange{Content: []byte("a2")}, Pin: true},
+		}, 1},
+	}
+	for name, b := range batches {
+		_, err := store.Commit(b.ctx, workspace.Batch{Actor: "alice", Ops: b.ops})
+		fe := requireForbidden(t, err, "alice", "note.write", "notes_write")
+		assert.Equal(t, pinRefusal.Object, fe.Object, "%s: Workspace.Pin's refusal", name)
+		assert.Equal(t, pinRefusal.Roles, fe.Roles, name)
+		var be *workspace.BatchError
+		if b.index < 0 {
+			assert.False(t, errors.As(err, &be), "%s: a batch of one returns its op's error", name)
+		} else if assert.ErrorAs(t, err, &be, name) {
+			assert.Equal(t, b.index, be.Index, name)
+		}
+	}
+	got, err := store.Artifacts().Get(ctx, workspace.ByName("a"))
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), got.Version, "a refused batch writes no version")
+	assert.Equal(t, "a1", string(got.Content))
+	for _, n := range []string{"e", "f"} {
+		_, err := store.Artifacts().Get(ctx, workspace.ByName(n))
+		assert.ErrorIs(t, err, workspace.ErrNotFound, "%s: nothing of a refused batch is written", n)
+	}
+	pins, err := store.Notes().List(ctx, workspace.NoteFilter{Kind: workspace.PinKind})
+	require.NoError(t, err)
+	assert.Empty(t, pins.Notes, "a refused batch writes no pin")
+	evs := eventsAfter(t, store, head)
+	assert.Len(t, evs, 1+len(batches), "only the denied events are logged")
+	for _, ev := range evs {
+		if assert.Equal(t, workspace.EventDenied, ev.Type) {
+			assert.Equal(t, "note.write", ev.Subject.ID)
+			assert.True(t, strings.HasPrefix(ev.Subject.Name, workspace.PinKind+"/"), ev.Subject.Name)
+		}
+	}
+
+	// With the right, the same batch pins.
+	res, err := store.Commit(ctx, workspace.Batch{Actor: "carol", Ops: []workspace.Op{
+		workspace.UpdateArtifactOp{Ref: workspace.ByName("a"), Change: workspace.ArtifactChange{Content: []byte("a2")}, Pin: true},
+	}})
+	require.NoError(t, err)
+	a2 := res.Results[0].Artifact
+	require.NotNil(t, a2)
+	pin, err := store.Notes().Get(ctx, workspace.PinKind, reserve.PinKey(a2.ID, 2))
+	require.NoError(t, err)
+	assert.Equal(t, "carol", pin.Author)
+	assert.Equal(t, a2.SHA256, pin.Body)
 }

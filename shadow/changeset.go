@@ -39,8 +39,10 @@ type PromotedVersion struct {
 }
 
 // changeSetKey is the capability to write change-set records: the kind is
-// reserved, so a plain note write cannot plant or edit a set.
-var changeSetKey = reserve.Register(reserve.Entry{Kind: ChangeSetKind, Owner: "the change-set operations (package shadow)"})
+// reserved, so a plain note write cannot plant or edit a set. It also pins
+// what a promotion writes (Pins): those pins are the system's bookkeeping,
+// so the promoter needs no pin right.
+var changeSetKey = reserve.Register(reserve.Entry{Kind: ChangeSetKind, Owner: "the change-set operations (package shadow)", Pins: true})
 
 // Change-set steps, carried as the first word of their event messages.
 const (
@@ -466,8 +468,8 @@ func (c *ChangeSets) Promote(ctx context.Context, set, actor string) (workspace.
 	msg := message(EventCSPromoted, cs.Name, "")
 	// Each version the batch writes is pinned by its own op (Pin), so
 	// retention keeps it once the batch commits, with no pin right asked
-	// of the promoter; the promoted set's note, put in the same batch,
-	// lists them.
+	// of the promoter (the batch carries changeSetKey, reserved with
+	// Pins); the promoted set's note, put in the same batch, lists them.
 	done := cs
 	done.State = StatePromoted
 	done.Promoted = slices.Clone(cs.Promoted)

@@ -33,9 +33,11 @@ type CreateArtifactOp struct {
 	Artifact NewArtifact
 	Message  string // kept in the event log
 	// Pin also pins the version the op writes (as Workspace.Pin, recorded as
-	// its own note.put event), in the same batch, under the write's own
-	// rights: a layer that must keep what it wrote (a change set's
-	// promotion) needs no pin right. Not carried over HTTP.
+	// its own note.put event), in the same batch. It needs what
+	// Workspace.Pin needs (note.write on the pin kind); a batch refused it
+	// writes nothing. Only the system's own batches (a change set's
+	// promotion, whose pins are its bookkeeping) pin with no pin right of
+	// their actor. Not carried over HTTP.
 	Pin bool
 }
 

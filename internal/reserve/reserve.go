@@ -26,6 +26,12 @@ type Entry struct {
 	Owner  string // who writes it, for refusals: "the server's token operations"
 	Sealed bool   // never read as a note, not even listed, without the key
 	Right  string // the policy action a principal needs to use it through its owner; "" for the note rights on the kind
+	// Pins lets the owner's batches pin the versions their ops write (a
+	// batch op's Pin) as the system's bookkeeping: a batch whose context
+	// carries the key asks its actor for no pin right (a change set's
+	// promotion keeps what it promotes whoever promotes it). Without such
+	// a key an op's Pin needs what Workspace.Pin needs.
+	Pins bool
 }
 
 // Key is the capability to write (and, when sealed, read) notes of one
@@ -99,6 +105,19 @@ func Granted(ctx context.Context, kind string) bool {
 	gs, _ := ctx.Value(grantKey{}).(grants)
 	for _, g := range gs {
 		if g == k {
+			return true
+		}
+	}
+	return false
+}
+
+// GrantedPins reports whether ctx carries the key of a kind reserved with
+// Pins: whether a batch run with ctx pins what it writes as the system's
+// bookkeeping.
+func GrantedPins(ctx context.Context) bool {
+	gs, _ := ctx.Value(grantKey{}).(grants)
+	for _, g := range gs {
+		if g.e.Pins {
 			return true
 		}
 	}

@@ -145,7 +145,8 @@ func gcVersionPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy, k *work
 
 // pinWritten pins version a.Version of artifact a, which the op being
 // applied wrote: the note Workspace.Pin would put, in the op's own batch
-// (an op's Pin). The pin kind is the engine's own, so no grant is asked.
+// (an op's Pin). authorize checked the pin beforehand (pinNeeds); the
+// reserved-kind check does not apply, as an op's Pin owns the pin kind.
 func (x *exec) pinWritten(ctx context.Context, a *workspace.Artifact) error {
 	_, err := x.putNote(ctx, workspace.PutNoteOp{Note: workspace.NotePut{
 		Kind: workspace.PinKind, Key: reserve.PinKey(a.ID, a.Version),

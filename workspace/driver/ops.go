@@ -31,6 +31,7 @@ func init() {
 		policySource: func(_ context.Context, _ *exec, o workspace.CreateArtifactOp) ([]byte, bool, error) {
 			return o.Artifact.Content, o.Artifact.Name == workspace.PolicyArtifact, nil
 		},
+		pins: func(o workspace.CreateArtifactOp) bool { return o.Pin },
 		apply: func(ctx context.Context, x *exec, o workspace.CreateArtifactOp) (workspace.OpResult, error) {
 			a, err := x.createArtifact(ctx, o)
 			if err == nil && o.Pin {
@@ -51,6 +52,7 @@ func init() {
 		policySource: func(_ context.Context, x *exec, o workspace.UpdateArtifactOp) ([]byte, bool, error) {
 			return o.Change.Content, o.Change.Content != nil && x.isPolicy(o.Ref), nil
 		},
+		pins: func(o workspace.UpdateArtifactOp) bool { return o.Pin },
 		apply: func(ctx context.Context, x *exec, o workspace.UpdateArtifactOp) (workspace.OpResult, error) {
 			a, err := x.updateArtifact(ctx, o)
 			if err == nil && o.Pin {
@@ -159,6 +161,10 @@ type opEntry[O workspace.Op] struct {
 	// policySource is the content of the policy the op would write, and
 	// whether it writes one; nil for an op that cannot.
 	policySource func(ctx context.Context, x *exec, o O) ([]byte, bool, error)
+	// pins reports whether the op also pins the version it writes (its
+	// Pin), which needs what a pin needs (pinNeeds); nil for an op that
+	// cannot pin.
+	pins func(o O) bool
 	// apply makes the op's change and emits its events.
 	apply func(ctx context.Context, x *exec, o O) (workspace.OpResult, error)
 }
@@ -171,6 +177,7 @@ type opSpec struct {
 	message      func(op workspace.Op) string
 	action       func(ctx context.Context, x *exec, w who, op workspace.Op, first bool) (policy.Action, string, workspace.Subject, error)
 	policySource func(ctx context.Context, x *exec, op workspace.Op) ([]byte, bool, error)
+	pins         func(op workspace.Op) bool
 	apply        func(ctx context.Context, x *exec, op workspace.Op) (workspace.OpResult, error)
 }
 
@@ -188,6 +195,7 @@ func declare[O workspace.Op](e opEntry[O]) {
 			return ""
 		},
 		reserved: func(workspace.Op) string { return "" },
+		pins:     func(workspace.Op) bool { return false },
 		action: func(ctx context.Context, x *exec, w who, op workspace.Op, first bool) (policy.Action, string, workspace.Subject, error) {
 			return e.action(ctx, x, w, op.(O), first)
 		},
@@ -203,6 +211,9 @@ func declare[O workspace.Op](e opEntry[O]) {
 	}
 	if e.reserved != nil {
 		s.reserved = func(op workspace.Op) string { return e.reserved(op.(O)) }
+	}
+	if e.pins != nil {
+		s.pins = func(op workspace.Op) bool { return e.pins(op.(O)) }
 	}
 	if e.policySource != nil {
 		s.policySource = func(ctx context.Context, x *exec, op workspace.Op) ([]byte, bool, error) {

@@ -138,8 +138,12 @@ type who struct {
 	actor string
 	roles []string // nil: the policy's roles of actor
 	set   bool     // a principal was given (reads without one are unchecked)
-	pol   *policy.Policy
-	bad   error
+	// pins says the caller's context carries a key reserved with Pins
+	// (reserve.GrantedPins): its ops' Pin is the system's bookkeeping.
+	// It is read from the caller's context, not the group's.
+	pins bool
+	pol  *policy.Policy
+	bad  error
 }
 
 // none reports whether nothing is to be checked: no policy.
@@ -149,7 +153,7 @@ func (w who) none() bool { return w.pol == nil && w.bad == nil }
 // read), from the principal ctx carries, with the policy to check.
 func (h *handle) who(ctx context.Context, actor string) (who, error) {
 	p, ok := workspace.PrincipalFrom(ctx)
-	w := who{actor: actor, set: ok}
+	w := who{actor: actor, set: ok, pins: reserve.GrantedPins(ctx)}
 	if err := impersonation(p, actor); err != nil {
 		return w, err
 	}
@@ -294,15 +298,8 @@ func artifactReadable(allow func(policy.Action, string) bool, name string) bool 
 func (x *exec) authorize(ctx context.Context, w who, ops []workspace.Op) (int, error) {
 	for i, op := range ops {
 		if !w.none() {
-			a, object, subj, err := x.opAction(ctx, w, op, i == 0)
-			if err != nil {
+			if err := x.authorizeOp(ctx, w, op, i == 0); err != nil {
 				return i, err
-			}
-			if a != "" {
-				if err := w.decide(a, object); err != nil {
-					x.denied(err, subj)
-					return i, err
-				}
 			}
 		}
 		// With no policy, only a first policy's content is checked.
@@ -313,8 +310,9 @@ func (x *exec) authorize(ctx context.Context, w who, ops []workspace.Op) (int, e
 	return 0, nil
 }
 
-// allow checks one action of a write that is not a batch op (a claim, a
-// lease) inside its transaction.
+// allow checks one action of a write inside its transaction: a batch op's
+// (authorizeOp), or that of a write that is not a batch op (a claim, a
+// lease). A refusal is kept for the job's denied event.
 func (x *exec) allow(w who, a policy.Action, object string, subj workspace.Subject) error {
 	if err := w.decide(a, object); err != nil {
 		x.denied(err, subj)
@@ -331,16 +329,48 @@ func (x *exec) denied(err error, subj workspace.Subject) {
 	}
 }
 
-// opAction returns what op needs (its op table entry's action): its
-// action, object and subject. An op on a record that does not exist needs
-// nothing here: it fails on its own. first says op is the batch's first,
-// which may keep the task it reads.
-func (x *exec) opAction(ctx context.Context, w who, op workspace.Op, first bool) (policy.Action, string, workspace.Subject, error) {
+// authorizeOp checks what op needs (its op table entry's action) and, for
+// an op that also pins the version it writes, what that pin needs
+// (pinNeeds). An op on a record that does not exist needs nothing here: it
+// fails on its own. first says op is the batch's first, which may keep the
+// task it reads.
+func (x *exec) authorizeOp(ctx context.Context, w who, op workspace.Op, first bool) error {
 	s, err := specOf(op)
 	if err != nil {
-		return "", "", workspace.Subject{}, err
+		return err
 	}
-	return s.action(ctx, x, w, op, first)
+	a, object, subj, err := s.action(ctx, x, w, op, first)
+	if err != nil {
+		return err
+	}
+	if a != "" {
+		if err := x.allow(w, a, object, subj); err != nil {
+			return err
+		}
+	}
+	if s.pins(op) {
+		if a, object, psubj := pinNeeds(w, subj); a != "" {
+			return x.allow(w, a, object, psubj)
+		}
+	}
+	return nil
+}
+
+// pinNeeds is what an op's Pin needs beside the write of its artifact
+// (subj, empty when the artifact does not exist): the note rights on the
+// pin kind, which Workspace.Pin's put of the same note needs (noteAction:
+// the rule's one home), unless the batch pins as the system's bookkeeping
+// (a key reserved with Pins, which only the layer that reserved it holds).
+// The reserved-kind check does not apply: an op's Pin is one of the pin
+// kind's owners.
+func pinNeeds(w who, subj workspace.Subject) (policy.Action, string, workspace.Subject) {
+	if w.pins || subj.Name == "" {
+		return "", "", workspace.Subject{}
+	}
+	a, obj := noteAction(true, workspace.PinKind)
+	// The pin's key (ID@VERSION) is not known before the write: the
+	// refusal names the artifact the pin was for.
+	return a, obj, workspace.Subject{Kind: "note", Name: workspace.PinKind + "/" + subj.Name}
 }
 
 // artifactNeeds is what a write of the artifact ref names needs: a (or the
