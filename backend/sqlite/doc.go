@@ -44,10 +44,15 @@
 // indexed events through the index and scans the tail, in one statement.
 //
 // Writes of the same handle wake its waiters at once. Other handles' and
-// processes' writes are noticed from a watch on the database file and its
-// WAL (inotify, on Linux: a commit after a quiet spell within about half a
-// millisecond, one in a stream within about a millisecond), else by polling the
-// event head (ws_poll, default 50ms). The writers of one file in one
+// processes' writes are noticed from the file's bell (PATH-bell, see
+// BellPath): every commit rings it once it can be read, and each handle
+// watches that one file (inotify, on Linux), so the WAL's own writes wake
+// no one. Where the bell cannot be opened, a handle watches the database
+// file and its WAL instead, whose writes come before the commit can be
+// read; where nothing can be watched, it polls the event head (ws_poll,
+// default 50ms). Processes of releases before the bell do not ring it:
+// their commits are found by the slow poll that guards against a lost
+// notification (twenty polls, at least a second). The writers of one file in one
 // process queue in arrival order (and honour their contexts) before they
 // take SQLite's write lock; writers in other processes meet at that lock,
 // where SQLite's busy handler retries for up to ws_busy_timeout.
