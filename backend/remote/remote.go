@@ -325,11 +325,41 @@ func decode(resp *http.Response, out any) error {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 		return nil
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	if err := decodeBody(resp.Body, resp.ContentLength, out); err != nil {
 		return fmt.Errorf("decode answer: %w", err)
 	}
 	return nil
 }
+
+// decodeBody decodes an answer of n bytes (-1: unknown) into out. It reads
+// the answer whole, then decodes it in one call: a workspace record or
+// page decodes itself (its UnmarshalJSON checks its bytes with
+// json.Unmarshal), so it is handed the bytes directly, where a
+// json.Decoder would first scan them once more to find where the value
+// ends, and allocate its own buffer. The server answers exactly one JSON
+// value and a newline.
+func decodeBody(body io.Reader, n int64, out any) error {
+	var b []byte
+	if n > 0 && n <= maxPrealloc {
+		b = make([]byte, n)
+		if _, err := io.ReadFull(body, b); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if b, err = io.ReadAll(body); err != nil {
+			return err
+		}
+	}
+	if u, ok := out.(json.Unmarshaler); ok {
+		return u.UnmarshalJSON(bytes.TrimRight(b, " \t\r\n"))
+	}
+	return json.Unmarshal(b, out)
+}
+
+// maxPrealloc bounds the buffer allocated up front for an answer of known
+// length; a longer one is read as it comes.
+const maxPrealloc = 4 << 20
 
 // segment escapes one path segment: a "/" inside it as %2F, and a "." or
 // ".." segment so that no one cleans it away. An empty segment would name
