@@ -178,4 +178,9 @@ type SubscribeRequest struct {
 	Query EventQuery
 	// Heartbeat is how often an idle stream reports the head (default 5s; negative: never).
 	Heartbeat time.Duration
+	// Buffer is how many messages the stream holds ahead of its consumer
+	// (default 16, at most 1024). A consumer that holds many idle streams, as a server's
+	// event streams are, may ask for 1: each idle stream keeps its buffer,
+	// and a smaller one delays the sender, never drops or reorders.
+	Buffer int
 }

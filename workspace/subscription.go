@@ -26,27 +26,38 @@ type Subscription struct {
 }
 
 // subscriptionBuffer is how many messages a subscription's channel holds
-// ahead of its consumer. Every idle subscription (each event stream a
-// server holds open) keeps this buffer, 152 bytes a message: 16 of them
-// let a backlog go out in runs of 16 for 2.4 KiB, where 64 held 9.5 KiB
-// for every idle stream.
+// ahead of its consumer unless SubscribeRequest.Buffer says otherwise.
+// Every idle subscription keeps this buffer, 152 bytes a message: 16 of
+// them let a consumer take a backlog in runs of 16 for 2.4 KiB. A
+// consumer that holds many idle subscriptions and takes what waits
+// without blocking (which also takes a message its sender is blocked on)
+// loses nothing by asking for 1.
 //
 // Invariant: the buffer only decouples the feeding goroutine from the
 // consumer; send blocks while it is full, so a smaller one delays a sender,
 // never drops or reorders a message.
 const subscriptionBuffer = 16
 
-// newSubscription starts a stream fed by run, for the code behind
-// Events.Subscribe (the engine's handle, the HTTP client), which reach it
-// through internal/wsconn.
+// maxSubscriptionBuffer bounds SubscribeRequest.Buffer: a buffer is
+// allocated whole, and a larger one would only hold more memory.
+const maxSubscriptionBuffer = 1024
+
+// newSubscription starts a stream fed by run, holding buffer messages
+// ahead of its consumer (subscriptionBuffer when buffer < 1), for the
+// code behind Events.Subscribe (the engine's handle, the HTTP client),
+// which reach it through internal/wsconn.
 // run is called once, in the subscription's own goroutine, with a context
 // that ends when ctx does or Close is called; it sends each message with
 // send, which blocks while the consumer is behind and reports false once
 // that context has ended (then run should return). run returns why the
 // stream ended, and that is what Err reports (a nil error as ErrClosed).
-func newSubscription(ctx context.Context, run func(ctx context.Context, send func(Message) bool) error) *Subscription {
+func newSubscription(ctx context.Context, buffer int, run func(ctx context.Context, send func(Message) bool) error) *Subscription {
+	if buffer < 1 {
+		buffer = subscriptionBuffer
+	}
+	buffer = min(buffer, maxSubscriptionBuffer)
 	ctx, cancel := context.WithCancel(ctx)
-	s := &Subscription{ch: make(chan Message, subscriptionBuffer), cancel: cancel, done: make(chan struct{})}
+	s := &Subscription{ch: make(chan Message, buffer), cancel: cancel, done: make(chan struct{})}
 	send := func(m Message) bool {
 		select {
 		case s.ch <- m:
@@ -105,7 +116,7 @@ func (s *Subscription) Close() error {
 }
 
 func init() {
-	wsconn.NewSubscription = func(ctx context.Context, run any) any {
-		return newSubscription(ctx, run.(func(context.Context, func(Message) bool) error))
+	wsconn.NewSubscription = func(ctx context.Context, buffer int, run any) any {
+		return newSubscription(ctx, buffer, run.(func(context.Context, func(Message) bool) error))
 	}
 }

@@ -12,7 +12,7 @@ import (
 func TestNewSubscriptionDeliversInOrderAndReportsRunsError(t *testing.T) {
 	ctx := context.Background()
 	stop := errors.New("source gone")
-	s := newSubscription(ctx, func(_ context.Context, send func(Message) bool) error {
+	s := newSubscription(ctx, 0, func(_ context.Context, send func(Message) bool) error {
 		for seq := int64(1); seq <= 3; seq++ {
 			if !send(Message{Event: Event{Seq: seq}, Head: 3}) {
 				return nil
@@ -31,8 +31,19 @@ func TestNewSubscriptionDeliversInOrderAndReportsRunsError(t *testing.T) {
 	assert.NoError(t, s.Close())
 }
 
+func TestNewSubscriptionHoldsTheBufferAskedFor(t *testing.T) {
+	for _, c := range []struct{ ask, want int }{{0, subscriptionBuffer}, {-1, subscriptionBuffer}, {1, 1}, {4, 4}, {1 << 30, maxSubscriptionBuffer}} {
+		s := newSubscription(context.Background(), c.ask, func(ctx context.Context, _ func(Message) bool) error {
+			<-ctx.Done()
+			return nil
+		})
+		assert.Equal(t, c.want, cap(s.C()), "asked for %d", c.ask)
+		require.NoError(t, s.Close())
+	}
+}
+
 func TestNewSubscriptionReportsANilEndAsClosed(t *testing.T) {
-	s := newSubscription(context.Background(), func(context.Context, func(Message) bool) error { return nil })
+	s := newSubscription(context.Background(), 0, func(context.Context, func(Message) bool) error { return nil })
 	_, ok := <-s.C()
 	assert.False(t, ok)
 	assert.ErrorIs(t, s.Err(), ErrClosed)
@@ -40,7 +51,7 @@ func TestNewSubscriptionReportsANilEndAsClosed(t *testing.T) {
 
 func TestSubscriptionCloseCancelsRunAndWaitsForIt(t *testing.T) {
 	returned := false
-	s := newSubscription(context.Background(), func(ctx context.Context, send func(Message) bool) error {
+	s := newSubscription(context.Background(), 0, func(ctx context.Context, send func(Message) bool) error {
 		for send(Message{Progress: true}) {
 		}
 		returned = true

@@ -117,7 +117,7 @@ func (e events) Subscribe(ctx context.Context, r workspace.SubscribeRequest) (*w
 	if hb < 0 {
 		s.idle = 3*streamHeartbeat + 5*time.Second
 	}
-	return subscription(sctx, func(rctx context.Context, send func(workspace.Message) bool) error {
+	return subscription(sctx, r.Buffer, func(rctx context.Context, send func(workspace.Message) bool) error {
 		defer c.subs.Done()
 		defer stopLife()
 		defer scancel()
@@ -301,7 +301,8 @@ func (s *stream) read(ctx context.Context, body io.Reader, send func(workspace.M
 	}
 }
 
-// subscription starts the *workspace.Subscription run feeds.
-func subscription(ctx context.Context, run func(context.Context, func(workspace.Message) bool) error) *workspace.Subscription {
-	return wsconn.NewSubscription(ctx, run).(*workspace.Subscription)
+// subscription starts the *workspace.Subscription run feeds, holding
+// buffer messages ahead of its consumer (SubscribeRequest.Buffer).
+func subscription(ctx context.Context, buffer int, run func(context.Context, func(workspace.Message) bool) error) *workspace.Subscription {
+	return wsconn.NewSubscription(ctx, buffer, run).(*workspace.Subscription)
 }

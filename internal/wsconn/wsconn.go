@@ -28,7 +28,8 @@ var (
 )
 
 // NewSubscription starts a *workspace.Subscription fed by run, a
-// func(context.Context, func(workspace.Message) bool) error: the stream
-// behind Events.Subscribe of the engine's handle and of the HTTP client.
-// Package workspace sets it in its init.
-var NewSubscription func(ctx context.Context, run any) any
+// func(context.Context, func(workspace.Message) bool) error, holding
+// buffer messages ahead of its consumer (SubscribeRequest.Buffer; the
+// default when < 1): the stream behind Events.Subscribe of the engine's
+// handle and of the HTTP client. Package workspace sets it in its init.
+var NewSubscription func(ctx context.Context, buffer int, run any) any

@@ -383,58 +383,98 @@ func (e events) Subscribe(ctx context.Context, r workspace.SubscribeRequest) (*w
 	}
 	h := e.h
 	h.subs.Add(1)
-	return subscription(ctx, func(ctx context.Context, send func(workspace.Message) bool) error {
+	return subscription(ctx, r.Buffer, func(ctx context.Context, send func(workspace.Message) bool) error {
 		defer h.subs.Done()
 		// The stream also ends when the subscribing handle closes.
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		defer context.AfterFunc(h.ctx, cancel)()
-		return h.hub.follow(ctx, h.ctx.Done(), send, q, hb, func() (func(workspace.Event) bool, error) { return h.eventFilter(ctx) })
+		return h.hub.follow(&follower{ctx: ctx, closed: h.ctx.Done(), send: send, q: q, hb: hb,
+			filter: func() (func(workspace.Event) bool, error) { return h.eventFilter(ctx) }})
 	}), nil
 }
 
+// follower is one subscription's state as follow runs it: on the heap,
+// so that the frames a subscription keeps while it waits stay small (a
+// parked goroutine's stack shrinks only while it uses under a quarter of
+// it, and one that read a page from the store has grown).
+type follower struct {
+	ctx    context.Context
+	closed <-chan struct{} // the subscribing handle's
+	send   func(workspace.Message) bool
+	q      workspace.EventQuery
+	hb     time.Duration
+	filter func() (func(workspace.Event) bool, error)
+
+	lastSent time.Time
+	backoff  time.Duration
+	// mark checks that the log still holds what was delivered (see logMark).
+	mark logMark
+}
+
 // follow is a subscription's run: read a page from the log after the
-// cursor, send it, and when caught up wait for the head to move. closed
+// cursor, send it, and when caught up wait for the head to move. f.closed
 // is the subscribing handle's: the subscription ends when it closes. It
-// returns why the stream ended: ErrClosed, a *CompactedError or ctx's error.
+// returns why the stream ended: ErrClosed, a *CompactedError or f.ctx's
+// error. The page work is step's, so that what a waiting subscription
+// keeps on its stack is this loop and wait (see follower).
 //
-// filter gives, for each page, the events the subscriber may read (nil:
+// f.filter gives, for each page, the events the subscriber may read (nil:
 // all): it is asked again per page, so a policy change binds a running
 // stream too. A left-out event is not sent, but the cursor moves past it
 // (a progress message's head says how far), so a stream resumed after the
 // last seq it got reads the left-out ones again and leaves them out again.
-func (b *hub) follow(ctx context.Context, closed <-chan struct{}, send func(workspace.Message) bool, q workspace.EventQuery, hb time.Duration, filter func() (func(workspace.Event) bool, error)) error {
-	end := func(err error) error {
-		select {
-		case <-closed:
-			return workspace.ErrClosed
-		default:
+func (b *hub) follow(f *follower) error {
+	f.lastSent = time.Now()
+	f.backoff = 10 * time.Millisecond
+	for {
+		wake, deadline, more, err := b.step(f)
+		if !more {
+			return f.end(err)
 		}
-		if err != nil {
-			return err
+		if err := b.wait(f.ctx, f.closed, wake, deadline); err != nil {
+			return f.end(nil)
 		}
-		return ctx.Err()
 	}
-	lastSent := time.Now()
-	backoff := 10 * time.Millisecond
-	// mark checks that the log still holds what was delivered (see logMark).
-	var mark logMark
+}
+
+// end is why the stream ended, given err (nil: the context's end).
+func (f *follower) end(err error) error {
+	select {
+	case <-f.closed:
+		return workspace.ErrClosed
+	default:
+	}
+	if err != nil {
+		return err
+	}
+	return f.ctx.Err()
+}
+
+// step reads and sends what follows the cursor, and says what to wait for
+// next: a channel closed when the head moves (nil: only the deadline) and
+// the deadline (zero: none). It reports false when the stream is to end,
+// with the error that ends it (nil: the context's end).
+//
+//go:noinline
+func (b *hub) step(f *follower) (<-chan struct{}, time.Time, bool, error) {
+	q := &f.q
 	for {
 		wake := b.watch()
-		page, at, ok := b.fromRecent(q)
-		keep, err := filter()
+		page, at, ok := b.fromRecent(*q)
+		keep, err := f.filter()
 		if err == nil && ok && page.Next > q.AfterSeq {
-			mark = markOf(at)
+			f.mark = markOf(at)
 		}
 		if err == nil && !ok {
-			err = b.h.st.View(ctx, func(tx ReadTx) error {
+			err = b.h.st.View(f.ctx, func(tx ReadTx) error {
 				var err error
-				if page, err = readPage(ctx, tx, q); err != nil {
+				if page, err = readPage(f.ctx, tx, *q); err != nil {
 					return err
 				}
-				m, err := mark.check(ctx, tx, q.AfterSeq, page)
+				m, err := f.mark.check(f.ctx, tx, q.AfterSeq, page)
 				if err == nil {
-					mark = m
+					f.mark = m
 				}
 				return err
 			})
@@ -442,48 +482,44 @@ func (b *hub) follow(ctx context.Context, closed <-chan struct{}, send func(work
 		if err != nil {
 			var ce *workspace.CompactedError
 			if errors.As(err, &ce) || errors.Is(err, workspace.ErrRewound) {
-				return end(err)
+				return nil, time.Time{}, false, err
 			}
-			if ctx.Err() != nil {
-				return end(nil)
+			if f.ctx.Err() != nil {
+				return nil, time.Time{}, false, nil
 			}
 			// A store that is down (a restarting server) is retried: the
 			// cursor is kept, so nothing is missed when it comes back.
 			b.h.opts.Logger.Warn("agentspace: subscription read failed; retrying", "after", q.AfterSeq, "err", err)
-			if err := b.wait(ctx, closed, nil, time.Now().Add(backoff)); err != nil {
-				return end(nil)
-			}
-			backoff = min(backoff*2, time.Second)
-			continue
+			deadline := time.Now().Add(f.backoff)
+			f.backoff = min(f.backoff*2, time.Second)
+			return nil, deadline, true, nil
 		}
-		backoff = 10 * time.Millisecond
+		f.backoff = 10 * time.Millisecond
 		for _, ev := range page.Events {
 			if keep != nil && !keep(ev) {
 				continue
 			}
-			if !send(workspace.Message{Event: ev, Head: page.Head}) {
-				return end(nil)
+			if !f.send(workspace.Message{Event: ev, Head: page.Head}) {
+				return nil, time.Time{}, false, nil
 			}
-			lastSent = time.Now()
+			f.lastSent = time.Now()
 		}
 		q.AfterSeq = page.Next
 		b.bump(page.Head)
 		if len(page.Events) == q.Limit {
 			continue
 		}
-		if hb > 0 && time.Since(lastSent) >= hb {
-			if !send(workspace.Message{Progress: true, Head: q.AfterSeq}) {
-				return end(nil)
+		if f.hb > 0 && time.Since(f.lastSent) >= f.hb {
+			if !f.send(workspace.Message{Progress: true, Head: q.AfterSeq}) {
+				return nil, time.Time{}, false, nil
 			}
-			lastSent = time.Now()
+			f.lastSent = time.Now()
 		}
 		var deadline time.Time
-		if hb > 0 {
-			deadline = lastSent.Add(hb)
+		if f.hb > 0 {
+			deadline = f.lastSent.Add(f.hb)
 		}
-		if err := b.wait(ctx, closed, wake, deadline); err != nil {
-			return end(nil)
-		}
+		return wake, deadline, true, nil
 	}
 }
 
@@ -534,7 +570,8 @@ func (h *handle) Status(ctx context.Context) (workspace.Status, error) {
 	return st, nil
 }
 
-// subscription starts the *workspace.Subscription run feeds.
-func subscription(ctx context.Context, run func(context.Context, func(workspace.Message) bool) error) *workspace.Subscription {
-	return wsconn.NewSubscription(ctx, run).(*workspace.Subscription)
+// subscription starts the *workspace.Subscription run feeds, holding
+// buffer messages ahead of its consumer (SubscribeRequest.Buffer).
+func subscription(ctx context.Context, buffer int, run func(context.Context, func(workspace.Message) bool) error) *workspace.Subscription {
+	return wsconn.NewSubscription(ctx, buffer, run).(*workspace.Subscription)
 }
