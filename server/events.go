@@ -2,9 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -143,174 +140,113 @@ func (s *Server) eventRoutes() {
 // and in order, so resuming after the last id misses nothing and repeats
 // nothing.
 //
-// A stream is opened (openStream) and then run (stream.run) by separate
-// functions, so that what stays on the connection's goroutine while a
-// stream idles is the small frame of run, not the large one of the
-// request's checks: a parked goroutine's stack is halved by the garbage
-// collector only while it uses under a quarter of it, and the handler's
-// whole chain with one large frame kept an idle stream's goroutine at 16
-// KiB of stack where 8 KiB do (wsctl bench's SSE row measures it).
-// Invariant: the records written, their order and their flushes are
-// what the one function wrote.
+// Over HTTP/1.x the stream takes its connection over (stream.go) and runs
+// on a goroutine of its own, started here with a fresh stack, so that
+// what an idle stream keeps is its small loop and not net/http's
+// connection: the handler returns at once. Otherwise it runs here.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
-	st := s.openStream(w, r)
-	if st == nil {
-		return
+	st, own := s.openStream(w, r)
+	switch {
+	case st == nil:
+	case own:
+		go st.run()
+	default:
+		st.run()
 	}
-	defer st.close()
-	st.run()
-}
-
-// stream is one open event stream.
-type stream struct {
-	s     *Server
-	w     http.ResponseWriter
-	rc    *http.ResponseController
-	ctx   context.Context
-	sub   *workspace.Subscription
-	bound bool   // token-bound: an event waits for the revocation watcher
-	buf   []byte // the record being written
-	close func()
 }
 
 // openStream checks the request, subscribes and writes the stream's
-// header and first comment; nil when it answered the request otherwise.
+// head and first comment; nil when it answered the request otherwise.
+// own is whether the stream has taken its connection over.
 //
 //go:noinline
-func (s *Server) openStream(w http.ResponseWriter, r *http.Request) *stream {
+func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (st *stream, own bool) {
 	params, err := eventParams(r.URL.Query())
 	if err != nil {
 		writeProblem(w, s.fail(r.Context(), err))
-		return nil
+		return nil, false
 	}
 	q, err := params.query()
 	if err != nil {
 		writeProblem(w, s.fail(r.Context(), err))
-		return nil
+		return nil, false
 	}
 	heartbeat, err := s.streamHeartbeat(r.URL.Query())
 	if err != nil {
 		writeProblem(w, s.fail(r.Context(), err))
-		return nil
+		return nil, false
 	}
 	if id := r.Header.Get("Last-Event-ID"); id != "" {
 		n, err := strconv.ParseInt(id, 10, 64)
 		if err != nil || n < 0 {
 			writeProblem(w, s.fail(r.Context(), &workspace.InvalidError{Field: "Last-Event-ID", Reason: "not a seq"}))
-			return nil
+			return nil, false
 		}
 		q.AfterSeq = n
 	}
 	if s.drain.Err() != nil {
 		writeProblem(w, wire.NewProblem(wire.CodeUnavailable, "the server is shutting down"))
-		return nil
+		return nil, false
 	}
-	ctx, cancel := context.WithCancel(r.Context())
-	stop := context.AfterFunc(s.drain, cancel)
-	sub, err := s.ws.Events().Subscribe(ctx, workspace.SubscribeRequest{Query: q, Heartbeat: heartbeat})
+	takeOver := canTakeOver(w, r)
+	var (
+		ctx     context.Context
+		release func()
+	)
+	if takeOver {
+		ctx, release, err = s.streamContext(r)
+		if err != nil {
+			writeProblem(w, s.fail(r.Context(), err))
+			return nil, false
+		}
+	} else {
+		// Written through w, the stream also ends with the request.
+		c, cancel := context.WithCancel(r.Context())
+		stop := context.AfterFunc(s.drain, cancel)
+		ctx, release = c, func() { stop(); cancel() }
+	}
+	sub, err := s.ws.Events().Subscribe(ctx, workspace.SubscribeRequest{Query: q, Heartbeat: heartbeat, Buffer: streamBuffer})
 	if err != nil {
 		writeProblem(w, s.fail(ctx, err))
-		stop()
-		cancel()
-		return nil
+		if release != nil {
+			release()
+		}
+		return nil, false
 	}
-	st := &stream{s: s, w: w, rc: http.NewResponseController(w), ctx: ctx, sub: sub,
+	st = &stream{s: s, ctx: ctx, sub: sub, release: release,
 		// A token-bound stream's context ends when the token does (revoke.go).
-		bound: principalFrom(ctx).bound(),
+		bound: principalFrom(r.Context()).bound(),
 	}
-	// The server's read timeout guards request bodies; a stream has none
-	// and lives longer.
-	_ = st.rc.SetReadDeadline(time.Time{})
+	s.metrics.streams.Inc()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
+	first := []byte(": agentspace events after " + strconv.FormatInt(q.AfterSeq, 10) + "\nretry: 1000\n\n")
+	if takeOver {
+		if own, err = st.takeOver(w, r, first); own {
+			if err != nil {
+				st.close()
+				return nil, false
+			}
+			return st, true
+		}
+		// Not taken over after all (Drain began, or the hijack failed):
+		// written through w, the stream ends with its context, and a gone
+		// client is noticed when a write fails.
+	}
+	st.w, st.rc = w, http.NewResponseController(w)
+	// The server's read timeout guards request bodies; a stream has none
+	// and lives longer.
+	_ = st.rc.SetReadDeadline(time.Time{})
 	w.WriteHeader(http.StatusOK)
-	s.metrics.streams.Inc()
-	st.close = func() {
-		s.metrics.streams.Dec()
-		_ = sub.Close()
-		stop()
-		cancel()
-	}
-	_ = st.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-	if _, err := fmt.Fprintf(w, ": agentspace events after %d\nretry: 1000\n\n", q.AfterSeq); err != nil || st.rc.Flush() != nil {
+	st.begin()
+	*st.buf = append(*st.buf, first...)
+	if !st.flush(false) {
 		st.close()
-		return nil
+		return nil, false
 	}
-	return st
-}
-
-// run sends the stream's messages until it ends.
-func (st *stream) run() {
-	for {
-		m, err := st.sub.Next(st.ctx)
-		if err != nil {
-			st.end(err)
-			return
-		}
-		if !st.send(&m) {
-			return
-		}
-		// Flush when nothing more is waiting: a backlog goes out in
-		// large writes, a live event at once.
-		if len(st.sub.C()) == 0 && st.rc.Flush() != nil {
-			return
-		}
-	}
-}
-
-// send writes one message: an event, or a heartbeat. False when the
-// stream is to end.
-//
-//go:noinline
-func (st *stream) send(m *workspace.Message) bool {
-	_ = st.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-	b := st.buf[:0]
-	if m.Progress {
-		b = append(b, ": heartbeat\nid: "...)
-		b = strconv.AppendInt(b, m.Head, 10)
-		b = append(b, "\n\n"...)
-	} else {
-		if st.bound && st.s.revoke.waitPast(st.ctx, m.Event.Seq) != nil {
-			// The token ended before this event: end the stream (run's
-			// next Next writes why) without sending it.
-			return true
-		}
-		ev, err := json.Marshal(m.Event)
-		if err != nil {
-			return false
-		}
-		b = append(b, "id: "...)
-		b = strconv.AppendInt(b, m.Event.Seq, 10)
-		b = append(b, "\ndata: "...)
-		b = append(b, ev...)
-		b = append(b, "\n\n"...)
-		st.s.metrics.events.Inc()
-	}
-	st.buf = b
-	_, err := st.w.Write(b)
-	return err == nil
-}
-
-// end writes why the stream ended, where the client is to be told.
-//
-//go:noinline
-func (st *stream) end(err error) {
-	_ = st.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-	var ce *workspace.CompactedError
-	if e := tokenEnded(st.ctx); e != nil {
-		err = e
-	}
-	switch {
-	case errors.As(err, &ce), errors.Is(err, wire.ErrUnauthorized), errors.Is(err, workspace.ErrRewound):
-		p, _ := wire.ProblemOf(err)
-		b, _ := json.Marshal(p)
-		_, _ = fmt.Fprintf(st.w, "event: error\ndata: %s\n\n", b)
-	case st.s.drain.Err() != nil:
-		_, _ = fmt.Fprint(st.w, ": the server is shutting down; reconnect with Last-Event-ID\n\n")
-	}
-	_ = st.rc.Flush()
+	return st, false
 }
 
 // documentStream adds the event stream to the OpenAPI document.

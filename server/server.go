@@ -105,6 +105,9 @@ type Server struct {
 	drain     context.Context
 	drainOnce sync.Once
 	stop      context.CancelFunc
+	// streams are the event streams that took their connections over
+	// from net/http (stream.go): Drain waits for them.
+	streams streamSet
 }
 
 // New builds the server for ws. It does not close ws.
@@ -208,11 +211,15 @@ func (s *Server) OpenAPI() *huma.OpenAPI { return s.api.OpenAPI() }
 
 // Drain ends every event stream and long poll cleanly and makes new ones
 // return at once: call it when shutting down (http.Server.RegisterOnShutdown),
-// since Shutdown itself waits for them. It also stops the MCP server's
+// since Shutdown itself waits for them. An event stream over HTTP/1.x has
+// taken its connection from the http.Server, whose Shutdown and Close do
+// not reach it: Drain ends it and returns once its connection is closed
+// (within a second of its last write). It also stops the MCP server's
 // change watcher and the dashboard's streams. Other requests are unaffected.
 func (s *Server) Drain() {
 	s.drainOnce.Do(func() {
 		s.stop()
+		s.streams.drain()
 		s.closeMCP()
 		s.dash.Close()
 		s.revoke.close()

@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,6 +33,13 @@ type sseRecord struct {
 // returns its records as they come.
 func stream(t *testing.T, base, query string, lastID int64, hdr ...string) (<-chan sseRecord, func()) {
 	t.Helper()
+	ch, cancel, _ := streamWith(t, http.DefaultClient, base, query, lastID, hdr...)
+	return ch, cancel
+}
+
+// streamWith is stream through client; it also returns the response.
+func streamWith(t *testing.T, client *http.Client, base, query string, lastID int64, hdr ...string) (<-chan sseRecord, func(), *http.Response) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, "GET", base+"/v1/events"+query, nil)
 	require.NoError(t, err)
@@ -39,7 +49,7 @@ func stream(t *testing.T, base, query string, lastID int64, hdr ...string) (<-ch
 	if lastID >= 0 {
 		req.Header.Set("Last-Event-ID", strconv.FormatInt(lastID, 10))
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	require.NoError(t, err)
 	require.Equal(t, 200, resp.StatusCode)
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
@@ -69,7 +79,7 @@ func stream(t *testing.T, base, query string, lastID int64, hdr ...string) (<-ch
 			}
 		}
 	}()
-	return ch, cancel
+	return ch, cancel, resp
 }
 
 func putNotes(t *testing.T, ws *workspace.Workspace, from, n int) {
@@ -162,4 +172,271 @@ func TestStreamBelowTheFloorIsGone(t *testing.T) {
 	var ce *workspace.CompactedError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, int64(4), ce.Floor)
+}
+
+// openStreams reads the server's gauge of open event streams.
+func (e *env) openStreams() int {
+	e.t.Helper()
+	status, body := e.do("GET", "/metrics", nil)
+	require.Equal(e.t, 200, status)
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "agentspace_http_open_streams "); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			require.NoError(e.t, err)
+			return int(n)
+		}
+	}
+	e.t.Fatal("no agentspace_http_open_streams in /metrics")
+	return 0
+}
+
+// rawStream sends GET /v1/events?after=0 in proto (HTTP/1.1 or HTTP/1.0),
+// with the headers hdr (name then value), on a connection of its own and
+// returns the response, read as any client reads it.
+func rawStream(t *testing.T, e *env, proto string, hdr ...string) *http.Response {
+	t.Helper()
+	addr := e.hs.Listener.Addr().String()
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	var extra strings.Builder
+	for i := 0; i+1 < len(hdr); i += 2 {
+		fmt.Fprintf(&extra, "%s: %s\r\n", hdr[i], hdr[i+1])
+	}
+	_, err = fmt.Fprintf(conn, "GET /v1/events?after=0 %s\r\nHost: %s\r\nAccept: text/event-stream\r\n%s\r\n", proto, addr, extra.String())
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	return resp
+}
+
+// readEvents reads body until it has seen n events' ids, and returns them.
+func readEvents(t *testing.T, body *bufio.Reader, n int) []int64 {
+	t.Helper()
+	var ids []int64
+	for len(ids) < n {
+		line, err := body.ReadString('\n')
+		require.NoError(t, err)
+		if v, ok := strings.CutPrefix(line, "id: "); ok {
+			id, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			require.NoError(t, err)
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// TestTakenOverStreamAnswersAsNetHTTPWouldAndEndsOnDrain reads an
+// HTTP/1.1 stream off the wire: the status and headers net/http wrote
+// (the connection closing with the stream), a chunked body holding the
+// backlog, then on Drain the farewell and a clean end of the body;
+// Drain returns with the connection closed and the stream counted out.
+func TestTakenOverStreamAnswersAsNetHTTPWouldAndEndsOnDrain(t *testing.T) {
+	e := newEnv(t, sqliteDSN(t), server.Options{})
+	putNotes(t, e.ws, 0, 3)
+	resp := rawStream(t, e, "HTTP/1.1")
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, "HTTP/1.1", resp.Proto)
+	for name, want := range map[string]string{
+		"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+		"X-Accel-Buffering": "no", "X-Content-Type-Options": "nosniff",
+	} {
+		assert.Equal(t, want, resp.Header.Get(name), name)
+	}
+	assert.NotEmpty(t, resp.Header.Get("Date"))
+	assert.Equal(t, []string{"chunked"}, resp.TransferEncoding)
+	assert.True(t, resp.Close, "Connection: close")
+	body := bufio.NewReader(resp.Body)
+	assert.Equal(t, []int64{1, 2, 3}, readEvents(t, body, 3))
+	assert.Equal(t, 1, e.openStreams())
+
+	start := time.Now()
+	e.srv.Drain()
+	assert.Less(t, time.Since(start), 5*time.Second)
+	rest, err := io.ReadAll(body)
+	require.NoError(t, err, "the chunked body ends cleanly")
+	assert.Contains(t, string(rest), ": the server is shutting down; reconnect with Last-Event-ID\n\n")
+	assert.Equal(t, 0, e.openStreams())
+}
+
+// TestTakenOverStreamEndsOnRevocation revokes the token a taken-over
+// stream was opened with: the stream ends with the typed error, having
+// sent no event at or after the revocation, and its body ends cleanly.
+func TestTakenOverStreamEndsOnRevocation(t *testing.T) {
+	e := newEnv(t, sqliteDSN(t), server.Options{RequireToken: true})
+	ctx := context.Background()
+	tok, info, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "ann"})
+	require.NoError(t, err)
+	putNotes(t, e.ws, 0, 2)
+	resp := rawStream(t, e, "HTTP/1.1", bearer(tok)...)
+	require.Equal(t, 200, resp.StatusCode)
+	require.True(t, resp.Close, "taken over: Connection: close")
+	body := bufio.NewReader(resp.Body)
+	assert.Equal(t, []int64{1, 2}, readEvents(t, body, 2))
+
+	_, err = e.srv.Tokens().Revoke(ctx, "admin", info.ID)
+	require.NoError(t, err)
+	revokedAt := e.head()
+	putNotes(t, e.ws, 2, 3)
+	rest, err := io.ReadAll(body)
+	require.NoError(t, err, "the chunked body ends cleanly")
+	assert.Contains(t, string(rest), "event: error\ndata: ")
+	assert.Contains(t, string(rest), `"code":"unauthorized"`)
+	for _, line := range strings.Split(string(rest), "\n") {
+		if v, ok := strings.CutPrefix(line, "id: "); ok {
+			id, err := strconv.ParseInt(v, 10, 64)
+			require.NoError(t, err)
+			assert.Less(t, id, revokedAt, "no event at or after the revocation")
+		}
+	}
+	require.Eventually(t, func() bool { return e.openStreams() == 0 }, 5*time.Second, 20*time.Millisecond)
+}
+
+// TestTakenOverHTTP10StreamEndsByClosing: an HTTP/1.0 client gets no
+// chunks, and the body ends when the connection closes.
+func TestTakenOverHTTP10StreamEndsByClosing(t *testing.T) {
+	e := newEnv(t, sqliteDSN(t), server.Options{})
+	putNotes(t, e.ws, 0, 2)
+	resp := rawStream(t, e, "HTTP/1.0")
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, "HTTP/1.0", resp.Proto)
+	assert.Empty(t, resp.TransferEncoding)
+	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	body := bufio.NewReader(resp.Body)
+	assert.Equal(t, []int64{1, 2}, readEvents(t, body, 2))
+	e.srv.Drain()
+	rest, err := io.ReadAll(body)
+	require.NoError(t, err)
+	assert.Contains(t, string(rest), ": the server is shutting down")
+}
+
+// TestStreamDeliversALargeBacklogInOrder resumes from 0 over more events
+// than one write holds: each arrives once, in order.
+func TestStreamDeliversALargeBacklogInOrder(t *testing.T) {
+	e := newEnv(t, sqliteDSN(t), server.Options{})
+	const n = 1500
+	for from := 0; from < n; from += 500 {
+		b := workspace.Batch{Actor: "ann"}
+		for i := from; i < from+500; i++ {
+			b.Ops = append(b.Ops, workspace.PutNoteOp{Note: workspace.NotePut{Kind: "decision", Key: fmt.Sprint("k", i), Body: strings.Repeat("b", 40)}})
+		}
+		_, err := e.ws.Commit(context.Background(), b)
+		require.NoError(t, err)
+	}
+	ch, cancel := stream(t, e.hs.URL, "", 0)
+	defer cancel()
+	var got []int64
+	for len(got) < n {
+		r, ok := next(t, ch)
+		require.True(t, ok)
+		if r.Data != "" {
+			got = append(got, r.ID)
+		}
+	}
+	for i, id := range got {
+		require.Equal(t, int64(i+1), id)
+	}
+}
+
+// TestAGoneClientsStreamEndsWithinAHeartbeat closes a client just after a
+// heartbeat: the server notices before the next one is due to be written
+// twice (a write to a closed TCP peer succeeds once), and the stream's
+// goroutine ends, counted out.
+func TestAGoneClientsStreamEndsWithinAHeartbeat(t *testing.T) {
+	e := newEnv(t, sqliteDSN(t), server.Options{})
+	const hb = time.Second
+	ch, cancel := stream(t, e.hs.URL, "?heartbeat="+hb.String(), -1)
+	r, ok := next(t, ch)
+	require.True(t, ok)
+	require.True(t, r.Comment, "a heartbeat")
+	require.Equal(t, 1, e.openStreams())
+	cancel()
+	gone := time.Now()
+	for e.openStreams() != 0 {
+		require.Less(t, time.Since(gone), hb+hb/2, "the stream outlived its client by more than a heartbeat")
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestTakenOverStreamOverTLS: an HTTP/1.1 stream over TLS takes its TLS
+// connection over, delivers, and notices its client go.
+func TestTakenOverStreamOverTLS(t *testing.T) {
+	e := newEnv(t, sqliteDSN(t), server.Options{})
+	hs := httptest.NewUnstartedServer(e.srv)
+	hs.StartTLS() // HTTP/1.1 only: EnableHTTP2 is unset
+	t.Cleanup(hs.Close)
+	putNotes(t, e.ws, 0, 2)
+	ch, cancel, resp := streamWith(t, hs.Client(), hs.URL, "?heartbeat=100ms", 0)
+	assert.Equal(t, 1, resp.ProtoMajor)
+	assert.True(t, resp.Close, "taken over: Connection: close")
+	for _, want := range []int64{1, 2} {
+		r, ok := next(t, ch)
+		require.True(t, ok)
+		assert.Equal(t, want, r.ID)
+	}
+	cancel()
+	require.Eventually(t, func() bool { return e.openStreams() == 0 }, 5*time.Second, 20*time.Millisecond)
+}
+
+// plainWriter hides the ResponseWriter's connection: a stream through it
+// cannot take the connection over.
+type plainWriter struct{ w http.ResponseWriter }
+
+func (p plainWriter) Header() http.Header         { return p.w.Header() }
+func (p plainWriter) Write(b []byte) (int, error) { return p.w.Write(b) }
+func (p plainWriter) WriteHeader(code int)        { p.w.WriteHeader(code) }
+func (p plainWriter) Flush()                      { p.w.(http.Flusher).Flush() }
+
+// TestStreamsThatCannotTakeTheConnectionOverStillStream: over HTTP/2,
+// and through a writer that hides its connection, a stream is written
+// through the ResponseWriter. It delivers, ends on Drain, and ends with
+// its request when the client goes.
+func TestStreamsThatCannotTakeTheConnectionOverStillStream(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		start func(t *testing.T, srv *server.Server) *httptest.Server
+		proto int
+	}{
+		{"HTTP/2", func(t *testing.T, srv *server.Server) *httptest.Server {
+			hs := httptest.NewUnstartedServer(srv)
+			hs.EnableHTTP2 = true
+			hs.StartTLS()
+			return hs
+		}, 2},
+		{"hidden connection", func(t *testing.T, srv *server.Server) *httptest.Server {
+			return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				srv.ServeHTTP(plainWriter{w}, r)
+			}))
+		}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, sqliteDSN(t), server.Options{})
+			hs := c.start(t, e.srv)
+			t.Cleanup(hs.Close)
+			putNotes(t, e.ws, 0, 2)
+
+			ch, cancel, resp := streamWith(t, hs.Client(), hs.URL, "?heartbeat=10s", 0)
+			assert.Equal(t, c.proto, resp.ProtoMajor)
+			for _, want := range []int64{1, 2} {
+				r, ok := next(t, ch)
+				require.True(t, ok)
+				assert.Equal(t, want, r.ID)
+			}
+			require.Equal(t, 1, e.openStreams())
+			cancel()
+			require.Eventually(t, func() bool { return e.openStreams() == 0 }, 5*time.Second, 20*time.Millisecond,
+				"the stream ends with its request, long before a heartbeat")
+
+			ch, cancel, _ = streamWith(t, hs.Client(), hs.URL, "", 2)
+			defer cancel()
+			putNotes(t, e.ws, 2, 1)
+			r, ok := next(t, ch)
+			require.True(t, ok)
+			assert.Equal(t, int64(3), r.ID)
+			e.srv.Drain()
+			for range ch { // the stream ends
+			}
+			assert.Equal(t, 0, e.openStreams())
+		})
+	}
 }

@@ -208,6 +208,11 @@ func (a *app) runHTTP(ctx context.Context, srv *server.Server, p httpParams) err
 		_ = hs.Close()
 		return fmt.Errorf("%s: shutdown: %w", p.name, err)
 	}
+	// Event streams that took their connections over are not Shutdown's:
+	// the Drain it started ends them, and waits (a second call returns
+	// once the first has) until their last records are written or cut
+	// off, within a second.
+	srv.Drain()
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
