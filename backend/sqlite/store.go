@@ -58,7 +58,7 @@ func newStore(w, r *sql.DB, path string, owned bool, indexBatch int64, log *slog
 		// writes are watched instead, which also wake for the commits of
 		// processes that do not ring (releases before the bell).
 		base := filepath.Base(path)
-		bell, err := dirwatch.OpenBell(BellPath(path))
+		bell, err := openBell(BellPath(path))
 		var watch *dirwatch.Watcher
 		if err == nil {
 			s.bell = bell
@@ -191,6 +191,10 @@ func (s *store) update(ctx context.Context, hints []driver.ReadHint, fn func(tx 
 // read. A ring that fails is not the commit's failure: its followers
 // find the commit at their next poll.
 func (s *store) ring() { _ = s.bell.Ring() }
+
+// openBell opens a store's bell (a variable for the test of a process
+// that rings none).
+var openBell = dirwatch.OpenBell
 
 // BellPath is the bell (dirwatch.Bell) beside the database file at path,
 // which every process rings after its commits.
