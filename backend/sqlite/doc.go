@@ -52,8 +52,8 @@
 // read; where nothing can be watched, it polls the event head (ws_poll,
 // default 50ms). Processes of releases before the bell do not ring it:
 // their commits are found by the slow poll that guards against a lost
-// notification (every twenty ws_poll intervals and at most once a second:
-// within a second at the default). The writers of one file in one
+// notification (twenty ws_poll intervals, never less than a second: a
+// second at the default). The writers of one file in one
 // process queue in arrival order (and honour their contexts) before they
 // take SQLite's write lock; writers in other processes meet at that lock,
 // where SQLite's busy handler retries for up to ws_busy_timeout.
