@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net"
 	"syscall"
+
+	"github.com/agentspace/agentspace/internal/sockpeek"
 )
 
 // peerGone reports whether the client of a taken-over stream has closed
@@ -19,20 +21,11 @@ func peerGone(c net.Conn) bool {
 	if t, ok := c.(interface{ NetConn() net.Conn }); ok {
 		c = t.NetConn() // a TLS connection's socket
 	}
-	sc, ok := c.(syscall.Conn)
+	gone := false
+	ok, err := sockpeek.Look(c, func(fd uintptr) { gone = drained(int(fd)) })
 	if !ok {
 		return false
 	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return true
-	}
-	gone := false
-	// The callback returns true: one look, never a wait for readiness.
-	err = raw.Read(func(fd uintptr) bool {
-		gone = drained(int(fd))
-		return true
-	})
 	return gone || err != nil
 }
 

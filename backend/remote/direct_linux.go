@@ -3,6 +3,8 @@ package remote
 import (
 	"net"
 	"syscall"
+
+	"github.com/agentspace/agentspace/internal/sockpeek"
 )
 
 // peerOpen reports whether the server has not closed c while it was idle,
@@ -10,20 +12,14 @@ import (
 // means the server said something unasked (a timeout answer before it
 // closed), so c is not fit for a request either.
 func peerOpen(c net.Conn) bool {
-	sc, ok := c.(syscall.Conn)
+	open := false
+	var buf [1]byte
+	ok, err := sockpeek.Look(c, func(fd uintptr) {
+		_, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		open = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
+	})
 	if !ok {
 		return true
 	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	open := false
-	var buf [1]byte
-	err = raw.Read(func(fd uintptr) bool {
-		_, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		open = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
-		return true
-	})
 	return err == nil && open
 }
