@@ -34,8 +34,7 @@ type store struct {
 	// watch watches; nil where it cannot be opened, and then watch, if
 	// set, watches the WAL's writes, which come before the commit can be
 	// read (early).
-	bell  *dirwatch.Bell
-	early bool
+	bell *dirwatch.Bell
 	// ended is a read transaction already rolled back: every statement on
 	// it fails with sql.ErrTxDone. A read-ahead view's other reads run on
 	// it (see ViewHinted).
@@ -52,30 +51,32 @@ func newStore(w, r *sql.DB, path string, owned bool, indexBatch int64, log *slog
 	s := &store{w: w, r: r, path: path, owned: owned, indexBatch: indexBatch, log: log}
 	if path != "" && path != ":memory:" {
 		s.gate = filegate.Open(path)
-		// Every process's commits ring the file's bell once they can be
-		// read: watching it wakes waiters at once. Where the bell cannot
-		// be opened (a directory this process may not write), the WAL's
-		// writes are watched instead, which also wake for the commits of
-		// processes that do not ring (releases before the bell).
-		base := filepath.Base(path)
-		bell, err := openBell(BellPath(path))
-		var watch *dirwatch.Watcher
-		if err == nil {
-			s.bell = bell
-			watch, err = dirwatch.WatchBell(BellPath(path))
-		}
-		if s.bell == nil || err != nil {
-			_ = s.bell.Close()
-			s.bell = nil
-			s.early = true
-			watch, err = dirwatch.New(filepath.Dir(path), base, base+"-wal")
-		}
-		if err != nil && !errors.Is(err, dirwatch.ErrUnsupported) {
+		if err := s.watchFile(path); err != nil && !errors.Is(err, dirwatch.ErrUnsupported) {
 			log.Debug("agentspace: cannot watch the database file; polling for other processes' commits", "err", err)
 		}
-		s.watch = watch
 	}
 	return s
+}
+
+// watchFile sets what wakes the store for other handles' commits. Every
+// process's commits ring the file's bell once they can be read: watching
+// it wakes waiters at once. Where the bell cannot be opened or watched (a
+// directory this process may not write), the database file and its WAL
+// are watched instead, whose writes come before the commit can be read
+// (and also wake for the commits of releases before the bell).
+func (s *store) watchFile(path string) error {
+	if bell, err := openBell(BellPath(path)); err == nil {
+		watch, err := dirwatch.WatchBell(BellPath(path))
+		if err == nil {
+			s.bell, s.watch = bell, watch
+			return nil
+		}
+		_ = bell.Close()
+	}
+	base := filepath.Base(path)
+	var err error
+	s.watch, err = dirwatch.New(filepath.Dir(path), base, base+"-wal")
+	return err
 }
 
 var _ driver.Notifier = (*store)(nil)
@@ -89,7 +90,7 @@ func (s *store) Notify(func() bool) driver.Notifications {
 	if s.watch == nil {
 		return driver.Notifications{}
 	}
-	return driver.Notifications{Changes: s.watch.C, Early: s.early}
+	return driver.Notifications{Changes: s.watch.C, Early: s.bell == nil}
 }
 
 // prepare compiles the fixed queries; the schema must be in place.
