@@ -69,14 +69,9 @@ func touchBell(path string) error {
 // movedAway reports whether a read of events says a watched file may no
 // longer be the one at its path.
 func movedAway(b []byte) bool {
-	for len(b) >= unix.SizeofInotifyEvent {
-		ev := (*unix.InotifyEvent)(unsafe.Pointer(&b[0])) // #nosec G103 -- the kernel's inotify_event layout
-		if ev.Mask&(unix.IN_ATTRIB|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED|unix.IN_Q_OVERFLOW) != 0 {
-			return true
-		}
-		b = b[min(len(b), unix.SizeofInotifyEvent+int(ev.Len)):]
-	}
-	return false
+	return anyEvent(b, func(mask uint32, _ []byte) bool {
+		return mask&(unix.IN_ATTRIB|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED|unix.IN_Q_OVERFLOW) != 0
+	})
 }
 
 // watch starts a watcher of path with mask; heard says whether a read of
@@ -139,20 +134,27 @@ func (w *Watcher) hand(c chan<- struct{}) bool {
 // matches reports whether a read of inotify events names a wanted file, or
 // says that events were lost (then anything may have changed).
 func matches(b []byte, want map[string]bool) bool {
+	return anyEvent(b, func(mask uint32, name []byte) bool {
+		return mask&unix.IN_Q_OVERFLOW != 0 || len(want) == 0 || want[string(name)]
+	})
+}
+
+// anyEvent reports whether f holds for one of the events of b, a read of
+// an inotify descriptor (name is the file's, without its NUL padding). A
+// torn read, an event cut short, counts as one for which f holds: what it
+// said is unknown.
+func anyEvent(b []byte, f func(mask uint32, name []byte) bool) bool {
 	for len(b) >= unix.SizeofInotifyEvent {
 		ev := (*unix.InotifyEvent)(unsafe.Pointer(&b[0])) // #nosec G103 -- the kernel's inotify_event layout
 		end := unix.SizeofInotifyEvent + int(ev.Len)
 		if end > len(b) {
 			return true
 		}
-		if ev.Mask&unix.IN_Q_OVERFLOW != 0 || len(want) == 0 {
-			return true
-		}
 		name := b[unix.SizeofInotifyEvent:end]
 		if i := bytes.IndexByte(name, 0); i >= 0 {
 			name = name[:i]
 		}
-		if want[string(name)] {
+		if f(ev.Mask, name) {
 			return true
 		}
 		b = b[end:]
