@@ -482,7 +482,8 @@ func testEventCompact(t *testing.T, h Harness) {
 
 // testEventSlowSubscriber: a subscriber that reads nothing does not hold up
 // writers, and when it reads it gets every event, in order: it fell back to
-// the log, it did not drop anything.
+// the log, it did not drop anything. The same holds for one that asked for
+// a buffer of one message (SubscribeRequest.Buffer).
 func testEventSlowSubscriber(t *testing.T, h Harness) {
 	ctx := testCtx(t)
 	dsn, ws1 := fresh(t, h)
@@ -490,6 +491,11 @@ func testEventSlowSubscriber(t *testing.T, h Harness) {
 	sub, err := ws2.Events().Subscribe(ctx, workspace.SubscribeRequest{Heartbeat: -1})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sub.Close() })
+	// A buffer of one (what a server asks for each of its streams) delays
+	// the feed, never drops or reorders.
+	narrow, err := ws2.Events().Subscribe(ctx, workspace.SubscribeRequest{Heartbeat: -1, Buffer: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = narrow.Close() })
 	const batches, per = 4, 100 // more than a subscription buffers
 	for i := range batches {
 		var ops []workspace.Op
@@ -504,6 +510,8 @@ func testEventSlowSubscriber(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	got := receiveUpTo(t, sub, batches*per+1)
 	assert.Equal(t, seqRange(1, batches*per+1), seqs(got))
+	got = receiveUpTo(t, narrow, batches*per+1)
+	assert.Equal(t, seqRange(1, batches*per+1), seqs(got), "a buffer of one")
 }
 
 // testEventSubscribeEnds: a stream ends with its context's error when the
