@@ -41,3 +41,8 @@ func BenchmarkGC(b *testing.B) {
 	}
 	conformance.MeasureGC(b, dsn, n, gcVersions(), size)
 }
+
+// BenchmarkW1 is W1 at c=16 on one handle (conformance.MeasureW1).
+func BenchmarkW1(b *testing.B) {
+	conformance.MeasureW1(b, pgtest.NewDSN(b), 16)
+}

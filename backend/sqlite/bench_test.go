@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentspace/agentspace/conformance"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -95,4 +96,9 @@ func benchNotePutManyHandles(b *testing.B, params string) {
 			}
 		}
 	})
+}
+
+// BenchmarkW1 is W1 at c=16 on one handle (conformance.MeasureW1).
+func BenchmarkW1(b *testing.B) {
+	conformance.MeasureW1(b, "sqlite:"+filepath.Join(b.TempDir(), "ws.db"), 16)
 }
