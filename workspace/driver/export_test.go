@@ -47,3 +47,6 @@ func OwnReads(w *workspace.Workspace) int64 { return wsconn.Of(w).(*handle).hub.
 func ChangesTaken(w *workspace.Workspace) int64 {
 	return wsconn.Of(w).(*handle).hub.changesTaken.Load()
 }
+
+// PolicyReads is how many times w's store read the policy's head.
+func PolicyReads(w *workspace.Workspace) int64 { return wsconn.Of(w).(*handle).policy.reads.Load() }

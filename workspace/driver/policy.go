@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentspace/agentspace/internal/reserve"
@@ -43,6 +44,51 @@ type policyCache struct {
 	// stale is when the core last committed a change to the policy: a
 	// read that began before it may have missed the change.
 	stale time.Time
+	// reads counts the reads of the head (for tests).
+	reads atomic.Int64
+	// reading is the read of the head in flight, if any. An operation
+	// that finds the cache too old waits for it instead of reading the
+	// head too, when it began late enough to confirm the policy for that
+	// operation: so the writers that find the cache expired together
+	// (all of them, under load) cost one read, not one each.
+	reading *policyRead
+}
+
+// policyRead is one read of the policy's head, which other operations
+// may wait for.
+type policyRead struct {
+	start time.Time // when it began (its snapshot is at or after this)
+	done  chan struct{}
+	// set before done closes
+	pol *policy.Policy
+	bad error
+	err error
+}
+
+// join returns the read in flight if it began after since and after the
+// core's last change to the policy, so that its answer confirms the
+// policy as fresh would; otherwise it records a read starting at start as
+// the one in flight and returns it with own set.
+func (c *policyCache) join(since, start time.Time) (r *policyRead, own bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r := c.reading; r != nil && r.start.After(since) && r.start.After(c.stale) {
+		return r, false
+	}
+	r = &policyRead{start: start, done: make(chan struct{})}
+	c.reading = r
+	return r, true
+}
+
+// finish publishes r's answer to those waiting for it.
+func (c *policyCache) finish(r *policyRead, pol *policy.Policy, bad, err error) {
+	c.mu.Lock()
+	if c.reading == r {
+		c.reading = nil
+	}
+	c.mu.Unlock()
+	r.pol, r.bad, r.err = pol, bad, err
+	close(r.done)
 }
 
 // current returns the policy for the head (id, version) read by a
@@ -111,9 +157,36 @@ func (h *handle) readPolicy(ctx context.Context) (pol *policy.Policy, bad error,
 	start := time.Now()
 	// Its cost is one read of the policy's head per period per core,
 	// whatever the load; a negative period reads it for every operation.
-	if pol, bad, ok := h.policy.fresh(start.Add(-h.opts.PolicyRecheck)); h.opts.PolicyRecheck > 0 && ok {
+	if h.opts.PolicyRecheck <= 0 {
+		return h.readPolicyHead(ctx, start)
+	}
+	since := start.Add(-h.opts.PolicyRecheck)
+	if pol, bad, ok := h.policy.fresh(since); ok {
 		return pol, bad, nil
 	}
+	r, own := h.policy.join(since, start)
+	if !own {
+		select {
+		case <-r.done:
+			if r.err == nil {
+				return r.pol, r.bad, nil
+			}
+			// The read failed for its own caller (its context, an
+			// outage): this operation reads for itself.
+			return h.readPolicyHead(ctx, start)
+		case <-ctx.Done():
+			return nil, nil, wrapErr("policy", ctx.Err())
+		}
+	}
+	pol, bad, err = h.readPolicyHead(ctx, start)
+	h.policy.finish(r, pol, bad, err)
+	return pol, bad, err
+}
+
+// readPolicyHead reads the policy's head in a snapshot of its own, taken
+// after start.
+func (h *handle) readPolicyHead(ctx context.Context, start time.Time) (pol *policy.Policy, bad error, err error) {
+	h.policy.reads.Add(1)
 	err = h.st.View(ctx, func(tx ReadTx) error {
 		var err error
 		pol, err = h.policyIn(ctx, tx, start)
