@@ -92,8 +92,11 @@ func (m *memo) predict(hints []driver.ReadHint, heard int64) (p prediction, ok b
 	if !m.rule.Ready() {
 		return p, false
 	}
-	for _, h := range hints {
-		e := &earlyRead{hint: h}
+	reads := make([]earlyRead, len(hints)) // one allocation for the group's reads
+	p.early = make([]*earlyRead, 0, len(hints))
+	for i, h := range hints {
+		e := &reads[i]
+		e.hint = h
 		var resource string
 		switch {
 		case h.Artifact != (workspace.ArtifactRef{}):
@@ -212,6 +215,8 @@ type prediction struct {
 // checked are the records the guard checks: the artifacts predicted, the
 // leases predicted present, and the resources of those predicted absent.
 func (p prediction) checked() (artifacts []workspace.Artifact, leases []workspace.Lease, absent []string) {
+	artifacts = make([]workspace.Artifact, 0, len(p.early))
+	leases = make([]workspace.Lease, 0, len(p.early))
 	for _, e := range p.early {
 		if e.hint.Artifact != (workspace.ArtifactRef{}) {
 			artifacts = append(artifacts, e.artifact)

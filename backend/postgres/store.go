@@ -304,7 +304,7 @@ func (s *store) updateOnce(ctx context.Context, hints []driver.ReadHint, fn func
 	pl := newPipeline(ctx, conn)
 	pl.early = early
 	reads := slices.Clone(early)
-	tx := &writeTx{readTx: readTx{q: pl, pl: pl, now: clock(now)}, channel: s.channel, notify: notify, seq: head}
+	tx := &writeTx{readTx: readTx{q: pl, pl: pl, now: clock(now)}, channel: s.channel, notify: notify, seq: head, wrote: make([]memoWrite, 0, min(len(hints), maxEarly))}
 	if err := fn(tx); err != nil {
 		s.abort(conn)
 		return retryable(conn, err), err
@@ -360,7 +360,7 @@ func (s *store) updatePredicted(ctx context.Context, conn *pgxpool.Conn, p predi
 	}
 	pl.early = p.early
 	reads := slices.Clone(p.early)
-	tx := &writeTx{readTx: readTx{q: pl, pl: pl, now: p.now}, channel: s.channel, notify: p.notify, seq: p.head}
+	tx := &writeTx{readTx: readTx{q: pl, pl: pl, now: p.now}, channel: s.channel, notify: p.notify, seq: p.head, wrote: make([]memoWrite, 0, len(p.early))}
 	if err := fn(tx); err != nil || pl.unpredicted {
 		return false, false, nil
 	}
