@@ -133,11 +133,14 @@ func (b *hub) rememberLocked(evs []workspace.Event) {
 		case n > 0 && e.Seq == b.recent[n-1].Seq+1:
 			b.recent = append(b.recent, e)
 		default:
-			b.recent = append(b.recent[:0:0], e)
+			b.recent = append(b.recent[:0], e)
 		}
 	}
+	// Trimmed in place: every reader copies what it takes under b.mu, so
+	// the array is the hub's alone, and keeping it spares a new one (200
+	// bytes per event) each time it fills.
 	if n := len(b.recent); n > 2*recentEvents {
-		b.recent = append(b.recent[:0:0], b.recent[n-recentEvents:]...)
+		b.recent = b.recent[:copy(b.recent, b.recent[n-recentEvents:])]
 	}
 }
 
