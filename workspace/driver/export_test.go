@@ -50,3 +50,7 @@ func ChangesTaken(w *workspace.Workspace) int64 {
 
 // PolicyReads is how many times w's store read the policy's head.
 func PolicyReads(w *workspace.Workspace) int64 { return wsconn.Of(w).(*handle).policy.reads.Load() }
+
+// PolicyJoins is how many operations on w's store waited for another's
+// read of the policy's head.
+func PolicyJoins(w *workspace.Workspace) int64 { return wsconn.Of(w).(*handle).policy.joins.Load() }

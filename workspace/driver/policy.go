@@ -44,13 +44,15 @@ type policyCache struct {
 	// stale is when the core last committed a change to the policy: a
 	// read that began before it may have missed the change.
 	stale time.Time
-	// reads counts the reads of the head (for tests).
-	reads atomic.Int64
+	// reads counts the reads of the head, joins the operations that
+	// waited for another's (for tests).
+	reads, joins atomic.Int64
 	// reading is the read of the head in flight, if any. An operation
 	// that finds the cache too old waits for it instead of reading the
 	// head too, when it began late enough to confirm the policy for that
 	// operation: so the writers that find the cache expired together
-	// (all of them, under load) cost one read, not one each.
+	// (all of them, under load) cost one read, not one each. A shared read
+	// that failed in the store fails its waiters too.
 	reading *policyRead
 }
 
@@ -63,6 +65,9 @@ type policyRead struct {
 	pol *policy.Policy
 	bad error
 	err error
+	// gaveUp is set when the reader's own context had ended by the time
+	// the read failed.
+	gaveUp bool
 }
 
 // join returns the read in flight if it began after since and after the
@@ -80,14 +85,15 @@ func (c *policyCache) join(since, start time.Time) (r *policyRead, own bool) {
 	return r, true
 }
 
-// finish publishes r's answer to those waiting for it.
-func (c *policyCache) finish(r *policyRead, pol *policy.Policy, bad, err error) {
+// finish publishes r's answer to those waiting for it; gaveUp says the
+// reader's context had ended.
+func (c *policyCache) finish(r *policyRead, pol *policy.Policy, bad, err error, gaveUp bool) {
 	c.mu.Lock()
 	if c.reading == r {
 		c.reading = nil
 	}
 	c.mu.Unlock()
-	r.pol, r.bad, r.err = pol, bad, err
+	r.pol, r.bad, r.err, r.gaveUp = pol, bad, err, gaveUp
 	close(r.done)
 }
 
@@ -166,20 +172,25 @@ func (h *handle) readPolicy(ctx context.Context) (pol *policy.Policy, bad error,
 	}
 	r, own := h.policy.join(since, start)
 	if !own {
+		h.policy.joins.Add(1)
 		select {
 		case <-r.done:
-			if r.err == nil {
-				return r.pol, r.bad, nil
+			if r.err != nil && r.gaveUp && ctx.Err() == nil {
+				// The read failed as its own caller gave up (its
+				// context ended), which says nothing of the store:
+				// this operation reads for itself.
+				return h.readPolicyHead(ctx, start)
 			}
-			// The read failed for its own caller (its context, an
-			// outage): this operation reads for itself.
-			return h.readPolicyHead(ctx, start)
+			// Its answer, or the store's failure (an outage, which a
+			// read of this operation's own would have met too, after
+			// retrying as long).
+			return r.pol, r.bad, r.err
 		case <-ctx.Done():
 			return nil, nil, wrapErr("policy", ctx.Err())
 		}
 	}
 	pol, bad, err = h.readPolicyHead(ctx, start)
-	h.policy.finish(r, pol, bad, err)
+	h.policy.finish(r, pol, bad, err, ctx.Err() != nil)
 	return pol, bad, err
 }
 

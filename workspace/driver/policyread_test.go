@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -60,4 +61,91 @@ func TestConcurrentWritersShareTheirPolicyRead(t *testing.T) {
 	t.Logf("%d writes and %d policy reads in %v (limit %d)", writes, reads, elapsed, limit)
 	assert.LessOrEqual(t, reads, limit)
 	assert.Greater(t, writes, writers, "every writer wrote more than once")
+}
+
+// heldViews is a real store whose next read snapshot, once armed, waits
+// until its caller's context ends (and fails with the context's error)
+// or release closes (and fails with fail).
+type heldViews struct {
+	driver.Store
+	mu      sync.Mutex
+	armed   bool
+	fail    error
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *heldViews) View(ctx context.Context, fn func(tx driver.ReadTx) error) error {
+	s.mu.Lock()
+	armed := s.armed
+	s.armed = false
+	s.mu.Unlock()
+	if !armed {
+		return s.Store.View(ctx, fn)
+	}
+	close(s.entered)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.release:
+		return s.fail
+	}
+}
+
+// TestAPolicyReadsFailureIsSharedOnlyWhenItIsTheStores: an operation
+// waiting for another's read of the policy gets that read's failure when
+// the store failed it (its own read would have met the same outage), and
+// reads for itself when the read failed only because its caller gave up.
+func TestAPolicyReadsFailureIsSharedOnlyWhenItIsTheStores(t *testing.T) {
+	outage := fmt.Errorf("store: %w", workspace.ErrUnavailable)
+	for _, tc := range []struct {
+		name      string
+		fail      error
+		waiterErr error // nil: the waiter's write succeeds
+		reads     int64
+	}{
+		{name: "the reader gave up", fail: nil, waiterErr: nil, reads: 2},
+		{name: "the store failed", fail: outage, waiterErr: workspace.ErrUnavailable, reads: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := driver.ParseDSN("sqlite:" + filepath.Join(t.TempDir(), "ws.db"))
+			require.NoError(t, err)
+			st, err := driver.OpenStore(context.Background(), p)
+			require.NoError(t, err)
+			hs := &heldViews{Store: st, armed: true, fail: tc.fail, entered: make(chan struct{}), release: make(chan struct{})}
+			ws := driver.New(hs, workspace.Options{PolicyRecheck: time.Hour})
+			defer ws.Close()
+			put := func(ctx context.Context, who string) error {
+				_, err := ws.Notes().Put(ctx, workspace.Write{Actor: who}, workspace.NotePut{Kind: "k", Key: who})
+				return err
+			}
+			readerCtx, giveUp := context.WithCancel(context.Background())
+			readerErr := make(chan error, 1)
+			go func() { readerErr <- put(readerCtx, "reader") }()
+			<-hs.entered
+			waiterErr := make(chan error, 1)
+			go func() { waiterErr <- put(context.Background(), "waiter") }()
+			require.Eventually(t, func() bool { return driver.PolicyJoins(ws) == 1 }, 10*time.Second, time.Millisecond)
+			if tc.fail == nil {
+				giveUp()
+			} else {
+				close(hs.release)
+			}
+			defer giveUp()
+			rerr := <-readerErr
+			require.Error(t, rerr)
+			if tc.fail == nil {
+				assert.ErrorIs(t, rerr, context.Canceled)
+			} else {
+				assert.ErrorIs(t, rerr, workspace.ErrUnavailable)
+			}
+			werr := <-waiterErr
+			if tc.waiterErr == nil {
+				assert.NoError(t, werr)
+			} else {
+				assert.True(t, errors.Is(werr, tc.waiterErr), "the waiter got %v", werr)
+			}
+			assert.Equal(t, tc.reads, driver.PolicyReads(ws), "reads of the policy's head")
+		})
+	}
 }
