@@ -189,10 +189,23 @@ func (h *handle) readPolicy(ctx context.Context) (pol *policy.Policy, bad error,
 			return nil, nil, wrapErr("policy", ctx.Err())
 		}
 	}
+	finished := false
+	defer func() {
+		if !finished {
+			// The read panicked: its waiters must not go on unchecked,
+			// nor wait for an answer that will not come.
+			h.policy.finish(r, nil, nil, errPolicyReadAborted, false)
+		}
+	}()
 	pol, bad, err = h.readPolicyHead(ctx, start)
+	finished = true
 	h.policy.finish(r, pol, bad, err, ctx.Err() != nil)
 	return pol, bad, err
 }
+
+// errPolicyReadAborted answers the operations that waited for a read of
+// the policy that panicked.
+var errPolicyReadAborted = errors.New("policy: the read of the policy this operation waited for was aborted")
 
 // readPolicyHead reads the policy's head in a snapshot of its own, taken
 // after start.

@@ -88,9 +88,15 @@ func (s *heldViews) View(ctx context.Context, fn func(tx driver.ReadTx) error) e
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-s.release:
+		if s.fail == errPanic {
+			panic("heldViews: the read panics")
+		}
 		return s.fail
 	}
 }
+
+// errPanic makes heldViews panic instead of failing.
+var errPanic = errors.New("panic")
 
 // TestAPolicyReadsFailureIsSharedOnlyWhenItIsTheStores: an operation
 // waiting for another's read of the policy gets that read's failure when
@@ -148,4 +154,40 @@ func TestAPolicyReadsFailureIsSharedOnlyWhenItIsTheStores(t *testing.T) {
 			assert.Equal(t, tc.reads, driver.PolicyReads(ws), "reads of the policy's head")
 		})
 	}
+}
+
+// TestAPolicyReadThatPanicsRefusesItsWaiters: an operation waiting for a
+// read of the policy that panicked is refused, neither let through
+// unchecked nor left waiting.
+func TestAPolicyReadThatPanicsRefusesItsWaiters(t *testing.T) {
+	p, err := driver.ParseDSN("sqlite:" + filepath.Join(t.TempDir(), "ws.db"))
+	require.NoError(t, err)
+	st, err := driver.OpenStore(context.Background(), p)
+	require.NoError(t, err)
+	hs := &heldViews{Store: st, armed: true, fail: errPanic, entered: make(chan struct{}), release: make(chan struct{})}
+	ws := driver.New(hs, workspace.Options{PolicyRecheck: time.Hour})
+	defer ws.Close()
+	put := func(who string) error {
+		_, err := ws.Notes().Put(context.Background(), workspace.Write{Actor: who}, workspace.NotePut{Kind: "k", Key: who})
+		return err
+	}
+	panicked := make(chan any, 1)
+	go func() {
+		defer func() { panicked <- recover() }()
+		_ = put("reader")
+	}()
+	<-hs.entered
+	waiterErr := make(chan error, 1)
+	go func() { waiterErr <- put("waiter") }()
+	require.Eventually(t, func() bool { return driver.PolicyJoins(ws) == 1 }, 10*time.Second, time.Millisecond)
+	close(hs.release)
+	assert.NotNil(t, <-panicked, "the reader's panic reaches its caller")
+	select {
+	case err := <-waiterErr:
+		assert.ErrorContains(t, err, "was aborted")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter is still waiting")
+	}
+	n, err := ws.Notes().Get(context.Background(), "k", "waiter")
+	assert.ErrorIs(t, err, workspace.ErrNotFound, "nothing was written for the waiter: %+v", n)
 }
