@@ -160,6 +160,19 @@ func (h *handle) readPolicy(ctx context.Context) (pol *policy.Policy, bad error,
 	if err := h.alive(); err != nil {
 		return nil, nil, err
 	}
+	pol, bad, err = h.readPolicyShared(ctx)
+	if err != nil && h.closed.Load() {
+		// The handle closed while the policy was read (a wait woken as
+		// it closed reads it again), and its store may have closed
+		// under the read: what the caller must hear is that.
+		return nil, nil, workspace.ErrClosed
+	}
+	return pol, bad, err
+}
+
+// readPolicyShared is readPolicy on an open handle: the cached policy,
+// or a read of its head, one per period however many ask at once.
+func (h *handle) readPolicyShared(ctx context.Context) (pol *policy.Policy, bad error, err error) {
 	start := time.Now()
 	// Its cost is one read of the policy's head per period per core,
 	// whatever the load; a negative period reads it for every operation.
