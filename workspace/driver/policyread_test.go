@@ -191,3 +191,24 @@ func TestAPolicyReadThatPanicsRefusesItsWaiters(t *testing.T) {
 	n, err := ws.Notes().Get(context.Background(), "k", "waiter")
 	assert.ErrorIs(t, err, workspace.ErrNotFound, "nothing was written for the waiter: %+v", n)
 }
+
+// TestAPolicyReadCutShortByCloseSaysClosed: an operation whose read of
+// the policy fails because its handle closed meanwhile (the store closed
+// under it) is refused with ErrClosed, not with the store's error.
+func TestAPolicyReadCutShortByCloseSaysClosed(t *testing.T) {
+	p, err := driver.ParseDSN("sqlite:" + filepath.Join(t.TempDir(), "ws.db"))
+	require.NoError(t, err)
+	st, err := driver.OpenStore(context.Background(), p)
+	require.NoError(t, err)
+	hs := &heldViews{Store: st, armed: true, fail: errors.New("closed pool"), entered: make(chan struct{}), release: make(chan struct{})}
+	ws := driver.New(hs, workspace.Options{PolicyRecheck: time.Hour})
+	got := make(chan error, 1)
+	go func() {
+		_, err := ws.Notes().Put(context.Background(), workspace.Write{Actor: "a"}, workspace.NotePut{Kind: "k", Key: "a"})
+		got <- err
+	}()
+	<-hs.entered
+	require.NoError(t, ws.Close())
+	close(hs.release)
+	assert.ErrorIs(t, <-got, workspace.ErrClosed)
+}
