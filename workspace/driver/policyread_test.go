@@ -95,6 +95,17 @@ func (s *heldViews) View(ctx context.Context, fn func(tx driver.ReadTx) error) e
 	}
 }
 
+// holdViews opens a SQLite store whose next read snapshot is held (see
+// heldViews) and fails with fail when released.
+func holdViews(t *testing.T, fail error) *heldViews {
+	t.Helper()
+	p, err := driver.ParseDSN("sqlite:" + filepath.Join(t.TempDir(), "ws.db"))
+	require.NoError(t, err)
+	st, err := driver.OpenStore(context.Background(), p)
+	require.NoError(t, err)
+	return &heldViews{Store: st, armed: true, fail: fail, entered: make(chan struct{}), release: make(chan struct{})}
+}
+
 // errPanic makes heldViews panic instead of failing.
 var errPanic = errors.New("panic")
 
@@ -114,11 +125,7 @@ func TestAPolicyReadsFailureIsSharedOnlyWhenItIsTheStores(t *testing.T) {
 		{name: "the store failed", fail: outage, waiterErr: workspace.ErrUnavailable, reads: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := driver.ParseDSN("sqlite:" + filepath.Join(t.TempDir(), "ws.db"))
-			require.NoError(t, err)
-			st, err := driver.OpenStore(context.Background(), p)
-			require.NoError(t, err)
-			hs := &heldViews{Store: st, armed: true, fail: tc.fail, entered: make(chan struct{}), release: make(chan struct{})}
+			hs := holdViews(t, tc.fail)
 			ws := driver.New(hs, workspace.Options{PolicyRecheck: time.Hour})
 			defer ws.Close()
 			put := func(ctx context.Context, who string) error {
@@ -160,11 +167,7 @@ func TestAPolicyReadsFailureIsSharedOnlyWhenItIsTheStores(t *testing.T) {
 // read of the policy that panicked is refused, neither let through
 // unchecked nor left waiting.
 func TestAPolicyReadThatPanicsRefusesItsWaiters(t *testing.T) {
-	p, err := driver.ParseDSN("sqlite:" + filepath.Join(t.TempDir(), "ws.db"))
-	require.NoError(t, err)
-	st, err := driver.OpenStore(context.Background(), p)
-	require.NoError(t, err)
-	hs := &heldViews{Store: st, armed: true, fail: errPanic, entered: make(chan struct{}), release: make(chan struct{})}
+	hs := holdViews(t, errPanic)
 	ws := driver.New(hs, workspace.Options{PolicyRecheck: time.Hour})
 	defer ws.Close()
 	put := func(who string) error {
@@ -196,11 +199,7 @@ func TestAPolicyReadThatPanicsRefusesItsWaiters(t *testing.T) {
 // the policy fails because its handle closed meanwhile (the store closed
 // under it) is refused with ErrClosed, not with the store's error.
 func TestAPolicyReadCutShortByCloseSaysClosed(t *testing.T) {
-	p, err := driver.ParseDSN("sqlite:" + filepath.Join(t.TempDir(), "ws.db"))
-	require.NoError(t, err)
-	st, err := driver.OpenStore(context.Background(), p)
-	require.NoError(t, err)
-	hs := &heldViews{Store: st, armed: true, fail: errors.New("closed pool"), entered: make(chan struct{}), release: make(chan struct{})}
+	hs := holdViews(t, errors.New("closed pool"))
 	ws := driver.New(hs, workspace.Options{PolicyRecheck: time.Hour})
 	got := make(chan error, 1)
 	go func() {
