@@ -77,6 +77,19 @@ func inapplicable(h Harness, name string) (string, bool) {
 // childEnv carries a child process's role; see processes.go.
 const childEnv = "AGENTSPACE_CONFORMANCE_CHILD"
 
+// RunCore runs the suite's core cases against h: every operation, the
+// policies and retention, each case on a store of its own, in parallel. It
+// is for a harness that differs from one Run already proves only in what
+// the store is allowed to do (a database role's rights), where the
+// concurrency and fault cases would exercise nothing the core ones do not.
+func RunCore(t *testing.T, h Harness) {
+	if os.Getenv(childEnv) != "" {
+		runChild(t)
+		return
+	}
+	runCore(t, private{h})
+}
+
 // Run runs the whole suite against h. Each case gets its own store.
 func Run(t *testing.T, h Harness) {
 	if os.Getenv(childEnv) != "" {

@@ -108,7 +108,9 @@ func NewPrimary(t testing.TB) *Cluster {
 	c.configure(t, dir, "wal_keep_size = '64MB'")
 	c.start(t)
 	conn := c.Connect(t, "postgres")
-	if _, err := conn.Exec(context.Background(), "CREATE DATABASE test"); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := conn.Exec(ctx, "CREATE DATABASE test"); err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
 	return c
@@ -121,7 +123,10 @@ func (c *Cluster) SyncStandby(t testing.TB) {
 	t.Helper()
 	c.WaitStreaming(t, false)
 	conn := c.Connect(t, "postgres")
-	ctx := context.Background()
+	// Bounded, as every wait here: a cluster that stops answering fails
+	// the test where it stopped, not at the package's timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	if _, err := conn.Exec(ctx, "ALTER SYSTEM SET synchronous_standby_names = '*'"); err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
