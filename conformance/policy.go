@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,6 +53,7 @@ var policyCases = []coreCase{
 	{"PolicyAdminRules", testPolicyAdmin},
 	{"PolicyBatchWithOneForbiddenOpIsRefusedWhole", testPolicyBatch},
 	{"PolicyChangeIsSeenByEveryHandle", testPolicyChangeSeen},
+	{"PolicyChangeBindsConcurrentWritersWithinTheRecheck", testPolicyChangeUnderWriters},
 	{"PolicyEventReadsLeaveOutWhatTheActorMayNotRead", testPolicyEventReads},
 	{"PolicySubscriptionLeavesOutWhatTheActorMayNotRead", testPolicySubscription},
 	{"PolicyStatusLeavesOutWhatTheActorMayNotRead", testPolicyStatus},
@@ -320,6 +323,96 @@ func testPolicyChangeSeen(t *testing.T, h Harness) {
 		_, err := b.Notes().Get(workspace.AsActor(ctx, "bob"), "constraint", "none")
 		return errors.Is(err, workspace.ErrForbidden)
 	}, 10*time.Second, 20*time.Millisecond)
+}
+
+// testPolicyChangeUnderWriters changes the policy on one handle while 8
+// writers keep writing on another handle of their own store, which reads
+// the policy at most once per period however many writers ask (see
+// Options.PolicyRecheck). Every write that began more than the default
+// PolicyRecheck after the change was acknowledged is refused, and every
+// refusal is the policy's.
+func testPolicyChangeUnderWriters(t *testing.T, h Harness) {
+	const writers = 8
+	ctx := caseCtx(t, time.Minute)
+	dsn, a := fresh(t, h)
+	b := open(t, dsn)
+	type attempt struct {
+		start time.Time
+		err   error
+	}
+	var (
+		mu       sync.Mutex
+		attempts = make([][]attempt, writers)
+		changed  time.Time // set once the change is acknowledged
+		wrote    sync.WaitGroup
+		done     = make(chan struct{})
+	)
+	wrote.Add(writers)
+	var group sync.WaitGroup
+	for w := range writers {
+		group.Add(1)
+		go func() {
+			defer group.Done()
+			ok := 0
+			for n := 0; ; n++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				start := time.Now()
+				_, err := b.Artifacts().Create(ctx, as("alice"), workspace.NewArtifact{
+					Name: fmt.Sprintf("src/w%d-%d.go", w, n), Content: []byte("x")})
+				mu.Lock()
+				attempts[w] = append(attempts[w], attempt{start, err})
+				mu.Unlock()
+				if err == nil {
+					if ok++; ok == 3 {
+						wrote.Done()
+					}
+				} else if ctx.Err() != nil {
+					return
+				}
+			}
+		}()
+	}
+	wrote.Wait() // every writer has written under no policy
+	applyPolicy(t, ctx, a, testPolicy)
+	mu.Lock()
+	changed = time.Now()
+	mu.Unlock()
+	bound := changed.Add(workspace.DefaultPolicyRecheck)
+	// Each writer goes on until it has made a few attempts after the bound.
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, as := range attempts {
+			late := 0
+			for _, at := range as {
+				if at.start.After(bound) {
+					late++
+				}
+			}
+			if late < 3 {
+				return false
+			}
+		}
+		return true
+	}, 20*time.Second, 10*time.Millisecond)
+	close(done)
+	group.Wait()
+	for w, as := range attempts {
+		refused := 0
+		for _, at := range as {
+			if at.err == nil {
+				assert.False(t, at.start.After(bound), "writer %d: a write begun %v after the change was acknowledged succeeded", w, at.start.Sub(changed))
+				continue
+			}
+			refused++
+			requireForbidden(t, at.err, "alice", "artifact.write", "artifacts_write")
+		}
+		assert.NotZero(t, refused, "writer %d", w)
+	}
 }
 
 // seedReads writes, under testPolicy, records bob (implementer: reads

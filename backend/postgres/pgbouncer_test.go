@@ -59,7 +59,7 @@ var bouncerTransactionCases = []string{
 	"EventSubscribeIdleHeartbeats", "EventVisibleOnlyAfterCommit", "EventCompactedBelowFloor",
 	"BatchIsAllOrNothing", "IdempotentBatchReplays", "IdempotencyKeysExpire",
 	"MustExistFindsNoWorkspaceAndCreatesNone", "ReopenKeepsEverything", "StatusReportsTheWorkspace",
-	"PolicyChangeIsSeenByEveryHandle", "PolicyBatchWithOneForbiddenOpIsRefusedWhole",
+	"PolicyChangeIsSeenByEveryHandle", "PolicyChangeBindsConcurrentWritersWithinTheRecheck", "PolicyBatchWithOneForbiddenOpIsRefusedWhole",
 	"EventChainSurvivesExportAndImport", "GCUnderConcurrentWritersAndSubscribers", "GCKeepsVersionsAnOpPinned",
 }
 
