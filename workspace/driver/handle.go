@@ -124,13 +124,24 @@ func (h *handle) viewHinted(ctx context.Context, op string, hints []ReadHint, fn
 	if err := h.alive(); err != nil {
 		return err
 	}
+	return wrapErr(op, h.storeView(ctx, hints, fn))
+}
+
+// storeView runs fn on a read snapshot of the store. A read that fails
+// once the handle has closed says so: Close does not wait for reads, and
+// the store may have closed under this one, whose own error (a closed
+// pool, a closed database) is then not what the caller must hear.
+func (h *handle) storeView(ctx context.Context, hints []ReadHint, fn func(tx ReadTx) error) error {
 	var err error
 	if hv, ok := h.st.(HintedViewer); ok && len(hints) > 0 {
 		err = hv.ViewHinted(ctx, hints, fn)
 	} else {
 		err = h.st.View(ctx, fn)
 	}
-	return wrapErr(op, err)
+	if err != nil && h.closed.Load() {
+		return workspace.ErrClosed
+	}
+	return err
 }
 
 // wrapErr prefixes err with the operation unless it is one of our own typed

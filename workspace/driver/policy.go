@@ -65,8 +65,8 @@ type policyRead struct {
 	pol *policy.Policy
 	bad error
 	err error
-	// gaveUp is set when the reader's own context had ended by the time
-	// the read failed.
+	// gaveUp is set when the reader's own context had ended, or its
+	// handle had closed, by the time the read failed.
 	gaveUp bool
 }
 
@@ -160,19 +160,6 @@ func (h *handle) readPolicy(ctx context.Context) (pol *policy.Policy, bad error,
 	if err := h.alive(); err != nil {
 		return nil, nil, err
 	}
-	pol, bad, err = h.readPolicyShared(ctx)
-	if err != nil && h.closed.Load() {
-		// The handle closed while the policy was read (a wait woken as
-		// it closed reads it again), and its store may have closed
-		// under the read: what the caller must hear is that.
-		return nil, nil, workspace.ErrClosed
-	}
-	return pol, bad, err
-}
-
-// readPolicyShared is readPolicy on an open handle: the cached policy,
-// or a read of its head, one per period however many ask at once.
-func (h *handle) readPolicyShared(ctx context.Context) (pol *policy.Policy, bad error, err error) {
 	start := time.Now()
 	// Its cost is one read of the policy's head per period per core,
 	// whatever the load; a negative period reads it for every operation.
@@ -190,8 +177,9 @@ func (h *handle) readPolicyShared(ctx context.Context) (pol *policy.Policy, bad 
 		case <-r.done:
 			if r.err != nil && r.gaveUp && ctx.Err() == nil {
 				// The read failed as its own caller gave up (its
-				// context ended), which says nothing of the store:
-				// this operation reads for itself.
+				// context ended, its handle closed), which says
+				// nothing of the store: this operation reads for
+				// itself.
 				return h.readPolicyHead(ctx, start)
 			}
 			// Its answer, or the store's failure (an outage, which a
@@ -212,7 +200,10 @@ func (h *handle) readPolicyShared(ctx context.Context) (pol *policy.Policy, bad 
 	}()
 	pol, bad, err = h.readPolicyHead(ctx, start)
 	finished = true
-	h.policy.finish(r, pol, bad, err, ctx.Err() != nil)
+	// A read that failed because its caller gave up, or because its
+	// handle closed (the cache is the core's, shared with open handles),
+	// says nothing of the store.
+	h.policy.finish(r, pol, bad, err, ctx.Err() != nil || h.closed.Load())
 	return pol, bad, err
 }
 
@@ -224,7 +215,7 @@ var errPolicyReadAborted = errors.New("policy: the read of the policy this opera
 // after start.
 func (h *handle) readPolicyHead(ctx context.Context, start time.Time) (pol *policy.Policy, bad error, err error) {
 	h.policy.reads.Add(1)
-	err = h.st.View(ctx, func(tx ReadTx) error {
+	err = h.storeView(ctx, nil, func(tx ReadTx) error {
 		var err error
 		pol, err = h.policyIn(ctx, tx, start)
 		var pe *policy.Error
@@ -233,8 +224,9 @@ func (h *handle) readPolicyHead(ctx context.Context, start time.Time) (pol *poli
 		}
 		return err
 	})
-	if errors.Is(err, workspace.ErrUnavailable) {
-		// Reading the policy only met the outage first: the caller names its operation.
+	if errors.Is(err, workspace.ErrUnavailable) || errors.Is(err, workspace.ErrClosed) {
+		// Reading the policy only met the outage, or the handle's
+		// close, first: the caller names its operation.
 		return nil, nil, err
 	}
 	if err != nil {

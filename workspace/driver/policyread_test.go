@@ -195,19 +195,33 @@ func TestAPolicyReadThatPanicsRefusesItsWaiters(t *testing.T) {
 	assert.ErrorIs(t, err, workspace.ErrNotFound, "nothing was written for the waiter: %+v", n)
 }
 
-// TestAPolicyReadCutShortByCloseSaysClosed: an operation whose read of
-// the policy fails because its handle closed meanwhile (the store closed
-// under it) is refused with ErrClosed, not with the store's error.
-func TestAPolicyReadCutShortByCloseSaysClosed(t *testing.T) {
-	hs := holdViews(t, errors.New("closed pool"))
-	ws := driver.New(hs, workspace.Options{PolicyRecheck: time.Hour})
-	got := make(chan error, 1)
-	go func() {
-		_, err := ws.Notes().Put(context.Background(), workspace.Write{Actor: "a"}, workspace.NotePut{Kind: "k", Key: "a"})
-		got <- err
-	}()
-	<-hs.entered
-	require.NoError(t, ws.Close())
-	close(hs.release)
-	assert.ErrorIs(t, <-got, workspace.ErrClosed)
+// TestAReadCutShortByCloseSaysClosed: an operation whose read fails
+// because its handle closed meanwhile (the store closed under it) is
+// refused with ErrClosed, not with the store's error: a write's read of
+// the policy, and a read of a record.
+func TestAReadCutShortByCloseSaysClosed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   func(ws *workspace.Workspace) error
+	}{
+		{"a write's read of the policy", func(ws *workspace.Workspace) error {
+			_, err := ws.Notes().Put(context.Background(), workspace.Write{Actor: "a"}, workspace.NotePut{Kind: "k", Key: "a"})
+			return err
+		}},
+		{"a read", func(ws *workspace.Workspace) error {
+			_, err := ws.Notes().Get(context.Background(), "k", "a")
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hs := holdViews(t, errors.New("closed pool"))
+			ws := driver.New(hs, workspace.Options{PolicyRecheck: time.Hour})
+			got := make(chan error, 1)
+			go func() { got <- tc.op(ws) }()
+			<-hs.entered
+			require.NoError(t, ws.Close())
+			close(hs.release)
+			assert.ErrorIs(t, <-got, workspace.ErrClosed)
+		})
+	}
 }
