@@ -343,7 +343,6 @@ func testPolicyChangeUnderWriters(t *testing.T, h Harness) {
 	var (
 		mu       sync.Mutex
 		attempts = make([][]attempt, writers)
-		changed  time.Time // set once the change is acknowledged
 		wrote    sync.WaitGroup
 		done     = make(chan struct{})
 	)
@@ -378,9 +377,7 @@ func testPolicyChangeUnderWriters(t *testing.T, h Harness) {
 	}
 	wrote.Wait() // every writer has written under no policy
 	applyPolicy(t, ctx, a, testPolicy)
-	mu.Lock()
-	changed = time.Now()
-	mu.Unlock()
+	changed := time.Now() // the change is acknowledged
 	bound := changed.Add(workspace.DefaultPolicyRecheck)
 	// Each writer goes on until it has made a few attempts after the bound.
 	require.Eventually(t, func() bool {

@@ -131,11 +131,7 @@ func (s *stackStore) where() []string {
 
 func openStackStore(t *testing.T, path string) *stackStore {
 	t.Helper()
-	p, err := driver.ParseDSN("sqlite:" + path)
-	require.NoError(t, err)
-	st, err := driver.OpenStore(context.Background(), p)
-	require.NoError(t, err)
-	return &stackStore{Store: st}
+	return &stackStore{Store: openStore(t, "sqlite:"+path, nil)}
 }
 
 // TestALoneWriterRunsItsOwnTransaction: a writer with no other writer

@@ -29,14 +29,26 @@ type heldStore struct {
 	heads chan int64
 }
 
-func newHeldStore(t *testing.T, dsn string) *heldStore {
+// openStore opens the real store dsn names, for a test's wrapper around
+// it; adjust, if set, changes the parsed DSN first.
+func openStore(t *testing.T, dsn string, adjust func(p *driver.ParsedDSN)) driver.Store {
 	t.Helper()
 	p, err := driver.ParseDSN(dsn)
 	require.NoError(t, err)
-	p.Config.Logger = slog.New(slog.DiscardHandler)
-	p.Config.PollInterval = time.Minute
+	if adjust != nil {
+		adjust(&p)
+	}
 	st, err := driver.OpenStore(context.Background(), p)
 	require.NoError(t, err)
+	return st
+}
+
+func newHeldStore(t *testing.T, dsn string) *heldStore {
+	t.Helper()
+	st := openStore(t, dsn, func(p *driver.ParsedDSN) {
+		p.Config.Logger = slog.New(slog.DiscardHandler)
+		p.Config.PollInterval = time.Minute
+	})
 	h := &heldStore{Store: st, changes: make(chan struct{}), heads: make(chan int64, 1024)}
 	h.visible.Store(math.MaxInt64)
 	return h

@@ -99,10 +99,7 @@ func (s *heldViews) View(ctx context.Context, fn func(tx driver.ReadTx) error) e
 // heldViews) and fails with fail when released.
 func holdViews(t *testing.T, fail error) *heldViews {
 	t.Helper()
-	p, err := driver.ParseDSN("sqlite:" + filepath.Join(t.TempDir(), "ws.db"))
-	require.NoError(t, err)
-	st, err := driver.OpenStore(context.Background(), p)
-	require.NoError(t, err)
+	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"), nil)
 	return &heldViews{Store: st, armed: true, fail: fail, entered: make(chan struct{}), release: make(chan struct{})}
 }
 
