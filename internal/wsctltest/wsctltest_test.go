@@ -14,14 +14,19 @@ import (
 // Env drops the developer's AGENTSPACE_ variables, keeps the tests' own,
 // keeps GORACE's options and adds atexit_sleep_ms=0, and appends extra last.
 func TestEnvKeepsTheTestsVariablesOnly(t *testing.T) {
-	t.Setenv("AGENTSPACE_TOKEN", "secret")
-	t.Setenv("AGENTSPACE_DSN", "sqlite:/elsewhere.db")
+	// Values no other variable of the machine's holds by chance (a host
+	// may well name its container "secret-..."): the assertion is about
+	// these variables, not about a word.
+	const token = "wsctltest-token-4f1c9a"
+	t.Setenv("AGENTSPACE_TOKEN", token)
+	t.Setenv("AGENTSPACE_DSN", "sqlite:/elsewhere-4f1c9a.db")
 	t.Setenv("AGENTSPACE_TEST_REQUIRE_NODE", "1")
 	t.Setenv("GORACE", "halt_on_error=1")
 	env := Env("AGENTSPACE_DSN=sqlite:/here.db")
 	joined := "\n" + strings.Join(env, "\n") + "\n"
-	assert.NotContains(t, joined, "secret")
-	assert.NotContains(t, joined, "/elsewhere.db")
+	assert.NotContains(t, joined, "\nAGENTSPACE_TOKEN=")
+	assert.NotContains(t, joined, token)
+	assert.NotContains(t, joined, "/elsewhere-4f1c9a.db")
 	assert.Contains(t, joined, "\nAGENTSPACE_TEST_REQUIRE_NODE=1\n")
 	assert.Contains(t, joined, "\nGORACE=halt_on_error=1 atexit_sleep_ms=0\n")
 	assert.Equal(t, "AGENTSPACE_DSN=sqlite:/here.db", env[len(env)-1])
