@@ -195,22 +195,30 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 	var (
 		ours, raw, self, bare procTotals
 		commits               int64
+		// The store's committer, which the server's handle shares with
+		// base's: its groups while the children ran, and while c=n ran
+		// in this process.
+		served, inProc committerTotals
 	)
 	for i := range rounds {
 		progress(fmt.Sprintf("%s: in process (round %d/%d)", label, i+1, rounds))
 		cpu0, _ := cpuTime()
+		c0 := inProc.start(base.handles[0])
 		res, err := measure(ctx, n, slice, 0, inproc)
 		if err != nil {
 			return nil, fmt.Errorf("in process: %w", err)
 		}
+		inProc.add(base.handles[0], c0)
 		cpu1, _ := cpuTime()
 		raw.add(res)
 		raw.cpu += cpu1 - cpu0
 		progress(fmt.Sprintf("%s: processes (round %d/%d)", label, i+1, rounds))
 		before := e.updates.Load()
+		c0 = served.start(base.handles[0])
 		if err := ours.round(kids, round); err != nil {
 			return nil, err
 		}
+		served.add(base.handles[0], c0)
 		commits += e.updates.Load() - before
 		progress(fmt.Sprintf("%s: on the store (round %d/%d)", label, i+1, rounds))
 		if err := self.round(selves, round); err != nil {
@@ -228,6 +236,12 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 		CPUusPerOp: ours.serverCPU(), RawCPUusPerOp: raw.serverCPU(),
 		Note: fmt.Sprintf("%d child processes at c=1, each its own client of the server; CPU/OP is the server's, the clients' %s; baseline (raw columns): c=%d in process on the same store",
 			n, ours.clientCPU(), n),
+	}
+	if s := served.String(); s != "" {
+		row.Note += "; the store's committer was " + s
+		if s := inProc.String(); s != "" {
+			row.Note += fmt.Sprintf(" (c=%d in process: %s)", n, s)
+		}
 	}
 	if row.RawOpsPerSec > 0 {
 		row.Ratio = row.OpsPerSec / row.RawOpsPerSec
@@ -311,4 +325,49 @@ func (t *procTotals) clientCPU() string {
 		return "CPU per op unknown"
 	}
 	return fmt.Sprintf("CPU per op %dµs", (t.childCPU / time.Duration(t.ops)).Microseconds())
+}
+
+// committerTotals adds up what a store's committer did over the rounds of
+// a row (workspace.CommitStats' deltas) and the rounds' wall time.
+type committerTotals struct {
+	stats workspace.CommitStats
+	wall  time.Duration
+}
+
+// committerMark is where a round began: the counters, and the time.
+type committerMark struct {
+	stats workspace.CommitStats
+	at    time.Time
+}
+
+// start marks the beginning of a round on ws's store.
+func (c *committerTotals) start(ws *workspace.Workspace) committerMark {
+	s, _ := ws.CommitStats()
+	return committerMark{stats: s, at: time.Now()}
+}
+
+// add counts the round begun at m.
+func (c *committerTotals) add(ws *workspace.Workspace, m committerMark) {
+	s, ok := ws.CommitStats()
+	if !ok {
+		return
+	}
+	c.wall += time.Since(m.at)
+	c.stats.Groups += s.Groups - m.stats.Groups
+	c.stats.Writes += s.Writes - m.stats.Writes
+	c.stats.Running += s.Running - m.stats.Running
+	c.stats.Gathering += s.Gathering - m.stats.Gathering
+}
+
+// String says how busy the committer was and what a group was like, or
+// "" when it ran none.
+func (c *committerTotals) String() string {
+	g := c.stats.Groups
+	if g == 0 || c.wall <= 0 {
+		return ""
+	}
+	pct := func(d time.Duration) float64 { return 100 * d.Seconds() / c.wall.Seconds() }
+	return fmt.Sprintf("busy %.0f%% of the time (running groups %.0f%%, gathering them %.0f%%), %.1f writes per group, %s per group's transaction",
+		pct(c.stats.Running+c.stats.Gathering), pct(c.stats.Running), pct(c.stats.Gathering),
+		float64(c.stats.Writes)/float64(g), (c.stats.Running / time.Duration(g)).Round(10*time.Microsecond))
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agentspace/agentspace/workspace"
 )
 
 // metrics are the server's Prometheus series, on a registry of its own
@@ -60,7 +62,9 @@ func (m *metrics) forRoute(route string, code int, write bool) *routeSeries {
 	return v.(*routeSeries)
 }
 
-func newMetrics(reg prometheus.Registerer, g prometheus.Gatherer) (*metrics, error) {
+// newMetrics registers the server's series on reg, and the group
+// commit's counters of ws's store when it is open in this process.
+func newMetrics(reg prometheus.Registerer, g prometheus.Gatherer, ws *workspace.Workspace) (*metrics, error) {
 	if reg == nil {
 		r := prometheus.NewRegistry()
 		reg = r
@@ -95,7 +99,34 @@ func newMetrics(reg prometheus.Registerer, g prometheus.Gatherer) (*metrics, err
 		}, []string{"route"}),
 		gatherer: g,
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.streams, m.events, m.writes} {
+	collectors := []prometheus.Collector{m.requests, m.latency, m.streams, m.events, m.writes}
+	if _, ok := ws.CommitStats(); ok {
+		stat := func(f func(workspace.CommitStats) float64) func() float64 {
+			return func() float64 {
+				s, _ := ws.CommitStats()
+				return f(s)
+			}
+		}
+		collectors = append(collectors,
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "agentspace_store_groups_total",
+				Help: "Groups of writes the store's committer ran, each sharing one commit.",
+			}, stat(func(s workspace.CommitStats) float64 { return float64(s.Groups) })),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "agentspace_store_group_writes_total",
+				Help: "Writes the groups carried (a batch is one): over groups_total, the writes per commit.",
+			}, stat(func(s workspace.CommitStats) float64 { return float64(s.Writes) })),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "agentspace_store_group_running_seconds_total",
+				Help: "Time the groups' transactions took, commits included. With gathering, the rate near 1 means the one committer is the bound.",
+			}, stat(func(s workspace.CommitStats) float64 { return s.Running.Seconds() })),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "agentspace_store_group_gathering_seconds_total",
+				Help: "Time spent gathering groups: from a group's first write to its transaction's start.",
+			}, stat(func(s workspace.CommitStats) float64 { return s.Gathering.Seconds() })),
+		)
+	}
+	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

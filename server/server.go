@@ -139,7 +139,7 @@ func New(ws *workspace.Workspace, opts Options) (*Server, error) {
 	if opts.TouchEvery > 0 {
 		s.touch = touch.New(ws, touch.Options{Every: opts.TouchEvery})
 	}
-	m, err := newMetrics(opts.Registerer, opts.Gatherer)
+	m, err := newMetrics(opts.Registerer, opts.Gatherer, ws)
 	if err != nil {
 		return nil, err
 	}

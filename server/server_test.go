@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -239,6 +242,59 @@ func testHappyPath(t *testing.T, e *env) {
 	assert.Contains(t, string(body), "agentspace_http_open_streams")
 	assert.Contains(t, string(body), `agentspace_http_commits_total{route="POST /v1/artifacts"} 1`)
 	assert.NotContains(t, string(body), `agentspace_http_commits_total{route="GET`, "reads count no commits")
+	// The store's group commit: the writes above ran in groups.
+	store := metricValues(string(body), "agentspace_store_")
+	assert.GreaterOrEqual(t, store["agentspace_store_groups_total"], 1.0)
+	assert.GreaterOrEqual(t, store["agentspace_store_group_writes_total"], store["agentspace_store_groups_total"])
+	assert.Greater(t, store["agentspace_store_group_running_seconds_total"], 0.0)
+	assert.Contains(t, store, "agentspace_store_group_gathering_seconds_total")
+}
+
+// metricValues reads the unlabelled series named with prefix from a
+// Prometheus text exposition.
+func metricValues(text, prefix string) map[string]float64 {
+	out := map[string]float64{}
+	for _, line := range strings.Split(text, "\n") {
+		name, v, ok := strings.Cut(line, " ")
+		if !ok || !strings.HasPrefix(name, prefix) || strings.Contains(name, "{") {
+			continue
+		}
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			out[name] = f
+		}
+	}
+	return out
+}
+
+// TestStoreMetricsAreTheWorkspacesCommitStats: /metrics reports the group
+// commit's counters of the store the server serves, as CommitStats reads
+// them; a client of the server has none of its own.
+func TestStoreMetricsAreTheWorkspacesCommitStats(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, sqliteDSN(t), server.Options{})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			st, body := e.do("PUT", fmt.Sprintf("/v1/notes/k/n%d", i), map[string]any{"body": "b"}, as, "ann")
+			assert.Equal(t, 200, st, "%s", body)
+		})
+	}
+	wg.Wait()
+	_, body := e.do("GET", "/metrics", nil)
+	stats, ok := e.ws.CommitStats()
+	require.True(t, ok)
+	store := metricValues(string(body), "agentspace_store_")
+	assert.Equal(t, float64(stats.Groups), store["agentspace_store_groups_total"])
+	assert.Equal(t, float64(stats.Writes), store["agentspace_store_group_writes_total"])
+	assert.GreaterOrEqual(t, stats.Writes, int64(8))
+	assert.InDelta(t, stats.Running.Seconds(), store["agentspace_store_group_running_seconds_total"], 1e-9)
+	assert.InDelta(t, stats.Gathering.Seconds(), store["agentspace_store_group_gathering_seconds_total"], 1e-9)
+
+	remote, err := workspace.Open(ctx, e.hs.URL)
+	require.NoError(t, err)
+	defer remote.Close()
+	_, ok = remote.CommitStats()
+	assert.False(t, ok, "a client's writes are the server's to group")
 }
 
 // TestLongPollsReturnWhenTheLeaseIsFree checks that a waiting acquire and

@@ -75,6 +75,39 @@ func (ws *Workspace) Status(ctx context.Context) (Status, error) { return ws.c.S
 // the store (the last of a store's handles does).
 func (ws *Workspace) Close() error { return ws.c.Close() }
 
+// CommitStats are the group commit's counters of a store open in this
+// process, since it opened: how many groups of writes it ran and how long
+// it spent gathering and running them. Writers that arrive together share
+// a group and its commit, and groups run one at a time, so Running plus
+// Gathering over a stretch of wall time is how busy the store's one
+// committer was, and Writes over Groups is how many writes shared each
+// commit. Handles that share a store share its counters.
+type CommitStats struct {
+	// Groups counts the groups run. A group is one store transaction,
+	// except one that runs again with a savepoint per write (after one of
+	// its writes failed) or, on a store without savepoints, one per write.
+	Groups int64 `json:"groups"`
+	// Writes counts the writes the groups carried; a batch is one, and
+	// so is a write whose caller gave up before its group began.
+	Writes int64 `json:"writes"`
+	// Running is the time the groups' transactions took, commits included.
+	Running time.Duration `json:"running_ns"`
+	// Gathering is the time spent between a group's first write in hand
+	// and its transaction's start, waiting for the writers expected to
+	// join it.
+	Gathering time.Duration `json:"gathering_ns"`
+}
+
+// CommitStats returns the group commit's counters of the store ws writes
+// to, and false for a workspace without one in this process (a client of
+// a server: the server's /metrics has its store's).
+func (ws *Workspace) CommitStats() (CommitStats, bool) {
+	if s, ok := ws.c.(interface{ CommitStats() CommitStats }); ok {
+		return s.CommitStats(), true
+	}
+	return CommitStats{}, false
+}
+
 // unsupported is the error of an admin operation the handle's backend
 // cannot do.
 func (ws *Workspace) unsupported(op string) error {

@@ -139,7 +139,35 @@ func (h *core) runCounted(ctx context.Context, jobs []*job, carried bool) []*job
 		n++
 	}
 	h.writers.ran(n, end.Sub(start))
+	h.stats.ran(len(jobs), end.Sub(start))
 	return done
+}
+
+// commitCounters count a core's groups since it opened: what
+// CommitStats reports. A group is added once it has run (its gathering
+// once it is closed); a reader loads the counters one by one, so a group
+// that ends meanwhile may be in some and not yet in the others.
+type commitCounters struct {
+	groups, writes, running, gathering atomic.Int64
+}
+
+// ran counts a group of n jobs whose transactions took d.
+func (c *commitCounters) ran(n int, d time.Duration) {
+	c.groups.Add(1)
+	c.writes.Add(int64(n))
+	c.running.Add(int64(d))
+}
+
+// CommitStats reports the group commit's counters of the store this
+// handle writes to, shared by the handles that share it.
+func (h *handle) CommitStats() workspace.CommitStats {
+	s := &h.stats
+	return workspace.CommitStats{
+		Groups:    s.groups.Load(),
+		Writes:    s.writes.Load(),
+		Running:   time.Duration(s.running.Load()),
+		Gathering: time.Duration(s.gathering.Load()),
+	}
 }
 
 // writers is the group commit's account of a core's writers: what
@@ -230,6 +258,9 @@ func (h *core) committer() {
 				return
 			}
 		}
+		// Gathering counts from the group's first job in hand to its
+		// transaction's start.
+		gathered := time.Now()
 		// The writers the last group answered are runnable but may not
 		// have run yet: let them submit their next job, so that they join
 		// this group rather than wait out a whole transaction for the
@@ -242,6 +273,7 @@ func (h *core) committer() {
 			h.gather(&g, timer.C, min(expect, maxGroup))
 			timer.Stop()
 		}
+		h.stats.gathering.Add(int64(time.Since(gathered)))
 		done := h.runCounted(ctx, g.jobs, g.carry != nil)
 		carry = g.carry
 		h.writers.turn.Unlock()

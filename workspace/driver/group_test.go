@@ -344,3 +344,63 @@ func TestAGroupHoldsAtMost64Jobs(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, []string{"committer", "committer"}, ss.where()[before:])
 }
+
+// TestCommitStatsCountGroupsAndTheirTime: a transaction held for 100 ms
+// with three writers queued behind it, then a writer the committer waits
+// for, make groups whose counters add up: one per transaction run, one
+// write per writer, the held time in Running and the wait in Gathering.
+func TestCommitStatsCountGroupsAndTheirTime(t *testing.T) {
+	ctx := context.Background()
+	ss := openStackStore(t, filepath.Join(t.TempDir(), "ws.db"))
+	ws := driver.New(ss, workspace.Options{GroupWait: 500 * time.Millisecond})
+	defer ws.Close()
+	s, ok := ws.CommitStats()
+	require.True(t, ok)
+	assert.Zero(t, s)
+
+	ss.holdNext()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		assert.NoError(t, putNote(ctx, ws, "first"))
+		// Answered with the held transaction, it comes back 50 ms later;
+		// the group of the three queued waits for it for an eighth of the
+		// held transaction's time (at least 12.5 ms), and then runs
+		// without it.
+		time.Sleep(50 * time.Millisecond)
+		assert.NoError(t, putNote(ctx, ws, "first"))
+	})
+	<-ss.held
+	for i := range 3 {
+		wg.Go(func() { assert.NoError(t, putNote(ctx, ws, fmt.Sprint("queued", i))) })
+	}
+	require.Eventually(t, func() bool { return driver.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	ss.release()
+	wg.Wait()
+
+	s, _ = ws.CommitStats()
+	assert.Equal(t, int64(len(ss.where())), s.Groups, "one group per transaction")
+	assert.Equal(t, int64(5), s.Writes)
+	assert.GreaterOrEqual(t, s.Running, 100*time.Millisecond, "the held transaction's time")
+	assert.GreaterOrEqual(t, s.Gathering, 12500*time.Microsecond, "the wait for the writer coming back")
+}
+
+// TestHandlesOfOneStoreShareItsCommitStats: handles Open gives out for one
+// DSN in one process share one committer, and so its counters.
+func TestHandlesOfOneStoreShareItsCommitStats(t *testing.T) {
+	ctx := context.Background()
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
+	a, err := workspace.Open(ctx, dsn)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := workspace.Open(ctx, dsn)
+	require.NoError(t, err)
+	defer b.Close()
+	require.NoError(t, putNote(ctx, a, "a"))
+	require.NoError(t, putNote(ctx, b, "b"))
+	sa, ok := a.CommitStats()
+	require.True(t, ok)
+	sb, _ := b.CommitStats()
+	assert.Equal(t, sa, sb)
+	assert.Equal(t, int64(2), sa.Writes)
+}

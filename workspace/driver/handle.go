@@ -26,6 +26,9 @@ type core struct {
 	savepoints atomic.Int32 // savepointsUnknown, Yes or No
 	// writers is the group commit's account of who writes (group.go).
 	writers writers
+	// stats counts the transactions the core ran for its writers
+	// (group.go), for CommitStats.
+	stats commitCounters
 	// own records the core's transactions, by which its watcher tells
 	// their notifications from other stores'.
 	own ownCommits
