@@ -179,15 +179,10 @@ func (e *env) openStreams() int {
 	e.t.Helper()
 	status, body := e.do("GET", "/metrics", nil)
 	require.Equal(e.t, 200, status)
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, "agentspace_http_open_streams "); ok {
-			n, err := strconv.ParseFloat(v, 64)
-			require.NoError(e.t, err)
-			return int(n)
-		}
-	}
-	e.t.Fatal("no agentspace_http_open_streams in /metrics")
-	return 0
+	const name = "agentspace_http_open_streams"
+	n, ok := metricValues(string(body), name)[name]
+	require.True(e.t, ok, "no %s in /metrics", name)
+	return int(n)
 }
 
 // rawStream sends GET /v1/events?after=0 in proto (HTTP/1.1 or HTTP/1.0),
