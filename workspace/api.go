@@ -86,16 +86,16 @@ type CommitStats struct {
 	// Groups counts the groups run. A group is one store transaction,
 	// except one that runs again with a savepoint per write (after one of
 	// its writes failed) or, on a store without savepoints, one per write.
-	Groups int64 `json:"groups"`
+	Groups int64
 	// Writes counts the writes the groups carried; a batch is one, and
 	// so is a write whose caller gave up before its group began.
-	Writes int64 `json:"writes"`
+	Writes int64
 	// Running is the time the groups' transactions took, commits included.
-	Running time.Duration `json:"running_ns"`
+	Running time.Duration
 	// Gathering is the time spent between a group's first write in hand
 	// and its transaction's start, waiting for the writers expected to
 	// join it.
-	Gathering time.Duration `json:"gathering_ns"`
+	Gathering time.Duration
 }
 
 // CommitStats returns the group commit's counters of the store ws writes
