@@ -231,8 +231,11 @@ func (s settings) dsn(write bool) string {
 	if write {
 		// auto_vacuum=INCREMENTAL takes effect on a new file only (before
 		// its first table); an older file keeps NONE until a VACUUM (see
-		// Reclaim).
-		b.WriteString("&_pragma=auto_vacuum(2)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + s.synchronous + ")&_txlock=immediate")
+		// Reclaim). temp_store=MEMORY keeps a statement's journal in
+		// memory: the event index batch (one UPDATE of many rows) would
+		// otherwise spill it, past 64 KiB, to a temporary file that the
+		// committer creates, writes and deletes inside its transaction.
+		b.WriteString("&_pragma=auto_vacuum(2)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + s.synchronous + ")&_pragma=temp_store(2)&_txlock=immediate")
 	} else {
 		b.WriteString("&_pragma=query_only(1)")
 	}

@@ -48,6 +48,17 @@ func TestSynchronousParamSetsThePragmaOnTheWriter(t *testing.T) {
 	}
 }
 
+// TestTheWritersStatementJournalStaysInMemory: a statement that writes
+// many rows (the event index batch) keeps its statement journal in memory
+// (temp_store MEMORY) rather than spilling it, past 64 KiB, to a temporary
+// file the committer creates, writes and deletes inside the transaction.
+func TestTheWritersStatementJournalStaysInMemory(t *testing.T) {
+	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
+	var got int
+	require.NoError(t, st.w.QueryRow(`PRAGMA temp_store`).Scan(&got))
+	assert.Equal(t, 2, got, "temp_store: 2 is MEMORY")
+}
+
 func TestDriverParamsPassThroughAndBusyTimeoutApplies(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ws.db")
 	st := openStore(t, "sqlite:"+path+"?_pragma=cache_size(-4000)&ws_busy_timeout=1500ms")
