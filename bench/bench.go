@@ -384,6 +384,12 @@ func (s countingStore) ViewHinted(ctx context.Context, hints []driver.ReadHint, 
 	return s.Store.View(ctx, fn)
 }
 
+// JoinsLate keeps the LateJoiner capability of the store it counts.
+func (s countingStore) JoinsLate() bool {
+	lj, ok := s.Store.(driver.LateJoiner)
+	return ok && lj.JoinsLate()
+}
+
 // notifyingStore keeps the Notifier capability of the store it counts.
 type notifyingStore struct {
 	countingStore

@@ -38,6 +38,7 @@ const paramFloorKeep = "ws_floor_keep"
 // driver interface. FloorRaiser comes with BelowFloorDeleter.
 const (
 	capSavepointer       = "Savepointer"
+	capLateJoiner        = "LateJoiner"
 	capHintedUpdater     = "HintedUpdater"
 	capHintedViewer      = "HintedViewer"
 	capNotifier          = "Notifier"
@@ -51,7 +52,7 @@ const (
 // capabilities lists every optional capability, in the order the passes
 // that keep one run.
 var capabilities = []string{
-	capSavepointer, capHintedUpdater, capHintedViewer, capNotifier,
+	capSavepointer, capLateJoiner, capHintedUpdater, capHintedViewer, capNotifier,
 	capLogRewriter, capBelowFloorDeleter, capCheckpointer, capReclaimer, capFileSnapshotter,
 }
 
@@ -60,8 +61,9 @@ var registerFloor = sync.OnceFunc(func() { driver.Register(floorScheme, floorDri
 // RunFloor runs the suite's cases whose engine paths change with the
 // store's optional capabilities against h's stores with every one of
 // those hidden: the engine sees the required Store, ReadTx and Tx and none
-// of Savepointer, HintedUpdater, HintedViewer, Notifier, LogRewriter,
-// BelowFloorDeleter, Checkpointer, Reclaimer or FileSnapshotter, so it
+// of Savepointer, LateJoiner, HintedUpdater, HintedViewer, Notifier,
+// LogRewriter, BelowFloorDeleter, Checkpointer, Reclaimer or
+// FileSnapshotter, so it
 // takes its slowest path everywhere. Then, for each of those the backend
 // has, it runs the few cases that lean on it most with that one
 // capability kept. Passing proves that optional means only slower.
@@ -134,6 +136,13 @@ var capabilityCases = map[string][]string{
 	capSavepointer: {
 		"BatchesCommittedTogetherKeepTheirOwnOutcomes",
 		"SharedStore/ConcurrentIfVersionWritersHaveExactlyOneWinner",
+	},
+	// Group commit with jobs joining a group under way (with the
+	// savepoints a group needs).
+	capLateJoiner: {
+		"BatchesCommittedTogetherKeepTheirOwnOutcomes",
+		"SharedStore/ConcurrentIfVersionWritersHaveExactlyOneWinner",
+		"RandomOperationsMatchTheModel",
 	},
 	// Writes that read their records in the round trip that starts them.
 	capHintedUpdater: {
@@ -261,6 +270,7 @@ func storeCapabilities(t *testing.T, h Harness) []string {
 		name string
 		ok   bool
 	}{
+		{capLateJoiner, joinsLate(st)},
 		{capHintedUpdater, is[driver.HintedUpdater](st)},
 		{capHintedViewer, is[driver.HintedViewer](st)},
 		{capNotifier, is[driver.Notifier](st)},
@@ -276,6 +286,11 @@ func storeCapabilities(t *testing.T, h Harness) []string {
 	}
 	t.Logf("optional capabilities of the store: %s", strings.Join(has, ", "))
 	return has
+}
+
+func joinsLate(st driver.Store) bool {
+	lj, ok := st.(driver.LateJoiner)
+	return ok && lj.JoinsLate()
 }
 
 func is[T any](v any) bool {
@@ -338,6 +353,10 @@ func (d floorDriver) Probe(ctx context.Context, cfg driver.Config) error {
 func floorStore(st driver.Store, keep string) driver.Store {
 	f := floor{st: st, keep: keep}
 	switch keep {
+	case capLateJoiner:
+		if joinsLate(st) {
+			return floorLateJoiner{f}
+		}
 	case capHintedUpdater:
 		if _, ok := st.(driver.HintedUpdater); ok {
 			return floorHintedUpdater{f}
@@ -375,8 +394,8 @@ func floorStore(st driver.Store, keep string) driver.Store {
 }
 
 // floor is a store with its optional capabilities hidden but keep's, if
-// that is a transaction's (Savepointer, and FloorRaiser with
-// BelowFloorDeleter).
+// that is a transaction's (Savepointer, also kept with LateJoiner, whose
+// groups need it, and FloorRaiser with BelowFloorDeleter).
 type floor struct {
 	st   driver.Store
 	keep string
@@ -395,7 +414,7 @@ func (f floor) Close() error { return f.st.Close() }
 // tx hides tx's optional capabilities but the one kept.
 func (f floor) tx(tx driver.Tx) driver.Tx {
 	switch f.keep {
-	case capSavepointer:
+	case capSavepointer, capLateJoiner:
 		if sp, ok := tx.(driver.Savepointer); ok {
 			return savepointTx{tx, sp}
 		}
@@ -424,6 +443,11 @@ type floorRaiserTx struct {
 	driver.Tx
 	driver.FloorRaiser
 }
+
+// floorLateJoiner keeps LateJoiner, on the floor's transactions.
+type floorLateJoiner struct{ floor }
+
+func (floorLateJoiner) JoinsLate() bool { return true }
 
 // floorHintedUpdater keeps HintedUpdater, on the floor's transactions.
 type floorHintedUpdater struct{ floor }

@@ -153,6 +153,10 @@ func (s *store) UpdateHinted(ctx context.Context, hints []driver.ReadHint, fn fu
 	return s.update(ctx, hints, fn)
 }
 
+// JoinsLate implements driver.LateJoiner: a write transaction reads the
+// file directly, hinted or not.
+func (s *store) JoinsLate() bool { return true }
+
 func (s *store) update(ctx context.Context, hints []driver.ReadHint, fn func(tx driver.Tx) error) error {
 	if err := s.gate.Enter(ctx); err != nil {
 		return err

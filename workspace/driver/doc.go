@@ -42,6 +42,8 @@
 // slower, as conformance.RunFloor proves by hiding them all.
 //
 //   - Savepointer: group commit with a savepoint per writer.
+//   - LateJoiner: writers that queue while a group's transaction runs
+//     join it before it commits.
 //   - HintedUpdater, HintedViewer: read the records a transaction will
 //     need in the round trip that starts it.
 //   - Notifier: waiters on other handles wake without polling.

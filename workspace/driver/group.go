@@ -24,7 +24,9 @@ import (
 // again with a savepoint per job (see errIsolate). A store whose Tx cannot
 // take savepoints gets one job per transaction. A writer that would be a
 // group of one anyway runs its job itself (runAlone); the turn mutex keeps
-// it and the committer from running two groups at once.
+// it and the committer from running two groups at once. On a store that
+// takes them (LateJoiner), jobs queued while a group's jobs run join it
+// before it commits (lateJoin), rather than wait out its commit.
 
 // maxGroup bounds how many jobs share one transaction. A group that runs
 // again with a savepoint per job opens as many subtransactions, and a
@@ -116,7 +118,7 @@ func (h *handle) runAlone(j *job) (bool, error) {
 	}
 	// Writers that came meanwhile wait for the committer, and the next
 	// writer joins them: runCounted counts them.
-	answer(h.runCounted(h.hub.ctx, []*job{j}, false))
+	answer(h.runCounted(h.hub.ctx, &gathering{jobs: []*job{j}}))
 	return true, j.err
 }
 
@@ -125,21 +127,21 @@ func (h *handle) runAlone(j *job) (bool, error) {
 // carried one) and those queued behind it, counted before they are
 // answered so that none of them, back already, counts twice. It returns
 // the jobs to answer.
-func (h *core) runCounted(ctx context.Context, jobs []*job, carried bool) []*job {
+func (h *core) runCounted(ctx context.Context, g *gathering) []*job {
 	start := time.Now()
 	h.own.begin()
 	// A transaction under way when the core closes finishes (close waits
 	// for the turn), so its writers get its real outcome, not the
 	// cancellation's: it ends early only when they have all given up.
-	done := h.runGroup(context.WithoutCancel(ctx), jobs)
+	done := h.runGroup(context.WithoutCancel(ctx), g)
 	end := time.Now()
 	h.own.end(end)
-	n := len(jobs)
-	if carried {
+	n := len(g.jobs)
+	if g.carry != nil {
 		n++
 	}
 	h.writers.ran(n, end.Sub(start))
-	h.stats.ran(len(jobs), end.Sub(start))
+	h.stats.ran(len(g.jobs), end.Sub(start))
 	return done
 }
 
@@ -274,7 +276,7 @@ func (h *core) committer() {
 			timer.Stop()
 		}
 		h.stats.gathering.Add(int64(time.Since(gathered)))
-		done := h.runCounted(ctx, g.jobs, g.carry != nil)
+		done := h.runCounted(ctx, &g)
 		carry = g.carry
 		h.writers.turn.Unlock()
 		answer(done)
@@ -332,6 +334,46 @@ func (h *core) gather(g *gathering, stop <-chan time.Time, n int) {
 	}
 }
 
+// lateJoin takes the jobs queued since g's transaction began, for it to
+// run too, as gather would (up to maxGroup, none after a carry), while a
+// caller in it still waits (waiting > 0): once they have all given up, the
+// transaction is being cancelled, and a job taken then is carried to the
+// next group instead. Jobs whose callers have given up are answered, not
+// returned.
+func (h *core) lateJoin(g *gathering, waiting *atomic.Int64) []*job {
+	var more []*job
+	for len(g.jobs) < maxGroup && g.carry == nil {
+		var j *job
+		select {
+		case j = <-h.jobs:
+		default:
+			return more
+		}
+		h.take(g, j)
+		if g.carry == j {
+			return more
+		}
+		if err := j.ctx.Err(); err != nil {
+			j.err = err
+			close(j.done)
+			continue
+		}
+		for {
+			w := waiting.Load()
+			if w == 0 {
+				g.jobs = g.jobs[:len(g.jobs)-1]
+				g.carry = j
+				return more
+			}
+			if waiting.CompareAndSwap(w, w+1) {
+				break
+			}
+		}
+		more = append(more, j)
+	}
+	return more
+}
+
 func (h *core) drain() {
 	for {
 		select {
@@ -345,14 +387,14 @@ func (h *core) drain() {
 	}
 }
 
-// runGroup commits the live jobs of group in one transaction. It answers
-// the jobs it does not run (their ctx ended) and those it runs one by one;
-// the jobs of a shared transaction it returns, outcomes set, for the
-// caller to answer once it has counted the writers and let go of the
-// turn.
-func (h *core) runGroup(ctx context.Context, group []*job) []*job {
-	live := group[:0:0]
-	for _, j := range group {
+// runGroup commits the live jobs of g in one transaction, with the jobs
+// that join it late (added to g). It answers the jobs it does not run
+// (their ctx ended) and those it runs one by one; the jobs of a shared
+// transaction it returns, outcomes set, for the caller to answer once it
+// has counted the writers and let go of the turn.
+func (h *core) runGroup(ctx context.Context, g *gathering) []*job {
+	live := g.jobs[:0:0]
+	for _, j := range g.jobs {
 		if err := j.ctx.Err(); err != nil {
 			j.err = err
 			close(j.done)
@@ -367,7 +409,7 @@ func (h *core) runGroup(ctx context.Context, group []*job) []*job {
 		// Until a transaction has shown it takes savepoints, and forever
 		// if it does not, each job gets a transaction of its own.
 		for _, j := range live {
-			answer(h.runGroup(ctx, []*job{j}))
+			answer(h.runGroup(ctx, &gathering{jobs: []*job{j}}))
 		}
 		return nil
 	}
@@ -376,13 +418,21 @@ func (h *core) runGroup(ctx context.Context, group []*job) []*job {
 	defer cancel()
 	var waiting atomic.Int64
 	waiting.Store(int64(len(live)))
-	for _, j := range live {
-		stop := context.AfterFunc(j.ctx, func() {
+	var stops []func() bool
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
+	watch := func(j *job) {
+		stops = append(stops, context.AfterFunc(j.ctx, func() {
 			if waiting.Add(-1) == 0 {
 				cancel()
 			}
-		})
-		defer stop()
+		}))
+	}
+	for _, j := range live {
+		watch(j)
 	}
 	// committed is what the transaction appended to the log, numbered.
 	var committed []workspace.Event
@@ -424,7 +474,25 @@ func (h *core) runGroup(ctx context.Context, group []*job) []*job {
 			all    []workspace.Event
 			starts = make([]int, len(live))
 		)
-		for i, j := range live {
+		for i := 0; ; i++ {
+			if i == len(live) {
+				// Jobs queued while this group's jobs ran join it, if
+				// the store takes them at no extra cost (see lateJoin);
+				// a run again with savepoints runs the jobs it has.
+				if !optimistic || !h.late {
+					break
+				}
+				more := h.lateJoin(g, &waiting)
+				if len(more) == 0 {
+					break
+				}
+				for _, j := range more {
+					watch(j)
+				}
+				live = append(live, more...)
+				starts = append(starts, make([]int, len(more))...)
+			}
+			j := live[i]
 			j.reset()
 			starts[i] = len(all)
 			if wrote, err := h.runJob(ctx, tx, sp, now, j); err != nil {

@@ -404,3 +404,122 @@ func TestHandlesOfOneStoreShareItsCommitStats(t *testing.T) {
 	assert.Equal(t, sa, sb)
 	assert.Equal(t, int64(2), sa.Writes)
 }
+
+// heldInside is a real SQLite store whose next write transaction, after
+// holdNext, waits for release once it has begun and before its jobs run,
+// and which counts its write transactions. lateHeldInside takes late jobs
+// (driver.LateJoiner), as the SQLite backend does; heldInside does not.
+type heldInside struct {
+	driver.Store
+	mu   sync.Mutex
+	txs  int
+	hold chan struct{}
+	held chan struct{}
+}
+
+type lateHeldInside struct{ *heldInside }
+
+func (lateHeldInside) JoinsLate() bool { return true }
+
+func (s *heldInside) Update(ctx context.Context, fn func(tx driver.Tx) error) error {
+	s.mu.Lock()
+	s.txs++
+	hold, held := s.hold, s.held
+	s.hold, s.held = nil, nil
+	s.mu.Unlock()
+	return s.Store.Update(ctx, func(tx driver.Tx) error {
+		if hold != nil {
+			close(held)
+			<-hold
+			hold = nil
+		}
+		return fn(tx)
+	})
+}
+
+// holdNext arms the hold for the next transaction; it returns a channel
+// closed once that transaction waits, and the release.
+func (s *heldInside) holdNext() (<-chan struct{}, func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hold, held := make(chan struct{}), make(chan struct{})
+	s.hold, s.held = hold, held
+	return held, func() { close(hold) }
+}
+
+func (s *heldInside) transactions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.txs
+}
+
+// TestWritersQueuedWhileAGroupRunsJoinIt: writers that queue while a
+// group's transaction runs join it before it commits, on a store that takes
+// late jobs, and each keeps its own outcome (one of them conflicts); on a
+// store that does not, they wait for a transaction of their own.
+func TestWritersQueuedWhileAGroupRunsJoinIt(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		late bool
+		txs  int // after the warm-up and the lone writer
+	}{
+		{"late", true, 1},
+		{"not late", false, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			hs := &heldInside{Store: openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"), nil)}
+			var st driver.Store = hs
+			if tc.late {
+				st = lateHeldInside{hs}
+			}
+			ws := driver.New(st, workspace.Options{GroupWait: -1})
+			defer ws.Close()
+			require.NoError(t, putNote(ctx, ws, "warm")) // shows the store takes savepoints
+			// A lone writer's transaction, held, with two writers queued
+			// behind it: they make the next group.
+			held, release := hs.holdNext()
+			var wg sync.WaitGroup
+			wg.Go(func() { assert.NoError(t, putNote(ctx, ws, "alone")) })
+			<-held
+			for _, k := range []string{"b", "c"} {
+				wg.Go(func() { assert.NoError(t, putNote(ctx, ws, k)) })
+			}
+			require.Eventually(t, func() bool { return driver.QueuedWriters(ws) == 2 }, 10*time.Second, time.Millisecond)
+			groupHeld, releaseGroup := hs.holdNext()
+			before := hs.transactions()
+			release()
+			<-groupHeld
+			// The group of b and c has begun; three more writers queue,
+			// one of them with a condition that fails.
+			for _, k := range []string{"d", "e"} {
+				wg.Go(func() { assert.NoError(t, putNote(ctx, ws, k)) })
+			}
+			var conflict error
+			wg.Go(func() {
+				_, conflict = ws.Notes().Put(ctx, workspace.Write{Actor: "f", IfVersion: 7}, workspace.NotePut{Kind: "k", Key: "b", Body: "f"})
+			})
+			require.Eventually(t, func() bool { return driver.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
+			releaseGroup()
+			wg.Wait()
+			assert.Equal(t, tc.txs, hs.transactions()-before, "write transactions after the lone writer's")
+			var ce *workspace.ConflictError
+			require.ErrorAs(t, conflict, &ce)
+			for _, k := range []string{"b", "c", "d", "e"} {
+				n, err := ws.Notes().Get(ctx, "k", k)
+				require.NoError(t, err, k)
+				assert.Equal(t, "b", n.Body, k)
+			}
+			b, err := ws.Notes().Get(ctx, "k", "b")
+			require.NoError(t, err)
+			assert.Equal(t, int64(1), b.Version, "f's conditional write changed nothing")
+			page, err := ws.Events().Read(ctx, workspace.EventQuery{})
+			require.NoError(t, err)
+			var types []string
+			for _, e := range page.Events {
+				types = append(types, e.Type)
+			}
+			assert.Len(t, types, 7, "warm, alone, b, c, d, e and f's conflict: %v", types)
+		})
+	}
+}

@@ -24,6 +24,9 @@ type core struct {
 	commits    atomic.Uint64
 	jobs       chan *job    // to the committer (group.go)
 	savepoints atomic.Int32 // savepointsUnknown, Yes or No
+	// late: the store's transactions take jobs queued after they began
+	// (LateJoiner).
+	late bool
 	// writers is the group commit's account of who writes (group.go).
 	writers writers
 	// stats counts the transactions the core ran for its writers
@@ -74,6 +77,9 @@ func (c *core) start(st Store, opts workspace.Options) {
 	c.st, c.opts = st, opts.WithDefaults()
 	c.hub = newHub(c)
 	c.jobs = make(chan *job)
+	if lj, ok := st.(LateJoiner); ok {
+		c.late = lj.JoinsLate()
+	}
 	c.hub.wg.Add(1)
 	go c.committer()
 }

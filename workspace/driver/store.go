@@ -57,6 +57,15 @@ type HintedUpdater interface {
 	UpdateHinted(ctx context.Context, hints []ReadHint, fn func(tx Tx) error) error
 }
 
+// LateJoiner is an optional Store capability: JoinsLate reports that a
+// group's transaction may take, before it commits, writes queued after it
+// began, at no more cost than if they had been in it from the start (their
+// reads were not hinted: a store whose transaction must know all its reads
+// up front, as a Postgres prediction does, says false).
+type LateJoiner interface {
+	JoinsLate() bool
+}
+
 // HintedViewer is an optional Store capability: ViewHinted is View for a
 // read that will likely read only the hints' records (the engine hints the
 // Gets of one artifact's head, note, task or lease). The store may read
