@@ -147,7 +147,8 @@ func Open(ctx context.Context, path string, opts workspace.Options) (*workspace.
 // (writes take the write lock when they begin, so they queue with
 // busy_timeout instead of failing when a read upgrades to a write),
 // _pragma=busy_timeout(10000), _pragma=journal_mode(WAL),
-// _pragma=foreign_keys(1) and _pragma=synchronous(FULL), and
+// _pragma=foreign_keys(1), _pragma=synchronous(FULL) and
+// _pragma=temp_store(2) (statement journals in memory), and
 // db.SetMaxOpenConns(1) so that the handle's writes queue in the pool
 // rather than at the file lock. Reads share db with the writes. Without
 // _txlock=immediate writes stay correct but fail busy more often, and are
