@@ -59,9 +59,10 @@ type HintedUpdater interface {
 
 // LateJoiner is an optional Store capability: JoinsLate reports that a
 // group's transaction may take, before it commits, writes queued after it
-// began, at no more cost than if they had been in it from the start (their
-// reads were not hinted: a store whose transaction must know all its reads
-// up front, as a Postgres prediction does, says false).
+// began, at no more cost than if they had been in it from the start,
+// although their reads were not among its hints. Postgres has no such
+// capability: a predicted group is built whole, its reads guarded, before
+// its one round trip.
 type LateJoiner interface {
 	JoinsLate() bool
 }
