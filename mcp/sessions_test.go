@@ -88,14 +88,22 @@ func TestIdleSessionsPerTokenAreCapped(t *testing.T) {
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	t1 := map[string]string{"Authorization": "Bearer t1"}
+	// A client has its answer a moment before the server's handler
+	// returns and marks the session used: wait for that, so that first
+	// is used before second and both are idle when third comes.
+	settled := func() {
+		require.Eventually(t, func() bool { return mcp.RequestsUnderWay(s) == 0 }, 10*time.Second, time.Millisecond)
+	}
 	first, err := httpConnect(t, hs.URL, "2025-11-25", t1)
 	require.NoError(t, err)
 	ok(t, first, "status", nil)
+	settled()
 	second, err := httpConnect(t, hs.URL, "2025-11-25", t1)
 	require.NoError(t, err)
 	ok(t, second, "status", nil)
 	other, err := httpConnect(t, hs.URL, "2025-11-25", map[string]string{"Authorization": "Bearer t2"})
 	require.NoError(t, err)
+	settled()
 	third, err := httpConnect(t, hs.URL, "2025-11-25", t1)
 	require.NoError(t, err)
 
