@@ -242,6 +242,12 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 		if s := inProc.String(); s != "" {
 			row.Note += fmt.Sprintf(" (c=%d in process: %s)", n, s)
 		}
+		if c := served.cycle(); c > 0 && row.P50us > 0 {
+			// The clients come back in cohorts: a write waits for the
+			// group under way, then for its own (docs/performance.md).
+			row.Note += fmt.Sprintf("; a client's p50 is %.1f committer cycles (gathering and running a group: %s)",
+				row.P50us/float64(c.Microseconds()), c.Round(10*time.Microsecond))
+		}
 	}
 	if row.RawOpsPerSec > 0 {
 		row.Ratio = row.OpsPerSec / row.RawOpsPerSec
@@ -357,6 +363,15 @@ func (c *committerTotals) add(ws *workspace.Workspace, m committerMark) {
 	c.stats.Writes += s.Writes - m.stats.Writes
 	c.stats.Running += s.Running - m.stats.Running
 	c.stats.Gathering += s.Gathering - m.stats.Gathering
+}
+
+// cycle is the committer's time per group, gathering and running it; 0
+// when it ran none.
+func (c *committerTotals) cycle() time.Duration {
+	if c.stats.Groups == 0 {
+		return 0
+	}
+	return (c.stats.Running + c.stats.Gathering) / time.Duration(c.stats.Groups)
 }
 
 // String says how busy the committer was and what a group was like, or
