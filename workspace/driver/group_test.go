@@ -71,14 +71,17 @@ func putNote(ctx context.Context, ws *workspace.Workspace, key string) error {
 // stackStore is a real store that records, for each write transaction,
 // whether it ran on the writer's own goroutine (runAlone) or on the
 // committer's, and whether it was closed while one was running; after
-// holdNext, the next transaction waits for release before it starts.
+// holdNext, the next transaction waits for release before it starts. A
+// hold may be armed for the next transaction while another waits:
+// release lets the waiting one go.
 type stackStore struct {
 	driver.Store
-	mu     sync.Mutex
-	ran    []string // "alone" or "committer", one per transaction
-	hold   chan struct{}
-	held   chan struct{} // closed once a transaction waits on hold
-	inside atomic.Int32
+	mu      sync.Mutex
+	ran     []string      // "alone" or "committer", one per transaction
+	hold    chan struct{} // armed for the next transaction
+	held    chan struct{} // closed once that transaction waits on hold
+	waiting chan struct{} // the hold a transaction waits on
+	inside  atomic.Int32
 	// closedInside is set when Close came while a transaction ran.
 	closedInside atomic.Bool
 }
@@ -94,10 +97,13 @@ func (s *stackStore) Update(ctx context.Context, fn func(tx driver.Tx) error) er
 	}
 	s.mu.Lock()
 	s.ran = append(s.ran, where)
-	hold := s.hold
+	hold, held := s.hold, s.held
+	if hold != nil {
+		s.hold, s.waiting = nil, hold
+	}
 	s.mu.Unlock()
 	if hold != nil {
-		close(s.held)
+		close(held)
 		<-hold
 	}
 	return s.Store.Update(ctx, fn)
@@ -116,11 +122,17 @@ func (s *stackStore) holdNext() {
 	s.hold, s.held = make(chan struct{}), make(chan struct{})
 }
 
+// release lets the transaction waiting on a hold go, or disarms the
+// hold no transaction has taken yet.
 func (s *stackStore) release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	close(s.hold)
-	s.hold = nil
+	h := s.waiting
+	if h == nil {
+		h, s.hold = s.hold, nil
+	}
+	s.waiting = nil
+	close(h)
 }
 
 func (s *stackStore) where() []string {
@@ -405,53 +417,11 @@ func TestHandlesOfOneStoreShareItsCommitStats(t *testing.T) {
 	assert.Equal(t, int64(2), sa.Writes)
 }
 
-// heldInside is a real SQLite store whose next write transaction, after
-// holdNext, waits for release once it has begun and before its jobs run,
-// and which counts its write transactions. lateHeldInside takes late jobs
-// (driver.LateJoiner), as the SQLite backend does; heldInside does not.
-type heldInside struct {
-	driver.Store
-	mu   sync.Mutex
-	txs  int
-	hold chan struct{}
-	held chan struct{}
-}
+// lateStackStore is a stackStore that takes late jobs
+// (driver.LateJoiner), as the SQLite backend does.
+type lateStackStore struct{ *stackStore }
 
-type lateHeldInside struct{ *heldInside }
-
-func (lateHeldInside) JoinsLate() bool { return true }
-
-func (s *heldInside) Update(ctx context.Context, fn func(tx driver.Tx) error) error {
-	s.mu.Lock()
-	s.txs++
-	hold, held := s.hold, s.held
-	s.hold, s.held = nil, nil
-	s.mu.Unlock()
-	return s.Store.Update(ctx, func(tx driver.Tx) error {
-		if hold != nil {
-			close(held)
-			<-hold
-			hold = nil
-		}
-		return fn(tx)
-	})
-}
-
-// holdNext arms the hold for the next transaction; it returns a channel
-// closed once that transaction waits, and the release.
-func (s *heldInside) holdNext() (<-chan struct{}, func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	hold, held := make(chan struct{}), make(chan struct{})
-	s.hold, s.held = hold, held
-	return held, func() { close(hold) }
-}
-
-func (s *heldInside) transactions() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.txs
-}
+func (lateStackStore) JoinsLate() bool { return true }
 
 // TestWritersQueuedWhileAGroupRunsJoinIt: writers that queue while a
 // group's transaction runs join it before it commits, on a store that takes
@@ -468,30 +438,32 @@ func TestWritersQueuedWhileAGroupRunsJoinIt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			hs := &heldInside{Store: openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"), nil)}
-			var st driver.Store = hs
+			ss := openStackStore(t, filepath.Join(t.TempDir(), "ws.db"))
+			var st driver.Store = ss
 			if tc.late {
-				st = lateHeldInside{hs}
+				st = lateStackStore{ss}
 			}
 			ws := driver.New(st, workspace.Options{GroupWait: -1})
 			defer ws.Close()
 			require.NoError(t, putNote(ctx, ws, "warm")) // shows the store takes savepoints
 			// A lone writer's transaction, held, with two writers queued
 			// behind it: they make the next group.
-			held, release := hs.holdNext()
+			ss.holdNext()
 			var wg sync.WaitGroup
 			wg.Go(func() { assert.NoError(t, putNote(ctx, ws, "alone")) })
-			<-held
+			<-ss.held
 			for _, k := range []string{"b", "c"} {
 				wg.Go(func() { assert.NoError(t, putNote(ctx, ws, k)) })
 			}
 			require.Eventually(t, func() bool { return driver.QueuedWriters(ws) == 2 }, 10*time.Second, time.Millisecond)
-			groupHeld, releaseGroup := hs.holdNext()
-			before := hs.transactions()
-			release()
-			<-groupHeld
-			// The group of b and c has begun; three more writers queue,
-			// one of them with a condition that fails.
+			ss.holdNext() // the group's
+			before := len(ss.where())
+			ss.release() // the lone writer's
+			<-ss.held
+			// The committer holds the group of b and c, its transaction
+			// about to begin; three more writers queue, one of them with
+			// a condition that fails. They come after the group was
+			// gathered, so only late joining puts them in it.
 			for _, k := range []string{"d", "e"} {
 				wg.Go(func() { assert.NoError(t, putNote(ctx, ws, k)) })
 			}
@@ -500,9 +472,9 @@ func TestWritersQueuedWhileAGroupRunsJoinIt(t *testing.T) {
 				_, conflict = ws.Notes().Put(ctx, workspace.Write{Actor: "f", IfVersion: 7}, workspace.NotePut{Kind: "k", Key: "b", Body: "f"})
 			})
 			require.Eventually(t, func() bool { return driver.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
-			releaseGroup()
+			ss.release()
 			wg.Wait()
-			assert.Equal(t, tc.txs, hs.transactions()-before, "write transactions after the lone writer's")
+			assert.Equal(t, tc.txs, len(ss.where())-before, "write transactions after the lone writer's")
 			var ce *workspace.ConflictError
 			require.ErrorAs(t, conflict, &ce)
 			for _, k := range []string{"b", "c", "d", "e"} {
