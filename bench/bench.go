@@ -385,10 +385,7 @@ func (s countingStore) ViewHinted(ctx context.Context, hints []driver.ReadHint, 
 }
 
 // JoinsLate keeps the LateJoiner capability of the store it counts.
-func (s countingStore) JoinsLate() bool {
-	lj, ok := s.Store.(driver.LateJoiner)
-	return ok && lj.JoinsLate()
-}
+func (s countingStore) JoinsLate() bool { return driver.JoinsLate(s.Store) }
 
 // notifyingStore keeps the Notifier capability of the store it counts.
 type notifyingStore struct {

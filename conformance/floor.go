@@ -270,7 +270,7 @@ func storeCapabilities(t *testing.T, h Harness) []string {
 		name string
 		ok   bool
 	}{
-		{capLateJoiner, joinsLate(st)},
+		{capLateJoiner, driver.JoinsLate(st)},
 		{capHintedUpdater, is[driver.HintedUpdater](st)},
 		{capHintedViewer, is[driver.HintedViewer](st)},
 		{capNotifier, is[driver.Notifier](st)},
@@ -286,11 +286,6 @@ func storeCapabilities(t *testing.T, h Harness) []string {
 	}
 	t.Logf("optional capabilities of the store: %s", strings.Join(has, ", "))
 	return has
-}
-
-func joinsLate(st driver.Store) bool {
-	lj, ok := st.(driver.LateJoiner)
-	return ok && lj.JoinsLate()
 }
 
 func is[T any](v any) bool {
@@ -354,7 +349,7 @@ func floorStore(st driver.Store, keep string) driver.Store {
 	f := floor{st: st, keep: keep}
 	switch keep {
 	case capLateJoiner:
-		if joinsLate(st) {
+		if driver.JoinsLate(st) {
 			return floorLateJoiner{f}
 		}
 	case capHintedUpdater:

@@ -77,9 +77,7 @@ func (c *core) start(st Store, opts workspace.Options) {
 	c.st, c.opts = st, opts.WithDefaults()
 	c.hub = newHub(c)
 	c.jobs = make(chan *job)
-	if lj, ok := st.(LateJoiner); ok {
-		c.late = lj.JoinsLate()
-	}
+	c.late = JoinsLate(st)
 	c.hub.wg.Add(1)
 	go c.committer()
 }

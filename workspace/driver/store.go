@@ -67,6 +67,13 @@ type LateJoiner interface {
 	JoinsLate() bool
 }
 
+// JoinsLate reports whether st has LateJoiner and says yes: what a
+// wrapper that keeps st's capabilities asks.
+func JoinsLate(st Store) bool {
+	lj, ok := st.(LateJoiner)
+	return ok && lj.JoinsLate()
+}
+
 // HintedViewer is an optional Store capability: ViewHinted is View for a
 // read that will likely read only the hints' records (the engine hints the
 // Gets of one artifact's head, note, task or lease). The store may read
