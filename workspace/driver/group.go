@@ -353,25 +353,42 @@ func (h *core) lateJoin(g *gathering, waiting *atomic.Int64) []*job {
 		if g.carry == j {
 			return more
 		}
-		if err := j.ctx.Err(); err != nil {
-			j.err = err
-			close(j.done)
+		if gaveUp(j) {
 			continue
 		}
-		for {
-			w := waiting.Load()
-			if w == 0 {
-				g.jobs = g.jobs[:len(g.jobs)-1]
-				g.carry = j
-				return more
-			}
-			if waiting.CompareAndSwap(w, w+1) {
-				break
-			}
+		if !addCaller(waiting) {
+			g.jobs = g.jobs[:len(g.jobs)-1]
+			g.carry = j
+			return more
 		}
 		more = append(more, j)
 	}
 	return more
+}
+
+// addCaller counts one more caller a transaction waits for, unless none
+// waits any more (the transaction is then being cancelled, and the count
+// stays 0).
+func addCaller(waiting *atomic.Int64) bool {
+	for {
+		w := waiting.Load()
+		if w == 0 {
+			return false
+		}
+		if waiting.CompareAndSwap(w, w+1) {
+			return true
+		}
+	}
+}
+
+// gaveUp answers j, not run, if its caller has given up.
+func gaveUp(j *job) bool {
+	err := j.ctx.Err()
+	if err != nil {
+		j.err = err
+		close(j.done)
+	}
+	return err != nil
 }
 
 func (h *core) drain() {
@@ -395,12 +412,9 @@ func (h *core) drain() {
 func (h *core) runGroup(ctx context.Context, g *gathering) []*job {
 	live := g.jobs[:0:0]
 	for _, j := range g.jobs {
-		if err := j.ctx.Err(); err != nil {
-			j.err = err
-			close(j.done)
-			continue
+		if !gaveUp(j) {
+			live = append(live, j)
 		}
-		live = append(live, j)
 	}
 	if len(live) == 0 {
 		return nil
@@ -472,7 +486,7 @@ func (h *core) runGroup(ctx context.Context, g *gathering) []*job {
 		}
 		var (
 			all    []workspace.Event
-			starts = make([]int, len(live))
+			starts = make([]int, 0, len(live)) // each job's first event in all
 		)
 		for i := 0; ; i++ {
 			if i == len(live) {
@@ -490,11 +504,10 @@ func (h *core) runGroup(ctx context.Context, g *gathering) []*job {
 					watch(j)
 				}
 				live = append(live, more...)
-				starts = append(starts, make([]int, len(more))...)
 			}
 			j := live[i]
 			j.reset()
-			starts[i] = len(all)
+			starts = append(starts, len(all))
 			if wrote, err := h.runJob(ctx, tx, sp, now, j); err != nil {
 				switch {
 				case optimistic && (wrote || !conditionFailed(err)):
