@@ -223,9 +223,11 @@ func testBatchesCommittedTogetherKeepTheirOwnOutcomes(t *testing.T, h Harness) {
 
 	const writers, rounds = 12, 4
 	errs := make([][]error, writers)
+	results := make([][]workspace.BatchResult, writers)
 	var wg sync.WaitGroup
 	for w := range writers {
 		errs[w] = make([]error, rounds)
+		results[w] = make([]workspace.BatchResult, rounds)
 		wg.Go(func() {
 			for r := range rounds {
 				name := fmt.Sprintf("w%d-r%d", w, r)
@@ -239,7 +241,7 @@ func testBatchesCommittedTogetherKeepTheirOwnOutcomes(t *testing.T, h Harness) {
 				case 2:
 					ops = append(ops, stale) // refused after two ops wrote
 				}
-				_, errs[w][r] = handles[w%len(handles)].Commit(ctx, workspace.Batch{Actor: "bob", Ops: ops})
+				results[w][r], errs[w][r] = handles[w%len(handles)].Commit(ctx, workspace.Batch{Actor: "bob", Ops: ops})
 			}
 		})
 	}
@@ -273,7 +275,9 @@ func testBatchesCommittedTogetherKeepTheirOwnOutcomes(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	assert.Equal(t, x.Version, got.Version, "x never changed")
 	conflicts, created := 0, 0
+	log := map[int64]workspace.Event{}
 	for _, e := range eventsAfter(t, ws, before) {
+		log[e.Seq] = e
 		switch e.Type {
 		case workspace.EventConflict:
 			conflicts++
@@ -283,4 +287,18 @@ func testBatchesCommittedTogetherKeepTheirOwnOutcomes(t *testing.T, h Harness) {
 	}
 	assert.Equal(t, refused, conflicts, "one conflict event per refused batch")
 	assert.Equal(t, writers/3*rounds, created, "only the committed batches' artifacts")
+	// However the batches were grouped (in the order gathered, or joining
+	// a transaction under way), each committed one's events are its own,
+	// consecutive, and the log's.
+	for w := 0; w < writers; w += 3 {
+		for r := range rounds {
+			evs := results[w][r].Events
+			if assert.Len(t, evs, 2, "w%d-r%d", w, r) {
+				for i, e := range evs {
+					assert.Equal(t, evs[0].Seq+int64(i), e.Seq, "w%d-r%d: a batch's seqs are consecutive", w, r)
+					assert.Equal(t, e, log[e.Seq], "w%d-r%d: the result's events are the log's", w, r)
+				}
+			}
+		}
+	}
 }
