@@ -145,6 +145,11 @@ type Row struct {
 	// store all do).
 	CPUusPerOp    float64 `json:"cpu_us_per_op,omitempty"`
 	RawCPUusPerOp float64 `json:"raw_cpu_us_per_op,omitempty"`
+	// MachineCPUusPerOp is the CPU time every process on the machine
+	// spent per op (see MachineCPU): the client processes, the server
+	// and a local database included. Only the many-processes rows have
+	// it, on Linux.
+	MachineCPUusPerOp float64 `json:"machine_cpu_us_per_op,omitempty"`
 	// Note says what the numbers mean where the columns do not.
 	Note string `json:"note,omitempty"`
 }

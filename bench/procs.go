@@ -249,6 +249,7 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 				row.P50us/float64(c.Microseconds()), c.Round(10*time.Microsecond))
 		}
 	}
+	ours.noteMachine(&row)
 	if row.RawOpsPerSec > 0 {
 		row.Ratio = row.OpsPerSec / row.RawOpsPerSec
 	}
@@ -261,6 +262,7 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 		Note: fmt.Sprintf("the same %d processes opening the store themselves, each committing on its own; the clients' %s; ratio: the served row's rate over this",
 			n, self.clientCPU()),
 	}
+	self.noteMachine(&alone)
 	if alone.OpsPerSec > 0 {
 		alone.Ratio = row.OpsPerSec / alone.OpsPerSec
 	}
@@ -271,6 +273,7 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 		Note: fmt.Sprintf("W1's request and answer from %d processes to a bare net/http server that decodes and encodes them and stores nothing: the transport's ceiling here; the clients' %s; ratio: the served row's rate over this",
 			n, bare.clientCPU()),
 	}
+	bare.noteMachine(&floor)
 	if floor.OpsPerSec > 0 {
 		floor.Ratio = row.OpsPerSec / floor.OpsPerSec
 	}
@@ -288,10 +291,14 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 type procTotals struct {
 	result
 	cpu, childCPU time.Duration
+	// machine is every process's CPU while the children ran: theirs,
+	// the server's and, on this machine, the database's.
+	machine machineTotals
 }
 
 // round has each child measure one round and adds their answers.
 func (t *procTotals) round(kids []*child, round []byte) error {
+	mark := markMachine()
 	cpu0, _ := cpuTime()
 	for _, c := range kids {
 		if _, err := c.stdin.Write(round); err != nil {
@@ -312,6 +319,7 @@ func (t *procTotals) round(kids []*child, round []byte) error {
 		}
 	}
 	cpu1, _ := cpuTime()
+	t.machine.add(mark)
 	t.cpu += cpu1 - cpu0
 	t.elapsed += longest
 	return nil
@@ -331,6 +339,15 @@ func (t *procTotals) clientCPU() string {
 		return "CPU per op unknown"
 	}
 	return fmt.Sprintf("CPU per op %dµs", (t.childCPU / time.Duration(t.ops)).Microseconds())
+}
+
+// noteMachine gives r the machine's CPU per op over t's rounds, figure
+// and note, where it could be read.
+func (t *procTotals) noteMachine(r *Row) {
+	if s := t.machine.String(t.ops); s != "" {
+		r.MachineCPUusPerOp, _ = t.machine.perOp(t.ops)
+		r.Note += "; " + s
+	}
 }
 
 // committerTotals adds up what a store's committer did over the rounds of
@@ -385,4 +402,50 @@ func (c *committerTotals) String() string {
 	return fmt.Sprintf("busy %.0f%% of the time (running groups %.0f%%, gathering them %.0f%%), %.1f writes per group, %s per group's transaction",
 		pct(c.stats.Running+c.stats.Gathering), pct(c.stats.Running), pct(c.stats.Gathering),
 		float64(c.stats.Writes)/float64(g), (c.stats.Running / time.Duration(g)).Round(10*time.Microsecond))
+}
+
+// machineTotals adds up the machine's CPU over the rounds of a row (see
+// MachineCPU).
+type machineTotals struct {
+	busy, total time.Duration
+	ok          bool
+}
+
+// machineMark is a reading of MachineCPU, where a round began.
+type machineMark struct {
+	busy, total time.Duration
+	ok          bool
+}
+
+func markMachine() machineMark {
+	b, t, ok := MachineCPU()
+	return machineMark{busy: b, total: t, ok: ok}
+}
+
+// add counts the machine's CPU since m.
+func (m *machineTotals) add(mark machineMark) {
+	b, t, ok := MachineCPU()
+	if mark.ok && ok && t > mark.total {
+		m.busy += b - mark.busy
+		m.total += t - mark.total
+		m.ok = true
+	}
+}
+
+// perOp is the machine's CPU per op in µs over ops, and the share of its
+// CPUs that were busy; 0 when it could not be read.
+func (m *machineTotals) perOp(ops int) (us, busy float64) {
+	if !m.ok || ops == 0 || m.total <= 0 {
+		return 0, 0
+	}
+	return float64(m.busy.Microseconds()) / float64(ops), float64(m.busy) / float64(m.total)
+}
+
+// String says the machine's CPU per op for a note, "" when unknown.
+func (m *machineTotals) String(ops int) string {
+	us, busy := m.perOp(ops)
+	if us == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the machine's CPU per op, every process counted: %.0fµs, its CPUs %.0f%% busy", us, 100*busy)
 }

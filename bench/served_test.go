@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -65,15 +67,18 @@ func TestServedRowsCompareEachListenerWithInProcess(t *testing.T) {
 					assert.Positive(t, r.OpsPerSec, name)
 					assert.Positive(t, r.Ratio, name)
 					assert.Contains(t, r.Note, "clients' CPU per op", name)
+					assertMachineCPU(t, r, name)
 					continue
 				}
 				if strings.HasSuffix(name, "processes") {
 					assert.Contains(t, r.Note, "clients' CPU per op", name)
+					assertMachineCPU(t, r, name)
 					// What bounds it: the store's one committer, through
 					// the server and in process.
 					assert.Regexp(t, `the store's committer was busy \d+% of the time \(running groups \d+%, gathering them \d+%\), [0-9.]+ writes per group, \S+ per group's transaction \(c=2 in process: busy.*\); a client's p50 is [0-9.]+ committer cycles \(gathering and running a group: \S+\)`, r.Note, name)
 				}
 				if strings.HasSuffix(r.Variant, "processes on the store") {
+					assertMachineCPU(t, r, name)
 					// The same children on the store itself: no server, so
 					// no baseline; its ratio is the served row's rate over it.
 					assert.Equal(t, backend, r.Backend, name)
@@ -164,4 +169,47 @@ func TestParseServeRejectsAnUnknownListener(t *testing.T) {
 	assert.Equal(t, []string{"tcp", "unix"}, got)
 	_, err = bench.ParseServe("tcp,udp")
 	assert.ErrorIs(t, err, bench.ErrUnknownServe)
+}
+
+// assertMachineCPU checks that a many-processes row's figure of the
+// machine's CPU per op and its note agree: /proc/stat counts in 10ms
+// ticks, so rounds as short as this test's may see none (see
+// TestProcessRowsCountTheMachinesCPU).
+func assertMachineCPU(t *testing.T, r bench.Row, name string) {
+	t.Helper()
+	phrase := regexp.MustCompile(`the machine's CPU per op, every process counted: \d+µs, its CPUs \d+% busy`)
+	if r.MachineCPUusPerOp > 0 {
+		assert.Regexp(t, phrase, r.Note, name)
+	} else {
+		assert.NotRegexp(t, phrase, r.Note, name)
+	}
+}
+
+// The many-processes rows count every process's CPU on the machine per
+// op (Linux only): the clients', the server's and a local database's,
+// which neither the server's nor the clients' figure has alone.
+func TestProcessRowsCountTheMachinesCPU(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the machine's CPU is read from Linux's /proc/stat")
+	}
+	cfg := bench.Config{
+		DSN: "sqlite:" + filepath.Join(t.TempDir(), "ws.db"), Duration: 400 * time.Millisecond, Workloads: []string{"W1"},
+		Concurrency: []int{2}, Serve: []string{"unix"}, Processes: 2, Child: testChild,
+	}
+	rows, err := bench.RunAll(context.Background(), cfg, nil)
+	require.NoError(t, err)
+	seen := 0
+	for _, r := range rows {
+		name := r.Workload + " " + r.Variant
+		if !strings.Contains(r.Variant, "processes") {
+			assert.Zero(t, r.MachineCPUusPerOp, name)
+			continue
+		}
+		seen++
+		// Every process counted: at least the clients' and the
+		// server's own CPU per op (ticks of 10ms make it coarse).
+		assert.Positive(t, r.MachineCPUusPerOp, name)
+		assertMachineCPU(t, r, name)
+	}
+	assert.Equal(t, 3, seen, "the served, on-the-store and bare rows")
 }

@@ -198,13 +198,22 @@ func measureServed(ctx context.Context, dsn string, d time.Duration, n int) []ro
 			// The same children's requests to a bare server that stores
 			// nothing: the transport's ceiling on this machine.
 			out = append(out, row{system: "-", workload: "HTTP " + r.Variant, c: r.Concurrency, ops: r.OpsPerSec,
-				p50: r.P50us, p99: r.P99us, note: fmt.Sprintf("no store: the ceiling of %d client processes; served row %.2fx of it", n, r.Ratio)})
+				p50: r.P50us, p99: r.P99us, note: fmt.Sprintf("no store: the ceiling of %d client processes; served row %.2fx of it%s", n, r.Ratio, machineNote(r))})
 			continue
 		}
 		out = append(out, row{system: r.Backend, workload: "W1 " + r.Variant, c: r.Concurrency, ops: r.OpsPerSec,
-			p50: r.P50us, p99: r.P99us, fsyncs: r.CommitsPerOp, note: fmt.Sprintf("%.2fx W1 c=%d in process", r.Ratio, n)})
+			p50: r.P50us, p99: r.P99us, fsyncs: r.CommitsPerOp, note: fmt.Sprintf("%.2fx W1 c=%d in process%s", r.Ratio, n, machineNote(r))})
 	}
 	return out
+}
+
+// machineNote is the machine's CPU per op of a many-processes row, as
+// etcd's row says it, or "" where it was not read.
+func machineNote(r bench.Row) string {
+	if r.MachineCPUusPerOp == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the machine's CPU per op, every process counted: %.0fµs", r.MachineCPUusPerOp)
 }
 
 // freePort returns a loopback port nobody listens on now.
