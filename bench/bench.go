@@ -150,6 +150,10 @@ type Row struct {
 	// and a local database included. Only the many-processes rows have
 	// it, on Linux.
 	MachineCPUusPerOp float64 `json:"machine_cpu_us_per_op,omitempty"`
+	// MachineBusy is the share of the machine's CPUs that were busy
+	// meanwhile (0 to 1): below 1, the row waited rather than ran out
+	// of CPU.
+	MachineBusy float64 `json:"machine_busy,omitempty"`
 	// Note says what the numbers mean where the columns do not.
 	Note string `json:"note,omitempty"`
 }

@@ -345,7 +345,7 @@ func (t *procTotals) clientCPU() string {
 // and note, where it could be read.
 func (t *procTotals) noteMachine(r *Row) {
 	if s := t.machine.String(t.ops); s != "" {
-		r.MachineCPUusPerOp, _ = t.machine.perOp(t.ops)
+		r.MachineCPUusPerOp, r.MachineBusy = t.machine.perOp(t.ops)
 		r.Note += "; " + s
 	}
 }

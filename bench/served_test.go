@@ -209,6 +209,8 @@ func TestProcessRowsCountTheMachinesCPU(t *testing.T) {
 		// Every process counted: at least the clients' and the
 		// server's own CPU per op (ticks of 10ms make it coarse).
 		assert.Positive(t, r.MachineCPUusPerOp, name)
+		assert.Positive(t, r.MachineBusy, name)
+		assert.LessOrEqual(t, r.MachineBusy, 1.0, name)
 		assertMachineCPU(t, r, name)
 	}
 	assert.Equal(t, 3, seen, "the served, on-the-store and bare rows")
