@@ -293,12 +293,12 @@ type procTotals struct {
 	cpu, childCPU time.Duration
 	// machine is every process's CPU while the children ran: theirs,
 	// the server's and, on this machine, the database's.
-	machine machineTotals
+	machine machineCPU
 }
 
 // round has each child measure one round and adds their answers.
 func (t *procTotals) round(kids []*child, round []byte) error {
-	mark := markMachine()
+	mark := readMachine()
 	cpu0, _ := cpuTime()
 	for _, c := range kids {
 		if _, err := c.stdin.Write(round); err != nil {
@@ -344,9 +344,9 @@ func (t *procTotals) clientCPU() string {
 // noteMachine gives r the machine's CPU per op over t's rounds, figure
 // and note, where it could be read.
 func (t *procTotals) noteMachine(r *Row) {
-	if s := t.machine.String(t.ops); s != "" {
-		r.MachineCPUusPerOp, r.MachineBusy = t.machine.perOp(t.ops)
-		r.Note += "; " + s
+	if us, busy := t.machine.perOp(t.ops); us > 0 {
+		r.MachineCPUusPerOp, r.MachineBusy = us, busy
+		r.Note += "; " + MachineNote(us, busy)
 	}
 }
 
@@ -404,48 +404,40 @@ func (c *committerTotals) String() string {
 		float64(c.stats.Writes)/float64(g), (c.stats.Running / time.Duration(g)).Round(10*time.Microsecond))
 }
 
-// machineTotals adds up the machine's CPU over the rounds of a row (see
-// MachineCPU).
-type machineTotals struct {
+// machineCPU is a reading of MachineCPU, or (as a row's totals) the sum
+// of its differences over the rounds of a row.
+type machineCPU struct {
 	busy, total time.Duration
 	ok          bool
 }
 
-// machineMark is a reading of MachineCPU, where a round began.
-type machineMark struct {
-	busy, total time.Duration
-	ok          bool
+// readMachine reads MachineCPU, where a round begins.
+func readMachine() machineCPU {
+	b, t, ok := MachineCPU()
+	return machineCPU{busy: b, total: t, ok: ok}
 }
 
-func markMachine() machineMark {
-	b, t, ok := MachineCPU()
-	return machineMark{busy: b, total: t, ok: ok}
-}
-
-// add counts the machine's CPU since m.
-func (m *machineTotals) add(mark machineMark) {
-	b, t, ok := MachineCPU()
-	if mark.ok && ok && t > mark.total {
-		m.busy += b - mark.busy
-		m.total += t - mark.total
+// add counts the machine's CPU since the reading mark.
+func (m *machineCPU) add(mark machineCPU) {
+	now := readMachine()
+	if mark.ok && now.ok && now.total > mark.total {
+		m.busy += now.busy - mark.busy
+		m.total += now.total - mark.total
 		m.ok = true
 	}
 }
 
 // perOp is the machine's CPU per op in µs over ops, and the share of its
 // CPUs that were busy; 0 when it could not be read.
-func (m *machineTotals) perOp(ops int) (us, busy float64) {
+func (m *machineCPU) perOp(ops int) (us, busy float64) {
 	if !m.ok || ops == 0 || m.total <= 0 {
 		return 0, 0
 	}
 	return float64(m.busy.Microseconds()) / float64(ops), float64(m.busy) / float64(m.total)
 }
 
-// String says the machine's CPU per op for a note, "" when unknown.
-func (m *machineTotals) String(ops int) string {
-	us, busy := m.perOp(ops)
-	if us == 0 {
-		return ""
-	}
-	return fmt.Sprintf("the machine's CPU per op, every process counted: %.0fµs, its CPUs %.0f%% busy", us, 100*busy)
+// MachineNote says a row's machine CPU per op (µs) and the share of the
+// CPUs busy (0 to 1) as the many-processes rows' notes do, etcd's too.
+func MachineNote(usPerOp, busy float64) string {
+	return fmt.Sprintf("the machine's CPU per op, every process counted: %.0fµs, its CPUs %.0f%% busy", usPerOp, 100*busy)
 }

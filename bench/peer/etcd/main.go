@@ -213,7 +213,7 @@ func machineNote(r bench.Row) string {
 	if r.MachineCPUusPerOp == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; the machine's CPU per op, every process counted: %.0fµs, its CPUs %.0f%% busy", r.MachineCPUusPerOp, 100*r.MachineBusy)
+	return "; " + bench.MachineNote(r.MachineCPUusPerOp, r.MachineBusy)
 }
 
 // freePort returns a loopback port nobody listens on now.
