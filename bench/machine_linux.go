@@ -3,7 +3,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"strconv"
@@ -25,20 +24,17 @@ func MachineCPU() (busy, total time.Duration, ok bool) {
 		return 0, 0, false
 	}
 	line, _, _ := bytes.Cut(b, []byte("\n"))
-	sc := bufio.NewScanner(bytes.NewReader(line))
-	sc.Split(bufio.ScanWords)
-	if !sc.Scan() || sc.Text() != "cpu" {
+	f := bytes.Fields(line)
+	if len(f) < 5 || string(f[0]) != "cpu" {
 		return 0, 0, false
 	}
+	// user nice system idle iowait irq softirq steal; guest and
+	// guest_nice, after them, are already counted in user and nice.
 	var sum, idle int64
-	for i := 0; sc.Scan(); i++ {
-		n, err := strconv.ParseInt(sc.Text(), 10, 64)
+	for i, field := range f[1:min(len(f), 9)] {
+		n, err := strconv.ParseInt(string(field), 10, 64)
 		if err != nil {
 			return 0, 0, false
-		}
-		if i >= 8 {
-			// guest and guest_nice are already counted in user and nice.
-			break
 		}
 		sum += n
 		if i == 3 || i == 4 { // idle, iowait
