@@ -280,6 +280,9 @@ func (t tasks) Claim(ctx context.Context, r workspace.ClaimRequest) (workspace.T
 			if err := x.allow(w, policy.TaskClaim, "", workspace.Subject{Kind: "task"}); err != nil {
 				return err
 			}
+			if err := x.gate(ctx); err != nil {
+				return err
+			}
 			var err error
 			out, err = x.claim(ctx, r)
 			return err
@@ -483,6 +486,12 @@ func (l locks) Acquire(ctx context.Context, r workspace.AcquireRequest) (workspa
 		err = l.h.runHinted(ctx, "locks.acquire", r.Owner, []ReadHint{{Lease: r.Resource}}, func(x *exec) error {
 			if err := x.allow(w, policy.Lock, r.Resource, lockSubject(r.Resource)); err != nil {
 				return err
+			}
+			// A paused owner may extend what it holds, not take more.
+			if l, err := x.tx.Lease(ctx, r.Resource); err != nil || !x.live(l) || l.Owner != r.Owner {
+				if err := x.gate(ctx); err != nil {
+					return err
+				}
 			}
 			var err error
 			out, err = x.acquire(ctx, r, waited)

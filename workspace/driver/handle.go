@@ -208,7 +208,7 @@ func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (
 		return workspace.BatchResult{}, wrapErr(opname, err)
 	}
 
-	j := &job{actor: b.Actor, prune: prune, hints: readHints(ops)}
+	j := &job{actor: b.Actor, prune: prune, hints: append(readHints(ops), pauseHint(b.Actor))}
 	if b.IdempotencyKey != "" {
 		j.idemKey, j.fingerprint = idemScope(b.Actor, b.IdempotencyKey), fingerprint(ops)
 	}
@@ -225,6 +225,10 @@ func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (
 		j.authorize = authorize
 	}
 	j.apply = func(ctx context.Context, x *exec) error {
+		x.who = &who
+		if err := x.checkPaused(ctx, ops); err != nil {
+			return err
+		}
 		if err := authorize(ctx, x); err != nil {
 			return err
 		}

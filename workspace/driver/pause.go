@@ -1,0 +1,180 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentspace/agentspace/policy"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// A pause is a sealed "pause" note keyed by the actor's name (before any
+// "#suffix": a pause of bob covers bob#merger-1). Every write of a paused
+// actor that could change the team's state (a batch, a claim, an acquire)
+// reads it in its own transaction and is refused with a *PausedError, so
+// the gate holds on every backend and behind every server at once. Acks,
+// renewals (lock renew, task heartbeat) and releases pass: they answer the
+// operator or keep what the agent holds alive, or give it up.
+
+type pauseRecord struct {
+	By      string    `json:"by"`
+	At      time.Time `json:"at"`
+	Message string    `json:"message"` // the pause message's ID
+}
+
+func init() {
+	declare(opEntry[workspace.PauseActorOp]{
+		check: func(_ *handle, o workspace.PauseActorOp) error {
+			if err := checkActor(o.Actor); err != nil {
+				return err
+			}
+			if o.AckTimeout < 0 || o.AckTimeout > workspace.MaxTTL {
+				return invalid("ack timeout", "%v is out of range (0 for none, at most %v)", o.AckTimeout, workspace.MaxTTL)
+			}
+			return checkText("message", o.Message, workspace.MaxTextLen)
+		},
+		message: func(o workspace.PauseActorOp) string { return o.Message },
+		action: func(_ context.Context, _ *exec, _ who, o workspace.PauseActorOp, _ bool) (policy.Action, string, workspace.Subject, error) {
+			return policy.AdminTokens, "", workspace.Subject{Kind: workspace.SubjectActor, Name: o.Actor}, nil
+		},
+		apply: func(ctx context.Context, x *exec, o workspace.PauseActorOp) (workspace.OpResult, error) {
+			m, err := x.pauseActor(ctx, o)
+			return workspace.OpResult{Msg: m}, err
+		},
+	})
+	declare(opEntry[workspace.ResumeActorOp]{
+		check: func(_ *handle, o workspace.ResumeActorOp) error {
+			if err := checkActor(o.Actor); err != nil {
+				return err
+			}
+			return checkText("message", o.Message, workspace.MaxTextLen)
+		},
+		message: func(o workspace.ResumeActorOp) string { return o.Message },
+		action: func(_ context.Context, _ *exec, _ who, o workspace.ResumeActorOp, _ bool) (policy.Action, string, workspace.Subject, error) {
+			return policy.AdminTokens, "", workspace.Subject{Kind: workspace.SubjectActor, Name: o.Actor}, nil
+		},
+		apply: func(ctx context.Context, x *exec, o workspace.ResumeActorOp) (workspace.OpResult, error) {
+			return workspace.OpResult{}, x.resumeActor(ctx, o)
+		},
+	})
+}
+
+// baseActor is actor without a "#suffix": the agent a process lease of
+// its (the merge queue's merger#PID-…) belongs to.
+func baseActor(actor string) string {
+	base, _, _ := strings.Cut(actor, "#")
+	return base
+}
+
+// pauseHint names the pause record every write of actor reads.
+func pauseHint(actor string) ReadHint {
+	return ReadHint{NoteKind: pauseKind, NoteKey: baseActor(actor)}
+}
+
+// paused returns actor's pause, or nil.
+func paused(ctx context.Context, tx ReadTx, actor string) (*pauseRecord, error) {
+	n, err := tx.Note(ctx, pauseKind, baseActor(actor))
+	if errors.Is(err, workspace.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var p pauseRecord
+	if err := json.Unmarshal([]byte(n.Body), &p); err != nil {
+		return nil, fmt.Errorf("pause of %q: stored record is corrupt: %w", n.Key, err)
+	}
+	return &p, nil
+}
+
+// checkPaused refuses a batch of a paused actor unless it only acks.
+func (x *exec) checkPaused(ctx context.Context, ops []workspace.Op) error {
+	onlyAcks := true
+	for _, op := range ops {
+		if _, ok := op.(workspace.AckMessageOp); !ok {
+			onlyAcks = false
+			break
+		}
+	}
+	if onlyAcks {
+		return nil
+	}
+	return x.gate(ctx)
+}
+
+// gate refuses a write of x.actor while it is paused.
+func (x *exec) gate(ctx context.Context) error {
+	p, err := paused(ctx, x.tx, x.actor)
+	if err != nil || p == nil {
+		return err
+	}
+	return &workspace.PausedError{Actor: x.actor, By: p.By, Since: p.At}
+}
+
+// pauseActor records o.Actor's pause and sends it the pause message,
+// which needs its ack (by o.AckTimeout, if set). A second pause of a
+// paused actor changes nothing and returns the first's message.
+func (x *exec) pauseActor(ctx context.Context, o workspace.PauseActorOp) (*workspace.Msg, error) {
+	actor := baseActor(o.Actor)
+	if p, err := paused(ctx, x.tx, actor); err != nil {
+		return nil, err
+	} else if p != nil {
+		m, err := getMsg(ctx, x.tx, p.Message)
+		if err != nil {
+			return nil, err
+		}
+		return &m, nil
+	}
+	body := o.Message
+	if body == "" {
+		body = fmt.Sprintf("%s paused you: your writes are refused until you are resumed. Acknowledge this message, finish no work, and wait.", x.actor)
+	}
+	in := workspace.NewMsg{To: []string{actor}, Type: "pause", Severity: workspace.SeverityWarning,
+		Subject: "paused by " + x.actor, Body: body, RequiresAck: true}
+	if o.AckTimeout > 0 {
+		in.Deadline = x.msgNow().Add(o.AckTimeout)
+	}
+	data, _ := json.Marshal(map[string]any{"actor": actor, "by": x.actor})
+	in.Data = data
+	// The operator's pause reaches any actor, seen before or not.
+	m, err := x.sendMessage(ctx, in, x.actor)
+	if err != nil {
+		return nil, err
+	}
+	b, _ := json.Marshal(pauseRecord{By: x.actor, At: x.now, Message: m.ID})
+	if err := x.tx.PutNote(ctx, workspace.Note{Kind: pauseKind, Key: actor, Title: "paused by " + x.actor, Body: string(b),
+		Author: x.actor, Version: 1, CreatedAt: x.now, UpdatedAt: x.now, UpdatedBy: x.actor}); err != nil {
+		return nil, err
+	}
+	x.emit(workspace.EventActorPaused, workspace.Subject{Kind: workspace.SubjectActor, ID: actor, Name: actor}, 1, o.Message)
+	return m, nil
+}
+
+// resumeActor lifts o.Actor's pause and tells it so.
+func (x *exec) resumeActor(ctx context.Context, o workspace.ResumeActorOp) error {
+	actor := baseActor(o.Actor)
+	p, err := paused(ctx, x.tx, actor)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		return fmt.Errorf("actor %q is not paused: %w", truncate(actor, 64), workspace.ErrNotFound)
+	}
+	if err := x.tx.DeleteNote(ctx, pauseKind, actor); err != nil {
+		return err
+	}
+	body := o.Message
+	if body == "" {
+		body = fmt.Sprintf("%s resumed you: your writes are accepted again.", x.actor)
+	}
+	if _, err := x.sendMessage(ctx, workspace.NewMsg{To: []string{actor}, ReplyTo: p.Message, Type: "resume",
+		Subject: "resumed by " + x.actor, Body: body}, x.actor); err != nil {
+		return err
+	}
+	x.emit(workspace.EventActorResumed, workspace.Subject{Kind: workspace.SubjectActor, ID: actor, Name: actor}, 1, o.Message)
+	return nil
+}
