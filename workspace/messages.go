@@ -184,6 +184,7 @@ const (
 	EventMessageSent      = "message.sent"
 	EventMessageAcked     = "message.acked"
 	EventMessageEscalated = "message.escalated"
+	EventMessageRead      = "message.read" // a reader's cursor moved
 	EventActorPaused      = "actor.paused"
 	EventActorResumed     = "actor.resumed"
 	SubjectMessage        = "message"

@@ -118,7 +118,13 @@ func (m messages) MarkRead(ctx context.Context, actor, id string) error {
 		n.Title, n.Body = id, actor
 		n.Version++
 		n.UpdatedAt, n.UpdatedBy = x.now, actor
-		return x.tx.PutNote(ctx, n)
+		if err := x.tx.PutNote(ctx, n); err != nil {
+			return err
+		}
+		// An event, so that every store (the json one reloads what events
+		// name) and every follower sees the cursor move.
+		x.emit(workspace.EventMessageRead, workspace.Subject{Kind: workspace.SubjectMessage, ID: id}, n.Version, "")
+		return nil
 	})
 }
 
