@@ -171,26 +171,6 @@ func (u unsupportedMessages) Escalate(context.Context, string) ([]Msg, error) {
 	return nil, u.ws.unsupported("messages.escalate")
 }
 
-// Message severities.
-const (
-	SeverityInfo     = "info"
-	SeverityWarning  = "warning"
-	SeverityError    = "error"
-	SeverityCritical = "critical"
-)
-
-// Event types of messages and pauses, and the subject kinds they name.
-const (
-	EventMessageSent      = "message.sent"
-	EventMessageAcked     = "message.acked"
-	EventMessageEscalated = "message.escalated"
-	EventMessageRead      = "message.read" // a reader's cursor moved
-	EventActorPaused      = "actor.paused"
-	EventActorResumed     = "actor.resumed"
-	SubjectMessage        = "message"
-	SubjectActor          = "actor"
-)
-
 // PausedError reports a write refused because its actor is paused.
 type PausedError struct {
 	Actor string
