@@ -50,6 +50,7 @@ var messageCases = []coreCase{
 	{"MessageEscalatesOnceWithAControlledClock", testMessageEscalatesOnce},
 	{"MessageRacingAcksRecordOne", testMessageRacingAcks},
 	{"PauseGatesWritesButNotAcksOrRenewals", testPauseGatesWrites},
+	{"MessageRetentionKeepsWhatStillOwesAnAck", testMessageRetention},
 }
 
 // asPrincipal is ctx acting as actor: reads through a server always have
@@ -484,4 +485,42 @@ func testPauseGatesWrites(t *testing.T, h Harness) {
 	assert.Len(t, eventsOfType(t, ws, workspace.EventActorResumed), 1)
 	_, err = ws.Commit(ctx, workspace.Batch{Actor: "root", Ops: []workspace.Op{workspace.ResumeActorOp{Actor: "w"}}})
 	assert.ErrorIs(t, err, workspace.ErrNotFound, "resuming an actor that is not paused")
+}
+
+// testMessageRetention: gc removes old messages that owe no ack, with
+// every index entry (inboxes, threads), and keeps one that still owes an
+// ack whatever its age; a dry run counts what would go.
+func testMessageRetention(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	_, ws := fresh(t, h)
+	present(t, ws, "w")
+	lead := asPrincipal(ctx, "lead")
+	plain, err := ws.Messages().Send(lead, as("lead"), workspace.NewMsg{To: []string{"w"}, Body: "fyi"})
+	require.NoError(t, err)
+	acked, err := ws.Messages().Send(lead, as("lead"), workspace.NewMsg{To: []string{"w"}, Body: "ack me", RequiresAck: true})
+	require.NoError(t, err)
+	_, err = ws.Messages().Ack(asPrincipal(ctx, "w"), as("w"), acked.ID, "ok")
+	require.NoError(t, err)
+	owed, err := ws.Messages().Send(lead, as("lead"), workspace.NewMsg{To: []string{"w"}, Body: "still waiting", RequiresAck: true})
+	require.NoError(t, err)
+
+	young, err := ws.GC(asPrincipal(ctx, "root"), workspace.GCPolicy{Actor: "gc", KeepMessagesFor: time.Hour})
+	require.NoError(t, err)
+	assert.Zero(t, young.Messages.Count, "every message was sent within the hour")
+	time.Sleep(2 * time.Millisecond) // every message is older than a millisecond by now
+	dry, err := ws.GC(asPrincipal(ctx, "root"), workspace.GCPolicy{Actor: "gc", KeepMessagesFor: time.Millisecond, DryRun: true})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), dry.Messages.Count)
+	r, err := ws.GC(asPrincipal(ctx, "root"), workspace.GCPolicy{Actor: "gc", KeepMessagesFor: time.Millisecond})
+	require.NoError(t, err)
+	assert.Equal(t, dry.Messages, r.Messages, "the dry run counted what went")
+	for _, gone := range []string{plain.ID, acked.ID} {
+		_, err := ws.Messages().Get(asPrincipal(ctx, "w"), gone)
+		assert.ErrorIs(t, err, workspace.ErrNotFound)
+	}
+	p := inboxOf(t, ws, workspace.InboxQuery{Actor: "w"})
+	assert.Equal(t, []string{owed.ID}, msgIDs(p.Messages), "the inbox lost its removed messages and kept the owed one")
+	assert.Equal(t, 1, p.Unacked)
+	_, err = ws.Messages().Ack(asPrincipal(ctx, "w"), as("w"), owed.ID, "")
+	require.NoError(t, err)
 }
