@@ -161,6 +161,11 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				return
 			}
 			defer release()
+			if pr := s.readOnly(r, p); pr != nil {
+				writeProblem(rec, pr)
+				s.observe(r, rec, p, start, "read-only")
+				return
+			}
 			ctx = context.WithValue(ctx, principalKey{}, p)
 			r = r.WithContext(workspace.WithPrincipal(ctx, p.workspacePrincipal()))
 			s.touched(r.Context(), p.actor)
@@ -172,6 +177,19 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		next.ServeHTTP(rec, r)
 		s.observe(r, rec, p, start, r.Pattern)
 	})
+}
+
+// readOnly is the refusal of a change asked for without a token on a
+// ReadOnly server (Options.ReadOnly), or nil.
+func (s *Server) readOnly(r *http.Request, p principal) *wire.Problem {
+	if !s.opts.ReadOnly || p.bound() {
+		return nil
+	}
+	if r.URL.Path == mcpRoute || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		return wire.NewProblem(wire.CodeForbidden, "this server is read-only without a token (wsctl dashboard): "+
+			"send a token (Authorization: Bearer ast_...), or write through a server with tokens ('wsctl serve --require-token', 'wsctl dashboard --require-token')")
+	}
+	return nil
 }
 
 func (s *Server) observe(r *http.Request, rec *recorder, p principal, start time.Time, route string) {

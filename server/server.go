@@ -39,8 +39,17 @@ type Options struct {
 	// RequireToken makes every /v1 request present a valid bearer token.
 	// Without it, a request without a token acts as the actor it names
 	// (X-Agentspace-Actor or the body's actor); a request with a token is
-	// still bound to the token's actor, and a bad token is refused.
+	// still bound to the token's actor (one that names another, in its
+	// header or its body, is refused), and a bad token is refused.
 	RequireToken bool
+	// ReadOnly refuses every change a request without a token asks for:
+	// a /v1 write (any method but GET and HEAD) and any request to /mcp,
+	// whose tool calls may write, each with a 403 forbidden problem that
+	// says how to write instead. Reads, the event stream and the
+	// dashboard's pages are served as ever; a request with a valid token
+	// acts as its actor. wsctl dashboard sets it: a loopback page for
+	// people is no way in for every local user to write as anyone.
+	ReadOnly bool
 	// MaxArtifactSize is the workspace's limit on one artifact's content
 	// (default workspace.DefaultMaxArtifactSize); request bodies are capped
 	// at its base64 size plus framing.
