@@ -47,8 +47,9 @@ const (
 var actions = []string{impersonate, headerActor, reservedWrite, reservedRead, adminOp, outsideRole, stopAgent}
 
 // unconditional are the actions refused with no policy at all (the
-// default): identity and the system's own records do not depend on roles.
-var unconditional = []string{impersonate, headerActor, reservedWrite, reservedRead}
+// default): identity and the system's own records do not depend on roles,
+// and stopping an agent needs an admin-role token (bob's role is dev).
+var unconditional = []string{impersonate, headerActor, reservedWrite, reservedRead, stopAgent}
 
 const policyTOML = `
 default_role = "observer"
