@@ -27,6 +27,9 @@ import (
 const (
 	DefaultHeartbeat = 15 * time.Second
 	DefaultMaxWait   = 60 * time.Second
+	// DefaultMaxStreamsPerToken caps the event streams one token keeps
+	// open on one server.
+	DefaultMaxStreamsPerToken = 32
 	// framing is what a body may hold beside one artifact's content: the
 	// other fields and JSON's escaping.
 	framing = 1 << 20
@@ -59,6 +62,12 @@ type Options struct {
 	Heartbeat time.Duration
 	// MaxWait bounds a long poll's wait (default 60s).
 	MaxWait time.Duration
+	// MaxStreamsPerToken caps the event streams (/v1/events) one token
+	// keeps open on this server: one more is refused with 429 too_many
+	// until one of them ends (default DefaultMaxStreamsPerToken). Streams
+	// without a token are not counted: a server without tokens trusts its
+	// host, and a name is no identity to count by.
+	MaxStreamsPerToken int
 	// Logger receives one debug line per request and warnings; never a
 	// token (default slog.Default()).
 	Logger *slog.Logger
@@ -117,6 +126,9 @@ type Server struct {
 	// streams are the event streams that took their connections over
 	// from net/http (stream.go): Drain waits for them.
 	streams streamSet
+	// perToken counts each token's open event streams
+	// (Options.MaxStreamsPerToken).
+	perToken tokenStreams
 }
 
 // New builds the server for ws. It does not close ws.
@@ -132,6 +144,9 @@ func New(ws *workspace.Workspace, opts Options) (*Server, error) {
 	}
 	if opts.MaxWait <= 0 {
 		opts.MaxWait = DefaultMaxWait
+	}
+	if opts.MaxStreamsPerToken <= 0 {
+		opts.MaxStreamsPerToken = DefaultMaxStreamsPerToken
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

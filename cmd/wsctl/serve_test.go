@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -258,4 +259,37 @@ func TestTokenTTLTakesDaysAndDurations(t *testing.T) {
 		_, err := parseTTL(bad)
 		assert.Error(t, err, bad)
 	}
+}
+
+// TestServeCapsEventStreamsPerToken runs `wsctl serve
+// --max-streams-per-token 2`: a token's third event stream is 429
+// too_many while its two are open; a bad value is a usage error.
+func TestServeCapsEventStreamsPerToken(t *testing.T) {
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
+	_, errOut, code := wsctl(t, dsn, "init")
+	require.Equal(t, 0, code, errOut)
+	_, errOut, code = wsctl(t, dsn, "serve", "--max-streams-per-token", "0")
+	assert.Equal(t, 2, code, errOut)
+	tok, errOut, code := wsctl(t, dsn, "--as", "root", "token", "create", "--actor", "ann")
+	require.Equal(t, 0, code, errOut)
+	tok = strings.TrimSpace(tok)
+	_, url, _ := startServe(t, dsn, "--listen", "127.0.0.1:0", "--max-streams-per-token", "2")
+
+	get := func() *http.Response {
+		req, err := http.NewRequest("GET", url+"/v1/events?after=0", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = res.Body.Close() })
+		return res
+	}
+	for range 2 {
+		require.Equal(t, http.StatusOK, get().StatusCode)
+	}
+	res := get()
+	require.Equal(t, http.StatusTooManyRequests, res.StatusCode)
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"code":"too_many"`)
 }
