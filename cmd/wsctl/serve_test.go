@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"io"
 	"math/big"
@@ -17,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -28,6 +30,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -292,4 +295,51 @@ func TestServeCapsEventStreamsPerToken(t *testing.T) {
 	b, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"code":"too_many"`)
+}
+
+// TestTokenCreateIsRecordedAsTheOperator: `token create --actor shorty`
+// is the operator's write (--as, or without it the user running wsctl),
+// with a message naming shorty; shorty did nothing. A revocation is the
+// operator's too.
+func TestTokenCreateIsRecordedAsTheOperator(t *testing.T) {
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
+	_, errOut, code := wsctl(t, dsn, "init")
+	require.Equal(t, 0, code, errOut)
+	login, err := user.Current()
+	require.NoError(t, err)
+
+	_, errOut, code = wsctl(t, dsn, "--as", "ops", "token", "create", "--actor", "shorty")
+	require.Equal(t, 0, code, errOut)
+	_, errOut, code = wsctl(t, dsn, "token", "create", "--actor", "tall")
+	require.Equal(t, 0, code, errOut)
+	out, errOut, code := wsctl(t, dsn, "token", "ls", "--json")
+	require.Equal(t, 0, code, errOut)
+	var toks []server.Token
+	require.NoError(t, json.Unmarshal([]byte(out), &toks))
+	require.Len(t, toks, 2)
+	by := map[string]server.Token{}
+	for _, tk := range toks {
+		by[tk.Actor] = tk
+	}
+	assert.Equal(t, "ops", by["shorty"].CreatedBy)
+	assert.Equal(t, login.Username, by["tall"].CreatedBy, "without --as: the user running wsctl")
+	_, errOut, code = wsctl(t, dsn, "--as", "ops", "token", "revoke", by["shorty"].ID)
+	require.Equal(t, 0, code, errOut)
+
+	ws, err := workspace.Open(context.Background(), dsn)
+	require.NoError(t, err)
+	defer ws.Close()
+	page, err := ws.Events().Read(context.Background(), workspace.EventQuery{})
+	require.NoError(t, err)
+	var got []string
+	for _, ev := range page.Events {
+		if ev.Subject.Kind == "note" && strings.HasPrefix(ev.Subject.ID, server.TokenKind+"/") {
+			got = append(got, ev.Actor+": "+ev.Message)
+		}
+	}
+	assert.Equal(t, []string{
+		"ops: token " + by["shorty"].ID + " created for shorty",
+		login.Username + ": token " + by["tall"].ID + " created for tall",
+		"ops: token " + by["shorty"].ID + " of shorty revoked",
+	}, got)
 }
