@@ -36,6 +36,7 @@ import (
 // dev writes src/** and decision notes, and has no admin right.
 const (
 	impersonate   = "write as another actor"
+	headerActor   = "name another actor in the actor header"
 	reservedWrite = "write a reserved note (a token record)"
 	reservedRead  = "read a token record"
 	adminOp       = "run an admin operation (gc)"
@@ -43,11 +44,12 @@ const (
 	stopAgent     = "stop another agent (admin.tokens)"
 )
 
-var actions = []string{impersonate, reservedWrite, reservedRead, adminOp, outsideRole, stopAgent}
+var actions = []string{impersonate, headerActor, reservedWrite, reservedRead, adminOp, outsideRole, stopAgent}
 
 // unconditional are the actions refused with no policy at all (the
-// default): identity and the system's own records do not depend on roles.
-var unconditional = []string{impersonate, reservedWrite, reservedRead}
+// default): identity and the system's own records do not depend on roles,
+// and stopping an agent needs an admin-role token (bob's role is dev).
+var unconditional = []string{impersonate, headerActor, reservedWrite, reservedRead, stopAgent}
 
 const policyTOML = `
 default_role = "observer"
@@ -168,7 +170,8 @@ func classify(err error) (outcome, string) {
 	if err == nil {
 		return allowed, "no error"
 	}
-	if strings.Contains(err.Error(), "forbidden") || strings.Contains(err.Error(), "403") {
+	// The MCP SDK says an HTTP 403 as its status text, "Forbidden".
+	if strings.Contains(strings.ToLower(err.Error()), "forbidden") || strings.Contains(err.Error(), "403") {
 		return refused, err.Error()
 	}
 	return allowed, "not a refusal: " + err.Error()
@@ -177,6 +180,9 @@ func classify(err error) (outcome, string) {
 // goAPI: a program of ours acting for bob's token (as the server's faces
 // do): a principal in the context.
 func goAPI(t *testing.T, e *env, action string) (outcome, string) {
+	if action == headerActor {
+		return inexpressible, "a principal names one actor; there is no header beside it"
+	}
 	ctx := workspace.WithPrincipal(context.Background(), workspace.Principal{Actor: "bob", Roles: []string{"dev"}, Bound: true})
 	return classify(apiDo(ctx, e, e.ws, action))
 }
@@ -212,6 +218,9 @@ func apiDo(ctx context.Context, e *env, ws *workspace.Workspace, action string) 
 }
 
 func remoteFace(t *testing.T, e *env, action string) (outcome, string) {
+	if action == headerActor {
+		return inexpressible, "with a token the remote client sends no actor header; a write names its actor in the body (the impersonation row)"
+	}
 	ws, err := workspace.Open(context.Background(), e.url+"?ws_token="+url.QueryEscape(e.bobToken))
 	require.NoError(t, err)
 	defer func() { _ = ws.Close() }()
@@ -220,9 +229,13 @@ func remoteFace(t *testing.T, e *env, action string) (outcome, string) {
 
 func httpFace(t *testing.T, e *env, action string) (outcome, string) {
 	var method, path, body string
+	var header []string
 	switch action {
 	case impersonate:
 		method, path, body = "PUT", "/v1/notes/decision/forged", `{"actor":"alice","body":"x"}`
+	case headerActor:
+		method, path, body = "PUT", "/v1/notes/decision/forged", `{"body":"x"}`
+		header = []string{"X-Agentspace-Actor", "alice"}
 	case reservedWrite:
 		method, path, body = "PUT", "/v1/notes/token/aaaaaaaaaaaaaaaa", `{"body":"{\"actor\":\"root\",\"role\":\"admin\"}"}`
 	case reservedRead:
@@ -238,6 +251,9 @@ func httpFace(t *testing.T, e *env, action string) (outcome, string) {
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+e.bobToken)
 	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer func() { _ = res.Body.Close() }()
@@ -253,6 +269,9 @@ func httpFace(t *testing.T, e *env, action string) (outcome, string) {
 }
 
 func cliFace(t *testing.T, e *env, action string) (outcome, string) {
+	if action == headerActor {
+		return inexpressible, "the CLI sends --as in the body beside a token, never as a header (the impersonation row)"
+	}
 	var args []string
 	switch action {
 	case impersonate:
@@ -307,6 +326,8 @@ func mcpDo(t *testing.T, cs *sdk.ClientSession, e *env, action string, canImpers
 	tools, err := cs.ListTools(ctx, nil)
 	require.NoError(t, err)
 	switch action {
+	case headerActor:
+		return inexpressible, "an MCP tool call names no actor; over HTTP the header is refused before the session opens (mcpHTTP)"
 	case impersonate:
 		if canImpersonate {
 			return call("note", map[string]any{"op": "put", "kind": "decision", "key": "forged", "body": "x"})
@@ -342,19 +363,33 @@ func mcpDo(t *testing.T, cs *sdk.ClientSession, e *env, action string, canImpers
 
 type bearer struct {
 	token string
+	actor string // an X-Agentspace-Actor to send beside the token ("": none)
 	next  http.RoundTripper
 }
 
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
+	if b.actor != "" {
+		r.Header.Set("X-Agentspace-Actor", b.actor)
+	}
 	return b.next.RoundTrip(r)
 }
 
 func mcpHTTP(t *testing.T, e *env, action string) (outcome, string) {
-	tr := &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearer{e.bobToken, http.DefaultTransport}}}
+	b := bearer{token: e.bobToken, next: http.DefaultTransport}
+	if action == headerActor {
+		b.actor = "alice"
+	}
+	tr := &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", MaxRetries: -1, HTTPClient: &http.Client{Transport: b}}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "faces", Version: "0"}, nil).Connect(context.Background(), tr, nil)
+	if action == headerActor {
+		if err != nil {
+			return classify(err)
+		}
+		defer func() { _ = cs.Close() }()
+		return mcpDo(t, cs, e, impersonate, true)
+	}
 	require.NoError(t, err)
 	defer func() { _ = cs.Close() }()
 	return mcpDo(t, cs, e, action, false)
@@ -381,6 +416,9 @@ func mcpStdio(t *testing.T, e *env, action string) (outcome, string) {
 // from the dashboard's own origin. Its writes are on locks, tasks and agents;
 // the rest cannot be asked for there.
 func dashboardFace(t *testing.T, e *env, action string) (outcome, string) {
+	if action == headerActor {
+		return inexpressible, "the dashboard reads no actor header: its pages read, and its actions write, as their token's actor"
+	}
 	if action != outsideRole && action != stopAgent {
 		for _, p := range []string{"/ui/notes?kind=token"} {
 			req, err := http.NewRequest("GET", e.url+p, nil)

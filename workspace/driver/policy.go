@@ -240,6 +240,7 @@ type who struct {
 	actor string
 	roles []string // nil: the policy's roles of actor
 	set   bool     // a principal was given (reads without one are unchecked)
+	bound bool     // the principal was verified (a server's token)
 	// pins says the caller's context carries a key reserved with Pins
 	// (reserve.GrantedPins): its ops' Pin is the system's bookkeeping.
 	// It is read from the caller's context, not the group's.
@@ -263,7 +264,7 @@ func (h *handle) who(ctx context.Context, actor string) (who, error) {
 		if actor == "" {
 			w.actor = p.Actor
 		}
-		w.roles = p.Roles
+		w.roles, w.bound = p.Roles, p.Bound
 	}
 	var err error
 	w.pol, w.bad, err = h.readPolicy(ctx)
@@ -403,6 +404,8 @@ func (x *exec) authorize(ctx context.Context, w who, ops []workspace.Op) (int, e
 			if err := x.authorizeOp(ctx, w, op, i == 0); err != nil {
 				return i, err
 			}
+		} else if err := x.ungoverned(ctx, w, op); err != nil {
+			return i, err
 		}
 		// With no policy, only a first policy's content is checked.
 		if err := x.checkPolicyWrite(ctx, w, op); err != nil {
@@ -410,6 +413,33 @@ func (x *exec) authorize(ctx context.Context, w who, ops []workspace.Op) (int, e
 		}
 	}
 	return 0, nil
+}
+
+// ungoverned checks op where no policy governs, which allows every write
+// but an operator's (opEntry.operator) by a bound principal without the
+// built-in admin role: without a policy, a server's token may stop an
+// agent only if its role is admin, as the dashboard lets only such a token
+// act. An unbound caller (in process, the CLI on its own store) is trusted
+// as its host is. A refusal is recorded as a denied event.
+func (x *exec) ungoverned(ctx context.Context, w who, op workspace.Op) error {
+	if !w.bound || slices.Contains(w.roles, policy.AdminRole) {
+		return nil
+	}
+	s, err := specOf(op)
+	if err != nil || !s.operator {
+		return err
+	}
+	a, object, subj, err := s.action(ctx, x, w, op, false)
+	if err != nil {
+		return err
+	}
+	if object == "" {
+		object = subj.Name
+	}
+	fe := &workspace.ForbiddenError{Actor: w.actor, Roles: w.roles, Action: string(a), Object: object,
+		Reason: "the workspace has no policy, so only a token whose role is admin may do this (wsctl token create --role admin)"}
+	x.denied(fe, subj)
+	return fe
 }
 
 // allow checks one action of a write inside its transaction: a batch op's

@@ -19,6 +19,7 @@ func init() {
 		apply: func(ctx context.Context, x *exec, o workspace.StopActorOp) (workspace.OpResult, error) {
 			return workspace.OpResult{}, x.stopActor(ctx, o)
 		},
+		operator: true,
 	})
 }
 
