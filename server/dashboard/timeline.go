@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"sort"
@@ -148,9 +149,61 @@ func (h *Handler) readFlow(ctx context.Context, w window) (*flow, bool, error) {
 		}
 		q.AfterSeq = p.Next
 	}
+	if err := h.settleTasks(ctx, f); err != nil {
+		return nil, false, err
+	}
 	f.finish()
 	f.depthFrom(st.Tasks)
 	return f, false, nil
+}
+
+// settleByGet is how many tasks settleTasks reads one by one; past it, it
+// lists every task instead.
+const settleByGet = 256
+
+// settleTasks reads the record of each task whose last task.updated
+// events the pass could not settle, and settles them by it.
+func (h *Handler) settleTasks(ctx context.Context, f *flow) error {
+	ids := f.unsettled()
+	if len(ids) == 0 {
+		return nil
+	}
+	recs := make(map[string]workspace.Task, len(ids))
+	if len(ids) <= settleByGet {
+		for _, id := range ids {
+			t, err := h.ws.Tasks().Get(ctx, id)
+			if errors.Is(err, workspace.ErrNotFound) {
+				continue // removed since: its last moves stay unknown
+			}
+			if err != nil {
+				return err
+			}
+			recs[id] = t
+		}
+	} else {
+		want := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			want[id] = true
+		}
+		q := workspace.TaskFilter{Limit: 1000}
+		for {
+			p, err := h.ws.Tasks().List(ctx, q)
+			if err != nil {
+				return err
+			}
+			for _, t := range p.Tasks {
+				if want[t.ID] {
+					recs[t.ID] = t
+				}
+			}
+			if p.Next == "" {
+				break
+			}
+			q.After = p.Next
+		}
+	}
+	f.settleBy(recs)
+	return nil
 }
 
 // The timeline's drawing, in SVG user units.
@@ -219,7 +272,7 @@ func (h *Handler) loadTimeline(ctx context.Context, r *http.Request, _ Identity)
 func timelineOf(w window, f *flow, truncated bool) timelineView {
 	v := timelineView{Window: w, Nav: w.nav("/ui/timeline"), Truncated: truncated, Events: f.Events,
 		Dropped:  f.Dropped + f.DropMark,
-		Outcomes: []string{outDone, outFailed, outReleased, outLapsed, outCancelled, outBlocked, outOpen}}
+		Outcomes: []string{outDone, outFailed, outReleased, outLapsed, outCancelled, outBlocked, outSetAside, outOpen}}
 	names := make([]string, 0, len(f.lanes))
 	for n := range f.lanes {
 		names = append(names, n)

@@ -113,10 +113,12 @@ func testTimelineDraws(t *testing.T, e *env) {
 	code, page := e.get("/ui/timeline")
 	require.Equal(t, http.StatusOK, code, page)
 	assert.Contains(t, page, `<svg id="timeline"`)
-	for _, lane := range []string{"planner", "worker-1", "worker-2", "reviewer"} {
+	for _, lane := range []string{"worker-1", "worker-2", "reviewer"} {
 		assert.Contains(t, page, `class="lane-name" x="4"`)
 		assert.Contains(t, page, ">"+lane+"</text>", "a lane for %s", lane)
 	}
+	// The planner only made and blocked tasks: nothing to draw, no lane.
+	assert.NotContains(t, page, ">planner</text>")
 	for _, want := range []string{
 		`class="attempt done"`, `class="attempt failed"`, `class="attempt released"`, `class="attempt open"`,
 		`class="hold released"`, `class="hold forced"`, `class="mark conflict"`,
@@ -127,7 +129,7 @@ func testTimelineDraws(t *testing.T, e *env) {
 	} {
 		assert.Contains(t, page, want)
 	}
-	assert.Regexp(t, `\d+ events, 4 agents, 8 bars, 1 marks`, page)
+	assert.Regexp(t, `\d+ events, 3 agents, 8 bars, 1 marks`, page)
 	// The page follows the log; a window that ends in the past does not.
 	assert.Contains(t, page, `hx-trigger="sse:events"`)
 	past := time.Now().Add(-2 * time.Hour).UTC().Format(time.RFC3339)
