@@ -15,7 +15,7 @@ import (
 // Window bounds.
 const (
 	defaultSpan = time.Hour
-	minSpan     = time.Second
+	minSpan     = 100 * time.Millisecond
 	maxSpan     = 31 * 24 * time.Hour
 )
 
@@ -28,12 +28,21 @@ type window struct {
 	Live     bool
 }
 
-func parseWindow(q url.Values, now time.Time) (window, error) {
+// parseWindow reads a page's window from its query. A query that names
+// no window gets the last hour; or, when the log's
+// first event (first; zero for an empty log) is less than an hour old,
+// the stretch from a twentieth of it before that event to now, so that a
+// short session fills the drawing.
+func parseWindow(q url.Values, now, first time.Time) (window, error) {
 	w := window{Span: defaultSpan, Live: q.Get("to") == ""}
+	if !namesWindow(q) && !first.IsZero() && now.Sub(first) < defaultSpan {
+		d := now.Sub(first)
+		w.Span = max(d+d/20, minSpan)
+	}
 	if s := q.Get("span"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < minSpan || d > maxSpan {
-			return w, invalid("span %q: want a duration from 1s to 744h, like 15m or 6h", truncate(s, 32))
+			return w, invalid("span %q: want a duration from 100ms to 744h, like 15m or 6h", truncate(s, 32))
 		}
 		w.Span = d
 	}
@@ -55,10 +64,43 @@ func parseWindow(q url.Values, now time.Time) (window, error) {
 	}
 	w.Span = w.To.Sub(w.From)
 	if w.Span < minSpan || w.Span > maxSpan {
-		return w, invalid("the window from %s to %s: want from 1 second to 31 days", w.From.UTC().Format(time.RFC3339Nano), w.To.UTC().Format(time.RFC3339Nano))
+		return w, invalid("the window from %s to %s: want from 100 milliseconds to 31 days", w.From.UTC().Format(time.RFC3339Nano), w.To.UTC().Format(time.RFC3339Nano))
 	}
 	w.From, w.To = w.From.UTC(), w.To.UTC()
 	return w, nil
+}
+
+// namesWindow reports whether q chooses the window.
+func namesWindow(q url.Values) bool {
+	return q.Get("span") != "" || q.Get("from") != "" || q.Get("to") != ""
+}
+
+// firstEvent is the time of the log's oldest event kept, when a page's
+// query names no window (the default window fits it); else, or for an
+// empty log, zero.
+func (h *Handler) firstEvent(ctx context.Context, q url.Values) (time.Time, error) {
+	if namesWindow(q) {
+		return time.Time{}, nil
+	}
+	st, err := h.ws.Status(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	p, err := h.ws.Events().Read(ctx, workspace.EventQuery{AfterSeq: max(st.Floor-1, 0), Limit: 1})
+	if err != nil || len(p.Events) == 0 {
+		return time.Time{}, err
+	}
+	return p.Events[0].Time, nil
+}
+
+// pageWindow is the window a timeline or charts page asks for.
+func (h *Handler) pageWindow(ctx context.Context, r *http.Request) (window, error) {
+	q := r.URL.Query()
+	first, err := h.firstEvent(ctx, q)
+	if err != nil {
+		return window{}, err
+	}
+	return parseWindow(q, h.now(), first)
 }
 
 // layout is how the axes write a time of the window.
@@ -257,7 +299,7 @@ type svgMark struct {
 }
 
 func (h *Handler) loadTimeline(ctx context.Context, r *http.Request, _ Identity) (any, error) {
-	w, err := parseWindow(r.URL.Query(), h.now())
+	w, err := h.pageWindow(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -419,7 +461,7 @@ type contentionRow struct {
 }
 
 func (h *Handler) loadCharts(ctx context.Context, r *http.Request, _ Identity) (any, error) {
-	w, err := parseWindow(r.URL.Query(), h.now())
+	w, err := h.pageWindow(ctx, r)
 	if err != nil {
 		return nil, err
 	}
