@@ -90,7 +90,10 @@ func writeAtomic(path string, fn func(w io.Writer) error) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(f.Name(), path)
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
 }
 
 func (a *app) importCmd() *cobra.Command {

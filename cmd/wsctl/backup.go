@@ -111,11 +111,21 @@ func backupName(suffix string) string {
 }
 
 // writeFileBackup copies the file of ws's store into dir, verified (see
-// workspace.BackupFile); errors.ErrUnsupported if the store has no file.
+// workspace.BackupFile), readable by its owner only, as the store is;
+// errors.ErrUnsupported if the store has no file.
 func writeFileBackup(ctx context.Context, ws *workspace.Workspace, dir string) (backupResult, error) {
 	name := backupName(fileBackupSuffix)
 	final := filepath.Join(dir, name)
-	tmp := filepath.Join(dir, "."+name+".tmp")
+	// VACUUM INTO creates its file with the default mode (0644 under the
+	// usual umask) and will not write into one made beforehand: the copy
+	// is written inside a directory of its own (0700, so nobody else can
+	// open it meanwhile) and made 0600 before it gets its name.
+	priv, err := os.MkdirTemp(dir, ".backup-*")
+	if err != nil {
+		return backupResult{}, err
+	}
+	defer os.RemoveAll(priv)
+	tmp := filepath.Join(priv, name)
 	v, err := ws.Backup(ctx, tmp)
 	if err != nil {
 		if errors.Is(err, errors.ErrUnsupported) {
@@ -123,13 +133,16 @@ func writeFileBackup(ctx context.Context, ws *workspace.Workspace, dir string) (
 		}
 		return backupResult{}, fmt.Errorf("backup %s failed verification, not kept: %w", final, err)
 	}
-	defer os.Remove(tmp)
 	// VACUUM INTO does not sync the file it writes.
 	f, err := os.Open(tmp) // #nosec G304 -- the copy this command just wrote
 	if err != nil {
 		return backupResult{}, err
 	}
-	fi, err := f.Stat()
+	err = f.Chmod(0o600)
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = f.Stat()
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -142,7 +155,23 @@ func writeFileBackup(ctx context.Context, ws *workspace.Workspace, dir string) (
 	if err := os.Rename(tmp, final); err != nil {
 		return backupResult{}, err
 	}
+	if err := syncDir(dir); err != nil {
+		return backupResult{}, err
+	}
 	return backupResult{File: final, Bytes: fi.Size(), Format: "sqlite", Verified: &v, HeadHash: v.HeadHash}, nil
+}
+
+// syncDir makes a rename into dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir) // #nosec G304 -- a directory this command writes in
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // writeBackup exports ws to a new file in dir and verifies it before
@@ -169,6 +198,9 @@ func writeBackup(ctx context.Context, ws *workspace.Workspace, dir string) (back
 		return r, fmt.Errorf("backup %s failed verification, not kept: %w", final, err)
 	}
 	if err := os.Rename(tmp, final); err != nil {
+		return r, err
+	}
+	if err := syncDir(dir); err != nil {
 		return r, err
 	}
 	r.File, r.Bytes = final, int64(len(data))
