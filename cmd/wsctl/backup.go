@@ -221,7 +221,9 @@ func verifyArchive(ctx context.Context, data []byte) (string, error) {
 		return "", err
 	}
 	defer ws.Close()
-	if _, err := ws.Import(ctx, bytes.NewReader(data), workspace.ArchiveOptions{}); err != nil {
+	// The scratch store must export the same bytes, token records too; it
+	// is removed unopened by anyone else.
+	if _, err := ws.Import(ctx, bytes.NewReader(data), workspace.ArchiveOptions{WithSealed: true}); err != nil {
 		return "", err
 	}
 	r, err := ws.Verify(ctx)
@@ -262,8 +264,9 @@ func rotateBackups(dir string, keep int) ([]string, error) {
 }
 
 func (a *app) restoreCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "restore FILE|DIR",
+	var withTokens bool
+	cmd := &cobra.Command{
+		Use:   "restore FILE|DIR [--with-tokens]",
 		Short: "Load a backup into the workspace's store, which must be empty, and verify it",
 		Long: `Import a backup written by 'wsctl backup' (or 'wsctl export'), or the
 newest backup in DIR, into the store the DSN names, which must be new or
@@ -271,7 +274,13 @@ empty: every record is validated and the event log's hash chain checked as
 it is read, and the restored store is verified afterwards. Nothing is
 written into a store that is not empty. A copy of a SQLite file (.db) is
 restored into any backend: the copy is opened from a scratch copy of it
-(the backup itself is never opened for writing) and its archive imported.`,
+(the backup itself is never opened for writing) and its archive imported.
+
+Token records (the server's credentials) are left out unless --with-tokens
+is given: a backup, or a file made to look like one, grants nobody access
+unless asked to. Events that come without their hash (archives of format
+version 1 or 2) cannot be checked against the exporting store's chain: the
+output says how many, and does not call them verified.`,
 		Args: cobra.ExactArgs(1),
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			path, err := backupFile(args[0])
@@ -293,7 +302,7 @@ restored into any backend: the copy is opened from a scratch copy of it
 				in = pr
 			}
 			return a.withNew(ctx, func(ws *workspace.Workspace) error {
-				st, err := ws.Import(ctx, in, workspace.ArchiveOptions{})
+				st, err := ws.Import(ctx, in, workspace.ArchiveOptions{WithSealed: withTokens})
 				if err != nil {
 					return err
 				}
@@ -306,15 +315,37 @@ restored into any backend: the copy is opened from a scratch copy of it
 				}
 				if a.jsonOut {
 					return a.printJSON(struct {
-						Counts   workspace.ArchiveStats `json:"counts"`
+						Counts   workspace.ImportReport `json:"counts"`
 						HeadHash string                 `json:"head_hash"`
 					}{st, r.HeadHash})
 				}
-				fmt.Fprintf(a.stdout, "restored %d records from %s, verified (head hash %s)\n", st.Records(), path, r.HeadHash)
+				if st.Unchained == 0 {
+					fmt.Fprintf(a.stdout, "restored %d records from %s, verified (head hash %s)\n", st.Records(), path, r.HeadHash)
+				} else {
+					fmt.Fprintf(a.stdout, "restored %d records from %s, not verified against its chain (head hash %s)\n", st.Records(), path, r.HeadHash)
+				}
+				for _, c := range importCaveats(st) {
+					fmt.Fprintln(a.stdout, c)
+				}
 				return nil
 			})
 		}),
 	}
+	cmd.Flags().BoolVar(&withTokens, "with-tokens", false, "restore the token records too (credentials that act as their actors)")
+	return cmd
+}
+
+// importCaveats says, one line each, what an import did not check or
+// left out.
+func importCaveats(st workspace.ImportReport) []string {
+	var out []string
+	if st.Unchained > 0 {
+		out = append(out, fmt.Sprintf("%d of %d events came without their hash (an archive of format version 1 or 2, or events older than the exporting store's chain): nothing checked them against that store's log; this store chained them anew", st.Unchained, st.Events))
+	}
+	if st.SkippedSealed > 0 {
+		out = append(out, fmt.Sprintf("left out %d token records (credentials): restore them with --with-tokens, or create new tokens", st.SkippedSealed))
+	}
+	return out
 }
 
 // isSQLiteFile reports whether f starts with SQLite's file header (and
