@@ -349,6 +349,7 @@ func TestShadowsAndChangeSetsAreShown(t *testing.T) {
 	assert.Contains(t, page, `href="/ui/feed?kind=note&amp;subject=guide-edits"`, "its history")
 	_, page = e.get("/ui/changeset?name=done-set")
 	assert.Contains(t, page, `docs/notes.md v1</a>`, "the promotion history")
+	assert.Regexp(t, `(?s)create docs/notes.md.*<tr class="ins">.*notes`, page, "a promoted change shows the version it wrote")
 
 	code, page = e.get("/ui/changeset?name=nope")
 	assert.Equal(t, http.StatusNotFound, code, page)

@@ -403,7 +403,13 @@ func (n notes) Get(ctx context.Context, kind, key string) (workspace.Note, error
 		}
 		return err
 	})
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	if err := n.h.allowRecordRead(ctx, out); err != nil {
+		return workspace.Note{}, err
+	}
+	return out, nil
 }
 
 func (n notes) List(ctx context.Context, f workspace.NoteFilter) (workspace.NotePage, error) {
@@ -431,6 +437,7 @@ func (n notes) List(ctx context.Context, f workspace.NoteFilter) (workspace.Note
 	if err != nil {
 		return workspace.NotePage{}, err
 	}
+	records := recordFilter(allow)
 	var page workspace.NotePage
 	err = n.h.view(ctx, "notes.list", func(tx ReadTx) error {
 		var err error
@@ -442,9 +449,11 @@ func (n notes) List(ctx context.Context, f workspace.NoteFilter) (workspace.Note
 		page.Next = last.Kind + "/" + last.Key
 	}
 	// A listing of every kind leaves out the reserved ones: they are the
-	// system's records, read through the operations that own them.
+	// system's records, read through the operations that own them. A
+	// record naming an artifact the reader may not read is left out too.
 	page.Notes = slices.DeleteFunc(page.Notes, func(x workspace.Note) bool {
-		return (f.Kind == "" && reservedKind(x.Kind)) || (allow != nil && !allow(noteAction(false, x.Kind)))
+		return (f.Kind == "" && reservedKind(x.Kind)) || (allow != nil && !allow(noteAction(false, x.Kind))) ||
+			(records != nil && !records(x))
 	})
 	return page, err
 }
