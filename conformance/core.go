@@ -73,6 +73,7 @@ var coreCases = []coreCase{
 	{"LockWaitAcquiresAfterExpiry", testLockWaitExpiry},
 	// fences.go
 	{"LockForceReleaseRevokesTheFence", testForceReleaseRevokesTheFence},
+	{"LockFencedCreateAfterRevokeIsStale", testFencedCreateAfterRevokeIsStale},
 	// stop.go
 	{"StopActorEndsItsLeasesAndClaims", testStopActorEndsItsLeasesAndClaims},
 	// events.go

@@ -111,7 +111,10 @@ func (x *exec) createArtifact(ctx context.Context, o workspace.CreateArtifactOp)
 	} else if !errors.Is(err, workspace.ErrNotFound) {
 		return nil, err
 	}
-	if err := x.checkGuard(ctx, workspace.ArtifactResource(o.Artifact.Name), 0); err != nil {
+	// The name's lock guards a create as it guards an update: a lease row
+	// outlives its artifact and is never deleted, so its token is the
+	// fence whether or not the artifact existed when the lease was taken.
+	if err := x.checkGuard(ctx, workspace.ArtifactResource(o.Artifact.Name), o.Fence); err != nil {
 		return nil, err
 	}
 	if o.Artifact.TaskID != "" {
