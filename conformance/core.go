@@ -76,6 +76,7 @@ var coreCases = []coreCase{
 	{"LockFencedCreateAfterRevokeIsStale", testFencedCreateAfterRevokeIsStale},
 	// stop.go
 	{"StopActorEndsItsLeasesAndClaims", testStopActorEndsItsLeasesAndClaims},
+	{"StopActorEndsItsSuffixedNames", testStopActorEndsItsSuffixedNames},
 	// events.go
 	{"EventOnePerChange", testEventOnePerChange},
 	{"EventReadFilters", testEventReadFilters},
