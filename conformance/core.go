@@ -65,6 +65,7 @@ var coreCases = []coreCase{
 	{"LockReacquireByOwnerExtendsSameToken", testLockReacquire},
 	{"LockExpiresWithoutCleanup", testLockExpiry},
 	{"LockRenew", testLockRenew},
+	{"LockKeepsItsTTL", testLockKeepsItsTTL},
 	{"LockReleaseOnlyByOwnerWithToken", testLockRelease},
 	{"LockForceReleaseIsRecorded", testLockForceRelease},
 	{"LockedArtifactRefusesOtherWriters", testLockedArtifact},
