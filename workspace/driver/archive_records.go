@@ -222,6 +222,9 @@ func (im *importer) lease(ctx context.Context, r workspace.Lease) error {
 	if im.p.stats.Leases > 0 && r.Resource <= im.lastRes {
 		return im.errf("lease %q is out of order or repeated (leases come by resource)", r.Resource)
 	}
+	if r.TTL < 0 {
+		return im.errf("lease %q: ttl %s is negative", r.Resource, r.TTL)
+	}
 	if err := im.times(nil, &r.AcquiredAt, &r.ExpiresAt); err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func (h *handle) runHinted(ctx context.Context, opname, actor string, hints []Re
 type artifacts struct{ h *handle }
 
 func (a artifacts) Create(ctx context.Context, w workspace.Write, n workspace.NewArtifact) (workspace.Artifact, error) {
-	r, err := a.h.single(ctx, "artifacts.create", w, workspace.CreateArtifactOp{Artifact: n, Message: w.Message})
+	r, err := a.h.single(ctx, "artifacts.create", w, workspace.CreateArtifactOp{Artifact: n, Message: w.Message, Fence: w.Fence})
 	return derefArtifact(r.Artifact), err
 }
 

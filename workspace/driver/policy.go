@@ -271,16 +271,21 @@ func (h *handle) who(ctx context.Context, actor string) (who, error) {
 	return w, err
 }
 
+// ownName reports whether name is actor's own: actor itself, or actor
+// followed by "#" and a suffix, one process's name of the actor's (the
+// merge queue's lease owner "merger#PID-…"). A token of actor's writes as
+// any of them, and a stop of actor ends what any of them holds.
+func ownName(name, actor string) bool {
+	return name == actor || strings.HasPrefix(name, actor+"#")
+}
+
 // impersonation refuses a write whose actor is not its bound principal's:
 // behind a server the principal comes from a token, and a token acts only
-// as its own actor, whatever face the write came through. Nothing is
-// written, not even a denied event. An unbound principal (in process, the
-// actor is self-declared) binds nothing.
-//
-// A lease owner may also be the actor followed by "#" and a suffix: one
-// process's lease of the actor's (the merge queue's "merger#PID-…").
+// as its own actor (or one of its own names, ownName), whatever face the
+// write came through. Nothing is written, not even a denied event. An
+// unbound principal (in process, the actor is self-declared) binds nothing.
 func impersonation(p workspace.Principal, actor string) error {
-	if !p.Bound || actor == "" || actor == p.Actor || strings.HasPrefix(actor, p.Actor+"#") {
+	if !p.Bound || actor == "" || ownName(actor, p.Actor) {
 		return nil
 	}
 	return &workspace.ForbiddenError{Actor: p.Actor, Roles: p.Roles, Action: "act-as", Object: actor,
