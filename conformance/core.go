@@ -65,6 +65,7 @@ var coreCases = []coreCase{
 	{"LockReacquireByOwnerExtendsSameToken", testLockReacquire},
 	{"LockExpiresWithoutCleanup", testLockExpiry},
 	{"LockRenew", testLockRenew},
+	{"LockKeepsItsTTL", testLockKeepsItsTTL},
 	{"LockReleaseOnlyByOwnerWithToken", testLockRelease},
 	{"LockForceReleaseIsRecorded", testLockForceRelease},
 	{"LockedArtifactRefusesOtherWriters", testLockedArtifact},
@@ -73,8 +74,10 @@ var coreCases = []coreCase{
 	{"LockWaitAcquiresAfterExpiry", testLockWaitExpiry},
 	// fences.go
 	{"LockForceReleaseRevokesTheFence", testForceReleaseRevokesTheFence},
+	{"LockFencedCreateAfterRevokeIsStale", testFencedCreateAfterRevokeIsStale},
 	// stop.go
 	{"StopActorEndsItsLeasesAndClaims", testStopActorEndsItsLeasesAndClaims},
+	{"StopActorEndsItsSuffixedNames", testStopActorEndsItsSuffixedNames},
 	// events.go
 	{"EventOnePerChange", testEventOnePerChange},
 	{"EventReadFilters", testEventReadFilters},

@@ -376,3 +376,48 @@ func testLockWaitExpiry(t *testing.T, h Harness) {
 	assert.Greater(t, got.Token, held.Token)
 	assert.False(t, got.AcquiredAt.Before(held.ExpiresAt), "not before the old lease expired")
 }
+
+// testLockKeepsItsTTL: a lease records the TTL its holder last asked for,
+// which every handle reads back (List and Get): its Acquire's, an
+// extending Acquire's by its owner, then its last Renew's, shorter or
+// longer; the token stays. Each expiry is the granting event's time plus
+// that TTL exactly, so a renewal made from the record (tool use as a
+// heartbeat) grants what the holder asked for and no more.
+func testLockKeepsItsTTL(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	dsn, ws1 := fresh(t, h)
+	ws2 := open(t, dsn)
+	check := func(want time.Duration, typ, what string) workspace.Lease {
+		t.Helper()
+		got, err := ws2.Locks().Get(ctx, "file:ttl")
+		require.NoError(t, err, what)
+		assert.Equal(t, want, got.TTL, what)
+		live, err := ws2.Locks().List(ctx)
+		require.NoError(t, err, what)
+		require.Len(t, live, 1, what)
+		assert.Equal(t, want, live[0].TTL, "%s: listed", what)
+		page, err := ws2.Events().Read(ctx, workspace.EventQuery{Types: []string{typ}, SubjectID: "file:ttl"})
+		require.NoError(t, err, what)
+		require.NotEmpty(t, page.Events, what)
+		granted := page.Events[len(page.Events)-1]
+		assert.Equal(t, want, got.ExpiresAt.Sub(granted.Time), "%s: it expires its TTL after the grant", what)
+		return got
+	}
+	l := acquire(t, ws1, "file:ttl", "alice", 30*time.Second)
+	assert.Equal(t, 30*time.Second, l.TTL, "Acquire returns it")
+	check(30*time.Second, workspace.EventLockAcquired, "acquired")
+
+	again := acquire(t, ws1, "file:ttl", "alice", 40*time.Second)
+	assert.Equal(t, l.Token, again.Token)
+	assert.Equal(t, 40*time.Second, again.TTL, "an extending Acquire returns its own")
+	check(40*time.Second, workspace.EventLockRenewed, "extended by its owner")
+
+	r, err := ws2.Locks().Renew(ctx, again, 10*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, 10*time.Second, r.TTL, "Renew returns it")
+	check(10*time.Second, workspace.EventLockRenewed, "renewed shorter")
+	r, err = ws1.Locks().Renew(ctx, r, time.Hour)
+	require.NoError(t, err)
+	got := check(time.Hour, workspace.EventLockRenewed, "renewed longer")
+	assert.Equal(t, l.Token, got.Token, "the same lease throughout")
+}

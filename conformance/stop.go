@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -90,4 +91,66 @@ func testStopActorEndsItsLeasesAndClaims(t *testing.T, h Harness) {
 	assert.Equal(t, before, snap(t, op))
 	_, err = op.Commit(ctx, workspace.Batch{Actor: "operator", Ops: []workspace.Op{workspace.StopActorOp{}}})
 	assert.ErrorIs(t, err, workspace.ErrInvalid, "a stop names its actor")
+}
+
+// testStopActorEndsItsSuffixedNames: a stop of an actor ends what any of
+// its own names holds, the actor followed by "#" and a suffix (one
+// process's name, as the merge queue's "merger#PID-…"), as a token of the
+// actor's may write as any of them: their leases are revoked and their
+// claims return to pending. Names that only start like the actor's
+// ("bobby", "bob-2") or carry it after their own "#" ("alice#bob") are
+// other actors, and keep what they hold.
+func testStopActorEndsItsSuffixedNames(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	dsn, ws := fresh(t, h)
+	op := open(t, dsn)
+	owned := []string{"bob", "bob#merger-1", "bob#w#2"}
+	others := []string{"bobby", "bob-2", "alice#bob"}
+	for _, who := range slices.Concat(owned, others) {
+		_, err := ws.Tasks().Create(ctx, as("lead"), workspace.NewTask{Title: who, Labels: map[string]string{"only": who}})
+		require.NoError(t, err)
+	}
+	claims, leases := map[string]workspace.Task{}, map[string]workspace.Lease{}
+	for _, who := range slices.Concat(owned, others) {
+		claims[who] = claimOnly(t, ws, who, who, time.Hour)
+		leases[who] = acquire(t, ws, workspace.ArtifactResource("out/"+who+".md"), who, time.Hour)
+	}
+
+	r, err := op.Commit(ctx, workspace.Batch{Actor: "operator", Ops: []workspace.Op{workspace.StopActorOp{Actor: "bob"}}})
+	require.NoError(t, err)
+	got := map[string][]string{}
+	for _, e := range r.Events {
+		got[e.Type] = append(got[e.Type], e.Subject.ID)
+	}
+	var wantLocks, wantTasks []string
+	for _, who := range owned {
+		wantLocks = append(wantLocks, leases[who].Resource)
+		wantTasks = append(wantTasks, claims[who].ID)
+	}
+	assert.ElementsMatch(t, wantLocks, got[workspace.EventLockForced], "every lease of bob's names ended")
+	assert.ElementsMatch(t, wantTasks, got[workspace.EventTaskReleased], "every claim of bob's names returned")
+	assert.Len(t, r.Events, 2*len(owned), "nothing else")
+
+	for _, who := range owned {
+		task, err := op.Tasks().Get(ctx, claims[who].ID)
+		require.NoError(t, err)
+		assert.Equal(t, workspace.TaskPending, task.Status, "%s's claim", who)
+		_, err = ws.Artifacts().Create(ctx, workspace.Write{Actor: who, Fence: leases[who].Token},
+			workspace.NewArtifact{Name: "out/" + who + ".md", Content: []byte("late")})
+		assert.ErrorIs(t, err, workspace.ErrStaleFence, "%s's fenced create after the stop", who)
+		_, err = ws.Tasks().Heartbeat(ctx, as(who), claims[who].ID, time.Hour)
+		assert.ErrorIs(t, err, workspace.ErrLockLost, "%s's heartbeat after the stop", who)
+	}
+	live, err := op.Locks().List(ctx)
+	require.NoError(t, err)
+	var holders []string
+	for _, l := range live {
+		holders = append(holders, l.Owner)
+	}
+	assert.ElementsMatch(t, others, holders, "the other actors keep their leases")
+	for _, who := range others {
+		task, err := op.Tasks().Get(ctx, claims[who].ID)
+		require.NoError(t, err)
+		assert.Equal(t, claims[who], task, "%s's claim is untouched", who)
+	}
 }

@@ -27,9 +27,11 @@ var (
 )
 
 // agentSlug names an agent's branch and directory: the actor itself when
-// it is a plain name, else the actor with other characters replaced and a
-// hash of the whole name appended, so two actors never share one. A name
-// that looks like a task's short id gets the hash too.
+// it is a plain name, else the actor with other characters replaced, then
+// "+" and a hash of the whole name. A name that looks like a task's short
+// id gets the hash too. The slugs are one per actor: a plain name has no
+// "+" (slugRE), so no actor's own name is another's hashed slug, and two
+// hashed slugs differ where their actors' hashes do.
 func agentSlug(actor string) (string, error) {
 	if actor == "" {
 		return "", invalid("actor", "empty: per-agent worktrees are named after their agent")
@@ -50,7 +52,7 @@ func agentSlug(actor string) (string, error) {
 		}
 	}
 	sum := sha256.Sum256([]byte(actor))
-	return strings.TrimLeft(b.String(), "-") + "-" + hex.EncodeToString(sum[:4]), nil
+	return strings.TrimLeft(b.String(), "-") + "+" + hex.EncodeToString(sum[:8]), nil
 }
 
 // AgentWorktree returns the path and branch of actor's per-agent worktree.

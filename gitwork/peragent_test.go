@@ -174,7 +174,10 @@ func TestPerAgentNamesAreSafe(t *testing.T) {
 	repo, ws := newRepo(t), openWS(t)
 	m := newManager(t, ws, gitwork.Config{Repo: repo, PerAgent: true})
 	seen := map[string]string{}
-	for _, actor := range []string{"ann", "-rf", "a b", "x\ny", "../up", "a..b", "0123456789ab", "agent.lock", "ünï", "a/b", "a_b"} {
+	actors := []string{"ann", "-rf", "a b", "x\ny", "../up", "a..b", "0123456789ab", "agent.lock", "ünï", "a/b", "a_b", "dev bot", "dev?bot",
+		"dev_bot-53b12a67"} // the slug "dev bot" had when hashed slugs were plain names
+	for i := 0; i < len(actors); i++ {
+		actor := actors[i]
 		path, branch, err := m.AgentWorktree(actor)
 		require.NoError(t, err, actor)
 		require.NoError(t, gitwork.CheckBranch(branch), actor)
@@ -183,6 +186,10 @@ func TestPerAgentNamesAreSafe(t *testing.T) {
 			t.Fatalf("actors %q and %q share branch %s", other, actor, branch)
 		}
 		seen[branch] = actor
+		// An actor named as another's slug gets a worktree of its own.
+		if slug := strings.TrimPrefix(filepath.Base(path), "agent-"); slug != actor && len(actors) < 64 {
+			actors = append(actors, slug)
+		}
 	}
 	task := claimed(t, ws, "-rf", "hostile")
 	w, err := m.Start(ctx, "-rf", task.ID)

@@ -28,7 +28,7 @@ func TestStopAgentRevokesItsTokensAndEndsWhatItHolds(t *testing.T) {
 	ctx := context.Background()
 	zombie, zinfo, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "zombie"})
 	require.NoError(t, err)
-	op, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "operator"})
+	op, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "operator", Role: "admin"})
 	require.NoError(t, err)
 	peer, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "peer"})
 	require.NoError(t, err)
@@ -88,6 +88,44 @@ func TestStopAgentRevokesItsTokensAndEndsWhatItHolds(t *testing.T) {
 	assert.Equal(t, server.AgentGone, states["zombie"])
 	assert.Equal(t, server.AgentIdle, states["operator"], "wrote lately, holds nothing")
 	require.ErrorIs(t, e.fails(404, "GET", "/v1/agents/nobody", nil, bearer(op)...), workspace.ErrNotFound)
+}
+
+// TestStopWithoutAPolicyNeedsAnAdminToken: with no policy, a token of any
+// other role (or none) cannot stop an agent, over the stop route or a
+// batch: 403 forbidden naming admin.tokens, the refusal recorded as a
+// denied event and nothing else written; the admin's tokens stay live.
+// An admin-role token stops it.
+func TestStopWithoutAPolicyNeedsAnAdminToken(t *testing.T) {
+	e := newEnv(t, sqliteDSN(t), server.Options{RequireToken: true})
+	ctx := context.Background()
+	admin, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "op", Role: "admin"})
+	require.NoError(t, err)
+	observer, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "mallory", Role: "observer"})
+	require.NoError(t, err)
+	plain, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "eve"})
+	require.NoError(t, err)
+	_, err = e.ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:a", Owner: "op", TTL: time.Hour})
+	require.NoError(t, err)
+
+	for _, tok := range []string{observer, plain} {
+		head, err := e.ws.Events().Head(ctx)
+		require.NoError(t, err)
+		err = e.fails(403, "POST", "/v1/agents/op/stop", map[string]any{}, bearer(tok)...)
+		var fe *workspace.ForbiddenError
+		require.True(t, errorsAs(err, &fe), "%v", err)
+		assert.Equal(t, "admin.tokens", fe.Action)
+		assert.Contains(t, fe.Reason, "no policy")
+		e.fails(403, "POST", "/v1/batch", map[string]any{"ops": []map[string]any{{"op": "stop_actor", "actor": "op"}}}, bearer(tok)...)
+		page, err := e.ws.Events().Read(ctx, workspace.EventQuery{AfterSeq: head})
+		require.NoError(t, err)
+		for _, ev := range page.Events {
+			assert.Equal(t, workspace.EventDenied, ev.Type, "a refused stop wrote %+v", ev)
+		}
+		e.ok(200, nil, "GET", "/v1/whoami", nil, bearer(admin)...)
+	}
+	var stop wire.AgentStop
+	e.ok(200, &stop, "POST", "/v1/agents/eve/stop", map[string]any{}, bearer(admin)...)
+	assert.Len(t, stop.Tokens, 1)
 }
 
 // TestAgentStateRule drives the rule's thresholds with events of known

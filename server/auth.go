@@ -48,8 +48,8 @@ func principalFrom(ctx context.Context) principal {
 func actorFor(ctx context.Context, named string) (string, error) {
 	p := principalFrom(ctx)
 	if p.bound() {
-		if named != "" && named != p.actor {
-			return "", fmt.Errorf("%w: the token acts as %q; a request cannot act as %q", wire.ErrForbidden, p.actor, truncate(named, 64))
+		if err := otherActor(p.actor, named); err != nil {
+			return "", err
 		}
 		return p.actor, nil
 	}
@@ -59,9 +59,21 @@ func actorFor(ctx context.Context, named string) (string, error) {
 	return p.actor, nil
 }
 
+// otherActor refuses a request whose token acts as tokenActor and which
+// names another actor (named, from its body or its actor header; ""
+// names none): a token acts as its own actor only, and a request that
+// says otherwise is refused rather than quietly done as the token's.
+func otherActor(tokenActor, named string) error {
+	if named != "" && named != tokenActor {
+		return fmt.Errorf("%w: the token acts as %q; a request cannot act as %q", wire.ErrForbidden, tokenActor, truncate(named, 64))
+	}
+	return nil
+}
+
 // authenticate finds the request's principal. A request that presents a
 // token is bound to its actor whatever the server's mode; one with a bad
-// token is refused even where tokens are not required. The context it
+// token is refused even where tokens are not required, and so is a token
+// whose request's actor header names another actor. The context it
 // returns ends when the token is revoked or expires (revoke.go); release
 // it when the request ends.
 func (s *Server) authenticate(r *http.Request) (principal, context.Context, func(), error) {
@@ -88,6 +100,10 @@ func (s *Server) authenticate(r *http.Request) (principal, context.Context, func
 		if e := tokenEnded(ctx); e != nil {
 			err = e
 		}
+		release()
+		return principal{}, nil, nil, err
+	}
+	if err := otherActor(t.Actor, r.Header.Get(wire.ActorHeader)); err != nil {
 		release()
 		return principal{}, nil, nil, err
 	}
@@ -161,6 +177,11 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				return
 			}
 			defer release()
+			if pr := s.readOnly(r, p); pr != nil {
+				writeProblem(rec, pr)
+				s.observe(r, rec, p, start, "read-only")
+				return
+			}
 			ctx = context.WithValue(ctx, principalKey{}, p)
 			r = r.WithContext(workspace.WithPrincipal(ctx, p.workspacePrincipal()))
 			s.touched(r.Context(), p.actor)
@@ -172,6 +193,19 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		next.ServeHTTP(rec, r)
 		s.observe(r, rec, p, start, r.Pattern)
 	})
+}
+
+// readOnly is the refusal of a change asked for without a token on a
+// ReadOnly server (Options.ReadOnly), or nil.
+func (s *Server) readOnly(r *http.Request, p principal) *wire.Problem {
+	if !s.opts.ReadOnly || p.bound() {
+		return nil
+	}
+	if r.URL.Path == mcpRoute || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		return wire.NewProblem(wire.CodeForbidden, "this server is read-only without a token (wsctl dashboard): "+
+			"send a token (Authorization: Bearer ast_...), or write through a server with tokens ('wsctl serve --require-token', 'wsctl dashboard --require-token')")
+	}
+	return nil
 }
 
 func (s *Server) observe(r *http.Request, rec *recorder, p principal, start time.Time, route string) {

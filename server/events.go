@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -188,6 +189,24 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (st *stream,
 		writeProblem(w, wire.NewProblem(wire.CodeUnavailable, "the server is shutting down"))
 		return nil, false
 	}
+	// A token's place among its streams is taken here and handed to the
+	// stream, whose close gives it back; given back here when no stream
+	// was made.
+	token, handed := "", false
+	if p := principalFrom(r.Context()); p.bound() {
+		if !s.perToken.enter(p.token, s.opts.MaxStreamsPerToken) {
+			writeProblem(w, wire.NewProblem(wire.CodeTooMany, fmt.Sprintf(
+				"this token has %d event streams open on this server, the most it may (wsctl serve --max-streams-per-token): close one, or share one stream between readers",
+				s.opts.MaxStreamsPerToken)))
+			return nil, false
+		}
+		token = p.token
+		defer func() {
+			if !handed {
+				s.perToken.leave(token)
+			}
+		}()
+	}
 	takeOver := canTakeOver(w, r)
 	var (
 		ctx     context.Context
@@ -213,7 +232,8 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (st *stream,
 		}
 		return nil, false
 	}
-	st = &stream{s: s, ctx: ctx, sub: sub, release: release,
+	handed = true
+	st = &stream{s: s, ctx: ctx, sub: sub, release: release, token: token,
 		// A token-bound stream's context ends when the token does (revoke.go).
 		bound: principalFrom(r.Context()).bound(),
 	}
@@ -279,6 +299,7 @@ func (s *Server) documentStream() {
 			"200": {Description: "The stream", Content: map[string]*huma.MediaType{"text/event-stream": {Schema: evSchema}}},
 			"400": {Description: "Bad query", Content: map[string]*huma.MediaType{"application/problem+json": {Schema: problem}}},
 			"410": {Description: "Compacted", Content: map[string]*huma.MediaType{"application/problem+json": {Schema: problem}}},
+			"429": {Description: "The token has as many streams open as it may (too_many)", Content: map[string]*huma.MediaType{"application/problem+json": {Schema: problem}}},
 		},
 	})
 }

@@ -97,7 +97,8 @@ func TestTokenRoleIsWhatThePolicyChecks(t *testing.T) {
 // TestTokenRoleSeesNoEventOfWhatItMayNotRead: a token for role planner
 // reads the log (a page, the stream, the status) without one event about
 // an artifact or a note planner may not read, whatever the request names
-// (filters, the actor header); the stream's cursor still moves past them.
+// (filters; an actor header naming another is refused); the stream's
+// cursor still moves past them.
 func TestTokenRoleSeesNoEventOfWhatItMayNotRead(t *testing.T) {
 	e := newEnv(t, sqliteDSN(t), server.Options{RequireToken: true})
 	ctx := context.Background()
@@ -121,7 +122,9 @@ func TestTokenRoleSeesNoEventOfWhatItMayNotRead(t *testing.T) {
 	hidden := func(ev workspace.Event) bool {
 		return strings.HasPrefix(ev.Subject.Name, "code-") || ev.Subject.ID == "constraint/k"
 	}
-	asPlanner := append(bearer(plannerTok), wire.ActorHeader, "root")
+	// A header naming root does not read as root: it is refused.
+	require.ErrorIs(t, e.fails(403, "GET", "/v1/events/history", nil, append(bearer(plannerTok), wire.ActorHeader, "root")...), wire.ErrForbidden)
+	asPlanner := bearer(plannerTok)
 	var all workspace.EventPage
 	e.ok(200, &all, "GET", "/v1/events/history", nil, asPlanner...)
 	var names []string

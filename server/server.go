@@ -27,6 +27,9 @@ import (
 const (
 	DefaultHeartbeat = 15 * time.Second
 	DefaultMaxWait   = 60 * time.Second
+	// DefaultMaxStreamsPerToken caps the event streams one token keeps
+	// open on one server.
+	DefaultMaxStreamsPerToken = 32
 	// framing is what a body may hold beside one artifact's content: the
 	// other fields and JSON's escaping.
 	framing = 1 << 20
@@ -39,8 +42,17 @@ type Options struct {
 	// RequireToken makes every /v1 request present a valid bearer token.
 	// Without it, a request without a token acts as the actor it names
 	// (X-Agentspace-Actor or the body's actor); a request with a token is
-	// still bound to the token's actor, and a bad token is refused.
+	// still bound to the token's actor (one that names another, in its
+	// header or its body, is refused), and a bad token is refused.
 	RequireToken bool
+	// ReadOnly refuses every change a request without a token asks for:
+	// a /v1 write (any method but GET and HEAD) and any request to /mcp,
+	// whose tool calls may write, each with a 403 forbidden problem that
+	// says how to write instead. Reads, the event stream and the
+	// dashboard's pages are served as ever; a request with a valid token
+	// acts as its actor. wsctl dashboard sets it: a loopback page for
+	// people is no way in for every local user to write as anyone.
+	ReadOnly bool
 	// MaxArtifactSize is the workspace's limit on one artifact's content
 	// (default workspace.DefaultMaxArtifactSize); request bodies are capped
 	// at its base64 size plus framing.
@@ -50,6 +62,12 @@ type Options struct {
 	Heartbeat time.Duration
 	// MaxWait bounds a long poll's wait (default 60s).
 	MaxWait time.Duration
+	// MaxStreamsPerToken caps the event streams (/v1/events) one token
+	// keeps open on this server: one more is refused with 429 too_many
+	// until one of them ends (default DefaultMaxStreamsPerToken). Streams
+	// without a token are not counted: a server without tokens trusts its
+	// host, and a name is no identity to count by.
+	MaxStreamsPerToken int
 	// Logger receives one debug line per request and warnings; never a
 	// token (default slog.Default()).
 	Logger *slog.Logger
@@ -108,6 +126,9 @@ type Server struct {
 	// streams are the event streams that took their connections over
 	// from net/http (stream.go): Drain waits for them.
 	streams streamSet
+	// perToken counts each token's open event streams
+	// (Options.MaxStreamsPerToken).
+	perToken tokenStreams
 }
 
 // New builds the server for ws. It does not close ws.
@@ -123,6 +144,9 @@ func New(ws *workspace.Workspace, opts Options) (*Server, error) {
 	}
 	if opts.MaxWait <= 0 {
 		opts.MaxWait = DefaultMaxWait
+	}
+	if opts.MaxStreamsPerToken <= 0 {
+		opts.MaxStreamsPerToken = DefaultMaxStreamsPerToken
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

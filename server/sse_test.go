@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -434,4 +435,44 @@ func TestStreamsThatCannotTakeTheConnectionOverStillStream(t *testing.T) {
 			assert.Equal(t, 0, e.openStreams())
 		})
 	}
+}
+
+// TestEventStreamsPerTokenAreCapped: a token keeps at most
+// MaxStreamsPerToken event streams open; one more is 429 too_many, which
+// neither another token's streams nor streams without a token meet, and
+// closing one of the token's streams frees its place.
+func TestEventStreamsPerTokenAreCapped(t *testing.T) {
+	const limit = 3
+	e := newEnv(t, sqliteDSN(t), server.Options{MaxStreamsPerToken: limit})
+	ctx := context.Background()
+	ann, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "ann"})
+	require.NoError(t, err)
+	bob, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "bob"})
+	require.NoError(t, err)
+
+	var closers []func()
+	for range limit {
+		_, cancel := stream(t, e.hs.URL, "?heartbeat=10ms", -1, bearer(ann)...)
+		t.Cleanup(cancel)
+		closers = append(closers, cancel)
+	}
+	err = e.fails(http.StatusTooManyRequests, "GET", "/v1/events?after=0", nil, bearer(ann)...)
+	var se *wire.StatusError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, wire.CodeTooMany, se.Code)
+	assert.Contains(t, se.Detail, "--max-streams-per-token")
+
+	_, cancel := stream(t, e.hs.URL, "", -1, bearer(bob)...)
+	t.Cleanup(cancel)
+	_, cancel = stream(t, e.hs.URL, "", -1, wire.ActorHeader, "carol")
+	t.Cleanup(cancel)
+	require.Equal(t, limit+2, e.openStreams())
+
+	// The server notices the closed connection at the stream's next
+	// heartbeat, then the place is free again.
+	closers[0]()
+	require.Eventually(t, func() bool { return e.openStreams() == limit+1 }, 30*time.Second, 10*time.Millisecond)
+	_, cancel = stream(t, e.hs.URL, "", -1, bearer(ann)...)
+	t.Cleanup(cancel)
+	e.fails(http.StatusTooManyRequests, "GET", "/v1/events?after=0", nil, bearer(ann)...)
 }

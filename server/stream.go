@@ -55,6 +55,9 @@ type stream struct {
 	// release lets go of what ctx holds (nil: nothing).
 	release func()
 	bound   bool // token-bound: an event waits for the revocation watcher
+	// token is the public id of the token whose count of open streams
+	// this stream holds a place in ("": none).
+	token string
 
 	// Taken over: the connection, and whether the body is chunked
 	// (HTTP/1.1) rather than ended by closing (HTTP/1.0).
@@ -334,6 +337,7 @@ func (st *stream) deadline() {
 // connection and then no longer holds up Drain.
 func (st *stream) close() {
 	st.s.metrics.streams.Dec()
+	st.s.perToken.leave(st.token)
 	_ = st.sub.Close()
 	if st.release != nil {
 		st.release()
@@ -423,5 +427,41 @@ func (ss *streamSet) buffer() *[]byte {
 func (ss *streamSet) recycle(b *[]byte) {
 	if cap(*b) <= 4*streamBurst {
 		ss.bufs.Put(b)
+	}
+}
+
+// tokenStreams counts each token's open event streams, so that one token
+// cannot hold the server's memory and file descriptors with streams. The
+// count is this server's: it bounds what this process spends. The zero
+// value is ready.
+type tokenStreams struct {
+	mu   sync.Mutex
+	open map[string]int // by token id; a token with none has no entry
+}
+
+// enter takes a place for a stream of token id: false when it already
+// has max open.
+func (ts *tokenStreams) enter(id string, max int) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.open[id] >= max {
+		return false
+	}
+	if ts.open == nil {
+		ts.open = map[string]int{}
+	}
+	ts.open[id]++
+	return true
+}
+
+// leave gives back a place enter took ("": none was taken).
+func (ts *tokenStreams) leave(id string) {
+	if id == "" {
+		return
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.open[id]--; ts.open[id] <= 0 {
+		delete(ts.open, id)
 	}
 }

@@ -65,7 +65,9 @@ type TokenRequest struct {
 	Role  string // an optional role name, recorded with the token
 	// TTL is the token's life (default DefaultTokenTTL; negative: never expires).
 	TTL time.Duration
-	// By is who creates it, recorded as the note's author.
+	// By is the operator who creates it: the token note's write, and so
+	// its event, is By's, with a message naming Actor (default: Actor,
+	// a token made for oneself).
 	By string
 }
 
@@ -126,18 +128,20 @@ func (t *Tokens) Create(ctx context.Context, r TokenRequest) (string, Token, err
 	case r.TTL > 0:
 		rec.ExpiresAt = now.Add(r.TTL)
 	}
-	if err := t.put(ctx, r.By, id, rec, 0); err != nil {
+	if err := t.put(ctx, r.By, id, rec, 0, "token "+id+" created for "+r.Actor); err != nil {
 		return "", Token{}, err
 	}
 	return TokenPrefix + id + "_" + secret, rec.public(id), nil
 }
 
-func (t *Tokens) put(ctx context.Context, by, id string, rec tokenRecord, ifVersion int64) error {
+// put writes a token's record as by, the operator, with message saying
+// what was done for whom.
+func (t *Tokens) put(ctx context.Context, by, id string, rec tokenRecord, ifVersion int64, message string) error {
 	body, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	_, err = t.ws.Notes().Put(tokenKey.Grant(ctx), workspace.Write{Actor: by, IfVersion: ifVersion, Message: "token " + id},
+	_, err = t.ws.Notes().Put(tokenKey.Grant(ctx), workspace.Write{Actor: by, IfVersion: ifVersion, Message: message},
 		workspace.NotePut{Kind: TokenKind, Key: id, Title: "token for " + rec.Actor, Body: string(body)})
 	return err
 }
@@ -200,7 +204,7 @@ func (t *Tokens) Revoke(ctx context.Context, by, idOrToken string) (Token, error
 	if by == "" {
 		by = rec.Actor
 	}
-	if err := t.put(ctx, by, id, rec, n.Version); err != nil {
+	if err := t.put(ctx, by, id, rec, n.Version, "token "+id+" of "+rec.Actor+" revoked"); err != nil {
 		return Token{}, err
 	}
 	return rec.public(id), nil

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
@@ -24,6 +23,12 @@ import (
 // .conflicted). The kind and the record's JSON are this package's own:
 // retention reads none of it, and keeps a promoted version by the pin its
 // promotion wrote (see Promote).
+//
+// A set's record is read, on every face, only by a principal whose policy
+// lets it read every artifact the set names (the engine checks it: the
+// kind is reserved with recordArtifacts), and only an open set holds
+// staged content: a promoted set keeps each change's hash, its content
+// being the versions it wrote; a discarded set keeps nothing staged.
 const ChangeSetKind = "changeset"
 
 // PromotedVersion names one artifact version a promotion wrote, in a
@@ -42,7 +47,33 @@ type PromotedVersion struct {
 // reserved, so a plain note write cannot plant or edit a set. It also pins
 // what a promotion writes (Pins): those pins are the system's bookkeeping,
 // so the promoter needs no pin right.
-var changeSetKey = reserve.Register(reserve.Entry{Kind: ChangeSetKind, Owner: "the change-set operations (package shadow)", Pins: true})
+var changeSetKey = reserve.Register(reserve.Entry{Kind: ChangeSetKind, Owner: "the change-set operations (package shadow)", Pins: true,
+	Artifacts: recordArtifacts})
+
+// recordArtifacts lists every artifact name a change set's record holds:
+// the staged changes' names, the versions it promoted, the paths of its
+// validation's violations.
+func recordArtifacts(body string) ([]string, error) {
+	var cs ChangeSet
+	if err := json.Unmarshal([]byte(body), &cs); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, s := range cs.Staged {
+		out = append(out, s.touched()...)
+	}
+	for _, pv := range cs.Promoted {
+		out = append(out, pv.Name)
+	}
+	if cs.Validated != nil {
+		for _, v := range cs.Validated.Violations {
+			if v.Path != "" {
+				out = append(out, v.Path)
+			}
+		}
+	}
+	return out, nil
+}
 
 // Change-set steps, carried as the first word of their event messages.
 const (
@@ -65,10 +96,13 @@ const (
 // Staged is one artifact's pending change. Update, rename and delete carry
 // the artifact's id and the version the change started from.
 type Staged struct {
-	Op          string `json:"op"`
-	Name        string `json:"name"`
-	NewName     string `json:"new_name,omitempty"` // rename
-	Content     []byte `json:"content,omitempty"`  // create, update, rename: the content to write
+	Op      string `json:"op"`
+	Name    string `json:"name"`
+	NewName string `json:"new_name,omitempty"` // rename
+	Content []byte `json:"content,omitempty"`  // create, update, rename: the content to write, while the set is open
+	// SHA256 is the hash of the content a promoted set wrote: promotion
+	// drops the content from the record (the version it wrote holds it).
+	SHA256      string `json:"sha256,omitempty"`
 	Kind        string `json:"kind,omitempty"`
 	ContentType string `json:"content_type,omitempty"`
 	BaseID      string `json:"base_id,omitempty"`
@@ -221,7 +255,9 @@ func (c *ChangeSets) Stage(ctx context.Context, set, actor string, r StageReques
 		return ChangeSet{}, fmt.Errorf("change set %s: %s %s: %w", set, r.Op, r.Name, err)
 	}
 	cs.Validated = nil
-	return c.save(ctx, cs, actor, EventStaged, r.Op+" "+r.Name)
+	// The message names no artifact: the note's events are read with note
+	// rights, and an artifact's name is the artifact's to show.
+	return c.save(ctx, cs, actor, EventStaged, fmt.Sprintf("%s, %d staged", r.Op, len(cs.Staged)))
 }
 
 // merge folds r into the set's staged changes.
@@ -340,7 +376,16 @@ func (c *ChangeSets) diffOf(ctx context.Context, cs ChangeSet) (SetDiff, error) 
 	for _, s := range cs.Staged {
 		ch := SetChange{Op: s.Op, Name: s.Name, NewName: s.NewName, BaseVersion: s.BaseVersion, OldSHA256: s.BaseSHA256, New: s.Content}
 		if s.Op != OpDelete {
-			ch.NewSHA256 = hashBytes(s.Content)
+			ch.NewSHA256 = s.newHash()
+		}
+		if s.SHA256 != "" {
+			// A promoted change: its content is the version it wrote,
+			// read as any artifact is (a version gc removed reads as nil).
+			a, err := c.wrote(ctx, cs, s)
+			if err != nil && !errors.Is(err, workspace.ErrNotFound) {
+				return SetDiff{}, err
+			}
+			ch.New = a.Content
 		}
 		if s.BaseID != "" {
 			old, err := c.m.ws.Artifacts().Get(ctx, workspace.ArtifactRef{ID: s.BaseID, Version: s.BaseVersion})
@@ -354,6 +399,25 @@ func (c *ChangeSets) diffOf(ctx context.Context, cs ChangeSet) (SetDiff, error) 
 	}
 	d.Hash = hex.EncodeToString(h.Sum(nil))
 	return d, nil
+}
+
+// newHash is the hash of the content the change writes.
+func (s Staged) newHash() string {
+	if s.SHA256 != "" {
+		return s.SHA256
+	}
+	return hashBytes(s.Content)
+}
+
+// wrote reads the version a promoted change s of cs wrote: the last of
+// the set's promoted versions of its name with its hash.
+func (c *ChangeSets) wrote(ctx context.Context, cs ChangeSet, s Staged) (workspace.Artifact, error) {
+	for _, pv := range slices.Backward(cs.Promoted) {
+		if pv.Name == s.target() && pv.SHA256 == s.SHA256 {
+			return c.promotedVersion(ctx, pv)
+		}
+	}
+	return workspace.Artifact{}, workspace.ErrNotFound
 }
 
 // Validate checks the set with the shadows' rules: each name against the
@@ -470,9 +534,17 @@ func (c *ChangeSets) Promote(ctx context.Context, set, actor string) (workspace.
 	// retention keeps it once the batch commits, with no pin right asked
 	// of the promoter (the batch carries changeSetKey, reserved with
 	// Pins); the promoted set's note, put in the same batch, lists them.
+	// The promoted record keeps no copy of what it wrote: each change
+	// keeps its content's hash, the versions hold the content.
 	done := cs
 	done.State = StatePromoted
 	done.Promoted = slices.Clone(cs.Promoted)
+	done.Staged = slices.Clone(cs.Staged)
+	for i := range done.Staged {
+		if s := &done.Staged[i]; s.Op != OpDelete {
+			s.SHA256, s.Content = hashBytes(s.Content), nil
+		}
+	}
 	for i, s := range cs.Staged {
 		cond := workspace.Cond{IfVersion: s.BaseVersion, Message: msg}
 		switch s.Op {
@@ -532,7 +604,7 @@ func (c *ChangeSets) moved(ctx context.Context, cs ChangeSet) ([]string, error) 
 
 func (c *ChangeSets) conflict(ctx context.Context, cs ChangeSet, actor string, moved []string) error {
 	cerr := &ConflictError{Shadow: "change set " + cs.Name, Paths: moved}
-	if _, err := c.save(ctx, cs, actor, EventCSConflict, strings.Join(moved, ", ")); err != nil {
+	if _, err := c.save(ctx, cs, actor, EventCSConflict, fmt.Sprintf("%d artifacts moved", len(moved))); err != nil {
 		return errors.Join(cerr, err)
 	}
 	return cerr

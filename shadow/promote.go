@@ -74,10 +74,7 @@ func (m *Manager) Promote(ctx context.Context, ref, actor string) (Promotion, er
 			}
 			return cerr
 		}
-		unified, err := renderUnified(md.Dir, md.Path, d)
-		if err != nil {
-			return err
-		}
+		unified := changeList(d)
 		j := journal{Promotion: newID(), Shadow: md.ID, Dir: md.Dir, Actor: actor, Diff: d, Unified: unified, At: m.opts.Now().UTC()}
 		if err := m.stageAndCommit(ctx, md, &j); err != nil {
 			return err
@@ -388,6 +385,36 @@ func copyChecked(real, sh *os.Root, op jop) error {
 	return err
 }
 
+// changeList is what a promotion's diff artifact holds: each change's
+// kind, paths, modes and content hashes, and no content. The artifact is
+// read under its own name (shadows/**), so a copy of the files' text in it
+// would let whoever reads shadows/** read what the policy forbids under
+// the files' own names; the real directory holds the content.
+func changeList(d Diff) string {
+	var out strings.Builder
+	for _, c := range d.Changes {
+		switch c.Kind {
+		case Renamed:
+			fmt.Fprintf(&out, "renamed %s -> %s", c.From, c.Path)
+		default:
+			fmt.Fprintf(&out, "%s %s", c.Kind, c.Path)
+		}
+		if c.Old != nil && c.New != nil && c.Old.Mode != c.New.Mode {
+			fmt.Fprintf(&out, " mode %o -> %o", uint32(c.Old.Mode), uint32(c.New.Mode))
+		}
+		switch {
+		case c.Old != nil && c.New != nil && c.Old.Hash != c.New.Hash:
+			fmt.Fprintf(&out, " sha256 %s -> %s", c.Old.Hash, c.New.Hash)
+		case c.New != nil:
+			fmt.Fprintf(&out, " sha256 %s", c.New.Hash)
+		case c.Old != nil:
+			fmt.Fprintf(&out, " was sha256 %s", c.Old.Hash)
+		}
+		out.WriteByte('\n')
+	}
+	return out.String()
+}
+
 func diffArtifactName(j journal) string {
 	return "shadows/" + j.Shadow + "/promotion-" + j.Promotion + ".diff"
 }
@@ -418,7 +445,7 @@ func (m *Manager) recordPromotion(ctx context.Context, j journal) error {
 		Ops: []workspace.Op{
 			workspace.CreateArtifactOp{
 				Artifact: workspace.NewArtifact{
-					Name: diffArtifactName(j), Kind: DiffArtifactKind, Content: []byte(j.Unified), ContentType: "text/x-diff",
+					Name: diffArtifactName(j), Kind: DiffArtifactKind, Content: []byte(j.Unified), ContentType: "text/plain",
 					Labels: map[string]string{"shadow": j.Shadow, "dir": truncate(j.Dir, 200), "diff_hash": j.Diff.Hash, "changes": fmt.Sprint(len(j.Diff.Changes))},
 				},
 				Message: message(EventPromoted, j.Shadow, fmt.Sprintf("%d changes; changes: %s", len(j.Diff.Changes), truncate(string(b), 1000))),

@@ -65,11 +65,11 @@ func init() {
 			if err := check(a.Content); err != nil {
 				return OpBody{}, err
 			}
-			return OpBody{Message: o.Message, Name: a.Name, Kind: &a.Kind, ContentType: &a.ContentType, Labels: a.Labels, TaskID: &a.TaskID, Content: ContentOf(a.Content)}, nil
+			return OpBody{Message: o.Message, Fence: o.Fence, Name: a.Name, Kind: &a.Kind, ContentType: &a.ContentType, Labels: a.Labels, TaskID: &a.TaskID, Content: ContentOf(a.Content)}, nil
 		},
 		func(b OpBody) (workspace.CreateArtifactOp, error) {
 			c, err := b.Bytes()
-			return workspace.CreateArtifactOp{Message: b.Message, Artifact: workspace.NewArtifact{Name: b.Name, Kind: deref(b.Kind), Content: c, ContentType: deref(b.ContentType), Labels: b.Labels, TaskID: deref(b.TaskID)}}, err
+			return workspace.CreateArtifactOp{Message: b.Message, Fence: b.Fence, Artifact: workspace.NewArtifact{Name: b.Name, Kind: deref(b.Kind), Content: c, ContentType: deref(b.ContentType), Labels: b.Labels, TaskID: deref(b.TaskID)}}, err
 		})
 	declare(OpUpdateArtifact,
 		func(o workspace.UpdateArtifactOp, check func([]byte) error) (OpBody, error) {

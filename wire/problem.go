@@ -51,6 +51,7 @@ const (
 	CodeTimeout       = "timeout"
 	CodeNoRoute       = "no_route"
 	CodeUnsupported   = "unsupported_media_type"
+	CodeTooMany       = "too_many"
 	CodeInternal      = "internal"
 )
 
@@ -147,6 +148,7 @@ var statusOf = map[string]int{
 	CodeTimeout:       http.StatusGatewayTimeout,
 	CodeNoRoute:       http.StatusNotFound,
 	CodeUnsupported:   http.StatusUnsupportedMediaType,
+	CodeTooMany:       http.StatusTooManyRequests,
 	CodeInternal:      http.StatusInternalServerError,
 }
 

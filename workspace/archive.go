@@ -53,6 +53,14 @@ type ArchiveOptions struct {
 	Progress func(ArchiveStats)
 	// ProgressEvery is how many records pass between Progress calls (default 1000).
 	ProgressEvery int
+	// WithSealed lets Import restore the notes of sealed reserved kinds:
+	// the server's token records, each a credential that acts as its
+	// actor with its role. Without it Import leaves them out and counts
+	// them in ArchiveStats.SkippedSealed, so an archive (a backup, or one
+	// crafted) grants nobody access unless its restorer asks for that. A
+	// kind is known as sealed in a process that links its owner (wsctl
+	// links them all).
+	WithSealed bool
 }
 
 // ArchiveStats counts the records of an archive.
@@ -72,10 +80,24 @@ func (s ArchiveStats) Records() int64 {
 	return s.Tasks + s.Notes + s.Versions + s.DeletedArtifacts + s.Leases + s.Events
 }
 
+// ImportReport is what Import wrote, and what it could not vouch for or
+// left out.
+type ImportReport struct {
+	ArchiveStats // the records written (Notes leaves out SkippedSealed)
+	// Unchained counts the events that came without their hash (archives
+	// of format versions 1 and 2, or events from before the exporting
+	// store kept its chain): nothing checked their content or order
+	// against the exporting store's log, and the store chained them anew.
+	Unchained int64 `json:"unchained"`
+	// SkippedSealed counts the notes of sealed kinds (token records) left
+	// out because ArchiveOptions.WithSealed was not set.
+	SkippedSealed int64 `json:"skipped_sealed"`
+}
+
 // archiver is the conn capability Export and Import use.
 type archiver interface {
 	Export(ctx context.Context, w io.Writer, opts ArchiveOptions) (ArchiveStats, error)
-	Import(ctx context.Context, r io.Reader, opts ArchiveOptions) (ArchiveStats, error)
+	Import(ctx context.Context, r io.Reader, opts ArchiveOptions) (ImportReport, error)
 }
 
 // Export writes the whole workspace to w as an archive (see
@@ -92,16 +114,19 @@ func (ws *Workspace) Export(ctx context.Context, w io.Writer, opts ArchiveOption
 // Import loads an archive written by Export into the store behind ws,
 // keeping every id, version, timestamp, token and event seq. The store must
 // be empty (no events, no records): anything else is an *InvalidError and
-// nothing is written. Every record is validated before the store sees it.
+// nothing is written. Every record is validated before the store sees it,
+// and every event that carries its hash is checked against the chain; the
+// report counts those that did not, and the sealed records left out (see
+// ArchiveOptions.WithSealed).
 //
 // A small archive is written in one transaction. A large one is written in
 // several (about 64 MiB of content or 10,000 records each); if one of them
 // fails, the error says so, and the store must be emptied before importing
 // again. Nobody else should write to the store while it is imported.
-func (ws *Workspace) Import(ctx context.Context, r io.Reader, opts ArchiveOptions) (ArchiveStats, error) {
+func (ws *Workspace) Import(ctx context.Context, r io.Reader, opts ArchiveOptions) (ImportReport, error) {
 	a, ok := ws.c.(archiver)
 	if !ok {
-		return ArchiveStats{}, ws.unsupported("import")
+		return ImportReport{}, ws.unsupported("import")
 	}
 	return a.Import(ctx, r, opts)
 }

@@ -32,6 +32,11 @@ type Cond struct {
 type CreateArtifactOp struct {
 	Artifact NewArtifact
 	Message  string // kept in the event log
+	// Fence, when set, is the token of the writer's lease on the artifact's
+	// resource (ArtifactResource): the create fails with ErrStaleFence if
+	// that lock has issued or revoked a newer token, as an update's does,
+	// so an agent stopped or force-released cannot create the file late.
+	Fence int64
 	// Pin also pins the version the op writes (as Workspace.Pin, recorded as
 	// its own note.put event), in the same batch. It needs what
 	// Workspace.Pin needs (note.write on the pin kind); a batch refused it

@@ -324,6 +324,11 @@ type Lease struct {
 	Token      int64     `json:"token"` // strictly increases each time the resource changes hands
 	AcquiredAt time.Time `json:"acquired_at,omitzero"`
 	ExpiresAt  time.Time `json:"expires_at,omitzero"`
+	// TTL is the span its holder last asked for: the TTL of the Acquire
+	// that took or extended it, or of its last Renew. A renewal made on
+	// the holder's behalf (tool use as a heartbeat, package touch) extends
+	// it by TTL, never by more. Zero on rows stored before it was recorded.
+	TTL time.Duration `json:"ttl_ns,omitzero"`
 }
 
 // ArtifactResource is the lock resource that guards the artifact named

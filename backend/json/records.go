@@ -301,10 +301,11 @@ type leaseJSON struct {
 	Token      int64     `json:"token"`
 	AcquiredAt time.Time `json:"acquired_at,omitzero"`
 	ExpiresAt  time.Time `json:"expires_at,omitzero"`
+	TTL        int64     `json:"ttl_ns,omitempty"` // Lease.TTL; absent in files written before it was recorded
 }
 
 func encodeLease(l workspace.Lease) ([]byte, error) {
-	return marshalFile(leaseJSON{Resource: l.Resource, Owner: l.Owner, Token: l.Token, AcquiredAt: l.AcquiredAt, ExpiresAt: l.ExpiresAt})
+	return marshalFile(leaseJSON{Resource: l.Resource, Owner: l.Owner, Token: l.Token, AcquiredAt: l.AcquiredAt, ExpiresAt: l.ExpiresAt, TTL: int64(l.TTL)})
 }
 
 func decodeLease(file string, data []byte) (workspace.Lease, error) {
@@ -315,7 +316,7 @@ func decodeLease(file string, data []byte) (workspace.Lease, error) {
 	if j.Resource == "" {
 		return workspace.Lease{}, corrupt(file, "a lease needs a resource")
 	}
-	return workspace.Lease{Resource: j.Resource, Owner: j.Owner, Token: j.Token, AcquiredAt: utc(j.AcquiredAt), ExpiresAt: utc(j.ExpiresAt)}, nil
+	return workspace.Lease{Resource: j.Resource, Owner: j.Owner, Token: j.Token, AcquiredAt: utc(j.AcquiredAt), ExpiresAt: utc(j.ExpiresAt), TTL: time.Duration(j.TTL)}, nil
 }
 
 // idemJSON is idempotency/HASH.json.

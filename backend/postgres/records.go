@@ -885,12 +885,15 @@ func exceptNoRows(err error) error {
 	return err
 }
 
-const leaseCols = `resource, owner, token, acquired_at, expires_at`
+const leaseCols = `resource, owner, token, acquired_at, expires_at, ttl`
 
 func scanLease(row pgx.Row) (workspace.Lease, error) {
-	var l workspace.Lease
-	err := row.Scan(&l.Resource, &l.Owner, &l.Token, &l.AcquiredAt, &l.ExpiresAt)
-	l.AcquiredAt, l.ExpiresAt = l.AcquiredAt.UTC(), l.ExpiresAt.UTC()
+	var (
+		l   workspace.Lease
+		ttl int64
+	)
+	err := row.Scan(&l.Resource, &l.Owner, &l.Token, &l.AcquiredAt, &l.ExpiresAt, &ttl)
+	l.AcquiredAt, l.ExpiresAt, l.TTL = l.AcquiredAt.UTC(), l.ExpiresAt.UTC(), time.Duration(ttl)
 	return l, err
 }
 
@@ -917,9 +920,9 @@ const (
 	// artifactIDs pages through every artifact, live and deleted (the
 	// columns are COLLATE "C": bytewise).
 	artifactIDs = `SELECT id FROM artifacts WHERE id > $1 ORDER BY id LIMIT $2`
-	putLease    = `INSERT INTO leases (` + leaseCols + `) VALUES ($1, $2, $3, $4, $5)
+	putLease    = `INSERT INTO leases (` + leaseCols + `) VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (resource) DO UPDATE SET owner = EXCLUDED.owner, token = EXCLUDED.token,
-			acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at`
+			acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at, ttl = EXCLUDED.ttl`
 )
 
 func (t *readTx) Lease(ctx context.Context, resource string) (workspace.Lease, error) {
@@ -978,7 +981,7 @@ func (t *readTx) ArtifactIDs(ctx context.Context, after string, limit int) ([]st
 func (t *writeTx) PutLease(ctx context.Context, l workspace.Lease) error {
 	t.pl.dropEarly("", "", l.Resource)
 	t.wrote = append(t.wrote, memoWrite{lease: &l})
-	if _, err := t.q.Exec(ctx, putLease, l.Resource, l.Owner, l.Token, l.AcquiredAt, l.ExpiresAt); err != nil {
+	if _, err := t.q.Exec(ctx, putLease, l.Resource, l.Owner, l.Token, l.AcquiredAt, l.ExpiresAt, int64(l.TTL)); err != nil {
 		return fmt.Errorf("postgres: put lease %q: %w", l.Resource, err)
 	}
 	return nil

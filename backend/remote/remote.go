@@ -199,8 +199,8 @@ func (c *Client) Export(context.Context, io.Writer, workspace.ArchiveOptions) (w
 }
 
 // Import answers ErrRemoteArchive: see the package comment.
-func (c *Client) Import(context.Context, io.Reader, workspace.ArchiveOptions) (workspace.ArchiveStats, error) {
-	return workspace.ArchiveStats{}, ErrRemoteArchive
+func (c *Client) Import(context.Context, io.Reader, workspace.ArchiveOptions) (workspace.ImportReport, error) {
+	return workspace.ImportReport{}, ErrRemoteArchive
 }
 
 // Attach returns another client on the same server, with the same token,

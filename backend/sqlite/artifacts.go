@@ -158,7 +158,7 @@ const (
 // "artifact:NAME" as the engine names it; in a write transaction one
 // statement reads both (qArtifactLeaseBy*), and Lease answers from it.
 const (
-	qArtifactLeaseHead = `SELECT ` + artifactCols + `, l.resource, l.owner, l.token, l.acquired_at, l.expires_at
+	qArtifactLeaseHead = `SELECT ` + artifactCols + `, l.resource, l.owner, l.token, l.acquired_at, l.expires_at, l.ttl
 		FROM artifacts h JOIN artifact_versions v ON v.artifact_id = h.id AND v.version = h.version
 		LEFT JOIN leases l ON l.resource = 'artifact:' || h.name
 		WHERE h.deleted = 0 AND `

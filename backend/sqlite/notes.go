@@ -25,13 +25,13 @@ const (
 		updated_at = excluded.updated_at, updated_by = excluded.updated_by`
 	qDeleteNote = `DELETE FROM notes WHERE kind = ? AND key = ?`
 
-	leaseCols   = `resource, owner, token, acquired_at, expires_at`
+	leaseCols   = `resource, owner, token, acquired_at, expires_at, ttl`
 	qLease      = `SELECT ` + leaseCols + ` FROM leases WHERE resource = ?`
 	qListLeases = `SELECT ` + leaseCols + ` FROM leases WHERE owner <> '' AND expires_at > ? ORDER BY resource`
 	qLeaseRows  = `SELECT ` + leaseCols + ` FROM leases WHERE resource > ? ORDER BY resource LIMIT +?`
-	qPutLease   = `INSERT INTO leases (` + leaseCols + `) VALUES (?, ?, ?, ?, ?)
+	qPutLease   = `INSERT INTO leases (` + leaseCols + `) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (resource) DO UPDATE SET owner = excluded.owner, token = excluded.token,
-		acquired_at = excluded.acquired_at, expires_at = excluded.expires_at`
+		acquired_at = excluded.acquired_at, expires_at = excluded.expires_at, ttl = excluded.ttl`
 
 	qIdempotent      = `SELECT result FROM idempotency WHERE key = ? AND expires_at > ?`
 	qPutIdempotent   = `INSERT OR REPLACE INTO idempotency (key, result, expires_at) VALUES (?, ?, ?)`
@@ -99,9 +99,10 @@ func scanLease(sc scanner) (workspace.Lease, error) {
 	var (
 		l                 workspace.Lease
 		acquired, expires sql.NullInt64
+		ttl               int64
 	)
-	err := sc.Scan(&l.Resource, &l.Owner, &l.Token, &acquired, &expires)
-	l.AcquiredAt, l.ExpiresAt = fromNullMicros(acquired), fromNullMicros(expires)
+	err := sc.Scan(&l.Resource, &l.Owner, &l.Token, &acquired, &expires, &ttl)
+	l.AcquiredAt, l.ExpiresAt, l.TTL = fromNullMicros(acquired), fromNullMicros(expires), time.Duration(ttl)
 	return l, err
 }
 
@@ -147,7 +148,7 @@ func (t *writeTx) PutLease(ctx context.Context, l workspace.Lease) error {
 	t.leaseRead = nil
 	t.dropReadAhead("", "", l.Resource)
 	if _, err := t.q.ExecContext(ctx, qPutLease, l.Resource, l.Owner, l.Token,
-		nullMicros(l.AcquiredAt), nullMicros(l.ExpiresAt)); err != nil {
+		nullMicros(l.AcquiredAt), nullMicros(l.ExpiresAt), int64(l.TTL)); err != nil {
 		return fmt.Errorf("sqlite: put lease %q: %w", l.Resource, err)
 	}
 	t.noted.leased(l)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
@@ -139,15 +140,16 @@ func scanArtifactLease(sc scanner) (workspace.Artifact, *leaseRead, error) {
 	var (
 		resource, owner          sql.NullString
 		token, acquired, expires sql.NullInt64
+		ttl                      sql.NullInt64
 	)
-	a, err := scanArtifact(sc, &resource, &owner, &token, &acquired, &expires)
+	a, err := scanArtifact(sc, &resource, &owner, &token, &acquired, &expires, &ttl)
 	if err != nil {
 		return a, nil, err
 	}
 	lr := &leaseRead{resource: workspace.ArtifactResource(a.Name), found: resource.Valid}
 	if lr.found {
 		lr.lease = workspace.Lease{Resource: resource.String, Owner: owner.String, Token: token.Int64,
-			AcquiredAt: fromNullMicros(acquired), ExpiresAt: fromNullMicros(expires)}
+			AcquiredAt: fromNullMicros(acquired), ExpiresAt: fromNullMicros(expires), TTL: time.Duration(ttl.Int64)}
 	}
 	return a, lr, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -90,21 +91,29 @@ func writeAtomic(path string, fn func(w io.Writer) error) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(f.Name(), path)
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
 }
 
 func (a *app) importCmd() *cobra.Command {
 	var (
-		in    string
-		quiet bool
+		in         string
+		quiet      bool
+		withTokens bool
 	)
 	cmd := &cobra.Command{
-		Use:   "import [-i FILE]",
+		Use:   "import [-i FILE] [--with-tokens]",
 		Short: "Load an archive from 'wsctl export' into an empty store (stdin or -i FILE)",
 		Long: `Load an archive written by 'wsctl export' into the workspace, keeping every
 id, version, timestamp, lock token and event seq. The store must be new and
 empty. On a terminal, a progress bar with the rate and ETA goes to stderr
-(--quiet: none); piped, nothing does.`,
+(--quiet: none); piped, nothing does.
+
+Token records (the server's credentials) are left out unless --with-tokens
+is given; stderr says how many were, and how many events came without the
+hash that would check them against the exporting store's chain.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			var r io.Reader = a.stdin
@@ -125,10 +134,13 @@ empty. On a terminal, a progress bar with the rate and ETA goes to stderr
 				// The bar counts bytes: the archive's size is known up
 				// front (for a file), its record count is not.
 				bar := a.newProgress("import", inputSize(r), true, quiet)
-				st, err := ws.Import(ctx, bar.reader(r), workspace.ArchiveOptions{})
+				st, err := ws.Import(ctx, bar.reader(r), workspace.ArchiveOptions{WithSealed: withTokens})
 				bar.done(err)
 				if err != nil {
 					return err
+				}
+				for _, c := range importCaveats(st) {
+					fmt.Fprintln(a.stderr, c)
 				}
 				if a.jsonOut {
 					return a.printJSON(st)
@@ -139,5 +151,6 @@ empty. On a terminal, a progress bar with the rate and ETA goes to stderr
 	}
 	cmd.Flags().StringVarP(&in, "input", "i", "", "read from FILE instead of stdin")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress bar on a terminal")
+	cmd.Flags().BoolVar(&withTokens, "with-tokens", false, "import the token records too (credentials that act as their actors)")
 	return cmd
 }

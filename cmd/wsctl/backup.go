@@ -111,11 +111,21 @@ func backupName(suffix string) string {
 }
 
 // writeFileBackup copies the file of ws's store into dir, verified (see
-// workspace.BackupFile); errors.ErrUnsupported if the store has no file.
+// workspace.BackupFile), readable by its owner only, as the store is;
+// errors.ErrUnsupported if the store has no file.
 func writeFileBackup(ctx context.Context, ws *workspace.Workspace, dir string) (backupResult, error) {
 	name := backupName(fileBackupSuffix)
 	final := filepath.Join(dir, name)
-	tmp := filepath.Join(dir, "."+name+".tmp")
+	// VACUUM INTO creates its file with the default mode (0644 under the
+	// usual umask) and will not write into one made beforehand: the copy
+	// is written inside a directory of its own (0700, so nobody else can
+	// open it meanwhile) and made 0600 before it gets its name.
+	priv, err := os.MkdirTemp(dir, ".backup-*")
+	if err != nil {
+		return backupResult{}, err
+	}
+	defer os.RemoveAll(priv)
+	tmp := filepath.Join(priv, name)
 	v, err := ws.Backup(ctx, tmp)
 	if err != nil {
 		if errors.Is(err, errors.ErrUnsupported) {
@@ -123,13 +133,16 @@ func writeFileBackup(ctx context.Context, ws *workspace.Workspace, dir string) (
 		}
 		return backupResult{}, fmt.Errorf("backup %s failed verification, not kept: %w", final, err)
 	}
-	defer os.Remove(tmp)
 	// VACUUM INTO does not sync the file it writes.
 	f, err := os.Open(tmp) // #nosec G304 -- the copy this command just wrote
 	if err != nil {
 		return backupResult{}, err
 	}
-	fi, err := f.Stat()
+	err = f.Chmod(0o600)
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = f.Stat()
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -142,7 +155,23 @@ func writeFileBackup(ctx context.Context, ws *workspace.Workspace, dir string) (
 	if err := os.Rename(tmp, final); err != nil {
 		return backupResult{}, err
 	}
+	if err := syncDir(dir); err != nil {
+		return backupResult{}, err
+	}
 	return backupResult{File: final, Bytes: fi.Size(), Format: "sqlite", Verified: &v, HeadHash: v.HeadHash}, nil
+}
+
+// syncDir makes a rename into dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir) // #nosec G304 -- a directory this command writes in
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // writeBackup exports ws to a new file in dir and verifies it before
@@ -171,6 +200,9 @@ func writeBackup(ctx context.Context, ws *workspace.Workspace, dir string) (back
 	if err := os.Rename(tmp, final); err != nil {
 		return r, err
 	}
+	if err := syncDir(dir); err != nil {
+		return r, err
+	}
 	r.File, r.Bytes = final, int64(len(data))
 	return r, nil
 }
@@ -189,7 +221,9 @@ func verifyArchive(ctx context.Context, data []byte) (string, error) {
 		return "", err
 	}
 	defer ws.Close()
-	if _, err := ws.Import(ctx, bytes.NewReader(data), workspace.ArchiveOptions{}); err != nil {
+	// The scratch store must export the same bytes, token records too; it
+	// is removed unopened by anyone else.
+	if _, err := ws.Import(ctx, bytes.NewReader(data), workspace.ArchiveOptions{WithSealed: true}); err != nil {
 		return "", err
 	}
 	r, err := ws.Verify(ctx)
@@ -230,8 +264,9 @@ func rotateBackups(dir string, keep int) ([]string, error) {
 }
 
 func (a *app) restoreCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "restore FILE|DIR",
+	var withTokens bool
+	cmd := &cobra.Command{
+		Use:   "restore FILE|DIR [--with-tokens]",
 		Short: "Load a backup into the workspace's store, which must be empty, and verify it",
 		Long: `Import a backup written by 'wsctl backup' (or 'wsctl export'), or the
 newest backup in DIR, into the store the DSN names, which must be new or
@@ -239,7 +274,13 @@ empty: every record is validated and the event log's hash chain checked as
 it is read, and the restored store is verified afterwards. Nothing is
 written into a store that is not empty. A copy of a SQLite file (.db) is
 restored into any backend: the copy is opened from a scratch copy of it
-(the backup itself is never opened for writing) and its archive imported.`,
+(the backup itself is never opened for writing) and its archive imported.
+
+Token records (the server's credentials) are left out unless --with-tokens
+is given: a backup, or a file made to look like one, grants nobody access
+unless asked to. Events that come without their hash (archives of format
+version 1 or 2) cannot be checked against the exporting store's chain: the
+output says how many, and does not call them verified.`,
 		Args: cobra.ExactArgs(1),
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			path, err := backupFile(args[0])
@@ -261,7 +302,7 @@ restored into any backend: the copy is opened from a scratch copy of it
 				in = pr
 			}
 			return a.withNew(ctx, func(ws *workspace.Workspace) error {
-				st, err := ws.Import(ctx, in, workspace.ArchiveOptions{})
+				st, err := ws.Import(ctx, in, workspace.ArchiveOptions{WithSealed: withTokens})
 				if err != nil {
 					return err
 				}
@@ -274,15 +315,37 @@ restored into any backend: the copy is opened from a scratch copy of it
 				}
 				if a.jsonOut {
 					return a.printJSON(struct {
-						Counts   workspace.ArchiveStats `json:"counts"`
+						Counts   workspace.ImportReport `json:"counts"`
 						HeadHash string                 `json:"head_hash"`
 					}{st, r.HeadHash})
 				}
-				fmt.Fprintf(a.stdout, "restored %d records from %s, verified (head hash %s)\n", st.Records(), path, r.HeadHash)
+				if st.Unchained == 0 {
+					fmt.Fprintf(a.stdout, "restored %d records from %s, verified (head hash %s)\n", st.Records(), path, r.HeadHash)
+				} else {
+					fmt.Fprintf(a.stdout, "restored %d records from %s, not verified against its chain (head hash %s)\n", st.Records(), path, r.HeadHash)
+				}
+				for _, c := range importCaveats(st) {
+					fmt.Fprintln(a.stdout, c)
+				}
 				return nil
 			})
 		}),
 	}
+	cmd.Flags().BoolVar(&withTokens, "with-tokens", false, "restore the token records too (credentials that act as their actors)")
+	return cmd
+}
+
+// importCaveats says, one line each, what an import did not check or
+// left out.
+func importCaveats(st workspace.ImportReport) []string {
+	var out []string
+	if st.Unchained > 0 {
+		out = append(out, fmt.Sprintf("%d of %d events came without their hash (an archive of format version 1 or 2, or events older than the exporting store's chain): nothing checked them against that store's log; this store chained them anew", st.Unchained, st.Events))
+	}
+	if st.SkippedSealed > 0 {
+		out = append(out, fmt.Sprintf("left out %d token records (credentials): restore them with --with-tokens, or create new tokens", st.SkippedSealed))
+	}
+	return out
 }
 
 // isSQLiteFile reports whether f starts with SQLite's file header (and

@@ -22,6 +22,7 @@ func (a *app) dashboardCmd() *cobra.Command {
 	var (
 		listen       string
 		open         bool
+		requireToken bool
 		allowedHosts []string
 	)
 	c := &cobra.Command{
@@ -29,14 +30,19 @@ func (a *app) dashboardCmd() *cobra.Command {
 		Short: "Serve the live web dashboard on loopback and print its URL",
 		Long: `dashboard serves the workspace's web dashboard (the task board, locks,
 the event feed, artifacts, notes and agents, all following live) and the
-same HTTP API as 'wsctl serve', on a loopback address only. It prints the
-URL; --open also opens it in the default browser.
+HTTP API of 'wsctl serve', on a loopback address only. It prints the URL;
+--open also opens it in the default browser.
 
-The dashboard is read-only until you log in with a token whose role is
-admin ('wsctl token create --role admin'): then it can release a lock,
-requeue a stuck task or retry a failed one, each recorded as that token's
-actor. To serve it to other hosts, use 'wsctl serve --listen', where
-every page needs a token. Only a request naming the dashboard by its
+Without a token, everything it serves is read-only: the pages, and the
+/v1 API's reads and event stream. Every /v1 write and /mcp without a token
+is refused (403 forbidden), so no local user can write through it as
+whichever actor they name. A request with a token acts as the token's
+actor: the pages' actions need a token whose role is admin ('wsctl token
+create --role admin'), or the policy's leave, to release a lock, requeue
+a stuck task or retry a failed one, each recorded as that token's actor.
+--require-token makes every page and request need a token, as 'wsctl
+serve --require-token' does. To serve it to other hosts, use 'wsctl serve
+--listen', where every page needs a token. Only a request naming the dashboard by its
 loopback address (127.0.0.1, localhost or [::1] with its port) or an
 --allowed-host is answered: a web page cannot reach it through DNS
 rebinding. Ctrl-C stops it.`,
@@ -64,6 +70,8 @@ rebinding. Ctrl-C stops it.`,
 			defer ws.Close()
 			dsn := res.DSN
 			srv, err := server.New(ws, server.Options{
+				RequireToken: requireToken,
+				ReadOnly:     true,
 				Logger:       logger,
 				Redact:       func(err error) error { return workspace.RedactError(err, dsn) },
 				Version:      readBuildInfo().Version,
@@ -78,7 +86,11 @@ rebinding. Ctrl-C stops it.`,
 				ready: func(ln net.Listener) {
 					url := "http://" + ln.Addr().String() + "/"
 					fmt.Fprintln(a.stdout, url)
-					fmt.Fprintf(a.stderr, "wsctl dashboard: %s on %s (Ctrl-C stops it)\n", workspace.RedactDSN(res.DSN), url)
+					mode := "read-only without a token"
+					if requireToken {
+						mode = "every request needs a token"
+					}
+					fmt.Fprintf(a.stderr, "wsctl dashboard: %s on %s, %s (Ctrl-C stops it)\n", workspace.RedactDSN(res.DSN), url, mode)
 					if open {
 						if err := openBrowser(url); err != nil {
 							fmt.Fprintf(a.stderr, "wsctl dashboard: could not open a browser (%v): open %s yourself\n", err, url)
@@ -91,6 +103,7 @@ rebinding. Ctrl-C stops it.`,
 	f := c.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:7466", "a loopback HOST:PORT (port 0 picks a free one)")
 	f.BoolVar(&open, "open", false, "open the dashboard in the default browser")
+	f.BoolVar(&requireToken, "require-token", false, "require a token on every page and request (without it, whatever is served without a token is read-only)")
 	f.StringArrayVar(&allowedHosts, "allowed-host", nil, "a further Host the dashboard answers to: NAME (any port) or NAME:PORT; repeatable")
 	return c
 }

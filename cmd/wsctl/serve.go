@@ -42,6 +42,7 @@ func (a *app) serveCmd() *cobra.Command {
 		gcf                                          gcFlags
 		allowedHosts                                 []string
 		cpuProfile                                   string
+		maxStreams                                   int
 	)
 	c := &cobra.Command{
 		Use:   "serve",
@@ -68,6 +69,9 @@ Last-Event-ID), requests under way finish.`,
 			defer stop()
 			if (tlsCert == "") != (tlsKey == "") {
 				return usageErrorf("--tls-cert and --tls-key go together")
+			}
+			if maxStreams < 1 {
+				return usageErrorf("--max-streams-per-token %d: want at least 1", maxStreams)
 			}
 			logger, err := a.serverLogger(logFormat, logLevel)
 			if err != nil {
@@ -105,16 +109,17 @@ Last-Event-ID), requests under way finish.`,
 			defer stopGC()
 			dsn := res.DSN
 			srv, err := server.New(ws, server.Options{
-				RequireToken:    requireToken || !loopback,
-				MaxArtifactSize: maxSize,
-				Heartbeat:       heartbeat,
-				MaxWait:         maxWait,
-				Logger:          logger,
-				Redact:          func(err error) error { return workspace.RedactError(err, dsn) },
-				Version:         readBuildInfo().Version,
-				MCP:             mcpEndpoint,
-				AllowedHosts:    allowedHosts,
-				TouchEvery:      touchEvery,
+				RequireToken:       requireToken || !loopback,
+				MaxArtifactSize:    maxSize,
+				Heartbeat:          heartbeat,
+				MaxWait:            maxWait,
+				Logger:             logger,
+				Redact:             func(err error) error { return workspace.RedactError(err, dsn) },
+				Version:            readBuildInfo().Version,
+				MCP:                mcpEndpoint,
+				AllowedHosts:       allowedHosts,
+				TouchEvery:         touchEvery,
+				MaxStreamsPerToken: maxStreams,
 			})
 			if err != nil {
 				return err
@@ -149,6 +154,7 @@ Last-Event-ID), requests under way finish.`,
 	f.BoolVar(&requireToken, "require-token", false, "require a token on every request, even on loopback")
 	f.DurationVar(&heartbeat, "heartbeat", server.DefaultHeartbeat, "how often an idle event stream sends a heartbeat")
 	f.DurationVar(&maxWait, "max-wait", server.DefaultMaxWait, "the longest a claim or lock long poll waits")
+	f.IntVar(&maxStreams, "max-streams-per-token", server.DefaultMaxStreamsPerToken, "the most event streams one token keeps open on this server (one more is 429 too_many)")
 	f.DurationVar(&drain, "drain-timeout", 30*time.Second, "how long SIGTERM waits for requests under way")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug (one line per request), info, warn or error")

@@ -10,12 +10,15 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -27,6 +30,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -258,4 +262,84 @@ func TestTokenTTLTakesDaysAndDurations(t *testing.T) {
 		_, err := parseTTL(bad)
 		assert.Error(t, err, bad)
 	}
+}
+
+// TestServeCapsEventStreamsPerToken runs `wsctl serve
+// --max-streams-per-token 2`: a token's third event stream is 429
+// too_many while its two are open; a bad value is a usage error.
+func TestServeCapsEventStreamsPerToken(t *testing.T) {
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
+	_, errOut, code := wsctl(t, dsn, "init")
+	require.Equal(t, 0, code, errOut)
+	_, errOut, code = wsctl(t, dsn, "serve", "--max-streams-per-token", "0")
+	assert.Equal(t, 2, code, errOut)
+	tok, errOut, code := wsctl(t, dsn, "--as", "root", "token", "create", "--actor", "ann")
+	require.Equal(t, 0, code, errOut)
+	tok = strings.TrimSpace(tok)
+	_, url, _ := startServe(t, dsn, "--listen", "127.0.0.1:0", "--max-streams-per-token", "2")
+
+	get := func() *http.Response {
+		req, err := http.NewRequest("GET", url+"/v1/events?after=0", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = res.Body.Close() })
+		return res
+	}
+	for range 2 {
+		require.Equal(t, http.StatusOK, get().StatusCode)
+	}
+	res := get()
+	require.Equal(t, http.StatusTooManyRequests, res.StatusCode)
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"code":"too_many"`)
+}
+
+// TestTokenCreateIsRecordedAsTheOperator: `token create --actor shorty`
+// is the operator's write (--as, or without it the user running wsctl),
+// with a message naming shorty; shorty did nothing. A revocation is the
+// operator's too.
+func TestTokenCreateIsRecordedAsTheOperator(t *testing.T) {
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
+	_, errOut, code := wsctl(t, dsn, "init")
+	require.Equal(t, 0, code, errOut)
+	login, err := user.Current()
+	require.NoError(t, err)
+
+	_, errOut, code = wsctl(t, dsn, "--as", "ops", "token", "create", "--actor", "shorty")
+	require.Equal(t, 0, code, errOut)
+	_, errOut, code = wsctl(t, dsn, "token", "create", "--actor", "tall")
+	require.Equal(t, 0, code, errOut)
+	out, errOut, code := wsctl(t, dsn, "token", "ls", "--json")
+	require.Equal(t, 0, code, errOut)
+	var toks []server.Token
+	require.NoError(t, json.Unmarshal([]byte(out), &toks))
+	require.Len(t, toks, 2)
+	by := map[string]server.Token{}
+	for _, tk := range toks {
+		by[tk.Actor] = tk
+	}
+	assert.Equal(t, "ops", by["shorty"].CreatedBy)
+	assert.Equal(t, login.Username, by["tall"].CreatedBy, "without --as: the user running wsctl")
+	_, errOut, code = wsctl(t, dsn, "--as", "ops", "token", "revoke", by["shorty"].ID)
+	require.Equal(t, 0, code, errOut)
+
+	ws, err := workspace.Open(context.Background(), dsn)
+	require.NoError(t, err)
+	defer ws.Close()
+	page, err := ws.Events().Read(context.Background(), workspace.EventQuery{})
+	require.NoError(t, err)
+	var got []string
+	for _, ev := range page.Events {
+		if ev.Subject.Kind == "note" && strings.HasPrefix(ev.Subject.ID, server.TokenKind+"/") {
+			got = append(got, ev.Actor+": "+ev.Message)
+		}
+	}
+	assert.Equal(t, []string{
+		"ops: token " + by["shorty"].ID + " created for shorty",
+		login.Username + ": token " + by["tall"].ID + " created for tall",
+		"ops: token " + by["shorty"].ID + " of shorty revoked",
+	}, got)
 }

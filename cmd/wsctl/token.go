@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os/user"
 	"strconv"
 	"strings"
 	"time"
@@ -26,7 +27,11 @@ func (a *app) tokenCreateCmd() *cobra.Command {
 		Long: `create makes a token for an agent and prints it once. Only its SHA-256 is
 kept, in the workspace itself, so every server on the same store accepts it.
 A request with the token acts as --actor and cannot act as anyone else.
---ttl takes Go durations or days (30d); 0 means it never expires.`,
+--ttl takes Go durations or days (30d); 0 means it never expires.
+
+The creation is recorded as the operator's who ran it (--as, else
+AGENTSPACE_ACTOR, else the login name of the user running wsctl), with a
+message naming the token's actor: the token's actor did not act.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if actor == "" {
@@ -36,10 +41,7 @@ A request with the token acts as --actor and cannot act as anyone else.
 			if err != nil {
 				return err
 			}
-			by := a.actorFlag
-			if by == "" {
-				by = a.getenv("AGENTSPACE_ACTOR")
-			}
+			by := a.operator()
 			return a.with(ctx, func(ws *workspace.Workspace) error {
 				secret, t, err := server.NewTokens(ws).Create(ctx, server.TokenRequest{Actor: actor, Role: role, TTL: life, By: by})
 				if err != nil {
@@ -102,10 +104,7 @@ func (a *app) tokenRevokeCmd() *cobra.Command {
 		Short: "Revoke a token: every server refuses it from then on",
 		Args:  cobra.ExactArgs(1),
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			by := a.actorFlag
-			if by == "" {
-				by = a.getenv("AGENTSPACE_ACTOR")
-			}
+			by := a.operator()
 			return a.with(ctx, func(ws *workspace.Workspace) error {
 				t, err := server.NewTokens(ws).Revoke(ctx, by, args[0])
 				if err != nil {
@@ -119,6 +118,21 @@ func (a *app) tokenRevokeCmd() *cobra.Command {
 			})
 		}),
 	}
+}
+
+// operator is who runs a token command, recorded as the token write's
+// actor: --as, else AGENTSPACE_ACTOR, else the login name of the user
+// running wsctl (USER, then the system's account), else "operator".
+func (a *app) operator() string {
+	for _, name := range []string{a.actorFlag, a.getenv("AGENTSPACE_ACTOR"), a.getenv("USER")} {
+		if name != "" {
+			return name
+		}
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "operator"
 }
 
 // parseTTL reads a Go duration or a number of days ("30d"); "0" is never.

@@ -3,7 +3,9 @@ package faces_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -36,18 +38,36 @@ import (
 // dev writes src/** and decision notes, and has no admin right.
 const (
 	impersonate   = "write as another actor"
+	headerActor   = "name another actor in the actor header"
 	reservedWrite = "write a reserved note (a token record)"
 	reservedRead  = "read a token record"
 	adminOp       = "run an admin operation (gc)"
 	outsideRole   = "write outside the role (docs/x.md, locks on docs/)"
 	stopAgent     = "stop another agent (admin.tokens)"
+	// stagedRead: read the change sets "staged" (open) and "promoted",
+	// which root staged secret/** artifacts in, by get and in a listing;
+	// dev reads every note kind but no artifact under secret/.
+	stagedRead = "read a change set staging artifacts outside the role"
 )
 
-var actions = []string{impersonate, reservedWrite, reservedRead, adminOp, outsideRole, stopAgent}
+var actions = []string{impersonate, headerActor, reservedWrite, reservedRead, adminOp, outsideRole, stopAgent, stagedRead}
+
+// stagedSecret is the content root stages as secret/k.txt; leaked reads
+// show it base64-encoded (a change set's JSON).
+const stagedSecret = "SECRET-K-CONTENT"
+
+// stagedSets are the change sets root staged secret/** artifacts in.
+var stagedSets = []string{"staged", "promoted"}
+
+// leaks reports whether a listing's text shows a staged secret/** artifact.
+func leaks(text string) bool {
+	return strings.Contains(text, "secret/") || strings.Contains(text, base64.StdEncoding.EncodeToString([]byte(stagedSecret)))
+}
 
 // unconditional are the actions refused with no policy at all (the
-// default): identity and the system's own records do not depend on roles.
-var unconditional = []string{impersonate, reservedWrite, reservedRead}
+// default): identity and the system's own records do not depend on roles,
+// and stopping an agent needs an admin-role token (bob's role is dev).
+var unconditional = []string{impersonate, headerActor, reservedWrite, reservedRead, stopAgent}
 
 const policyTOML = `
 default_role = "observer"
@@ -57,7 +77,7 @@ artifacts_read = ["**"]
 notes_read = ["*"]
 
 [roles.dev]
-artifacts_read = ["**"]
+artifacts_read = ["src/**", "docs/**", "public/**"]
 artifacts_write = ["src/**"]
 notes_read = ["*"]
 notes_write = ["decision"]
@@ -154,6 +174,12 @@ func setUp(t *testing.T, withPolicy bool) *env {
 	alice := strings.TrimSpace(run("", "--as", "root", "token", "create", "--actor", "alice", "--role", "dev"))
 	e.aliceTokenID = regexp.MustCompile(`^ast_([^_]+)_`).FindStringSubmatch(alice)[1]
 	run("", "--as", "root", "lock", "acquire", "file:docs/x", "--ttl", "1h")
+	for _, set := range stagedSets {
+		run("", "--as", "root", "changeset", "begin", set)
+		run(stagedSecret, "--as", "root", "changeset", "create", set, "secret/"+set+".txt")
+	}
+	run("", "--as", "root", "changeset", "validate", "promoted")
+	run("", "--as", "root", "changeset", "promote", "promoted")
 
 	ws, err := workspace.Open(context.Background(), e.store)
 	require.NoError(t, err)
@@ -168,7 +194,8 @@ func classify(err error) (outcome, string) {
 	if err == nil {
 		return allowed, "no error"
 	}
-	if strings.Contains(err.Error(), "forbidden") || strings.Contains(err.Error(), "403") {
+	// The MCP SDK says an HTTP 403 as its status text, "Forbidden".
+	if strings.Contains(strings.ToLower(err.Error()), "forbidden") || strings.Contains(err.Error(), "403") {
 		return refused, err.Error()
 	}
 	return allowed, "not a refusal: " + err.Error()
@@ -177,6 +204,9 @@ func classify(err error) (outcome, string) {
 // goAPI: a program of ours acting for bob's token (as the server's faces
 // do): a principal in the context.
 func goAPI(t *testing.T, e *env, action string) (outcome, string) {
+	if action == headerActor {
+		return inexpressible, "a principal names one actor; there is no header beside it"
+	}
 	ctx := workspace.WithPrincipal(context.Background(), workspace.Principal{Actor: "bob", Roles: []string{"dev"}, Bound: true})
 	return classify(apiDo(ctx, e, e.ws, action))
 }
@@ -207,11 +237,33 @@ func apiDo(ctx context.Context, e *env, ws *workspace.Workspace, action string) 
 	case stopAgent:
 		_, err := ws.Commit(ctx, workspace.Batch{Actor: "bob", Ops: []workspace.Op{workspace.StopActorOp{Actor: "alice"}}})
 		return err
+	case stagedRead:
+		var refusal error
+		for _, set := range stagedSets {
+			_, err := ws.Notes().Get(ctx, "changeset", set)
+			if !errors.Is(err, workspace.ErrForbidden) {
+				return fmt.Errorf("changeset/%s read: %v", set, err)
+			}
+			refusal = err
+		}
+		page, err := ws.Notes().List(ctx, workspace.NoteFilter{Kind: "changeset"})
+		if err != nil {
+			return err
+		}
+		for _, n := range page.Notes {
+			if leaks(n.Body) {
+				return fmt.Errorf("listed changeset/%s: %s", n.Key, n.Body)
+			}
+		}
+		return refusal
 	}
 	panic("unknown action " + action)
 }
 
 func remoteFace(t *testing.T, e *env, action string) (outcome, string) {
+	if action == headerActor {
+		return inexpressible, "with a token the remote client sends no actor header; a write names its actor in the body (the impersonation row)"
+	}
 	ws, err := workspace.Open(context.Background(), e.url+"?ws_token="+url.QueryEscape(e.bobToken))
 	require.NoError(t, err)
 	defer func() { _ = ws.Close() }()
@@ -219,10 +271,24 @@ func remoteFace(t *testing.T, e *env, action string) (outcome, string) {
 }
 
 func httpFace(t *testing.T, e *env, action string) (outcome, string) {
+	if action == stagedRead {
+		if _, body := bobGet(t, e, "/v1/notes?kind=changeset"); leaks(body) {
+			return allowed, "GET /v1/notes?kind=changeset: " + body
+		}
+		for _, set := range stagedSets[1:] {
+			if code, body := bobGet(t, e, "/v1/notes/changeset/"+set); code != http.StatusForbidden {
+				return allowed, fmt.Sprintf("GET /v1/notes/changeset/%s: %d %s", set, code, body)
+			}
+		}
+	}
 	var method, path, body string
+	var header []string
 	switch action {
 	case impersonate:
 		method, path, body = "PUT", "/v1/notes/decision/forged", `{"actor":"alice","body":"x"}`
+	case headerActor:
+		method, path, body = "PUT", "/v1/notes/decision/forged", `{"body":"x"}`
+		header = []string{"X-Agentspace-Actor", "alice"}
 	case reservedWrite:
 		method, path, body = "PUT", "/v1/notes/token/aaaaaaaaaaaaaaaa", `{"body":"{\"actor\":\"root\",\"role\":\"admin\"}"}`
 	case reservedRead:
@@ -233,11 +299,16 @@ func httpFace(t *testing.T, e *env, action string) (outcome, string) {
 		method, path, body = "POST", "/v1/artifacts", `{"name":"docs/x.md","content":"x"}`
 	case stopAgent:
 		method, path, body = "POST", "/v1/agents/alice/stop", `{}`
+	case stagedRead:
+		method, path = "GET", "/v1/notes/changeset/"+stagedSets[0]
 	}
 	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+e.bobToken)
 	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer func() { _ = res.Body.Close() }()
@@ -252,7 +323,36 @@ func httpFace(t *testing.T, e *env, action string) (outcome, string) {
 	return allowed, fmt.Sprintf("%s %s: %d %s %s", method, path, res.StatusCode, p.Code, p.Detail)
 }
 
+// bobGet is a GET with bob's token: its status and body.
+func bobGet(t *testing.T, e *env, path string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", e.url+path, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+e.bobToken)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer func() { _ = res.Body.Close() }()
+	var b bytes.Buffer
+	_, err = b.ReadFrom(res.Body)
+	require.NoError(t, err)
+	return res.StatusCode, b.String()
+}
+
 func cliFace(t *testing.T, e *env, action string) (outcome, string) {
+	if action == headerActor {
+		return inexpressible, "the CLI sends --as in the body beside a token, never as a header (the impersonation row)"
+	}
+	if action == stagedRead {
+		out, _ := cliRun(e, "", "note", "ls", "changeset", "--json")
+		if leaks(out) {
+			return allowed, "wsctl note ls changeset: " + out
+		}
+		for _, set := range stagedSets[1:] {
+			if out, err := cliRun(e, "", "note", "get", "changeset", set); !exitedWith(err, 7) {
+				return allowed, fmt.Sprintf("wsctl note get changeset %s: %v: %s", set, err, out)
+			}
+		}
+	}
 	var args []string
 	switch action {
 	case impersonate:
@@ -267,22 +367,29 @@ func cliFace(t *testing.T, e *env, action string) (outcome, string) {
 		args = []string{"artifact", "put", "docs/x.md"}
 	case stopAgent:
 		args = []string{"agent", "stop", "alice"}
+	case stagedRead:
+		args = []string{"note", "get", "changeset", stagedSets[0]}
 	}
-	cmd := exec.Command(e.bin, append([]string{"--dsn", e.url}, args...)...) // #nosec G204 -- the test's own binary
-	cmd.Env = wsctltest.Env("AGENTSPACE_TOKEN="+e.bobToken, "AGENTSPACE_ACTOR=bob")
-	cmd.Stdin = strings.NewReader("x")
-	out, err := cmd.CombinedOutput()
-	var xe *exec.ExitError
-	if err != nil && errorsAs(err, &xe) && xe.ExitCode() == 7 {
-		return refused, string(out)
+	out, err := cliRun(e, "x", args...)
+	if exitedWith(err, 7) {
+		return refused, out
 	}
 	return allowed, fmt.Sprintf("wsctl %v: %v: %s", args, err, out)
 }
 
-func errorsAs(err error, xe **exec.ExitError) bool {
-	e, ok := err.(*exec.ExitError)
-	*xe = e
-	return ok
+// cliRun runs wsctl against the server as bob.
+func cliRun(e *env, stdin string, args ...string) (string, error) {
+	cmd := exec.Command(e.bin, append([]string{"--dsn", e.url}, args...)...) // #nosec G204 -- the test's own binary
+	cmd.Env = wsctltest.Env("AGENTSPACE_TOKEN="+e.bobToken, "AGENTSPACE_ACTOR=bob")
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// exitedWith reports whether err is a process's exit with code.
+func exitedWith(err error, code int) bool {
+	var xe *exec.ExitError
+	return errors.As(err, &xe) && xe.ExitCode() == code
 }
 
 // mcpDo runs action through an MCP session acting as bob.
@@ -307,6 +414,8 @@ func mcpDo(t *testing.T, cs *sdk.ClientSession, e *env, action string, canImpers
 	tools, err := cs.ListTools(ctx, nil)
 	require.NoError(t, err)
 	switch action {
+	case headerActor:
+		return inexpressible, "an MCP tool call names no actor; over HTTP the header is refused before the session opens (mcpHTTP)"
 	case impersonate:
 		if canImpersonate {
 			return call("note", map[string]any{"op": "put", "kind": "decision", "key": "forged", "body": "x"})
@@ -336,25 +445,51 @@ func mcpDo(t *testing.T, cs *sdk.ClientSession, e *env, action string, canImpers
 			require.NotContains(t, tl.Name, "agent", "tool %s", tl.Name)
 		}
 		return inexpressible, "no tool stops an agent"
+	case stagedRead:
+		if o, d := call("note", map[string]any{"op": "list", "kind": "changeset"}); leaks(d) {
+			return allowed, d
+		} else if o != allowed {
+			return o, d
+		}
+		for _, set := range stagedSets[1:] {
+			if o, d := call("note", map[string]any{"op": "get", "kind": "changeset", "key": set}); o != refused {
+				return o, d
+			}
+		}
+		return call("note", map[string]any{"op": "get", "kind": "changeset", "key": stagedSets[0]})
 	}
 	panic("unknown action " + action)
 }
 
 type bearer struct {
 	token string
+	actor string // an X-Agentspace-Actor to send beside the token ("": none)
 	next  http.RoundTripper
 }
 
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
+	if b.actor != "" {
+		r.Header.Set("X-Agentspace-Actor", b.actor)
+	}
 	return b.next.RoundTrip(r)
 }
 
 func mcpHTTP(t *testing.T, e *env, action string) (outcome, string) {
-	tr := &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearer{e.bobToken, http.DefaultTransport}}}
+	b := bearer{token: e.bobToken, next: http.DefaultTransport}
+	if action == headerActor {
+		b.actor = "alice"
+	}
+	tr := &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", MaxRetries: -1, HTTPClient: &http.Client{Transport: b}}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "faces", Version: "0"}, nil).Connect(context.Background(), tr, nil)
+	if action == headerActor {
+		if err != nil {
+			return classify(err)
+		}
+		defer func() { _ = cs.Close() }()
+		return mcpDo(t, cs, e, impersonate, true)
+	}
 	require.NoError(t, err)
 	defer func() { _ = cs.Close() }()
 	return mcpDo(t, cs, e, action, false)
@@ -381,6 +516,22 @@ func mcpStdio(t *testing.T, e *env, action string) (outcome, string) {
 // from the dashboard's own origin. Its writes are on locks, tasks and agents;
 // the rest cannot be asked for there.
 func dashboardFace(t *testing.T, e *env, action string) (outcome, string) {
+	if action == headerActor {
+		return inexpressible, "the dashboard reads no actor header: its pages read, and its actions write, as their token's actor"
+	}
+	if action == stagedRead {
+		for _, p := range []string{"/ui/changes?all=1", "/ui/notes?kind=changeset"} {
+			if _, body := bobGet(t, e, p); leaks(body) {
+				return allowed, "GET " + p + " shows a secret/ artifact"
+			}
+		}
+		for _, set := range stagedSets {
+			if code, _ := bobGet(t, e, "/ui/changeset?name="+set); code != http.StatusForbidden {
+				return allowed, fmt.Sprintf("GET /ui/changeset?name=%s: %d", set, code)
+			}
+		}
+		return refused, "403"
+	}
 	if action != outsideRole && action != stopAgent {
 		for _, p := range []string{"/ui/notes?kind=token"} {
 			req, err := http.NewRequest("GET", e.url+p, nil)

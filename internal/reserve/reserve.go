@@ -32,6 +32,13 @@ type Entry struct {
 	// promotion keeps what it promotes whoever promotes it). Without such
 	// a key an op's Pin needs what Workspace.Pin needs.
 	Pins bool
+	// Artifacts, when set, names the artifacts a record's body speaks of
+	// (content staged for them, their names): the engine lets a principal
+	// read such a record, by get or in a listing, only if its policy lets
+	// it read every one of them, so a record is never a way around the
+	// artifacts' read rules. A body it cannot parse is read by no
+	// principal that a policy governs.
+	Artifacts func(body string) ([]string, error)
 }
 
 // Key is the capability to write (and, when sealed, read) notes of one

@@ -60,6 +60,7 @@ type promotedVersion struct {
 	ID      string `json:"id"`
 	Name    string `json:"name"`
 	Version int64  `json:"version"`
+	SHA256  string `json:"sha256"`
 }
 
 type staged struct {
@@ -67,6 +68,7 @@ type staged struct {
 	Name        string `json:"name"`
 	NewName     string `json:"new_name"`
 	Content     []byte `json:"content"`
+	SHA256      string `json:"sha256"` // a promoted change: its content is the version it wrote
 	BaseID      string `json:"base_id"`
 	BaseVersion int64  `json:"base_version"`
 }
@@ -230,6 +232,9 @@ func (h *Handler) loadChangeSet(ctx context.Context, r *http.Request, _ Identity
 			}
 		}
 		next := s.Content
+		if s.SHA256 != "" {
+			next = h.promotedContent(ctx, v.R, s)
+		}
 		if s.Op == "delete" {
 			next = nil
 		}
@@ -245,6 +250,31 @@ func (h *Handler) loadChangeSet(ctx context.Context, r *http.Request, _ Identity
 	}
 	v.R.Staged = nil
 	return v, nil
+}
+
+// promotedContent reads, as any artifact read (the reader's policy
+// applies), the version a promoted change wrote: a promoted set's record
+// keeps only its hash. A version gone or unreadable reads as nil.
+func (h *Handler) promotedContent(ctx context.Context, cs changeSetRecord, s staged) []byte {
+	target := s.Name
+	if s.Op == "rename" {
+		target = s.NewName
+	}
+	for i := len(cs.Promoted) - 1; i >= 0; i-- {
+		pv := cs.Promoted[i]
+		if pv.Name != target || pv.SHA256 != s.SHA256 {
+			continue
+		}
+		ref := workspace.ArtifactRef{ID: pv.ID, Version: pv.Version}
+		if pv.ID == "" {
+			ref.Name = pv.Name
+		}
+		if a, err := h.ws.Artifacts().Get(ctx, ref); err == nil && a.SHA256 == pv.SHA256 {
+			return a.Content
+		}
+		return nil
+	}
+	return nil
 }
 
 func errIsGone(err error) bool {

@@ -93,12 +93,12 @@ type flow struct {
 	Dropped  int // bars not kept (maxBars)
 	marks    []mark
 	DropMark int
-	attempts map[string]int // task id -> index in bars of its open attempt
-	holds    map[string]int // resource -> index in bars of its open hold
-	lanes    map[string]bool
+	attempts map[string]int  // task id -> index in bars of its open attempt
+	holds    map[string]int  // resource -> index in bars of its open hold
+	lanes    map[string]bool // actors with a bar or a mark: no lane is empty
 
-	status map[string]workspace.TaskStatus // the last status the pass saw, per task
-	moves  [flowBuckets + 1]map[workspace.TaskStatus]int
+	tasks map[string]*taskTrack // per task: its status as the pass follows it (moves.go)
+	moves [flowBuckets + 1]map[workspace.TaskStatus]int
 	// net is every move at or after From: current counts minus net are
 	// the counts at From.
 	net map[workspace.TaskStatus]int
@@ -125,7 +125,7 @@ var waitEdges = []time.Duration{100 * time.Millisecond, time.Second, 10 * time.S
 func newFlow(from, to time.Time) *flow {
 	f := &flow{From: from, To: to, step: to.Sub(from) / flowBuckets,
 		attempts: map[string]int{}, holds: map[string]int{}, lanes: map[string]bool{},
-		status: map[string]workspace.TaskStatus{}, net: map[workspace.TaskStatus]int{},
+		tasks: map[string]*taskTrack{}, net: map[workspace.TaskStatus]int{},
 		contended: map[string]*contention{}}
 	if f.step <= 0 {
 		f.step = 1
@@ -136,20 +136,6 @@ func newFlow(from, to time.Time) *flow {
 func (f *flow) bucketOf(t time.Time) int {
 	i := int(t.Sub(f.From) / f.step)
 	return min(max(i, 0), flowBuckets-1)
-}
-
-// statusOf reads "status S" from a task.updated event's message: what the
-// engine writes when a change of status has no message of its own.
-func statusOf(msg string) (workspace.TaskStatus, bool) {
-	s, ok := strings.CutPrefix(msg, "status ")
-	if !ok {
-		return "", false
-	}
-	switch st := workspace.TaskStatus(s); st {
-	case workspace.TaskPending, workspace.TaskBlocked, workspace.TaskDone, workspace.TaskFailed, workspace.TaskCancelled:
-		return st, true
-	}
-	return "", false
 }
 
 // add takes the next event of the pass.
@@ -165,7 +151,6 @@ func (f *flow) add(e workspace.Event) {
 		return
 	}
 	f.Events++
-	f.lane(e.Actor)
 	b := &f.Buckets[f.bucketOf(e.Time)]
 	switch e.Type {
 	case workspace.EventLockAcquired, workspace.EventLockRenewed:
@@ -219,90 +204,51 @@ func (f *flow) add(e workspace.Event) {
 	}
 }
 
-// task follows a task's status and its attempts.
+// task follows a task's status (moves.go) and its attempts.
 func (f *flow) task(e workspace.Event, inside bool) {
 	id := e.Subject.ID
-	prev, seen := f.status[id]
-	var next workspace.TaskStatus
+	tr := f.tasks[id]
+	if tr == nil {
+		tr = &taskTrack{}
+		f.tasks[id] = tr
+	}
+	u := update{At: e.Time, Actor: e.Actor, Name: e.Subject.Name, Version: e.Version, Inside: inside}
 	switch e.Type {
 	case workspace.EventTaskCreated:
-		next, prev, seen = workspace.TaskPending, "", true
+		f.move(id, tr, "", workspace.TaskPending, u, "")
 	case workspace.EventTaskClaimed:
-		next = workspace.TaskInProgress
-		if !seen {
-			prev = workspace.TaskPending
-		}
+		// Only a pending task can be claimed.
+		f.settle(id, tr, workspace.TaskPending)
+		f.move(id, tr, tr.before(workspace.TaskPending), workspace.TaskInProgress, u, "")
 	case workspace.EventTaskReleased:
-		next = workspace.TaskPending
-		if !seen {
-			prev = workspace.TaskInProgress
+		// Only a task in progress is released. Released by its claimer,
+		// the attempt was released; by another, it lapsed (its claim
+		// expired and another write returned it, or its agent was
+		// stopped). A claim before the pass is its heartbeats' actor's.
+		who := tr.claimer
+		if who == "" && tr.updates > 0 {
+			who = laneOf(tr.last.Actor)
 		}
-	case workspace.EventTaskUpdated:
-		st, ok := statusOf(e.Message)
-		if !ok {
-			return
+		if who == "" {
+			who = laneOf(e.Actor)
 		}
-		next = st
-		if !seen {
-			// The status before the window, guessed from the move: the
-			// engine's transitions make these the only or the usual ones.
-			switch st {
-			case workspace.TaskDone, workspace.TaskFailed:
-				prev = workspace.TaskInProgress
-			case workspace.TaskPending:
-				prev = workspace.TaskBlocked
-			default:
-				prev = workspace.TaskPending
-			}
-		}
-	default:
-		return
-	}
-	f.status[id] = next
-	f.net[next]++
-	if prev != "" {
-		f.net[prev]--
-	}
-	if !inside {
-		return
-	}
-	i := f.bucketOf(e.Time)
-	if f.moves[i] == nil {
-		f.moves[i] = map[workspace.TaskStatus]int{}
-	}
-	f.moves[i][next]++
-	if prev != "" {
-		f.moves[i][prev]--
-	}
-	b := &f.Buckets[i]
-	switch next {
-	case workspace.TaskInProgress:
-		b.Claimed++
-		f.closeAttempt(id, e.Time, outLapsed)
-		f.attempts[id] = f.open(bar{Actor: e.Actor, ID: id, Name: e.Subject.Name, Start: e.Time})
-		return
-	case workspace.TaskDone:
-		b.Done++
-	case workspace.TaskFailed:
-		b.Failed++
-	}
-	out := string(next)
-	if e.Type == workspace.EventTaskReleased {
-		out = outReleased
-		if strings.HasSuffix(e.Message, " expired") {
+		out := outReleased
+		if who != laneOf(e.Actor) {
 			out = outLapsed
 		}
+		f.settle(id, tr, workspace.TaskInProgress)
+		u.Actor = who
+		f.move(id, tr, tr.before(workspace.TaskInProgress), workspace.TaskPending, u, out)
+	case workspace.EventTaskUpdated:
+		tr.prev, tr.last = tr.last, u
+		tr.updates++
 	}
-	if _, ok := f.attempts[id]; !ok && !seen && prev == workspace.TaskInProgress && out != outLapsed {
-		// Claimed before the window by the actor that ends it.
-		f.attempts[id] = f.open(bar{Actor: e.Actor, ID: id, Name: e.Subject.Name, Start: f.From, Clipped: true})
-	}
-	f.closeAttempt(id, e.Time, out)
 }
 
 // open keeps b and returns its index, or -1 past maxBars.
 func (f *flow) open(b bar) int {
-	f.lane(b.Actor)
+	b.Actor = laneOf(b.Actor)
+	f.lanes[b.Actor] = true
 	if len(f.bars) >= maxBars {
 		f.Dropped++
 		return -1
@@ -310,8 +256,6 @@ func (f *flow) open(b bar) int {
 	f.bars = append(f.bars, b)
 	return len(f.bars) - 1
 }
-
-func (f *flow) lane(actor string) { f.lanes[actor] = true }
 
 func (f *flow) closeAttempt(id string, at time.Time, out string) {
 	if i, ok := f.attempts[id]; ok {
@@ -342,12 +286,13 @@ func (f *flow) end(i int, at time.Time, out string) {
 }
 
 func (f *flow) mark(e workspace.Event) {
-	f.lane(e.Actor)
+	actor := laneOf(e.Actor)
+	f.lanes[actor] = true
 	if len(f.marks) >= maxMarks {
 		f.DropMark++
 		return
 	}
-	f.marks = append(f.marks, mark{Actor: e.Actor, Type: e.Type, At: e.Time, Subject: subjectLabel(e.Subject), Message: e.Message})
+	f.marks = append(f.marks, mark{Actor: actor, Type: e.Type, At: e.Time, Subject: subjectLabel(e.Subject), Message: e.Message})
 }
 
 func subjectLabel(s workspace.Subject) string {
@@ -373,7 +318,7 @@ func (f *flow) contend(e workspace.Event, count func(*contention)) {
 		f.contended[key] = c
 	}
 	count(c)
-	c.By[e.Actor]++
+	c.By[laneOf(e.Actor)]++
 }
 
 // subjectLink is the page of a subject: an artifact's page, else the

@@ -11,9 +11,11 @@ import (
 // dayOfEvents returns n events of a team of 10 agents spread evenly over
 // a day from start: each task is created, claimed, worked under a lock
 // and finished (one in ten fails, one in twenty is released), with a
-// conflict every 50 events and a denial every 200.
-func dayOfEvents(n int, start time.Time) []workspace.Event {
+// conflict every 50 events and a denial every 200; and the tasks'
+// records at the end (a day cut short leaves its last task where it was).
+func dayOfEvents(n int, start time.Time) ([]workspace.Event, map[string]workspace.Task) {
 	evs := make([]workspace.Event, 0, n)
+	recs := map[string]workspace.Task{}
 	step := 24 * time.Hour / time.Duration(n)
 	at := func() time.Time { return start.Add(time.Duration(len(evs)) * step) }
 	actors := make([]string, 10)
@@ -26,13 +28,14 @@ func dayOfEvents(n int, start time.Time) []workspace.Event {
 		res := fmt.Sprintf("file:src/pkg%03d/main.go", t%400)
 		lock := workspace.Subject{Kind: workspace.SubjectLock, ID: res, Name: res}
 		who := actors[t%len(actors)]
-		end := workspace.Event{Type: workspace.EventTaskUpdated, Message: "status done"}
+		end, status := workspace.Event{Type: workspace.EventTaskUpdated, Message: "done"}, workspace.TaskDone
 		switch {
 		case t%20 == 0:
-			end = workspace.Event{Type: workspace.EventTaskReleased, Message: "status pending"}
+			end, status = workspace.Event{Type: workspace.EventTaskReleased, Message: "status pending"}, workspace.TaskPending
 		case t%10 == 0:
-			end.Message = "status failed"
+			status = workspace.TaskFailed
 		}
+		version := int64(0)
 		day := []workspace.Event{
 			{Actor: "planner", Type: workspace.EventTaskCreated},
 			{Actor: who, Type: workspace.EventTaskClaimed, Message: "attempt 1"},
@@ -51,6 +54,18 @@ func dayOfEvents(n int, start time.Time) []workspace.Event {
 		}...) {
 			if e.Subject.Kind == "" {
 				e.Subject = task
+				version++
+				e.Version = version
+				now := workspace.TaskInProgress
+				switch {
+				case e.Type == workspace.EventTaskCreated:
+					now = workspace.TaskPending
+				case e.Type == end.Type && e.Message == end.Message:
+					now = status
+				}
+				if len(evs) < n {
+					recs[id] = workspace.Task{ID: id, Title: title, Status: now, Version: version}
+				}
 			}
 			e.Seq, e.Time = int64(len(evs)+1), at()
 			evs = append(evs, e)
@@ -65,7 +80,7 @@ func dayOfEvents(n int, start time.Time) []workspace.Event {
 			}
 		}
 	}
-	return evs[:n]
+	return evs[:n], recs
 }
 
 // flowBenchSizes are the day sizes BenchmarkFlow measures: a day of a
@@ -79,7 +94,7 @@ var flowBenchSizes = []int{10_000, maxScan}
 func BenchmarkFlow(b *testing.B) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, n := range flowBenchSizes {
-		evs := dayOfEvents(n, start)
+		evs, recs := dayOfEvents(n, start)
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			cpu0 := cpuTime()
@@ -88,6 +103,7 @@ func BenchmarkFlow(b *testing.B) {
 				for _, e := range evs {
 					f.add(e)
 				}
+				f.settleBy(recs)
 				f.finish()
 				f.depthFrom(map[workspace.TaskStatus]int{workspace.TaskPending: 5})
 				if f.Events != n {
@@ -104,11 +120,12 @@ func BenchmarkFlow(b *testing.B) {
 
 func TestFlowOfADay(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	evs := dayOfEvents(10_000, start)
+	evs, recs := dayOfEvents(10_000, start)
 	f := newFlow(start, start.Add(24*time.Hour))
 	for _, e := range evs {
 		f.add(e)
 	}
+	f.settleBy(recs)
 	f.finish()
 	f.depthFrom(map[workspace.TaskStatus]int{})
 	done, failed, conflicts, denials := 0, 0, 0, 0
@@ -135,9 +152,11 @@ func TestFlowOfADay(t *testing.T) {
 func TestFlowKeepsAtMostMaxBars(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	f := newFlow(start, start.Add(24*time.Hour))
-	for _, e := range dayOfEvents(30_000, start) {
+	evs, recs := dayOfEvents(30_000, start)
+	for _, e := range evs {
 		f.add(e)
 	}
+	f.settleBy(recs)
 	f.finish()
 	if len(f.bars) != maxBars || f.Dropped < 5000 {
 		t.Fatalf("bars %d dropped %d: want the cap and a count past it", len(f.bars), f.Dropped)

@@ -26,13 +26,15 @@ func TestADayOfTenThousandEvents(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	w := window{From: start, To: start.Add(24 * time.Hour), Span: 24 * time.Hour}
 	f := newFlow(w.From, w.To)
-	for _, e := range dayOfEvents(10_000, start) {
+	evs, recs := dayOfEvents(10_000, start)
+	for _, e := range evs {
 		f.add(e)
 	}
+	f.settleBy(recs)
 	f.finish()
 	f.depthFrom(nil)
 	tv, cv := timelineOf(w, f, false), chartsOf(w, f, false)
-	if len(tv.Lanes) != 11 || len(tv.Bars) < 3000 || len(tv.Marks) < 240 || tv.Dropped != 0 {
+	if len(tv.Lanes) != 10 || len(tv.Bars) < 3000 || len(tv.Marks) < 240 || tv.Dropped != 0 {
 		t.Fatalf("timeline: %d lanes, %d bars, %d marks, %d dropped", len(tv.Lanes), len(tv.Bars), len(tv.Marks), tv.Dropped)
 	}
 	if cv.Totals.Done < 1300 || cv.Totals.Conflicts < 190 || len(cv.Top) != 20 || len(cv.Depth.Lines) != 3 {

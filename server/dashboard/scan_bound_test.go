@@ -18,8 +18,8 @@ import (
 // TestAWindowPastTheBoundSaysSo: a window holding more events than one
 // view reads (the bound lowered from 1,000,000 to one page of 10,000, over
 // 12,000 real events) stops there: both pages say so, the timeline draws
-// what it read, and the charts leave out the queue depth, whose counts
-// back from now would need every event.
+// what it read (notes alone: no lane), and the charts leave out the queue
+// depth, whose counts back from now would need every event.
 func TestAWindowPastTheBoundSaysSo(t *testing.T) {
 	ctx := context.Background()
 	ws, err := workspace.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
@@ -66,7 +66,7 @@ func TestAWindowPastTheBoundSaysSo(t *testing.T) {
 		t.Errorf("the charts did not count the 10,000 events read")
 	}
 	timeline := get("/ui/timeline?span=1h")
-	if !strings.Contains(timeline, said) || !strings.Contains(timeline, `id="timeline-summary">10000 events, 1 agents`) {
+	if !strings.Contains(timeline, said) || !strings.Contains(timeline, `id="timeline-summary">10000 events, 0 agents`) {
 		t.Errorf("the timeline does not say it stopped at the bound, or did not draw what it read")
 	}
 	h.scan = maxScan

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"sort"
@@ -14,7 +15,7 @@ import (
 // Window bounds.
 const (
 	defaultSpan = time.Hour
-	minSpan     = time.Second
+	minSpan     = 100 * time.Millisecond
 	maxSpan     = 31 * 24 * time.Hour
 )
 
@@ -27,12 +28,21 @@ type window struct {
 	Live     bool
 }
 
-func parseWindow(q url.Values, now time.Time) (window, error) {
+// parseWindow reads a page's window from its query. A query that names
+// no window gets the last hour; or, when the log's
+// first event (first; zero for an empty log) is less than an hour old,
+// the stretch from a twentieth of it before that event to now, so that a
+// short session fills the drawing.
+func parseWindow(q url.Values, now, first time.Time) (window, error) {
 	w := window{Span: defaultSpan, Live: q.Get("to") == ""}
+	if !namesWindow(q) && !first.IsZero() && now.Sub(first) < defaultSpan {
+		d := now.Sub(first)
+		w.Span = max(d+d/20, minSpan)
+	}
 	if s := q.Get("span"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < minSpan || d > maxSpan {
-			return w, invalid("span %q: want a duration from 1s to 744h, like 15m or 6h", truncate(s, 32))
+			return w, invalid("span %q: want a duration from 100ms to 744h, like 15m or 6h", truncate(s, 32))
 		}
 		w.Span = d
 	}
@@ -54,10 +64,43 @@ func parseWindow(q url.Values, now time.Time) (window, error) {
 	}
 	w.Span = w.To.Sub(w.From)
 	if w.Span < minSpan || w.Span > maxSpan {
-		return w, invalid("the window from %s to %s: want from 1 second to 31 days", w.From.UTC().Format(time.RFC3339Nano), w.To.UTC().Format(time.RFC3339Nano))
+		return w, invalid("the window from %s to %s: want from 100 milliseconds to 31 days", w.From.UTC().Format(time.RFC3339Nano), w.To.UTC().Format(time.RFC3339Nano))
 	}
 	w.From, w.To = w.From.UTC(), w.To.UTC()
 	return w, nil
+}
+
+// namesWindow reports whether q chooses the window.
+func namesWindow(q url.Values) bool {
+	return q.Get("span") != "" || q.Get("from") != "" || q.Get("to") != ""
+}
+
+// firstEvent is the time of the log's oldest event kept, when a page's
+// query names no window (the default window fits it); else, or for an
+// empty log, zero.
+func (h *Handler) firstEvent(ctx context.Context, q url.Values) (time.Time, error) {
+	if namesWindow(q) {
+		return time.Time{}, nil
+	}
+	st, err := h.ws.Status(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	p, err := h.ws.Events().Read(ctx, workspace.EventQuery{AfterSeq: max(st.Floor-1, 0), Limit: 1})
+	if err != nil || len(p.Events) == 0 {
+		return time.Time{}, err
+	}
+	return p.Events[0].Time, nil
+}
+
+// pageWindow is the window a timeline or charts page asks for.
+func (h *Handler) pageWindow(ctx context.Context, r *http.Request) (window, error) {
+	q := r.URL.Query()
+	first, err := h.firstEvent(ctx, q)
+	if err != nil {
+		return window{}, err
+	}
+	return parseWindow(q, h.now(), first)
 }
 
 // layout is how the axes write a time of the window.
@@ -148,9 +191,61 @@ func (h *Handler) readFlow(ctx context.Context, w window) (*flow, bool, error) {
 		}
 		q.AfterSeq = p.Next
 	}
+	if err := h.settleTasks(ctx, f); err != nil {
+		return nil, false, err
+	}
 	f.finish()
 	f.depthFrom(st.Tasks)
 	return f, false, nil
+}
+
+// settleByGet is how many tasks settleTasks reads one by one; past it, it
+// lists every task instead.
+const settleByGet = 256
+
+// settleTasks reads the record of each task whose last task.updated
+// events the pass could not settle, and settles them by it.
+func (h *Handler) settleTasks(ctx context.Context, f *flow) error {
+	ids := f.unsettled()
+	if len(ids) == 0 {
+		return nil
+	}
+	recs := make(map[string]workspace.Task, len(ids))
+	if len(ids) <= settleByGet {
+		for _, id := range ids {
+			t, err := h.ws.Tasks().Get(ctx, id)
+			if errors.Is(err, workspace.ErrNotFound) {
+				continue // removed since: its last moves stay unknown
+			}
+			if err != nil {
+				return err
+			}
+			recs[id] = t
+		}
+	} else {
+		want := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			want[id] = true
+		}
+		q := workspace.TaskFilter{Limit: 1000}
+		for {
+			p, err := h.ws.Tasks().List(ctx, q)
+			if err != nil {
+				return err
+			}
+			for _, t := range p.Tasks {
+				if want[t.ID] {
+					recs[t.ID] = t
+				}
+			}
+			if p.Next == "" {
+				break
+			}
+			q.After = p.Next
+		}
+	}
+	f.settleBy(recs)
+	return nil
 }
 
 // The timeline's drawing, in SVG user units.
@@ -204,7 +299,7 @@ type svgMark struct {
 }
 
 func (h *Handler) loadTimeline(ctx context.Context, r *http.Request, _ Identity) (any, error) {
-	w, err := parseWindow(r.URL.Query(), h.now())
+	w, err := h.pageWindow(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +314,7 @@ func (h *Handler) loadTimeline(ctx context.Context, r *http.Request, _ Identity)
 func timelineOf(w window, f *flow, truncated bool) timelineView {
 	v := timelineView{Window: w, Nav: w.nav("/ui/timeline"), Truncated: truncated, Events: f.Events,
 		Dropped:  f.Dropped + f.DropMark,
-		Outcomes: []string{outDone, outFailed, outReleased, outLapsed, outCancelled, outBlocked, outOpen}}
+		Outcomes: []string{outDone, outFailed, outReleased, outLapsed, outCancelled, outBlocked, outSetAside, outOpen}}
 	names := make([]string, 0, len(f.lanes))
 	for n := range f.lanes {
 		names = append(names, n)
@@ -366,7 +461,7 @@ type contentionRow struct {
 }
 
 func (h *Handler) loadCharts(ctx context.Context, r *http.Request, _ Identity) (any, error) {
-	w, err := parseWindow(r.URL.Query(), h.now())
+	w, err := h.pageWindow(ctx, r)
 	if err != nil {
 		return nil, err
 	}

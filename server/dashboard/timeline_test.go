@@ -113,10 +113,12 @@ func testTimelineDraws(t *testing.T, e *env) {
 	code, page := e.get("/ui/timeline")
 	require.Equal(t, http.StatusOK, code, page)
 	assert.Contains(t, page, `<svg id="timeline"`)
-	for _, lane := range []string{"planner", "worker-1", "worker-2", "reviewer"} {
+	for _, lane := range []string{"worker-1", "worker-2", "reviewer"} {
 		assert.Contains(t, page, `class="lane-name" x="4"`)
 		assert.Contains(t, page, ">"+lane+"</text>", "a lane for %s", lane)
 	}
+	// The planner only made and blocked tasks: nothing to draw, no lane.
+	assert.NotContains(t, page, ">planner</text>")
 	for _, want := range []string{
 		`class="attempt done"`, `class="attempt failed"`, `class="attempt released"`, `class="attempt open"`,
 		`class="hold released"`, `class="hold forced"`, `class="mark conflict"`,
@@ -127,7 +129,7 @@ func testTimelineDraws(t *testing.T, e *env) {
 	} {
 		assert.Contains(t, page, want)
 	}
-	assert.Regexp(t, `\d+ events, 4 agents, 8 bars, 1 marks`, page)
+	assert.Regexp(t, `\d+ events, 3 agents, 8 bars, 1 marks`, page)
 	// The page follows the log; a window that ends in the past does not.
 	assert.Contains(t, page, `hx-trigger="sse:events"`)
 	past := time.Now().Add(-2 * time.Hour).UTC().Format(time.RFC3339)
@@ -171,12 +173,12 @@ func testChartsCount(t *testing.T, e *env) {
 func TestWindowQueriesAreCheckedAndLinked(t *testing.T) {
 	e := newEnv(t, server.Options{})
 	for _, c := range []struct{ path, want string }{
-		{"/ui/timeline?span=500ms", "span"},
+		{"/ui/timeline?span=50ms", "span"},
 		{"/ui/timeline?span=lots", "span"},
 		{"/ui/charts?from=yesterday", "from"},
 		{"/ui/charts?to=2026-13-01T00:00:00Z", "to"},
-		{"/ui/timeline?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z", "want from 1 second to 31 days"},
-		{"/ui/timeline?from=2020-01-01T00:00:00Z&to=2026-01-01T00:00:00Z", "want from 1 second to 31 days"},
+		{"/ui/timeline?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z", "want from 100 milliseconds to 31 days"},
+		{"/ui/timeline?from=2020-01-01T00:00:00Z&to=2026-01-01T00:00:00Z", "want from 100 milliseconds to 31 days"},
 	} {
 		code, body := e.get(c.path)
 		assert.Equal(t, http.StatusBadRequest, code, c.path)
@@ -194,6 +196,36 @@ func TestWindowQueriesAreCheckedAndLinked(t *testing.T) {
 	} {
 		assert.Contains(t, page, want)
 	}
+}
+
+// TestTheDefaultWindowFitsAShortLog: a log that began less than an hour
+// ago (here well under a second) fills the default window instead of a
+// sliver at the right of the last hour, and a window under a second is
+// one a link may ask for.
+func TestTheDefaultWindowFitsAShortLog(t *testing.T) {
+	e := newEnv(t, server.Options{})
+	team(t, e.ws)
+	for _, path := range []string{"/ui/timeline", "/ui/charts"} {
+		code, page := e.get(path)
+		require.Equal(t, http.StatusOK, code, page)
+		out := regexp.MustCompile(`class="zoom" href="/ui/[a-z]+\?span=([^"]+)"`).FindStringSubmatch(page)
+		require.NotNil(t, out, "%s: a zoom out link", path)
+		d, err := time.ParseDuration(out[1])
+		require.NoError(t, err)
+		assert.Less(t, d, time.Minute, "%s: the window is twice the log's age, not an hour", path)
+		assert.NotContains(t, page, `class="on">1h<`, path)
+	}
+	_, page := e.get("/ui/timeline")
+	xs := map[string]bool{}
+	for _, m := range regexp.MustCompile(`<rect class="attempt [a-z-]+" x="([0-9.]+)"`).FindAllStringSubmatch(page, -1) {
+		xs[m[1]] = true
+	}
+	assert.Greater(t, len(xs), 3, "the attempts spread over the drawing: %v", xs)
+	// Asked for, the last hour is still the last hour.
+	_, page = e.get("/ui/timeline?span=1h")
+	assert.Contains(t, page, `class="on">1h<`)
+	code, page := e.get("/ui/timeline?span=900ms")
+	assert.Equal(t, http.StatusOK, code, page)
 }
 
 // bidi is a right-to-left override: text after it shows reversed.
@@ -317,6 +349,7 @@ func TestShadowsAndChangeSetsAreShown(t *testing.T) {
 	assert.Contains(t, page, `href="/ui/feed?kind=note&amp;subject=guide-edits"`, "its history")
 	_, page = e.get("/ui/changeset?name=done-set")
 	assert.Contains(t, page, `docs/notes.md v1</a>`, "the promotion history")
+	assert.Regexp(t, `(?s)create docs/notes.md.*<tr class="ins">.*notes`, page, "a promoted change shows the version it wrote")
 
 	code, page = e.get("/ui/changeset?name=nope")
 	assert.Equal(t, http.StatusNotFound, code, page)

@@ -40,6 +40,7 @@ func (c *importChain) link(im *importer, e workspace.Event, hash string) error {
 		if c.chained {
 			return im.errf("event %d has no hash, after events with one", e.Seq)
 		}
+		im.unchained++
 		return nil
 	}
 	got, err := hex.DecodeString(hash)

@@ -15,9 +15,9 @@ import (
 // Import loads an archive into h's empty store, as Workspace.Import
 // documents: every record validated first, in one transaction or, for a
 // large archive, in several (importChunkRecords, importChunkBytes).
-func (h *handle) Import(ctx context.Context, r io.Reader, opts workspace.ArchiveOptions) (workspace.ArchiveStats, error) {
+func (h *handle) Import(ctx context.Context, r io.Reader, opts workspace.ArchiveOptions) (workspace.ImportReport, error) {
 	if err := h.alive(); err != nil {
-		return workspace.ArchiveStats{}, err
+		return workspace.ImportReport{}, err
 	}
 	im := &importer{
 		h:       h,
@@ -31,10 +31,14 @@ func (h *handle) Import(ctx context.Context, r io.Reader, opts workspace.Archive
 		if im.committed > 0 {
 			err = fmt.Errorf("import stopped after %d records were committed; the store holds a partial import: empty it before importing again: %w", im.committed, err)
 		}
-		return im.p.stats, wrapErr("import", err)
+		return im.report(), wrapErr("import", err)
 	}
 	im.p.done()
-	return im.p.stats, nil
+	return im.report(), nil
+}
+
+func (im *importer) report() workspace.ImportReport {
+	return workspace.ImportReport{ArchiveStats: im.p.stats, Unchained: im.unchained, SkippedSealed: im.skippedSealed}
 }
 
 // Import stages, in archive order.
@@ -87,6 +91,10 @@ type importer struct {
 	nextSeq int64
 	sawEnd  bool
 	chain   importChain
+
+	// What the report adds to the counts: events without their hash,
+	// sealed notes left out.
+	unchained, skippedSealed int64
 }
 
 func (im *importer) errf(format string, args ...any) error {
@@ -244,6 +252,7 @@ func (im *importer) record(ctx context.Context, typ string, line []byte) error {
 		}
 		got := im.p.stats
 		got.ContentBytes, r.Counts.ContentBytes = 0, 0
+		got.Notes += im.skippedSealed // the archive holds them
 		if got != r.Counts {
 			return im.errf("the archive holds %+v but its end record counts %+v", got, r.Counts)
 		}

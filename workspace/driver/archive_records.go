@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"time"
 
+	"github.com/agentspace/agentspace/internal/reserve"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -98,7 +99,7 @@ func (im *importer) note(ctx context.Context, r workspace.Note) error {
 		return err
 	}
 	k := [2]string{r.Kind, r.Key}
-	if im.p.stats.Notes > 0 && (k[0] < im.lastNote[0] || k[0] == im.lastNote[0] && k[1] <= im.lastNote[1]) {
+	if im.p.stats.Notes+im.skippedSealed > 0 && (k[0] < im.lastNote[0] || k[0] == im.lastNote[0] && k[1] <= im.lastNote[1]) {
 		return im.errf("note %s/%s is out of order or repeated (notes come by kind, then key)", r.Kind, r.Key)
 	}
 	if err := im.times([]string{"created_at", "updated_at"}, &r.CreatedAt, &r.UpdatedAt); err != nil {
@@ -106,6 +107,10 @@ func (im *importer) note(ctx context.Context, r workspace.Note) error {
 	}
 	n := r
 	im.lastNote = k
+	if e, ok := reserve.Lookup(n.Kind); ok && e.Sealed && !im.p.opts.WithSealed {
+		im.skippedSealed++
+		return nil
+	}
 	im.p.stats.Notes++
 	return im.add(ctx, 0, func(ctx context.Context, tx Tx) error { return tx.PutNote(ctx, n) })
 }
@@ -216,6 +221,9 @@ func (im *importer) lease(ctx context.Context, r workspace.Lease) error {
 	}
 	if im.p.stats.Leases > 0 && r.Resource <= im.lastRes {
 		return im.errf("lease %q is out of order or repeated (leases come by resource)", r.Resource)
+	}
+	if r.TTL < 0 {
+		return im.errf("lease %q: ttl %s is negative", r.Resource, r.TTL)
 	}
 	if err := im.times(nil, &r.AcquiredAt, &r.ExpiresAt); err != nil {
 		return err

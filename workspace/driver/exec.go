@@ -115,7 +115,10 @@ func (x *exec) createArtifact(ctx context.Context, o workspace.CreateArtifactOp)
 	} else if !errors.Is(err, workspace.ErrNotFound) {
 		return nil, err
 	}
-	if err := x.checkGuard(ctx, workspace.ArtifactResource(o.Artifact.Name), 0); err != nil {
+	// The name's lock guards a create as it guards an update: a lease row
+	// outlives its artifact and is never deleted, so its token is the
+	// fence whether or not the artifact existed when the lease was taken.
+	if err := x.checkGuard(ctx, workspace.ArtifactResource(o.Artifact.Name), o.Fence); err != nil {
 		return nil, err
 	}
 	if o.Artifact.TaskID != "" {
@@ -536,7 +539,7 @@ func (x *exec) acquire(ctx context.Context, r workspace.AcquireRequest, waited t
 		if l.Owner != r.Owner {
 			return workspace.Lease{}, &workspace.LockedError{Resource: r.Resource, Holder: l.Owner, Token: l.Token, ExpiresAt: l.ExpiresAt}
 		}
-		l.ExpiresAt = x.now.Add(r.TTL)
+		l.ExpiresAt, l.TTL = x.now.Add(r.TTL), r.TTL
 		if err := x.tx.PutLease(ctx, l); err != nil {
 			return workspace.Lease{}, err
 		}
@@ -547,7 +550,7 @@ func (x *exec) acquire(ctx context.Context, r workspace.AcquireRequest, waited t
 		x.emit(workspace.EventLockExpired, subj, l.Token,
 			fmt.Sprintf("lease of %s (token %d) expired at %s", l.Owner, l.Token, l.ExpiresAt.Format(time.RFC3339Nano)))
 	}
-	next := workspace.Lease{Resource: r.Resource, Owner: r.Owner, Token: l.Token + 1, AcquiredAt: x.now, ExpiresAt: x.now.Add(r.TTL)}
+	next := workspace.Lease{Resource: r.Resource, Owner: r.Owner, Token: l.Token + 1, AcquiredAt: x.now, ExpiresAt: x.now.Add(r.TTL), TTL: r.TTL}
 	if err := x.tx.PutLease(ctx, next); err != nil {
 		return workspace.Lease{}, err
 	}
@@ -584,7 +587,7 @@ func (x *exec) renew(ctx context.Context, l workspace.Lease, ttl time.Duration) 
 	if err != nil {
 		return workspace.Lease{}, err
 	}
-	cur.ExpiresAt = x.now.Add(ttl)
+	cur.ExpiresAt, cur.TTL = x.now.Add(ttl), ttl
 	if err := x.tx.PutLease(ctx, cur); err != nil {
 		return workspace.Lease{}, err
 	}

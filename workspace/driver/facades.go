@@ -34,7 +34,7 @@ func (h *handle) runHinted(ctx context.Context, opname, actor string, hints []Re
 type artifacts struct{ h *handle }
 
 func (a artifacts) Create(ctx context.Context, w workspace.Write, n workspace.NewArtifact) (workspace.Artifact, error) {
-	r, err := a.h.single(ctx, "artifacts.create", w, workspace.CreateArtifactOp{Artifact: n, Message: w.Message})
+	r, err := a.h.single(ctx, "artifacts.create", w, workspace.CreateArtifactOp{Artifact: n, Message: w.Message, Fence: w.Fence})
 	return derefArtifact(r.Artifact), err
 }
 
@@ -406,7 +406,13 @@ func (n notes) Get(ctx context.Context, kind, key string) (workspace.Note, error
 		}
 		return err
 	})
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	if err := n.h.allowRecordRead(ctx, out); err != nil {
+		return workspace.Note{}, err
+	}
+	return out, nil
 }
 
 func (n notes) List(ctx context.Context, f workspace.NoteFilter) (workspace.NotePage, error) {
@@ -434,6 +440,7 @@ func (n notes) List(ctx context.Context, f workspace.NoteFilter) (workspace.Note
 	if err != nil {
 		return workspace.NotePage{}, err
 	}
+	records := recordFilter(allow)
 	var page workspace.NotePage
 	err = n.h.view(ctx, "notes.list", func(tx ReadTx) error {
 		var err error
@@ -445,9 +452,11 @@ func (n notes) List(ctx context.Context, f workspace.NoteFilter) (workspace.Note
 		page.Next = last.Kind + "/" + last.Key
 	}
 	// A listing of every kind leaves out the reserved ones: they are the
-	// system's records, read through the operations that own them.
+	// system's records, read through the operations that own them. A
+	// record naming an artifact the reader may not read is left out too.
 	page.Notes = slices.DeleteFunc(page.Notes, func(x workspace.Note) bool {
-		return (f.Kind == "" && reservedKind(x.Kind)) || (allow != nil && !allow(noteAction(false, x.Kind)))
+		return (f.Kind == "" && reservedKind(x.Kind)) || (allow != nil && !allow(noteAction(false, x.Kind))) ||
+			(records != nil && !records(x))
 	})
 	return page, err
 }

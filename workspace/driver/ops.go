@@ -167,6 +167,10 @@ type opEntry[O workspace.Op] struct {
 	pins func(o O) bool
 	// apply makes the op's change and emits its events.
 	apply func(ctx context.Context, x *exec, o O) (workspace.OpResult, error)
+	// operator marks an op that acts on other actors' holdings (stopping
+	// an agent): with no policy, a bound principal needs the admin role
+	// for it (exec.ungoverned).
+	operator bool
 }
 
 // opSpec is an opEntry with the op's type erased, as the table keeps it.
@@ -179,6 +183,7 @@ type opSpec struct {
 	policySource func(ctx context.Context, x *exec, op workspace.Op) ([]byte, bool, error)
 	pins         func(op workspace.Op) bool
 	apply        func(ctx context.Context, x *exec, op workspace.Op) (workspace.OpResult, error)
+	operator     bool
 }
 
 // declare puts e in the table. Each erased function asserts its op's type,
@@ -202,6 +207,7 @@ func declare[O workspace.Op](e opEntry[O]) {
 		apply: func(ctx context.Context, x *exec, op workspace.Op) (workspace.OpResult, error) {
 			return e.apply(ctx, x, op.(O))
 		},
+		operator: e.operator,
 	}
 	if e.hint != nil {
 		s.hint = func(op workspace.Op) ReadHint { return e.hint(op.(O)) }

@@ -240,6 +240,7 @@ type who struct {
 	actor string
 	roles []string // nil: the policy's roles of actor
 	set   bool     // a principal was given (reads without one are unchecked)
+	bound bool     // the principal was verified (a server's token)
 	// pins says the caller's context carries a key reserved with Pins
 	// (reserve.GrantedPins): its ops' Pin is the system's bookkeeping.
 	// It is read from the caller's context, not the group's.
@@ -263,23 +264,28 @@ func (h *handle) who(ctx context.Context, actor string) (who, error) {
 		if actor == "" {
 			w.actor = p.Actor
 		}
-		w.roles = p.Roles
+		w.roles, w.bound = p.Roles, p.Bound
 	}
 	var err error
 	w.pol, w.bad, err = h.readPolicy(ctx)
 	return w, err
 }
 
+// ownName reports whether name is actor's own: actor itself, or actor
+// followed by "#" and a suffix, one process's name of the actor's (the
+// merge queue's lease owner "merger#PID-…"). A token of actor's writes as
+// any of them, and a stop of actor ends what any of them holds.
+func ownName(name, actor string) bool {
+	return name == actor || strings.HasPrefix(name, actor+"#")
+}
+
 // impersonation refuses a write whose actor is not its bound principal's:
 // behind a server the principal comes from a token, and a token acts only
-// as its own actor, whatever face the write came through. Nothing is
-// written, not even a denied event. An unbound principal (in process, the
-// actor is self-declared) binds nothing.
-//
-// A lease owner may also be the actor followed by "#" and a suffix: one
-// process's lease of the actor's (the merge queue's "merger#PID-…").
+// as its own actor (or one of its own names, ownName), whatever face the
+// write came through. Nothing is written, not even a denied event. An
+// unbound principal (in process, the actor is self-declared) binds nothing.
 func impersonation(p workspace.Principal, actor string) error {
-	if !p.Bound || actor == "" || actor == p.Actor || strings.HasPrefix(actor, p.Actor+"#") {
+	if !p.Bound || actor == "" || ownName(actor, p.Actor) {
 		return nil
 	}
 	return &workspace.ForbiddenError{Actor: p.Actor, Roles: p.Roles, Action: "act-as", Object: actor,
@@ -403,6 +409,8 @@ func (x *exec) authorize(ctx context.Context, w who, ops []workspace.Op) (int, e
 			if err := x.authorizeOp(ctx, w, op, i == 0); err != nil {
 				return i, err
 			}
+		} else if err := x.ungoverned(ctx, w, op); err != nil {
+			return i, err
 		}
 		// With no policy, only a first policy's content is checked.
 		if err := x.checkPolicyWrite(ctx, w, op); err != nil {
@@ -410,6 +418,33 @@ func (x *exec) authorize(ctx context.Context, w who, ops []workspace.Op) (int, e
 		}
 	}
 	return 0, nil
+}
+
+// ungoverned checks op where no policy governs, which allows every write
+// but an operator's (opEntry.operator) by a bound principal without the
+// built-in admin role: without a policy, a server's token may stop an
+// agent only if its role is admin, as the dashboard lets only such a token
+// act. An unbound caller (in process, the CLI on its own store) is trusted
+// as its host is. A refusal is recorded as a denied event.
+func (x *exec) ungoverned(ctx context.Context, w who, op workspace.Op) error {
+	if !w.bound || slices.Contains(w.roles, policy.AdminRole) {
+		return nil
+	}
+	s, err := specOf(op)
+	if err != nil || !s.operator {
+		return err
+	}
+	a, object, subj, err := s.action(ctx, x, w, op, false)
+	if err != nil {
+		return err
+	}
+	if object == "" {
+		object = subj.Name
+	}
+	fe := &workspace.ForbiddenError{Actor: w.actor, Roles: w.roles, Action: string(a), Object: object,
+		Reason: "the workspace has no policy, so only a token whose role is admin may do this (wsctl token create --role admin)"}
+	x.denied(fe, subj)
+	return fe
 }
 
 // allow checks one action of a write inside its transaction: a batch op's

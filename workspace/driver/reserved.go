@@ -57,3 +57,49 @@ func principalActor(ctx context.Context) string {
 	p, _ := workspace.PrincipalFrom(ctx)
 	return p.Actor
 }
+
+// recordFilter returns, for a listing read under allow (readFilter's),
+// the predicate of the records ctx's principal may read as far as the
+// artifacts they name go (reserve.Entry.Artifacts); nil when allow is.
+func recordFilter(allow func(policy.Action, string) bool) func(workspace.Note) bool {
+	if allow == nil {
+		return nil
+	}
+	return func(n workspace.Note) bool { return recordReadable(allow, n) }
+}
+
+// recordReadable reports whether n may be read under allow as far as the
+// artifacts it names go; a kind that names none passes.
+func recordReadable(allow func(policy.Action, string) bool, n workspace.Note) bool {
+	e, ok := reserve.Lookup(n.Kind)
+	if !ok || e.Artifacts == nil {
+		return true
+	}
+	names, err := e.Artifacts(n.Body)
+	if err != nil {
+		return false
+	}
+	for _, name := range names {
+		if !artifactReadable(allow, name) {
+			return false
+		}
+	}
+	return true
+}
+
+// allowRecordRead refuses n to ctx's principal when n names an artifact
+// the principal may not read (recordReadable), and records the refusal.
+// The refusal names the record, not the artifact: the artifact's name is
+// itself something the reader may not read.
+func (h *handle) allowRecordRead(ctx context.Context, n workspace.Note) error {
+	allow, err := h.readFilter(ctx)
+	if allow == nil || err != nil || recordReadable(allow, n) {
+		return err
+	}
+	p, _ := workspace.PrincipalFrom(ctx)
+	fe := &workspace.ForbiddenError{Actor: p.Actor, Roles: p.Roles, Action: string(policy.ArtifactRead), Object: n.Kind + "/" + n.Key,
+		Rule:   policy.RuleKey(policy.ArtifactRead),
+		Reason: fmt.Sprintf("this %s record holds or names artifacts the roles may not read", n.Kind)}
+	h.recordDenied(ctx, fe, workspace.Subject{Kind: "note", Name: n.Kind + "/" + n.Key})
+	return fe
+}

@@ -19,6 +19,7 @@ func init() {
 		apply: func(ctx context.Context, x *exec, o workspace.StopActorOp) (workspace.OpResult, error) {
 			return workspace.OpResult{}, x.stopActor(ctx, o)
 		},
+		operator: true,
 	})
 }
 
@@ -32,7 +33,8 @@ func checkStopActor(_ *handle, o workspace.StopActorOp) error {
 // stopActor force-releases every live lease o.Actor owns and returns every
 // task it has claimed to pending, in the batch's transaction: no lease or
 // claim of the actor's survives it, and none is taken by it meanwhile,
-// since each write of the actor's serialises with this transaction.
+// since each write of the actor's serialises with this transaction. The
+// actor's own are those of its names (ownName): "bob#merger-1" is bob's.
 func (x *exec) stopActor(ctx context.Context, o workspace.StopActorOp) error {
 	why := o.Message
 	if why == "" {
@@ -43,7 +45,7 @@ func (x *exec) stopActor(ctx context.Context, o workspace.StopActorOp) error {
 		return err
 	}
 	for _, l := range leases {
-		if l.Owner != o.Actor {
+		if !ownName(l.Owner, o.Actor) {
 			continue
 		}
 		if err := x.forceRelease(ctx, l.Resource, fmt.Sprintf("%s: forced release of its lease (token %d)", why, l.Token)); err != nil {
@@ -51,15 +53,20 @@ func (x *exec) stopActor(ctx context.Context, o workspace.StopActorOp) error {
 		}
 	}
 	// Collect the claims first: returning one while paging would move the
-	// listing under the cursor on some backends.
+	// listing under the cursor on some backends. The listing filters by
+	// status only, since an assignee filter matches one name exactly.
 	var claimed []workspace.Task
-	f := workspace.TaskFilter{Status: workspace.TaskInProgress, Assignee: o.Actor, Limit: maxPageLimit}
+	f := workspace.TaskFilter{Status: workspace.TaskInProgress, Limit: maxPageLimit}
 	for {
 		page, err := x.tx.ListTasks(ctx, f)
 		if err != nil {
 			return err
 		}
-		claimed = append(claimed, page...)
+		for _, t := range page {
+			if ownName(t.Assignee, o.Actor) {
+				claimed = append(claimed, t)
+			}
+		}
 		if len(page) < f.Limit {
 			break
 		}

@@ -244,6 +244,9 @@ func checkCreateArtifact(h *handle, o workspace.CreateArtifactOp) error {
 	if err := checkOptionalID("task id", o.Artifact.TaskID); err != nil {
 		return err
 	}
+	if err := checkVersion("fence", o.Fence); err != nil {
+		return err
+	}
 	if err := checkText("message", o.Message, workspace.MaxTextLen); err != nil {
 		return err
 	}

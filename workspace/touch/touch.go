@@ -23,15 +23,17 @@ import (
 //
 // A renewal never grants more than the holder last asked for: a claim is
 // extended by its own lease length (the length its last Claim or
-// Heartbeat granted), a lease by its length when first seen (ExpiresAt
-// minus AcquiredAt), at most MaxLease. A claim or lease that has lapsed is
-// not revived.
+// Heartbeat granted), a lease by its own TTL (Lease.TTL, what its last
+// Acquire or Renew asked for, as the store keeps it), at most MaxLease.
+// Both are read from the store at each touch, so any number of Touchers,
+// in any number of processes, renew by the same span. A lease stored
+// without its TTL is left to its holder. A claim or lease that has lapsed
+// is not revived.
 type Toucher struct {
-	ws    *workspace.Workspace
-	opts  Options
-	mu    sync.Mutex
-	last  map[string]time.Time
-	spans map[string]map[leaseID]time.Duration // per actor, per lease held
+	ws   *workspace.Workspace
+	opts Options
+	mu   sync.Mutex
+	last map[string]time.Time
 }
 
 // Options configure a Toucher.
@@ -54,11 +56,6 @@ const (
 	DefaultMaxLease = time.Hour
 )
 
-type leaseID struct {
-	resource string
-	token    int64
-}
-
 // New returns a Toucher renewing through ws.
 func New(ws *workspace.Workspace, opts Options) *Toucher {
 	if opts.Every <= 0 {
@@ -70,7 +67,7 @@ func New(ws *workspace.Workspace, opts Options) *Toucher {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Toucher{ws: ws, opts: opts, last: map[string]time.Time{}, spans: map[string]map[leaseID]time.Duration{}}
+	return &Toucher{ws: ws, opts: opts, last: map[string]time.Time{}}
 }
 
 // Result says what one Touch renewed.
@@ -125,24 +122,8 @@ func (t *Toucher) Touch(ctx context.Context, actor string) (Result, error) {
 	if err != nil {
 		return res, errors.Join(append(errs, err)...)
 	}
-	t.mu.Lock()
-	old := t.spans[actor]
-	held := map[leaseID]time.Duration{}
 	for _, l := range leases {
-		if l.Owner != actor {
-			continue
-		}
-		id := leaseID{l.Resource, l.Token}
-		span, ok := old[id]
-		if !ok {
-			span = min(l.ExpiresAt.Sub(l.AcquiredAt), t.opts.MaxLease)
-		}
-		held[id] = span
-	}
-	t.spans[actor] = held
-	t.mu.Unlock()
-	for _, l := range leases {
-		span := held[leaseID{l.Resource, l.Token}]
+		span := min(l.TTL, t.opts.MaxLease)
 		// Lapsed by the Toucher's clock (the store may not have reaped
 		// it yet): not revived, as a claim is not.
 		if l.Owner != actor || span <= 0 || !l.ExpiresAt.After(now) || !now.Add(span).After(l.ExpiresAt) {

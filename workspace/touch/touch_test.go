@@ -112,13 +112,13 @@ func openTouch(t *testing.T, titles ...string) *workspace.Workspace {
 // TestTouchCapsALeaseAtMaxLease: a lease taken for 3h is renewed by at
 // most MaxLease (1h) from the renewal: not while more than MaxLease is
 // left (a renewal never shortens it), and by MaxLease, not its 3h, once
-// less is left. The span is fixed when the lease is first seen, so the
-// holder's own shorter renewal does not shrink what a touch grants.
+// less is left by the Toucher's clock.
 func TestTouchCapsALeaseAtMaxLease(t *testing.T) {
 	ctx := context.Background()
 	ws := openTouch(t)
 	lease, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:big", Owner: "ann", TTL: 3 * time.Hour})
 	require.NoError(t, err)
+	assert.Equal(t, 3*time.Hour, lease.TTL)
 	c := &clock{now: lease.AcquiredAt}
 	tc := touch.New(ws, touch.Options{Every: time.Second, MaxLease: time.Hour, Now: c.Now})
 
@@ -129,11 +129,7 @@ func TestTouchCapsALeaseAtMaxLease(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, lease.ExpiresAt, l.ExpiresAt)
 
-	// The holder renews for 10s itself (from now: at least AcquiredAt +
-	// 10s); the next touch, a second after AcquiredAt, grants the cap.
-	l, err = ws.Locks().Renew(ctx, l, 10*time.Second)
-	require.NoError(t, err)
-	c.add(time.Second)
+	c.add(2*time.Hour + time.Second) // less than MaxLease left by the Toucher's clock
 	before := time.Now().UTC().Truncate(time.Microsecond)
 	r, err = tc.Touch(ctx, "ann")
 	after := time.Now().UTC()
@@ -144,6 +140,56 @@ func TestTouchCapsALeaseAtMaxLease(t *testing.T) {
 	assert.Equal(t, lease.Token, got.Token, "the same lease, its fence unchanged")
 	assert.False(t, got.ExpiresAt.Before(before.Add(time.Hour)), "renewed by MaxLease from the renewal")
 	assert.False(t, got.ExpiresAt.After(after.Add(time.Hour)), "and no more: not the lease's 3h")
+}
+
+// TestTouchersOfManyHandlesDoNotStretchALease: a lease taken for 30s and
+// touched by one fresh Toucher after another, each on a handle with a
+// store of its own (as a new `wsctl mcp`, a restarted or a second server
+// is), is renewed by its own 30s every time, however long ago it was
+// acquired: each renewal's expiry is its lock.renewed event's time plus
+// 30s exactly. A lease its holder renewed for 20s is renewed by 20s: its
+// last ask.
+func TestTouchersOfManyHandlesDoNotStretchALease(t *testing.T) {
+	ctx := context.Background()
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
+	holder, err := workspace.Open(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = holder.Close() })
+	lease, err := holder.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:a", Owner: "ann", TTL: 30 * time.Second})
+	require.NoError(t, err)
+
+	renewals := func(want time.Duration, n int) {
+		t.Helper()
+		for i := range n {
+			ws, err := workspace.Open(ctx, dsn+"?ws_private=true")
+			require.NoError(t, err)
+			cur, err := ws.Locks().Get(ctx, "file:a")
+			require.NoError(t, err)
+			// The Toucher's clock a moment before the lease ends, so that
+			// a renewal by its TTL extends it and one is made.
+			c := &clock{now: cur.ExpiresAt.Add(-time.Millisecond)}
+			r, err := touch.New(ws, touch.Options{Now: c.Now}).Touch(ctx, "ann")
+			require.NoError(t, err)
+			require.Equal(t, touch.Result{Leases: 1}, r, "toucher %d renews", i)
+			got, err := ws.Locks().Get(ctx, "file:a")
+			require.NoError(t, err)
+			page, err := ws.Events().Read(ctx, workspace.EventQuery{Types: []string{workspace.EventLockRenewed}})
+			require.NoError(t, err)
+			require.NotEmpty(t, page.Events)
+			renewed := page.Events[len(page.Events)-1]
+			assert.Equal(t, lease.Token, got.Token)
+			assert.Equal(t, want, got.TTL, "toucher %d: the lease's own TTL is kept", i)
+			assert.Equal(t, want, got.ExpiresAt.Sub(renewed.Time), "toucher %d renewed by the lease's own TTL, no more", i)
+			require.NoError(t, ws.Close())
+		}
+	}
+	renewals(30*time.Second, 6)
+
+	cur, err := holder.Locks().Get(ctx, "file:a")
+	require.NoError(t, err)
+	_, err = holder.Locks().Renew(ctx, cur, 20*time.Second)
+	require.NoError(t, err)
+	renewals(20*time.Second, 3)
 }
 
 // TestTouchDoesNotReviveWhatLapsed: by the Toucher's clock, a claim and a

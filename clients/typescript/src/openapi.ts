@@ -891,6 +891,8 @@ export interface components {
             resource: string;
             /** Format: int64 */
             token: number;
+            /** Format: int64 */
+            ttl_ns?: number;
         };
         LeaseBody: {
             actor?: string;

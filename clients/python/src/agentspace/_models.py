@@ -298,6 +298,9 @@ class Lease:
     token: int = 0
     acquired_at: datetime | None = None
     expires_at: datetime | None = None
+    #: The span, in nanoseconds, its holder last asked for (its acquire's or
+    #: last renew's TTL); 0 on leases stored before it was recorded.
+    ttl_ns: int = 0
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Lease:
@@ -305,6 +308,7 @@ class Lease:
         return cls(
             resource=_s(d, "resource"), owner=_s(d, "owner"), token=_i(d, "token"),
             acquired_at=parse_time(d.get("acquired_at")), expires_at=parse_time(d.get("expires_at")),
+            ttl_ns=_i(d, "ttl_ns"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -312,6 +316,8 @@ class Lease:
         out: dict[str, Any] = {"resource": self.resource, "owner": self.owner, "token": self.token}
         _put_time(out, "acquired_at", self.acquired_at)
         _put_time(out, "expires_at", self.expires_at)
+        if self.ttl_ns:
+            out["ttl_ns"] = self.ttl_ns
         return out
 
 

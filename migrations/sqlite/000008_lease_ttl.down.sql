@@ -1,0 +1,1 @@
+ALTER TABLE leases DROP COLUMN ttl;
