@@ -45,6 +45,7 @@ func init() {
 			m, err := x.pauseActor(ctx, o)
 			return workspace.OpResult{Msg: m}, err
 		},
+		operator: true,
 	})
 	declare(opEntry[workspace.ResumeActorOp]{
 		check: func(_ *handle, o workspace.ResumeActorOp) error {
@@ -60,6 +61,7 @@ func init() {
 		apply: func(ctx context.Context, x *exec, o workspace.ResumeActorOp) (workspace.OpResult, error) {
 			return workspace.OpResult{}, x.resumeActor(ctx, o)
 		},
+		operator: true,
 	})
 }
 
