@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -87,7 +88,11 @@ func postgresLatest(t *testing.T) int {
 }
 
 // exitCodes are every code wsctl exits with, and what the docs call them.
-var exitCodes = []int{exitOK, exitError, exitUsage, exitConflict, exitLocked, exitNotFound, exitNoTask, exitForbidden, exitNoStore, exitTampered}
+var exitCodes = []int{exitOK, exitError, exitUsage, exitConflict, exitLocked, exitNotFound, exitNoTask, exitForbidden, exitNoStore, exitTampered, exitUnauthorized}
+
+// sysExitCodes are the codes wsctl takes from sysexits.h, apart from the
+// run of its own: 75, try again (EX_TEMPFAIL).
+var sysExitCodes = []int{exitUnavailable}
 
 func TestDocsListEveryExitCode(t *testing.T) {
 	for i, c := range exitCodes {
@@ -97,7 +102,7 @@ func TestDocsListEveryExitCode(t *testing.T) {
 	cli := readDoc(t, "docs/cli.md")
 	var help strings.Builder
 	run(context.Background(), []string{"--help"}, strings.NewReader(""), &help, &help, func(string) string { return "" })
-	for _, c := range exitCodes {
+	for _, c := range slices.Concat(exitCodes, sysExitCodes) {
 		assert.Regexp(t, fmt.Sprintf("(^|, )%d [a-z`]", c), readme, "README.md's exit codes name %d", c)
 		assert.Regexp(t, fmt.Sprintf(`(?m)^\| %d \| `, c), cli, "docs/cli.md's exit code table has %d", c)
 		assert.Regexp(t, fmt.Sprintf("(?:codes: |, )%d [a-z`]", c), strings.Join(strings.Fields(help.String()), " "), "wsctl --help names exit %d", c)
