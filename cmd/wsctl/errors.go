@@ -122,7 +122,9 @@ func classify(err error) error {
 	case errors.Is(err, workspace.ErrInvalid), errors.Is(err, workspace.ErrTooLarge):
 		c.code = exitUsage
 	case errors.Is(err, workspace.ErrRewound):
-		c.hint = "the log does not hold the events up to that seq (a failover to a replica that lost them, or a seq from another log): re-read the state ('wsctl status'), then follow from its head ('wsctl events --follow') or read it all again with '--after 0'"
+		// The log lost events up to that seq (a failover to a replica
+		// that lacked them) or the seq is another log's.
+		c.hint = "with wsctl: 'wsctl status' re-reads the state, 'wsctl events --follow' follows from the head, '--after 0' reads the whole log"
 	case errors.Is(err, workspace.ErrUnavailable):
 		c.code = exitUnavailable
 		c.hint = "the database cannot be reached now (down, restarting or failing over): try again"

@@ -209,7 +209,11 @@ func (a *app) workTaskCmd(repo *string, use, short, long string, op func(m *gitw
 				}
 				w, err := op(m, ctx, actor, task)
 				if errors.Is(err, gitwork.ErrDirty) {
-					return &cliError{code: exitConflict, err: err, hint: "commit your changes (or remove them), then run it again"}
+					// The error says what to do already.
+					return &cliError{code: exitConflict, err: err}
+				}
+				if errors.Is(err, gitwork.ErrTaskEnded) {
+					return &cliError{code: exitConflict, err: err, hint: fmt.Sprintf("'wsctl work release %s' removes its worktree, keeping unmerged work under a backup ref", task)}
 				}
 				if errors.Is(err, gitwork.ErrRecordMismatch) {
 					return &cliError{code: exitConflict, err: err, hint: forgetHint}
