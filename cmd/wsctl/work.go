@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -184,7 +185,8 @@ func (a *app) workMine(ctx context.Context, repo string) error {
 		for _, m := range out {
 			fmt.Fprintf(a.stdout, "%s\t%s\t%s\t%s\n", m.Task, m.Status, m.Branch, m.Path)
 			if m.Status == gitwork.StatusConflicted || m.Status == gitwork.StatusFailed {
-				fmt.Fprintf(a.stdout, "  came back from the merge queue: %s\n", firstLineOf(m.Detail))
+				// The first line, then the failing command's output indented.
+				fmt.Fprintf(a.stdout, "  came back from the merge queue: %s\n", strings.ReplaceAll(m.Why(), "\n", "\n    "))
 			}
 			fmt.Fprintf(a.stdout, "  next: %s\n", m.Next)
 		}
