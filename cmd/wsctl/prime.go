@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -17,13 +18,20 @@ func (a *app) primeCmd() *cobra.Command {
 work: what the workspace is, the loop (claim, lock, write with the fence,
 done; heartbeat on long work), the MCP tools and wsctl commands for it, and
 a live summary: tasks ready, what --as (or AGENTSPACE_ACTOR) holds, others
-at work and recent decisions. 'wsctl setup claude' runs it at every
-session start.`,
+at work and recent decisions; in a git repository, to work each task in
+its own worktree. 'wsctl setup claude' runs it at every session start.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			actor, _ := a.actor()
 			return a.with(ctx, func(ws *workspace.Workspace) error {
-				return mcp.Prime(ctx, ws, a.stdout, mcp.PrimeOptions{Actor: actor})
+				if err := mcp.Prime(ctx, ws, a.stdout, mcp.PrimeOptions{Actor: actor}); err != nil {
+					return err
+				}
+				if !inGitRepo(ctx, ".") {
+					return nil
+				}
+				_, err := fmt.Fprintf(a.stdout, "\n## In this git repository: a worktree per task\n\n%s", worktreeSteps)
+				return err
 			})
 		}),
 	}
