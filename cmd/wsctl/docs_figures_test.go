@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -137,9 +138,20 @@ func TestDocsStateTheMCPToolsAndTheirSize(t *testing.T) {
 	assertAbout(t, kb, stated(t, readme, "README.md", "\\(`tools/list` is about ([\\d.]+) KB\\)"), "README.md: the size of tools/list")
 	assert.Equal(t, len(res.Tools), statedInt(t, readme, "README.md", "`checked … (\\d+) tools`"), "README.md: what setup prints")
 
-	out, stderr, code := wsctl(t, dsn, "prime", "--as", "claude")
-	require.Equal(t, 0, code, stderr)
-	assertAbout(t, float64(len(out))/1024, stated(t, doc, "docs/mcp.md", `On an empty workspace it is about \*\*([\d.]+) KB\*\*`), "docs/mcp.md: the size of prime's briefing")
+	// prime adds the worktree steps in a git repository: measure it in
+	// a directory outside one and in a repository.
+	plain, repo := t.TempDir(), t.TempDir()
+	gitIn(t, "", "init", "-q", repo)
+	for _, c := range []struct{ dir, re, what string }{
+		{plain, `On an empty workspace it is about \*\*([\d.]+) KB\*\*`, "docs/mcp.md: the size of prime's briefing"},
+		{repo, `On an empty workspace .*?, and about \*\*([\d.]+) KB\*\* in a git repository`, "docs/mcp.md: the size of prime's briefing in a git repository"},
+	} {
+		cmd := exec.Command(wsctlBinary(t), "--dsn", dsn, "prime", "--as", "claude")
+		cmd.Dir, cmd.Env = c.dir, append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+		out, err := cmd.Output()
+		require.NoError(t, err)
+		assertAbout(t, float64(len(out))/1024, stated(t, doc, "docs/mcp.md", c.re), c.what)
+	}
 }
 
 // assertAbout checks a figure stated to one decimal ("about 8.1 KB"):

@@ -2,13 +2,24 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentspace/agentspace/mcp"
 	"github.com/agentspace/agentspace/workspace"
 )
+
+// primeWorktree is what prime adds in a git repository: the briefing's loop
+// already names the tools, so only what the worktree changes.
+const primeWorktree = `
+## In this git repository: a worktree per task
+
+Claim with task_claim worktree=true (shell: wsctl task claim --worktree), then edit,
+build, test and commit only in the worktree.path it returns, never in the main
+checkout. When it is committed, "wsctl work submit TASK": the merge queue lands it
+and marks the task done; "wsctl work" says what came back and what to do.
+`
 
 func (a *app) primeCmd() *cobra.Command {
 	return &cobra.Command{
@@ -30,7 +41,7 @@ its own worktree. 'wsctl setup claude' runs it at every session start.`,
 				if !inGitRepo(ctx, ".") {
 					return nil
 				}
-				_, err := fmt.Fprintf(a.stdout, "\n## In this git repository: a worktree per task\n\n%s", worktreeSteps)
+				_, err := io.WriteString(a.stdout, primeWorktree)
 				return err
 			})
 		}),

@@ -87,7 +87,7 @@ func TestTheSecondFirstHourStory(t *testing.T) {
 	claudeMD, err := os.ReadFile(filepath.Join(repo, "CLAUDE.md"))
 	require.NoError(t, err)
 	assert.Contains(t, string(claudeMD), "task_claim with worktree=true", "in a git repository the agent is told to claim its worktree")
-	assert.Contains(t, must(run(repo, "ann", "prime")), "only in the\n   worktree.path it returns")
+	assert.Contains(t, must(run(repo, "ann", "prime")), "commit only in the worktree.path it returns, never in the main\ncheckout")
 	gitIn(t, repo, "add", "-A")
 	gitIn(t, repo, "commit", "-q", "-m", "agent setup")
 	require.Empty(t, gitIn(t, repo, "status", "--porcelain"), "the workspace is ignored")
