@@ -226,7 +226,7 @@ func issue50Traps(t *testing.T, ctx context.Context, repo string, ws *workspace.
 	require.Equal(t, broken, id)
 	out, code := sh(repo, "ann", commit, wt, "broken")
 	require.Equal(t, 0, code, out)
-	must(run(repo, "ann", "work", "submit", broken))
+	must(run(wt, "ann", "work", "submit", broken)) // in the worktree: agentspace.toml names no dsn, the store is the one beside it
 	out, stderr, code := run(repo, "merger", "merge", "run")
 	assert.NotEqual(t, 0, code, "a failed entry: %s %s", out, stderr)
 	assert.Contains(t, out, broken+"\tfailed\t")
