@@ -715,7 +715,7 @@ func (mg *Merger) giveBack(ctx context.Context, rec Worktree, st Status, detail 
 	res := Result{Task: rec.Task, Status: st, Detail: detail}
 	t, terr := m.ws.Tasks().Get(ctx, rec.Task)
 	if terr == nil && t.Status == workspace.TaskInProgress {
-		summary := fmt.Sprintf("The merge queue gave this task back (%s): %s\nNext: %s", st, firstLine(detail), rec.Next(m.cfg.Integration))
+		summary := fmt.Sprintf("The merge queue gave this task back (%s): %s\nNext: %s", st, rec.Why(), rec.Next(m.cfg.Integration))
 		_, terr = m.ws.Tasks().Update(ctx, workspace.Write{Actor: mg.actor, Message: "merge " + string(st) + ": back to its agent"}, rec.Task,
 			workspace.TaskChange{Result: &workspace.TaskResult{Summary: summary, Artifacts: []string{rec.Patch}}})
 	}

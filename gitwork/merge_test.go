@@ -3,6 +3,7 @@ package gitwork_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,6 +94,28 @@ func TestFailingValidationNeverReachesTheBranch(t *testing.T) {
 	assert.Equal(t, gitwork.StatusFailed, record(t, ws, bad.Task).Status)
 	_, err := os.Stat(bad.Path)
 	assert.NoError(t, err, "the worktree stays for its agent")
+	task, err := ws.Tasks().Get(ctx, bad.Task)
+	require.NoError(t, err)
+	assert.Contains(t, task.Result.Summary, "gave this task back (failed): $ if test -e BAD; then echo found BAD >&2; exit 3; fi\nfound BAD\n\nexit 3\nNext: ",
+		"the task's result shows the failing command's output, not only its command line")
+}
+
+// TestWhyKeepsTheCommandAndTheEndOfItsOutput: a long failure's excerpt
+// keeps the failing command and the last lines of its output, cut at a
+// line, in about 2 KiB.
+func TestWhyKeepsTheCommandAndTheEndOfItsOutput(t *testing.T) {
+	var out strings.Builder
+	for i := range 500 {
+		fmt.Fprintf(&out, "line %d\n", i)
+	}
+	w := gitwork.Worktree{Detail: "$ go test ./...\n" + out.String() + "FAIL: TestX\nexit 1"}
+	why := w.Why()
+	assert.LessOrEqual(t, len(why), 2<<10+8)
+	assert.True(t, strings.HasPrefix(why, "$ go test ./...\n…\nline "), why)
+	assert.True(t, strings.HasSuffix(why, "line 499\nFAIL: TestX\nexit 1"), why)
+	assert.Equal(t, "conflicting files: a.txt", gitwork.Worktree{Detail: "conflicting files: a.txt"}.Why())
+	long := gitwork.Worktree{Detail: strings.Repeat("x", 3000) + "\nshort tail"}.Why()
+	assert.True(t, strings.HasSuffix(long, "…\nshort tail"), "a long first line is cut, a short rest kept whole: %q", long[190:])
 }
 
 func TestValidationTimesOut(t *testing.T) {

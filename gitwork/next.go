@@ -34,3 +34,30 @@ func (w Worktree) Next(integration string) string {
 	}
 	return "nothing: it is released"
 }
+
+// whyLimit bounds Why: enough of a failing command's output to see why.
+const whyLimit = 2 << 10
+
+// Why is what the merge queue said of an entry it gave back, as the
+// task's result and 'wsctl work' quote it: the whole detail when it is
+// short; else its first line (for a failed validation, the command) and
+// the end of the rest (where a failing command's output says why), about
+// 2 KiB in all, cut at a line.
+func (w Worktree) Why() string {
+	d := strings.TrimSpace(w.Detail)
+	if len(d) <= whyLimit {
+		return d
+	}
+	head, rest, _ := strings.Cut(d, "\n")
+	if len(head) > 200 {
+		head = strings.ToValidUTF8(head[:200], "") + "…"
+	}
+	if n := whyLimit - len(head); len(rest) > n {
+		rest = rest[len(rest)-n:]
+		if i := strings.IndexByte(rest, '\n'); i >= 0 && i < len(rest)-1 {
+			rest = rest[i+1:]
+		}
+		rest = "…\n" + strings.ToValidUTF8(rest, "")
+	}
+	return head + "\n" + rest
+}

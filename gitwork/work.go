@@ -26,6 +26,22 @@ type Manager struct {
 // ErrDirty is returned by Submit for a worktree with uncommitted changes.
 var ErrDirty = errors.New("worktree has uncommitted changes")
 
+// ErrTaskEnded is matched by the error of Start and Submit for a task
+// that is done or cancelled: there is nothing left to do in its worktree
+// but release it. That error also matches workspace.ErrConflict.
+var ErrTaskEnded = errors.New("task ended")
+
+// taskEndedError says which task ended, how and by whom.
+type taskEndedError struct{ task, status, by string }
+
+func (e *taskEndedError) Error() string {
+	return fmt.Sprintf("task %s was %s by %s: nothing is left to do in it", e.task, e.status, e.by)
+}
+
+func (e *taskEndedError) Is(target error) bool {
+	return target == ErrTaskEnded || target == workspace.ErrConflict
+}
+
 // New checks git's version and the repository and returns a Manager.
 func New(ctx context.Context, ws *workspace.Workspace, cfg Config) (*Manager, error) {
 	if _, err := CheckGitVersion(ctx); err != nil {
@@ -84,8 +100,15 @@ func (m *Manager) claimedBy(ctx context.Context, actor, task string) (workspace.
 	if err != nil {
 		return t, err
 	}
-	if t.Status != workspace.TaskInProgress || t.Assignee != actor {
-		return t, fmt.Errorf("task %s is %s, assigned to %q: claim it first: %w", task, t.Status, t.Assignee, workspace.ErrNotHolder)
+	switch {
+	case t.Status == workspace.TaskCancelled || t.Status == workspace.TaskDone:
+		return t, &taskEndedError{task: task, status: string(t.Status), by: t.UpdatedBy}
+	case t.Status == workspace.TaskPending:
+		return t, fmt.Errorf("task %s is pending: %q does not hold it (a stop, a release or an expired claim gives a claim back): claim it again: %w", task, actor, workspace.ErrNotHolder)
+	case t.Status != workspace.TaskInProgress:
+		return t, fmt.Errorf("task %s is %s: claim it first: %w", task, t.Status, workspace.ErrNotHolder)
+	case t.Assignee != actor:
+		return t, fmt.Errorf("task %s is claimed by %q, not %q: %w", task, t.Assignee, actor, workspace.ErrNotHolder)
 	}
 	return t, nil
 }

@@ -175,3 +175,49 @@ func mustList(t *testing.T, ws *workspace.Workspace) []gitwork.Worktree {
 	require.NoError(t, err)
 	return recs
 }
+
+// TestSubmitSaysWhatBecameOfTheTask: a submit of a task that was cancelled
+// says so (ErrTaskEnded, a conflict), of one whose claim was given back
+// that it is not held, and of one another claimed who holds it; none
+// changes the record.
+func TestSubmitSaysWhatBecameOfTheTask(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, ws := newRepo(t), openWS(t)
+	m := newManager(t, ws, gitwork.Config{Repo: repo})
+	start := func(title string) (workspace.Task, gitwork.Worktree) {
+		t.Helper()
+		task := claimed(t, ws, "ann", title)
+		w, err := m.Start(ctx, "ann", task.ID)
+		require.NoError(t, err)
+		writeFile(t, filepath.Join(w.Path, title+".txt"), title+"\n")
+		gitT(t, w.Path, "add", "-A")
+		gitT(t, w.Path, "commit", "-q", "-m", title)
+		return task, w
+	}
+
+	cancelled, _ := start("cancelled")
+	_, err := ws.Tasks().Update(ctx, workspace.Write{Actor: "lead"}, cancelled.ID, workspace.TaskChange{Status: ptr(workspace.TaskCancelled)})
+	require.NoError(t, err)
+	_, err = m.Submit(ctx, "ann", cancelled.ID)
+	require.ErrorIs(t, err, gitwork.ErrTaskEnded)
+	assert.ErrorIs(t, err, workspace.ErrConflict)
+	assert.Equal(t, "task "+cancelled.ID+" was cancelled by lead: nothing is left to do in it", err.Error())
+	assert.NotContains(t, err.Error(), "claim")
+
+	returned, _ := start("returned")
+	_, err = ws.Commit(ctx, workspace.Batch{Actor: "op", Ops: []workspace.Op{workspace.StopActorOp{Actor: "ann"}}})
+	require.NoError(t, err)
+	_, err = m.Submit(ctx, "ann", returned.ID)
+	require.ErrorIs(t, err, workspace.ErrNotHolder)
+	assert.Contains(t, err.Error(), `is pending: "ann" does not hold it`)
+
+	_, err = ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "bob", Labels: map[string]string{"t": "returned"}})
+	require.NoError(t, err)
+	_, err = m.Submit(ctx, "ann", returned.ID)
+	require.ErrorIs(t, err, workspace.ErrNotHolder)
+	assert.Contains(t, err.Error(), `is claimed by "bob", not "ann"`)
+	for _, id := range []string{cancelled.ID, returned.ID} {
+		assert.Equal(t, gitwork.StatusActive, record(t, ws, id).Status, "a refused submit changes nothing")
+	}
+}

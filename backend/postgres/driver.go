@@ -168,6 +168,9 @@ func (pgDriver) OpenMigrator(ctx context.Context, cfg driver.Config) (workspace.
 		return nil, workspace.RedactError(fmt.Errorf("parse dsn: %w", err), dsn)
 	}
 	m, err := newMigrator(ctx, ccfg, opts.Schema)
+	if nw := missingDatabase(err); nw != nil {
+		return nil, nw
+	}
 	if err != nil {
 		return nil, workspace.RedactError(err, dsn)
 	}

@@ -2,8 +2,10 @@ package postgres
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -25,6 +27,9 @@ func unavailable(err error, unknown bool) error {
 	if errors.As(err, &ue) {
 		return err
 	}
+	if nw := missingDatabase(err); nw != nil {
+		return nw
+	}
 	cause, ok := connFailure(err)
 	if !ok {
 		return err
@@ -41,6 +46,10 @@ func connFailure(err error) (error, bool) {
 		ne net.Error
 	)
 	switch {
+	case errors.As(err, &ce) && errors.As(err, &pe):
+		// The server answered and refused: an outage only if it says so
+		// (a missing database or a refused role is not one).
+		return ce, unavailableCode(pe.Code)
 	case errors.As(err, &ce):
 		return ce, true
 	case errors.As(err, &pe):
@@ -52,6 +61,51 @@ func connFailure(err error) (error, bool) {
 		return deepest(err), true
 	}
 	return nil, false
+}
+
+// missingDatabase returns a *workspace.NoWorkspaceError when err is the
+// server's refusal of a connection to a database that does not exist
+// (SQLSTATE 3D000): nothing can be created there until someone creates the
+// database, so it says how. It returns nil for any other error.
+func missingDatabase(err error) error {
+	var (
+		ce *pgconn.ConnectError
+		pe *pgconn.PgError
+	)
+	if !errors.As(err, &ce) || !errors.As(err, &pe) || pe.Code != "3D000" || ce.Config == nil {
+		return nil
+	}
+	c := ce.Config
+	cmd := "createdb"
+	if c.Host != "" && !strings.HasPrefix(c.Host, "/") {
+		cmd += " -h " + shellWord(c.Host)
+	}
+	if c.Port != 0 && c.Port != 5432 {
+		cmd += " -p " + strconv.Itoa(int(c.Port))
+	}
+	if c.User != "" {
+		cmd += " -U " + shellWord(c.User)
+	}
+	cmd += " " + shellWord(c.Database)
+	return &workspace.NoWorkspaceError{
+		Where:  fmt.Sprintf("database %q", c.Database),
+		Reason: fmt.Sprintf("the database does not exist on the server; create it first with '%s' (or CREATE DATABASE)", cmd),
+	}
+}
+
+// shellWord quotes s for a POSIX shell unless it is a plain word.
+func shellWord(s string) string {
+	plain := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-@%+=:,/", r)) {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // unavailableCode reports whether a server (or pgbouncer) error says the

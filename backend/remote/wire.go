@@ -64,7 +64,7 @@ func setStr(q url.Values, key, v string) {
 // as a local handle does.
 func (c *Client) checkContent(b []byte) error {
 	if int64(len(b)) > c.opts.MaxArtifactSize {
-		return &workspace.InvalidError{Field: "content", Reason: strconv.Itoa(len(b)) + " bytes is over the limit of " + strconv.FormatInt(c.opts.MaxArtifactSize, 10), TooLarge: true}
+		return &workspace.InvalidError{Field: "content", Reason: strconv.Itoa(len(b)) + " bytes is over the limit of " + strconv.FormatInt(c.opts.MaxArtifactSize, 10) + " (the client's ws_max_artifact_size)", TooLarge: true}
 	}
 	return nil
 }

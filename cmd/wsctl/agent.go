@@ -104,7 +104,7 @@ func (a *app) agentShowCmd() *cobra.Command {
 func (a *app) agentStopCmd() *cobra.Command {
 	var message string
 	c := &cobra.Command{
-		Use:   "stop ACTOR [--message WHY]",
+		Use:   "stop ACTOR [-m WHY]",
 		Short: "Stop an agent: revoke its tokens, end its leases, return its claims, in one batch",
 		Long: `stop ends everything ACTOR holds, in one batch recorded as events: every
 token of its is revoked (every server refuses it, and ends the streams and
@@ -143,7 +143,7 @@ process too.`,
 			})
 		}),
 	}
-	c.Flags().StringVar(&message, "message", "", "why, kept on each event")
+	c.Flags().StringVarP(&message, "message", "m", "", "why, kept on each event")
 	return c
 }
 

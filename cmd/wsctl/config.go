@@ -130,7 +130,9 @@ func (a *app) resolve() (resolution, error) {
 	if cfg.DSN != "" {
 		return resolution{DSN: anchor(cfg.DSN, path), Source: path + " (top-level dsn)", ConfigFile: path}, nil
 	}
-	return resolution{DSN: workspace.DefaultDSN, Source: "default (" + path + " names no dsn; pick an env with --env or AGENTSPACE_ENV)", ConfigFile: path}, nil
+	// The default store beside the file, as a dsn in it would be: the same
+	// from every directory below it (a worktree under .agentspace/ too).
+	return resolution{DSN: anchor(workspace.DefaultDSN, path), Source: "default (" + path + " names no dsn; pick an env with --env or AGENTSPACE_ENV)", ConfigFile: path}, nil
 }
 
 // discovery is what findUp found: the nearest config file, or else the

@@ -10,8 +10,10 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -87,7 +89,11 @@ func postgresLatest(t *testing.T) int {
 }
 
 // exitCodes are every code wsctl exits with, and what the docs call them.
-var exitCodes = []int{exitOK, exitError, exitUsage, exitConflict, exitLocked, exitNotFound, exitNoTask, exitForbidden, exitNoStore, exitTampered}
+var exitCodes = []int{exitOK, exitError, exitUsage, exitConflict, exitLocked, exitNotFound, exitNoTask, exitForbidden, exitNoStore, exitTampered, exitUnauthorized}
+
+// sysExitCodes are the codes wsctl takes from sysexits.h, apart from the
+// run of its own: 75, try again (EX_TEMPFAIL).
+var sysExitCodes = []int{exitUnavailable}
 
 func TestDocsListEveryExitCode(t *testing.T) {
 	for i, c := range exitCodes {
@@ -97,7 +103,7 @@ func TestDocsListEveryExitCode(t *testing.T) {
 	cli := readDoc(t, "docs/cli.md")
 	var help strings.Builder
 	run(context.Background(), []string{"--help"}, strings.NewReader(""), &help, &help, func(string) string { return "" })
-	for _, c := range exitCodes {
+	for _, c := range slices.Concat(exitCodes, sysExitCodes) {
 		assert.Regexp(t, fmt.Sprintf("(^|, )%d [a-z`]", c), readme, "README.md's exit codes name %d", c)
 		assert.Regexp(t, fmt.Sprintf(`(?m)^\| %d \| `, c), cli, "docs/cli.md's exit code table has %d", c)
 		assert.Regexp(t, fmt.Sprintf("(?:codes: |, )%d [a-z`]", c), strings.Join(strings.Fields(help.String()), " "), "wsctl --help names exit %d", c)
@@ -132,9 +138,20 @@ func TestDocsStateTheMCPToolsAndTheirSize(t *testing.T) {
 	assertAbout(t, kb, stated(t, readme, "README.md", "\\(`tools/list` is about ([\\d.]+) KB\\)"), "README.md: the size of tools/list")
 	assert.Equal(t, len(res.Tools), statedInt(t, readme, "README.md", "`checked … (\\d+) tools`"), "README.md: what setup prints")
 
-	out, stderr, code := wsctl(t, dsn, "prime", "--as", "claude")
-	require.Equal(t, 0, code, stderr)
-	assertAbout(t, float64(len(out))/1024, stated(t, doc, "docs/mcp.md", `On an empty workspace it is about \*\*([\d.]+) KB\*\*`), "docs/mcp.md: the size of prime's briefing")
+	// prime adds the worktree steps in a git repository: measure it in
+	// a directory outside one and in a repository.
+	plain, repo := t.TempDir(), t.TempDir()
+	gitIn(t, "", "init", "-q", repo)
+	for _, c := range []struct{ dir, re, what string }{
+		{plain, `On an empty workspace it is about \*\*([\d.]+) KB\*\*`, "docs/mcp.md: the size of prime's briefing"},
+		{repo, `On an empty workspace .*?, and about \*\*([\d.]+) KB\*\* in a git repository`, "docs/mcp.md: the size of prime's briefing in a git repository"},
+	} {
+		cmd := exec.Command(wsctlBinary(t), "--dsn", dsn, "prime", "--as", "claude")
+		cmd.Dir, cmd.Env = c.dir, append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+		out, err := cmd.Output()
+		require.NoError(t, err)
+		assertAbout(t, float64(len(out))/1024, stated(t, doc, "docs/mcp.md", c.re), c.what)
+	}
 }
 
 // assertAbout checks a figure stated to one decimal ("about 8.1 KB"):

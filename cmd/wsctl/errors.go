@@ -26,6 +26,10 @@ const (
 	// exitForbidden: the workspace's policy refused it (ErrForbidden).
 	exitForbidden = 7
 	exitNoStore   = 8
+	// exitUnauthorized: a server refused the request for want of a
+	// token it knows (HTTP 401): no AGENTSPACE_TOKEN, or an unknown,
+	// revoked or expired one.
+	exitUnauthorized = 10
 	// exitUnavailable: the store (or the server) cannot be reached now;
 	// try again (EX_TEMPFAIL of sysexits.h).
 	exitUnavailable = 75
@@ -109,13 +113,18 @@ func classify(err error) error {
 		if fe := (*workspace.ForbiddenError)(nil); errors.As(err, &fe) && fe.Rule != "" {
 			c.hint = "the workspace's policy does not let you: 'wsctl policy show' lists the roles, 'wsctl policy check' explains"
 		}
+	case errors.Is(err, wire.ErrUnauthorized):
+		c.code = exitUnauthorized
+		c.hint = "set AGENTSPACE_TOKEN to a token of this server (on its host, 'wsctl token create --actor NAME' makes one)"
 	case errors.Is(err, workspace.ErrNoTask):
 		c.code = exitNoTask
 		c.hint = "add one with 'wsctl task add', or wait for one with 'wsctl task claim --wait'"
 	case errors.Is(err, workspace.ErrInvalid), errors.Is(err, workspace.ErrTooLarge):
 		c.code = exitUsage
 	case errors.Is(err, workspace.ErrRewound):
-		c.hint = "the database failed over to a replica that lost events this command saw: re-read the state ('wsctl status'), and follow again from a seq at or below its head"
+		// The log lost events up to that seq (a failover to a replica
+		// that lacked them) or the seq is another log's.
+		c.hint = "with wsctl: 'wsctl status' re-reads the state, 'wsctl events --follow' follows from the head, '--after 0' reads the whole log"
 	case errors.Is(err, workspace.ErrUnavailable):
 		c.code = exitUnavailable
 		c.hint = "the database cannot be reached now (down, restarting or failing over): try again"

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/agentspace/agentspace/gitwork"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -26,4 +27,13 @@ func TestWsctlAddsTheCommandALibraryErrorLeavesOut(t *testing.T) {
 		assert.Contains(t, line, c.hint, "%T", c.err)
 		assert.Contains(t, line, c.err.Error())
 	}
+}
+
+// TestAServerWantingATokenHasItsOwnExitCode: a 401 from a server (no
+// token, or one it does not know) exits 10 and names AGENTSPACE_TOKEN.
+func TestAServerWantingATokenHasItsOwnExitCode(t *testing.T) {
+	err := wire.DecodeError(401, []byte(`{"type":"urn:agentspace:problem:unauthorized","title":"Unauthorized","status":401,"detail":"unauthorized: the token is unknown, revoked or expired","code":"unauthorized"}`))
+	code, line := (&app{}).report(classify(fmt.Errorf("open http://127.0.0.1:7465: %w", err)))
+	assert.Equal(t, exitUnauthorized, code)
+	assert.Contains(t, line, "the token is unknown, revoked or expired: set AGENTSPACE_TOKEN")
 }

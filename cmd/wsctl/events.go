@@ -22,7 +22,7 @@ var eventTypes = []string{
 	workspace.EventTaskCreated, workspace.EventTaskUpdated, workspace.EventTaskClaimed, workspace.EventTaskReleased,
 	workspace.EventNotePut, workspace.EventNoteDeleted,
 	workspace.EventLockAcquired, workspace.EventLockRenewed, workspace.EventLockReleased, workspace.EventLockExpired, workspace.EventLockForced, workspace.EventLockWaited,
-	workspace.EventConflict,
+	workspace.EventConflict, workspace.EventDenied, workspace.EventGC,
 }
 
 func (a *app) eventsCmd() *cobra.Command {
@@ -62,12 +62,20 @@ record by its name (artifact name, task title, note key, lock resource).
 			case cmd.Flags().Changed("tail") && limit > 0 && !follow:
 				return usageErrorf("--tail and --limit exclude each other (but with --follow, --limit counts the new events)")
 			}
-			for _, t := range types {
-				if !slices.Contains(eventTypes, t) {
-					return usageErrorf("--type %q: unknown event type; known: %s", t, strings.Join(eventTypes, ", "))
+			var want []string
+			for _, list := range types {
+				// Comma-separated, as the API's type= takes them.
+				for _, t := range strings.Split(list, ",") {
+					if t = strings.TrimSpace(t); t == "" {
+						continue
+					}
+					if !slices.Contains(eventTypes, t) {
+						return usageErrorf("--type %q: unknown event type; known: %s", t, strings.Join(eventTypes, ", "))
+					}
+					want = append(want, t)
 				}
 			}
-			q := workspace.EventQuery{AfterSeq: after, Types: types, Actor: actor}
+			q := workspace.EventQuery{AfterSeq: after, Types: want, Actor: actor}
 			if since != "" {
 				t, err := parseSince(since, now())
 				if err != nil {
@@ -130,7 +138,7 @@ record by its name (artifact name, task title, note key, lock resource).
 	f.Int64Var(&after, "after", 0, "only events with a seq above SEQ")
 	f.IntVar(&tail, "tail", 0, "only the last N matching events (then, with --follow, new ones)")
 	f.StringVar(&since, "since", "", "only events from this long ago (10m, 2h) or since this RFC 3339 time")
-	f.StringArrayVar(&types, "type", nil, "only events of this type, e.g. task.claimed (repeatable)")
+	f.StringArrayVar(&types, "type", nil, "only events of these types, e.g. task.claimed or task.claimed,denied (repeatable)")
 	f.StringVar(&actor, "actor", "", "only events by this actor")
 	f.StringVar(&subject, "subject", "", "only events of one record: artifact:NAME, task:ID, note:KIND/KEY, lock:RESOURCE, or a bare name")
 	f.IntVar(&limit, "limit", 0, "at most N events, then exit (default: all; with --follow: until interrupted)")
@@ -246,7 +254,8 @@ func (a *app) follow(ctx context.Context, ws *workspace.Workspace, q workspace.E
 		switch {
 		case ctx.Err() != nil:
 			return nil // interrupted: the normal end of a tail
-		case errors.Is(err, workspace.ErrCompacted), errors.Is(err, workspace.ErrInvalid), errors.Is(err, workspace.ErrClosed):
+		case errors.Is(err, workspace.ErrCompacted), errors.Is(err, workspace.ErrInvalid), errors.Is(err, workspace.ErrClosed),
+			errors.Is(err, workspace.ErrRewound): // the same cursor would be refused again
 			return err
 		}
 		fmt.Fprintf(a.stderr, "wsctl: events: %v; resuming after seq %d in %s\n", workspace.RedactError(err, a.dsn), q.AfterSeq, backoff)

@@ -16,6 +16,8 @@
 //	7 forbidden by the workspace's policy (ErrForbidden)
 //	8 no workspace where the DSN points (ErrNoWorkspace): only init, import and migrate up/goto create one
 //	9 verify or restore found the event chain or an artifact's content broken
+//	10 unauthorized: a server wants a token it knows (AGENTSPACE_TOKEN)
+//	75 unavailable: the database or the server cannot be reached now; try again (ErrUnavailable)
 package main
 
 import (

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -39,6 +40,36 @@ decisions, locks). Use its MCP tools (server "agentspace"), or wsctl from a shel
 4. Record decisions others must follow with note op=put kind=decision.
 
 Run "wsctl prime" for the full briefing and what is going on now.`
+
+// agentBlockGit is agentBlock for a project in a git repository: each task
+// is worked in its own worktree, which the claim makes, and lands through
+// the merge queue.
+const agentBlockGit = `## Coordination: agentspace
+
+This project's agents share one agentspace workspace (tasks, versioned artifacts,
+decisions, locks). Use its MCP tools (server "agentspace"), or wsctl from a shell:
+
+` + worktreeSteps + `
+Run "wsctl prime" for the full briefing and what is going on now.`
+
+// worktreeSteps is the loop in a git repository, for the setup block and
+// wsctl prime.
+const worktreeSteps = `1. task_claim with worktree=true (shell: wsctl task claim --worktree) takes the next
+   ready task and makes its git worktree: edit, build, test and commit only in the
+   worktree.path it returns, never in the main checkout. task_update action=heartbeat
+   on long work.
+2. lock op=acquire on shared artifacts you edit; write with artifact_write, passing
+   if_version from your read and fence = your lock token. On "conflict", re-read, retry.
+3. When it is committed, run "wsctl work submit TASK": the merge queue validates it,
+   lands it and marks the task done. "wsctl work" says what came back and what to do.
+4. Record decisions others must follow with note op=put kind=decision.
+`
+
+// inGitRepo reports whether dir is inside a git repository's work tree.
+func inGitRepo(ctx context.Context, dir string) bool {
+	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--is-inside-work-tree").Output() // #nosec G204 -- git with fixed arguments
+	return err == nil && strings.TrimSpace(string(out)) == "true"
+}
 
 // setupTarget is one agent's project-local configuration.
 type setupTarget struct {
@@ -133,7 +164,11 @@ nothing outside --dir but the repository's .gitignore.`,
 					return err
 				}
 			}
-			if err := s.mdBlock(target.mdFile, agentBlock); err != nil {
+			block := agentBlock
+			if inGitRepo(ctx, dir) {
+				block = agentBlockGit
+			}
+			if err := s.mdBlock(target.mdFile, block); err != nil {
 				return err
 			}
 			if dryRun || noCheck {

@@ -162,3 +162,21 @@ func TestPrimeBriefsTheAgentWithALiveSummary(t *testing.T) {
 		assert.Contains(t, out, want)
 	}
 }
+
+// TestSetupTellsAgentsInAGitRepositoryToWorkInTheirWorktree: in a git
+// repository the block setup writes has the agent claim with its worktree
+// and work only there; outside one it does not mention worktrees.
+func TestSetupTellsAgentsInAGitRepositoryToWorkInTheirWorktree(t *testing.T) {
+	plain, repo := t.TempDir(), t.TempDir()
+	gitIn(t, "", "init", "-q", "-b", "main", repo)
+	runSetup(t, plain, "claude")
+	runSetup(t, repo, "claude")
+	b, err := os.ReadFile(filepath.Join(repo, "CLAUDE.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "task_claim with worktree=true")
+	assert.Contains(t, string(b), "only in the\n   worktree.path it returns")
+	assert.Contains(t, string(b), `"wsctl work submit TASK"`)
+	b, err = os.ReadFile(filepath.Join(plain, "CLAUDE.md"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "worktree")
+}

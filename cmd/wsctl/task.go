@@ -364,9 +364,11 @@ those are done. --ready lists only the tasks claim would take.`,
 
 func (a *app) taskShowCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "show ID",
-		Short: "Show one task in full",
-		Args:  cobra.ExactArgs(1),
+		Use: "show ID",
+		// get, as artifact get and note get.
+		Aliases: []string{"get"},
+		Short:   "Show one task in full",
+		Args:    cobra.ExactArgs(1),
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			return a.with(ctx, func(ws *workspace.Workspace) error {
 				id, err := resolveTaskID(ctx, ws, args[0])

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -100,4 +101,20 @@ func TestAnUnreachableDatabaseSaysTryAgain(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode, body)
 	assert.Equal(t, "t", body["title"])
 	assert.NotContains(t, logs.String(), "internal")
+}
+
+// TestAMissingDatabaseIsNoWorkspaceNotTryAgain: a PostgreSQL database
+// that does not exist is not an outage: wsctl says so, with the createdb
+// to run, and exits 8 (no workspace there), not 75.
+func TestAMissingDatabaseIsNoWorkspaceNotTryAgain(t *testing.T) {
+	u, err := url.Parse(pgtest.ServerDSN(t))
+	require.NoError(t, err)
+	db := pgtest.RandomName("nodb")
+	u.Path = "/" + db
+	for _, args := range [][]string{{"status"}, {"init"}, {"migrate", "up"}} {
+		_, errOut, code := wsctl(t, u.String(), args...)
+		assert.Equal(t, exitNoStore, code, "%v: %s", args, errOut)
+		assert.Contains(t, errOut, `the database does not exist on the server; create it first with 'createdb `, args)
+		assert.NotContains(t, errOut, "try again", args)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -184,7 +185,8 @@ func (a *app) workMine(ctx context.Context, repo string) error {
 		for _, m := range out {
 			fmt.Fprintf(a.stdout, "%s\t%s\t%s\t%s\n", m.Task, m.Status, m.Branch, m.Path)
 			if m.Status == gitwork.StatusConflicted || m.Status == gitwork.StatusFailed {
-				fmt.Fprintf(a.stdout, "  came back from the merge queue: %s\n", firstLineOf(m.Detail))
+				// The first line, then the failing command's output indented.
+				fmt.Fprintf(a.stdout, "  came back from the merge queue: %s\n", strings.ReplaceAll(m.Why(), "\n", "\n    "))
 			}
 			fmt.Fprintf(a.stdout, "  next: %s\n", m.Next)
 		}
@@ -209,7 +211,11 @@ func (a *app) workTaskCmd(repo *string, use, short, long string, op func(m *gitw
 				}
 				w, err := op(m, ctx, actor, task)
 				if errors.Is(err, gitwork.ErrDirty) {
-					return &cliError{code: exitConflict, err: err, hint: "commit your changes (or remove them), then run it again"}
+					// The error says what to do already.
+					return &cliError{code: exitConflict, err: err}
+				}
+				if errors.Is(err, gitwork.ErrTaskEnded) {
+					return &cliError{code: exitConflict, err: err, hint: fmt.Sprintf("'wsctl work release %s' removes its worktree, keeping unmerged work under a backup ref", task)}
 				}
 				if errors.Is(err, gitwork.ErrRecordMismatch) {
 					return &cliError{code: exitConflict, err: err, hint: forgetHint}

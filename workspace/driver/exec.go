@@ -363,6 +363,11 @@ func (x *exec) updateTask(ctx context.Context, o workspace.UpdateTaskOp) (*works
 		if next == workspace.TaskInProgress {
 			return nil, invalid("status", "a task becomes in_progress only through Claim")
 		}
+		if t.Status == workspace.TaskPending && (next == workspace.TaskDone || next == workspace.TaskFailed) {
+			// Only a claim's holder finishes a task, and a pending task has
+			// none: the caller's claim, if it had one, was given back.
+			return nil, fmt.Errorf("task %s is pending: %q does not hold it (a stop, a release or an expired claim gives a claim back): claim it again: %w", t.ID, x.actor, workspace.ErrNotHolder)
+		}
 		if !t.Status.CanBecome(next) {
 			return nil, invalid("status", "task %s cannot go from %s to %s", t.ID, t.Status, next)
 		}

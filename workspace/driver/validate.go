@@ -207,7 +207,7 @@ func truncate(s string, n int) string {
 
 func (h *handle) checkContent(content []byte) error {
 	if int64(len(content)) > h.opts.MaxArtifactSize {
-		return tooLarge("content", "%d bytes is over the limit of %d", len(content), h.opts.MaxArtifactSize)
+		return tooLarge("content", "%d bytes is over the limit of %d (the store's ws_max_artifact_size)", len(content), h.opts.MaxArtifactSize)
 	}
 	return nil
 }

@@ -508,7 +508,7 @@ func (m logMark) check(ctx context.Context, tx ReadTx, after int64, page workspa
 			// Nothing delivered yet: the cursor is the caller's (a
 			// resumed stream's Last-Event-ID), past anything this log
 			// holds.
-			return m, errRewound("seq %d is past the log's head %d: the log lost its tail since, or is another log", after, page.Head)
+			return m, errRewound("seq %d is past the log's head %d: the log lost its tail since, or is another log; re-read the state, then resume from the head (after=%d), or read the whole log again (after=0)", after, page.Head, page.Head)
 		}
 		return m, errRewound("the log's head is %d, but seq %d was delivered", page.Head, after)
 	}
