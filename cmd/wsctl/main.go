@@ -16,6 +16,7 @@
 //	7 forbidden by the workspace's policy (ErrForbidden)
 //	8 no workspace where the DSN points (ErrNoWorkspace): only init, import and migrate up/goto create one
 //	9 verify or restore found the event chain or an artifact's content broken
+//	11 paused: the actor's writes are refused until it is resumed (ErrPaused)
 package main
 
 import (
