@@ -128,11 +128,12 @@ func parseDeadline(s string, ref time.Time) (time.Time, error) {
 	return time.Time{}, usageErrorf("--deadline %q: want a duration such as 10m or 2h, or an RFC 3339 time such as 2026-05-01T10:00:00Z", s)
 }
 
+// short cuts s to n runes.
 func short(s string, n int) string {
-	if len(s) <= n {
-		return s
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
 	}
-	return s[:n] + "…"
+	return s
 }
 
 // inboxOut is inbox's --json answer: the page, and with --or-task the
@@ -437,11 +438,10 @@ that is not yours to ack, is refused and writes nothing.`,
 				if a.jsonOut {
 					return a.printJSON(m)
 				}
-				by := actor
+				// The record that answers for actor: its own, or the first.
 				for _, k := range m.Acks {
 					if k.By == actor || k.For == actor {
-						by = k.By
-						fmt.Fprintf(a.stdout, "acked %s by %s at %s\n", m.ID, by, stamp(k.At))
+						fmt.Fprintf(a.stdout, "acked %s by %s at %s\n", m.ID, k.By, stamp(k.At))
 						return nil
 					}
 				}
