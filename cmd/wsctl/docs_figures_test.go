@@ -89,7 +89,7 @@ func postgresLatest(t *testing.T) int {
 }
 
 // exitCodes are every code wsctl exits with, and what the docs call them.
-var exitCodes = []int{exitOK, exitError, exitUsage, exitConflict, exitLocked, exitNotFound, exitNoTask, exitForbidden, exitNoStore, exitTampered, exitUnauthorized}
+var exitCodes = []int{exitOK, exitError, exitUsage, exitConflict, exitLocked, exitNotFound, exitNoTask, exitForbidden, exitNoStore, exitTampered, exitUnauthorized, exitPaused}
 
 // sysExitCodes are the codes wsctl takes from sysexits.h, apart from the
 // run of its own: 75, try again (EX_TEMPFAIL).
