@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -41,13 +42,37 @@ const (
 	adminOp       = "run an admin operation (gc)"
 	outsideRole   = "write outside the role (docs/x.md, locks on docs/)"
 	stopAgent     = "stop another agent (admin.tokens)"
+	// The actions of messages. alice's message is one root sent her that
+	// needs her ack; carol is paused, and pausedWrite is tried as her.
+	forgeSender = "send a message as another actor"
+	readInbox   = "read another's inbox"
+	ackOthers   = "ack another's message"
+	policySend  = "send a message where the policy forbids (dev messages only root)"
+	pausedWrite = "write while paused (as carol, paused by root)"
 )
 
-var actions = []string{impersonate, reservedWrite, reservedRead, adminOp, outsideRole, stopAgent}
+var actions = []string{impersonate, reservedWrite, reservedRead, adminOp, outsideRole, stopAgent,
+	forgeSender, readInbox, ackOthers, policySend, pausedWrite}
 
 // unconditional are the actions refused with no policy at all (the
 // default): identity and the system's own records do not depend on roles.
-var unconditional = []string{impersonate, reservedWrite, reservedRead}
+var unconditional = []string{impersonate, reservedWrite, reservedRead, forgeSender, readInbox, ackOthers, pausedWrite}
+
+// asWho is who tries action: bob, or carol for the write of a paused agent.
+func asWho(action string) string {
+	if action == pausedWrite {
+		return "carol"
+	}
+	return "bob"
+}
+
+// tokenFor is the token of asWho(action).
+func (e *env) tokenFor(action string) string {
+	if action == pausedWrite {
+		return e.carolToken
+	}
+	return e.bobToken
+}
 
 const policyTOML = `
 default_role = "observer"
@@ -63,6 +88,7 @@ notes_read = ["*"]
 notes_write = ["decision"]
 tasks = ["add", "claim", "finish"]
 locks = ["file:src/**"]
+messages = ["root"]
 
 [actors]
 root = ["admin"]
@@ -72,7 +98,7 @@ root = ["admin"]
 type outcome int
 
 const (
-	refused outcome = iota // refused as forbidden
+	refused outcome = iota // refused as forbidden (as paused, for pausedWrite)
 	// inexpressible: the face has no way to ask for the action at all
 	// (MCP tools take no actor and offer no gc); the driver proves it
 	// (the tool list has no such tool or field), so it is as good as a refusal.
@@ -84,7 +110,9 @@ const (
 type env struct {
 	bin, store, url string
 	bobToken        string
+	carolToken      string
 	aliceTokenID    string
+	aliceMsg        string               // a message to alice that needs her ack
 	ws              *workspace.Workspace // the store itself, in this process
 }
 
@@ -154,19 +182,37 @@ func setUp(t *testing.T, withPolicy bool) *env {
 	alice := strings.TrimSpace(run("", "--as", "root", "token", "create", "--actor", "alice", "--role", "dev"))
 	e.aliceTokenID = regexp.MustCompile(`^ast_([^_]+)_`).FindStringSubmatch(alice)[1]
 	run("", "--as", "root", "lock", "acquire", "file:docs/x", "--ttl", "1h")
+	e.carolToken = strings.TrimSpace(run("", "--as", "root", "token", "create", "--actor", "carol", "--role", "dev"))
 
 	ws, err := workspace.Open(context.Background(), e.store)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })
 	e.ws = ws
+	ctx := context.Background()
+	// alice writes once (so that she is a known recipient), root asks her
+	// for an ack, and root pauses carol.
+	_, err = ws.Messages().Send(ctx, workspace.Write{Actor: "alice"}, workspace.NewMsg{To: []string{"root"}, Body: "hello"})
+	require.NoError(t, err)
+	m, err := ws.Messages().Send(ctx, workspace.Write{Actor: "root"}, workspace.NewMsg{To: []string{"alice"}, Body: "ack this", RequiresAck: true})
+	require.NoError(t, err)
+	e.aliceMsg = m.ID
+	_, err = ws.Commit(ctx, workspace.Batch{Actor: "root", Ops: []workspace.Op{workspace.PauseActorOp{Actor: "carol", Message: "hold on"}}})
+	require.NoError(t, err)
 	e.url = wsctltest.Serve(t, e.bin, e.store, "--require-token").URL
 	return e
 }
 
-// classify maps an error to an outcome.
-func classify(err error) (outcome, string) {
+// classify maps an error of action to an outcome: a write while paused is
+// refused as paused, anything else as forbidden.
+func classify(action string, err error) (outcome, string) {
 	if err == nil {
 		return allowed, "no error"
+	}
+	if action == pausedWrite {
+		if errors.Is(err, workspace.ErrPaused) {
+			return refused, err.Error()
+		}
+		return allowed, "not refused as paused: " + err.Error()
 	}
 	if strings.Contains(err.Error(), "forbidden") || strings.Contains(err.Error(), "403") {
 		return refused, err.Error()
@@ -177,8 +223,8 @@ func classify(err error) (outcome, string) {
 // goAPI: a program of ours acting for bob's token (as the server's faces
 // do): a principal in the context.
 func goAPI(t *testing.T, e *env, action string) (outcome, string) {
-	ctx := workspace.WithPrincipal(context.Background(), workspace.Principal{Actor: "bob", Roles: []string{"dev"}, Bound: true})
-	return classify(apiDo(ctx, e, e.ws, action))
+	ctx := workspace.WithPrincipal(context.Background(), workspace.Principal{Actor: asWho(action), Roles: []string{"dev"}, Bound: true})
+	return classify(action, apiDo(ctx, e, e.ws, action))
 }
 
 // apiDo runs action through a Workspace, as bob (whom ctx or the
@@ -207,15 +253,30 @@ func apiDo(ctx context.Context, e *env, ws *workspace.Workspace, action string) 
 	case stopAgent:
 		_, err := ws.Commit(ctx, workspace.Batch{Actor: "bob", Ops: []workspace.Op{workspace.StopActorOp{Actor: "alice"}}})
 		return err
+	case forgeSender:
+		_, err := ws.Messages().Send(ctx, workspace.Write{Actor: "alice"}, workspace.NewMsg{To: []string{"root"}, Body: "from alice, really"})
+		return err
+	case readInbox:
+		_, err := ws.Messages().Inbox(ctx, workspace.InboxQuery{Actor: "alice"})
+		return err
+	case ackOthers:
+		_, err := ws.Messages().Ack(ctx, bob, e.aliceMsg, "")
+		return err
+	case policySend:
+		_, err := ws.Messages().Send(ctx, bob, workspace.NewMsg{To: []string{"alice"}, Body: "psst"})
+		return err
+	case pausedWrite:
+		_, err := ws.Artifacts().Create(ctx, workspace.Write{Actor: "carol"}, workspace.NewArtifact{Name: "src/paused.go", Content: []byte("x")})
+		return err
 	}
 	panic("unknown action " + action)
 }
 
 func remoteFace(t *testing.T, e *env, action string) (outcome, string) {
-	ws, err := workspace.Open(context.Background(), e.url+"?ws_token="+url.QueryEscape(e.bobToken))
+	ws, err := workspace.Open(context.Background(), e.url+"?ws_token="+url.QueryEscape(e.tokenFor(action)))
 	require.NoError(t, err)
 	defer func() { _ = ws.Close() }()
-	return classify(apiDo(context.Background(), e, ws, action))
+	return classify(action, apiDo(context.Background(), e, ws, action))
 }
 
 func httpFace(t *testing.T, e *env, action string) (outcome, string) {
@@ -233,10 +294,33 @@ func httpFace(t *testing.T, e *env, action string) (outcome, string) {
 		method, path, body = "POST", "/v1/artifacts", `{"name":"docs/x.md","content":"x"}`
 	case stopAgent:
 		method, path, body = "POST", "/v1/agents/alice/stop", `{}`
+	case forgeSender:
+		// The body's actor is the impersonate row's shape; from is a message's own.
+		if o, d := httpDo(t, e, action, "POST", "/v1/messages", `{"actor":"alice","to":["root"],"body":"x"}`); o != refused {
+			return o, d
+		}
+		method, path, body = "POST", "/v1/messages", `{"from":"alice","to":["root"],"body":"x"}`
+	case readInbox:
+		if o, d := httpDo(t, e, action, "GET", "/v1/inbox/stream?actor=alice", ""); o != refused {
+			return o, d
+		}
+		method, path = "GET", "/v1/inbox?actor=alice"
+	case ackOthers:
+		method, path, body = "POST", "/v1/messages/"+e.aliceMsg+"/ack", `{}`
+	case policySend:
+		method, path, body = "POST", "/v1/messages", `{"to":["alice"],"body":"psst"}`
+	case pausedWrite:
+		method, path, body = "POST", "/v1/artifacts", `{"name":"src/paused.go","content":"x"}`
 	}
+	return httpDo(t, e, action, method, path, body)
+}
+
+// httpDo sends one request with the token of action's actor and says
+// whether it was refused: 403 forbidden, or 423 paused for pausedWrite.
+func httpDo(t *testing.T, e *env, action, method, path, body string) (outcome, string) {
 	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+e.bobToken)
+	req.Header.Set("Authorization", "Bearer "+e.tokenFor(action))
 	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
@@ -246,7 +330,11 @@ func httpFace(t *testing.T, e *env, action string) (outcome, string) {
 		Detail string `json:"detail"`
 	}
 	_ = json.NewDecoder(res.Body).Decode(&p)
-	if res.StatusCode == http.StatusForbidden && p.Code == "forbidden" {
+	if action == pausedWrite {
+		if res.StatusCode == http.StatusLocked && p.Code == "paused" {
+			return refused, p.Detail
+		}
+	} else if res.StatusCode == http.StatusForbidden && p.Code == "forbidden" {
 		return refused, p.Detail
 	}
 	return allowed, fmt.Sprintf("%s %s: %d %s %s", method, path, res.StatusCode, p.Code, p.Detail)
@@ -267,13 +355,30 @@ func cliFace(t *testing.T, e *env, action string) (outcome, string) {
 		args = []string{"artifact", "put", "docs/x.md"}
 	case stopAgent:
 		args = []string{"agent", "stop", "alice"}
+	case forgeSender, readInbox, ackOthers, policySend:
+		// wsctl has no message commands yet: the proof is that it knows
+		// none. When it gains one, this fails until the row is written.
+		name := map[string]string{forgeSender: "send", readInbox: "inbox", ackOthers: "ack", policySend: "send"}[action]
+		cmd := exec.Command(e.bin, "--dsn", e.url, name) // #nosec G204 -- the test's own binary
+		cmd.Env = wsctltest.Env("AGENTSPACE_TOKEN="+e.bobToken, "AGENTSPACE_ACTOR=bob")
+		out, _ := cmd.CombinedOutput()
+		if strings.Contains(string(out), `unknown command "`+name+`"`) {
+			return inexpressible, "wsctl has no " + name + " command"
+		}
+		return allowed, fmt.Sprintf("wsctl %s exists: give the faces table its row: %s", name, out)
+	case pausedWrite:
+		args = []string{"artifact", "put", "src/paused.go"}
 	}
 	cmd := exec.Command(e.bin, append([]string{"--dsn", e.url}, args...)...) // #nosec G204 -- the test's own binary
-	cmd.Env = wsctltest.Env("AGENTSPACE_TOKEN="+e.bobToken, "AGENTSPACE_ACTOR=bob")
+	cmd.Env = wsctltest.Env("AGENTSPACE_TOKEN="+e.tokenFor(action), "AGENTSPACE_ACTOR="+asWho(action))
 	cmd.Stdin = strings.NewReader("x")
 	out, err := cmd.CombinedOutput()
 	var xe *exec.ExitError
-	if err != nil && errorsAs(err, &xe) && xe.ExitCode() == 7 {
+	if action == pausedWrite {
+		if err != nil && errorsAs(err, &xe) && xe.ExitCode() != 0 && strings.Contains(string(out), "paused") {
+			return refused, string(out)
+		}
+	} else if err != nil && errorsAs(err, &xe) && xe.ExitCode() == 7 {
 		return refused, string(out)
 	}
 	return allowed, fmt.Sprintf("wsctl %v: %v: %s", args, err, out)
@@ -291,7 +396,7 @@ func mcpDo(t *testing.T, cs *sdk.ClientSession, e *env, action string, canImpers
 	call := func(name string, args map[string]any) (outcome, string) {
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
 		if err != nil {
-			return classify(err)
+			return classify(action, err)
 		}
 		text := ""
 		for _, c := range res.Content {
@@ -299,7 +404,11 @@ func mcpDo(t *testing.T, cs *sdk.ClientSession, e *env, action string, canImpers
 				text += tc.Text
 			}
 		}
-		if res.IsError && strings.Contains(text, "forbidden") {
+		want := "forbidden"
+		if action == pausedWrite {
+			want = "paused"
+		}
+		if res.IsError && strings.Contains(text, want) {
 			return refused, text
 		}
 		return allowed, fmt.Sprintf("%s: error=%v %s", name, res.IsError, text)
@@ -336,6 +445,17 @@ func mcpDo(t *testing.T, cs *sdk.ClientSession, e *env, action string, canImpers
 			require.NotContains(t, tl.Name, "agent", "tool %s", tl.Name)
 		}
 		return inexpressible, "no tool stops an agent"
+	case forgeSender, readInbox, ackOthers, policySend:
+		// No tool sends, reads or acks messages yet: the proof is the
+		// tool list. When one comes, this fails until the row is written.
+		for _, tl := range tools.Tools {
+			for _, word := range []string{"message", "inbox", "ack", "send"} {
+				require.NotContains(t, tl.Name, word, "tool %s: give the faces table its row", tl.Name)
+			}
+		}
+		return inexpressible, "no tool for messages"
+	case pausedWrite:
+		return call("artifact_write", map[string]any{"name": "src/paused.go", "content": "x"})
 	}
 	panic("unknown action " + action)
 }
@@ -353,7 +473,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func mcpHTTP(t *testing.T, e *env, action string) (outcome, string) {
 	tr := &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearer{e.bobToken, http.DefaultTransport}}}
+		HTTPClient: &http.Client{Transport: bearer{e.tokenFor(action), http.DefaultTransport}}}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "faces", Version: "0"}, nil).Connect(context.Background(), tr, nil)
 	require.NoError(t, err)
 	defer func() { _ = cs.Close() }()
@@ -363,12 +483,12 @@ func mcpHTTP(t *testing.T, e *env, action string) (outcome, string) {
 // mcpStdio: `wsctl mcp` on the served workspace with bob's token; its
 // --as names alice, so every write it makes tries to impersonate her.
 func mcpStdio(t *testing.T, e *env, action string) (outcome, string) {
-	as := "bob"
+	as := asWho(action)
 	if action == impersonate {
 		as = "alice"
 	}
 	cmd := exec.Command(e.bin, "--dsn", e.url, "--as", as, "mcp") // #nosec G204 -- the test's own binary
-	cmd.Env = wsctltest.Env("AGENTSPACE_TOKEN=" + e.bobToken)
+	cmd.Env = wsctltest.Env("AGENTSPACE_TOKEN=" + e.tokenFor(action))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "faces", Version: "0"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
@@ -378,8 +498,9 @@ func mcpStdio(t *testing.T, e *env, action string) (outcome, string) {
 }
 
 // dashboardFace: the dashboard's operator actions, posted with bob's token
-// from the dashboard's own origin. Its writes are on locks, tasks and agents;
-// the rest cannot be asked for there.
+// from the dashboard's own origin. Its writes are on locks, tasks and agents
+// (a lock's release passes a pause); the rest, messages included, cannot
+// be asked for there.
 func dashboardFace(t *testing.T, e *env, action string) (outcome, string) {
 	if action != outsideRole && action != stopAgent {
 		for _, p := range []string{"/ui/notes?kind=token"} {
