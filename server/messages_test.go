@@ -139,6 +139,10 @@ func TestMessageRoutesSendReadAckAndRefuseWhatTheEngineRefuses(t *testing.T) {
 	e.ok(200, &res, "POST", "/v1/batch", map[string]any{"ops": []any{
 		map[string]any{"op": "ack_message", "id": res.Results[1].Msg.ID},
 	}}, e.tok["w"]...)
+
+	var evs workspace.EventPage
+	e.ok(200, &evs, "GET", "/v1/events/history?subject_kind=message&type=message.acked", nil, e.tok["root"]...)
+	assert.Len(t, evs.Events, 2, "the log's message events are filtered by their subject kind")
 }
 
 // onlyDenied requires that the log moved by nothing but denied events
