@@ -352,6 +352,15 @@ func TestServerEscalatesDueMessagesItself(t *testing.T) {
 		Types: []string{workspace.EventMessageEscalated}}})
 	require.NoError(t, err)
 	defer func() { _ = sub.Close() }()
+	// While nothing is due, escalating only reads: a server
+	// checking every second costs its store no write.
+	before, ok := ws.CommitStats()
+	require.True(t, ok)
+	none, err := ws.Messages().Escalate(ctx, "checker")
+	require.NoError(t, err)
+	assert.Empty(t, none)
+	after, _ := ws.CommitStats()
+	assert.Equal(t, before.Groups, after.Groups, "no write while nothing is due")
 
 	mu.Lock()
 	now = now.Add(2 * time.Hour)
