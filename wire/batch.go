@@ -86,16 +86,22 @@ type MessageBody struct {
 	Severity    string          `json:"severity,omitempty"`
 	Subject     string          `json:"subject,omitempty"`
 	Body        string          `json:"body"`
-	Data        json.RawMessage `json:"data,omitempty"`
+	Data        json.RawMessage `json:"data,omitempty" doc:"Structured data: a JSON object."`
 	RequiresAck bool            `json:"requires_ack,omitempty"`
-	Deadline    time.Time       `json:"deadline,omitzero"`
-	EscalateTo  []string        `json:"escalate_to,omitempty"`
+	Deadline    time.Time       `json:"deadline,omitzero" doc:"When the ack is due (needs requires_ack); past it unacknowledged, the message is escalated once."`
+	EscalateTo  []string        `json:"escalate_to,omitempty" doc:"Whom to escalate to (default role:admin)."`
 }
 
-// MessageBodyOf is m as a MessageBody.
+// MessageBodyOf is m as a MessageBody. Data that is not JSON at all goes
+// as a JSON string, which the engine refuses as it refuses the bytes in
+// process (data must be a JSON object): the rule stays the engine's.
 func MessageBodyOf(m workspace.NewMsg) MessageBody {
+	data := m.Data
+	if data != nil && !json.Valid(data) {
+		data, _ = json.Marshal(string(data))
+	}
 	return MessageBody{To: m.To, Each: m.Each, ReplyTo: m.ReplyTo, Type: m.Type, Severity: m.Severity, Subject: m.Subject,
-		Body: m.Body, Data: m.Data, RequiresAck: m.RequiresAck, Deadline: m.Deadline, EscalateTo: m.EscalateTo}
+		Body: m.Body, Data: data, RequiresAck: m.RequiresAck, Deadline: m.Deadline, EscalateTo: m.EscalateTo}
 }
 
 // NewMsg is b as the workspace's input.

@@ -132,6 +132,11 @@ func (m messages) Escalate(ctx context.Context, actor string) ([]workspace.Msg, 
 	if err := checkActor(actor); err != nil {
 		return nil, err
 	}
+	// A read first: a checker that runs every second (a server's) takes
+	// the store's write path only when something is due.
+	if due, err := m.due(ctx); err != nil || !due {
+		return nil, err
+	}
 	var out []workspace.Msg
 	err := m.h.run(ctx, "messages.escalate", actor, func(x *exec) error {
 		var err error
@@ -184,8 +189,14 @@ func (m messages) Inbox(ctx context.Context, q workspace.InboxQuery) (workspace.
 // escalateIfDue escalates what is due when anything is: a deadline is
 // checked by whatever runs, the next read of an inbox included.
 func (m messages) escalateIfDue(ctx context.Context, actor string) error {
+	_, err := m.Escalate(ctx, actor)
+	return err
+}
+
+// due reports whether a message's deadline has passed unescalated.
+func (m messages) due(ctx context.Context) (bool, error) {
 	var due bool
-	err := m.h.view(ctx, "messages.inbox", func(tx ReadTx) error {
+	err := m.h.view(ctx, "messages.escalate", func(tx ReadTx) error {
 		ns, err := tx.ListNotes(ctx, NoteQuery{Kind: msgDueKind, Limit: 1})
 		if err != nil || len(ns) == 0 {
 			return err
@@ -197,11 +208,7 @@ func (m messages) escalateIfDue(ctx context.Context, actor string) error {
 		due = ns[0].Key <= dueKey(now, "~")
 		return nil
 	})
-	if err != nil || !due {
-		return err
-	}
-	_, err = m.Escalate(ctx, actor)
-	return err
+	return due, err
 }
 
 // listIndex returns the IDs of kind's entries under recipient r's prefix
