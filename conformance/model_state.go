@@ -241,6 +241,8 @@ func (m *model) updateTask(actor string, o workspace.UpdateTaskOp) outcome {
 		switch {
 		case next == workspace.TaskInProgress:
 			return fail("invalid")
+		case t.status == workspace.TaskPending && (next == workspace.TaskDone || next == workspace.TaskFailed):
+			return fail("not_holder") // a pending task has no holder to finish it
 		case !t.status.CanBecome(next):
 			return fail("invalid") // a status is not a transition to itself either
 		case t.status == workspace.TaskInProgress && next != workspace.TaskCancelled && t.assignee != actor:
