@@ -185,7 +185,7 @@ func TestDocsStateTheConformanceCaseCount(t *testing.T) {
 		require.NoError(t, err)
 		files = append(files, f)
 	}
-	lists := map[string]bool{"coreCases": true, "policyCases": true, "retentionCases": true}
+	lists := map[string]bool{"coreCases": true, "policyCases": true, "retentionCases": true, "messageCases": true}
 	runners := map[string]bool{"runCore": true, "runConcurrency": true, "runReliability": true}
 	cases := 0
 	for _, f := range files {
