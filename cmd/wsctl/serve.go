@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -261,6 +262,51 @@ func listenAddr(s string) (network, addr string, loopback bool, err error) {
 	return "tcp", s, ip != nil && ip.IsLoopback(), nil
 }
 
+// listenPrivate listens on the unix socket addr, which only its owner may
+// connect to: without tokens, whoever can reach the socket can act as
+// anyone. The socket is made in a new directory only the owner can enter,
+// made 0600 there, and only then renamed to addr, so that at no moment
+// can another user connect to it, whatever the umask.
+func listenPrivate(addr string) (net.Listener, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(addr), ".wsctl-socket-")
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	tmp := filepath.Join(dir, "s")
+	ln, err := net.Listen("unix", tmp)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	ul := ln.(*net.UnixListener)
+	ul.SetUnlinkOnClose(false) // it is unlinked at addr, below
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	if err := os.Rename(tmp, addr); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	return unlinkOnClose{UnixListener: ul, path: addr}, nil
+}
+
+// unlinkOnClose removes its socket's path when it closes, as a unix
+// listener does for the path it was made at.
+type unlinkOnClose struct {
+	*net.UnixListener
+	path string
+}
+
+// Close closes the listener and removes its socket.
+func (l unlinkOnClose) Close() error {
+	err := l.UnixListener.Close()
+	if rerr := os.Remove(l.path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {
+		err = rerr
+	}
+	return err
+}
+
 // listenOn opens the listener. A unix socket left by a server that died is
 // removed; one that answers is in use; anything else at the path (a
 // regular file, a directory, a link) is never removed.
@@ -278,17 +324,7 @@ func listenOn(network, addr string) (net.Listener, error) {
 				return nil, fmt.Errorf("serve: %w", err)
 			}
 		}
-		ln, err := net.Listen("unix", addr)
-		if err != nil {
-			return nil, fmt.Errorf("serve: %w", err)
-		}
-		// Only the owner may connect: without tokens, whoever can reach
-		// the socket can act as anyone.
-		if err := os.Chmod(addr, 0o600); err != nil {
-			_ = ln.Close()
-			return nil, fmt.Errorf("serve: %w", err)
-		}
-		return ln, nil
+		return listenPrivate(addr)
 	}
 	ln, err := net.Listen(network, addr)
 	if err != nil {
