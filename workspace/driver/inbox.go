@@ -167,7 +167,13 @@ func (m messages) Inbox(ctx context.Context, q workspace.InboxQuery) (workspace.
 			return workspace.InboxPage{}, wrapErr("messages.inbox", err)
 		}
 		wake := m.h.hub.watch()
-		if err := m.escalateIfDue(ctx, q.Actor); err != nil {
+		// The escalation is the reader's write: an admin reading another's
+		// inbox escalates as itself, not as the inbox's owner.
+		by := q.Actor
+		if w.set && w.actor != "" {
+			by = w.actor
+		}
+		if err := m.escalateIfDue(ctx, by); err != nil {
 			return workspace.InboxPage{}, err
 		}
 		var page workspace.InboxPage
