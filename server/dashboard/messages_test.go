@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -387,4 +388,97 @@ func section(t *testing.T, page, from, to string) string {
 	j := strings.Index(page[i:], to)
 	require.GreaterOrEqual(t, j, 0)
 	return page[i : i+j]
+}
+
+// TestTimelineMarksEscalationsOnTheLaneThatOwedTheAck: the escalation of
+// reviewer's report (its deadline passed by the controlled clock, no
+// sleep) is a mark on planner's lane, which owed the ack, not on the lane
+// of the checker that ran the escalation; it links to the message. A
+// role's unanswered message is marked on the role's own lane. A reader
+// who may not read the messages gets no mark, and a count of them.
+func TestTimelineMarksEscalationsOnTheLaneThatOwedTheAck(t *testing.T) {
+	e, c := newClockedEnv(t)
+	m := messaging(t, e, c)
+	ctx := context.Background()
+	role, err := e.ws.Messages().Send(ctx, workspace.Write{Actor: "lead"}, workspace.NewMsg{To: []string{"role:admin"},
+		Subject: "Rotate the signing key", Body: "any admin", RequiresAck: true, Deadline: c.Now().Add(time.Minute), EscalateTo: []string{"lead"}})
+	require.NoError(t, err)
+	c.advance(2 * time.Minute)
+	esc, err := e.ws.Messages().Escalate(ctx, "checker")
+	require.NoError(t, err)
+	require.Len(t, esc, 1)
+	admin := e.token("ops", dashboard.AdminRole)
+
+	code, page := e.get("/ui/timeline?span=15m", "Authorization", "Bearer "+admin)
+	require.Equal(t, http.StatusOK, code, page)
+	laneY := func(name, href string) string {
+		t.Helper()
+		re := regexp.MustCompile(`y1="([\d.]+)" y2="[\d.]+"></line><a href="` + regexp.QuoteMeta(href) + `"><title>` + regexp.QuoteMeta(name) + `</title>`)
+		g := re.FindStringSubmatch(page)
+		require.NotNil(t, g, "no lane of %s", name)
+		return g[1]
+	}
+	markY := func(id string) float64 {
+		t.Helper()
+		re := regexp.MustCompile(`<a href="/ui/message\?id=` + id + `#msg-` + id + `"><circle class="mark escalated" cx="[\d.]+" cy="([\d.]+)" r="4"><title>([^<]*)</title>`)
+		g := re.FindStringSubmatch(page)
+		require.NotNil(t, g, "no escalation mark of %s", id)
+		return parseFloat(t, g[1])
+	}
+	assert.Equal(t, parseFloat(t, laneY("planner", "/ui/agent?actor=planner"))+12, markY(m.late.ID), "on planner's lane")
+	assert.Equal(t, parseFloat(t, laneY("role:admin", "/ui/messages"))+12, markY(role.ID), "on the role's lane")
+	assert.Contains(t, page, "planner owed an ack to reviewer&#39;s &#34;Tests fail on main&#34;")
+	assert.Contains(t, page, "; still owed")
+	assert.NotContains(t, page, ">checker</text>", "the checker owed nothing: no lane")
+	assert.Contains(t, page, `<span class="key escalated"></span>escalated`)
+
+	// Acked since, the mark stays, and says so.
+	_, err = e.ws.Messages().Ack(ctx, workspace.Write{Actor: "planner"}, m.late.ID, "fixed")
+	require.NoError(t, err)
+	_, page = e.get("/ui/timeline?span=15m", "Authorization", "Bearer "+admin)
+	assert.Contains(t, page, "planner owed an ack to reviewer&#39;s &#34;Tests fail on main&#34; by ")
+	assert.Contains(t, page, "; acked since")
+
+	_, page = e.get("/ui/timeline?span=15m")
+	assert.NotContains(t, page, `class="mark escalated"`)
+	assert.Contains(t, page, "; 2 escalations of messages not yours to read not drawn")
+}
+
+func parseFloat(t *testing.T, s string) float64 {
+	t.Helper()
+	f, err := strconv.ParseFloat(s, 64)
+	require.NoError(t, err)
+	return f
+}
+
+// TestMessagesOfHostileContentAreInert: a message whose subject, body,
+// reply and data attack the page renders escaped on the messages page,
+// its thread and its recipient's page, format characters shown as
+// [U+XXXX].
+func TestMessagesOfHostileContentAreInert(t *testing.T) {
+	e := newEnv(t, server.Options{})
+	ctx := context.Background()
+	_, err := e.ws.Notes().Put(ctx, workspace.Write{Actor: hostileActors[1]}, workspace.NotePut{Kind: "friction", Key: "here", Title: "here"})
+	require.NoError(t, err)
+	m, err := e.ws.Messages().Send(ctx, workspace.Write{Actor: hostileActors[0]}, workspace.NewMsg{To: []string{hostileActors[1]},
+		Subject: `<img src=x onerror=alert(1)> gnp.exe`, Body: "<script>alert(2)</script>\u202eevil",
+		Data: []byte(`{"x":"<svg onload=alert(3)>"}`), RequiresAck: true})
+	require.NoError(t, err)
+	_, err = e.ws.Messages().Ack(ctx, workspace.Write{Actor: hostileActors[1]}, m.ID, `"><iframe src=javascript:alert(4)>`)
+	require.NoError(t, err)
+	_, err = e.ws.Messages().Send(ctx, workspace.Write{Actor: hostileActors[0]}, workspace.NewMsg{To: []string{hostileActors[1]},
+		Subject: "javascript:alert(5)", Body: "x", RequiresAck: true})
+	require.NoError(t, err)
+	admin := e.token("ops", dashboard.AdminRole)
+	for _, p := range []string{"/ui/messages", "/ui/message?id=" + m.ID, "/ui/agent?" + url.Values{"actor": {hostileActors[1]}}.Encode()} {
+		code, page := e.get(p, "Authorization", "Bearer "+admin)
+		require.Equal(t, http.StatusOK, code, p)
+		assertInert(t, p, page)
+		assert.NotContains(t, page, "\u202e", p)
+		assert.NotContains(t, page, `href="javascript:`, p)
+	}
+	_, page := e.get("/ui/message?id="+m.ID, "Authorization", "Bearer "+admin)
+	assert.Contains(t, page, "&lt;script&gt;alert(2)&lt;/script&gt;[U&#43;202E]evil")
+	assert.Contains(t, page, `&#34;x&#34;: &#34;\u003csvg onload=alert(3)\u003e&#34;`, "its data, as the engine keeps it")
+	assert.Contains(t, page, "<q>&#34;&gt;&lt;iframe src=javascript:alert(4)&gt;</q>")
 }
