@@ -96,8 +96,8 @@ func TestAgentPageShowsItsInboxToAnOperator(t *testing.T) {
 
 	recent := section(t, page, `id="agent-messages"`, "</table>")
 	for _, want := range []string{
-		`<a href="/ui/agent?actor=reviewer">reviewer</a></td><td class="to">planner</td><td class="mtype">review</td><td><span class="tag sev error">error</span></td>`,
-		`<td class="mtype">question</td><td><span class="tag sev info">info</span></td>`,
+		`<a href="/ui/agent?actor=reviewer">reviewer</a></td><td class="to">planner</td><td class="mtype">review</td><td><span class="tag sev-error">error</span></td>`,
+		`<td class="mtype">question</td><td><span class="tag sev-info">info</span></td>`,
 		`<td class="mtype">note</td>`, "CI is green again",
 		`href="/ui/message?id=` + m.late.ID + `#msg-` + m.late.ID + `"`,
 	} {
