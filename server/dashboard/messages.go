@@ -44,7 +44,8 @@ type msgRow struct {
 	Data    string // its data, indented; "" for none
 }
 
-func (h *Handler) rowOf(m workspace.Msg, now time.Time) msgRow {
+// rowOf is m as a list shows it at now.
+func rowOf(m workspace.Msg, now time.Time) msgRow {
 	r := msgRow{Msg: m, URL: messageLink(m)}
 	r.Overdue = m.RequiresAck && len(m.Pending) > 0 && !m.Deadline.IsZero() && !now.Before(m.Deadline)
 	if len(m.Data) > 0 {
@@ -141,7 +142,7 @@ func (h *Handler) loadMessages(ctx context.Context, r *http.Request, id Identity
 			if !owes(m) && m.EscalatedAt.IsZero() {
 				continue
 			}
-			row := h.rowOf(m, now)
+			row := rowOf(m, now)
 			if owes(m) {
 				v.Awaiting++
 			}
@@ -181,14 +182,15 @@ func (h *Handler) loadMessage(ctx context.Context, r *http.Request, _ Identity) 
 	if err != nil {
 		return nil, err
 	}
-	root := m
-	if m.Thread != m.ID {
-		root, err = h.getMessage(ctx, m.Thread)
-		if errors.Is(err, workspace.ErrNotFound) {
-			root = m // the thread's first message is gone or not the viewer's
-		} else if err != nil {
-			return nil, err
-		}
+	// The read starts at the thread's first message's sending, when the
+	// viewer may read it (a message's event is written in the transaction
+	// that sends it, at its SentAt; events keep microseconds), else at
+	// the log's floor.
+	var since time.Time
+	if root, err := h.getMessage(ctx, m.Thread); err == nil {
+		since = root.SentAt.Truncate(time.Millisecond)
+	} else if !errors.Is(err, workspace.ErrNotFound) {
+		return nil, err
 	}
 	v := threadView{Thread: m.Thread, Focus: m.ID}
 	now := h.now()
@@ -196,10 +198,7 @@ func (h *Handler) loadMessage(ctx context.Context, r *http.Request, _ Identity) 
 	if err != nil {
 		return nil, err
 	}
-	// Events are kept to the microsecond; a message is sent in the
-	// transaction that writes its event, at or after its SentAt.
-	eq := workspace.EventQuery{Types: []string{workspace.EventMessageSent}, Since: root.SentAt.Truncate(time.Millisecond),
-		AfterSeq: max(st.Floor-1, 0), Limit: 10_000}
+	eq := workspace.EventQuery{Types: []string{workspace.EventMessageSent}, Since: since, AfterSeq: max(st.Floor-1, 0), Limit: 10_000}
 	seen := map[string]bool{}
 	examined := 0
 read:
@@ -226,7 +225,7 @@ read:
 				return nil, err
 			}
 			if t.Thread == m.Thread {
-				v.Messages = append(v.Messages, h.rowOf(t, now))
+				v.Messages = append(v.Messages, rowOf(t, now))
 			}
 		}
 		if len(p.Events) < eq.Limit || p.Next == 0 || p.Next <= eq.AfterSeq {
@@ -236,7 +235,7 @@ read:
 	}
 	if !slices.ContainsFunc(v.Messages, func(r msgRow) bool { return r.ID == m.ID }) {
 		// Its event is older than the log keeps: it is shown all the same.
-		v.Messages = append(v.Messages, h.rowOf(m, now))
+		v.Messages = append(v.Messages, rowOf(m, now))
 		slices.SortFunc(v.Messages, func(a, b msgRow) int { return strings.Compare(a.ID, b.ID) })
 	}
 	return v, nil
@@ -290,7 +289,7 @@ func (h *Handler) loadInbox(ctx context.Context, actor string) (inboxView, bool,
 	v.Unread, v.Unacked = page.Unread, page.Unacked
 	paused := page.Paused
 	for _, m := range page.Messages {
-		r := h.rowOf(m, now)
+		r := rowOf(m, now)
 		r.Unread = m.ID > page.Cursor
 		if !m.EscalatedAt.IsZero() {
 			v.Escalated++
@@ -320,7 +319,7 @@ func (h *Handler) loadInbox(ctx context.Context, actor string) (inboxView, bool,
 		q.After = p.Next
 	}
 	for i := len(recent) - 1; i >= 0; i-- {
-		r := h.rowOf(recent[i], now)
+		r := rowOf(recent[i], now)
 		r.Unread = recent[i].ID > page.Cursor
 		v.Recent = append(v.Recent, r)
 	}

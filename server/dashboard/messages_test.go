@@ -249,8 +249,21 @@ func TestMessageThreadShowsItsMessagesInOrder(t *testing.T) {
 	}
 	_, page := e.get("/ui/message?id="+m.late.ID, "Authorization", "Bearer "+admin)
 	assert.Contains(t, page, "login_test.go fails since your change")
+	assert.Contains(t, page, `id="thread-summary">2 messages in this thread`)
+	assert.Contains(t, page, `<span class="mtype">escalation</span> · unacknowledged: Tests fail on main`, "its escalation joined its thread")
 	assert.Contains(t, page, "&#34;failing&#34;: [\n    &#34;TestLogin&#34;\n  ]", "its data, indented")
 	assert.Contains(t, page, `<span class="tag escalated"`)
+
+	// lead reads a reply sent to it in a thread whose first message is
+	// not its own: the thread as lead may read it.
+	fwd, err := e.ws.Messages().Send(ctx, workspace.Write{Actor: "planner"}, workspace.NewMsg{To: []string{"lead"}, ReplyTo: m.late.ID,
+		Subject: "Re: Tests fail on main", Body: "Fixing it; the release slips an hour."})
+	require.NoError(t, err)
+	code, page := e.get("/ui/message?id="+fwd.ID, "Authorization", "Bearer "+lead)
+	require.Equal(t, http.StatusOK, code, page)
+	assert.Contains(t, page, `id="thread-summary">1 messages in this thread`)
+	assert.Contains(t, page, "the release slips an hour")
+	assert.NotContains(t, page, "login_test.go fails since your change", "not lead's to read")
 
 	watcher := e.token("watcher", "")
 	for _, c := range []struct {
