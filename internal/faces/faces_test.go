@@ -664,6 +664,18 @@ func dashboardFace(t *testing.T, e *env, action string) (outcome, string) {
 		}
 		return refused, "403"
 	}
+	if action == readInbox {
+		// The agent page shows the engine's refusal where alice's inbox
+		// would be, and her message's thread page does not show it.
+		code, body := bobGet(t, e, "/ui/agent?actor=alice")
+		if code != http.StatusOK || strings.Contains(body, "ack this") || !strings.Contains(body, `id="agent-inbox"`) {
+			return allowed, fmt.Sprintf("GET /ui/agent?actor=alice: %d, inbox shown or no refusal", code)
+		}
+		if code, body := bobGet(t, e, "/ui/message?id="+e.aliceMsg); code == http.StatusOK || strings.Contains(body, "ack this") {
+			return allowed, fmt.Sprintf("GET /ui/message?id=%s: %d", e.aliceMsg, code)
+		}
+		return refused, "the engine's refusal on the agent page; 404 for the thread"
+	}
 	if action != outsideRole && action != stopAgent {
 		for _, p := range []string{"/ui/notes?kind=token"} {
 			req, err := http.NewRequest("GET", e.url+p, nil)
