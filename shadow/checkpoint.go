@@ -79,6 +79,8 @@ type Checkpoint struct {
 	// Outcome is promoted, discarded or reverted; empty when a step failed.
 	Outcome   string     `json:"outcome,omitempty"`
 	Promotion *Promotion `json:"promotion,omitempty"`
+	// Discarded is what a discard or revert did; after a whole discard its
+	// Reverted lists every path the shadow had changed.
 	Discarded *Discarded `json:"discarded,omitempty"`
 	// Kept counts the changes left in the shadow after a partial revert.
 	Kept int `json:"kept"`
@@ -147,7 +149,7 @@ func (m *Manager) Checkpoint(ctx context.Context, ref, operator string, opts Che
 	}
 	res, err := m.ws.Commit(ctx, workspace.Batch{Actor: operator, Ops: []workspace.Op{workspace.PauseActorOp{
 		Actor: agent, AckTimeout: opts.AckTimeout,
-		Message: fmt.Sprintf("%s is taking a checkpoint of your shadow %s (%s): stop writing in it, ack this message, and wait; you will be told the outcome and resumed.", operator, s.ID, s.Path),
+		Message: fmt.Sprintf("%s is taking a checkpoint of your shadow %s (%s): stop writing in it, ack this message, and wait; you will be told the outcome and resumed.", operator, s.ID, clean(s.Path, 500)),
 	}}})
 	if err != nil {
 		return cp, fmt.Errorf("checkpoint %s: pause %s: %w", s.ID, agent, err)
@@ -177,7 +179,11 @@ func (m *Manager) Checkpoint(ctx context.Context, ref, operator string, opts Che
 			cause = clean(err.Error(), 2000)
 		}
 		why := fmt.Sprintf("%s's checkpoint of shadow %s stopped: %s. Your writes are accepted again; the shadow is as the failed step left it.", operator, s.ID, cause)
-		if _, rerr := m.ws.Commit(rctx, workspace.Batch{Actor: operator, Ops: []workspace.Op{workspace.ResumeActorOp{Actor: agent, Message: why}}}); rerr != nil {
+		_, rerr := m.ws.Commit(rctx, workspace.Batch{Actor: operator, Ops: []workspace.Op{workspace.ResumeActorOp{Actor: agent, Message: why}}})
+		if errors.Is(rerr, workspace.ErrNotFound) {
+			return // someone resumed it meanwhile
+		}
+		if rerr != nil {
 			err = errors.Join(err, fmt.Errorf("checkpoint %s: resume %s: %w (it stays paused: `wsctl agent resume %s`)", s.ID, agent, rerr, agent))
 			return
 		}
@@ -250,12 +256,18 @@ func (m *Manager) Checkpoint(ctx context.Context, ref, operator string, opts Che
 			Message: fmt.Sprintf("%s's checkpoint of shadow %s is done (%s): your writes are accepted again; read the message before this one.", operator, s.ID, cp.Outcome)})
 	}
 	res, err = m.ws.Commit(ctx, workspace.Batch{Actor: operator, Ops: ops})
+	resumed := err == nil && len(ops) == 2
+	if len(ops) == 2 && errors.Is(err, workspace.ErrNotFound) {
+		// Someone resumed the agent meanwhile: it is told all the same.
+		done = true
+		res, err = m.ws.Commit(ctx, workspace.Batch{Actor: operator, Ops: ops[:1]})
+	}
 	if err != nil {
 		return cp, fmt.Errorf("checkpoint %s: tell %s the outcome: %w", s.ID, agent, err)
 	}
 	cp.Notice = res.Results[0].Msg
 	progress(StepNotified)
-	if !cp.WasPaused {
+	if resumed {
 		done, cp.Resumed = true, true
 		progress(StepResumed)
 	}

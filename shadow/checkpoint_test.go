@@ -377,3 +377,22 @@ func TestCheckpointNoticeFitsAMessageWhateverTheViolations(t *testing.T) {
 	assert.NotContains(t, n.Body, "\x1b", "control characters are quoted")
 	assert.NotContains(t, n.Body, "\x00")
 }
+
+func TestCheckpointTellsAnAgentSomeoneElseResumedMeanwhile(t *testing.T) {
+	e, s := checkpointEnv(t, backends[0].newDSN(t))
+	write(t, s.Path, map[string]string{"a.txt": "A"})
+	cp, err := e.m.Checkpoint(e.ctx, s.ID, "lead", CheckpointOptions{
+		AckTimeout: time.Millisecond,
+		Progress: func(step string, _ Checkpoint) {
+			if step == StepPromoted { // another operator lifts the pause before the outcome is sent
+				_, err := e.ws.Commit(e.ctx, workspace.Batch{Actor: "root", Ops: []workspace.Op{workspace.ResumeActorOp{Actor: "bob"}}})
+				require.NoError(t, err)
+			}
+		},
+	})
+	require.NoError(t, err)
+	assert.False(t, cp.Resumed, "root resumed bob, not the checkpoint")
+	require.NotNil(t, cp.Notice)
+	assert.Equal(t, []string{"pause", "resume", MsgPromoted}, inboxTypes(t, e.ws, "bob"))
+	requireWrites(t, e.ws, "bob")
+}
