@@ -50,6 +50,7 @@ var messageCases = []coreCase{
 	{"MessageEscalatesOnceWithAControlledClock", testMessageEscalatesOnce},
 	{"MessageRacingAcksRecordOne", testMessageRacingAcks},
 	{"PauseGatesWritesButNotAcksOrRenewals", testPauseGatesWrites},
+	{"PauseIsLiftedByAnotherOperator", testPauseLiftedByAnotherOperator},
 	{"MessageRetentionKeepsWhatStillOwesAnAck", testMessageRetention},
 }
 
@@ -485,6 +486,28 @@ func testPauseGatesWrites(t *testing.T, h Harness) {
 	assert.Len(t, eventsOfType(t, ws, workspace.EventActorResumed), 1)
 	_, err = ws.Commit(ctx, workspace.Batch{Actor: "root", Ops: []workspace.Op{workspace.ResumeActorOp{Actor: "w"}}})
 	assert.ErrorIs(t, err, workspace.ErrNotFound, "resuming an actor that is not paused")
+}
+
+// testPauseLiftedByAnotherOperator: an operator resumes a pause another
+// made (the one who paused may be gone), and the resume joins the pause's
+// thread though it could not read the pause message.
+func testPauseLiftedByAnotherOperator(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	_, ws := fresh(t, h)
+	present(t, ws, "w")
+	res, err := ws.Commit(asPrincipal(ctx, "root"), workspace.Batch{Actor: "root", Ops: []workspace.Op{workspace.PauseActorOp{Actor: "w"}}})
+	require.NoError(t, err)
+	pm := res.Results[0].Msg
+	require.NotNil(t, pm)
+	_, err = ws.Commit(asPrincipal(ctx, "ops"), workspace.Batch{Actor: "ops", Ops: []workspace.Op{workspace.ResumeActorOp{Actor: "w"}}})
+	require.NoError(t, err)
+	_, err = ws.Artifacts().Create(asPrincipal(ctx, "w"), as("w"), workspace.NewArtifact{Name: "out.md", Content: []byte("x")})
+	assert.NoError(t, err, "resumed")
+	p := inboxOf(t, ws, workspace.InboxQuery{Actor: "w"})
+	require.Len(t, p.Messages, 2)
+	assert.Equal(t, "resume", p.Messages[1].Type)
+	assert.Equal(t, "ops", p.Messages[1].From)
+	assert.Equal(t, pm.Thread, p.Messages[1].Thread)
 }
 
 // testMessageRetention: gc removes old messages that owe no ack, with

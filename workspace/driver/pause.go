@@ -173,8 +173,8 @@ func (x *exec) resumeActor(ctx context.Context, o workspace.ResumeActorOp) error
 	if body == "" {
 		body = fmt.Sprintf("%s resumed you: your writes are accepted again.", x.actor)
 	}
-	if _, err := x.sendMessage(ctx, workspace.NewMsg{To: []string{actor}, ReplyTo: p.Message, Type: "resume",
-		Subject: "resumed by " + x.actor, Body: body}, x.actor); err != nil {
+	if _, err := x.sendOperatorMessage(ctx, workspace.NewMsg{To: []string{actor}, ReplyTo: p.Message, Type: "resume",
+		Subject: "resumed by " + x.actor, Body: body}); err != nil {
 		return err
 	}
 	x.emit(workspace.EventActorResumed, workspace.Subject{Kind: workspace.SubjectActor, ID: actor, Name: actor}, 1, o.Message)
