@@ -1006,6 +1006,11 @@ export interface components {
              */
             keep_events_for?: string;
             /**
+             * @description Keep messages sent within this long; one that still owes an ack is always kept.
+             * @example 30s
+             */
+            keep_messages_for?: string;
+            /**
              * @description Keep finished tasks updated within this long.
              * @example 30s
              */
@@ -1040,6 +1045,7 @@ export interface components {
             floor_after: number;
             /** Format: int64 */
             longest_batch_ns?: number;
+            messages: components["schemas"]["GCKind"];
             /** Format: int64 */
             reclaimable_bytes: number;
             /** Format: int64 */
@@ -3192,6 +3198,15 @@ export interface operations {
             };
             /** @description Compacted */
             410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token has as many streams open as it may (too_many) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
