@@ -32,7 +32,7 @@ func TestAMissingDatabaseIsNoWorkspaceNotAnOutage(t *testing.T) {
 	conformance.RequireNoWorkspace(t, err)
 	assert.NotErrorIs(t, err, workspace.ErrUnavailable)
 	assert.Contains(t, err.Error(), `no workspace at database "`+db+`": the database does not exist on the server; create it first with 'createdb `)
-	assert.Contains(t, err.Error(), " "+db+"' (or CREATE DATABASE)")
+	assert.Contains(t, err.Error(), " "+db+"' (or SQL's create database)")
 
 	_, err = workspace.Open(ctx, dsn, workspace.Options{MustExist: true})
 	conformance.RequireNoWorkspace(t, err)

@@ -89,7 +89,7 @@ func missingDatabase(err error) error {
 	cmd += " " + shellWord(c.Database)
 	return &workspace.NoWorkspaceError{
 		Where:  fmt.Sprintf("database %q", c.Database),
-		Reason: fmt.Sprintf("the database does not exist on the server; create it first with '%s' (or CREATE DATABASE)", cmd),
+		Reason: fmt.Sprintf("the database does not exist on the server; create it first with '%s' (or SQL's create database)", cmd),
 	}
 }
 
