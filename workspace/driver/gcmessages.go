@@ -56,44 +56,13 @@ func gcMessagePlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy) ([]stri
 // theirs, in short transactions paced as the tasks' are. A message that
 // changed since the plan is checked again in its transaction.
 func (h *handle) gcMessages(ctx context.Context, p workspace.GCPolicy, ids []string, sizes []int64, r *workspace.GCReport) error {
-	pace := gcPacer{size: min(minGCBatch, p.Batch), max: p.Batch, target: p.BatchTime}
-	for from := 0; from < len(ids); {
-		to := min(from+int(pace.size), len(ids))
-		var locked time.Time
-		var removed workspace.GCKind
-		err := h.st.Update(ctx, func(tx Tx) error {
-			locked = time.Now()
-			removed = workspace.GCKind{}
-			for i := from; i < to; i++ {
-				m, err := getMsg(ctx, tx, ids[i])
-				if err != nil || !msgRemovable(m, tx.Now(), p) {
-					continue
-				}
-				if err := dropMsg(ctx, tx, m); err != nil {
-					return err
-				}
-				removed.Count++
-				removed.Bytes += sizes[i]
-			}
-			return nil
-		})
-		if err != nil {
-			return err
+	return h.removeInBatches(ctx, p, len(ids), &r.Messages, r, func(ctx context.Context, tx Tx, i int) (bool, int64, error) {
+		m, err := getMsg(ctx, tx, ids[i])
+		if err != nil || !msgRemovable(m, tx.Now(), p) {
+			return false, 0, nil
 		}
-		took := time.Since(locked)
-		r.Messages.Count += removed.Count
-		r.Messages.Bytes += removed.Bytes
-		r.Batches++
-		r.LongestBatch = max(r.LongestBatch, took)
-		pace.learn(int64(to-from), took)
-		from = to
-		if from < len(ids) {
-			if err := rest(ctx, took); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+		return true, sizes[i], dropMsg(ctx, tx, m)
+	})
 }
 
 // dropMsg deletes m's record and every index entry sendMessage and its
