@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	"github.com/agentspace/agentspace/mcp"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -17,10 +18,16 @@ import (
 // BenchmarkInboxToolHandover times a message's hand-over to a coding
 // agent that waits on the inbox tool: from the send's commit to the tool
 // call (wait_seconds, mark_read) returning it, over an MCP session on a
-// SQLite store. It reports the p50 and p99 (docs/performance.md).
+// SQLite and a PostgreSQL store. It reports the p50 and p99
+// (docs/performance.md).
 func BenchmarkInboxToolHandover(b *testing.B) {
+	b.Run("sqlite", func(b *testing.B) { benchInboxHandover(b, "sqlite:"+filepath.Join(b.TempDir(), "ws.db")) })
+	b.Run("postgres", func(b *testing.B) { benchInboxHandover(b, pgtest.NewDSN(b)) })
+}
+
+func benchInboxHandover(b *testing.B, dsn string) {
 	ctx := context.Background()
-	ws, err := workspace.Open(ctx, "sqlite:"+filepath.Join(b.TempDir(), "ws.db"))
+	ws, err := workspace.Open(ctx, dsn)
 	if err != nil {
 		b.Fatal(err)
 	}
