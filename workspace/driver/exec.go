@@ -31,6 +31,9 @@ type exec struct {
 	// checked against (nil for writes that are not batches): messages
 	// read the roles and the policy's role members from it.
 	who *who
+	// paused is the writer's pause, read before the transaction from the
+	// core's cache (pause.go); nil: not paused.
+	paused *pauseRecord
 }
 
 func (x *exec) emit(typ string, subj workspace.Subject, version int64, msg string) {

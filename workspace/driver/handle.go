@@ -37,6 +37,8 @@ type core struct {
 	own ownCommits
 	// policy is the compiled policy, checked per operation (policy.go).
 	policy policyCache
+	// pauses is the store's pauses, cached for the write gate (pause.go).
+	pauses pauseCache
 
 	// key is the core's entry in the shared registry, "" for one made by
 	// New; refs counts its handles (guarded by sharedMu); ready closes once
@@ -208,7 +210,7 @@ func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (
 		return workspace.BatchResult{}, wrapErr(opname, err)
 	}
 
-	j := &job{actor: b.Actor, prune: prune, hints: append(readHints(ops), pauseHint(b.Actor))}
+	j := &job{actor: b.Actor, prune: prune, hints: readHints(ops)}
 	if b.IdempotencyKey != "" {
 		j.idemKey, j.fingerprint = idemScope(b.Actor, b.IdempotencyKey), fingerprint(ops)
 	}
@@ -224,8 +226,12 @@ func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (
 	if !who.none() {
 		j.authorize = authorize
 	}
+	paused, err := h.pauseOf(ctx, b.Actor)
+	if err != nil {
+		return workspace.BatchResult{}, wrapErr(opname, err)
+	}
 	j.apply = func(ctx context.Context, x *exec) error {
-		x.who = &who
+		x.who, x.paused = &who, paused
 		if err := x.checkPaused(ctx, ops); err != nil {
 			return err
 		}
@@ -253,6 +259,9 @@ func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (
 	}
 	if touchesPolicy(ops, j.res) {
 		h.policy.changed()
+	}
+	if touchesPauses(ops) {
+		h.pauses.clear()
 	}
 	return j.res, nil
 }

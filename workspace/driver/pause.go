@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentspace/agentspace/policy"
@@ -15,10 +16,18 @@ import (
 // A pause is a sealed "pause" note keyed by the actor's name (before any
 // "#suffix": a pause of bob covers bob#merger-1). Every write of a paused
 // actor that could change the team's state (a batch, a claim, an acquire)
-// reads it in its own transaction and is refused with a *PausedError, so
-// the gate holds on every backend and behind every server at once. Acks,
-// renewals (lock renew, task heartbeat) and releases pass: they answer the
-// operator or keep what the agent holds alive, or give it up.
+// is refused with a *PausedError, on every backend and behind every
+// server. Acks, renewals (lock renew, task heartbeat) and releases pass:
+// they answer the operator or keep what the agent holds alive, or give it
+// up.
+//
+// Writers read the pauses from a cache of the core's (pauseCache), not in
+// their own transactions, so that a write costs no read more (a Postgres
+// write stays one predicted round trip). Invariant: a pause or resume
+// committed through a core binds that core's next write at once (its
+// commit clears the cache), and any other core's within
+// Options.PolicyRecheck, the bound the policy itself binds within (0 in
+// the DSN: every write reads them).
 
 type pauseRecord struct {
 	By      string    `json:"by"`
@@ -72,11 +81,6 @@ func baseActor(actor string) string {
 	return base
 }
 
-// pauseHint names the pause record every write of actor reads.
-func pauseHint(actor string) ReadHint {
-	return ReadHint{NoteKind: pauseKind, NoteKey: baseActor(actor)}
-}
-
 // paused returns actor's pause, or nil.
 func paused(ctx context.Context, tx ReadTx, actor string) (*pauseRecord, error) {
 	n, err := tx.Note(ctx, pauseKind, baseActor(actor))
@@ -108,13 +112,76 @@ func (x *exec) checkPaused(ctx context.Context, ops []workspace.Op) error {
 	return x.gate(ctx)
 }
 
-// gate refuses a write of x.actor while it is paused.
-func (x *exec) gate(ctx context.Context) error {
-	p, err := paused(ctx, x.tx, x.actor)
-	if err != nil || p == nil {
-		return err
+// gate refuses a write of x.actor while it is paused (x.paused, read
+// from the core's cache before the transaction).
+func (x *exec) gate(_ context.Context) error {
+	if p := x.paused; p != nil {
+		return &workspace.PausedError{Actor: x.actor, By: p.By, Since: p.At}
 	}
-	return &workspace.PausedError{Actor: x.actor, By: p.By, Since: p.At}
+	return nil
+}
+
+// pauseCache is a core's copy of the store's pauses, by actor, and when it
+// was read (zero: never, or cleared by a pause or resume of this core's).
+type pauseCache struct {
+	mu  sync.Mutex
+	at  time.Time
+	set map[string]pauseRecord
+}
+
+// clear makes the next write read the pauses again.
+func (c *pauseCache) clear() {
+	c.mu.Lock()
+	c.at = time.Time{}
+	c.mu.Unlock()
+}
+
+// pauseOf returns actor's pause as the core's cache has it, reading the
+// store's pauses when the copy is older than Options.PolicyRecheck.
+func (h *handle) pauseOf(ctx context.Context, actor string) (*pauseRecord, error) {
+	c := &h.pauses
+	now := time.Now()
+	c.mu.Lock()
+	fresh := !c.at.IsZero() && h.opts.PolicyRecheck > 0 && now.Sub(c.at) < h.opts.PolicyRecheck
+	set := c.set
+	c.mu.Unlock()
+	if !fresh {
+		read := map[string]pauseRecord{}
+		err := h.storeView(ctx, nil, func(tx ReadTx) error {
+			clear(read)
+			q := NoteQuery{Kind: pauseKind, Limit: maxPageLimit}
+			for {
+				page, err := tx.ListNotes(ctx, q)
+				if err != nil {
+					return err
+				}
+				for _, n := range page {
+					var p pauseRecord
+					if err := json.Unmarshal([]byte(n.Body), &p); err != nil {
+						return fmt.Errorf("pause of %q: stored record is corrupt: %w", n.Key, err)
+					}
+					read[n.Key] = p
+				}
+				if len(page) < q.Limit {
+					return nil
+				}
+				q.AfterKind, q.AfterKey = pauseKind, page[len(page)-1].Key
+			}
+		})
+		if err != nil {
+			return nil, wrapErr("pause", err)
+		}
+		c.mu.Lock()
+		if c.at.IsZero() || c.at.Before(now) {
+			c.at, c.set = now, read
+		}
+		c.mu.Unlock()
+		set = read
+	}
+	if p, ok := set[baseActor(actor)]; ok {
+		return &p, nil
+	}
+	return nil, nil
 }
 
 // pauseActor records o.Actor's pause and sends it the pause message,
@@ -179,4 +246,16 @@ func (x *exec) resumeActor(ctx context.Context, o workspace.ResumeActorOp) error
 	}
 	x.emit(workspace.EventActorResumed, workspace.Subject{Kind: workspace.SubjectActor, ID: actor, Name: actor}, 1, o.Message)
 	return nil
+}
+
+// touchesPauses reports whether ops pause or resume an actor: the core's
+// cache of pauses is then stale.
+func touchesPauses(ops []workspace.Op) bool {
+	for _, op := range ops {
+		switch op.(type) {
+		case workspace.PauseActorOp, workspace.ResumeActorOp:
+			return true
+		}
+	}
+	return false
 }
