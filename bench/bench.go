@@ -23,7 +23,7 @@ import (
 // memory an idle handle and its subscribers hold (see memProbe); SSE is
 // the memory and fan-out latency of Config.Streams event streams on one
 // server (see streamRows).
-var Workloads = []string{"W1", "W2", "W3", "W4", "W5", "W6", "W7", "MEM", "SSE"}
+var Workloads = []string{"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "MEM", "SSE"}
 
 // DefaultConcurrency is the goroutine counts each workload runs at.
 var DefaultConcurrency = []int{1, 4, 16}
@@ -50,6 +50,9 @@ type Config struct {
 	Artifacts int
 	// Tasks is W5's pool size (default 10000).
 	Tasks int
+	// PollEvery is how often W8's baseline recipient polls its inbox
+	// (default DefaultPollEvery).
+	PollEvery time.Duration
 	// Settle is how long to wait after loading W3's artifacts or W5's pool
 	// before measuring, so that background work the load started (Postgres'
 	// autovacuum analyzing the fresh rows) is done, as in a steady state.
@@ -106,6 +109,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Tasks <= 0 {
 		c.Tasks = 10000
+	}
+	if c.PollEvery <= 0 {
+		c.PollEvery = DefaultPollEvery
 	}
 	if c.Streams <= 0 {
 		c.Streams = DefaultStreams

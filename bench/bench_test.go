@@ -54,6 +54,7 @@ func TestRunAllProducesARowPerWorkloadVariantAndLevel(t *testing.T) {
 		Artifacts:   150,
 		Tasks:       50,
 		Streams:     20,
+		PollEvery:   5 * time.Millisecond,
 		Child:       testChild,
 	}
 	var emitted []bench.Row
@@ -77,6 +78,9 @@ func TestRunAllProducesARowPerWorkloadVariantAndLevel(t *testing.T) {
 		}
 		assert.Positive(t, r.OpsPerSec, "%s %s c=%d", r.Workload, r.Variant, r.Concurrency)
 		assert.GreaterOrEqual(t, r.P99us, r.P50us, "%s %s c=%d", r.Workload, r.Variant, r.Concurrency)
+		if r.Workload == "W8" {
+			assert.Positive(t, r.RawP50us, "the polling baseline ran")
+		}
 		if r.Workload == "W1" {
 			assert.Positive(t, r.RawOpsPerSec)
 			assert.Positive(t, r.Ratio)
@@ -86,7 +90,7 @@ func TestRunAllProducesARowPerWorkloadVariantAndLevel(t *testing.T) {
 	for _, w := range bench.Workloads {
 		assert.True(t, seen[w], "no row for %s", w)
 	}
-	for _, v := range []string{"W6 other process", "SSE idle streams", "SSE fan-out", "MEM idle handle", "MEM idle shared handle", "MEM subscribers", "MEM subscribers after 2000 events"} {
+	for _, v := range []string{"W8 same handle", "W8 other handle", "W6 other process", "SSE idle streams", "SSE fan-out", "MEM idle handle", "MEM idle shared handle", "MEM subscribers", "MEM subscribers after 2000 events"} {
 		assert.True(t, seen[v], "no row for %s", v)
 	}
 }

@@ -130,6 +130,10 @@ func cases(ctx context.Context, e *env, r rawStore, cfg Config, name string) ([]
 		}
 	case "W7":
 		each("", 0, "", func(ctx context.Context, c int) (op, error) { return w7(ctx, e, c) })
+	case "W8":
+		for _, v := range []string{"same handle", "other handle"} {
+			out = append(out, w8Case(e, v, cfg.PollEvery))
+		}
 	default:
 		return nil, nil, fmt.Errorf("%w %q", ErrUnknownWorkload, name)
 	}

@@ -190,7 +190,8 @@ func TestOpenAPITypesAreGeneratedFromTheServedDocument(t *testing.T) {
 }
 
 // TestReadmeSnippetsAreTheTestedExamples checks that README's "From
-// TypeScript" and "With LangGraph" code blocks are exactly the example
+// TypeScript", docs/langgraph.md's "With LangGraph" and
+// docs/typescript.md's "Messages" code blocks are exactly the example
 // files, and runs those files against a server.
 func TestReadmeSnippetsAreTheTestedExamples(t *testing.T) {
 	t.Parallel()
@@ -201,9 +202,12 @@ func TestReadmeSnippetsAreTheTestedExamples(t *testing.T) {
 	s := serve(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
 	langgraph, err := os.ReadFile(repoDir(t, "docs", "langgraph.md"))
 	require.NoError(t, err)
+	tsdoc, err := os.ReadFile(repoDir(t, "docs", "typescript.md"))
+	require.NoError(t, err)
 	for _, s := range []struct{ doc, text, heading, file string }{
 		{"README.md", string(readme), "From TypeScript", "quickstart.mjs"},
 		{"docs/langgraph.md", string(langgraph), "With LangGraph", "langgraph.mjs"},
+		{"docs/typescript.md", string(tsdoc), "Messages", "messages.mjs"},
 	} {
 		body, err := os.ReadFile(filepath.Join(dir, "examples", s.file))
 		require.NoError(t, err)
@@ -214,6 +218,9 @@ func TestReadmeSnippetsAreTheTestedExamples(t *testing.T) {
 	assert.Contains(t, out, "artifact.updated")
 	out = run(t, dir, s.env("readme"), n, filepath.Join("examples", "langgraph.mjs"))
 	assert.Contains(t, out, "[ 'worked' ]")
+	out = run(t, dir, s.env("readme"), n, filepath.Join("examples", "messages.mjs"))
+	assert.Contains(t, out, "lead asks: rebase: Rebase on main before you push.")
+	assert.Contains(t, out, "acked: rebased")
 }
 
 // snippet returns the first ```js block after the "## heading" line of a

@@ -37,6 +37,8 @@ func runConcurrency(t *testing.T, h Harness) {
 	}
 	t.Run("ChildProcessesLoseNoUpdateAndDoubleClaimNothing", func(t *testing.T) { testProcesses(t, h) })
 	t.Run("KilledProcessBlocksNobodyLongerThanItsLeases", func(t *testing.T) { testKilledProcess(t, h) })
+	t.Run("KilledSenderLosesNoSentMessage", func(t *testing.T) { testKilledSenderLosesNothing(t, h) })
+	t.Run("RacingAckerProcessesRecordOneAck", func(t *testing.T) { testRacingAckersRecordOne(t, h) })
 	t.Run("RandomOperationsMatchTheModel", func(t *testing.T) { testModel(t, private{h}) })
 }
 

@@ -117,7 +117,7 @@ var coreCases = []coreCase{
 // they run in parallel.
 func runCore(t *testing.T, h Harness) {
 	t.Run("Smoke", func(t *testing.T) { testSmoke(t, h) })
-	for _, c := range slices.Concat(coreCases, policyCases, retentionCases) {
+	for _, c := range slices.Concat(coreCases, policyCases, retentionCases, messageCases) {
 		t.Run(c.name, func(t *testing.T) {
 			if why, ok := inapplicable(h, c.name); ok {
 				t.Skip("does not apply to this backend: " + why)

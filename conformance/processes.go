@@ -133,7 +133,9 @@ func runChild(t *testing.T) {
 		}
 		return
 	default:
-		t.Fatalf("unknown child role %q", role)
+		if !runMessageChild(ctx, t, ws, role, actor, say) {
+			t.Fatalf("unknown child role %q", role)
+		}
 	}
 	say("finished")
 }

@@ -82,6 +82,15 @@ func TestBadInputThroughEveryToolWritesNothing(t *testing.T) {
 		{"wait with an empty type", "events_wait", args{"types": []string{""}}, mcp.ClassInvalid},
 		{"wait too long", "events_wait", args{"timeout_seconds": 3600}, mcp.ClassInvalid},
 		{"wait with a negative limit", "events_wait", args{"limit": -5}, mcp.ClassInvalid},
+		{"inbox waiting too long", "inbox", args{"wait_seconds": 61}, mcp.ClassInvalid},
+		{"inbox of a thread not a UUID", "inbox", args{"thread": "t-1"}, mcp.ClassInvalid},
+		{"message without a recipient", "message", args{"body": "hi"}, mcp.ClassInvalid},
+		{"message to no one known", "message", args{"to": []string{"nobody"}, "body": "hi"}, mcp.ClassInvalid},
+		{"message with an empty body", "message", args{"to": []string{"alice"}}, mcp.ClassInvalid},
+		{"message with a bad severity", "message", args{"to": []string{"alice"}, "body": "hi", "severity": "loud"}, mcp.ClassInvalid},
+		{"message with data not an object", "message", args{"to": []string{"alice"}, "body": "hi", "data": "x"}, mcp.ClassInvalid},
+		{"message with a deadline and no ack", "message", args{"to": []string{"alice"}, "body": "hi", "deadline_seconds": 60}, mcp.ClassInvalid},
+		{"ack of a bad id", "message", args{"ack": "m-1"}, mcp.ClassInvalid},
 	}
 	covered := map[string]bool{}
 	for _, c := range cases {

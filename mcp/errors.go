@@ -32,6 +32,9 @@ const (
 	ClassTimeout       = wire.CodeTimeout
 	ClassForbidden     = wire.CodeForbidden
 	ClassInternal      = wire.CodeInternal
+	// ClassPaused: the actor is paused; its writes are refused until it
+	// is resumed (the HTTP API's problem code "paused").
+	ClassPaused = "paused"
 )
 
 // ToolError is the structured content of a failed tool call: its class,
@@ -68,6 +71,10 @@ func classify(err error, redact func(error) error) ToolError {
 	te := ToolError{Message: err.Error()}
 	p, ok := wire.ProblemOf(err)
 	switch {
+	case errors.Is(err, workspace.ErrPaused):
+		te.Error = ClassPaused
+		te.Hint = "ack the pause message (message ack=ID; inbox unacked=true lists it), then wait to be resumed"
+		return te
 	case ok:
 		te.Error = p.Code
 	case errors.Is(err, context.DeadlineExceeded):

@@ -66,6 +66,9 @@ func Prime(ctx context.Context, ws *workspace.Workspace, w io.Writer, o PrimeOpt
 		who = "(no actor: set AGENTSPACE_ACTOR or --as before writing)"
 	}
 	fmt.Fprintf(&b, "You act as %s. Event head: %d.\n", who, st.Head)
+	if o.Actor != "" {
+		b.WriteString(inboxBrief(ctx, ws, o.Actor))
+	}
 	fmt.Fprintf(&b, "Tasks: %d pending, %d in progress, %d blocked, %d done, %d failed. Artifacts: %d. Notes: %d.\n",
 		st.Tasks[workspace.TaskPending], st.Tasks[workspace.TaskInProgress], st.Tasks[workspace.TaskBlocked],
 		st.Tasks[workspace.TaskDone], st.Tasks[workspace.TaskFailed], st.Artifacts, st.Notes)
@@ -124,6 +127,34 @@ func Prime(ctx context.Context, ws *workspace.Workspace, w io.Writer, o PrimeOpt
 	}
 	_, err = io.WriteString(w, b.String())
 	return err
+}
+
+// inboxBrief is Prime's inbox: one line of counts (and a pause) and one
+// of what awaits the actor's ack (the oldest three); "" when the inbox is
+// empty or the store keeps no messages.
+func inboxBrief(ctx context.Context, ws *workspace.Workspace, actor string) string {
+	p, err := ws.Messages().Inbox(ctx, workspace.InboxQuery{Actor: actor, Unacked: true, Limit: 3})
+	if err != nil || (p.Unread == 0 && p.Unacked == 0 && !p.Paused) {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Inbox: %d unread, %d awaiting your ack (inbox tool, or wsctl inbox)", p.Unread, p.Unacked)
+	if p.Paused {
+		b.WriteString("; you are PAUSED: your writes are refused until you are resumed: ack the pause message, then wait")
+	}
+	b.WriteString(".\n")
+	if len(p.Messages) > 0 {
+		b.WriteString("Ack first:")
+		for _, m := range p.Messages {
+			what := m.Subject
+			if what == "" {
+				what = m.Body
+			}
+			fmt.Fprintf(&b, " %s from %s (%s: %s);", m.ID, m.From, m.Type, short(what, 60))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // short cuts s to n runes on one line.

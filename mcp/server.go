@@ -186,23 +186,33 @@ func tool[In any](s *Server, name, title, description string, enums map[string][
 	// ones are tool errors of the same shape as the workspace's (class
 	// invalid, naming the field), not the SDK's own text.
 	s.sdk.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		ctx, actor := s.as(ctx, req.Extra)
 		out, err := func() (any, error) {
 			in, err := decodeArgs[In](req.Params.Arguments, resolved)
 			if err != nil {
 				return nil, err
 			}
-			ctx, actor := s.as(ctx, req.Extra)
 			s.touched(ctx, actor)
 			return h(ctx, actor, in)
 		}()
+		// Every result but the inbox's own says, in one line, that the
+		// agent is paused or has messages: it learns at its next call.
+		line := ""
+		if name != "inbox" {
+			line = s.notice(ctx, actor)
+		}
 		if err != nil {
 			te := classify(err, s.opts.Redact)
 			if te.Error == ClassInternal {
 				s.opts.Logger.Warn("agentspace mcp: tool failed", "tool", name, "err", s.opts.Redact(err))
 			}
-			return errorResult(te), nil
+			return withNotice(errorResult(te), line), nil
 		}
-		return okResult(out)
+		r, err := okResult(out)
+		if err != nil {
+			return nil, err
+		}
+		return withNotice(r, line), nil
 	})
 }
 

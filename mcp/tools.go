@@ -22,8 +22,8 @@ const (
 
 // writeFields are the conditions every write tool takes.
 type writeFields struct {
-	IfVersion int64  `json:"if_version,omitempty" jsonschema:"write only if the record's version is still this (optimistic concurrency); absent or 0: no condition"`
-	Fence     int64  `json:"fence,omitempty" jsonschema:"the lock token you hold on this record; a newer token refuses the write"`
+	IfVersion int64  `json:"if_version,omitempty" jsonschema:"write only if the version is still this (0: any)"`
+	Fence     int64  `json:"fence,omitempty" jsonschema:"your lock token on it; a newer one refuses the write"`
 	Message   string `json:"message,omitempty" jsonschema:"why, kept in the event log"`
 }
 
@@ -165,6 +165,7 @@ func (s *Server) addTools() {
 	tool(s, "events_wait", "Wait for events",
 		"Return the events after a seq at once if there are any, else wait for the next one (up to a timeout). Use it to follow others' work instead of polling.",
 		nil, s.eventsWait)
+	s.addMessageTools()
 }
 
 func (s *Server) status(ctx context.Context, actor string, _ statusIn) (any, error) {

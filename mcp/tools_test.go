@@ -17,7 +17,7 @@ import (
 
 // toolsListBudget is the most the tools/list answer may take: every byte
 // of it sits in each agent's context.
-const toolsListBudget = 24 << 10
+const toolsListBudget = 9728 // 9.5 KB
 
 func TestToolsListIsSmallAndDescribesEveryTool(t *testing.T) {
 	ws := openWS(t, sqliteBackend.dsn(t))
@@ -27,9 +27,9 @@ func TestToolsListIsSmallAndDescribesEveryTool(t *testing.T) {
 	b, err := json.Marshal(res)
 	require.NoError(t, err)
 	t.Logf("tools/list: %d tools, %d bytes", len(res.Tools), len(b))
-	assert.Less(t, len(b), toolsListBudget)
+	assert.LessOrEqual(t, len(b), toolsListBudget)
 	assert.GreaterOrEqual(t, len(res.Tools), 10)
-	assert.LessOrEqual(t, len(res.Tools), 12)
+	assert.LessOrEqual(t, len(res.Tools), 13)
 	for _, tl := range res.Tools {
 		assert.NotEmpty(t, tl.Description, tl.Name)
 		assert.LessOrEqual(t, strings.Count(tl.Description, ". "), 2, "%s: one or two sentences", tl.Name)

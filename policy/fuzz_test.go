@@ -88,6 +88,11 @@ func refAllowed(f policy.File, actor string, a policy.Action, object string) boo
 			pats = rules.NotesWrite
 		case policy.Lock:
 			pats = rules.Locks
+		case policy.MessageSend:
+			pats = rules.Messages
+			if pats == nil {
+				pats = []string{"**"}
+			}
 		case policy.TaskAdd, policy.TaskClaim, policy.TaskFinish, policy.TaskOthers:
 			word = strings.TrimPrefix(string(a), "task.")
 			if slices.Contains(rules.Tasks, word) || slices.Contains(rules.Tasks, "*") {

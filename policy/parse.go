@@ -36,6 +36,9 @@ type Rules struct {
 	Locks []string `toml:"locks,omitempty" json:"locks,omitempty"`
 	// Admin: "policy", "compact", "import", "tokens", "export", or "*" for all.
 	Admin []string `toml:"admin,omitempty" json:"admin,omitempty"`
+	// Messages are the recipients the role may message: actor names and
+	// role:NAME, as patterns. Absent: anyone; empty: no one.
+	Messages []string `toml:"messages,omitempty" json:"messages,omitempty"`
 }
 
 // Problem is one thing wrong with a policy file, at its line (0 when the
@@ -163,6 +166,7 @@ func compile(f File) (*Policy, []Problem) {
 			{"notes_read", NoteRead, rules.NotesRead},
 			{"notes_write", NoteWrite, rules.NotesWrite},
 			{"locks", Lock, rules.Locks},
+			{"messages", MessageSend, rules.Messages},
 		} {
 			for _, s := range pa.pats {
 				pat, err := CompilePattern(s)
@@ -175,6 +179,9 @@ func compile(f File) (*Policy, []Problem) {
 		}
 		if rules.ArtifactsDelete == nil {
 			r.patterns[ArtifactDelete] = r.patterns[ArtifactWrite]
+		}
+		if rules.Messages == nil {
+			r.patterns[MessageSend] = []Pattern{anyone}
 		}
 		flags := func(field string, words []string, set map[string]Action) {
 			for _, w := range words {

@@ -29,11 +29,12 @@ const (
 	AdminImport    Action = "admin.import"
 	AdminTokens    Action = "admin.tokens"
 	AdminExport    Action = "admin.export" // export (or archive) the whole workspace
+	MessageSend    Action = "message.send" // the object is a recipient: an actor, or role:NAME
 )
 
 // Actions lists every action, in the order the docs give them.
 var Actions = []Action{ArtifactRead, ArtifactWrite, ArtifactDelete, NoteRead, NoteWrite,
-	TaskAdd, TaskClaim, TaskFinish, TaskOthers, Lock, AdminPolicy, AdminCompact, AdminImport, AdminTokens, AdminExport}
+	TaskAdd, TaskClaim, TaskFinish, TaskOthers, Lock, AdminPolicy, AdminCompact, AdminImport, AdminTokens, AdminExport, MessageSend}
 
 // AdminRole is the built-in role that holds every right. A policy may not
 // define a role of that name.
@@ -45,7 +46,11 @@ var ruleKey = map[Action]string{
 	NoteRead: "notes_read", NoteWrite: "notes_write",
 	TaskAdd: "tasks", TaskClaim: "tasks", TaskFinish: "tasks", TaskOthers: "tasks",
 	Lock: "locks", AdminPolicy: "admin", AdminCompact: "admin", AdminImport: "admin", AdminTokens: "admin", AdminExport: "admin",
+	MessageSend: "messages",
 }
+
+// anyone is the messages rule of a role that has none: "**".
+var anyone = Pattern{src: "**", segs: []string{"**"}, all: true}
 
 // RuleKey returns the policy-file key whose entries grant a: the rule a
 // refusal names.
@@ -176,6 +181,32 @@ func (p *Policy) Check(roles []string, action Action, object string) Decision {
 // Allowed is Check for an actor, by its roles in the policy.
 func (p *Policy) Allowed(actor string, action Action, object string) Decision {
 	return p.Check(p.RolesOf(actor), action, object)
+}
+
+// DefinesRole reports whether the policy defines role name (the built-in
+// admin role included).
+func (p *Policy) DefinesRole(name string) bool {
+	_, ok := p.roles[name]
+	return ok || name == AdminRole
+}
+
+// NamesActor reports whether [actors] names actor exactly.
+func (p *Policy) NamesActor(actor string) bool {
+	_, ok := p.actors[actor]
+	return ok
+}
+
+// NamedMembers returns the actors [actors] names exactly with role,
+// sorted: the members of a role that can be listed (a pattern's cannot).
+func (p *Policy) NamedMembers(role string) []string {
+	var out []string
+	for a, rs := range p.actors {
+		if slices.Contains(rs, role) {
+			out = append(out, a)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Rules counts the policy's rules: every pattern and right of every role.

@@ -28,7 +28,7 @@ type EventQueryParams struct {
 	After       int64    `query:"after" minimum:"0" doc:"Only events with seq > after."`
 	Type        []string `query:"type,explode" doc:"Event types; repeat or separate with commas."`
 	Actor       string   `query:"actor"`
-	SubjectKind string   `query:"subject_kind" enum:"artifact,task,note,lock"`
+	SubjectKind string   `query:"subject_kind" enum:"artifact,task,note,lock,message,actor"`
 	SubjectID   string   `query:"subject_id"`
 	SubjectName string   `query:"subject_name"`
 	Since       string   `query:"since" doc:"RFC 3339 time: events at or after it."`
@@ -277,7 +277,7 @@ func (s *Server) documentStream() {
 		{Name: "after", In: "query", Description: "Only events with seq > after (Last-Event-ID, when sent, takes its place).", Schema: &huma.Schema{Type: "integer", Format: "int64", Minimum: ptr(0.0)}},
 		{Name: "type", In: "query", Description: "Event types; repeat or separate with commas.", Explode: ptr(true), Schema: &huma.Schema{Type: "array", Items: &huma.Schema{Type: "string"}}},
 		{Name: "actor", In: "query", Schema: &huma.Schema{Type: "string"}},
-		{Name: "subject_kind", In: "query", Schema: &huma.Schema{Type: "string", Enum: []any{"artifact", "task", "note", "lock"}}},
+		{Name: "subject_kind", In: "query", Schema: &huma.Schema{Type: "string", Enum: []any{"artifact", "task", "note", "lock", "message", "actor"}}},
 		{Name: "subject_id", In: "query", Schema: &huma.Schema{Type: "string"}},
 		{Name: "subject_name", In: "query", Schema: &huma.Schema{Type: "string"}},
 		{Name: "since", In: "query", Schema: &huma.Schema{Type: "string", Format: "date-time"}},

@@ -23,6 +23,7 @@ func (s *Server) routes() {
 	s.batchRoutes()
 	s.adminRoutes()
 	s.agentRoutes()
+	s.messageRoutes()
 
 	type whoami struct {
 		Actor string `json:"actor" doc:"The token's actor, or the X-Agentspace-Actor header's value without a token."`

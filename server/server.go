@@ -97,6 +97,11 @@ type Options struct {
 	// leases are renewed, at most once per TouchEvery per actor and never
 	// by more than each last granted (touch.Toucher). Zero: off.
 	TouchEvery time.Duration
+	// EscalateEvery is how often the server escalates the messages whose
+	// ack deadline has passed unacknowledged (default
+	// DefaultEscalateEvery; negative: never, leaving it to the readers of
+	// inboxes and other servers).
+	EscalateEvery time.Duration
 }
 
 // Server serves one workspace over HTTP: the /v1 API (JSON, with events as
@@ -123,6 +128,8 @@ type Server struct {
 	drain     context.Context
 	drainOnce sync.Once
 	stop      context.CancelFunc
+	// escalated is closed when the escalator has stopped (nil: none runs).
+	escalated chan struct{}
 	// streams are the event streams that took their connections over
 	// from net/http (stream.go): Drain waits for them.
 	streams streamSet
@@ -211,6 +218,13 @@ func New(ws *workspace.Workspace, opts Options) (*Server, error) {
 		writeProblem(w, wire.NewProblem(wire.CodeNoRoute, "no such route: "+r.Method+" "+truncate(r.URL.Path, 200)+nameHint(r.URL)))
 	})
 	s.handler = s.middleware(s.mux)
+	if opts.EscalateEvery == 0 {
+		opts.EscalateEvery = DefaultEscalateEvery
+	}
+	if opts.EscalateEvery > 0 {
+		s.escalated = make(chan struct{})
+		go s.escalator(opts.EscalateEvery)
+	}
 	return s, nil
 }
 
@@ -239,7 +253,8 @@ func (s *Server) OpenAPI() *huma.OpenAPI { return s.api.OpenAPI() }
 // taken its connection from the http.Server, whose Shutdown and Close do
 // not reach it: Drain ends it and returns once its connection is closed
 // (within a second of its last write). It also stops the MCP server's
-// change watcher and the dashboard's streams. Other requests are unaffected.
+// change watcher, the dashboard's streams and the escalation of due
+// messages (Options.EscalateEvery). Other requests are unaffected.
 func (s *Server) Drain() {
 	s.drainOnce.Do(func() {
 		s.stop()
@@ -247,6 +262,9 @@ func (s *Server) Drain() {
 		s.closeMCP()
 		s.dash.Close()
 		s.revoke.close()
+		if s.escalated != nil {
+			<-s.escalated
+		}
 	})
 }
 

@@ -74,6 +74,7 @@ func registerWireTypes(api huma.API) {
 }
 
 var (
-	reflectEvent   = reflect.TypeFor[workspace.Event]()
-	reflectProblem = reflect.TypeFor[wire.Problem]()
+	reflectEvent      = reflect.TypeFor[workspace.Event]()
+	reflectProblem    = reflect.TypeFor[wire.Problem]()
+	reflectInboxEvent = reflect.TypeFor[wire.InboxEvent]()
 )

@@ -30,7 +30,8 @@ type journal struct {
 	Promotion string    `json:"promotion"`
 	Shadow    string    `json:"shadow"`
 	Dir       string    `json:"dir"`
-	Actor     string    `json:"actor"`
+	Actor     string    `json:"actor"`        // whose work it is
+	By        string    `json:"by,omitempty"` // who records it, when not Actor
 	Ops       []jop     `json:"ops"`
 	MadeDirs  []string  `json:"made_dirs"` // directories staging creates, parents first
 	Diff      Diff      `json:"diff"`

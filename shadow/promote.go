@@ -35,12 +35,22 @@ const DiffArtifactKind = "diff"
 // with the diff stored as an artifact, and the shadow's base becomes the
 // promoted state, so work can go on in it.
 func (m *Manager) Promote(ctx context.Context, ref, actor string) (Promotion, error) {
+	return m.promote(ctx, ref, actor, "")
+}
+
+// promote promotes the diff as actor's work (its validation, its rights);
+// by ("" for actor) records the promotion: a checkpoint records as its
+// operator while actor is paused.
+func (m *Manager) promote(ctx context.Context, ref, actor, by string) (Promotion, error) {
 	md, err := m.load(ref)
 	if err != nil {
 		return Promotion{}, err
 	}
 	if actor == "" {
 		actor = md.Actor
+	}
+	if by == "" {
+		by = actor
 	}
 	if md.State != StateOpen {
 		return Promotion{}, fmt.Errorf("shadow %s is %s: %w", md.ID, md.State, workspace.ErrInvalid)
@@ -69,13 +79,13 @@ func (m *Manager) Promote(ctx context.Context, ref, actor string) (Promotion, er
 			return err
 		} else if len(moved) > 0 {
 			cerr := &ConflictError{Shadow: md.ID, Paths: moved}
-			if rerr := m.record(ctx, md, actor, EventConflicted, strings.Join(moved, ", ")); rerr != nil {
+			if rerr := m.record(ctx, md, by, EventConflicted, strings.Join(moved, ", ")); rerr != nil {
 				return errors.Join(cerr, rerr)
 			}
 			return cerr
 		}
 		unified := changeList(d)
-		j := journal{Promotion: newID(), Shadow: md.ID, Dir: md.Dir, Actor: actor, Diff: d, Unified: unified, At: m.opts.Now().UTC()}
+		j := journal{Promotion: newID(), Shadow: md.ID, Dir: md.Dir, Actor: actor, By: by, Diff: d, Unified: unified, At: m.opts.Now().UTC()}
 		if err := m.stageAndCommit(ctx, md, &j); err != nil {
 			return err
 		}
@@ -439,8 +449,12 @@ func (m *Manager) recordPromotion(ctx context.Context, j journal) error {
 	md.Validated = nil
 	md.Promoted++
 	b, _ := json.Marshal(j.Diff) // plain structs: cannot fail
+	by := j.By
+	if by == "" {
+		by = j.Actor
+	}
 	_, err = m.ws.Commit(shadowKey.Grant(ctx), workspace.Batch{
-		Actor:          j.Actor,
+		Actor:          by,
 		IdempotencyKey: "shadow-promote-" + j.Promotion,
 		Ops: []workspace.Op{
 			workspace.CreateArtifactOp{

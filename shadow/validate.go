@@ -158,7 +158,7 @@ func (c *checker) check(ctx context.Context, prefix, name string, del bool) []Vi
 // changed path against the task's areas, the policy, and others' leases;
 // it records the outcome (shadow.validated) bound to the diff's hash.
 func (m *Manager) Validate(ctx context.Context, ref, actor string) (Validation, error) {
-	return m.validate(ctx, ref, actor, nil)
+	return m.validate(ctx, ref, actor, "", nil)
 }
 
 // ValidateDiff is Validate of d, a diff Diff returned for this shadow,
@@ -169,10 +169,12 @@ func (m *Manager) Validate(ctx context.Context, ref, actor string) (Validation, 
 // here from d's changes, and Promote scans again and accepts only a tree
 // whose diff has exactly that hash.
 func (m *Manager) ValidateDiff(ctx context.Context, ref, actor string, d Diff) (Validation, error) {
-	return m.validate(ctx, ref, actor, &d)
+	return m.validate(ctx, ref, actor, "", &d)
 }
 
-func (m *Manager) validate(ctx context.Context, ref, actor string, given *Diff) (Validation, error) {
+// validate checks the diff as actor's work; by ("" for actor) records
+// the step: a checkpoint records as its operator while actor is paused.
+func (m *Manager) validate(ctx context.Context, ref, actor, by string, given *Diff) (Validation, error) {
 	reuse := given != nil && len(m.opts.Validators) == 0
 	load := m.load
 	if reuse {
@@ -184,6 +186,9 @@ func (m *Manager) validate(ctx context.Context, ref, actor string, given *Diff) 
 	}
 	if actor == "" {
 		actor = md.Actor
+	}
+	if by == "" {
+		by = actor
 	}
 	var vs []Violation
 	for _, cmd := range m.opts.Validators {
@@ -231,7 +236,7 @@ func (m *Manager) validate(ctx context.Context, ref, actor string, given *Diff) 
 	if err := m.saveMeta(md, false); err != nil {
 		return Validation{}, err
 	}
-	return v, m.record(ctx, md, actor, EventValidated, summary(v))
+	return v, m.record(ctx, md, by, EventValidated, summary(v))
 }
 
 func summary(v Validation) string {

@@ -193,11 +193,13 @@ type GCBody struct {
 	KeepEventsFor Duration `json:"keep_events_for,omitempty" doc:"Keep the events younger than this."`
 	KeepVersions  int64    `json:"keep_versions,omitempty" doc:"Keep the newest N versions of each live artifact, plus pinned ones and those a task's result names."`
 	KeepTasksFor  Duration `json:"keep_tasks_for,omitempty" doc:"Keep finished tasks updated within this long."`
-	MinEvents     int64    `json:"min_events,omitempty" doc:"Remove no events unless at least this many would go."`
-	Reclaim       bool     `json:"reclaim,omitempty" doc:"Give the freed space back to the file system (SQLite's incremental vacuum)."`
-	DryRun        bool     `json:"dry_run,omitempty" doc:"Report what would go; remove nothing."`
-	Batch         int64    `json:"batch,omitempty" doc:"The most records one transaction removes."`
-	BatchTime     Duration `json:"batch_time,omitempty" doc:"How long one transaction should hold the store's write lock (default 10ms)."`
+	// KeepMessagesFor keeps messages sent within this long.
+	KeepMessagesFor Duration `json:"keep_messages_for,omitempty" doc:"Keep messages sent within this long; one that still owes an ack is always kept."`
+	MinEvents       int64    `json:"min_events,omitempty" doc:"Remove no events unless at least this many would go."`
+	Reclaim         bool     `json:"reclaim,omitempty" doc:"Give the freed space back to the file system (SQLite's incremental vacuum)."`
+	DryRun          bool     `json:"dry_run,omitempty" doc:"Report what would go; remove nothing."`
+	Batch           int64    `json:"batch,omitempty" doc:"The most records one transaction removes."`
+	BatchTime       Duration `json:"batch_time,omitempty" doc:"How long one transaction should hold the store's write lock (default 10ms)."`
 }
 
 // Policy returns the body as a workspace.GCPolicy run by actor. A
@@ -210,7 +212,7 @@ func (b GCBody) Policy(actor string) (workspace.GCPolicy, error) {
 		field string
 		in    Duration
 		out   *time.Duration
-	}{{"keep_events_for", b.KeepEventsFor, &p.KeepEventsFor}, {"keep_tasks_for", b.KeepTasksFor, &p.KeepTasksFor}, {"batch_time", b.BatchTime, &p.BatchTime}} {
+	}{{"keep_events_for", b.KeepEventsFor, &p.KeepEventsFor}, {"keep_tasks_for", b.KeepTasksFor, &p.KeepTasksFor}, {"keep_messages_for", b.KeepMessagesFor, &p.KeepMessagesFor}, {"batch_time", b.BatchTime, &p.BatchTime}} {
 		if d.in == "" {
 			continue
 		}

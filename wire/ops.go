@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -155,6 +156,50 @@ func init() {
 		},
 		func(b OpBody) (workspace.StopActorOp, error) {
 			return workspace.StopActorOp{Actor: b.Actor, Message: b.Message}, nil
+		})
+	declare(OpSendMessage,
+		func(o workspace.SendMessageOp, _ func([]byte) error) (OpBody, error) {
+			m := MessageBodyOf(o.Message)
+			return OpBody{Msg: &m}, nil
+		},
+		func(b OpBody) (workspace.SendMessageOp, error) {
+			if b.Msg == nil {
+				return workspace.SendMessageOp{}, &workspace.InvalidError{Field: "msg", Reason: "a send_message op needs its msg"}
+			}
+			return workspace.SendMessageOp{Message: b.Msg.NewMsg()}, nil
+		})
+	declare(OpAckMessage,
+		func(o workspace.AckMessageOp, _ func([]byte) error) (OpBody, error) {
+			return OpBody{ID: o.ID, Reply: o.Reply}, nil
+		},
+		func(b OpBody) (workspace.AckMessageOp, error) {
+			return workspace.AckMessageOp{ID: b.ID, Reply: b.Reply}, nil
+		})
+	declare(OpPauseActor,
+		func(o workspace.PauseActorOp, _ func([]byte) error) (OpBody, error) {
+			b := OpBody{Actor: o.Actor, Message: o.Message}
+			if o.AckTimeout != 0 {
+				b.AckTimeout = o.AckTimeout.String()
+			}
+			return b, nil
+		},
+		func(b OpBody) (workspace.PauseActorOp, error) {
+			o := workspace.PauseActorOp{Actor: b.Actor, Message: b.Message}
+			if b.AckTimeout != "" {
+				d, err := time.ParseDuration(b.AckTimeout)
+				if err != nil {
+					return o, &workspace.InvalidError{Field: "ack_timeout", Reason: fmt.Sprintf("%q is not a duration (e.g. 30s, 5m)", b.AckTimeout)}
+				}
+				o.AckTimeout = d
+			}
+			return o, nil
+		})
+	declare(OpResumeActor,
+		func(o workspace.ResumeActorOp, _ func([]byte) error) (OpBody, error) {
+			return OpBody{Actor: o.Actor, Message: o.Message}, nil
+		},
+		func(b OpBody) (workspace.ResumeActorOp, error) {
+			return workspace.ResumeActorOp{Actor: b.Actor, Message: b.Message}, nil
 		})
 }
 

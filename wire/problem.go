@@ -48,6 +48,7 @@ const (
 	CodeForbidden     = "forbidden"
 	CodeUnavailable   = "unavailable"
 	CodeRewound       = "rewound"
+	CodePaused        = "paused"
 	CodeTimeout       = "timeout"
 	CodeNoRoute       = "no_route"
 	CodeUnsupported   = "unsupported_media_type"
@@ -101,6 +102,9 @@ type Problem struct {
 	Action string   `json:"action,omitempty"`
 	Object string   `json:"object,omitempty"`
 	Rule   string   `json:"rule,omitempty"`
+	// paused (with actor): who paused the actor, and when
+	By    string    `json:"by,omitempty"`
+	Since time.Time `json:"since,omitzero"`
 }
 
 // Error returns the problem's detail.
@@ -145,11 +149,14 @@ var statusOf = map[string]int{
 	CodeForbidden:     http.StatusForbidden,
 	CodeUnavailable:   http.StatusServiceUnavailable,
 	CodeRewound:       http.StatusGone,
-	CodeTimeout:       http.StatusGatewayTimeout,
-	CodeNoRoute:       http.StatusNotFound,
-	CodeUnsupported:   http.StatusUnsupportedMediaType,
-	CodeTooMany:       http.StatusTooManyRequests,
-	CodeInternal:      http.StatusInternalServerError,
+	// A paused actor is a held resource, as a leased one is: wait (for
+	// the resume), then retry. The code tells the two apart.
+	CodePaused:      http.StatusLocked,
+	CodeTimeout:     http.StatusGatewayTimeout,
+	CodeNoRoute:     http.StatusNotFound,
+	CodeUnsupported: http.StatusUnsupportedMediaType,
+	CodeTooMany:     http.StatusTooManyRequests,
+	CodeInternal:    http.StatusInternalServerError,
 }
 
 // NewProblem is the problem of the given code, with its HTTP status.
@@ -182,6 +189,7 @@ func ProblemOf(err error) (*Problem, bool) {
 		fe  *workspace.ForbiddenError
 		vre *workspace.VersionRemovedError
 		ue  *workspace.UnavailableError
+		pe  *workspace.PausedError
 	)
 	if errors.As(err, &be) {
 		p, ok := ProblemOf(be.Err)
@@ -221,6 +229,9 @@ func ProblemOf(err error) (*Problem, bool) {
 	case errors.As(err, &fe):
 		p = NewProblem(CodeForbidden, fe.Error())
 		p.Actor, p.Roles, p.Action, p.Object, p.Rule, p.Reason = fe.Actor, fe.Roles, fe.Action, fe.Object, fe.Rule, fe.Reason
+	case errors.As(err, &pe):
+		p = NewProblem(CodePaused, pe.Error())
+		p.Actor, p.By, p.Since = pe.Actor, pe.By, pe.Since
 	case errors.As(err, &vre):
 		p = NewProblem(CodeNotFound, vre.Error())
 		p.Name, p.Version, p.Oldest = vre.Name, vre.Version, vre.Oldest
@@ -244,6 +255,8 @@ func ProblemOf(err error) (*Problem, bool) {
 		p = NewProblem(CodeCompacted, detail)
 	case errors.Is(err, workspace.ErrRewound):
 		p = NewProblem(CodeRewound, detail)
+	case errors.Is(err, workspace.ErrPaused):
+		p = NewProblem(CodePaused, detail)
 	case errors.Is(err, workspace.ErrTooLarge):
 		p = NewProblem(CodeTooLarge, detail)
 	case errors.Is(err, workspace.ErrInvalid):
@@ -302,6 +315,8 @@ func (p *Problem) typed(status int) error {
 		return &workspace.SchemaError{Current: p.Current, Want: p.Want, Dirty: p.Dirty}
 	case CodeNoWorkspace:
 		return &workspace.NoWorkspaceError{Where: p.Where, Reason: p.Reason}
+	case CodePaused:
+		return &workspace.PausedError{Actor: p.Actor, By: p.By, Since: p.Since}
 	case CodeNotFound:
 		if p.Oldest > 0 {
 			return &workspace.VersionRemovedError{Name: p.Name, Version: p.Version, Oldest: p.Oldest}

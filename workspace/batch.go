@@ -129,6 +129,7 @@ type OpResult struct {
 	Artifact *Artifact `json:"artifact,omitempty"`
 	Task     *Task     `json:"task,omitempty"`
 	Note     *Note     `json:"note,omitempty"`
+	Msg      *Msg      `json:"message,omitempty"`
 }
 
 // BatchResult is what Commit returns: one result per op, in order, and the

@@ -59,6 +59,10 @@ var (
 	// had not received them (asynchronous replication). Nothing was
 	// written; re-read the state, and follow again from a seq the log has.
 	ErrRewound = errors.New("event log rewound")
+	// ErrPaused: the actor is paused by an operator (PauseActorOp); its
+	// writes are refused, except acks and renewals, until it is resumed.
+	// Ack the pause message and wait. The error is a *PausedError.
+	ErrPaused = errors.New("actor paused")
 )
 
 // UnavailableError reports that the store could not be reached. It

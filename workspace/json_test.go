@@ -66,6 +66,9 @@ func fullSamples() map[string]any {
 		"Note":            fullNote(),
 		"NotePage":        NotePage{Notes: []Note{fullNote()}, Next: "decision/db"},
 		"Lease":           fullLease(),
+		"Msg":             fullMsg(),
+		"MsgAck":          fullMsg().Acks[0],
+		"InboxPage":       InboxPage{Messages: []Msg{fullMsg()}, Next: fullMsg().ID, Cursor: fullMsg().ID, Unread: 1, Unacked: 1, Paused: true},
 		"Event":           fullEvent(),
 		"EventPage":       EventPage{Events: []Event{fullEvent()}, Next: 42, Head: 50},
 		"Status":          Status{Head: 50, Floor: 1, Artifacts: 3, Notes: 2, Tasks: map[TaskStatus]int{TaskPending: 1, TaskInProgress: 1}, ActiveTasks: []Task{fullTask()}, Locks: []Lease{fullLease()}, RecentEvents: []Event{fullEvent()}},
@@ -187,4 +190,14 @@ func TestArtifactJSONReadsEitherEncoding(t *testing.T) {
 			assert.Equal(t, c.content, a.Content)
 		})
 	}
+}
+
+func fullMsg() Msg {
+	at := time.Date(2026, 12, 2, 9, 30, 0, 123456000, time.UTC)
+	return Msg{ID: "0193a1b2-0000-7000-8000-000000000001", Thread: "0193a1b2-0000-7000-8000-000000000001",
+		ReplyTo: "0193a1b2-0000-7000-8000-000000000000", From: "lead", To: []string{"worker-1", "role:reviewer"}, Each: true,
+		Type: "question", Severity: SeverityWarning, Subject: "API shape", Body: "Which auth scheme?",
+		Data: []byte(`{"task":"t1"}`), RequiresAck: true, Deadline: at.Add(time.Hour), EscalateTo: []string{"role:admin"},
+		Pending: []string{"role:reviewer"}, Acks: []MsgAck{{By: "worker-1", For: "worker-1", At: at, Reply: "bearer"}},
+		EscalatedAt: at.Add(2 * time.Hour), Version: 3, SentAt: at}
 }

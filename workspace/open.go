@@ -51,6 +51,10 @@ type Options struct {
 	// at once on that handle whatever the setting. A longer bound saves a
 	// read on a handle whose operations come further apart than that.
 	PolicyRecheck time.Duration
+	// Clock, when set, is the time messages' deadlines are set from and
+	// checked against, in place of the store's clock: for tests that
+	// drive escalation without waiting. Leave it nil in programs.
+	Clock func() time.Time
 }
 
 // WithDefaults returns o with every zero field set to its default, as

@@ -33,6 +33,10 @@ type GCPolicy struct {
 	// this long; older ones go, except those that a task which stays
 	// depends on or has as its parent. Zero keeps every task.
 	KeepTasksFor time.Duration
+	// KeepMessagesFor keeps messages sent within this long; older ones
+	// go with their index entries, except those that still owe an ack,
+	// which are kept whatever their age. Zero keeps every message.
+	KeepMessagesFor time.Duration
 	// MinEvents: remove no events unless at least this many events would go.
 	// A scheduled gc sets 2, so that the event each run records cannot by
 	// itself make the next run remove one more.
@@ -77,6 +81,8 @@ type GCReport struct {
 	Versions GCKind `json:"versions"`
 	// Tasks are the finished tasks removed.
 	Tasks GCKind `json:"tasks"`
+	// Messages are the messages removed (none that still owes an ack).
+	Messages GCKind `json:"messages"`
 	// Reclaimed is the space given back to the file system (with
 	// Reclaim), and Reclaimable the free space still inside the store's
 	// files (a dry run's is before anything goes); 0 where the store

@@ -44,7 +44,9 @@ const (
 	SubjectNote     = "note"
 	SubjectLock     = "lock"
 	// SubjectPolicy is the subject kind of denied events.
-	SubjectPolicy = "policy"
+	SubjectPolicy  = "policy"
+	SubjectMessage = "message"
+	SubjectActor   = "actor" // of a pause
 )
 
 // Artifact is one version of a piece of versioned content: a plan, code, a
@@ -393,6 +395,19 @@ const (
 	// EventGC records a garbage collection: its message says what it
 	// removed. Its subject is the workspace ("workspace").
 	EventGC = "workspace.gc"
+	// The events of messages (Subject: SubjectMessage, the message's ID)
+	// and of pauses (Subject: SubjectActor, the actor).
+	EventMessageSent      = "message.sent"
+	EventMessageAcked     = "message.acked"
+	EventMessageEscalated = "message.escalated"
+	EventMessageRead      = "message.read" // a reader's cursor moved
+	EventActorPaused      = "actor.paused"
+	EventActorResumed     = "actor.resumed"
+	// Message severities, a Msg's Severity.
+	SeverityInfo     = "info"
+	SeverityWarning  = "warning"
+	SeverityError    = "error"
+	SeverityCritical = "critical"
 )
 
 // EventQuery filters the log for Read and Subscribe. Zero fields match everything.

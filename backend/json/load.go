@@ -52,9 +52,13 @@ func (s *store) refresh() error {
 		return err
 	}
 	// A gc removes versions and tasks under one event about the
-	// workspace, naming none of them: reload everything after one.
+	// workspace, naming none of them, and a message's or a pause's event
+	// stands for the engine's several records of it (its index entries):
+	// reload everything after one.
 	if len(evs) > 0 && evs[0].Seq <= s.st.head() ||
-		slices.ContainsFunc(evs, func(ev workspace.Event) bool { return ev.Type == workspace.EventGC }) {
+		slices.ContainsFunc(evs, func(ev workspace.Event) bool {
+			return ev.Type == workspace.EventGC || ev.Subject.Kind == workspace.SubjectMessage || ev.Subject.Kind == workspace.SubjectActor
+		}) {
 		return s.load()
 	}
 	for _, ev := range evs {

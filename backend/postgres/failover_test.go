@@ -117,6 +117,33 @@ func write(ctx context.Context, ws *workspace.Workspace, n int, emit func(ack)) 
 			}
 			fail("notes.put", err)
 		}
+		// A message that needs an ack, and its ack, each retried until
+		// acknowledged under an idempotency key: once.
+		var sent *workspace.Msg
+		for ctx.Err() == nil && sent == nil {
+			r, err := ws.Commit(ctx, workspace.Batch{Actor: actor, IdempotencyKey: "send-" + key, Ops: []workspace.Op{
+				workspace.SendMessageOp{Message: workspace.NewMsg{To: []string{actor}, Subject: key, Body: "b", RequiresAck: true}}}})
+			if err == nil {
+				sent = r.Results[0].Msg
+				emit(ack{Kind: "message", Key: sent.ID})
+				break
+			}
+			fail("messages.send", err)
+		}
+		for ctx.Err() == nil && sent != nil {
+			_, err := ws.Commit(ctx, workspace.Batch{Actor: actor, IdempotencyKey: "ack-" + key, Ops: []workspace.Op{
+				workspace.AckMessageOp{ID: sent.ID, Reply: key}}})
+			if err == nil {
+				emit(ack{Kind: "msgack", Key: sent.ID})
+				break
+			}
+			if errors.Is(err, workspace.ErrNotFound) {
+				// Asynchronous: the message was lost in the failover.
+				emit(ack{Kind: "lostmsg", Key: sent.ID})
+				break
+			}
+			fail("messages.ack", err)
+		}
 		if task, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: actor, Lease: time.Hour}); err == nil {
 			emit(ack{Kind: "claim", Key: task.ID})
 		} else if !errors.Is(err, workspace.ErrNoTask) {
@@ -564,7 +591,7 @@ func runFailover(t *testing.T, p *pair, sync bool, moment string) {
 	for i, e := range log {
 		require.Equal(t, int64(i+1), e.Seq, "the log is gap-free")
 	}
-	var notes, claims, unavailable, rewoundWrites, lostLeases, other int
+	var notes, messages, claims, unavailable, rewoundWrites, lostLeases, other int
 	var lostAt []time.Time                  // when the notes lost were acknowledged
 	lostBy := map[string]int{}              // writer -> notes of its lost so far
 	claimed := map[string]string{}          // task id -> the writer whose claim was acknowledged
@@ -590,6 +617,19 @@ func runFailover(t *testing.T, p *pair, sync bool, moment string) {
 				if a.At.Before(promoted) {
 					assert.Zero(t, lostBy[actor], "%s's note %s survived, but one it was acknowledged before it was lost", actor, a.Key)
 				}
+			case "message", "msgack":
+				m, err := ws.Messages().Get(ctx, a.Key)
+				if !sync && errors.Is(err, workspace.ErrNotFound) && a.At.Before(promoted) {
+					continue // asynchronous: lost with the notes around it
+				}
+				require.NoError(t, err, "acknowledged message %s is there", a.Key)
+				messages++
+				if a.Kind == "msgack" && (sync || !a.At.Before(promoted)) {
+					assert.Len(t, m.Acks, 1, "message %s's acknowledged ack is there, once", a.Key)
+					assert.Empty(t, m.Pending)
+				}
+			case "lostmsg":
+				assert.False(t, sync, "message %s, acknowledged, was lost with synchronous replication", a.Key)
 			case "claim":
 				claims++
 				if !sync {
@@ -721,8 +761,8 @@ func runFailover(t *testing.T, p *pair, sync bool, moment string) {
 		t.Logf("asynchronous replication lost no acknowledged note this time")
 	}
 	assert.Zero(t, other, "every error the writers met was ErrUnavailable (or, asynchronous, ErrRewound; or a release's ErrLockLost)")
-	t.Logf("%s: acknowledged %d notes, %d claims, %d leases; %d ErrUnavailable, %d ErrRewound met by writers, %d releases found their lease lost, %d followers ended by ErrRewound; log head %d; promote %v after the crash; every writer wrote again within %v of the promote",
-		moment, notes, claims, len(tokens["r0"])+len(tokens["r1"]), unavailable, rewoundWrites, lostLeases, rewinds, head, promoted.Sub(killed).Round(time.Millisecond), slowest.Round(time.Millisecond))
+	t.Logf("%s: acknowledged %d notes, %d messages and acks, %d claims, %d leases; %d ErrUnavailable, %d ErrRewound met by writers, %d releases found their lease lost, %d followers ended by ErrRewound; log head %d; promote %v after the crash; every writer wrote again within %v of the promote",
+		moment, notes, messages, claims, len(tokens["r0"])+len(tokens["r1"]), unavailable, rewoundWrites, lostLeases, rewinds, head, promoted.Sub(killed).Round(time.Millisecond), slowest.Round(time.Millisecond))
 }
 
 // rewound makes asynchronous replication lose a tail for sure: the

@@ -13,7 +13,7 @@ import (
 // admin.compact right, as it would in process.
 func (c *Client) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCReport, error) {
 	body := wire.GCBody{Actor: p.Actor, KeepEvents: p.KeepEvents, KeepEventsFor: wire.DurationOf(p.KeepEventsFor),
-		KeepVersions: p.KeepVersions, KeepTasksFor: wire.DurationOf(p.KeepTasksFor), MinEvents: p.MinEvents,
+		KeepVersions: p.KeepVersions, KeepTasksFor: wire.DurationOf(p.KeepTasksFor), KeepMessagesFor: wire.DurationOf(p.KeepMessagesFor), MinEvents: p.MinEvents,
 		Reclaim: p.Reclaim, DryRun: p.DryRun, Batch: p.Batch, BatchTime: wire.DurationOf(p.BatchTime)}
 	var out workspace.GCReport
 	err := c.call(ctx, http.MethodPost, "/v1/admin/gc", nil, body, &out)

@@ -270,5 +270,6 @@ func (harness) Inapplicable() map[string]string {
 		"EventChainSurvivesExportAndImport":                           archive,
 		"ExportAfterCompactionKeepsDeletedArtifactsAndReleasedLeases": archive,
 		"GCKeepsNewestPinnedAndResultVersions":                        archive + ": it checks what survives gc with an export and import, byte for byte",
+		"MessageEscalatesOnceWithAControlledClock":                    "the server's clock decides deadlines, and a client cannot set the server's Options.Clock; TestServerEscalatesByItsOwnClock escalates through a server opened with a controlled clock",
 	}
 }

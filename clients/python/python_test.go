@@ -212,3 +212,36 @@ func BenchmarkPythonClient(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPythonMessageHandover measures a message's hand-over from the
+// sender's send_message call to the recipient's wait returning with it:
+// through the inbox stream (SSE), the inbox's long poll, wait_for_work,
+// and reading the inbox every second, p50 and p99 in ms
+// (bench/bench_messages.py). Run it with -benchtime 1x.
+func BenchmarkPythonMessageHandover(b *testing.B) {
+	for _, be := range []struct {
+		name  string
+		store func(b *testing.B) string
+	}{
+		{"sqlite", func(b *testing.B) string { return "sqlite:" + filepath.Join(b.TempDir(), "ws.db") }},
+		{"postgres", func(b *testing.B) string { return pgtest.NewDSN(b) }},
+	} {
+		b.Run(be.name, func(b *testing.B) {
+			py := python(b)
+			bin := wsctltest.Binary(b)
+			store := be.store(b)
+			wsctltest.Init(b, bin, store)
+			url := wsctltest.Serve(b, bin, store).URL
+			var fig map[string]map[string]float64
+			for b.Loop() {
+				out, err := exec.Command(py, "bench/bench_messages.py", "--url", url, "--n", "200", "--polled", "30").Output()
+				require.NoError(b, err, "%s", out)
+				require.NoError(b, json.Unmarshal(out, &fig), "%s", out)
+			}
+			for way, f := range fig {
+				b.ReportMetric(f["p50_ms"], way+"-p50-ms")
+				b.ReportMetric(f["p99_ms"], way+"-p99-ms")
+			}
+		})
+	}
+}

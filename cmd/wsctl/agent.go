@@ -14,7 +14,7 @@ import (
 
 func (a *app) agentCmd() *cobra.Command {
 	return group("agent", "See each agent's state and what it holds; stop one that has gone wrong",
-		a.agentListCmd(), a.agentShowCmd(), a.agentStopCmd())
+		a.agentListCmd(), a.agentShowCmd(), a.agentStopCmd(), a.agentPauseCmd(), a.agentResumeCmd())
 }
 
 // agentRuleFlags are the state rule's thresholds.

@@ -77,7 +77,7 @@ other command needs one that exists.
 
 Exit codes: 0 ok, 1 error, 2 usage, 3 conflict, 4 locked, 5 not found,
 6 no task ready, 7 forbidden by the policy, 8 no workspace there, 9 verify found the log or a content broken,
-10 unauthorized (the server wants a token: AGENTSPACE_TOKEN), 75 unavailable (try again).`,
+10 unauthorized (the server wants a token: AGENTSPACE_TOKEN), 11 paused (ack the pause message), 75 unavailable (try again).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -123,6 +123,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 conflict, 4 locked, 5 not found,
 		a.dashboardCmd(),
 		a.tokenCmd(),
 		a.agentCmd(),
+		a.sendCmd(), a.inboxCmd(), a.ackCmd(),
 		a.workCmd(),
 		a.mergeCmd(),
 		a.policyCmd(), a.roleCmd(), a.checkCmd(), a.hookCmd(),

@@ -31,11 +31,12 @@ func requireScheme(t *testing.T, scheme string) {
 // everyBackendScripts are the scripts of testdata/script whose commands
 // reach what differs between backends: a DSN that names no store, the
 // schema's migrations, backups and archives, retention, the status and
-// completion read from the store. The others (agent, artifact, events,
+// completion read from the store, and the waits of messages and pauses
+// that one process ends with a write of another's. The others (agent, artifact, events,
 // lock, note, policy, recipe, task) test the CLI over the one API every
 // backend serves alike, which the conformance suite proves on each: they
 // run on SQLite, and through a server (TestScriptsThroughAServer).
-var everyBackendScripts = []string{"archive", "completion", "migrate", "noworkspace", "retention", "status"}
+var everyBackendScripts = []string{"archive", "completion", "migrate", "noworkspace", "retention", "status", "message", "pause"}
 
 // scriptsDir copies the named scripts of testdata/script into a directory
 // of their own, for a run of only those.

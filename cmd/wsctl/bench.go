@@ -35,7 +35,7 @@ func (a *app) benchCmd() *cobra.Command {
 	)
 	c := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure the workspace against the raw driver (W1-W7)",
+		Short: "Measure the workspace against the raw driver (W1-W8)",
 		Long: `bench runs the benchmark workloads of agentspace against the workspace the
 DSN names, each next to a raw baseline (the bare driver doing the same minimal
 statements on the same kind of store, in its own tables: a sibling file for
@@ -51,7 +51,8 @@ by name, W3 one page of 100 by prefix among --artifacts, W4 lease acquire +
 release (and the hand-over latency to a waiter), W5 claim + done from a pool
 of --tasks with dependencies, W6 event latency (commit to subscriber: same
 handle, other handle, on Postgres another pool, another process), W7 a
-three-op batch, MEM the memory an idle handle and 1 and 100 subscribers hold
+three-op batch, W8 a message's hand-over (send to the recipient's waiting
+inbox read, against the recipient polling every second), MEM the memory an idle handle and 1 and 100 subscribers hold
 (RSS and Go heap growth, measured in a fresh wsctl process), SSE --streams
 event streams held open on one server (its memory per idle stream, in a
 fresh wsctl process, and the latency of events fanned out to all of them).

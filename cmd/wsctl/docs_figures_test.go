@@ -89,7 +89,7 @@ func postgresLatest(t *testing.T) int {
 }
 
 // exitCodes are every code wsctl exits with, and what the docs call them.
-var exitCodes = []int{exitOK, exitError, exitUsage, exitConflict, exitLocked, exitNotFound, exitNoTask, exitForbidden, exitNoStore, exitTampered, exitUnauthorized}
+var exitCodes = []int{exitOK, exitError, exitUsage, exitConflict, exitLocked, exitNotFound, exitNoTask, exitForbidden, exitNoStore, exitTampered, exitUnauthorized, exitPaused}
 
 // sysExitCodes are the codes wsctl takes from sysexits.h, apart from the
 // run of its own: 75, try again (EX_TEMPFAIL).
@@ -185,7 +185,7 @@ func TestDocsStateTheConformanceCaseCount(t *testing.T) {
 		require.NoError(t, err)
 		files = append(files, f)
 	}
-	lists := map[string]bool{"coreCases": true, "policyCases": true, "retentionCases": true}
+	lists := map[string]bool{"coreCases": true, "policyCases": true, "retentionCases": true, "messageCases": true}
 	runners := map[string]bool{"runCore": true, "runConcurrency": true, "runReliability": true}
 	cases := 0
 	for _, f := range files {

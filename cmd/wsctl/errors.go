@@ -79,6 +79,8 @@ func classify(err error) error {
 	switch {
 	case errors.As(err, &checkout):
 		c.hint = "run the queue with 'wsctl merge run'"
+	case errors.Is(err, workspace.ErrPaused):
+		c.code, c.hint = exitPaused, "'wsctl inbox --unacked' shows the pause message, 'wsctl ack ID' acks it"
 	case errors.As(err, &conflict):
 		c.code = exitConflict
 		if conflict.Current > 0 {

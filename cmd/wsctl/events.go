@@ -23,6 +23,8 @@ var eventTypes = []string{
 	workspace.EventNotePut, workspace.EventNoteDeleted,
 	workspace.EventLockAcquired, workspace.EventLockRenewed, workspace.EventLockReleased, workspace.EventLockExpired, workspace.EventLockForced, workspace.EventLockWaited,
 	workspace.EventConflict, workspace.EventDenied, workspace.EventGC,
+	workspace.EventMessageSent, workspace.EventMessageAcked, workspace.EventMessageEscalated, workspace.EventMessageRead,
+	workspace.EventActorPaused, workspace.EventActorResumed,
 }
 
 func (a *app) eventsCmd() *cobra.Command {

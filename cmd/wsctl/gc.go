@@ -18,12 +18,14 @@ import (
 //	keep_events = 1000000        # keep the newest N events
 //	keep_events_for = "720h"     # and those younger than this
 //	keep_tasks = "2160h"         # finished tasks updated within this
+//	keep_messages = "720h"       # messages sent within this (or still owing an ack)
 //	keep_versions = 20           # each artifact's newest N versions
 type retentionConfig struct {
 	KeepEvents    int64  `toml:"keep_events"`
 	KeepEventsFor string `toml:"keep_events_for"`
 	KeepTasks     string `toml:"keep_tasks"`
 	KeepVersions  int64  `toml:"keep_versions"`
+	KeepMessages  string `toml:"keep_messages"`
 }
 
 // gcFlags are the retention flags of gc (and serve's schedule).
@@ -32,6 +34,7 @@ type gcFlags struct {
 	keepEventsFor string
 	keepTasks     string
 	keepVersions  int64
+	keepMessages  string
 	batch         int64
 	batchTime     time.Duration
 	reclaim       bool
@@ -43,6 +46,7 @@ func (f *gcFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.keepEventsFor, "keep-events-for", "", "keep events younger than this, e.g. 720h (overrides [retention] keep_events_for)")
 	fl.StringVar(&f.keepTasks, "keep-tasks", "", "keep finished tasks updated within this, e.g. 2160h; older ones go unless a task that stays names them (overrides [retention] keep_tasks)")
 	fl.Int64Var(&f.keepVersions, "keep-versions", 0, "keep each artifact's newest N versions, pinned ones and those task results name (overrides [retention] keep_versions)")
+	fl.StringVar(&f.keepMessages, "keep-messages-for", "", "keep messages sent within this, e.g. 720h; older ones go unless they still owe an ack (overrides [retention] keep_messages)")
 	fl.BoolVar(&f.reclaim, "reclaim", false, "give freed space back to the file system (sqlite: incremental vacuum; the first on a file made by an older version is one VACUUM that holds writers)")
 	fl.Int64Var(&f.batch, "batch", 0, "most events, versions or tasks removed per transaction (default 10000)")
 	fl.DurationVar(&f.batchTime, "batch-time", 0, "how long one transaction may hold the write lock (default 10ms): batches are sized to it, so writers wait for one short batch at most")
@@ -67,11 +71,14 @@ func (a *app) gcPolicy(cmd *cobra.Command, f gcFlags) (workspace.GCPolicy, error
 	if cmd.Flags().Changed("keep-versions") {
 		rc.KeepVersions = f.keepVersions
 	}
+	if cmd.Flags().Changed("keep-messages-for") {
+		rc.KeepMessages = f.keepMessages
+	}
 	p.KeepEvents, p.KeepVersions = rc.KeepEvents, rc.KeepVersions
 	for _, d := range []struct {
 		name, val string
 		to        *time.Duration
-	}{{"keep events for", rc.KeepEventsFor, &p.KeepEventsFor}, {"keep tasks", rc.KeepTasks, &p.KeepTasksFor}} {
+	}{{"keep events for", rc.KeepEventsFor, &p.KeepEventsFor}, {"keep tasks", rc.KeepTasks, &p.KeepTasksFor}, {"keep messages", rc.KeepMessages, &p.KeepMessagesFor}} {
 		if d.val == "" {
 			continue
 		}
@@ -81,8 +88,8 @@ func (a *app) gcPolicy(cmd *cobra.Command, f gcFlags) (workspace.GCPolicy, error
 		}
 		*d.to = v
 	}
-	if p.KeepEvents == 0 && p.KeepEventsFor == 0 && p.KeepTasksFor == 0 && p.KeepVersions == 0 && !p.Reclaim {
-		return p, usageErrorf("no retention policy: set --keep-events, --keep-events-for, --keep-versions or --keep-tasks, or [retention] in agentspace.toml")
+	if p.KeepEvents == 0 && p.KeepEventsFor == 0 && p.KeepTasksFor == 0 && p.KeepVersions == 0 && p.KeepMessagesFor == 0 && !p.Reclaim {
+		return p, usageErrorf("no retention policy: set --keep-events, --keep-events-for, --keep-versions, --keep-tasks or --keep-messages-for, or [retention] in agentspace.toml")
 	}
 	return p, nil
 }
@@ -93,8 +100,8 @@ func (a *app) gcCmd() *cobra.Command {
 		dryRun bool
 	)
 	cmd := &cobra.Command{
-		Use:   "gc [--dry-run] [--keep-events N] [--keep-events-for DURATION] [--keep-versions N] [--keep-tasks DURATION] [--reclaim]",
-		Short: "Remove events, artifact versions and finished tasks the retention policy does not keep (--dry-run: only report)",
+		Use:   "gc [--dry-run] [--keep-events N] [--keep-events-for DURATION] [--keep-versions N] [--keep-tasks DURATION] [--keep-messages-for DURATION] [--reclaim]",
+		Short: "Remove events, artifact versions, finished tasks and answered messages the retention policy does not keep (--dry-run: only report)",
 		Long: `Compact the event log below the oldest event the retention policy keeps
 (the newest --keep-events, and those younger than --keep-events-for; an
 event either rule keeps stays), in transactions sized to hold the write
@@ -104,7 +111,9 @@ keeps its newest N versions, the versions pinned with 'wsctl artifact
 pin' and those a task's result names; older ones go with the content no
 kept version shares. With --keep-tasks, finished tasks
 (done, cancelled) last updated before then go too, except those a task
-that stays depends on or has as its parent. Record what went as a
+that stays depends on or has as its parent. With --keep-messages-for,
+messages sent before then go with their inbox entries, except those that
+still owe an ack. Record what went as a
 workspace.gc event. The policy comes from agentspace.toml's [retention]
 table; flags override it. The hash chain keeps verifying from the new
 floor. Readers and subscribers asking for removed events get a
@@ -141,6 +150,9 @@ compacted error with the floor. See docs/retention.md.`,
 				}
 				if p.KeepTasksFor > 0 {
 					fmt.Fprintf(a.stdout, "; tasks: %s %d (%d bytes)", verb, r.Tasks.Count, r.Tasks.Bytes)
+				}
+				if p.KeepMessagesFor > 0 {
+					fmt.Fprintf(a.stdout, "; messages: %s %d (%d bytes)", verb, r.Messages.Count, r.Messages.Bytes)
 				}
 				if r.Seq > 0 {
 					fmt.Fprintf(a.stdout, " in %d batches (longest %v); recorded as event %d", r.Batches, r.LongestBatch.Round(time.Microsecond), r.Seq)

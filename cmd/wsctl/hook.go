@@ -43,8 +43,8 @@ type hookInput struct {
 const maxHookInput = 64 << 20
 
 func (a *app) hookCmd() *cobra.Command {
-	return group("hook", "Hooks for coding agents (Claude Code): pre-edit",
-		a.hookPreEditCmd(),
+	return group("hook", "Hooks for coding agents (Claude Code): pre-edit, stop, inbox",
+		a.hookPreEditCmd(), a.hookStopCmd(), a.hookInboxCmd(),
 	)
 }
 

@@ -17,6 +17,7 @@
 //	8 no workspace where the DSN points (ErrNoWorkspace): only init, import and migrate up/goto create one
 //	9 verify or restore found the event chain or an artifact's content broken
 //	10 unauthorized: a server wants a token it knows (AGENTSPACE_TOKEN)
+//	11 paused: the actor's writes are refused until it is resumed (ErrPaused)
 //	75 unavailable: the database or the server cannot be reached now; try again (ErrUnavailable)
 package main
 

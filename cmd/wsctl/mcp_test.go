@@ -139,6 +139,10 @@ func TestTypeScriptSDKClientDrivesWsctlMCP(t *testing.T) {
 	dsn, ws := newMCPWorkspace(t)
 	task, err := ws.Tasks().Create(ctx, workspace.Write{Actor: "boss"}, workspace.NewTask{Title: "for TypeScript"})
 	require.NoError(t, err)
+	_, err = ws.Notes().Put(ctx, workspace.Write{Actor: "ts-agent"}, workspace.NotePut{Kind: "glossary", Key: "ts", Body: "the TypeScript agent"})
+	require.NoError(t, err)
+	ask, err := ws.Messages().Send(ctx, workspace.Write{Actor: "boss"}, workspace.NewMsg{To: []string{"ts-agent"}, Body: "tell me when it is done", RequiresAck: true})
+	require.NoError(t, err)
 	cmd := exec.CommandContext(ctx, node, "client.mjs", wsctlBinary(t), dsn)
 	cmd.Dir = dir
 	cmd.Env = mcpEnv()
@@ -152,6 +156,10 @@ func TestTypeScriptSDKClientDrivesWsctlMCP(t *testing.T) {
 		Version  int      `json:"version"`
 		Status   string   `json:"status"`
 		Conflict string   `json:"conflict"`
+		Notice   string   `json:"notice"`
+		Unread   int      `json:"unread"`
+		Acked    []string `json:"acked"`
+		Sent     string   `json:"sent"`
 	}
 	require.NoError(t, json.Unmarshal(bytes.TrimSpace(out), &seen), "%s", out)
 	assert.Contains(t, seen.Tools, "task_claim")
@@ -160,6 +168,17 @@ func TestTypeScriptSDKClientDrivesWsctlMCP(t *testing.T) {
 	assert.Equal(t, 1, seen.Version)
 	assert.Equal(t, "done", seen.Status)
 	assert.Equal(t, "conflict", seen.Conflict)
+	assert.Equal(t, "agentspace: you have 1 unread and 1 awaiting your ack (inbox)", seen.Notice)
+	assert.Equal(t, 0, seen.Unread, "mark_read moved the cursor")
+	assert.Equal(t, []string{"ts-agent"}, seen.Acked)
+	got0, err := ws.Messages().Get(ctx, ask.ID)
+	require.NoError(t, err)
+	require.Len(t, got0.Acks, 1)
+	assert.Equal(t, "done in ts", got0.Acks[0].Reply)
+	reply, err := ws.Messages().Get(ctx, seen.Sent)
+	require.NoError(t, err)
+	assert.Equal(t, "ts-agent", reply.From)
+	assert.Equal(t, ask.Thread, reply.Thread, "a reply joins the thread")
 
 	got, err := ws.Tasks().Get(ctx, task.ID)
 	require.NoError(t, err)

@@ -98,7 +98,10 @@ it starts 'wsctl mcp' as an MCP server named agentspace:
   claude  .mcp.json, .claude/settings.json (a SessionStart hook running
           'wsctl prime', and a PreToolUse hook on Edit|MultiEdit|Write
           running 'wsctl hook pre-edit', which blocks an edit the
-          workspace's policy forbids), and a block in CLAUDE.md
+          workspace's policy forbids; the wake-up contract's
+          UserPromptSubmit and PostToolUse hooks running 'wsctl hook
+          inbox' and Stop hook running 'wsctl hook stop'), and a block
+          in CLAUDE.md
   codex   .codex/config.toml ([mcp_servers.agentspace]; Codex reads it in
           trusted projects), and a block in AGENTS.md
   gemini  .gemini/settings.json (mcpServers), and a block in GEMINI.md
@@ -160,6 +163,11 @@ nothing outside --dir but the repository's .gitignore.`,
 					{event: "SessionStart", matcher: "startup|resume|clear|compact", command: command + " prime" + as},
 					// Refuses an edit the policy forbids before it happens.
 					{event: "PreToolUse", matcher: strings.Join(editTools, "|"), command: command + " hook pre-edit" + as},
+					// The wake-up contract (docs/agents.md): new messages in one
+					// line, and no stop while an ack is owed.
+					{event: "UserPromptSubmit", command: command + " hook inbox" + as},
+					{event: "PostToolUse", matcher: "*", command: command + " hook inbox" + as},
+					{event: "Stop", command: command + " hook stop" + as},
 				}); err != nil {
 					return err
 				}
@@ -328,10 +336,12 @@ func (s setup) claudeHooks(rel string, add []claudeHook) error {
 		}) {
 			continue
 		}
-		hooks[h.event] = append(groups, map[string]any{
-			"matcher": h.matcher,
-			"hooks":   []any{map[string]any{"type": "command", "command": h.command}},
-		})
+		group := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": h.command}}}
+		if h.matcher != "" {
+			// Stop and UserPromptSubmit take no matcher.
+			group["matcher"] = h.matcher
+		}
+		hooks[h.event] = append(groups, group)
 	}
 	return s.writeJSON(rel, doc, old, existed)
 }

@@ -141,6 +141,7 @@ func (a *app) shadowCmd() *cobra.Command {
 		a.shadowPromoteCmd(),
 		a.shadowRebaseCmd(),
 		a.shadowDiscardCmd(),
+		a.shadowCheckpointCmd(),
 		a.shadowGCCmd(),
 		a.shadowRecoverCmd(),
 	)
@@ -375,6 +376,108 @@ func (a *app) shadowDiscardCmd() *cobra.Command {
 	f.add(cmd)
 	cmd.Flags().BoolVar(&only, "only-violations", false, "revert only the files that broke a rule; keep the rest")
 	return cmd
+}
+
+func (a *app) shadowCheckpointCmd() *cobra.Command {
+	var f shadowFlags
+	var (
+		only    bool
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "checkpoint SHADOW [--ack-timeout D] [--only-violations]",
+		Short: "Pause the shadow's agent, validate, then promote or discard, tell the agent and resume it",
+		Long: `checkpoint takes a checkpoint of SHADOW as the operator (--as): it pauses
+the agent working in it (the admin "tokens" right is needed) and waits up to
+--ack-timeout for the agent to ack the pause, going on either way; validates
+the shadow as the agent's work; promotes a valid diff, or discards an
+invalid shadow (with --only-violations, sets back only the paths that broke
+a rule); sends the agent the outcome (shadow_promoted, or shadow_discarded
+or partial_revert with the reverted paths and violations, which need its
+ack); and resumes the agent, also when a step fails. It prints one line per
+step, then the outcome; --json prints the record. It exits 1 when the
+diff was not promoted. If it is killed mid-way the agent stays paused:
+'wsctl agent resume AGENT' lifts it.`,
+		Args: cobra.ExactArgs(1),
+		RunE: a.shadowAction(&f, true, func(ctx context.Context, cmd *cobra.Command, args []string, actor string, ws *workspace.Workspace, m *shadow.Manager) error {
+			if timeout < 0 {
+				return usageErrorf("--ack-timeout %v is negative", timeout)
+			}
+			opts := shadow.CheckpointOptions{AckTimeout: timeout, OnlyViolations: only}
+			if !a.jsonOut {
+				opts.Progress = a.printCheckpointStep
+			}
+			cp, err := m.Checkpoint(ctx, args[0], actor, opts)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				if err := a.printJSON(cp); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(a.stdout, "outcome: %s\n", cp.Outcome)
+			}
+			if cp.Outcome == shadow.OutcomePromoted {
+				return nil
+			}
+			what := map[string]string{shadow.OutcomeDiscarded: "the shadow was discarded", shadow.OutcomeReverted: "the violating paths were reverted"}[cp.Outcome]
+			return &cliError{code: exitError, err: fmt.Errorf("%v: %s, and %s was told", validationFailed(*cp.Validation), what, cp.Agent)}
+		}),
+	}
+	f.add(cmd)
+	cmd.Flags().DurationVar(&timeout, "ack-timeout", shadow.DefaultAckTimeout, "wait this long for the agent to ack the pause (the pause message escalates after it)")
+	cmd.Flags().BoolVar(&only, "only-violations", false, "on violations, revert only the files that broke a rule and keep the rest")
+	return cmd
+}
+
+// printCheckpointStep prints the line of one step of a checkpoint.
+func (a *app) printCheckpointStep(step string, cp shadow.Checkpoint) {
+	w := a.stdout
+	switch step {
+	case shadow.StepPaused:
+		if cp.WasPaused {
+			fmt.Fprintf(w, "%s was paused already (message %s): it stays paused after the checkpoint\n", cp.Agent, cp.PauseMessage)
+		} else {
+			fmt.Fprintf(w, "paused %s (message %s)\n", cp.Agent, cp.PauseMessage)
+		}
+	case shadow.StepAck:
+		switch {
+		case cp.Ack != nil:
+			fmt.Fprintf(w, "%s acked the pause at %s%s\n", cp.Ack.By, stamp(cp.Ack.At), prefixed(": ", cp.Ack.Reply))
+		case cp.Acked:
+			fmt.Fprintf(w, "the pause was acked\n")
+		default:
+			fmt.Fprintf(w, "%s did not ack the pause within %v: going on, its writes are refused while paused\n", cp.Agent, cp.AckTimeout)
+		}
+	case shadow.StepValidated:
+		v := cp.Validation
+		if v.Passed {
+			fmt.Fprintf(w, "validated: passed (diff %s)\n", v.DiffHash[:12])
+			return
+		}
+		fmt.Fprintf(w, "validated: %d violations\n", len(v.Violations))
+		for _, x := range v.Violations {
+			fmt.Fprintf(w, "%-8s %s %s\n", x.Rule, orDash(x.Path), strings.ReplaceAll(x.Detail, "\n", "\n         "))
+		}
+	case shadow.StepPromoted:
+		fmt.Fprintf(w, "promoted %d changes; diff kept as artifact %s\n", len(cp.Promotion.Diff.Changes), orDash(cp.Promotion.Artifact))
+	case shadow.StepDiscarded:
+		fmt.Fprintf(w, "discarded %s: %d changed paths dropped\n", cp.Shadow, len(cp.Discarded.Reverted))
+	case shadow.StepReverted:
+		for _, p := range cp.Discarded.Reverted {
+			fmt.Fprintf(w, "reverted %s\n", p)
+		}
+		fmt.Fprintf(w, "kept %d changes in the shadow\n", cp.Kept)
+	case shadow.StepNotified:
+		need := ""
+		if cp.Notice.RequiresAck {
+			need = ", needs its ack"
+		}
+		fmt.Fprintf(w, "told %s: %s (message %s)%s\n", cp.Agent, cp.Notice.Type, cp.Notice.ID, need)
+	case shadow.StepResumed:
+		fmt.Fprintf(w, "resumed %s\n", cp.Agent)
+	}
 }
 
 func (a *app) shadowGCCmd() *cobra.Command {

@@ -5,4 +5,7 @@
 // requires the same refusal from each and a log that moved by nothing but
 // the refusals' own "denied" records. A face added to the test's list
 // inherits every check; an action added to the list is tried on every face.
+// A face that cannot ask for an action proves it (no such tool, field or
+// command), so a face that gains the means fails the test until its row
+// is written.
 package faces

@@ -48,9 +48,17 @@ const (
 	// which root staged secret/** artifacts in, by get and in a listing;
 	// dev reads every note kind but no artifact under secret/.
 	stagedRead = "read a change set staging artifacts outside the role"
+	// The actions of messages. alice's message is one root sent her that
+	// needs her ack; carol is paused, and pausedWrite is tried as her.
+	forgeSender = "send a message as another actor"
+	readInbox   = "read another's inbox"
+	ackOthers   = "ack another's message"
+	policySend  = "send a message where the policy forbids (dev messages only root)"
+	pausedWrite = "write while paused (as carol, paused by root)"
 )
 
-var actions = []string{impersonate, headerActor, reservedWrite, reservedRead, adminOp, outsideRole, stopAgent, stagedRead}
+var actions = []string{impersonate, headerActor, reservedWrite, reservedRead, adminOp, outsideRole, stopAgent, stagedRead,
+	forgeSender, readInbox, ackOthers, policySend, pausedWrite}
 
 // stagedSecret is the content root stages as secret/k.txt; leaked reads
 // show it base64-encoded (a change set's JSON).
@@ -67,7 +75,23 @@ func leaks(text string) bool {
 // unconditional are the actions refused with no policy at all (the
 // default): identity and the system's own records do not depend on roles,
 // and stopping an agent needs an admin-role token (bob's role is dev).
-var unconditional = []string{impersonate, headerActor, reservedWrite, reservedRead, stopAgent}
+var unconditional = []string{impersonate, headerActor, reservedWrite, reservedRead, stopAgent, forgeSender, readInbox, ackOthers, pausedWrite}
+
+// asWho is who tries action: bob, or carol for the write of a paused agent.
+func asWho(action string) string {
+	if action == pausedWrite {
+		return "carol"
+	}
+	return "bob"
+}
+
+// tokenFor is the token of asWho(action).
+func (e *env) tokenFor(action string) string {
+	if action == pausedWrite {
+		return e.carolToken
+	}
+	return e.bobToken
+}
 
 const policyTOML = `
 default_role = "observer"
@@ -83,6 +107,7 @@ notes_read = ["*"]
 notes_write = ["decision"]
 tasks = ["add", "claim", "finish"]
 locks = ["file:src/**"]
+messages = ["root"]
 
 [actors]
 root = ["admin"]
@@ -92,7 +117,7 @@ root = ["admin"]
 type outcome int
 
 const (
-	refused outcome = iota // refused as forbidden
+	refused outcome = iota // refused as forbidden (as paused, for pausedWrite)
 	// inexpressible: the face has no way to ask for the action at all
 	// (MCP tools take no actor and offer no gc); the driver proves it
 	// (the tool list has no such tool or field), so it is as good as a refusal.
@@ -104,7 +129,9 @@ const (
 type env struct {
 	bin, store, url string
 	bobToken        string
+	carolToken      string
 	aliceTokenID    string
+	aliceMsg        string               // a message to alice that needs her ack
 	ws              *workspace.Workspace // the store itself, in this process
 }
 
@@ -180,19 +207,37 @@ func setUp(t *testing.T, withPolicy bool) *env {
 	}
 	run("", "--as", "root", "changeset", "validate", "promoted")
 	run("", "--as", "root", "changeset", "promote", "promoted")
+	e.carolToken = strings.TrimSpace(run("", "--as", "root", "token", "create", "--actor", "carol", "--role", "dev"))
 
 	ws, err := workspace.Open(context.Background(), e.store)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })
 	e.ws = ws
+	ctx := context.Background()
+	// alice writes once (so that she is a known recipient), root asks her
+	// for an ack, and root pauses carol.
+	_, err = ws.Messages().Send(ctx, workspace.Write{Actor: "alice"}, workspace.NewMsg{To: []string{"root"}, Body: "hello"})
+	require.NoError(t, err)
+	m, err := ws.Messages().Send(ctx, workspace.Write{Actor: "root"}, workspace.NewMsg{To: []string{"alice"}, Body: "ack this", RequiresAck: true})
+	require.NoError(t, err)
+	e.aliceMsg = m.ID
+	_, err = ws.Commit(ctx, workspace.Batch{Actor: "root", Ops: []workspace.Op{workspace.PauseActorOp{Actor: "carol", Message: "hold on"}}})
+	require.NoError(t, err)
 	e.url = wsctltest.Serve(t, e.bin, e.store, "--require-token").URL
 	return e
 }
 
-// classify maps an error to an outcome.
-func classify(err error) (outcome, string) {
+// classify maps an error of action to an outcome: a write while paused is
+// refused as paused, anything else as forbidden.
+func classify(action string, err error) (outcome, string) {
 	if err == nil {
 		return allowed, "no error"
+	}
+	if action == pausedWrite {
+		if errors.Is(err, workspace.ErrPaused) {
+			return refused, err.Error()
+		}
+		return allowed, "not refused as paused: " + err.Error()
 	}
 	// The MCP SDK says an HTTP 403 as its status text, "Forbidden".
 	if strings.Contains(strings.ToLower(err.Error()), "forbidden") || strings.Contains(err.Error(), "403") {
@@ -207,8 +252,8 @@ func goAPI(t *testing.T, e *env, action string) (outcome, string) {
 	if action == headerActor {
 		return inexpressible, "a principal names one actor; there is no header beside it"
 	}
-	ctx := workspace.WithPrincipal(context.Background(), workspace.Principal{Actor: "bob", Roles: []string{"dev"}, Bound: true})
-	return classify(apiDo(ctx, e, e.ws, action))
+	ctx := workspace.WithPrincipal(context.Background(), workspace.Principal{Actor: asWho(action), Roles: []string{"dev"}, Bound: true})
+	return classify(action, apiDo(ctx, e, e.ws, action))
 }
 
 // apiDo runs action through a Workspace, as bob (whom ctx or the
@@ -256,6 +301,21 @@ func apiDo(ctx context.Context, e *env, ws *workspace.Workspace, action string) 
 			}
 		}
 		return refusal
+	case forgeSender:
+		_, err := ws.Messages().Send(ctx, workspace.Write{Actor: "alice"}, workspace.NewMsg{To: []string{"root"}, Body: "from alice, really"})
+		return err
+	case readInbox:
+		_, err := ws.Messages().Inbox(ctx, workspace.InboxQuery{Actor: "alice"})
+		return err
+	case ackOthers:
+		_, err := ws.Messages().Ack(ctx, bob, e.aliceMsg, "")
+		return err
+	case policySend:
+		_, err := ws.Messages().Send(ctx, bob, workspace.NewMsg{To: []string{"alice"}, Body: "psst"})
+		return err
+	case pausedWrite:
+		_, err := ws.Artifacts().Create(ctx, workspace.Write{Actor: "carol"}, workspace.NewArtifact{Name: "src/paused.go", Content: []byte("x")})
+		return err
 	}
 	panic("unknown action " + action)
 }
@@ -264,10 +324,10 @@ func remoteFace(t *testing.T, e *env, action string) (outcome, string) {
 	if action == headerActor {
 		return inexpressible, "with a token the remote client sends no actor header; a write names its actor in the body (the impersonation row)"
 	}
-	ws, err := workspace.Open(context.Background(), e.url+"?ws_token="+url.QueryEscape(e.bobToken))
+	ws, err := workspace.Open(context.Background(), e.url+"?ws_token="+url.QueryEscape(e.tokenFor(action)))
 	require.NoError(t, err)
 	defer func() { _ = ws.Close() }()
-	return classify(apiDo(context.Background(), e, ws, action))
+	return classify(action, apiDo(context.Background(), e, ws, action))
 }
 
 func httpFace(t *testing.T, e *env, action string) (outcome, string) {
@@ -301,10 +361,34 @@ func httpFace(t *testing.T, e *env, action string) (outcome, string) {
 		method, path, body = "POST", "/v1/agents/alice/stop", `{}`
 	case stagedRead:
 		method, path = "GET", "/v1/notes/changeset/"+stagedSets[0]
+	case forgeSender:
+		// The body's actor is the impersonate row's shape; from is a message's own.
+		if o, d := httpDo(t, e, action, "POST", "/v1/messages", `{"actor":"alice","to":["root"],"body":"x"}`); o != refused {
+			return o, d
+		}
+		method, path, body = "POST", "/v1/messages", `{"from":"alice","to":["root"],"body":"x"}`
+	case readInbox:
+		if o, d := httpDo(t, e, action, "GET", "/v1/inbox/stream?actor=alice", ""); o != refused {
+			return o, d
+		}
+		method, path = "GET", "/v1/inbox?actor=alice"
+	case ackOthers:
+		method, path, body = "POST", "/v1/messages/"+e.aliceMsg+"/ack", `{}`
+	case policySend:
+		method, path, body = "POST", "/v1/messages", `{"to":["alice"],"body":"psst"}`
+	case pausedWrite:
+		method, path, body = "POST", "/v1/artifacts", `{"name":"src/paused.go","content":"x"}`
 	}
+	return httpDo(t, e, action, method, path, body, header...)
+}
+
+// httpDo sends one request with the token of action's actor and says
+// whether it was refused: 403 forbidden, or 423 paused for pausedWrite.
+// header holds names and values of extra headers, in pairs.
+func httpDo(t *testing.T, e *env, action, method, path, body string, header ...string) (outcome, string) {
 	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+e.bobToken)
+	req.Header.Set("Authorization", "Bearer "+e.tokenFor(action))
 	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
@@ -317,7 +401,11 @@ func httpFace(t *testing.T, e *env, action string) (outcome, string) {
 		Detail string `json:"detail"`
 	}
 	_ = json.NewDecoder(res.Body).Decode(&p)
-	if res.StatusCode == http.StatusForbidden && p.Code == "forbidden" {
+	if action == pausedWrite {
+		if res.StatusCode == http.StatusLocked && p.Code == "paused" {
+			return refused, p.Detail
+		}
+	} else if res.StatusCode == http.StatusForbidden && p.Code == "forbidden" {
 		return refused, p.Detail
 	}
 	return allowed, fmt.Sprintf("%s %s: %d %s %s", method, path, res.StatusCode, p.Code, p.Detail)
@@ -369,9 +457,23 @@ func cliFace(t *testing.T, e *env, action string) (outcome, string) {
 		args = []string{"agent", "stop", "alice"}
 	case stagedRead:
 		args = []string{"note", "get", "changeset", stagedSets[0]}
+	case forgeSender:
+		args = []string{"--as", "alice", "send", "root", "-m", "from alice, really"}
+	case readInbox:
+		args = []string{"--as", "alice", "inbox"}
+	case ackOthers:
+		args = []string{"ack", e.aliceMsg}
+	case policySend:
+		args = []string{"send", "alice", "-m", "psst"}
+	case pausedWrite:
+		args = []string{"artifact", "put", "src/paused.go"}
 	}
-	out, err := cliRun(e, "x", args...)
-	if exitedWith(err, 7) {
+	out, err := cliRunAs(e, action, "x", args...)
+	if action == pausedWrite {
+		if exitedWith(err, 11) {
+			return refused, out
+		}
+	} else if exitedWith(err, 7) {
 		return refused, out
 	}
 	return allowed, fmt.Sprintf("wsctl %v: %v: %s", args, err, out)
@@ -379,8 +481,13 @@ func cliFace(t *testing.T, e *env, action string) (outcome, string) {
 
 // cliRun runs wsctl against the server as bob.
 func cliRun(e *env, stdin string, args ...string) (string, error) {
+	return cliRunAs(e, "", stdin, args...)
+}
+
+// cliRunAs is cliRun as who tries action (asWho), with its token.
+func cliRunAs(e *env, action, stdin string, args ...string) (string, error) {
 	cmd := exec.Command(e.bin, append([]string{"--dsn", e.url}, args...)...) // #nosec G204 -- the test's own binary
-	cmd.Env = wsctltest.Env("AGENTSPACE_TOKEN="+e.bobToken, "AGENTSPACE_ACTOR=bob")
+	cmd.Env = wsctltest.Env("AGENTSPACE_TOKEN="+e.tokenFor(action), "AGENTSPACE_ACTOR="+asWho(action))
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -398,7 +505,7 @@ func mcpDo(t *testing.T, cs *sdk.ClientSession, e *env, action string, canImpers
 	call := func(name string, args map[string]any) (outcome, string) {
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
 		if err != nil {
-			return classify(err)
+			return classify(action, err)
 		}
 		text := ""
 		for _, c := range res.Content {
@@ -406,7 +513,11 @@ func mcpDo(t *testing.T, cs *sdk.ClientSession, e *env, action string, canImpers
 				text += tc.Text
 			}
 		}
-		if res.IsError && strings.Contains(text, "forbidden") {
+		want := "forbidden"
+		if action == pausedWrite {
+			want = "paused"
+		}
+		if res.IsError && strings.Contains(text, want) {
 			return refused, text
 		}
 		return allowed, fmt.Sprintf("%s: error=%v %s", name, res.IsError, text)
@@ -457,6 +568,26 @@ func mcpDo(t *testing.T, cs *sdk.ClientSession, e *env, action string, canImpers
 			}
 		}
 		return call("note", map[string]any{"op": "get", "kind": "changeset", "key": stagedSets[0]})
+	case forgeSender, readInbox:
+		// The message and inbox tools take no actor: a session sends as,
+		// and reads the inbox of, its own token's actor.
+		for _, tl := range tools.Tools {
+			if tl.Name != "message" && tl.Name != "inbox" {
+				continue
+			}
+			b, err := json.Marshal(tl.InputSchema)
+			require.NoError(t, err)
+			for _, field := range []string{`"actor"`, `"from"`} {
+				require.NotContains(t, string(b), field, "tool %s names someone", tl.Name)
+			}
+		}
+		return inexpressible, "the message and inbox tools act as the session's actor only"
+	case ackOthers:
+		return call("message", map[string]any{"ack": e.aliceMsg})
+	case policySend:
+		return call("message", map[string]any{"to": []string{"alice"}, "body": "psst"})
+	case pausedWrite:
+		return call("artifact_write", map[string]any{"name": "src/paused.go", "content": "x"})
 	}
 	panic("unknown action " + action)
 }
@@ -477,7 +608,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func mcpHTTP(t *testing.T, e *env, action string) (outcome, string) {
-	b := bearer{token: e.bobToken, next: http.DefaultTransport}
+	b := bearer{token: e.tokenFor(action), next: http.DefaultTransport}
 	if action == headerActor {
 		b.actor = "alice"
 	}
@@ -485,7 +616,7 @@ func mcpHTTP(t *testing.T, e *env, action string) (outcome, string) {
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "faces", Version: "0"}, nil).Connect(context.Background(), tr, nil)
 	if action == headerActor {
 		if err != nil {
-			return classify(err)
+			return classify(action, err)
 		}
 		defer func() { _ = cs.Close() }()
 		return mcpDo(t, cs, e, impersonate, true)
@@ -498,12 +629,12 @@ func mcpHTTP(t *testing.T, e *env, action string) (outcome, string) {
 // mcpStdio: `wsctl mcp` on the served workspace with bob's token; its
 // --as names alice, so every write it makes tries to impersonate her.
 func mcpStdio(t *testing.T, e *env, action string) (outcome, string) {
-	as := "bob"
+	as := asWho(action)
 	if action == impersonate {
 		as = "alice"
 	}
 	cmd := exec.Command(e.bin, "--dsn", e.url, "--as", as, "mcp") // #nosec G204 -- the test's own binary
-	cmd.Env = wsctltest.Env("AGENTSPACE_TOKEN=" + e.bobToken)
+	cmd.Env = wsctltest.Env("AGENTSPACE_TOKEN=" + e.tokenFor(action))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "faces", Version: "0"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
@@ -513,8 +644,9 @@ func mcpStdio(t *testing.T, e *env, action string) (outcome, string) {
 }
 
 // dashboardFace: the dashboard's operator actions, posted with bob's token
-// from the dashboard's own origin. Its writes are on locks, tasks and agents;
-// the rest cannot be asked for there.
+// from the dashboard's own origin. Its writes are on locks, tasks and agents
+// (a lock's release passes a pause); the rest, messages included, cannot
+// be asked for there.
 func dashboardFace(t *testing.T, e *env, action string) (outcome, string) {
 	if action == headerActor {
 		return inexpressible, "the dashboard reads no actor header: its pages read, and its actions write, as their token's actor"
@@ -531,6 +663,18 @@ func dashboardFace(t *testing.T, e *env, action string) (outcome, string) {
 			}
 		}
 		return refused, "403"
+	}
+	if action == readInbox {
+		// The agent page shows the engine's refusal where alice's inbox
+		// would be, and her message's thread page does not show it.
+		code, body := bobGet(t, e, "/ui/agent?actor=alice")
+		if code != http.StatusOK || strings.Contains(body, "ack this") || !strings.Contains(body, `id="agent-inbox"`) {
+			return allowed, fmt.Sprintf("GET /ui/agent?actor=alice: %d, inbox shown or no refusal", code)
+		}
+		if code, body := bobGet(t, e, "/ui/message?id="+e.aliceMsg); code == http.StatusOK || strings.Contains(body, "ack this") {
+			return allowed, fmt.Sprintf("GET /ui/message?id=%s: %d", e.aliceMsg, code)
+		}
+		return refused, "the engine's refusal on the agent page; 404 for the thread"
 	}
 	if action != outsideRole && action != stopAgent {
 		for _, p := range []string{"/ui/notes?kind=token"} {

@@ -46,8 +46,15 @@ type agentPage struct {
 	Agent
 	Name  string // the actor, format characters shown (visible)
 	Rules []StateRule
-	// Stop is set when the page offers the stop action.
-	Stop bool
+	// Stop is set when the page offers the stop action; PauseAction when
+	// it offers pause or resume (an operator's, decided by the engine).
+	Stop, PauseAction bool
+	// Inbox is its inbox as the viewer may read it; Pause whether it is
+	// paused, by whom and since when.
+	Inbox inboxView
+	Pause pauseView
+	// Messages is the page of the team's messages that await an ack.
+	Messages string
 	// Feed links: all its events, its conflicts, its denials.
 	Feed, ConflictFeed, DenialFeed string
 }
@@ -101,11 +108,27 @@ func (h *Handler) loadAgent(ctx context.Context, r *http.Request, id Identity) (
 		// never lists them) and /v1/agents.
 		a.Tokens = nil
 	}
+	inbox, paused, err := h.loadInbox(ctx, a.Actor)
+	if err != nil {
+		return nil, err
+	}
+	var known *bool
+	if inbox.Refused == "" {
+		known = &paused
+	}
+	pause, err := h.loadPause(ctx, a.Actor, known)
+	if err != nil {
+		return nil, err
+	}
 	return agentPage{
 		Agent:        a,
 		Name:         visible(a.Actor),
 		Rules:        h.opts.AgentRules,
 		Stop:         id.Operator() && h.opts.StopAgent != nil,
+		PauseAction:  id.Operator(),
+		Inbox:        inbox,
+		Pause:        pause,
+		Messages:     "/ui/messages",
 		Feed:         "/ui/feed?" + encode("actor", a.Actor),
 		ConflictFeed: "/ui/feed?" + encode("actor", a.Actor, "type", workspace.EventConflict),
 		DenialFeed:   "/ui/feed?" + encode("actor", a.Actor, "type", workspace.EventDenied),

@@ -163,6 +163,8 @@ func (h *Handler) routes() {
 	h.mux.HandleFunc("POST /ui/action/task/requeue", h.action(h.requeueTask))
 	h.mux.HandleFunc("POST /ui/action/task/retry", h.action(h.retryTask))
 	h.mux.HandleFunc("POST /ui/action/agent/stop", h.action(h.stopAgent))
+	h.mux.HandleFunc("POST /ui/action/agent/pause", h.action(h.pauseAgent))
+	h.mux.HandleFunc("POST /ui/action/agent/resume", h.action(h.resumeAgent))
 	h.mux.HandleFunc("GET /ui/artifact/raw", h.artifactRaw)
 	for _, v := range h.views() {
 		h.mux.HandleFunc("GET "+v.path, h.page(v))
@@ -204,6 +206,15 @@ func (h *Handler) views() []view {
 		{name: "agents", path: "/ui/agents", title: "Agents", live: always(streamAgents), load: h.loadAgents},
 		// Every event of the agent changes its recent events: it follows them all.
 		{name: "agent", path: "/ui/agent", title: "Agent", live: always(streamEvents), load: h.loadAgent},
+		// The team's messages that await an ack or were escalated, and
+		// a message's thread (messages.go).
+		{name: "messages", path: "/ui/messages", title: "Messages", live: func(q url.Values) string {
+			if q.Get("before") != "" {
+				return ""
+			}
+			return streamMessages
+		}, load: h.loadMessages},
+		{name: "message", path: "/ui/message", title: "Message", live: always(streamMessages), load: h.loadMessage},
 		// The team's flow and its shadows (timeline.go, changes.go).
 		{name: "timeline", path: "/ui/timeline", title: "Timeline", live: liveWindow, load: h.loadTimeline},
 		{name: "charts", path: "/ui/charts", title: "Charts", live: liveWindow, load: h.loadCharts},

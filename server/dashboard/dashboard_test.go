@@ -37,10 +37,11 @@ func newEnv(t testing.TB, opts server.Options) *env {
 	return newEnvOn(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"), opts)
 }
 
-// newEnvOn is newEnv on the store dsn names.
-func newEnvOn(t testing.TB, dsn string, opts server.Options) *env {
+// newEnvOn is newEnv on the store dsn names, opened with wsOpts if given
+// (a controlled clock, say).
+func newEnvOn(t testing.TB, dsn string, opts server.Options, wsOpts ...workspace.Options) *env {
 	t.Helper()
-	ws, err := workspace.Open(context.Background(), dsn)
+	ws, err := workspace.Open(context.Background(), dsn, wsOpts...)
 	require.NoError(t, err)
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

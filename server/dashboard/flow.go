@@ -49,13 +49,23 @@ type bar struct {
 	Clipped    bool // began before the window
 }
 
-// mark is one conflict or denial.
+// mark is one conflict, denial or escalation.
 type mark struct {
 	Actor   string
-	Type    string // "conflict" or "denied"
+	Type    string // "conflict", "denied" or "escalated"
 	At      time.Time
 	Subject string
 	Message string
+	URL     string // where it links; "" for its events in the feed
+	Title   string // its tooltip; "" for one made of the fields above
+}
+
+// escalation is one message.escalated event of the window, placed on
+// the lanes of those that owed the ack once its message is read
+// (escalationMarks).
+type escalation struct {
+	ID string // the message's
+	At time.Time
 }
 
 // bucket is one interval of the charts.
@@ -93,9 +103,11 @@ type flow struct {
 	Dropped  int // bars not kept (maxBars)
 	marks    []mark
 	DropMark int
-	attempts map[string]int  // task id -> index in bars of its open attempt
-	holds    map[string]int  // resource -> index in bars of its open hold
-	lanes    map[string]bool // actors with a bar or a mark: no lane is empty
+	// escalations of the window, at most maxMarks (the rest in DropMark).
+	escalations []escalation
+	attempts    map[string]int  // task id -> index in bars of its open attempt
+	holds       map[string]int  // resource -> index in bars of its open hold
+	lanes       map[string]bool // actors with a bar or a mark: no lane is empty
 
 	tasks map[string]*taskTrack // per task: its status as the pass follows it (moves.go)
 	moves [flowBuckets + 1]map[workspace.TaskStatus]int
@@ -201,6 +213,12 @@ func (f *flow) add(e workspace.Event) {
 		b.Denials++
 		f.mark(e)
 		f.contend(e, func(c *contention) { c.Denials++ })
+	case workspace.EventMessageEscalated:
+		if len(f.escalations) >= maxMarks {
+			f.DropMark++
+			return
+		}
+		f.escalations = append(f.escalations, escalation{ID: e.Subject.ID, At: e.Time})
 	}
 }
 

@@ -72,6 +72,7 @@ var funcs = template.FuncMap{
 	"short":    func(id string) string { return truncate(id, 8) },
 	"itoa":     itoa,
 	"list":     func(s ...string) []string { return s },
+	"pair":     func(a, b any) []any { return []any{a, b} },
 	"i64":      func(n int64) string { return strconv.FormatInt(n, 10) },
 	"add":      func(a, b int) int { return a + b },
 	"trimNL":   func(s string) string { return strings.TrimSuffix(s, "\n") },

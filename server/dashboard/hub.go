@@ -21,14 +21,15 @@ const (
 	streamArtifacts = "artifacts"
 	streamNotes     = "notes"
 	streamAgents    = "agents"
+	streamMessages  = "messages"
 )
 
 // views is a set of stream names, as bits.
 type views uint8
 
-var streamNames = []string{streamTasks, streamLocks, streamEvents, streamArtifacts, streamNotes, streamAgents}
+var streamNames = []string{streamTasks, streamLocks, streamEvents, streamArtifacts, streamNotes, streamAgents, streamMessages}
 
-const allViews views = 1<<6 - 1
+const allViews views = 1<<7 - 1
 
 func bit(name string) views {
 	for i, n := range streamNames {
@@ -51,6 +52,11 @@ func touches(e workspace.Event) views {
 		v |= bit(streamArtifacts)
 	case workspace.SubjectNote:
 		v |= bit(streamNotes)
+	case workspace.SubjectMessage:
+		v |= bit(streamMessages)
+	case workspace.SubjectActor:
+		// A pause or resume: the agent's state and its pause message.
+		v |= bit(streamMessages) | bit(streamAgents)
 	}
 	return v
 }

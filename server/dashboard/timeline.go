@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
@@ -269,7 +270,10 @@ type timelineView struct {
 	Marks     []svgMark
 	Hidden    int // lanes not drawn
 	Dropped   int // bars and marks not kept
-	Outcomes  []string
+	// Unread counts the escalations whose message the viewer may not
+	// read: the engine does not say whose they were.
+	Unread   int
+	Outcomes []string
 }
 
 type svgLane struct {
@@ -307,7 +311,13 @@ func (h *Handler) loadTimeline(ctx context.Context, r *http.Request, _ Identity)
 	if err != nil {
 		return nil, err
 	}
-	return timelineOf(w, f, truncated), nil
+	unread, err := h.escalationMarks(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	v := timelineOf(w, f, truncated)
+	v.Unread = unread
+	return v, nil
 }
 
 // timelineOf lays out the timeline of f.
@@ -328,7 +338,11 @@ func timelineOf(w window, f *flow, truncated bool) timelineView {
 	for i, n := range names {
 		y := tlAxis + float64(i)*tlLane
 		laneY[n] = y
-		v.Lanes = append(v.Lanes, svgLane{Name: clip(visible(n), laneChars), Full: visible(n), Y: y, URL: agentLink(n)})
+		url := agentLink(n)
+		if strings.HasPrefix(n, "role:") {
+			url = "/ui/messages" // a role's ack, owed by any one of its members
+		}
+		v.Lanes = append(v.Lanes, svgLane{Name: clip(visible(n), laneChars), Full: visible(n), Y: y, URL: url})
 	}
 	v.Height = tlAxis + float64(max(len(names), 1))*tlLane + 4
 	span := float64(w.Span)
@@ -368,9 +382,14 @@ func timelineOf(w window, f *flow, truncated bool) timelineView {
 		if !ok {
 			continue
 		}
-		subj := m.Subject
-		v.Marks = append(v.Marks, svgMark{X: x(m.At), Y: y + 12, Class: m.Type, URL: "/ui/feed?" + encode("type", m.Type, "actor", m.Actor),
-			Title: visible(m.Type + " by " + m.Actor + " on " + subj + " at " + m.At.UTC().Format("15:04:05") + ": " + m.Message)})
+		sm := svgMark{X: x(m.At), Y: y + 12, Class: m.Type, URL: m.URL, Title: visible(m.Title)}
+		if sm.URL == "" {
+			sm.URL = "/ui/feed?" + encode("type", m.Type, "actor", m.Actor)
+		}
+		if m.Title == "" {
+			sm.Title = visible(m.Type + " by " + m.Actor + " on " + m.Subject + " at " + m.At.UTC().Format("15:04:05") + ": " + m.Message)
+		}
+		v.Marks = append(v.Marks, sm)
 	}
 	return v
 }

@@ -328,6 +328,9 @@ func mergeOptions(base, o workspace.Options) workspace.Options {
 	if o.GroupWait != 0 {
 		base.GroupWait = o.GroupWait
 	}
+	if o.Clock != nil {
+		base.Clock = o.Clock
+	}
 	if o.PolicyRecheck != 0 {
 		base.PolicyRecheck = o.PolicyRecheck
 	}

@@ -27,6 +27,13 @@ type exec struct {
 	// UpdateTaskOp: that op takes it rather than reading it again (a
 	// round trip on PostgreSQL). Nothing is written between the two.
 	authTask *workspace.Task
+	// who is the identity of a batch's writer and the policy it was
+	// checked against (nil for writes that are not batches): messages
+	// read the roles and the policy's role members from it.
+	who *who
+	// paused is the writer's pause, read before the transaction from the
+	// core's cache (pause.go); nil: not paused.
+	paused *pauseRecord
 }
 
 func (x *exec) emit(typ string, subj workspace.Subject, version int64, msg string) {

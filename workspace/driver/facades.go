@@ -274,10 +274,18 @@ func (t tasks) Claim(ctx context.Context, r workspace.ClaimRequest) (workspace.T
 		if err != nil {
 			return workspace.Task{}, wrapErr("tasks.claim", err)
 		}
+		paused, err := t.h.pauseOf(ctx, r.Actor)
+		if err != nil {
+			return workspace.Task{}, wrapErr("tasks.claim", err)
+		}
 		wake := t.h.hub.watch()
 		var out workspace.Task
 		err = t.h.runHinted(ctx, "tasks.claim", r.Actor, hints, func(x *exec) error {
 			if err := x.allow(w, policy.TaskClaim, "", workspace.Subject{Kind: "task"}); err != nil {
+				return err
+			}
+			x.paused = paused
+			if err := x.gate(ctx); err != nil {
 				return err
 			}
 			var err error
@@ -489,9 +497,21 @@ func (l locks) Acquire(ctx context.Context, r workspace.AcquireRequest) (workspa
 		if !waitedSince.IsZero() {
 			waited = max(time.Since(waitedSince), time.Millisecond)
 		}
+		paused, err := l.h.pauseOf(ctx, r.Owner)
+		if err != nil {
+			return workspace.Lease{}, wrapErr("locks.acquire", err)
+		}
 		err = l.h.runHinted(ctx, "locks.acquire", r.Owner, []ReadHint{{Lease: r.Resource}}, func(x *exec) error {
 			if err := x.allow(w, policy.Lock, r.Resource, lockSubject(r.Resource)); err != nil {
 				return err
+			}
+			// A paused owner may extend what it holds, not take more.
+			if x.paused = paused; paused != nil {
+				if l, err := x.tx.Lease(ctx, r.Resource); err != nil || !x.live(l) || l.Owner != r.Owner {
+					if err := x.gate(ctx); err != nil {
+						return err
+					}
+				}
 			}
 			var err error
 			out, err = x.acquire(ctx, r, waited)

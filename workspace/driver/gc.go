@@ -52,6 +52,8 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 		tasks  []string
 		sizes  []int64
 		cuts   []versionCut
+		msgs   []string
+		msizes []int64
 	)
 	err := h.view(ctx, "gc", func(tx ReadTx) error {
 		var err error
@@ -59,6 +61,9 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 			return err
 		}
 		if tasks, sizes, err = gcTaskPlan(ctx, tx, p); err != nil {
+			return err
+		}
+		if msgs, msizes, err = gcMessagePlan(ctx, tx, p); err != nil {
 			return err
 		}
 		cuts, err = gcVersionPlan(ctx, tx, p, &r.Versions)
@@ -77,6 +82,10 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 		r.Tasks.Count = int64(len(tasks))
 		for _, n := range sizes {
 			r.Tasks.Bytes += n
+		}
+		r.Messages.Count = int64(len(msgs))
+		for _, n := range msizes {
+			r.Messages.Bytes += n
 		}
 		if rc, ok := h.st.(Reclaimer); ok {
 			if _, r.Reclaimable, err = rc.Reclaim(ctx, 0); err != nil {
@@ -99,12 +108,15 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 	if err := h.gcVersions(ctx, p, cuts, &r); err != nil {
 		return r, wrapErr("gc", err)
 	}
-	if r.Events.Count == 0 && r.Tasks.Count == 0 && r.Versions.Count == 0 {
+	if err := h.gcMessages(ctx, p, msgs, msizes, &r); err != nil {
+		return r, wrapErr("gc", err)
+	}
+	if r.Events.Count == 0 && r.Tasks.Count == 0 && r.Versions.Count == 0 && r.Messages.Count == 0 {
 		return r, wrapErr("gc", h.reclaim(ctx, p, &r))
 	}
 	ev := workspace.Event{Actor: p.Actor, Type: workspace.EventGC, Subject: workspace.Subject{Kind: "workspace"},
-		Message: fmt.Sprintf("gc removed %d events (%d bytes) below seq %d, %d artifact versions (%d bytes) and %d tasks (%d bytes) in %d batches",
-			r.Events.Count, r.Events.Bytes, r.FloorAfter, r.Versions.Count, r.Versions.Bytes, r.Tasks.Count, r.Tasks.Bytes, r.Batches)}
+		Message: fmt.Sprintf("gc removed %d events (%d bytes) below seq %d, %d artifact versions (%d bytes), %d tasks (%d bytes) and %d messages (%d bytes) in %d batches",
+			r.Events.Count, r.Events.Bytes, r.FloorAfter, r.Versions.Count, r.Versions.Bytes, r.Tasks.Count, r.Tasks.Bytes, r.Messages.Count, r.Messages.Bytes, r.Batches)}
 	err = h.st.Update(ctx, func(tx Tx) error {
 		ev.Time = tx.Now()
 		if err := tx.PruneIdempotent(ctx, ev.Time); err != nil {
@@ -313,6 +325,8 @@ func (h *handle) checkGCPolicy(p *workspace.GCPolicy) error {
 		return invalid("keep versions", "%d: a count of versions, at least 0", p.KeepVersions)
 	case p.KeepTasksFor < 0:
 		return invalid("keep tasks for", "%v: a duration, at least 0", p.KeepTasksFor)
+	case p.KeepMessagesFor < 0:
+		return invalid("keep messages for", "%v: a duration, at least 0", p.KeepMessagesFor)
 	case p.Batch < 0 || p.Batch > maxGCBatch:
 		return invalid("batch", "%d: between 1 and %d events (0 for %d)", p.Batch, maxGCBatch, defaultGCBatch)
 	case p.BatchTime < 0 || p.BatchTime > maxGCBatchTime:

@@ -99,26 +99,38 @@ func gcTaskPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy) ([]string,
 // unfinished, but it may have been touched) or that a task created since
 // names is skipped: the store refuses to remove a task another names.
 func (h *handle) gcTasks(ctx context.Context, p workspace.GCPolicy, ids []string, sizes []int64, r *workspace.GCReport) error {
+	return h.removeInBatches(ctx, p, len(ids), &r.Tasks, r, func(ctx context.Context, tx Tx, i int) (bool, int64, error) {
+		t, err := tx.Task(ctx, ids[i])
+		if err != nil || !finished(t.Status) || !t.UpdatedAt.Before(tx.Now().Add(-p.KeepTasksFor)) {
+			return false, 0, nil
+		}
+		ok, err := tx.DeleteTask(ctx, ids[i])
+		return ok, sizes[i], err
+	})
+}
+
+// removeInBatches removes n planned records, one(tx, i) each (which
+// checks record i again and reports whether it removed it and its size),
+// in short transactions sized and rested as the events' are, and counts
+// what went into kind and r's batches.
+func (h *handle) removeInBatches(ctx context.Context, p workspace.GCPolicy, n int, kind *workspace.GCKind, r *workspace.GCReport,
+	one func(ctx context.Context, tx Tx, i int) (bool, int64, error)) error {
 	pace := gcPacer{size: min(minGCBatch, p.Batch), max: p.Batch, target: p.BatchTime}
-	for from := 0; from < len(ids); {
-		to := min(from+int(pace.size), len(ids))
+	for from := 0; from < n; {
+		to := min(from+int(pace.size), n)
 		var locked time.Time
 		var removed workspace.GCKind
 		err := h.st.Update(ctx, func(tx Tx) error {
 			locked = time.Now()
 			removed = workspace.GCKind{}
 			for i := from; i < to; i++ {
-				t, err := tx.Task(ctx, ids[i])
-				if err != nil || !finished(t.Status) || !t.UpdatedAt.Before(tx.Now().Add(-p.KeepTasksFor)) {
-					continue
-				}
-				ok, err := tx.DeleteTask(ctx, ids[i])
+				ok, size, err := one(ctx, tx, i)
 				if err != nil {
 					return err
 				}
 				if ok {
 					removed.Count++
-					removed.Bytes += sizes[i]
+					removed.Bytes += size
 				}
 			}
 			return nil
@@ -127,13 +139,13 @@ func (h *handle) gcTasks(ctx context.Context, p workspace.GCPolicy, ids []string
 			return err
 		}
 		took := time.Since(locked)
-		r.Tasks.Count += removed.Count
-		r.Tasks.Bytes += removed.Bytes
+		kind.Count += removed.Count
+		kind.Bytes += removed.Bytes
 		r.Batches++
 		r.LongestBatch = max(r.LongestBatch, took)
 		pace.learn(int64(to-from), took)
 		from = to
-		if from < len(ids) {
+		if from < n {
 			if err := rest(ctx, took); err != nil {
 				return err
 			}

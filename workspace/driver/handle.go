@@ -37,6 +37,8 @@ type core struct {
 	own ownCommits
 	// policy is the compiled policy, checked per operation (policy.go).
 	policy policyCache
+	// pauses is the store's pauses, cached for the write gate (pause.go).
+	pauses pauseCache
 
 	// key is the core's entry in the shared registry, "" for one made by
 	// New; refs counts its handles (guarded by sharedMu); ready closes once
@@ -224,7 +226,15 @@ func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (
 	if !who.none() {
 		j.authorize = authorize
 	}
+	paused, err := h.pauseOf(ctx, b.Actor)
+	if err != nil {
+		return workspace.BatchResult{}, wrapErr(opname, err)
+	}
 	j.apply = func(ctx context.Context, x *exec) error {
+		x.who, x.paused = &who, paused
+		if err := x.checkPaused(ctx, ops); err != nil {
+			return err
+		}
 		if err := authorize(ctx, x); err != nil {
 			return err
 		}
@@ -249,6 +259,9 @@ func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (
 	}
 	if touchesPolicy(ops, j.res) {
 		h.policy.changed()
+	}
+	if touchesPauses(ops) {
+		h.pauses.clear()
 	}
 	return j.res, nil
 }

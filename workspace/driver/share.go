@@ -34,8 +34,8 @@ var (
 // Two handles get the same key only if their stores and options are the same.
 func shareKey(cfg Config, o workspace.Options) (string, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\x00%s\x00%t\x00%d\x00%d\x00%d\x00%d\x00%d\x00%p", cfg.Scheme, cfg.DSN,
-		cfg.AutoMigrate, o.MaxArtifactSize, o.IdempotencyTTL, o.PollInterval, o.GroupWait, o.PolicyRecheck, o.Logger)
+	fmt.Fprintf(&b, "%s\x00%s\x00%t\x00%d\x00%d\x00%d\x00%d\x00%d\x00%p\x00%p", cfg.Scheme, cfg.DSN,
+		cfg.AutoMigrate, o.MaxArtifactSize, o.IdempotencyTTL, o.PollInterval, o.GroupWait, o.PolicyRecheck, o.Logger, o.Clock)
 	keys := make([]string, 0, len(cfg.Params))
 	for k := range cfg.Params {
 		keys = append(keys, k)

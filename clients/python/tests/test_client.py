@@ -123,9 +123,9 @@ class ClientTest(unittest.TestCase):
         w1.fail_task(second.id, "broke")
         updated = lead.update_task(third.id, title="third, renamed", priority=3, if_version=third.version)
         self.assertEqual((updated.title, updated.priority), ("third, renamed", 3))
-        with self.assertRaises(InvalidError) as cm:
+        # Only a claim's holder finishes a task: a pending one must be claimed first.
+        with self.assertRaises(NotHolderError):
             lead.update_task(third.id, status="done")
-        self.assertEqual(cm.exception.field, "status")
         page = lead.list_tasks(labels=label, status="failed")
         self.assertEqual([t.id for t in page.tasks], [second.id])
 
@@ -430,7 +430,8 @@ class OpenAPITest(unittest.TestCase):
         import inspect
 
         schemas = self.doc["components"]["schemas"]
-        wire_only = {"actor", "content_encoding", "idempotency_key", "if_version", "fence", "message"}
+        # A message's sender is the request's actor: "from" may only repeat it.
+        wire_only = {"actor", "content_encoding", "idempotency_key", "if_version", "fence", "message", "from"}
         renamed = {"type": "types", "label": "labels", "Last-Event-ID": "after"}
         ignored = {"releaseLock": {"ttl"}}  # release ignores the body's ttl (it shares renew's shape)
         for path, item in self.doc["paths"].items():
@@ -462,21 +463,25 @@ class OpenAPITest(unittest.TestCase):
             "Note": agentspace.Note, "Lease": agentspace.Lease, "Event": agentspace.Event, "Subject": agentspace.Subject,
             "BatchResult": agentspace.BatchResult, "OpResult": agentspace.OpResult, "ArtifactPage": agentspace.ArtifactPage,
             "TaskPage": agentspace.TaskPage, "NotePage": agentspace.NotePage, "EventPage": agentspace.EventPage,
-            "Status": agentspace.Status, "Whoami": agentspace.Whoami,
+            "Status": agentspace.Status, "Whoami": agentspace.Whoami, "Msg": agentspace.Msg, "MsgAck": agentspace.MsgAck,
+            "InboxPage": agentspace.InboxPage, "InboxEvent": agentspace.InboxEvent, "AgentPause": agentspace.AgentPause,
         }
+        keywords = {"from_": "from", "for_": "for"}  # Python keywords, named with a trailing _
         for schema, cls in pairs.items():
             want = set(schemas[schema]["properties"]) - {"$schema", "content_encoding"}
-            have = {f.name for f in dataclasses.fields(cls)}
+            have = {keywords.get(f.name, f.name) for f in dataclasses.fields(cls)}
             self.assertEqual(have, want, schema)
 
     def test_every_problem_code_has_its_class(self) -> None:
         problem = self.doc["components"]["schemas"]["Problem"]["properties"]
-        for field in ("expected", "current", "holder", "token", "expires_at", "fence", "newest", "field", "reason", "floor", "requested"):
+        for field in ("expected", "current", "holder", "token", "expires_at", "fence", "newest", "field", "reason", "floor", "requested",
+                      "actor", "by", "since"):
             self.assertIn(field, problem)
         for code, cls in [("conflict", ConflictError), ("locked", LockedError), ("stale_fence", StaleFenceError),
                           ("not_found", NotFoundError), ("no_task", NoTaskError), ("forbidden", ForbiddenError),
                           ("invalid", InvalidError), ("too_large", TooLargeError), ("unauthorized", AuthError),
-                          ("not_holder", NotHolderError), ("lock_lost", LockLostError), ("already_exists", AlreadyExistsError)]:
+                          ("not_holder", NotHolderError), ("lock_lost", LockLostError), ("already_exists", AlreadyExistsError),
+                          ("paused", agentspace.PausedError), ("too_many", agentspace.TooManyError)]:
             e = agentspace.error_from_problem(409, {"code": code, "detail": "d"})
             self.assertIs(type(e), cls, code)
             self.assertEqual(e.code, code)

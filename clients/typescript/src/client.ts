@@ -3,8 +3,9 @@
 
 import type { components } from "./openapi.js";
 import { Transport, duration, newKey, type ClientOptions } from "./transport.js";
-import { follow, type FollowOptions } from "./follow.js";
+import { follow, followInbox, type FollowOptions, type InboxStreamOptions } from "./follow.js";
 import { withClaim, withLock, type ClaimHandle, type ClaimOptions, type LockOptions, type LockHandle } from "./agent.js";
+import { waitForWork, type Work, type WaitForWorkOptions } from "./wait.js";
 
 type S = components["schemas"];
 /** Artifact is an artifact record as the server sends it. */
@@ -27,6 +28,47 @@ export type BatchResult = S["BatchResult"];
 export type TaskResult = S["TaskResult"];
 /** EventPage is one page of the log's history. */
 export type EventPage = S["EventPage"];
+/** Msg is a message between agents; `from` is the principal that sent it, `pending` who still owes an ack. */
+export type Msg = S["Msg"];
+/** MsgAck is one recorded acknowledgement. */
+export type MsgAck = S["MsgAck"];
+/** InboxPage is one page of an inbox, oldest first, with its unread and unacked counts, its read cursor, and whether the actor is paused. */
+export type InboxPage = Omit<S["InboxPage"], "messages"> & { messages: Msg[] };
+/** InboxEvent is one record of the inbox stream: the event's seq and type, and its message as it stands. */
+export type InboxEvent = S["InboxEvent"];
+/** AgentPause is what pausing or resuming an agent did: the message it sent the agent, and the events. */
+export type AgentPause = S["AgentPause"];
+
+/**
+ * NewMessage is what messages.send takes: recipients (actors, and
+ * "role:NAME"), the text, and optionally a type (default note), a
+ * severity (info, warning, error, critical), data (a JSON object), and
+ * requires_ack with a deadline (a Date or an RFC 3339 time) and whom to
+ * escalate to when it passes unacknowledged (default role:admin).
+ */
+export type NewMessage = Omit<S["MessageBody"], "deadline"> & { deadline?: Date | string; idempotency_key?: string };
+
+/** InboxQuery filters inbox.read. */
+export interface InboxQuery {
+  /** Whose inbox (another's needs the admin role); default the caller's. */
+  actor?: string;
+  /** Only the messages after the read cursor. */
+  unread?: boolean;
+  /** Only the messages the caller still owes an ack. */
+  unacked?: boolean;
+  /** Only one thread's messages (its first message's id). */
+  thread?: string;
+  /** A page's next: the page after it. */
+  after?: string;
+  limit?: number;
+  /**
+   * Long poll: wait up to this long (ms) for the page to hold a message;
+   * after it, the empty page with the counts. The server answers at its
+   * --max-wait at most; the call asks again until wait has passed.
+   */
+  wait?: number;
+  signal?: AbortSignal;
+}
 
 /** Write holds a write's conditions; the client fills idempotency_key when absent. */
 export interface Write {
@@ -278,6 +320,78 @@ export class Agentspace {
       this.t.call({ method: "GET", path: "/v1/events/history", query: { ...q, type: q.type?.join(",") }, retry: true }),
     compact: (floor: number): Promise<void> => this.t.call({ method: "POST", path: "/v1/events/compact", body: { floor }, retry: true }),
   };
+
+  /** Messages between agents (docs/messages.md). */
+  readonly messages = {
+    /** send sends a message as the caller; see NewMessage. */
+    send: (m: NewMessage): Promise<Msg> => {
+      const { deadline, idempotency_key, ...rest } = m;
+      const body = { ...rest, deadline: deadline instanceof Date ? deadline.toISOString() : deadline, idempotency_key: idempotency_key ?? newKey() };
+      return this.t.call({ method: "POST", path: "/v1/messages", body, retry: true });
+    },
+    /** get reads a message the caller sent or received (NotFoundError for anyone else's). */
+    get: (id: string): Promise<Msg> => this.t.call({ method: "GET", path: `/v1/messages/${encodeURIComponent(id)}`, retry: true }),
+    /** ack acknowledges a message the caller owes an ack, once: acking again answers the first ack's record. */
+    ack: (id: string, o: { reply?: string; idempotency_key?: string } = {}): Promise<Msg> =>
+      this.t.call({ method: "POST", path: `/v1/messages/${encodeURIComponent(id)}/ack`, body: { reply: o.reply, idempotency_key: o.idempotency_key ?? newKey() }, retry: true }),
+    /** escalate escalates what is past its ack deadline now (a server does it every second); returns those escalated by this call. */
+    escalate: async (): Promise<Msg[]> =>
+      (await this.t.call<S["Escalated"]>({ method: "POST", path: "/v1/messages/escalate", body: {}, retry: true })).messages ?? [],
+  };
+
+  /** The caller's inbox: pages, the read cursor, and the live stream. */
+  readonly inbox = {
+    /** read returns one page of the inbox, oldest first, with its counts; with wait, a long poll. */
+    read: async (q: InboxQuery = {}): Promise<InboxPage> => {
+      const { wait, signal, ...filter } = q;
+      const deadline = Date.now() + (wait ?? 0);
+      for (;;) {
+        const left = deadline - Date.now();
+        const page = await this.t.call<S["InboxPage"]>({
+          method: "GET",
+          path: "/v1/inbox",
+          query: { ...filter, wait: left > 0 ? duration(left) : undefined },
+          retry: true,
+          signal,
+        });
+        const messages = page.messages ?? [];
+        if (messages.length > 0 || deadline - Date.now() <= 0) return { ...page, messages };
+      }
+    },
+    /** markRead moves the caller's read cursor to message id (never back), across restarts. */
+    markRead: (id: string): Promise<void> => this.t.call({ method: "POST", path: "/v1/inbox/read", body: { id }, retry: true }),
+    /**
+     * stream yields the inbox as it changes, after opts.after: each message
+     * sent to the caller or a role it holds, and each ack or escalation of
+     * one. It reconnects after a drop and resumes after the last seq seen.
+     */
+    stream: (opts: InboxStreamOptions = {}): AsyncGenerator<InboxEvent> => followInbox(this.transport, opts),
+  };
+
+  /** Agents: pause and resume (the admin "tokens" right). */
+  readonly agents = {
+    /**
+     * pause refuses the agent's writes (PausedError) until resume, except
+     * acks, lock renewals, task heartbeats and releases; it sends the agent
+     * a `pause` message that needs its ack (by ackTimeout, ms or "5m", if
+     * given; else escalated). Pausing a paused agent returns the first pause.
+     */
+    pause: (actor: string, o: { message?: string; ackTimeout?: number | string } = {}): Promise<AgentPause> =>
+      this.t.call({ method: "POST", path: `/v1/agents/${encodeURIComponent(actor)}/pause`, body: { message: o.message, ack_timeout: duration(o.ackTimeout) }, retry: true }),
+    /** resume ends a pause (NotFoundError when the agent is not paused) and sends the agent a `resume` message. */
+    resume: (actor: string, o: { message?: string } = {}): Promise<AgentPause> =>
+      this.t.call({ method: "POST", path: `/v1/agents/${encodeURIComponent(actor)}/resume`, body: { message: o.message } }),
+  };
+
+  /**
+   * waitForWork blocks until the caller has an unread message or a task
+   * is ready to claim (with opts' filters), whichever comes first, or
+   * opts.timeout (ms) passes: then both lists are empty. The inbox's long
+   * poll races the task events' stream; nothing polls on a timer.
+   */
+  waitForWork(opts: WaitForWorkOptions = {}): Promise<Work> {
+    return waitForWork(this, opts);
+  }
 
   /**
    * batch commits ops all or nothing; a failing op's error carries its

@@ -66,6 +66,27 @@ export class LockedError extends AgentspaceError {
   }
 }
 
+/**
+ * PausedError: the actor is paused by an operator (423 `paused`). Its
+ * writes are refused until it is resumed, but acks, lock renewals, task
+ * heartbeats and releases pass: ack the pause message (type `pause`, in
+ * `inbox.read({ unacked: true })`) and wait for the resume.
+ */
+export class PausedError extends AgentspaceError {
+  /** The paused actor. */
+  readonly actor: string;
+  /** The operator who paused it. */
+  readonly by: string;
+  /** When it was paused. */
+  readonly since: Date | undefined;
+  constructor(code: string, status: number, detail: string, p?: Problem) {
+    super(code, status, detail, p);
+    this.actor = p?.actor ?? "";
+    this.by = p?.by ?? "";
+    this.since = p?.since ? new Date(p.since) : undefined;
+  }
+}
+
 /** StaleFenceError: the write's fence is older than the newest token of the record's lock. */
 export class StaleFenceError extends AgentspaceError {
   readonly resource: string;
@@ -125,6 +146,8 @@ export class LockLostError extends AgentspaceError {}
 export class ForbiddenError extends AgentspaceError {}
 /** UnauthorizedError: no token where one is required, or a bad one. */
 export class UnauthorizedError extends AgentspaceError {}
+/** TooManyError: the token holds as many streams as the server allows it (429 `too_many`); end one first. */
+export class TooManyError extends AgentspaceError {}
 /** UnavailableError: the server or its store cannot answer now (closed, schema, draining, timeout). */
 export class UnavailableError extends AgentspaceError {}
 
@@ -152,6 +175,8 @@ type ErrorClass = new (code: string, status: number, detail: string, p?: Problem
 const classOf: Record<string, ErrorClass> = {
   conflict: ConflictError,
   locked: LockedError,
+  paused: PausedError,
+  too_many: TooManyError,
   stale_fence: StaleFenceError,
   compacted: CompactedError,
   rewound: RewoundError,

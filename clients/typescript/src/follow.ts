@@ -1,4 +1,5 @@
-// follow: the event log as an async iterator over Server-Sent Events.
+// follow and followInbox: the event log, or one inbox, as an async
+// iterator over Server-Sent Events.
 //
 // Invariant: `last` is the highest seq the stream has shown us (an event's
 // or a heartbeat's id), and every (re)connection asks for seq > last; the
@@ -10,6 +11,7 @@ import { ConnectionError, ProtocolError, errorFromProblem } from "./errors.js";
 import { Transport, backoff, duration, sleep } from "./transport.js";
 
 type Event = components["schemas"]["Event"];
+type InboxEvent = components["schemas"]["InboxEvent"];
 
 /** FollowOptions filter and tune a follow. */
 export interface FollowOptions {
@@ -31,8 +33,46 @@ export interface FollowOptions {
   onHeartbeat?: (seq: number) => void;
 }
 
+/** InboxStreamOptions tune a follow of one's inbox. */
+export interface InboxStreamOptions {
+  /** Yield the records of events with seq > after; default 0 (every message of the inbox). */
+  after?: number;
+  /** Whose inbox (another's needs the admin role); default the caller's. */
+  actor?: string;
+  /** Ask the server for a heartbeat after this much idle time (ms); a stream silent for three is made again. Default 5000. */
+  heartbeat?: number;
+  /** Give up (ConnectionError) after failing to connect for this long (ms); default 60000. */
+  giveUpAfter?: number;
+  /** Ends the iteration. */
+  signal?: AbortSignal;
+  /** Called with the seq of every heartbeat: a consumer may checkpoint it. */
+  onHeartbeat?: (seq: number) => void;
+}
+
 /** follow yields events after opts.after, live, resuming after drops. */
-export async function* follow(t: Transport, opts: FollowOptions = {}): AsyncGenerator<Event> {
+export function follow(t: Transport, opts: FollowOptions = {}): AsyncGenerator<Event> {
+  const query = {
+    type: opts.type?.join(","),
+    actor: opts.actor,
+    subject_kind: opts.subject_kind,
+    subject_id: opts.subject_id,
+    subject_name: opts.subject_name,
+  };
+  return stream<Event>(t, "/v1/events", query, opts);
+}
+
+/** followInbox yields an inbox's records after opts.after, live, resuming after drops. */
+export function followInbox(t: Transport, opts: InboxStreamOptions = {}): AsyncGenerator<InboxEvent> {
+  return stream<InboxEvent>(t, "/v1/inbox/stream", { actor: opts.actor }, opts);
+}
+
+/** stream yields the records of the SSE stream at path after opts.after, as the invariant above says. */
+async function* stream<T extends { seq: number }>(
+  t: Transport,
+  path: string,
+  filter: Record<string, string | undefined>,
+  opts: { after?: number; heartbeat?: number; giveUpAfter?: number; signal?: AbortSignal; onHeartbeat?: (seq: number) => void },
+): AsyncGenerator<T> {
   let last = opts.after ?? 0;
   const hb = opts.heartbeat ?? 5000;
   const giveUpAfter = opts.giveUpAfter ?? 60000;
@@ -53,16 +93,8 @@ export async function* follow(t: Transport, opts: FollowOptions = {}): AsyncGene
       try {
         resp = await t.raw({
           method: "GET",
-          path: "/v1/events",
-          query: {
-            after: last,
-            type: opts.type?.join(","),
-            actor: opts.actor,
-            subject_kind: opts.subject_kind,
-            subject_id: opts.subject_id,
-            subject_name: opts.subject_name,
-            heartbeat: duration(hb),
-          },
+          path,
+          query: { ...filter, after: last, heartbeat: duration(hb) },
           headers: { accept: "text/event-stream", "last-event-id": String(last) },
           signal: ctl.signal,
         });
@@ -76,7 +108,7 @@ export async function* follow(t: Transport, opts: FollowOptions = {}): AsyncGene
         if (resp.status >= 500) throw new Retry(err);
         throw err;
       }
-      if (!resp.body) throw new Retry(new ProtocolError(resp.status, "event stream without a body"));
+      if (!resp.body) throw new Retry(new ProtocolError(resp.status, `${path}: a stream without a body`));
       failingSince = undefined;
       attempt = 0;
       for await (const msg of messages(resp.body, arm)) {
@@ -91,12 +123,13 @@ export async function* follow(t: Transport, opts: FollowOptions = {}): AsyncGene
         }
         if (msg.event === "error") throw errorFromProblem(410, msg.data ?? "");
         if (msg.data === undefined) continue;
-        let ev: Event;
+        let ev: T;
         try {
-          ev = JSON.parse(msg.data) as Event;
+          ev = JSON.parse(msg.data) as T;
         } catch {
-          throw new ProtocolError(200, `event stream: malformed event: ${msg.data.slice(0, 200)}`);
+          throw new ProtocolError(200, `${path}: a malformed record: ${msg.data.slice(0, 200)}`);
         }
+        if (typeof ev?.seq !== "number") throw new ProtocolError(200, `${path}: a record without a seq`);
         if (ev.seq <= last) continue;
         last = ev.seq;
         yield ev;
@@ -107,7 +140,7 @@ export async function* follow(t: Transport, opts: FollowOptions = {}): AsyncGene
       if (!(e instanceof Retry) && !isStreamDrop(e, ctl)) throw e;
       failingSince ??= Date.now();
       if (Date.now() - failingSince > giveUpAfter) {
-        throw new ConnectionError(`follow: no event stream for ${giveUpAfter} ms: ${(e instanceof Retry ? e.cause : e) as Error}`, { cause: e });
+        throw new ConnectionError(`${path}: no stream for ${giveUpAfter} ms: ${(e instanceof Retry ? e.cause : e) as Error}`, { cause: e });
       }
       try {
         await sleep(backoff(attempt++), opts.signal);

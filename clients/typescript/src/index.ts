@@ -3,9 +3,11 @@
 
 export * from "./errors.js";
 export { Agentspace, artifactBytes, artifactText } from "./client.js";
-export type { Artifact, ArtifactChange, BatchOp, BatchResult, Content, Event, EventPage, Lease, ListArtifacts, NewArtifact, Note, Ref, Status, Task, TaskResult, Write } from "./client.js";
+export type { AgentPause, Artifact, ArtifactChange, BatchOp, BatchResult, Content, Event, EventPage, InboxEvent, InboxPage, InboxQuery, Lease, ListArtifacts, Msg, MsgAck, NewArtifact, NewMessage, Note, Ref, Status, Task, TaskResult, Write } from "./client.js";
 export { Transport, duration, newKey } from "./transport.js";
 export type { ClientOptions, Request } from "./transport.js";
-export type { FollowOptions } from "./follow.js";
+export type { FollowOptions, InboxStreamOptions } from "./follow.js";
+export { readyTasks } from "./wait.js";
+export type { WaitForWorkOptions, Work } from "./wait.js";
 export type { ClaimHandle, ClaimOptions, ClaimResult, LockHandle, LockOptions } from "./agent.js";
 export type { components, operations, paths } from "./openapi.js";

@@ -106,6 +106,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agents/{actor}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause an agent: its writes are refused until it is resumed, except acks and renewals
+         * @description Needs the admin.tokens right. The agent gets a pause message that needs its ack (by ack_timeout, if given; escalated past it); meanwhile its writes answer 423 with code paused. Pausing a paused agent changes nothing and answers the first pause's message.
+         */
+        post: operations["pauseAgent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{actor}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused agent
+         * @description Needs the admin.tokens right. The agent gets a resume message in the pause's thread; an agent that is not paused answers 404.
+         */
+        post: operations["resumeAgent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents/{actor}/stop": {
         parameters: {
             query?: never;
@@ -285,6 +325,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/inbox": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One page of an inbox, with its counts; with wait, a long poll
+         * @description An agent reads only its own inbox. With wait, the answer comes as soon as the page would hold a message, or at the wait (capped by the server's max wait) with the empty page and the inbox's counts: ask again.
+         */
+        get: operations["readInbox"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inbox/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Move one's read cursor to a message (never back) */
+        post: operations["markInboxRead"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inbox/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow one's inbox as Server-Sent Events
+         * @description Each message sent to the actor or a role it holds, and each ack or escalation of one, is `id: SEQ` (the log's seq) and `data: INBOX-EVENT-JSON`, the message as it stands when the stream reads it. Idle streams get a `: heartbeat` comment with an `id:` holding the seq reached. A reconnect with Last-Event-ID resumes with no gap and no duplicate. An agent follows only its own inbox (an admin any).
+         */
+        get: operations["streamInbox"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/locks": {
         parameters: {
             query?: never;
@@ -384,6 +481,83 @@ export interface paths {
         put?: never;
         /** Extend a live lease by ttl from now */
         post: operations["renewLock"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a message as the request's actor
+         * @description The sender is the request's actor (behind a token, the token's): a body whose actor or from names another is refused with 403 forbidden. The policy's messages rule decides whom it may reach.
+         */
+        post: operations["sendMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/messages/escalate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Escalate every message whose ack deadline has passed, once each
+         * @description The server does this itself every second (and an inbox read does when something is due): this asks for it now. It answers the messages escalated by this call; two calls never escalate one message twice.
+         */
+        post: operations["escalateMessages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/messages/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a message its reader sent or received */
+        get: operations["getMessage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/messages/{id}/ack": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Acknowledge a message, with an optional reply
+         * @description Recorded once per obligation: a second ack answers the first one's record and writes nothing. Only a recipient that owes an ack may give one.
+         */
+        post: operations["ackMessage"];
         delete?: never;
         options?: never;
         head?: never;
@@ -588,6 +762,14 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AckMessageBody: {
+            /** @description Who acknowledges. Behind a token: the token's actor or empty. */
+            actor?: string;
+            /** @description A retry with the same key returns the first result. */
+            idempotency_key?: string;
+            /** @description A short answer kept with the ack (at most 4096 bytes). */
+            reply?: string;
+        };
         AcquireBody: {
             /** @description The owner. Behind a token: the token's actor or empty. */
             actor?: string;
@@ -616,6 +798,11 @@ export interface components {
             recent: components["schemas"]["Event"][] | null;
             state: string;
             tokens: components["schemas"]["Token"][] | null;
+        };
+        AgentPause: {
+            actor: string;
+            events: components["schemas"]["Event"][] | null;
+            message?: components["schemas"]["Msg"];
         };
         AgentStop: {
             actor: string;
@@ -767,6 +954,13 @@ export interface components {
              */
             type: string;
         };
+        EscalateBody: {
+            /** @description Whom the escalations are recorded as. Behind a token: the token's actor or empty. */
+            actor?: string;
+        };
+        Escalated: {
+            messages: components["schemas"]["Msg"][] | null;
+        };
         Event: {
             actor: string;
             message: string;
@@ -812,6 +1006,11 @@ export interface components {
              */
             keep_events_for?: string;
             /**
+             * @description Keep messages sent within this long; one that still owes an ack is always kept.
+             * @example 30s
+             */
+            keep_messages_for?: string;
+            /**
              * @description Keep finished tasks updated within this long.
              * @example 30s
              */
@@ -846,6 +1045,7 @@ export interface components {
             floor_after: number;
             /** Format: int64 */
             longest_batch_ns?: number;
+            messages: components["schemas"]["GCKind"];
             /** Format: int64 */
             reclaimable_bytes: number;
             /** Format: int64 */
@@ -882,6 +1082,29 @@ export interface components {
             /** @description Why, kept in the event log. */
             message?: string;
         };
+        InboxEvent: {
+            message: components["schemas"]["Msg"];
+            /** Format: int64 */
+            seq: number;
+            /** @description message.sent, message.acked or message.escalated */
+            type: string;
+        };
+        InboxPage: {
+            cursor?: string;
+            messages: components["schemas"]["Msg"][] | null;
+            next?: string;
+            paused?: boolean;
+            /** Format: int64 */
+            unacked: number;
+            /** Format: int64 */
+            unread: number;
+        };
+        InboxReadBody: {
+            /** @description Whose cursor. Behind a token: the token's actor or empty. */
+            actor?: string;
+            /** @description The last message read. */
+            id: string;
+        };
         Lease: {
             /** Format: date-time */
             acquired_at?: string;
@@ -906,6 +1129,57 @@ export interface components {
         };
         Leases: {
             locks: components["schemas"]["Lease"][] | null;
+        };
+        MessageBody: {
+            body: string;
+            /** @description Structured data: a JSON object. */
+            data?: unknown;
+            /**
+             * Format: date-time
+             * @description When the ack is due (needs requires_ack); past it unacknowledged, the message is escalated once.
+             */
+            deadline?: string;
+            each?: boolean;
+            /** @description Whom to escalate to (default role:admin). */
+            escalate_to?: string[] | null;
+            reply_to?: string;
+            requires_ack?: boolean;
+            severity?: string;
+            subject?: string;
+            to: string[] | null;
+            type?: string;
+        };
+        Msg: {
+            acks?: components["schemas"]["MsgAck"][] | null;
+            body: string;
+            data?: unknown;
+            /** Format: date-time */
+            deadline?: string;
+            each?: boolean;
+            escalate_to?: string[] | null;
+            /** Format: date-time */
+            escalated_at?: string;
+            from: string;
+            id: string;
+            pending?: string[] | null;
+            reply_to?: string;
+            requires_ack: boolean;
+            /** Format: date-time */
+            sent_at: string;
+            severity: string;
+            subject: string;
+            thread: string;
+            to: string[] | null;
+            type: string;
+            /** Format: int64 */
+            version: number;
+        };
+        MsgAck: {
+            /** Format: date-time */
+            at: string;
+            by: string;
+            for: string;
+            reply?: string;
         };
         NewArtifactBody: {
             /** @description Who writes. Behind a token: the token's actor or empty. */
@@ -1008,6 +1282,7 @@ export interface components {
             notes: components["schemas"]["Note"][] | null;
         };
         OpBody: {
+            ack_timeout?: string;
             actor?: string;
             areas?: string[] | null;
             assignee?: string;
@@ -1033,13 +1308,15 @@ export interface components {
                 [key: string]: string;
             };
             message?: string;
+            msg?: components["schemas"]["MessageBody"];
             name?: string;
             /** @enum {string} */
-            op: "create_artifact" | "update_artifact" | "delete_artifact" | "rollback_artifact" | "create_task" | "update_task" | "put_note" | "delete_note" | "release_lock" | "stop_actor";
+            op: "create_artifact" | "update_artifact" | "delete_artifact" | "rollback_artifact" | "create_task" | "update_task" | "put_note" | "delete_note" | "release_lock" | "stop_actor" | "send_message" | "ack_message" | "pause_actor" | "resume_actor";
             owner?: string;
             parent_id?: string;
             /** Format: int64 */
             priority?: number;
+            reply?: string;
             resource?: string;
             result?: components["schemas"]["TaskResult"];
             /** @enum {string} */
@@ -1053,14 +1330,27 @@ export interface components {
         };
         OpResult: {
             artifact?: components["schemas"]["ArtifactWire"];
+            message?: components["schemas"]["Msg"];
             note?: components["schemas"]["Note"];
             task?: components["schemas"]["Task"];
+        };
+        PauseAgentBody: {
+            /**
+             * @description How long the agent has to acknowledge the pause before it is escalated (empty: no deadline).
+             * @example 30s
+             */
+            ack_timeout?: string;
+            /** @description Who pauses the agent (the operator); behind a token, the token's actor. */
+            actor?: string;
+            /** @description The pause message's body: what the agent is to know. */
+            message?: string;
         };
         Problem: {
             action?: string;
             actor?: string;
             /** Format: int64 */
             batch_index?: number;
+            by?: string;
             code: string;
             /** Format: int64 */
             current?: number;
@@ -1088,6 +1378,8 @@ export interface components {
             resource?: string;
             roles?: string[] | null;
             rule?: string;
+            /** Format: date-time */
+            since?: string;
             /** Format: int64 */
             status: number;
             subject?: components["schemas"]["Subject"];
@@ -1121,6 +1413,12 @@ export interface components {
             message?: string;
             summary?: string;
         };
+        ResumeAgentBody: {
+            /** @description Who resumes the agent (the operator); behind a token, the token's actor. */
+            actor?: string;
+            /** @description The resume message's body. */
+            message?: string;
+        };
         RollbackBody: {
             /** @description Who writes. Behind a token: the token's actor or empty. */
             actor?: string;
@@ -1140,6 +1438,31 @@ export interface components {
             message?: string;
             /** Format: int64 */
             to: number;
+        };
+        SendMessageBody: {
+            /** @description Who sends. Behind a token: the token's actor or empty. */
+            actor?: string;
+            body: string;
+            /** @description Structured data: a JSON object. */
+            data?: unknown;
+            /**
+             * Format: date-time
+             * @description When the ack is due (needs requires_ack); past it unacknowledged, the message is escalated once.
+             */
+            deadline?: string;
+            each?: boolean;
+            /** @description Whom to escalate to (default role:admin). */
+            escalate_to?: string[] | null;
+            /** @description The sender, as a message shows it: empty or the request's actor (anything else is refused with 403). */
+            from?: string;
+            /** @description A retry with the same key returns the first result. */
+            idempotency_key?: string;
+            reply_to?: string;
+            requires_ack?: boolean;
+            severity?: string;
+            subject?: string;
+            to: string[] | null;
+            type?: string;
         };
         Status: {
             active_tasks: components["schemas"]["Task"][] | null;
@@ -1670,6 +1993,222 @@ export interface operations {
             };
             /** @description Unprocessable Entity */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+        };
+    };
+    pauseAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent's actor name, URL-escaped. */
+                actor: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PauseAgentBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentPause"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+        };
+    };
+    resumeAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent's actor name, URL-escaped. */
+                actor: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResumeAgentBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentPause"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Locked */
+            423: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2622,7 +3161,7 @@ export interface operations {
                 /** @description Event types; repeat or separate with commas. */
                 type?: string[];
                 actor?: string;
-                subject_kind?: "artifact" | "task" | "note" | "lock";
+                subject_kind?: "artifact" | "task" | "note" | "lock" | "message" | "actor";
                 subject_id?: string;
                 subject_name?: string;
                 since?: string;
@@ -2659,6 +3198,15 @@ export interface operations {
             };
             /** @description Compacted */
             410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token has as many streams open as it may (too_many) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2853,7 +3401,7 @@ export interface operations {
                 /** @description Event types; repeat or separate with commas. */
                 type?: string[] | null;
                 actor?: string;
-                subject_kind?: "artifact" | "task" | "note" | "lock";
+                subject_kind?: "artifact" | "task" | "note" | "lock" | "message" | "actor";
                 subject_id?: string;
                 subject_name?: string;
                 /** @description RFC 3339 time: events at or after it. */
@@ -2938,6 +3486,263 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+        };
+    };
+    readInbox: {
+        parameters: {
+            query?: {
+                /** @description Whose inbox (default: the request's actor). Another's needs the admin role. */
+                actor?: string;
+                /** @description Only the messages after the read cursor. */
+                unread?: boolean;
+                /** @description Only the messages the actor still owes an ack. */
+                unacked?: boolean;
+                /** @description Only one thread's messages (the thread's first message's id). */
+                thread?: string;
+                /** @description A page's next: the page after it. */
+                after?: string;
+                limit?: number;
+                /** @description Long poll: wait up to this long for the page to hold a message (capped by the server's max wait); at the cap, the empty page with the inbox's counts. */
+                wait?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InboxPage"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+        };
+    };
+    markInboxRead: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InboxReadBody"];
+            };
+        };
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+        };
+    };
+    streamInbox: {
+        parameters: {
+            query?: {
+                /** @description Whose inbox (default: the request's actor). */
+                actor?: string;
+                /** @description Only events with seq > after (Last-Event-ID, when sent, takes its place). */
+                after?: number;
+                /** @description How often an idle stream sends a heartbeat (at least 10ms; at most, and by default, the server's --heartbeat). */
+                heartbeat?: string;
+            };
+            header?: {
+                /** @description The last id received: the stream resumes after it. */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["InboxEvent"];
+                };
+            };
+            /** @description Bad query */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Another's inbox */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Compacted */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3445,6 +4250,410 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Lease"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+        };
+    };
+    sendMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SendMessageBody"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Msg"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+        };
+    };
+    escalateMessages: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EscalateBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Escalated"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+        };
+    };
+    getMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The message's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Msg"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ErrorModel"];
+                };
+            };
+        };
+    };
+    ackMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The message's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AckMessageBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Msg"];
                 };
             };
             /** @description Bad Request */

@@ -15,7 +15,12 @@ export interface ClientOptions {
   url?: string;
   /** Bearer token (`wsctl token create`); default AGENTSPACE_TOKEN. */
   token?: string;
-  /** Who acts, where no token binds the actor (loopback); default AGENTSPACE_ACTOR. */
+  /**
+   * Who acts, where no token binds the actor (a loopback server); default
+   * AGENTSPACE_ACTOR. With a token it must be the token's actor: the
+   * first request checks, and a different one is an InvalidError naming
+   * both (a token acts as its own actor only).
+   */
   actor?: string;
   /** How long a retryable call keeps retrying after connection errors, in ms; default 15000. */
   retryFor?: number;
@@ -42,6 +47,9 @@ export class Transport {
   readonly actor: string | undefined;
   readonly retryFor: number;
   private readonly fetch: typeof fetch;
+  private readonly actorSource: string;
+  /** The check that the token acts as `actor`, once made (see checkActor). */
+  private actorChecked: Promise<void> | undefined;
 
   constructor(opts: ClientOptions = {}) {
     const env = process.env;
@@ -54,17 +62,54 @@ export class Transport {
     }
     this.url = url.replace(/\/+$/, "");
     this.token = opts.token ?? (env.AGENTSPACE_TOKEN || undefined);
+    this.actorSource = opts.actor !== undefined ? "the actor given" : "AGENTSPACE_ACTOR";
     this.actor = opts.actor ?? (env.AGENTSPACE_ACTOR || undefined);
     this.retryFor = opts.retryFor ?? 15000;
     this.fetch = opts.fetch ?? globalThis.fetch;
   }
 
-  /** headers are the identity headers of every request. */
+  /**
+   * headers are the identity headers of every request: the token, or
+   * without one the actor (the server refuses an actor header that names
+   * another actor than the token's).
+   */
   headers(extra?: Record<string, string>): Record<string, string> {
     const h: Record<string, string> = { accept: "application/json, application/problem+json", ...extra };
     if (this.token) h.authorization = `Bearer ${this.token}`;
-    if (this.actor) h["x-agentspace-actor"] = this.actor;
+    else if (this.actor) h["x-agentspace-actor"] = this.actor;
     return h;
+  }
+
+  /**
+   * checkActor asks the server, once, whom the token acts as when the
+   * client was given an actor as well, and refuses an actor that is
+   * another: every request would be refused (403), and quietly acting as
+   * the token's actor would record the work under a name not given.
+   */
+  private checkActor(signal?: AbortSignal): Promise<void> {
+    if (!this.token || !this.actor) return Promise.resolve();
+    this.actorChecked ??= (async () => {
+      let resp: Response;
+      try {
+        resp = await this.fetch(this.href("/v1/whoami"), { headers: this.headers(), signal });
+      } catch (e) {
+        this.actorChecked = undefined; // unreachable now: the request says so, the next one checks again
+        return;
+      }
+      const text = await resp.text();
+      if (!resp.ok) {
+        this.actorChecked = undefined;
+        throw errorFromProblem(resp.status, text);
+      }
+      const who = (JSON.parse(text) as { actor?: string }).actor ?? "";
+      if (who !== this.actor) {
+        throw new InvalidError("invalid", 0,
+          `${this.actorSource} names ${JSON.stringify(this.actor)} but the token acts as ${JSON.stringify(who)}: a token acts as its own actor only; ` +
+          `drop the actor (or name ${JSON.stringify(who)}), or use a token of ${JSON.stringify(this.actor)}`,
+          { code: "invalid", field: "actor", reason: `is not the token's actor ${JSON.stringify(who)}` } as Problem);
+      }
+    })();
+    return this.actorChecked;
   }
 
   /** href builds the URL of path with its query. */
@@ -80,6 +125,7 @@ export class Transport {
 
   /** raw sends one request once, mapping a failure to connect to ConnectionError. */
   async raw(req: Request): Promise<Response> {
+    await this.checkActor(req.signal);
     const init: RequestInit = { method: req.method, headers: this.headers(req.headers), signal: req.signal };
     if (req.body !== undefined) {
       init.body = JSON.stringify(req.body);

@@ -12,8 +12,10 @@ in Python's standard library only.
         claim.complete("extended the plan", ["plans/api.md"])
 
 Records are dataclasses in the API's JSON shape; every error answer is a
-typed exception (ConflictError, LockedError, ...); ``follow`` yields the
-event log and resumes by itself after a dropped connection.
+typed exception (ConflictError, LockedError, PausedError, ...); ``follow``
+yields the event log and ``follow_inbox`` one's inbox, each resuming by
+itself after a dropped connection; ``wait_for_work`` blocks an agent loop
+until a message arrives or a task is ready.
 """
 
 from ._client import Op, Seconds, Workspace, artifact_resource, task_resource
@@ -30,23 +32,30 @@ from ._errors import (
     NoTaskError,
     NotFoundError,
     NotHolderError,
+    PausedError,
     ProtocolError,
     RewoundError,
     ServerError,
     ServerUnreachableError,
     StaleFenceError,
     TooLargeError,
+    TooManyError,
     UnavailableError,
     error_from_problem,
 )
 from ._helpers import HeldClaim, HeldLease
 from ._models import (
+    AgentPause,
     Artifact,
     ArtifactPage,
     BatchResult,
     Event,
     EventPage,
+    InboxEvent,
+    InboxPage,
     Lease,
+    Msg,
+    MsgAck,
     Note,
     NotePage,
     OpResult,
@@ -57,10 +66,12 @@ from ._models import (
     TaskResult,
     Whoami,
 )
+from ._wait import Work
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgentPause",
     "AgentspaceError",
     "AlreadyExistsError",
     "Artifact",
@@ -74,10 +85,14 @@ __all__ = [
     "ForbiddenError",
     "HeldClaim",
     "HeldLease",
+    "InboxEvent",
+    "InboxPage",
     "InvalidError",
     "Lease",
     "LockLostError",
     "LockedError",
+    "Msg",
+    "MsgAck",
     "NoTaskError",
     "Note",
     "NotePage",
@@ -85,6 +100,7 @@ __all__ = [
     "NotHolderError",
     "Op",
     "OpResult",
+    "PausedError",
     "ProtocolError",
     "RewoundError",
     "Seconds",
@@ -97,8 +113,10 @@ __all__ = [
     "TaskPage",
     "TaskResult",
     "TooLargeError",
+    "TooManyError",
     "UnavailableError",
     "Whoami",
+    "Work",
     "Workspace",
     "artifact_resource",
     "error_from_problem",

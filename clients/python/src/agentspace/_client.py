@@ -12,12 +12,16 @@ from typing import TYPE_CHECKING, Any
 from ._errors import InvalidError, LockedError, NoTaskError, ProtocolError
 from ._http import Transport, check_answer
 from ._models import (
+    AgentPause,
     Artifact,
     ArtifactPage,
     BatchResult,
     Event,
     EventPage,
+    InboxEvent,
+    InboxPage,
     Lease,
+    Msg,
     Note,
     NotePage,
     Status,
@@ -31,6 +35,7 @@ from ._models import (
 
 if TYPE_CHECKING:
     from ._helpers import ClaimHolder, LockHolder
+    from ._wait import Work
 
 __all__ = ["Workspace", "Op", "Seconds", "artifact_resource", "task_resource"]
 
@@ -70,6 +75,15 @@ OPERATIONS: dict[str, str] = {
     "listAgents": "list_agents",
     "getAgent": "get_agent",
     "stopAgent": "stop_agent",
+    "pauseAgent": "pause_agent",
+    "resumeAgent": "resume_agent",
+    "sendMessage": "send_message",
+    "getMessage": "get_message",
+    "ackMessage": "ack_message",
+    "escalateMessages": "escalate_messages",
+    "readInbox": "inbox",
+    "markInboxRead": "mark_read",
+    "streamInbox": "follow_inbox",
     "streamEvents": "follow",
     "readEvents": "read_events",
     "eventsHead": "events_head",
@@ -210,6 +224,43 @@ class Op:
     def release_lock(resource: str, token: int, *, message: str | None = None) -> dict[str, Any]:
         """Release a lease the batch's actor holds with token."""
         return _clean({"op": "release_lock", "resource": resource, "token": token, "message": message})
+
+    @staticmethod
+    def send_message(to: str | Sequence[str], body: str = "", *, subject: str | None = None, type: str | None = None,
+                     severity: str | None = None, data: Mapping[str, Any] | None = None, requires_ack: bool = False,
+                     deadline: datetime | None = None, escalate_to: Sequence[str] | None = None, reply_to: str | None = None,
+                     each: bool = False) -> dict[str, Any]:
+        """Send a message as the batch's actor, atomically with the batch's
+        other writes (its OpResult's ``message``)."""
+        return {"op": "send_message", "msg": _new_msg(to, body, subject=subject, type=type, severity=severity, data=data,
+                                                      requires_ack=requires_ack, deadline=deadline, escalate_to=escalate_to,
+                                                      reply_to=reply_to, each=each)}
+
+    @staticmethod
+    def ack_message(id: str, reply: str | None = None) -> dict[str, Any]:
+        """Acknowledge a message as the batch's actor, with an optional short reply."""
+        return _clean({"op": "ack_message", "id": id, "reply": reply})
+
+    @staticmethod
+    def pause_actor(actor: str, *, message: str | None = None, ack_timeout: Seconds | None = None) -> dict[str, Any]:
+        """Pause an agent (needs the admin "tokens" right); see Workspace.pause_agent."""
+        return _clean({"op": "pause_actor", "actor": actor, "message": message, "ack_timeout": duration(ack_timeout, "ack_timeout")})
+
+    @staticmethod
+    def resume_actor(actor: str, *, message: str | None = None) -> dict[str, Any]:
+        """Resume a paused agent (needs the admin "tokens" right)."""
+        return _clean({"op": "resume_actor", "actor": actor, "message": message})
+
+
+def _new_msg(to: str | Sequence[str], body: str, *, subject: str | None, type: str | None, severity: str | None,
+             data: Mapping[str, Any] | None, requires_ack: bool, deadline: datetime | None, escalate_to: Sequence[str] | None,
+             reply_to: str | None, each: bool) -> dict[str, Any]:
+    """Return a new message in the wire's shape; a single recipient may be
+    given as a string."""
+    return _clean({"to": [to] if isinstance(to, str) else list(to), "body": body or None, "subject": subject, "type": type,
+                   "severity": severity, "data": dict(data) if data is not None else None, "requires_ack": requires_ack or None,
+                   "deadline": format_time(deadline), "escalate_to": list(escalate_to) if escalate_to is not None else None,
+                   "reply_to": reply_to, "each": each or None})
 
 
 class Workspace:
@@ -569,15 +620,17 @@ class Workspace:
         self._t.request("POST", "/v1/events/compact", body={"floor": floor}, retry=True)
 
     def gc(self, *, keep_events: int | None = None, keep_events_for: Seconds | None = None, keep_versions: int | None = None,
-           keep_tasks_for: Seconds | None = None, min_events: int | None = None, reclaim: bool = False, dry_run: bool = False,
-           batch: int | None = None, batch_time: Seconds | None = None) -> dict[str, Any]:
+           keep_tasks_for: Seconds | None = None, keep_messages_for: Seconds | None = None, min_events: int | None = None,
+           reclaim: bool = False, dry_run: bool = False, batch: int | None = None, batch_time: Seconds | None = None) -> dict[str, Any]:
         """Remove what the retention policy given does not keep, in short
         transactions (docs/retention.md); a zero or absent rule keeps
-        everything of its kind. Needs the admin "compact" right under a
+        everything of its kind (``keep_messages_for`` never removes a
+        message that still owes an ack). Needs the admin "compact" right under a
         policy. Returns the report: counts and bytes per kind, the floor
         before and after, batches."""
         body = {"keep_events": keep_events, "keep_events_for": duration(keep_events_for, "keep_events_for"),
                 "keep_versions": keep_versions, "keep_tasks_for": duration(keep_tasks_for, "keep_tasks_for"),
+                "keep_messages_for": duration(keep_messages_for, "keep_messages_for"),
                 "min_events": min_events, "reclaim": reclaim or None, "dry_run": dry_run or None, "batch": batch,
                 "batch_time": duration(batch_time, "batch_time")}
         v = self._t.request("POST", "/v1/admin/gc", body=_clean(body), retry=False)
@@ -607,6 +660,119 @@ class Workspace:
         "tokens" right. Returns what it did: tokens, leases, tasks, events."""
         v = self._t.request("POST", f"/v1/agents/{segment('actor', actor)}/stop", body=_clean({"message": message}), retry=False)
         return dict(check_answer(v, "stop_agent"))
+
+    def pause_agent(self, actor: str, *, message: str | None = None, ack_timeout: Seconds | None = None) -> AgentPause:
+        """Pause an agent: its writes fail with PausedError until
+        resume_agent, except acks, lock renewals, task heartbeats and
+        releases; nothing it holds is taken from it. It is sent a message
+        of type ``pause`` that needs its ack, by ``ack_timeout`` if given
+        (else escalated). Needs the admin "tokens" right. Pausing a paused
+        agent changes nothing and returns the first pause's message."""
+        body = _clean({"message": message, "ack_timeout": duration(ack_timeout, "ack_timeout")})
+        v = self._t.request("POST", f"/v1/agents/{segment('actor', actor)}/pause", body=body, retry=True)
+        return AgentPause.from_dict(check_answer(v, "pause_agent"))
+
+    def resume_agent(self, actor: str, *, message: str | None = None) -> AgentPause:
+        """Resume a paused agent (NotFoundError when it is not paused); it is
+        sent a ``resume`` message. Needs the admin "tokens" right."""
+        v = self._t.request("POST", f"/v1/agents/{segment('actor', actor)}/resume", body=_clean({"message": message}), retry=False)
+        return AgentPause.from_dict(check_answer(v, "resume_agent"))
+
+    # Messages (docs/messages.md).
+
+    def send_message(self, to: str | Sequence[str], body: str = "", *, subject: str | None = None, type: str | None = None,
+                     severity: str | None = None, data: Mapping[str, Any] | None = None, requires_ack: bool = False,
+                     deadline: datetime | None = None, escalate_to: Sequence[str] | None = None, reply_to: str | None = None,
+                     each: bool = False, idempotency_key: str | None = None) -> Msg:
+        """Send a message as the caller to ``to``: actors, and ``role:NAME``
+        for a role (answered by any one member, or by each with ``each``).
+        ``type`` defaults to ``note``, ``severity`` to ``info`` (warning,
+        error, critical); ``data`` is a JSON object. With ``requires_ack``
+        each recipient owes an ack, by ``deadline`` if given: past it the
+        message is escalated once to ``escalate_to`` (default role:admin).
+        A reply (``reply_to``) joins its parent's thread."""
+        payload = _new_msg(to, body, subject=subject, type=type, severity=severity, data=data, requires_ack=requires_ack,
+                           deadline=deadline, escalate_to=escalate_to, reply_to=reply_to, each=each)
+        key = idempotency_key or (self._new_key() if self._keys else None)
+        if key:
+            payload["idempotency_key"] = key
+        v = self._t.request("POST", "/v1/messages", body=payload, retry=key is not None)
+        return Msg.from_dict(check_answer(v, "send_message"))
+
+    def get_message(self, id: str) -> Msg:
+        """Read a message the caller sent or received (NotFoundError for
+        anyone else's, as if it did not exist)."""
+        return Msg.from_dict(check_answer(self._get("/v1/messages/" + segment("id", id)), "get_message"))
+
+    def ack_message(self, id: str, reply: str | None = None, *, idempotency_key: str | None = None) -> Msg:
+        """Acknowledge a message the caller owes an ack, with an optional
+        short reply. An ack is recorded once: acking again answers the
+        first ack's record."""
+        key = idempotency_key or (self._new_key() if self._keys else None)
+        v = self._t.request("POST", f"/v1/messages/{segment('id', id)}/ack", body=_clean({"reply": reply, "idempotency_key": key}),
+                            retry=key is not None)
+        return Msg.from_dict(check_answer(v, "ack_message"))
+
+    def escalate_messages(self) -> list[Msg]:
+        """Escalate the messages past their ack deadline now (a server does
+        it every second by itself); returns those escalated by this call."""
+        v = check_answer(self._t.request("POST", "/v1/messages/escalate", body={}, retry=True), "escalate_messages")
+        return [Msg.from_dict(x) for x in v.get("messages") or [] if isinstance(x, dict)]
+
+    def inbox(self, *, actor: str | None = None, unread: bool = False, unacked: bool = False, thread: str | None = None,
+              after: str | None = None, limit: int = 0, wait: Seconds | None = None) -> InboxPage:
+        """One page of the caller's inbox (``actor``: another's, with the
+        admin role), oldest first, with its unread and unacked counts:
+        ``unread`` keeps the messages after the read cursor, ``unacked``
+        those the caller still owes an ack, ``thread`` one thread's.
+
+        With ``wait`` (seconds) it is a long poll: it returns as soon as the
+        page would hold a message, or after ``wait`` with the empty page
+        and the counts. The server answers a long poll at its --max-wait
+        at most; this call asks again until ``wait`` has passed."""
+        q: dict[str, Any] = {"actor": actor, "unread": unread or None, "unacked": unacked or None, "thread": thread,
+                             "after": after, "limit": limit}
+        deadline = time.monotonic() + seconds_of(wait)
+        while True:
+            left = deadline - time.monotonic()
+            q["wait"] = duration(left, "wait") if left > 0 else None
+            v = self._t.request("GET", "/v1/inbox", query=q, retry=True, timeout=self._t.timeout + max(left, 0))
+            page = InboxPage.from_dict(check_answer(v, "inbox"))
+            if page.messages or deadline - time.monotonic() <= 0:
+                return page
+
+    def mark_read(self, id: str) -> None:
+        """Move the caller's read cursor to message ``id`` (never back): the
+        messages up to it are no longer unread, across restarts."""
+        self._t.request("POST", "/v1/inbox/read", body={"id": id}, retry=True)
+
+    def follow_inbox(self, after: int = 0, *, actor: str | None = None, heartbeat: Seconds = 5.0,
+                     reconnect_for: Seconds | None = None) -> Generator[InboxEvent, None, None]:
+        """Yield the caller's inbox as it changes, after seq ``after``, for
+        ever: each message sent to it or to a role it holds, and each ack or
+        escalation of one, as an InboxEvent (``seq``, ``type``, ``message``
+        as it stands). It resumes after a dropped connection or a server
+        restart from the last seq received: no gap, no duplicate. Pass a
+        record's ``seq`` as ``after`` to resume in another process. Close
+        the generator (or leave the loop) to stop."""
+        from ._sse import follow_inbox
+
+        q = {"actor": actor, "heartbeat": duration(heartbeat, "heartbeat")}
+        return follow_inbox(self._t, after, q, seconds_of(heartbeat), self._t.retry_for if reconnect_for is None else seconds_of(reconnect_for))
+
+    def wait_for_work(self, timeout: Seconds | None = None, *, labels: Mapping[str, str] | None = None,
+                      parent_id: str | None = None) -> Work:
+        """Block until the caller has an unread message or a task is ready
+        to claim (with these filters), whichever comes first, or
+        ``timeout`` seconds pass (None: for ever). Returns a Work: ``inbox``,
+        the unread page with its counts, and ``ready``, the tasks ready to
+        claim when a task woke the wait (best first; claim one with
+        claim_task: another agent may take it first). Both are empty after
+        the timeout. The wait is the inbox's long poll raced against the
+        task events' stream; nothing polls on a timer."""
+        from ._wait import wait_for_work
+
+        return wait_for_work(self, None if timeout is None else seconds_of(timeout), labels, parent_id)
 
     def follow(self, after: int = 0, *, types: Sequence[str] | None = None, actor: str | None = None,
                subject_kind: str | None = None, subject_id: str | None = None, subject_name: str | None = None,

@@ -26,11 +26,13 @@ __all__ = [
     "NoTaskError",
     "NotFoundError",
     "NotHolderError",
+    "PausedError",
     "ProtocolError",
     "ServerError",
     "ServerUnreachableError",
     "StaleFenceError",
     "TooLargeError",
+    "TooManyError",
     "UnavailableError",
     "error_from_problem",
 ]
@@ -109,6 +111,25 @@ class LockedError(AgentspaceError):
         self.holder: str = str(p.get("holder") or "")
         self.token: int = _int(p.get("token"))
         self.expires_at: datetime | None = parse_time(p.get("expires_at"))
+
+
+class PausedError(AgentspaceError):
+    """The actor is paused by an operator (423 ``paused``): its writes are
+    refused, but acks, lock renewals, task heartbeats and releases pass.
+
+    ``actor`` is the paused actor, ``by`` the operator, ``since`` when.
+    Ack the pause message (its type is ``pause``; ``inbox(unacked=True)``
+    lists it) and wait for the resume (``wait_for_work`` or ``inbox(wait=...)``).
+    """
+
+    code = "paused"
+
+    def __init__(self, detail: str = "", *, status: int = 0, problem: dict[str, Any] | None = None) -> None:
+        super().__init__(detail, status=status, problem=problem)
+        p = self.problem
+        self.actor: str = str(p.get("actor") or "")
+        self.by: str = str(p.get("by") or "")
+        self.since: datetime | None = parse_time(p.get("since"))
 
 
 class StaleFenceError(AgentspaceError):
@@ -198,6 +219,13 @@ class ForbiddenError(AgentspaceError):
     code = "forbidden"
 
 
+class TooManyError(AgentspaceError):
+    """The token holds as many streams as the server allows it (429
+    ``too_many``): end one (close its generator) before opening another."""
+
+    code = "too_many"
+
+
 class UnavailableError(AgentspaceError):
     """The server or its store cannot serve now (503: ``unavailable``,
     ``closed``, ``schema``, ``no_workspace``; 504 ``timeout``)."""
@@ -233,6 +261,7 @@ _BY_CODE: dict[str, type[AgentspaceError]] = {
     "already_exists": AlreadyExistsError,
     "conflict": ConflictError,
     "locked": LockedError,
+    "paused": PausedError,
     "stale_fence": StaleFenceError,
     "not_holder": NotHolderError,
     "lock_lost": LockLostError,
@@ -244,6 +273,7 @@ _BY_CODE: dict[str, type[AgentspaceError]] = {
     "too_large": TooLargeError,
     "unauthorized": AuthError,
     "forbidden": ForbiddenError,
+    "too_many": TooManyError,
     "unavailable": UnavailableError,
     "closed": UnavailableError,
     "schema": UnavailableError,

@@ -72,7 +72,10 @@ class Transport:
                     break
             else:
                 url = DEFAULT_URL
-        actor = actor if actor is not None else os.environ.get("AGENTSPACE_ACTOR") or None
+        actor_source = "actor"
+        if actor is None and os.environ.get("AGENTSPACE_ACTOR"):
+            actor, actor_source = os.environ["AGENTSPACE_ACTOR"], "AGENTSPACE_ACTOR"
+        actor = actor or None
         u = urllib.parse.urlsplit(url)
         if u.query and not u.fragment:
             # A wsctl DSN may carry the token as ws_token (and nothing else).
@@ -101,6 +104,11 @@ class Transport:
         self.url = url
         self.token = token
         self.actor = actor
+        self._actor_source = actor_source
+        # With both a token and an actor, the first request checks that the
+        # token acts as that actor (see _check_actor); True once it does.
+        self._actor_checked = not (token and actor)
+        self._check_mu = threading.Lock()
         self.timeout = timeout
         self.retry_for = retry_for
         self._ssl = ssl_context
@@ -152,13 +160,51 @@ class Transport:
             c.close()
 
     def headers(self, accept: str = "application/json") -> dict[str, str]:
-        """Return the headers every request carries."""
+        """Return the headers every request carries: the token, or without
+        one the actor. A token acts as its own actor only: the first call
+        of a transport given both checks that they agree (InvalidError
+        naming both when they do not)."""
+        if not self._actor_checked:
+            self._check_actor()
         h = {"Accept": accept, "User-Agent": "agentspace-python/1"}
         if self.token:
             h["Authorization"] = "Bearer " + self.token
         elif self.actor:
             h["X-Agentspace-Actor"] = self.actor
         return h
+
+    def _check_actor(self) -> None:
+        """Ask the server whom the token acts as, once, and refuse an actor
+        that is another: the server would refuse every request naming it
+        (403), and acting as the token's actor instead would record the
+        work under a name the caller did not give."""
+        with self._check_mu:
+            if self._actor_checked:
+                return
+            c = self.new_connection(self.timeout)
+            try:
+                c.request("GET", self.prefix + "/v1/whoami", headers={"Accept": "application/json", "Authorization": "Bearer " + str(self.token)})
+                resp = c.getresponse()
+                raw = resp.read()
+            except (OSError, http.client.HTTPException):
+                return  # unreachable now: the request itself will say so, and the next one checks again
+            finally:
+                c.close()
+            if resp.status >= 300:
+                raise error_from_body(resp.status, raw)
+            try:
+                who = json.loads(raw).get("actor")
+            except (ValueError, AttributeError) as e:
+                raise ProtocolError("whoami: malformed answer", status=resp.status) from e
+            if who != self.actor:
+                src = "the actor given" if self._actor_source == "actor" else self._actor_source
+                reason = f"is not the token's actor {who!r}"
+                raise InvalidError(
+                    f"{src} names {self.actor!r} but the token acts as {who!r}: a token acts as its own actor only; "
+                    f"drop the actor (or name {who!r}), or use a token of {self.actor!r}",
+                    problem={"code": "invalid", "field": "actor", "reason": reason},
+                )
+            self._actor_checked = True
 
     def target(self, path: str, query: dict[str, Any] | None = None) -> str:
         """Return the request target: the prefix, the path and the query."""

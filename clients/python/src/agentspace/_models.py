@@ -20,7 +20,12 @@ __all__ = [
     "BatchResult",
     "Event",
     "EventPage",
+    "AgentPause",
+    "InboxEvent",
+    "InboxPage",
     "Lease",
+    "Msg",
+    "MsgAck",
     "Note",
     "NotePage",
     "OpResult",
@@ -355,6 +360,177 @@ class Event:
 
 
 @dataclass(slots=True)
+class MsgAck:
+    """One recorded acknowledgement of a message."""
+
+    by: str = ""  # who acked
+    for_: str = ""  # the obligation it answered ("for" on the wire): the actor, or "role:NAME"
+    at: datetime | None = None
+    reply: str = ""
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MsgAck:
+        """Read the wire shape."""
+        return cls(by=_s(d, "by"), for_=_s(d, "for"), at=parse_time(d.get("at")), reply=_s(d, "reply"))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the wire shape."""
+        out: dict[str, Any] = {"by": self.by, "for": self.for_}
+        _put_time(out, "at", self.at)
+        if self.reply:
+            out["reply"] = self.reply
+        return out
+
+
+@dataclass(slots=True)
+class Msg:
+    """A message between agents. ``from_`` (``from`` on the wire) is the
+    principal that sent it, never a field the sender sets; ``pending``
+    lists who still owes an ack (actors, and ``role:NAME`` for a role any
+    one member answers for); ``data`` is a JSON object or None."""
+
+    id: str
+    thread: str = ""  # the thread's first message's id
+    reply_to: str = ""
+    from_: str = ""
+    to: list[str] = field(default_factory=list)  # actors and "role:NAME"
+    each: bool = False  # a role message that each member of the role answers
+    type: str = ""  # note, question, pause, resume, shadow_discarded, ...
+    severity: str = ""  # info, warning, error, critical
+    subject: str = ""
+    body: str = ""
+    data: dict[str, Any] | None = None
+    requires_ack: bool = False
+    deadline: datetime | None = None
+    escalate_to: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+    acks: list[MsgAck] = field(default_factory=list)
+    escalated_at: datetime | None = None
+    version: int = 0
+    sent_at: datetime | None = None
+
+    def owed_by(self, actor: str) -> bool:
+        """Report whether actor still owes this message an ack by name
+        (an obligation of a role it holds is listed as ``role:NAME``)."""
+        return self.requires_ack and actor in self.pending
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Msg:
+        """Read the wire shape."""
+        data = d.get("data")
+        return cls(
+            id=_s(d, "id"), thread=_s(d, "thread"), reply_to=_s(d, "reply_to"), from_=_s(d, "from"), to=_strs(d, "to"),
+            each=d.get("each") is True, type=_s(d, "type"), severity=_s(d, "severity"), subject=_s(d, "subject"),
+            body=_s(d, "body"), data=data if isinstance(data, dict) else None, requires_ack=d.get("requires_ack") is True,
+            deadline=parse_time(d.get("deadline")), escalate_to=_strs(d, "escalate_to"), pending=_strs(d, "pending"),
+            acks=[MsgAck.from_dict(x) for x in _dicts(d, "acks")], escalated_at=parse_time(d.get("escalated_at")),
+            version=_i(d, "version"), sent_at=parse_time(d.get("sent_at")),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the wire shape."""
+        out: dict[str, Any] = {
+            "id": self.id, "thread": self.thread, "from": self.from_, "to": list(self.to), "type": self.type,
+            "severity": self.severity, "subject": self.subject, "body": self.body, "requires_ack": self.requires_ack,
+            "version": self.version,
+        }
+        if self.reply_to:
+            out["reply_to"] = self.reply_to
+        if self.each:
+            out["each"] = True
+        if self.data is not None:
+            out["data"] = dict(self.data)
+        if self.escalate_to:
+            out["escalate_to"] = list(self.escalate_to)
+        if self.pending:
+            out["pending"] = list(self.pending)
+        if self.acks:
+            out["acks"] = [a.to_dict() for a in self.acks]
+        _put_time(out, "deadline", self.deadline)
+        _put_time(out, "escalated_at", self.escalated_at)
+        _put_time(out, "sent_at", self.sent_at)
+        return out
+
+
+@dataclass(slots=True)
+class InboxPage:
+    """One page of an inbox, oldest first, with the inbox's counts:
+    ``unread`` (after the read cursor) and ``unacked`` (acks still owed),
+    ``cursor`` (the last message marked read) and ``paused`` (the actor is
+    paused by an operator). Pass ``next`` as ``after`` for the next page."""
+
+    messages: list[Msg] = field(default_factory=list)
+    next: str = ""
+    cursor: str = ""
+    unread: int = 0
+    unacked: int = 0
+    paused: bool = False
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> InboxPage:
+        """Read the wire shape."""
+        return cls(messages=[Msg.from_dict(x) for x in _dicts(d, "messages")], next=_s(d, "next"), cursor=_s(d, "cursor"),
+                   unread=_i(d, "unread"), unacked=_i(d, "unacked"), paused=d.get("paused") is True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the wire shape."""
+        out: dict[str, Any] = {"messages": [m.to_dict() for m in self.messages], "unread": self.unread, "unacked": self.unacked}
+        if self.next:
+            out["next"] = self.next
+        if self.cursor:
+            out["cursor"] = self.cursor
+        if self.paused:
+            out["paused"] = True
+        return out
+
+
+@dataclass(slots=True)
+class InboxEvent:
+    """One record of an inbox stream: the log's event (``seq``, ``type``:
+    message.sent, message.acked or message.escalated) and its message as
+    it stood when the server read it."""
+
+    seq: int
+    type: str = ""
+    message: Msg = field(default_factory=lambda: Msg(id=""))
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> InboxEvent:
+        """Read the wire shape."""
+        m = d.get("message")
+        return cls(seq=_i(d, "seq"), type=_s(d, "type"), message=Msg.from_dict(m if isinstance(m, dict) else {}))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the wire shape."""
+        return {"seq": self.seq, "type": self.type, "message": self.message.to_dict()}
+
+
+@dataclass(slots=True)
+class AgentPause:
+    """What pausing or resuming an agent did, in one batch: the message it
+    sent the agent (the pause message the agent must ack; the resume
+    message) and the batch's events."""
+
+    actor: str = ""
+    message: Msg | None = None
+    events: list[Event] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> AgentPause:
+        """Read the wire shape."""
+        m = d.get("message")
+        return cls(actor=_s(d, "actor"), message=Msg.from_dict(m) if isinstance(m, dict) else None,
+                   events=[Event.from_dict(x) for x in _dicts(d, "events")])
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the wire shape."""
+        out: dict[str, Any] = {"actor": self.actor, "events": [e.to_dict() for e in self.events]}
+        if self.message is not None:
+            out["message"] = self.message.to_dict()
+        return out
+
+
+@dataclass(slots=True)
 class ArtifactPage:
     """One page of artifacts (metadata only), by name. Pass ``next`` as
     ``after`` for the next page; it is empty at the end."""
@@ -433,15 +609,17 @@ class OpResult:
     artifact: Artifact | None = None
     task: Task | None = None
     note: Note | None = None
+    message: Msg | None = None  # what send_message, ack_message and pause_actor wrote
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> OpResult:
         """Read the wire shape."""
-        a, t, n = d.get("artifact"), d.get("task"), d.get("note")
+        a, t, n, m = d.get("artifact"), d.get("task"), d.get("note"), d.get("message")
         return cls(
             artifact=Artifact.from_dict(a) if isinstance(a, dict) else None,
             task=Task.from_dict(t) if isinstance(t, dict) else None,
             note=Note.from_dict(n) if isinstance(n, dict) else None,
+            message=Msg.from_dict(m) if isinstance(m, dict) else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -453,6 +631,8 @@ class OpResult:
             out["task"] = self.task.to_dict()
         if self.note is not None:
             out["note"] = self.note.to_dict()
+        if self.message is not None:
+            out["message"] = self.message.to_dict()
         return out
 
 

@@ -1,0 +1,261 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentspace/agentspace/policy"
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// A pause is a sealed "pause" note keyed by the actor's name (before any
+// "#suffix": a pause of bob covers bob#merger-1). Every write of a paused
+// actor that could change the team's state (a batch, a claim, an acquire)
+// is refused with a *PausedError, on every backend and behind every
+// server. Acks, renewals (lock renew, task heartbeat) and releases pass:
+// they answer the operator or keep what the agent holds alive, or give it
+// up.
+//
+// Writers read the pauses from a cache of the core's (pauseCache), not in
+// their own transactions, so that a write costs no read more (a Postgres
+// write stays one predicted round trip). Invariant: a pause or resume
+// committed through a core binds that core's next write at once (its
+// commit clears the cache), and any other core's within
+// Options.PolicyRecheck, the bound the policy itself binds within (0 in
+// the DSN: every write reads them).
+
+type pauseRecord struct {
+	By      string    `json:"by"`
+	At      time.Time `json:"at"`
+	Message string    `json:"message"` // the pause message's ID
+}
+
+func init() {
+	declare(opEntry[workspace.PauseActorOp]{
+		check: func(_ *handle, o workspace.PauseActorOp) error {
+			if err := checkActor(o.Actor); err != nil {
+				return err
+			}
+			if o.AckTimeout < 0 || o.AckTimeout > workspace.MaxTTL {
+				return invalid("ack timeout", "%v is out of range (0 for none, at most %v)", o.AckTimeout, workspace.MaxTTL)
+			}
+			return checkText("message", o.Message, workspace.MaxTextLen)
+		},
+		message: func(o workspace.PauseActorOp) string { return o.Message },
+		action: func(_ context.Context, _ *exec, _ who, o workspace.PauseActorOp, _ bool) (policy.Action, string, workspace.Subject, error) {
+			return policy.AdminTokens, "", workspace.Subject{Kind: workspace.SubjectActor, Name: o.Actor}, nil
+		},
+		apply: func(ctx context.Context, x *exec, o workspace.PauseActorOp) (workspace.OpResult, error) {
+			m, err := x.pauseActor(ctx, o)
+			return workspace.OpResult{Msg: m}, err
+		},
+		operator: true,
+	})
+	declare(opEntry[workspace.ResumeActorOp]{
+		check: func(_ *handle, o workspace.ResumeActorOp) error {
+			if err := checkActor(o.Actor); err != nil {
+				return err
+			}
+			return checkText("message", o.Message, workspace.MaxTextLen)
+		},
+		message: func(o workspace.ResumeActorOp) string { return o.Message },
+		action: func(_ context.Context, _ *exec, _ who, o workspace.ResumeActorOp, _ bool) (policy.Action, string, workspace.Subject, error) {
+			return policy.AdminTokens, "", workspace.Subject{Kind: workspace.SubjectActor, Name: o.Actor}, nil
+		},
+		apply: func(ctx context.Context, x *exec, o workspace.ResumeActorOp) (workspace.OpResult, error) {
+			return workspace.OpResult{}, x.resumeActor(ctx, o)
+		},
+		operator: true,
+	})
+}
+
+// baseActor is actor without a "#suffix": the agent a process lease of
+// its (the merge queue's merger#PID-…) belongs to.
+func baseActor(actor string) string {
+	base, _, _ := strings.Cut(actor, "#")
+	return base
+}
+
+// paused returns actor's pause, or nil.
+func paused(ctx context.Context, tx ReadTx, actor string) (*pauseRecord, error) {
+	n, err := tx.Note(ctx, pauseKind, baseActor(actor))
+	if errors.Is(err, workspace.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var p pauseRecord
+	if err := json.Unmarshal([]byte(n.Body), &p); err != nil {
+		return nil, fmt.Errorf("pause of %q: stored record is corrupt: %w", n.Key, err)
+	}
+	return &p, nil
+}
+
+// checkPaused refuses a batch of a paused actor unless it only acks.
+func (x *exec) checkPaused(ctx context.Context, ops []workspace.Op) error {
+	onlyAcks := true
+	for _, op := range ops {
+		if _, ok := op.(workspace.AckMessageOp); !ok {
+			onlyAcks = false
+			break
+		}
+	}
+	if onlyAcks {
+		return nil
+	}
+	return x.gate(ctx)
+}
+
+// gate refuses a write of x.actor while it is paused (x.paused, read
+// from the core's cache before the transaction).
+func (x *exec) gate(_ context.Context) error {
+	if p := x.paused; p != nil {
+		return &workspace.PausedError{Actor: x.actor, By: p.By, Since: p.At}
+	}
+	return nil
+}
+
+// pauseCache is a core's copy of the store's pauses, by actor, and when it
+// was read (zero: never, or cleared by a pause or resume of this core's).
+type pauseCache struct {
+	mu  sync.Mutex
+	at  time.Time
+	set map[string]pauseRecord
+}
+
+// clear makes the next write read the pauses again.
+func (c *pauseCache) clear() {
+	c.mu.Lock()
+	c.at = time.Time{}
+	c.mu.Unlock()
+}
+
+// pauseOf returns actor's pause as the core's cache has it, reading the
+// store's pauses when the copy is older than Options.PolicyRecheck.
+func (h *handle) pauseOf(ctx context.Context, actor string) (*pauseRecord, error) {
+	c := &h.pauses
+	now := time.Now()
+	c.mu.Lock()
+	fresh := !c.at.IsZero() && h.opts.PolicyRecheck > 0 && now.Sub(c.at) < h.opts.PolicyRecheck
+	set := c.set
+	c.mu.Unlock()
+	if !fresh {
+		read := map[string]pauseRecord{}
+		err := h.storeView(ctx, nil, func(tx ReadTx) error {
+			clear(read)
+			q := NoteQuery{Kind: pauseKind, Limit: maxPageLimit}
+			for {
+				page, err := tx.ListNotes(ctx, q)
+				if err != nil {
+					return err
+				}
+				for _, n := range page {
+					var p pauseRecord
+					if err := json.Unmarshal([]byte(n.Body), &p); err != nil {
+						return fmt.Errorf("pause of %q: stored record is corrupt: %w", n.Key, err)
+					}
+					read[n.Key] = p
+				}
+				if len(page) < q.Limit {
+					return nil
+				}
+				q.AfterKind, q.AfterKey = pauseKind, page[len(page)-1].Key
+			}
+		})
+		if err != nil {
+			return nil, wrapErr("pause", err)
+		}
+		c.mu.Lock()
+		if c.at.IsZero() || c.at.Before(now) {
+			c.at, c.set = now, read
+		}
+		c.mu.Unlock()
+		set = read
+	}
+	if p, ok := set[baseActor(actor)]; ok {
+		return &p, nil
+	}
+	return nil, nil
+}
+
+// pauseActor records o.Actor's pause and sends it the pause message,
+// which needs its ack (by o.AckTimeout, if set). A second pause of a
+// paused actor changes nothing and returns the first's message.
+func (x *exec) pauseActor(ctx context.Context, o workspace.PauseActorOp) (*workspace.Msg, error) {
+	actor := baseActor(o.Actor)
+	if p, err := paused(ctx, x.tx, actor); err != nil {
+		return nil, err
+	} else if p != nil {
+		m, err := getMsg(ctx, x.tx, p.Message)
+		if err != nil {
+			return nil, err
+		}
+		return &m, nil
+	}
+	body := o.Message
+	if body == "" {
+		body = fmt.Sprintf("%s paused you: your writes are refused until you are resumed. Acknowledge this message, finish no work, and wait.", x.actor)
+	}
+	in := workspace.NewMsg{To: []string{actor}, Type: "pause", Severity: workspace.SeverityWarning,
+		Subject: "paused by " + x.actor, Body: body, RequiresAck: true}
+	if o.AckTimeout > 0 {
+		in.Deadline = x.msgNow().Add(o.AckTimeout)
+	}
+	data, _ := json.Marshal(map[string]any{"actor": actor, "by": x.actor})
+	in.Data = data
+	// The operator's pause reaches any actor, seen before or not.
+	m, err := x.sendMessage(ctx, in, x.actor)
+	if err != nil {
+		return nil, err
+	}
+	b, _ := json.Marshal(pauseRecord{By: x.actor, At: x.now, Message: m.ID})
+	if err := x.tx.PutNote(ctx, workspace.Note{Kind: pauseKind, Key: actor, Title: "paused by " + x.actor, Body: string(b),
+		Author: x.actor, Version: 1, CreatedAt: x.now, UpdatedAt: x.now, UpdatedBy: x.actor}); err != nil {
+		return nil, err
+	}
+	x.emit(workspace.EventActorPaused, workspace.Subject{Kind: workspace.SubjectActor, ID: actor, Name: actor}, 1, o.Message)
+	return m, nil
+}
+
+// resumeActor lifts o.Actor's pause and tells it so.
+func (x *exec) resumeActor(ctx context.Context, o workspace.ResumeActorOp) error {
+	actor := baseActor(o.Actor)
+	p, err := paused(ctx, x.tx, actor)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		return fmt.Errorf("actor %q is not paused: %w", truncate(actor, 64), workspace.ErrNotFound)
+	}
+	if err := x.tx.DeleteNote(ctx, pauseKind, actor); err != nil {
+		return err
+	}
+	body := o.Message
+	if body == "" {
+		body = fmt.Sprintf("%s resumed you: your writes are accepted again.", x.actor)
+	}
+	if _, err := x.sendOperatorMessage(ctx, workspace.NewMsg{To: []string{actor}, ReplyTo: p.Message, Type: "resume",
+		Subject: "resumed by " + x.actor, Body: body}); err != nil {
+		return err
+	}
+	x.emit(workspace.EventActorResumed, workspace.Subject{Kind: workspace.SubjectActor, ID: actor, Name: actor}, 1, o.Message)
+	return nil
+}
+
+// touchesPauses reports whether ops pause or resume an actor: the core's
+// cache of pauses is then stale.
+func touchesPauses(ops []workspace.Op) bool {
+	for _, op := range ops {
+		switch op.(type) {
+		case workspace.PauseActorOp, workspace.ResumeActorOp:
+			return true
+		}
+	}
+	return false
+}
