@@ -79,7 +79,9 @@ func TestRunAllProducesARowPerWorkloadVariantAndLevel(t *testing.T) {
 		assert.Positive(t, r.OpsPerSec, "%s %s c=%d", r.Workload, r.Variant, r.Concurrency)
 		assert.GreaterOrEqual(t, r.P99us, r.P50us, "%s %s c=%d", r.Workload, r.Variant, r.Concurrency)
 		if r.Workload == "W8" {
-			assert.Positive(t, r.RawP50us, "the polling baseline ran")
+			// Its latencies may be 0: a poll can find the message before
+			// the sender's call has returned.
+			assert.Positive(t, r.RawOpsPerSec, "the polling baseline ran")
 		}
 		if r.Workload == "W1" {
 			assert.Positive(t, r.RawOpsPerSec)
