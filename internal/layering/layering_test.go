@@ -210,8 +210,8 @@ func TestBackendTestBinariesLinkNoBench(t *testing.T) {
 // lists what users call, and nothing an implementer, a face or a codec
 // needs (those live in workspace/driver, workspace/touch, wire and
 // internal/...); messages and pauses (their records, inbox, ops and
-// error) are eleven of its lines.
-const maxUserDocLines = 110
+// error) are eleven of its lines, and an import's report one.
+const maxUserDocLines = 111
 
 // TestTheUserPackageStaysSmall counts the lines of `go doc -short
 // ./workspace` and looks for the names that left it for the SPI or the
