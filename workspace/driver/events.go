@@ -109,6 +109,7 @@ func (b *hub) publish(evs []workspace.Event) {
 		return
 	}
 	b.h.own.publish(time.Now())
+	b.h.pauses.clearOn(evs)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if evs[0].Seq <= b.head {

@@ -24,8 +24,9 @@ import (
 // Writers read the pauses from a cache of the core's (pauseCache), not in
 // their own transactions, so that a write costs no read more (a Postgres
 // write stays one predicted round trip). Invariant: a pause or resume
-// committed through a core binds that core's next write at once (its
-// commit clears the cache), and any other core's within
+// committed through a core binds that core's writes from the moment its
+// events are published (the hub clears the cache before it wakes anyone,
+// and a read a clear overtook is not kept), and any other core's within
 // Options.PolicyRecheck, the bound the policy itself binds within (0 in
 // the DSN: every write reads them).
 
@@ -127,13 +128,29 @@ type pauseCache struct {
 	mu  sync.Mutex
 	at  time.Time
 	set map[string]pauseRecord
+	// gen counts clears: a read that a clear overtook (it may have read
+	// before the pause committed) does not install what it read.
+	gen uint64
 }
 
 // clear makes the next write read the pauses again.
 func (c *pauseCache) clear() {
 	c.mu.Lock()
 	c.at = time.Time{}
+	c.gen++
 	c.mu.Unlock()
+}
+
+// clearOn clears the cache if evs pause or resume an actor: the hub calls
+// it with a commit of its core's before it wakes anyone, so that a writer
+// woken by a pause (its pause message) already sees it.
+func (c *pauseCache) clearOn(evs []workspace.Event) {
+	for _, e := range evs {
+		if e.Type == workspace.EventActorPaused || e.Type == workspace.EventActorResumed {
+			c.clear()
+			return
+		}
+	}
 }
 
 // pauseOf returns actor's pause as the core's cache has it, reading the
@@ -143,7 +160,7 @@ func (h *handle) pauseOf(ctx context.Context, actor string) (*pauseRecord, error
 	now := time.Now()
 	c.mu.Lock()
 	fresh := !c.at.IsZero() && h.opts.PolicyRecheck > 0 && now.Sub(c.at) < h.opts.PolicyRecheck
-	set := c.set
+	set, gen := c.set, c.gen
 	c.mu.Unlock()
 	if !fresh {
 		read := map[string]pauseRecord{}
@@ -172,7 +189,7 @@ func (h *handle) pauseOf(ctx context.Context, actor string) (*pauseRecord, error
 			return nil, wrapErr("pause", err)
 		}
 		c.mu.Lock()
-		if c.at.IsZero() || c.at.Before(now) {
+		if c.gen == gen && (c.at.IsZero() || c.at.Before(now)) {
 			c.at, c.set = now, read
 		}
 		c.mu.Unlock()
