@@ -430,7 +430,7 @@ func testMessageRacingAcks(t *testing.T, h Harness) {
 // resume lifts the gate. Pausing needs the admin right.
 func testPauseGatesWrites(t *testing.T, h Harness) {
 	ctx := testCtx(t)
-	_, ws := fresh(t, h)
+	dsn, ws := fresh(t, h)
 	_, err := ws.Tasks().Create(ctx, as("lead"), workspace.NewTask{Title: "t1"})
 	require.NoError(t, err)
 	_, err = ws.Tasks().Create(ctx, as("lead"), workspace.NewTask{Title: "t2"})
@@ -465,6 +465,11 @@ func testPauseGatesWrites(t *testing.T, h Harness) {
 	assert.ErrorIs(t, err, workspace.ErrPaused, "a process of the actor's is paused with it")
 	_, err = ws.Messages().Send(w, as("w"), workspace.NewMsg{To: []string{"root"}, Body: "why?"})
 	assert.ErrorIs(t, err, workspace.ErrPaused)
+	// Another store's handle that reads the pauses for every write
+	// (ws_policy_recheck=0) is held by the gate too.
+	other := open(t, dsnWith(storeDSN(h, dsn), "ws_policy_recheck", "0"))
+	_, err = other.Artifacts().Create(w, as("w"), workspace.NewArtifact{Name: "other.md", Content: []byte("x")})
+	assert.ErrorIs(t, err, workspace.ErrPaused, "the pause holds on a handle of another store")
 	after, err := ws.Events().Head(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, head, after, "refused writes leave no trace")
