@@ -46,7 +46,7 @@ func w8Case(e *env, variant string, pollEvery time.Duration) bcase {
 		poll := func(ctx context.Context) (time.Time, error) {
 			// A poller's phase is not the sender's: its first look is
 			// anywhere in the interval.
-			next := time.Now().Add(rand.N(pollEvery))
+			next := time.Now().Add(rand.N(pollEvery)) // #nosec G404 -- a poller's phase needs no unpredictability
 			for {
 				select {
 				case <-ctx.Done():

@@ -198,7 +198,8 @@ func (a *app) loadHookState(actor, session string) (hookState, func(hookState)) 
 	}
 	sum := sha256.Sum256([]byte(actor + "\x00" + session + "\x00" + a.dsnKey()))
 	file := filepath.Join(dir, "agentspace", "hook-"+hex.EncodeToString(sum[:8])+".json")
-	if b, err := os.ReadFile(file); err == nil { // #nosec G304 -- a file of our own, named by a hash
+	b, err := os.ReadFile(file) // #nosec G304 -- a file of our own, named by a hash
+	if err == nil {
 		_ = json.Unmarshal(b, &st)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return hookState{}, func(hookState) {}
