@@ -337,6 +337,7 @@ func testLockWaitRelease(t *testing.T, h Harness) {
 	_, err := ws2.Locks().Acquire(short, workspace.AcquireRequest{Resource: "role:leader", Owner: "bob", TTL: time.Minute, Wait: true})
 	assert.ErrorIs(t, err, context.DeadlineExceeded, "a wait ends with its context")
 
+	started := time.Now()
 	waiter := goCall(t, func() (workspace.Lease, error) {
 		return ws2.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "role:leader", Owner: "bob", TTL: time.Minute, Wait: true})
 	})
@@ -357,10 +358,11 @@ func testLockWaitRelease(t *testing.T, h Harness) {
 	assert.Equal(t, evs[2].Seq, evs[1].Seq+1, "lock.waited comes just before its lock.acquired")
 	waited, err := time.ParseDuration(evs[1].Message)
 	require.NoError(t, err, "lock.waited's message is a duration: %q", evs[1].Message)
-	// Its first try may take a while on a loaded machine (behind
-	// pgbouncer on CI, 55 ms once): the bound leaves it 150 ms.
-	assert.GreaterOrEqual(t, waited, 150*time.Millisecond, "bob waited at least the 300 ms before the release, less its first try")
-	assert.Less(t, waited, time.Minute)
+	// The wait is timed from the end of bob's first try, which a loaded
+	// machine may delay by any amount: what holds whatever the scheduling
+	// is that bob did wait, and no longer than this test saw him wait.
+	assert.Positive(t, waited, "bob waited")
+	assert.LessOrEqual(t, waited, time.Since(started), "bob's wait is no longer than the call the test made")
 }
 
 // testLockWaitExpiry: a waiter acquires when the holder's lease expires,
