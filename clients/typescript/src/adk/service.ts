@@ -39,10 +39,10 @@ import {
   type Session,
 } from "@google/adk";
 import { Agentspace, artifactText, type Artifact, type BatchOp, type Lease } from "../client.js";
-import { AgentspaceError, ConflictError, LockedError, NotFoundError, StaleFenceError, type Problem } from "../errors.js";
+import { ConflictError, LockedError, NotFoundError, StaleFenceError, type Problem } from "../errors.js";
 import type { ClientOptions } from "../transport.js";
 import { seg, unseg } from "../langgraph/names.js";
-import { PartLog, decode, encode, freshLog, moved, retrying, type LogState } from "../sessions/log.js";
+import { PartLog, decode, encode, failedOp, freshLog, moved, retrying, type LogState } from "../sessions/log.js";
 import { SessionLease, type LeaseOptions } from "../sessions/lease.js";
 
 /** AgentspaceSessionServiceOptions configure an AgentspaceSessionService. */
@@ -122,6 +122,15 @@ function split(delta: Record<string, unknown> | undefined): { app: Record<string
 }
 
 const empty = (o: Record<string, unknown>) => Object.keys(o).length === 0;
+
+/** Final carries an error that retrying must not retry: the head's own write failed. */
+class Final {
+  constructor(readonly error: unknown) {}
+}
+
+function unwrap(e: unknown): never {
+  throw e instanceof Final ? e.error : e;
+}
 
 /**
  * AgentspaceSessionService is a BaseSessionService whose records are
@@ -288,7 +297,10 @@ export class AgentspaceSessionService extends BaseSessionService {
           if (!empty(parts.app)) ops.push(this.scopedOp(this.appStateName(appName), app, parts.app));
           if (!empty(parts.user)) ops.push(this.scopedOp(this.userStateName(appName, userId), user, parts.user));
           const res = await this.ws.batch(ops, { actor: this.actor }).catch((e) => {
-            if (lease && e instanceof AgentspaceError && e.batchIndex === 0 && (e instanceof StaleFenceError || e instanceof LockedError)) lease.lose(e);
+            if (failedOp(e, ops.length) === 0) {
+              if (lease && (e instanceof StaleFenceError || e instanceof LockedError)) lease.lose(e);
+              throw new Final(e);
+            }
             throw e;
           });
           const a = res.results![0].artifact!;
@@ -296,8 +308,8 @@ export class AgentspaceSessionService extends BaseSessionService {
           return this.session(k, { version: a.version, doc, updated: updatedAt(a) }, merged(app, parts.app), merged(user, parts.user), []);
         },
         // The head's create is op 0: a taken id is the caller's to handle.
-        (e) => moved(e) && !(e instanceof AgentspaceError && e.batchIndex === 0),
-      );
+        (e) => moved(e),
+      ).catch(unwrap);
     });
   }
 
@@ -385,7 +397,7 @@ export class AgentspaceSessionService extends BaseSessionService {
             await this.ws.batch(ops, { actor: this.actor });
           } catch (e) {
             // Deleted by another writer meanwhile: done.
-            if (e instanceof NotFoundError && e.batchIndex === 0) return undefined;
+            if (e instanceof NotFoundError && failedOp(e, ops.length) === 0) return undefined;
             throw e;
           }
           return h.doc.log.parts.length < 999 ? undefined : h.doc.log.epoch;
@@ -453,7 +465,7 @@ export class AgentspaceSessionService extends BaseSessionService {
           try {
             res = await this.ws.batch(ops, { actor: this.actor });
           } catch (e) {
-            if (e instanceof AgentspaceError && e.batchIndex === 0) {
+            if (failedOp(e, ops.length) === 0) {
               if (e instanceof ConflictError) {
                 throw new StaleSessionError(`appendEvent: session ${k.sessionId} is at version ${e.current}, not ${known.version} as read (another writer appended): read it again`, {
                   expected: known.version,
@@ -462,6 +474,7 @@ export class AgentspaceSessionService extends BaseSessionService {
                 });
               }
               if (lease && (e instanceof StaleFenceError || e instanceof LockedError)) lease.lose(e);
+              throw new Final(e);
             }
             throw e;
           }
@@ -470,8 +483,8 @@ export class AgentspaceSessionService extends BaseSessionService {
           this.log.keep(plan.created);
           session.lastUpdateTime = updatedAt(a);
         },
-        (e) => moved(e) && !(e instanceof StaleSessionError) && !(e instanceof AgentspaceError && e.batchIndex === 0),
-      );
+        (e) => moved(e) && !(e instanceof StaleSessionError),
+      ).catch(unwrap);
     });
     await super.appendEvent({ session, event });
     return event;

@@ -19,7 +19,7 @@ import { Agentspace, artifactText, type BatchOp, type Lease } from "../client.js
 import { AgentspaceError, LockedError, NotFoundError, StaleFenceError } from "../errors.js";
 import type { ClientOptions } from "../transport.js";
 import { seg } from "../langgraph/names.js";
-import { PartLog, canonical, decode, encode, freshLog, moved, retrying, total, type LogState } from "../sessions/log.js";
+import { PartLog, canonical, decode, encode, failedOp, freshLog, moved, retrying, total, type LogState } from "../sessions/log.js";
 import { SessionLease, type LeaseOptions } from "../sessions/lease.js";
 
 /** AgentspaceSessionOptions configure an AgentspaceSession. */
@@ -210,14 +210,15 @@ export class AgentspaceSession implements SessionHistoryTransactionAwareSession 
             cur.version === 0
               ? { op: "create_artifact", name: this.headName, kind: "session", content_type: "application/json", content, fence: lease?.token }
               : { op: "update_artifact", name: this.headName, content, if_version: cur.version, fence: lease?.token };
+          const ops = [head, ...c.ops];
           try {
-            const res = await this.ws.batch([head, ...c.ops], { actor: this.actor });
+            const res = await this.ws.batch(ops, { actor: this.actor });
             this.head = { version: res.results![0].artifact!.version, doc: c.doc };
             this.log.keep(c.created);
             return c.result;
           } catch (e) {
             this.head = undefined;
-            if (lease && e instanceof AgentspaceError && e.batchIndex === 0 && (e instanceof StaleFenceError || e instanceof LockedError)) lease.lose(e);
+            if (lease && failedOp(e, ops.length) === 0 && (e instanceof StaleFenceError || e instanceof LockedError)) lease.lose(e);
             throw e;
           }
         },

@@ -18,7 +18,7 @@
 
 import { randomBytes } from "node:crypto";
 import { Agentspace, artifactText, type BatchOp } from "../client.js";
-import { AlreadyExistsError, ConflictError, NotFoundError } from "../errors.js";
+import { AgentspaceError, AlreadyExistsError, ConflictError, NotFoundError } from "../errors.js";
 import { backoff, sleep } from "../transport.js";
 
 /** PartRef is one part as the head lists it. */
@@ -319,6 +319,15 @@ export class PartLog<E> {
       });
     }
   }
+}
+
+/**
+ * failedOp is the index of the op a batch of n ops failed on, if the error
+ * says (a batch of one op fails as that op's write, with no index).
+ */
+export function failedOp(e: unknown, n: number): number | undefined {
+  if (!(e instanceof AgentspaceError)) return undefined;
+  return e.batchIndex ?? (n === 1 ? 0 : undefined);
 }
 
 /**
