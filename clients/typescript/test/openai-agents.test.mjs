@@ -219,6 +219,18 @@ test("every operation agrees with the SDK's MemorySession (a model check, with p
   }
 });
 
+test("a long session stays a few records: parts are merged, and none is left behind", async () => {
+  const ws = client("oa-long");
+  const s = new AgentspaceSession({ client: ws, prefix: unique("oa"), sessionId: "long", fanout: 3 });
+  for (let i = 0; i < 40; i++) await s.addItems([{ role: "user", content: `q${i}` }, { role: "user", content: `a${i}` }]);
+  const head = JSON.parse((await ws.artifacts.get(s.headName)).content);
+  assert.ok(head.log.parts.length <= 2 * 4 + 1, `${head.log.parts.length} parts for 40 appends`);
+  const stored = await ws.artifacts.list({ name_prefix: `${s.itemsFolder}/` });
+  assert.equal(stored.artifacts.length, head.log.parts.length, "every part is listed by the head");
+  const items = await new AgentspaceSession({ client: client(), prefix: s.prefix, sessionId: "long" }).getItems();
+  assert.deepEqual(items.map(text), Array.from({ length: 40 }, (_, i) => [`q${i}`, `a${i}`]).flat());
+});
+
 test("items keep their bytes; bad input gets a typed refusal", async () => {
   const s = new AgentspaceSession({ client: client("oa-bytes"), prefix: unique("oa") });
   const data = new Uint8Array([0, 1, 2, 250, 255]);

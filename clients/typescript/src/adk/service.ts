@@ -39,7 +39,7 @@ import {
   type Session,
 } from "@google/adk";
 import { Agentspace, artifactText, type Artifact, type BatchOp, type Lease } from "../client.js";
-import { ConflictError, LockedError, NotFoundError, StaleFenceError, type Problem } from "../errors.js";
+import { AgentspaceError, ConflictError, LockedError, NotFoundError, StaleFenceError, type Problem } from "../errors.js";
 import type { ClientOptions } from "../transport.js";
 import { seg, unseg } from "../langgraph/names.js";
 import { PartLog, decode, encode, failedOp, freshLog, moved, retrying, type LogState } from "../sessions/log.js";
@@ -410,6 +410,29 @@ export class AgentspaceSessionService extends BaseSessionService {
     });
   }
 
+  // merge merges the parts of the session's head after an append, once,
+  // conditional on the head this session object knows (if another writer
+  // moved it, the merge is dropped: that writer's next append merges). The
+  // object keeps knowing the head it wrote, so merging makes it no staler.
+  private async merge(k: Key, session: Session, lease: SessionLease | undefined): Promise<void> {
+    const h = this.known.get(session);
+    if (!h) return;
+    try {
+      const m = await this.log.planMerge(this.eventsFolder(k), h.doc.log);
+      if (!m) return;
+      const doc: HeadDoc = { ...h.doc, log: m.log };
+      const ops: BatchOp[] = [{ op: "update_artifact", name: this.headName(k), if_version: h.version, fence: lease?.token, content: encode(doc) }, ...m.ops];
+      const res = await this.ws.batch(ops, { actor: this.actor });
+      const a = res.results![0].artifact!;
+      this.known.set(session, { version: a.version, doc, updated: updatedAt(a) });
+      this.log.keep(m.created);
+      session.lastUpdateTime = updatedAt(a);
+    } catch (e) {
+      // The append stands. A fence the server refused (op 0, the head's write) means the lease is lost.
+      if (lease && e instanceof AgentspaceError && e.batchIndex === 0 && (e instanceof StaleFenceError || e instanceof LockedError)) lease.lose(e);
+    }
+  }
+
   /**
    * appendEvent commits the event with its state deltas (the session's,
    * the app's, the user's) in one batch, conditional on the session being
@@ -456,7 +479,7 @@ export class AgentspaceSessionService extends BaseSessionService {
               if (at >= 0) plan = this.log.planRewrite(base, known.doc.log, i, entries.map((e, j) => (j === at ? stored : e)));
             }
           }
-          plan ??= await this.log.planAppend(base, known.doc.log, [stored]);
+          plan ??= this.log.planAppend(base, known.doc.log, [stored]);
           const doc: HeadDoc = { ...known.doc, state: { ...known.doc.state, ...delta.session }, log: plan.log };
           const ops: BatchOp[] = [{ op: "update_artifact", name, if_version: known.version, fence: lease?.token, content: encode(doc) }, ...plan.ops];
           if (!empty(delta.app)) ops.push(this.scopedOp(this.appStateName(k.appName), app, delta.app));
@@ -485,6 +508,7 @@ export class AgentspaceSessionService extends BaseSessionService {
         },
         (e) => moved(e) && !(e instanceof StaleSessionError),
       ).catch(unwrap);
+      await this.merge(k, session, lease);
     });
     await super.appendEvent({ session, event });
     return event;

@@ -74,8 +74,11 @@ interface Head {
   doc: HeadDoc;
 }
 
-/** What a change of the head does: none, or the new head with the ops and parts of its batch. */
-type Change<T> = { result: T; none: true } | { result: T; doc: HeadDoc; ops: BatchOp[]; created: Map<string, AgentInputItem[]> };
+/**
+ * What a change of the head does: none, or the new head with the ops and
+ * parts of its batch, and whether to merge parts after it (an append).
+ */
+type Change<T> = { result: T; none: true } | { result: T; doc: HeadDoc; ops: BatchOp[]; created: Map<string, AgentInputItem[]>; merge?: boolean };
 
 /** How many applied transactions a head remembers. */
 const keptOps = 64;
@@ -194,36 +197,52 @@ export class AgentspaceSession implements SessionHistoryTransactionAwareSession 
     );
   }
 
-  // write commits change's batch with the fenced, conditional head write,
-  // reading the head again and retrying when another writer moved it.
+  // commit writes doc over cur in one batch with ops: the head's write is
+  // conditional on cur's version and fenced by the lease, if any.
+  private async commit(cur: Head, doc: HeadDoc, ops: BatchOp[], created: Map<string, AgentInputItem[]>, lease: SessionLease | undefined): Promise<void> {
+    const content = encode(doc);
+    const head: BatchOp =
+      cur.version === 0
+        ? { op: "create_artifact", name: this.headName, kind: "session", content_type: "application/json", content, fence: lease?.token }
+        : { op: "update_artifact", name: this.headName, content, if_version: cur.version, fence: lease?.token };
+    const all = [head, ...ops];
+    try {
+      const res = await this.ws.batch(all, { actor: this.actor });
+      this.head = { version: res.results![0].artifact!.version, doc };
+      this.log.keep(created);
+    } catch (e) {
+      this.head = undefined;
+      if (lease && failedOp(e, all.length) === 0 && (e instanceof StaleFenceError || e instanceof LockedError)) lease.lose(e);
+      throw e;
+    }
+  }
+
+  // write commits change's batch, reading the head again and retrying when
+  // another writer moved it; after an append it merges parts, once, if the
+  // head has not moved again (else the next append will).
   private write<T>(change: (h: Head) => Promise<Change<T>>): Promise<T> {
     return this.serial(async () => {
       const lease = await this.lease();
-      return retrying(
+      const c = await retrying(
         this.ws,
         async (n) => {
           const cur = n === 0 && this.head ? this.head : await this.readHead();
           const c = await change(cur);
-          if ("none" in c) return c.result;
-          const content = encode(c.doc);
-          const head: BatchOp =
-            cur.version === 0
-              ? { op: "create_artifact", name: this.headName, kind: "session", content_type: "application/json", content, fence: lease?.token }
-              : { op: "update_artifact", name: this.headName, content, if_version: cur.version, fence: lease?.token };
-          const ops = [head, ...c.ops];
-          try {
-            const res = await this.ws.batch(ops, { actor: this.actor });
-            this.head = { version: res.results![0].artifact!.version, doc: c.doc };
-            this.log.keep(c.created);
-            return c.result;
-          } catch (e) {
-            this.head = undefined;
-            if (lease && failedOp(e, ops.length) === 0 && (e instanceof StaleFenceError || e instanceof LockedError)) lease.lose(e);
-            throw e;
-          }
+          if (!("none" in c)) await this.commit(cur, c.doc, c.ops, c.created, lease);
+          return c;
         },
         moved,
       );
+      const h = this.head;
+      if (!("none" in c) && c.merge && h) {
+        try {
+          const m = await this.log.planMerge(this.itemsFolder, h.doc.log);
+          if (m) await this.commit(h, { ...h.doc, log: m.log }, m.ops, m.created, lease);
+        } catch {
+          // The append stands; merging is the next append's to do (a lost lease is marked in commit).
+        }
+      }
+      return c.result;
     });
   }
 
@@ -232,8 +251,8 @@ export class AgentspaceSession implements SessionHistoryTransactionAwareSession 
     if (items.length === 0) return;
     const copy = decode<AgentInputItem[]>(encode(items));
     await this.write(async (h) => {
-      const p = await this.log.planAppend(this.itemsFolder, h.doc.log, copy);
-      return { result: undefined, doc: { ...h.doc, log: p.log }, ops: p.ops, created: p.created };
+      const p = this.log.planAppend(this.itemsFolder, h.doc.log, copy);
+      return { result: undefined, doc: { ...h.doc, log: p.log }, ops: p.ops, created: p.created, merge: true };
     });
   }
 
@@ -281,8 +300,8 @@ export class AgentspaceSession implements SessionHistoryTransactionAwareSession 
       const ops: [string, string][] = [...done, [operationId, digest] as [string, string]].slice(-keptOps);
       if (copy.type === "append_items") {
         if (copy.items.length === 0) return { result: undefined, doc: { ...h.doc, ops }, ops: [], created: new Map() };
-        const p = await this.log.planAppend(this.itemsFolder, h.doc.log, copy.items);
-        return { result: undefined, doc: { ...h.doc, log: p.log, ops }, ops: p.ops, created: p.created };
+        const p = this.log.planAppend(this.itemsFolder, h.doc.log, copy.items);
+        return { result: undefined, doc: { ...h.doc, log: p.log, ops }, ops: p.ops, created: p.created, merge: true };
       }
       const n = total(h.doc.log);
       const k = copy.expectedSuffix.length;

@@ -10,16 +10,18 @@
 // part the reader cannot find was removed by a newer head: read the head
 // again.
 //
-// Appends merge parts as a binary counter does carries: when the newest
-// `fanout` parts have one level, they become one part a level up (unless it
-// would be larger than maxPartBytes). A session of n appends so has at most
-// (fanout-1)·log_fanout(n)+1 parts, each entry is rewritten about
+// Parts are merged as a binary counter carries: after an append, the
+// writer merges the newest parts of one level into one part a level up when
+// there are `fanout` of them (unless it would be larger than maxPartBytes),
+// in a batch of its own that, if another writer moved the head meanwhile,
+// is dropped (the next append merges). A session of n appends so has about
+// (fanout-1)·log_fanout(n) parts, each entry is rewritten about
 // log_fanout(n) times, and a reader loads a few parts, not n.
 
 import { randomBytes } from "node:crypto";
 import { Agentspace, artifactText, type BatchOp } from "../client.js";
 import { AgentspaceError, AlreadyExistsError, ConflictError, NotFoundError } from "../errors.js";
-import { backoff, sleep } from "../transport.js";
+import { sleep } from "../transport.js";
 
 /** PartRef is one part as the head lists it. */
 export interface PartRef {
@@ -230,34 +232,48 @@ export class PartLog<E> {
     return { op: "create_artifact", name, kind: this.kind, content_type: "application/json", content };
   }
 
+  /** planAppend appends entries as one new part (level 0). */
+  planAppend(base: string, log: LogState, entries: E[]): Plan<E> {
+    const content = encode(entries);
+    const ref = this.ref(log.next, entries, 0, Buffer.byteLength(content));
+    const name = this.partName(base, log, ref.seq);
+    return { log: { epoch: log.epoch, next: log.next + 1, parts: [...log.parts, ref] }, ops: [this.createOp(name, content)], created: new Map([[name, entries]]) };
+  }
+
   /**
-   * planAppend appends entries as one new part, merging the newest parts
-   * as the file comment says. Merging loads the parts it merges.
+   * planMerge merges the newest parts, as the file comment says (the
+   * newest parts of one level, when there are fanout or more of them,
+   * become one part a level up, and again), or returns undefined when
+   * nothing is to be merged. It loads the parts it merges.
    */
-  async planAppend(base: string, log: LogState, entries: E[]): Promise<Plan<E>> {
+  async planMerge(base: string, log: LogState): Promise<Plan<E> | undefined> {
     const parts = [...log.parts];
     let next = log.next;
-    let content = encode(entries);
-    let cur = { entries, ref: this.ref(next++, entries, 0, Buffer.byteLength(content)) };
     const deleted: PartRef[] = [];
+    let made: { entries: E[]; content: string; ref: PartRef } | undefined;
     for (;;) {
-      const k = this.fanout - 1;
-      if (parts.length < k) break;
-      const tail = parts.slice(parts.length - k);
-      if (!tail.every((p) => p.lvl === cur.ref.lvl)) break;
-      const bytes = tail.reduce((s, p) => s + p.b, cur.ref.b);
-      if (bytes > this.maxPartBytes) break;
-      const loaded = await this.load(base, log, tail);
-      const merged = [...loaded.flat(), ...cur.entries];
-      content = encode(merged);
-      cur = { entries: merged, ref: this.ref(next++, merged, cur.ref.lvl + 1, Buffer.byteLength(content)) };
-      deleted.push(...tail);
-      parts.length -= k;
+      const lvl = parts[parts.length - 1]?.lvl;
+      let from = parts.length;
+      let bytes = 0;
+      while (from > 0 && parts[from - 1].lvl === lvl && bytes + parts[from - 1].b <= this.maxPartBytes) bytes += parts[--from].b;
+      const run = parts.slice(from);
+      if (run.length < this.fanout) break;
+      // The newest part may be the one made in the last round, not yet stored.
+      const stored = made && run[run.length - 1] === made.ref ? run.slice(0, -1) : run;
+      const loaded = (await this.load(base, log, stored)).flat();
+      const entries = stored === run ? loaded : [...loaded, ...made!.entries];
+      const content = encode(entries);
+      deleted.push(...stored);
+      made = { entries, content, ref: this.ref(next++, entries, (lvl ?? 0) + 1, Buffer.byteLength(content)) };
+      parts.splice(from, run.length, made.ref);
     }
-    const out: LogState = { epoch: log.epoch, next, parts: [...parts, cur.ref] };
-    const name = this.partName(base, out, cur.ref.seq);
-    const ops: BatchOp[] = [this.createOp(name, content), ...deleted.map((p): BatchOp => ({ op: "delete_artifact", name: this.partName(base, log, p.seq) }))];
-    return { log: out, ops, created: new Map([[name, cur.entries]]) };
+    if (!made) return undefined;
+    const name = this.partName(base, log, made.ref.seq);
+    return {
+      log: { epoch: log.epoch, next, parts },
+      ops: [this.createOp(name, made.content), ...deleted.map((p): BatchOp => ({ op: "delete_artifact", name: this.partName(base, log, p.seq) }))],
+      created: new Map([[name, made.entries]]),
+    };
   }
 
   /**
@@ -342,7 +358,9 @@ export function moved(e: unknown): boolean {
 /**
  * retrying runs attempt until it succeeds, or fails with an error retry
  * refuses, or the client's retryFor has passed since the first attempt:
- * then the last error is thrown. Between attempts it waits a backoff.
+ * then the last error is thrown. The first retry is at once (an attempt
+ * starts by reading the head again, which is wait enough when one other
+ * writer won); later ones wait a random time up to 8 ms, doubling to 100.
  */
 export async function retrying<T>(ws: Agentspace, attempt: (n: number) => Promise<T>, retry: (e: unknown) => boolean): Promise<T> {
   const deadline = Date.now() + ws.transport.retryFor;
@@ -352,6 +370,6 @@ export async function retrying<T>(ws: Agentspace, attempt: (n: number) => Promis
     } catch (e) {
       if (!retry(e) || Date.now() >= deadline) throw e;
     }
-    await sleep(backoff(Math.min(n, 4)));
+    if (n > 0) await sleep(Math.random() * Math.min(100, 4 * 2 ** n));
   }
 }
