@@ -219,10 +219,11 @@ export class PartLog<E> {
   private ref(seq: number, entries: E[], lvl: number, bytes: number): PartRef {
     const r: PartRef = { seq, n: entries.length, lvl, b: bytes };
     if (this.stamp) {
-      const ts = entries.map(this.stamp).filter((t): t is number => typeof t === "number" && Number.isFinite(t));
-      if (ts.length > 0) {
-        r.t0 = Math.min(...ts);
-        r.t1 = Math.max(...ts);
+      for (const e of entries) {
+        const t = this.stamp(e);
+        if (typeof t !== "number" || !Number.isFinite(t)) continue;
+        if (r.t0 === undefined || t < r.t0) r.t0 = t;
+        if (r.t1 === undefined || t > r.t1) r.t1 = t;
       }
     }
     return r;
