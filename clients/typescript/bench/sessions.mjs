@@ -4,6 +4,9 @@
 // AgentspaceSessionService, each through `wsctl serve`; then a fresh
 // reader's full read of the session, and four writers on one session.
 //
+// The SDKs are the client's own dev dependencies: `npm ci` here is enough
+// (not bench/'s package.json, which is the LangGraph savers').
+//
 //   AGENTSPACE_URL=... [AGENTSPACE_URL_2=...] node bench/sessions.mjs [n]
 import { performance } from "node:perf_hooks";
 import { mkdtempSync } from "node:fs";
