@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
+import { Annotation, END, MemorySaver, START, StateGraph } from "@langchain/langgraph";
 import { AlreadyExistsError, ConflictError, LockedError, StaleFenceError } from "../dist/index.js";
 import { AgentspaceSaver, AgentspaceStore } from "../dist/langgraph/index.js";
 import { client } from "./lib/helpers.mjs";
@@ -71,6 +71,87 @@ test("two writers on one thread (langgraph #8796): the second is refused and the
   const last = await b.getTuple(thread);
   assert.deepEqual(last.checkpoint.channel_values.steps.slice(3), ["b:plan", "b:work", "b:review"]);
   await Promise.all([a.close(), b.close()]);
+});
+
+// paused builds the graph of writer who whose "work" node, the first
+// time, says it got there and waits to be let go (a slow model call, a GC
+// pause: the writer is alive but not writing).
+function paused(saver, who) {
+  let arrived, letGo;
+  const there = new Promise((r) => (arrived = r));
+  const go = new Promise((r) => (letGo = r));
+  let first = true;
+  const g = new StateGraph(State)
+    .addNode("plan", () => ({ steps: [`${who}:plan`] }))
+    .addNode("work", async () => {
+      if (first) {
+        first = false;
+        arrived();
+        await go;
+      }
+      return { steps: [`${who}:work`] };
+    })
+    .addNode("review", () => ({ steps: [`${who}:review`] }))
+    .addEdge(START, "plan")
+    .addEdge("plan", "work")
+    .addEdge("work", "review")
+    .addEdge("review", END)
+    .compile({ checkpointer: saver });
+  return { g, there, letGo };
+}
+
+// forks returns the checkpoints of a thread that have more than one child.
+async function forks(saver, thread_id) {
+  const children = new Map();
+  for await (const t of saver.list({ configurable: { thread_id, checkpoint_ns: "" } })) {
+    const parent = t.parentConfig?.configurable?.checkpoint_id ?? "root";
+    children.set(parent, (children.get(parent) ?? 0) + 1);
+  }
+  return [...children].filter(([, n]) => n > 1).map(([id]) => id);
+}
+
+test("langgraph #8796 on the stock MemorySaver: two writers from one parent checkpoint fork the thread and a finished run is lost", async () => {
+  const saver = new MemorySaver();
+  const config = { configurable: { thread_id: "t" }, durability: "sync" };
+  const a = paused(saver, "a");
+  const running = a.g.invoke({ steps: [] }, config);
+  await a.there;
+  // A second worker runs the thread meanwhile, from A's last checkpoint, to the end.
+  const b = await graph(saver, "b").invoke({ steps: [] }, config);
+  assert.deepEqual(b.steps, ["a:plan", "b:plan", "b:work", "b:review"]);
+  // A goes on from the parent it read: a second child of that checkpoint.
+  a.letGo();
+  await running;
+  assert.ok((await forks(saver, "t")).length > 0, "the chain forked");
+  const head = await graph(saver, "x").getState(config);
+  assert.ok(!head.values.steps.includes("b:work"), `B's finished run is unreachable from the thread's head: ${head.values.steps}`);
+});
+
+test("langgraph #8796 on AgentspaceSaver: the second writer is refused, and once it took over the superseded first writer is refused", async () => {
+  const prefix = `lg/${randomUUID()}`;
+  const ws = client("lg-8796");
+  const sa = new AgentspaceSaver({ client: ws, prefix, actor: "writer-a" });
+  const sb = new AgentspaceSaver({ client: ws, prefix, actor: "writer-b" });
+  const config = { configurable: { thread_id: "t" }, durability: "sync" };
+  const a = paused(sa, "a");
+  const running = a.g.invoke({ steps: [] }, config).catch((e) => e);
+  await a.there;
+  // While A holds the thread, B is refused at its first write.
+  const refused = await graph(sb, "b").invoke({ steps: [] }, config).catch((e) => e);
+  assert.ok(refused instanceof LockedError, String(refused));
+  assert.equal(refused.holder, "writer-a");
+  // A's lease is taken from it (as after an expiry); B runs the thread from A's last checkpoint.
+  await ws.locks.forceRelease(sa.leaseResource("t"), { message: "writer-a stopped renewing" });
+  const b = await graph(sb, "b").invoke({ steps: [] }, config);
+  assert.deepEqual(b.steps, ["a:plan", "b:plan", "b:work", "b:review"]);
+  // A goes on from the parent it read: refused, nothing committed.
+  a.letGo();
+  const late = await running;
+  assert.ok(late instanceof StaleFenceError || late instanceof LockedError || late instanceof ConflictError, String(late));
+  assert.deepEqual(await forks(sb, "t"), [], "the chain did not fork");
+  const head = await graph(sb, "x").getState(config);
+  assert.deepEqual(head.values.steps, ["a:plan", "b:plan", "b:work", "b:review"], "B's run is the thread's head");
+  await Promise.all([sa.close(), sb.close()]);
 });
 
 test("a writer whose lease lapsed and was taken is refused at its next write", async () => {
