@@ -105,8 +105,12 @@ func LatestVersion() uint { return latest }
 
 // probeQuery tells whether the schema exists and holds golang-migrate's
 // version table.
-const probeQuery = `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1),
-	EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = $2)`
+// Both are lookups by key (pg_class by name and schema): a database with
+// many schemas, or a catalog bloated by schemas come and gone, costs no
+// scan.
+const probeQuery = `SELECT n.oid IS NOT NULL,
+	EXISTS (SELECT 1 FROM pg_class c WHERE c.relname = $2 AND c.relnamespace = n.oid AND c.relkind IN ('r', 'p'))
+	FROM (SELECT 1) AS one LEFT JOIN pg_namespace n ON n.nspname = $1`
 
 // Probe reports whether the DSN's schema holds a workspace, creating
 // nothing (it is driver.Driver's Probe, for workspace.Options.MustExist):

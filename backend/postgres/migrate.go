@@ -78,17 +78,25 @@ func readSchemaState(ctx context.Context, pool *pgxpool.Pool, schema string) (sc
 			return err
 		}
 		var hasTable bool
-		err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1),
-			(SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename <> $2),
-			EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = $2)`,
-			schema, migrationsTable).Scan(&st.exists, &st.others, &hasTable)
-		if err != nil || !hasTable {
+		err = tx.QueryRow(ctx, probeQuery, schema, migrationsTable).Scan(&st.exists, &hasTable)
+		if err != nil {
 			return err
+		}
+		// The other tables are counted only for a schema with no version:
+		// pg_class has no index by schema alone, so the count scans it, and
+		// a database that has seen many schemas come and go (a test
+		// server's, or a busy one's) makes that scan cost tens of ms.
+		countOthers := func() error {
+			return tx.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename <> $2`,
+				schema, migrationsTable).Scan(&st.others)
+		}
+		if !hasTable {
+			return countOthers()
 		}
 		q := `SELECT version, dirty FROM ` + pgx.Identifier{schema, migrationsTable}.Sanitize() + ` LIMIT 1`
 		err = tx.QueryRow(ctx, q).Scan(&st.version, &st.dirty)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
+			return countOthers()
 		}
 		st.hasRow = err == nil
 		newest := int64(latest) // #nosec G115 -- schema versions are small counts (our migrations number a handful)

@@ -60,10 +60,10 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 // naming three fresh stores, made by dsn from $WORK and a name.
 //
 // The scripts' wsctl is the real program, built once (internal/wsctltest,
-// with the race detector when this test has it) and put first on their
-// PATH: the scripts run it some twelve hundred times, and each start of
-// this test binary as wsctl cost about a third more CPU than the
-// program's own (measured 0.15 s against 0.115 s, both under -race).
+// which says when it has the race detector) and put first on their PATH:
+// the scripts run it some twelve hundred times, and each start of this
+// test binary as wsctl cost about a third more CPU than the program's own
+// (measured 0.15 s against 0.115 s, both under -race).
 func scriptParams(dir string, dsn func(work, name string) string) testscript.Params {
 	return testscript.Params{
 		Dir:                 dir,
