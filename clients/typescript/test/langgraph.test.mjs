@@ -13,10 +13,10 @@ const State = Annotation.Root({
   steps: Annotation({ reducer: (a, b) => a.concat(b), default: () => [] }),
 });
 
-function graph(saver, who) {
+function graph(saver, who, work = () => ({ steps: [`${who}:work`] })) {
   return new StateGraph(State)
     .addNode("plan", () => ({ steps: [`${who}:plan`] }))
-    .addNode("work", () => ({ steps: [`${who}:work`] }))
+    .addNode("work", work)
     .addNode("review", () => ({ steps: [`${who}:review`] }))
     .addEdge(START, "plan")
     .addEdge("plan", "work")
@@ -81,22 +81,14 @@ function paused(saver, who) {
   const there = new Promise((r) => (arrived = r));
   const go = new Promise((r) => (letGo = r));
   let first = true;
-  const g = new StateGraph(State)
-    .addNode("plan", () => ({ steps: [`${who}:plan`] }))
-    .addNode("work", async () => {
-      if (first) {
-        first = false;
-        arrived();
-        await go;
-      }
-      return { steps: [`${who}:work`] };
-    })
-    .addNode("review", () => ({ steps: [`${who}:review`] }))
-    .addEdge(START, "plan")
-    .addEdge("plan", "work")
-    .addEdge("work", "review")
-    .addEdge("review", END)
-    .compile({ checkpointer: saver });
+  const g = graph(saver, who, async () => {
+    if (first) {
+      first = false;
+      arrived();
+      await go;
+    }
+    return { steps: [`${who}:work`] };
+  });
   return { g, there, letGo };
 }
 

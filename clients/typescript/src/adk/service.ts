@@ -40,35 +40,18 @@ import {
 } from "@google/adk";
 import { Agentspace, artifactText, type Artifact, type BatchOp, type Lease } from "../client.js";
 import { AgentspaceError, ConflictError, LockedError, NotFoundError, StaleFenceError, type Problem } from "../errors.js";
-import type { ClientOptions } from "../transport.js";
 import { seg, unseg } from "../langgraph/names.js";
 import { PartLog, decode, encode, failedOp, freshLog, moved, retrying, type LogState } from "../sessions/log.js";
 import { SessionLease, type LeaseOptions } from "../sessions/lease.js";
+import type { StoreOptions } from "../sessions/options.js";
 
-/** AgentspaceSessionServiceOptions configure an AgentspaceSessionService. */
-export interface AgentspaceSessionServiceOptions {
-  /** The client to use; default one built from clientOptions (or the environment). */
-  client?: Agentspace;
-  clientOptions?: ClientOptions;
-  /**
-   * Who writes. Under a lease, workers that must exclude each other need
-   * different actors (behind a token, give each worker its own token).
-   */
-  actor?: string;
-  /** Where the records live; default "adk". */
-  prefix?: string;
-  /**
-   * Hold each session's lease from its first use (getSession, createSession,
-   * appendEvent) until release: one worker at a time per session, and a
-   * worker whose lease was taken from it is refused at its next append.
-   * true for the defaults (30 s TTL, no wait).
-   */
-  lease?: boolean | LeaseOptions;
-  /** How many parts of one level are merged into one; default 8. */
-  fanout?: number;
-  /** How much event content to cache (bytes); default 32 MiB. */
-  cacheBytes?: number;
-}
+/**
+ * AgentspaceSessionServiceOptions configure an AgentspaceSessionService:
+ * StoreOptions, with the records under "adk" by default and the lease held
+ * from a session's first use (getSession, createSession, appendEvent)
+ * until release.
+ */
+export type AgentspaceSessionServiceOptions = StoreOptions;
 
 /**
  * StaleSessionError: appendEvent was given a session another writer has

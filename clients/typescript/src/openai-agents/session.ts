@@ -17,36 +17,18 @@ import { createHash, randomUUID } from "node:crypto";
 import type { AgentInputItem, SessionHistoryTransactionArgs, SessionHistoryTransactionAwareSession } from "@openai/agents";
 import { Agentspace, artifactText, type BatchOp, type Lease } from "../client.js";
 import { AgentspaceError, LockedError, NotFoundError, StaleFenceError } from "../errors.js";
-import type { ClientOptions } from "../transport.js";
 import { seg } from "../langgraph/names.js";
 import { PartLog, canonical, decode, encode, failedOp, freshLog, moved, retrying, total, type LogState } from "../sessions/log.js";
 import { SessionLease, type LeaseOptions } from "../sessions/lease.js";
+import type { StoreOptions } from "../sessions/options.js";
 
-/** AgentspaceSessionOptions configure an AgentspaceSession. */
-export interface AgentspaceSessionOptions {
+/**
+ * AgentspaceSessionOptions configure an AgentspaceSession: StoreOptions,
+ * with the records under "openai-agents" by default, and the session's id.
+ */
+export interface AgentspaceSessionOptions extends StoreOptions {
   /** The session's id; default a new random one. Runners that share a conversation share it. */
   sessionId?: string;
-  /** The client to use; default one built from clientOptions (or the environment). */
-  client?: Agentspace;
-  clientOptions?: ClientOptions;
-  /**
-   * Who writes. Under a lease, runners that must exclude each other need
-   * different actors (behind a token, give each runner its own token).
-   */
-  actor?: string;
-  /** Where the session's records live; default "openai-agents". */
-  prefix?: string;
-  /**
-   * Hold the session's lease while using it: one runner at a time, and a
-   * runner whose lease was taken from it is refused (StaleFenceError or
-   * LockedError) at its next write. true for the defaults (30 s TTL, no
-   * wait).
-   */
-  lease?: boolean | LeaseOptions;
-  /** How many parts of one level are merged into one; default 8. */
-  fanout?: number;
-  /** How much item content to cache (bytes); default 32 MiB. */
-  cacheBytes?: number;
 }
 
 /**
