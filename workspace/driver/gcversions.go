@@ -34,7 +34,7 @@ func gcVersionPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy, k *work
 		return nil, nil
 	}
 	pinned := map[string]bool{}
-	err := eachNote(ctx, tx, workspace.PinKind, func(n workspace.Note) { pinned[n.Key] = true })
+	err := eachNote(ctx, tx, workspace.PinKind, func(n workspace.Note) error { pinned[n.Key] = true; return nil })
 	if err != nil {
 		return nil, err
 	}
@@ -179,8 +179,9 @@ func pinsOf(ctx context.Context, tx ReadTx, id string) (map[string]bool, error) 
 	}
 }
 
-// eachNote calls fn with every note of kind, in pages.
-func eachNote(ctx context.Context, tx ReadTx, kind string, fn func(workspace.Note)) error {
+// eachNote calls fn with every note of kind, in pages, and stops at the
+// first error fn returns.
+func eachNote(ctx context.Context, tx ReadTx, kind string, fn func(workspace.Note) error) error {
 	q := NoteQuery{Kind: kind, Limit: archivePage}
 	for {
 		ns, err := tx.ListNotes(ctx, q)
@@ -188,7 +189,9 @@ func eachNote(ctx context.Context, tx ReadTx, kind string, fn func(workspace.Not
 			return err
 		}
 		for _, n := range ns {
-			fn(n)
+			if err := fn(n); err != nil {
+				return err
+			}
 		}
 		if len(ns) < archivePage {
 			return nil

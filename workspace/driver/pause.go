@@ -166,24 +166,14 @@ func (h *handle) pauseOf(ctx context.Context, actor string) (*pauseRecord, error
 		read := map[string]pauseRecord{}
 		err := h.storeView(ctx, nil, func(tx ReadTx) error {
 			clear(read)
-			q := NoteQuery{Kind: pauseKind, Limit: maxPageLimit}
-			for {
-				page, err := tx.ListNotes(ctx, q)
-				if err != nil {
-					return err
+			return eachNote(ctx, tx, pauseKind, func(n workspace.Note) error {
+				var p pauseRecord
+				if err := json.Unmarshal([]byte(n.Body), &p); err != nil {
+					return fmt.Errorf("pause of %q: stored record is corrupt: %w", n.Key, err)
 				}
-				for _, n := range page {
-					var p pauseRecord
-					if err := json.Unmarshal([]byte(n.Body), &p); err != nil {
-						return fmt.Errorf("pause of %q: stored record is corrupt: %w", n.Key, err)
-					}
-					read[n.Key] = p
-				}
-				if len(page) < q.Limit {
-					return nil
-				}
-				q.AfterKind, q.AfterKey = pauseKind, page[len(page)-1].Key
-			}
+				read[n.Key] = p
+				return nil
+			})
 		})
 		if err != nil {
 			return nil, wrapErr("pause", err)
