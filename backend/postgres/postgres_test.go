@@ -474,3 +474,35 @@ func TestTwoWorkspacesOnOnePoolConnectionStayApart(t *testing.T) {
 		assert.Equal(t, int64(3), head)
 	}
 }
+
+// A schema that holds tables of its own but no agentspace schema version
+// is refused, whether it has no version table or an empty one, and its
+// tables are left as they were: the schema check at open counts a
+// schema's other tables only then.
+func TestASchemaWithOthersTablesAndNoVersionIsRefusedAndLeftAlone(t *testing.T) {
+	ctx := context.Background()
+	for _, emptyVersionTable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("empty_version_table=%v", emptyVersionTable), func(t *testing.T) {
+			schema := pgtest.Schema(t)
+			admin := pgtest.Connect(t)
+			id := pgx.Identifier{schema}.Sanitize()
+			_, err := admin.Exec(ctx, `CREATE SCHEMA `+id+`; CREATE TABLE `+id+`.theirs (x int); INSERT INTO `+id+`.theirs VALUES (7)`)
+			require.NoError(t, err)
+			if emptyVersionTable {
+				_, err = admin.Exec(ctx, `CREATE TABLE `+id+`.schema_migrations (version bigint NOT NULL PRIMARY KEY, dirty boolean NOT NULL)`)
+				require.NoError(t, err)
+			}
+			dsn := pgtest.WithParams(t, pgtest.ServerDSN(t), "ws_schema", schema, "ws_automigrate", "true")
+			ws, err := workspace.Open(ctx, dsn)
+			if err == nil {
+				_ = ws.Close()
+			}
+			require.ErrorContains(t, err, "holds tables but no agentspace schema version")
+			var x, tables int
+			require.NoError(t, admin.QueryRow(ctx, `SELECT x FROM `+id+`.theirs`).Scan(&x))
+			assert.Equal(t, 7, x, "their table is untouched")
+			require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = $1`, schema).Scan(&tables))
+			assert.Equal(t, map[bool]int{false: 1, true: 2}[emptyVersionTable], tables, "nothing was created")
+		})
+	}
+}
