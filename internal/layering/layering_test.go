@@ -230,3 +230,70 @@ func TestTheUserPackageStaysSmall(t *testing.T) {
 		}
 	}
 }
+
+// readImports parses the rows between the imports markers of
+// docs/architecture.md: "| `pkg` | `imp`, `imp` |".
+func readImports(t *testing.T, root string) map[string][]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md")) // #nosec G304 -- the repository's own doc
+	require.NoError(t, err)
+	rows := map[string][]string{}
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "<!-- imports:begin"):
+			in = true
+			continue
+		case strings.HasPrefix(line, "<!-- imports:end"):
+			in = false
+			continue
+		}
+		if !in || !strings.HasPrefix(line, "|") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		require.Len(t, cells, 2, "imports row %q", line)
+		pkg := backticked.FindStringSubmatch(cells[0])
+		if pkg == nil {
+			continue // the header and its rule
+		}
+		imps := []string{}
+		for _, m := range backticked.FindAllStringSubmatch(cells[1], -1) {
+			imps = append(imps, m[1])
+		}
+		rows[pkg[1]] = imps
+	}
+	require.NotEmpty(t, rows, "docs/architecture.md has no imports table between its markers")
+	return rows
+}
+
+// TestTheHouseDrawsTheImportsThereAre compares the imports table beside
+// docs/architecture.md's drawing with what go list says each package
+// imports of the module (internal/ and migrations/ aside, tests aside):
+// a drawing that shows an import that is not there, or hides one, fails.
+func TestTheHouseDrawsTheImportsThereAre(t *testing.T) {
+	root, mod := moduleRoot(t)
+	drawn := readImports(t, root)
+	var pkgs []string
+	for p := range drawn {
+		pkgs = append(pkgs, "./"+p)
+	}
+	dec := json.NewDecoder(bytes.NewReader(goList(t, root, append([]string{"-json=ImportPath,Imports"}, pkgs...)...)))
+	seen := 0
+	for dec.More() {
+		var p listed
+		require.NoError(t, dec.Decode(&p))
+		rel, _ := relative(mod, p.ImportPath)
+		got := []string{}
+		for _, imp := range p.Imports {
+			irel, ours := relative(mod, imp)
+			if ours && !strings.HasPrefix(irel, "internal/") && !strings.HasPrefix(irel, "migrations/") {
+				got = append(got, irel)
+			}
+		}
+		assert.ElementsMatch(t, drawn[rel], got, "docs/architecture.md's imports row of %s", rel)
+		seen++
+	}
+	assert.Equal(t, len(drawn), seen, "every row of the imports table is a package")
+}
