@@ -291,4 +291,3 @@ func TestDocsNameOnlyIdentifiersThatExist(t *testing.T) {
 	require.Greater(t, checked, 100, "the docs' identifiers were found")
 	t.Logf("%d identifiers checked", checked)
 }
-
