@@ -23,6 +23,10 @@ const (
 	RuleUnsafe  = "unsafe"  // a link out of the tree, a special file, a file its owner cannot read
 )
 
+// Rules lists the rules a validation checks, in the order a reader lists
+// each one's verdict.
+func Rules() []string { return []string{RuleArea, RuleRole, RuleLease, RuleCommand, RuleUnsafe} }
+
 // Violation is one broken rule. Path is empty for rule "command".
 type Violation struct {
 	Rule   string `json:"rule"`

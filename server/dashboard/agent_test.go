@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/server"
-	"github.com/agentspace/agentspace/server/dashboard"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -31,7 +31,7 @@ func TestAgentPageShowsWhatItHoldsAndDid(t *testing.T) {
 	require.ErrorIs(t, err, workspace.ErrConflict)
 	secret, info, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "planner", Role: "worker", By: "setup", TTL: -1})
 	require.NoError(t, err)
-	admin := e.token("ops", dashboard.AdminRole)
+	admin := e.token("ops", policy.AdminRole)
 	reader := e.token("watcher", "")
 	path := "/ui/agent?actor=planner"
 
@@ -136,7 +136,7 @@ var hostileActors = []string{
 func TestAgentPagesOfHostileNamesAreInert(t *testing.T) {
 	e := newEnv(t, server.Options{})
 	ctx := context.Background()
-	admin := e.token("ops", dashboard.AdminRole)
+	admin := e.token("ops", policy.AdminRole)
 	a, err := e.ws.Artifacts().Create(ctx, workspace.Write{Actor: "lead"}, workspace.NewArtifact{Name: "shared.md", Content: []byte("v1")})
 	require.NoError(t, err)
 	for i, name := range hostileActors {

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/server"
-	"github.com/agentspace/agentspace/server/dashboard"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -21,7 +21,7 @@ import (
 func TestOperatorStopsAnAgentFromTheAgentsPage(t *testing.T) {
 	e := newEnv(t, server.Options{})
 	s := seed(t, e.ws)
-	admin := e.token("ops", dashboard.AdminRole)
+	admin := e.token("ops", policy.AdminRole)
 	reader := e.token("watcher", "")
 	form := url.Values{"actor": {"planner"}}
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/server/dashboard"
 	"github.com/agentspace/agentspace/workspace"
@@ -23,7 +24,7 @@ var csrfRE = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
 func TestOperatorActionsNeedAnAdminTokenAndTheCSRFToken(t *testing.T) {
 	e := newEnv(t, server.Options{})
 	s := seed(t, e.ws)
-	admin := e.token("ops", dashboard.AdminRole)
+	admin := e.token("ops", policy.AdminRole)
 	reader := e.token("watcher", "")
 	cookie := dashboard.CookieName + "=" + admin
 	form := url.Values{"resource": {s.lease.Resource}}
@@ -93,7 +94,7 @@ func TestRequeueReturnsAStuckClaimToPending(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "crashed", Lease: 50 * time.Millisecond})
 	require.NoError(t, err)
-	admin := e.token("ops", dashboard.AdminRole)
+	admin := e.token("ops", policy.AdminRole)
 	require.Eventually(t, func() bool {
 		_, page := e.get("/", "Authorization", "Bearer "+admin)
 		return strings.Contains(page, "/ui/action/task/requeue")

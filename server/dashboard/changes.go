@@ -5,95 +5,30 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"sort"
-	"time"
 
+	"github.com/agentspace/agentspace/shadow"
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// Shadows and change sets are package shadow's, which sits on the
-// dashboard's floor (docs/architecture.md) and so may not be imported
-// here. Each is a note of its own kind whose JSON body is the record, and
-// each step of its life is a put of that note (an event): the dashboard
-// reads those notes through the public API and decodes the part of the
-// body it shows into the local types below. Fields it does not know are
-// ignored, so the shadow package may add some.
-const (
-	shadowKind    = "shadow"
-	changeSetKind = "changeset"
-	maxChanges    = 1000 // records of each kind one page reads
-)
+// Shadows and change sets are package shadow's: each is a note of its
+// own kind whose JSON body is the record (shadow.Shadow, shadow.ChangeSet),
+// and each step of its life is a put of that note (an event). The
+// dashboard reads those notes through the public API and decodes them into
+// shadow's own types.
+const maxChanges = 1000 // records of each kind one page reads
 
-// shadowRecord is what the dashboard reads of a shadow note's body
-// (shadow.Shadow).
-type shadowRecord struct {
-	ID        string      `json:"id"`
-	Dir       string      `json:"dir"`
-	Task      string      `json:"task_id"`
-	Actor     string      `json:"actor"`
-	State     string      `json:"state"`
-	CreatedAt time.Time   `json:"created_at"`
-	Validated *validation `json:"validation"`
-	Promoted  int         `json:"promotions"`
-	Skipped   []struct {
-		Path   string `json:"path"`
-		Reason string `json:"reason"`
-	} `json:"skipped"`
-}
-
-// changeSetRecord is what the dashboard reads of a change set note's body
-// (shadow.ChangeSet).
-type changeSetRecord struct {
-	Name      string            `json:"name"`
-	Actor     string            `json:"actor"`
-	Task      string            `json:"task_id"`
-	State     string            `json:"state"`
-	Staged    []staged          `json:"staged"`
-	Validated *validation       `json:"validation"`
-	CreatedAt time.Time         `json:"created_at"`
-	Promoted  []promotedVersion `json:"promoted"`
-}
-
-// promotedVersion is what the dashboard reads of one version a change
-// set's promotion wrote (shadow.PromotedVersion).
-type promotedVersion struct {
-	ID      string `json:"id"`
-	Name    string `json:"name"`
-	Version int64  `json:"version"`
-	SHA256  string `json:"sha256"`
-}
-
-type staged struct {
-	Op          string `json:"op"`
-	Name        string `json:"name"`
-	NewName     string `json:"new_name"`
-	Content     []byte `json:"content"`
-	SHA256      string `json:"sha256"` // a promoted change: its content is the version it wrote
-	BaseID      string `json:"base_id"`
-	BaseVersion int64  `json:"base_version"`
-}
-
-type validation struct {
-	DiffHash   string `json:"diff_hash"`
-	Passed     bool   `json:"passed"`
-	Violations []struct {
-		Rule   string `json:"rule"`
-		Path   string `json:"path"`
-		Detail string `json:"detail"`
-	} `json:"violations"`
-	Actor string    `json:"actor"`
-	At    time.Time `json:"at"`
-}
-
-// validationRules are the rules a validation checks (shadow.Rule*), in
-// the order the page lists each one's verdict.
-var validationRules = []string{"area", "role", "lease", "command", "unsafe"}
-
-// Verdicts is each rule's verdict: "passed" or the count of its
+// verdicts is each rule's verdict on a validation, in shadow's order of
+// its rules, then any rule it does not know: "passed" or the count of its
 // violations.
-func (v *validation) Verdicts() []ruleVerdict {
-	out := make([]ruleVerdict, 0, len(validationRules))
-	for _, r := range validationRules {
+func verdicts(v *shadow.Validation) []ruleVerdict {
+	if v == nil {
+		return nil
+	}
+	rules := shadow.Rules()
+	out := make([]ruleVerdict, 0, len(rules))
+	for _, r := range rules {
 		rv := ruleVerdict{Rule: r}
 		for _, x := range v.Violations {
 			if x.Rule == r {
@@ -103,11 +38,7 @@ func (v *validation) Verdicts() []ruleVerdict {
 		out = append(out, rv)
 	}
 	for _, x := range v.Violations {
-		known := false
-		for _, r := range validationRules {
-			known = known || x.Rule == r
-		}
-		if !known {
+		if !slices.Contains(rules, x.Rule) {
 			out = append(out, ruleVerdict{Rule: x.Rule, Broken: 1})
 		}
 	}
@@ -127,8 +58,8 @@ type changeRow[T any] struct {
 }
 
 type changesView struct {
-	Shadows    []changeRow[shadowRecord]
-	ChangeSets []changeRow[changeSetRecord]
+	Shadows    []changeRow[shadow.Shadow]
+	ChangeSets []changeRow[shadow.ChangeSet]
 	All        bool // closed ones too
 	More       bool // a kind had more than maxChanges records
 }
@@ -154,27 +85,27 @@ func (h *Handler) readKind(ctx context.Context, kind string) ([]workspace.Note, 
 
 func (h *Handler) loadChanges(ctx context.Context, r *http.Request, _ Identity) (any, error) {
 	v := changesView{All: r.URL.Query().Get("all") != ""}
-	shadows, more1, err := h.readKind(ctx, shadowKind)
+	shadows, more1, err := h.readKind(ctx, shadow.NoteKind)
 	if err != nil {
 		return nil, err
 	}
-	sets, more2, err := h.readKind(ctx, changeSetKind)
+	sets, more2, err := h.readKind(ctx, shadow.ChangeSetKind)
 	if err != nil {
 		return nil, err
 	}
 	v.More = more1 || more2
 	for _, n := range shadows {
-		row := changeRow[shadowRecord]{Note: n}
+		row := changeRow[shadow.Shadow]{Note: n}
 		row.Broken = json.Unmarshal([]byte(n.Body), &row.R) != nil
-		if v.All || row.R.State == "open" || row.Broken {
+		if v.All || row.R.State == shadow.StateOpen || row.Broken {
 			v.Shadows = append(v.Shadows, row)
 		}
 	}
 	for _, n := range sets {
-		row := changeRow[changeSetRecord]{Note: n}
+		row := changeRow[shadow.ChangeSet]{Note: n}
 		row.Broken = json.Unmarshal([]byte(n.Body), &row.R) != nil
 		row.R.Staged = nil // the list does not show content
-		if v.All || row.R.State == "open" || row.Broken {
+		if v.All || row.R.State == shadow.StateOpen || row.Broken {
 			v.ChangeSets = append(v.ChangeSets, row)
 		}
 	}
@@ -197,7 +128,7 @@ type stagedDiff struct {
 
 type changeSetView struct {
 	Note    workspace.Note
-	R       changeSetRecord
+	R       shadow.ChangeSet
 	Changes []stagedDiff
 	History string // the feed of the set's note
 }
@@ -209,7 +140,7 @@ func (h *Handler) loadChangeSet(ctx context.Context, r *http.Request, _ Identity
 	if name == "" {
 		return nil, invalid("name: which change set?")
 	}
-	n, err := h.ws.Notes().Get(ctx, changeSetKind, name)
+	n, err := h.ws.Notes().Get(ctx, shadow.ChangeSetKind, name)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +166,7 @@ func (h *Handler) loadChangeSet(ctx context.Context, r *http.Request, _ Identity
 		if s.SHA256 != "" {
 			next = h.promotedContent(ctx, v.R, s)
 		}
-		if s.Op == "delete" {
+		if s.Op == shadow.OpDelete {
 			next = nil
 		}
 		switch {
@@ -255,9 +186,9 @@ func (h *Handler) loadChangeSet(ctx context.Context, r *http.Request, _ Identity
 // promotedContent reads, as any artifact read (the reader's policy
 // applies), the version a promoted change wrote: a promoted set's record
 // keeps only its hash. A version gone or unreadable reads as nil.
-func (h *Handler) promotedContent(ctx context.Context, cs changeSetRecord, s staged) []byte {
+func (h *Handler) promotedContent(ctx context.Context, cs shadow.ChangeSet, s shadow.Staged) []byte {
 	target := s.Name
-	if s.Op == "rename" {
+	if s.Op == shadow.OpRename {
 		target = s.NewName
 	}
 	for i := len(cs.Promoted) - 1; i >= 0; i-- {

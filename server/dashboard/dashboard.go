@@ -14,12 +14,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
 )
-
-// AdminRole is the token role that may take operator actions where the
-// workspace has no policy (with one, the policy's built-in admin role).
-const AdminRole = "admin"
 
 // Defaults of Options.
 const (
@@ -42,12 +39,14 @@ type Identity struct {
 }
 
 // Admin reports whether the identity's token has the admin role.
-func (id Identity) Admin() bool { return id.TokenID != "" && id.Role == AdminRole }
+func (id Identity) Admin() bool { return id.TokenID != "" && id.Role == policy.AdminRole }
 
 // Operator reports whether the identity may attempt operator actions: a
 // token with the admin role, or any token where the workspace has a
 // policy (which then decides each action, as for every other write).
-func (id Identity) Operator() bool { return id.TokenID != "" && (id.Role == AdminRole || id.governed) }
+func (id Identity) Operator() bool {
+	return id.TokenID != "" && (id.Role == policy.AdminRole || id.governed)
+}
 
 // Options configure a Handler.
 type Options struct {

@@ -19,5 +19,5 @@
 // write as the token's actor and role, so where the workspace has a policy
 // the engine decides it (a refusal is a 403, nothing written) and it is in
 // the event log like any other; where it has none, only a token whose role
-// is AdminRole may act.
+// is policy.AdminRole may act.
 package dashboard

@@ -70,6 +70,7 @@ var funcs = template.FuncMap{
 		return template.URL(v.Encode()) // #nosec G203 -- url.Values.Encode escapes every byte that matters
 	},
 	"short":    func(id string) string { return truncate(id, 8) },
+	"verdicts": verdicts,
 	"itoa":     itoa,
 	"list":     func(s ...string) []string { return s },
 	"pair":     func(a, b any) []any { return []any{a, b} },

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/server/dashboard"
 	"github.com/agentspace/agentspace/workspace"
@@ -81,7 +82,7 @@ func messaging(t *testing.T, e *env, c *clock) messaged {
 func TestAgentPageShowsItsInboxToAnOperator(t *testing.T) {
 	e, c := newClockedEnv(t)
 	m := messaging(t, e, c)
-	admin := e.token("ops", dashboard.AdminRole)
+	admin := e.token("ops", policy.AdminRole)
 
 	code, page := e.get("/ui/agent?actor=planner", "Authorization", "Bearer "+admin)
 	require.Equal(t, http.StatusOK, code, page)
@@ -145,7 +146,7 @@ func TestAgentInboxIsAnOperatorsView(t *testing.T) {
 func TestMessagesPageListsWhatAwaitsAnAckAndWhatWasEscalated(t *testing.T) {
 	e, c := newClockedEnv(t)
 	m := messaging(t, e, c)
-	admin := e.token("ops", dashboard.AdminRole)
+	admin := e.token("ops", policy.AdminRole)
 	reviewer := e.token("reviewer", "")
 	watcher := e.token("watcher", "")
 
@@ -199,7 +200,7 @@ func TestMessagesPageHasAnOlderPage(t *testing.T) {
 			Subject: "question #" + itoa64(int64(i)) + ".", Body: "?", RequiresAck: true})
 		require.NoError(t, err)
 	}
-	admin := e.token("ops", dashboard.AdminRole)
+	admin := e.token("ops", policy.AdminRole)
 	_, page := e.get("/ui/messages", "Authorization", "Bearer "+admin)
 	rows := section(t, page, `id="message-rows"`, "</tbody>")
 	assert.Equal(t, dashboard.DefaultPageSize, strings.Count(rows, `<tr class="msg`))
@@ -230,7 +231,7 @@ func TestMessageThreadShowsItsMessagesInOrder(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.ws.Messages().Ack(ctx, workspace.Write{Actor: "planner"}, m.question.ID, "answered in the thread")
 	require.NoError(t, err)
-	admin := e.token("ops", dashboard.AdminRole)
+	admin := e.token("ops", policy.AdminRole)
 	lead := e.token("lead", "")
 
 	for _, tok := range []string{admin, lead} {
@@ -292,7 +293,7 @@ func TestOperatorPausesAndResumesAnAgent(t *testing.T) {
 	e := newEnv(t, server.Options{})
 	seed(t, e.ws)
 	ctx := context.Background()
-	admin := e.token("ops", dashboard.AdminRole)
+	admin := e.token("ops", policy.AdminRole)
 	reader := e.token("watcher", "")
 	form := url.Values{"actor": {"planner"}, "ack_timeout": {"10m"}}
 
@@ -420,7 +421,7 @@ func TestTimelineMarksEscalationsOnTheLaneThatOwedTheAck(t *testing.T) {
 	esc, err := e.ws.Messages().Escalate(ctx, "checker")
 	require.NoError(t, err)
 	require.Len(t, esc, 1)
-	admin := e.token("ops", dashboard.AdminRole)
+	admin := e.token("ops", policy.AdminRole)
 
 	code, page := e.get("/ui/timeline?span=15m", "Authorization", "Bearer "+admin)
 	require.Equal(t, http.StatusOK, code, page)
@@ -482,7 +483,7 @@ func TestMessagesOfHostileContentAreInert(t *testing.T) {
 	_, err = e.ws.Messages().Send(ctx, workspace.Write{Actor: hostileActors[0]}, workspace.NewMsg{To: []string{hostileActors[1]},
 		Subject: "javascript:alert(5)", Body: "x", RequiresAck: true})
 	require.NoError(t, err)
-	admin := e.token("ops", dashboard.AdminRole)
+	admin := e.token("ops", policy.AdminRole)
 	for _, p := range []string{"/ui/messages", "/ui/message?id=" + m.ID, "/ui/agent?" + url.Values{"actor": {hostileActors[1]}}.Encode()} {
 		code, page := e.get(p, "Authorization", "Bearer "+admin)
 		require.Equal(t, http.StatusOK, code, p)

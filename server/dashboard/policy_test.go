@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/server/dashboard"
 	"github.com/agentspace/agentspace/workspace"
@@ -42,7 +43,7 @@ func TestOperatorActionsUnderAPolicyAreTheTokenActorsWrites(t *testing.T) {
 	require.NoError(t, err)
 	opal, wendy := e.token("opal", ""), e.token("wendy", "")
 	opalAsWatcher := e.token("opal", "watcher") // the token's role is checked, not the actor's
-	admin := e.token("anyone", dashboard.AdminRole)
+	admin := e.token("anyone", policy.AdminRole)
 	release := url.Values{"resource": {s.lease.Resource}}
 	retry := url.Values{"id": {s.failed.ID}}
 
@@ -100,7 +101,7 @@ func TestOperatorActionsUnderAPolicyAreTheTokenActorsWrites(t *testing.T) {
 	assert.Equal(t, "opal", tk.UpdatedBy)
 
 	// An admin-role token still acts: the policy's built-in admin role.
-	asAdmin := workspace.WithPrincipal(ctx, workspace.Principal{Actor: s.running.Assignee, Roles: []string{dashboard.AdminRole}})
+	asAdmin := workspace.WithPrincipal(ctx, workspace.Principal{Actor: s.running.Assignee, Roles: []string{policy.AdminRole}})
 	_, err = e.ws.Tasks().Fail(asAdmin, workspace.Write{Actor: s.running.Assignee}, s.running.ID, workspace.TaskResult{Summary: "stopped"})
 	require.NoError(t, err)
 	code, body = e.post("/ui/action/task/retry", url.Values{"id": {s.running.ID}}, "Authorization", "Bearer "+admin)
