@@ -2,6 +2,9 @@ package workspace
 
 import (
 	"context"
+	"path/filepath"
+
+	"github.com/agentspace/agentspace/internal/durable"
 )
 
 // VerifyReport is what Verify found: the event log's hash chain checked
@@ -57,11 +60,21 @@ func (ws *Workspace) Verify(ctx context.Context) (VerifyReport, error) {
 // integrity check and Verify's chain and contents check, read on the copy
 // read-only; a copy that fails is removed and the error says why. A store
 // not kept in one file (json, postgres, a server) gives an error matching
-// errors.ErrUnsupported: back it up with Export.
+// errors.ErrUnsupported: back it up with Export. The copy is made readable
+// by its owner only, as the store is, and it and its directory are synced
+// before Backup returns. Package backup writes, rotates and restores whole
+// directories of backups.
 func (ws *Workspace) Backup(ctx context.Context, path string) (VerifyReport, error) {
 	b, ok := ws.c.(fileBackuper)
 	if !ok {
 		return VerifyReport{}, ws.unsupported("backup")
 	}
-	return b.BackupFile(ctx, path)
+	v, err := b.BackupFile(ctx, path)
+	if err != nil {
+		return v, err
+	}
+	if err := durable.SyncFile(path, 0o600); err != nil {
+		return v, err
+	}
+	return v, durable.SyncDir(filepath.Dir(path))
 }

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentspace/agentspace/internal/durable"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -68,33 +68,10 @@ On a terminal, a progress bar with the rate and ETA goes to stderr
 }
 
 // writeAtomic writes path through a temporary file renamed into place, so
-// a failed export never leaves a truncated archive under the name.
+// a failed export never leaves a truncated archive under the name; the
+// file and its directory are synced.
 func writeAtomic(path string, fn func(w io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	bw := bufio.NewWriterSize(f, 1<<16)
-	if err := fn(bw); err != nil {
-		_ = f.Close() // the write's error is the one to report
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		_ = f.Close() // the write's error is the one to report
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close() // the write's error is the one to report
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
+	return durable.WriteFile(path, fn)
 }
 
 func (a *app) importCmd() *cobra.Command {

@@ -1,4 +1,4 @@
-package main
+package backup_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/backup"
 	"github.com/agentspace/agentspace/conformance"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -38,12 +39,12 @@ func BenchmarkBackup(b *testing.B) {
 	for b.Loop() {
 		dir := b.TempDir()
 		start := time.Now()
-		r, err := writeFileBackup(ctx, ws, dir)
+		r, err := backup.Write(ctx, ws, dir, backup.Options{})
 		require.NoError(b, err)
 		fileTook += time.Since(start)
 		fileBytes = r.Bytes
 		start = time.Now()
-		r, err = writeBackup(ctx, ws, dir)
+		r, err = backup.Write(ctx, ws, dir, backup.Options{Archive: true})
 		require.NoError(b, err)
 		archiveTook += time.Since(start)
 		archiveBytes = r.Bytes
