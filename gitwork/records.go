@@ -20,7 +20,7 @@ const NoteKind = "worktree"
 
 // recordKey is the capability to write worktree records: the kind is
 // reserved, so no face but this package's operations can plant one.
-var recordKey = reserve.Register(reserve.Entry{Kind: NoteKind, Owner: "the worktree operations (package gitwork)"})
+var recordKey = reserve.Own(NoteKind, nil)
 
 // Status is a worktree's place in its life cycle:
 //

@@ -28,8 +28,7 @@ import (
 const TokenKind = "token"
 
 // tokenKey is the capability to write and read the token notes.
-var tokenKey = reserve.Register(reserve.Entry{Kind: TokenKind, Owner: "the server's token operations",
-	Sealed: true, Right: "admin.tokens"})
+var tokenKey = reserve.Own(TokenKind, nil)
 
 // TokenPrefix starts every token: ast_<id>_<secret>.
 const TokenPrefix = "ast_"

@@ -47,8 +47,7 @@ type PromotedVersion struct {
 // reserved, so a plain note write cannot plant or edit a set. It also pins
 // what a promotion writes (Pins): those pins are the system's bookkeeping,
 // so the promoter needs no pin right.
-var changeSetKey = reserve.Register(reserve.Entry{Kind: ChangeSetKind, Owner: "the change-set operations (package shadow)", Pins: true,
-	Artifacts: recordArtifacts})
+var changeSetKey = reserve.Own(ChangeSetKind, recordArtifacts)
 
 // recordArtifacts lists every artifact name a change set's record holds:
 // the staged changes' names, the versions it promoted, the paths of its

@@ -25,7 +25,7 @@ const NoteKind = "shadow"
 
 // shadowKey is the capability to write shadow records: the kind is
 // reserved, so a plain note write cannot plant or edit one.
-var shadowKey = reserve.Register(reserve.Entry{Kind: NoteKind, Owner: "the shadow operations (package shadow)"})
+var shadowKey = reserve.Own(NoteKind, nil)
 
 // Event names, carried as the first word of the message of the note put
 // (or batch) that records each step.

@@ -119,7 +119,7 @@ func (ws *Workspace) GC(ctx context.Context, p GCPolicy) (GCReport, error) {
 
 // pinKey is the capability to write pin notes: the kind is reserved, so
 // pins are put and removed only by Pin and Unpin.
-var pinKey = reserve.Register(reserve.Entry{Kind: PinKind, Owner: "Workspace.Pin and Unpin"})
+var pinKey = reserve.Own(PinKind, nil)
 
 // Pin keeps version of the live artifact name from retention until
 // Unpin, by putting its pin note (so it is recorded as a note.put

@@ -1,10 +1,14 @@
 // Package reserve is the registry of reserved note kinds: kinds whose notes
-// are the system's own records (tokens, pins, worktrees, change sets), which
-// only the layer that declared them may write. The owning layer (server,
-// gitwork, shadow, workspace's pins) calls Register from a package
-// variable; the engine in workspace/driver enforces it. It is internal:
-// every layer that owns records is in this module, and neither the
-// reservation nor the engine's lookups widen the user API.
+// are the system's own records (tokens, pins, messages, worktrees, change
+// sets), which only the layer that owns them may write. Every kind this
+// module reserves is declared in one table here (declared), so the engine
+// in workspace/driver refuses a plain read of a sealed record or a plain
+// write of any record whichever packages a program links: a program that
+// links only a backend cannot read the server's token notes as notes. The
+// owning layer (server, gitwork, shadow, workspace's pins, the engine's
+// messages) takes its key with Own from a package variable. It is
+// internal: every layer that owns records is in this module, and neither
+// the reservation nor the engine's lookups widen the user API.
 //
 // The capability is a context value keyed by an unexported type, holding the
 // *Key its layer got from Register: a context built from a request (HTTP,
@@ -46,7 +50,11 @@ type Entry struct {
 type Key struct{ e Entry }
 
 // Entry returns the reservation k holds.
-func (k *Key) Entry() Entry { return k.e }
+func (k *Key) Entry() Entry {
+	mu.RLock()
+	defer mu.RUnlock()
+	return k.e
+}
 
 type grantKey struct{}
 
@@ -70,11 +78,69 @@ func (k *Key) Grant(ctx context.Context) context.Context {
 var (
 	mu     sync.RWMutex
 	byKind = map[string]*Key{}
+	owned  = map[string]bool{} // declared kinds whose owner took its key
 	kindRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
 )
 
-// Register reserves e.Kind and returns its key. It panics on a malformed or
-// already reserved kind: reservations are made in init, as drivers register.
+// The message kinds' owner.
+const msgOwner = "the message operations (Workspace.Messages)"
+
+// declared are the kinds this module reserves, all of them: what the
+// engine enforces for each holds in every program, whether or not it links
+// the owner.
+var declared = []Entry{
+	{Kind: "pin", Owner: "Workspace.Pin and Unpin"},
+	{Kind: "msg", Owner: msgOwner, Sealed: true},
+	{Kind: "msg-box", Owner: msgOwner, Sealed: true},
+	{Kind: "msg-wait", Owner: msgOwner, Sealed: true},
+	{Kind: "msg-due", Owner: msgOwner, Sealed: true},
+	{Kind: "msg-thread", Owner: msgOwner, Sealed: true},
+	{Kind: "msg-cursor", Owner: msgOwner, Sealed: true},
+	{Kind: "pause", Owner: "PauseActorOp and ResumeActorOp", Sealed: true},
+	{Kind: "token", Owner: "the server's token operations", Sealed: true, Right: "admin.tokens"},
+	{Kind: "worktree", Owner: "the worktree operations (package gitwork)"},
+	{Kind: "shadow", Owner: "the shadow operations (package shadow)"},
+	// A change set names artifacts; until package shadow gives the parser
+	// (Own), no principal a policy governs may read one.
+	{Kind: "changeset", Owner: "the change-set operations (package shadow)", Pins: true, Artifacts: unparsed},
+}
+
+// unparsed is the Artifacts of a declared kind whose owner is not linked:
+// its records name artifacts this program cannot list.
+func unparsed(string) ([]string, error) {
+	return nil, fmt.Errorf("reserve: the owner of this record is not linked into the program")
+}
+
+func init() {
+	for _, e := range declared {
+		if !kindRE.MatchString(e.Kind) || e.Owner == "" || byKind[e.Kind] != nil {
+			panic(fmt.Sprintf("reserve: bad declaration %+v", e))
+		}
+		byKind[e.Kind] = &Key{e: e}
+	}
+}
+
+// Own returns the key of kind, one of the declared kinds, to its owner;
+// artifacts, when not nil, is the kind's Entry.Artifacts (the owner's
+// parser of its records). It panics on a kind not declared or owned
+// twice: keys are taken in package variables, as drivers register.
+func Own(kind string, artifacts func(body string) ([]string, error)) *Key {
+	mu.Lock()
+	defer mu.Unlock()
+	k, ok := byKind[kind]
+	if !ok || owned[kind] {
+		panic(fmt.Sprintf("reserve: kind %q is not declared, or is owned twice", kind))
+	}
+	if artifacts != nil {
+		k.e.Artifacts = artifacts
+	}
+	owned[kind] = true
+	return k
+}
+
+// Register reserves e.Kind, one not declared by this module (tests reserve
+// their own), and returns its key. It panics on a malformed or already
+// reserved kind: reservations are made in init, as drivers register.
 func Register(e Entry) *Key {
 	if !kindRE.MatchString(e.Kind) || e.Owner == "" {
 		panic(fmt.Sprintf("reserve: bad reservation %+v", e))
@@ -92,8 +158,8 @@ func Register(e Entry) *Key {
 // Lookup returns the reservation of kind, if it is reserved.
 func Lookup(kind string) (Entry, bool) {
 	mu.RLock()
+	defer mu.RUnlock()
 	k, ok := byKind[kind]
-	mu.RUnlock()
 	if !ok {
 		return Entry{}, false
 	}
@@ -124,7 +190,7 @@ func Granted(ctx context.Context, kind string) bool {
 func GrantedPins(ctx context.Context) bool {
 	gs, _ := ctx.Value(grantKey{}).(grants)
 	for _, g := range gs {
-		if g.e.Pins {
+		if g.e.Pins { // Pins is set at declaration and never changes
 			return true
 		}
 	}

@@ -46,13 +46,10 @@ const (
 	pauseKind     = "pause"
 )
 
-const msgOwner = "the message operations (Workspace.Messages)"
-
 func init() {
-	for _, k := range []string{msgKind, msgBoxKind, msgWaitKind, msgDueKind, msgThreadKind, msgCursorKind} {
-		reserve.Register(reserve.Entry{Kind: k, Owner: msgOwner, Sealed: true})
+	for _, k := range []string{msgKind, msgBoxKind, msgWaitKind, msgDueKind, msgThreadKind, msgCursorKind, pauseKind} {
+		reserve.Own(k, nil)
 	}
-	reserve.Register(reserve.Entry{Kind: pauseKind, Owner: "PauseActorOp and ResumeActorOp", Sealed: true})
 
 	declare(opEntry[workspace.SendMessageOp]{
 		check: checkSendMessage,
