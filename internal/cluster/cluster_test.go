@@ -57,7 +57,7 @@ const (
 
 func runCluster(t *testing.T, dsn string) {
 	c := newCluster(t, dsn, 3, "--touch-every", "1h", "--heartbeat", "1s")
-	op, _ := c.token(t, "op", "admin")
+	op, _ := c.cliToken(t, "op", "admin")
 
 	t.Run("propagation", func(t *testing.T) { propagation(t, c, op) })
 	t.Run("revoke-stop-pause", func(t *testing.T) { refusals(t, c, op) })
@@ -105,7 +105,7 @@ func refusals(t *testing.T, c *cluster, op string) {
 
 	// A token revoked: a new request anywhere is refused; a stream open on
 	// another server ends.
-	rv, rvID := c.token(t, "revoked", "")
+	rv, rvID := c.cliToken(t, "revoked", "")
 	c.must(t, 1, http.StatusOK, http.MethodGet, "/v1/whoami", rv, nil, nil)
 	rvStreams := []*sse{openStream(t, c.hc, c.servers[1].URL, "/v1/events", rv, 0), openStream(t, c.hc, c.servers[2].URL, "/v1/events", rv, 0)}
 	c.wsctl(t, "token", "revoke", rvID)
@@ -280,7 +280,7 @@ func mcpAffinity(t *testing.T, c *cluster, op string) {
 	}
 }
 
-// killUnderLoad: writers and a message sender work through all three
+// killUnderLoad: writers and message senders work through all three
 // servers; an event stream and an inbox long poll run on server 0, which
 // is killed (SIGKILL) midway. The writers move to the servers left; the
 // stream resumes on server 1 (Last-Event-ID), the long poll on server 2
@@ -348,7 +348,7 @@ func killUnderLoad(t *testing.T, c *cluster, op string) {
 		}
 	}()
 
-	// The writers, two on each server, and a sender.
+	// The writers, two on each server, and three senders.
 	const writers = 6
 	toks := make([]string, writers)
 	for i := range toks {
@@ -386,29 +386,31 @@ func killUnderLoad(t *testing.T, c *cluster, op string) {
 			}
 		})
 	}
-	wg.Go(func() {
-		for n := 0; ; n++ {
-			select {
-			case <-stop:
-				return
-			default:
+	for k := range 3 { // three senders, one starting on each server
+		wg.Go(func() {
+			for n := k; ; n += 3 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var m workspace.Msg
+				code, err := c.call(ctx, alive(n), http.MethodPost, "/v1/messages", sender, map[string]any{"to": []string{"reader"}, "body": fmt.Sprint(n)}, &m)
+				switch {
+				case errors.Is(err, errTransport):
+					failed.Add(1)
+				case err != nil || code != http.StatusCreated:
+					t.Errorf("send %d: %d %v", n, code, err)
+					return
+				default:
+					ackMu.Lock()
+					sent[m.ID] = true
+					ackMu.Unlock()
+				}
+				time.Sleep(5 * time.Millisecond)
 			}
-			var m workspace.Msg
-			code, err := c.call(ctx, alive(n), http.MethodPost, "/v1/messages", sender, map[string]any{"to": []string{"reader"}, "body": fmt.Sprint(n)}, &m)
-			switch {
-			case errors.Is(err, errTransport):
-				failed.Add(1)
-			case err != nil || code != http.StatusCreated:
-				t.Errorf("send %d: %d %v", n, code, err)
-				return
-			default:
-				ackMu.Lock()
-				sent[m.ID] = true
-				ackMu.Unlock()
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	})
+		})
+	}
 
 	time.Sleep(loadBefore)
 	dead.Store(true)

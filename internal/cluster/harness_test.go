@@ -17,13 +17,16 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/agentspace/agentspace/backend/postgres"
 	"github.com/agentspace/agentspace/internal/wsctltest"
+	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/workspace"
 )
 
 // cluster is N `wsctl serve` processes on one store, as a deployment runs
 // them: each a process of its own, all with --require-token.
 type cluster struct {
+	ws      *workspace.Workspace // the test's own handle on the store
 	bin     string
 	dsn     string
 	servers []*wsctltest.Server
@@ -36,6 +39,12 @@ func newCluster(t *testing.T, dsn string, n int, args ...string) *cluster {
 	c := &cluster{bin: wsctltest.Binary(t), dsn: dsn,
 		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}}
 	wsctltest.Init(t, c.bin, dsn)
+	ws, err := workspace.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { _ = ws.Close() })
+	c.ws = ws
 	for range n {
 		c.servers = append(c.servers, wsctltest.Serve(t, c.bin, dsn, append([]string{"--require-token"}, args...)...))
 	}
@@ -56,9 +65,20 @@ func (c *cluster) wsctl(t testing.TB, args ...string) []byte {
 	return out
 }
 
-// token creates a token for actor with `wsctl token create` and returns
-// its secret and id.
+// token creates a token for actor, as `wsctl token create` does but in
+// this process (a process start each would cost the test seconds on a
+// loaded machine), and returns its secret and id.
 func (c *cluster) token(t testing.TB, actor, role string) (secret, id string) {
+	t.Helper()
+	secret, tk, err := server.NewTokens(c.ws).Create(context.Background(), server.TokenRequest{Actor: actor, Role: role, TTL: time.Hour, By: "operator"})
+	if err != nil {
+		t.Fatalf("token create: %v", err)
+	}
+	return secret, tk.ID
+}
+
+// cliToken is token through `wsctl token create`.
+func (c *cluster) cliToken(t testing.TB, actor, role string) (secret, id string) {
 	t.Helper()
 	args := []string{"--json", "token", "create", "--actor", actor, "--ttl", "1h"}
 	if role != "" {
