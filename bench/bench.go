@@ -80,6 +80,13 @@ type Config struct {
 	// child processes (Child) at c=1 each, against W1 at that
 	// concurrency in this process.
 	Processes int
+	// Servers, with Processes, spreads the children over this many
+	// servers on the listener (child i through server i mod Servers),
+	// each with a store of its own on DSN, as that many `wsctl serve`
+	// processes in front of one database would be (default 1: the
+	// listener's one server, which shares the baseline's store). The
+	// servers run in this process: its CPU per op is all of theirs.
+	Servers int
 	// ChildProfile, if set, has each of Processes' children write a CPU
 	// profile of its whole run to ChildProfile.w1-I (the W1 clients) or
 	// ChildProfile.echo-I (the bare transport's clients).
@@ -115,6 +122,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Streams <= 0 {
 		c.Streams = DefaultStreams
+	}
+	if c.Servers <= 0 {
+		c.Servers = 1
 	}
 	return c
 }

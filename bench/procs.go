@@ -132,6 +132,30 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 		return nil, errNoChild
 	}
 	label := fmt.Sprintf("W1 via %s, %d processes", e.via, n)
+	// The servers the children go through: e's, and Servers-1 more, each
+	// with a store of its own on the same database.
+	dsns := []string{e.dsn}
+	counts := []func() int64{e.updates.Load}
+	for range cfg.Servers - 1 {
+		progress(fmt.Sprintf("%s: starting server %d of %d", label, len(dsns)+1, cfg.Servers))
+		srv, err := startServer(ctx, base.dsn, e.via)
+		if err != nil {
+			return nil, err
+		}
+		defer srv.stop()
+		dsns = append(dsns, srv.dsn)
+		counts = append(counts, srv.updates.Load)
+	}
+	if cfg.Servers > 1 {
+		label += fmt.Sprintf(", %d servers", cfg.Servers)
+	}
+	updates := func() int64 {
+		var sum int64
+		for _, c := range counts {
+			sum += c()
+		}
+		return sum
+	}
 	progress(label + ": starting them")
 	echoDSN, stopEcho, err := echoServer(e.via)
 	if err != nil {
@@ -159,7 +183,7 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 		return fmt.Sprintf("%s.%s-%d", cfg.ChildProfile, kind, i)
 	}
 	for i := range n {
-		c, err := startChild(ctx, cfg.Child, childRequest{Op: "w1", DSN: e.dsn, Name: fmt.Sprintf("%s/p%d", e.prefix, i), CPUProfile: profile("w1", i)})
+		c, err := startChild(ctx, cfg.Child, childRequest{Op: "w1", DSN: dsns[i%len(dsns)], Name: fmt.Sprintf("%s/p%d", e.prefix, i), CPUProfile: profile("w1", i)})
 		if err != nil {
 			return nil, err
 		}
@@ -213,13 +237,13 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 		raw.add(res)
 		raw.cpu += cpu1 - cpu0
 		progress(fmt.Sprintf("%s: processes (round %d/%d)", label, i+1, rounds))
-		before := e.updates.Load()
+		before := updates()
 		c0 = served.start(base.handles[0])
 		if err := ours.round(kids, round); err != nil {
 			return nil, err
 		}
 		served.add(base.handles[0], c0)
-		commits += e.updates.Load() - before
+		commits += updates() - before
 		progress(fmt.Sprintf("%s: on the store (round %d/%d)", label, i+1, rounds))
 		if err := self.round(selves, round); err != nil {
 			return nil, err
@@ -229,13 +253,21 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 			return nil, err
 		}
 	}
+	variant := fmt.Sprintf("via %s, %d processes", e.via, n)
+	if cfg.Servers > 1 {
+		variant += fmt.Sprintf(", %d servers", cfg.Servers)
+	}
 	row := Row{
-		Workload: "W1", Variant: fmt.Sprintf("via %s, %d processes", e.via, n), Backend: e.backend, Concurrency: n,
+		Workload: "W1", Variant: variant, Backend: e.backend, Concurrency: n,
 		OpsPerSec: ours.rate(), P50us: ours.percentile(0.50), P99us: ours.percentile(0.99),
 		RawOpsPerSec: raw.rate(), RawP50us: raw.percentile(0.50), RawP99us: raw.percentile(0.99),
 		CPUusPerOp: ours.serverCPU(), RawCPUusPerOp: raw.serverCPU(),
 		Note: fmt.Sprintf("%d child processes at c=1, each its own client of the server; CPU/OP is the server's, the clients' %s; baseline (raw columns): c=%d in process on the same store",
 			n, ours.clientCPU(), n),
+	}
+	if cfg.Servers > 1 {
+		row.Note += fmt.Sprintf("; through %d servers in this process, each a store of its own on the database (child i through server i mod %d); the committer figures are the first server's",
+			cfg.Servers, cfg.Servers)
 	}
 	if s := served.String(); s != "" {
 		row.Note += "; the store's committer was " + s

@@ -219,3 +219,27 @@ func TestProcessRowsCountTheMachinesCPU(t *testing.T) {
 	}
 	assert.Equal(t, 3, seen, "the served, on-the-store and bare rows")
 }
+
+// With Servers, the processes go through that many servers, each a store
+// of its own on the DSN (many servers, one store): the row says so, and
+// every child's writes land (the row measures some, and its commits are
+// counted across the servers' stores).
+func TestProcessesSpreadOverServers(t *testing.T) {
+	cfg := bench.Config{
+		DSN: "sqlite:" + filepath.Join(t.TempDir(), "ws.db"), Duration: 400 * time.Millisecond, Workloads: []string{"W1"},
+		Concurrency: []int{2}, Serve: []string{"unix"}, Processes: 2, Servers: 2, Child: testChild,
+	}
+	rows, err := bench.RunAll(context.Background(), cfg, nil)
+	require.NoError(t, err)
+	var found bool
+	for _, r := range rows {
+		if r.Variant != "via unix, 2 processes, 2 servers" {
+			continue
+		}
+		found = true
+		assert.Positive(t, r.OpsPerSec)
+		assert.Positive(t, r.CommitsPerOp, "the commits of both servers' stores")
+		assert.Contains(t, r.Note, "through 2 servers")
+	}
+	assert.True(t, found, "no row through 2 servers in %+v", rows)
+}

@@ -31,6 +31,7 @@ func (a *app) benchCmd() *cobra.Command {
 		serveChild bool
 		serve      string
 		processes  int
+		servers    int
 		streams    int
 	)
 	c := &cobra.Command{
@@ -83,6 +84,12 @@ the server, against c=N in this process.`,
 			if processes > 0 && len(via) == 0 {
 				return usageErrorf("--processes needs --serve")
 			}
+			if servers < 1 || servers > 64 {
+				return usageErrorf("--servers: %d is not a count between 1 and 64", servers)
+			}
+			if servers > 1 && processes == 0 {
+				return usageErrorf("--servers needs --processes")
+			}
 			if streams < 1 || streams > 10000 {
 				return usageErrorf("--streams: %d is not a count between 1 and 10000", streams)
 			}
@@ -106,7 +113,7 @@ the server, against c=N in this process.`,
 				DSN: res.DSN, Duration: duration, Workloads: ws, Concurrency: levels,
 				Handles: handles, Shared: shared, Settle: settle, Analyze: analyze, Artifacts: artifacts, Tasks: tasks,
 				Child: a.benchChild(), Progress: a.stderr,
-				Serve: via, Processes: processes, Streams: streams, ChildProfile: cpuProfile,
+				Serve: via, Processes: processes, Servers: servers, Streams: streams, ChildProfile: cpuProfile,
 			}
 			if a.jsonOut {
 				enc := json.NewEncoder(a.stdout)
@@ -135,6 +142,7 @@ the server, against c=N in this process.`,
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (and, with --processes, one per child process next to it)")
 	f.StringVar(&serve, "serve", "", "run the workloads through a server started here in front of the DSN's store: tcp, unix or tcp,unix")
 	f.IntVar(&processes, "processes", 0, "with --serve: also run W1 from this many wsctl processes at c=1 each")
+	f.IntVar(&servers, "servers", 1, "with --processes: spread the processes over this many servers, each a store of its own on the DSN (many servers, one store)")
 	f.IntVar(&streams, "streams", bench.DefaultStreams, "SSE: event streams held open on one server")
 	f.BoolVar(&serveChild, "serve-child", false, "internal: be the benchmark's child process (W6 other process, MEM)")
 	_ = f.MarkHidden("serve-child")

@@ -227,8 +227,17 @@ type Server struct {
 	// URL is where it serves (http://127.0.0.1:PORT).
 	URL string
 
+	cmd  *exec.Cmd
 	mu   sync.Mutex
 	logs bytes.Buffer
+}
+
+// Kill ends the server with SIGKILL, as a crash would (no drain, no
+// goodbye to its clients), and waits for it to exit. A second Kill (the
+// test's cleanup) does nothing.
+func (s *Server) Kill() {
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
 }
 
 // Logs is what the server wrote to stderr so far.
@@ -255,8 +264,8 @@ func Serve(t testing.TB, bin, dsn string, args ...string) *Server {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("wsctltest: starting wsctl serve: %v", err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	s := &Server{}
+	s := &Server{cmd: cmd}
+	t.Cleanup(s.Kill)
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)

@@ -26,7 +26,12 @@ import (
 // Heartbeat granted), a lease by its own TTL (Lease.TTL, what its last
 // Acquire or Renew asked for, as the store keeps it), at most MaxLease.
 // Both are read from the store at each touch, so any number of Touchers,
-// in any number of processes, renew by the same span. A lease stored
+// in any number of processes, renew by the same span; and a claim changed,
+// or a lease granted, less than Every ago (by the store's record: by this
+// Toucher, another process's, or the holder itself) is not renewed, so the
+// cap of one renewal per Every holds per actor however many servers it
+// calls. The Toucher's own memory of its last touch of each actor only
+// saves the reads. A lease stored
 // without its TTL is left to its holder. A claim or lease that has lapsed
 // is not revived.
 type Toucher struct {
@@ -107,7 +112,8 @@ func (t *Toucher) Touch(ctx context.Context, actor string) (Result, error) {
 	}
 	for _, task := range page.Tasks {
 		span := task.LeaseExpiresAt.Sub(task.UpdatedAt)
-		if span <= 0 || !task.LeaseExpiresAt.After(now) || !now.Add(span).After(task.LeaseExpiresAt) {
+		if span <= 0 || !task.LeaseExpiresAt.After(now) || !now.Add(span).After(task.LeaseExpiresAt) ||
+			now.Sub(task.UpdatedAt) < t.opts.Every {
 			continue
 		}
 		_, err := t.ws.Tasks().Heartbeat(ctx, workspace.Write{Actor: actor}, task.ID, span)
@@ -126,7 +132,8 @@ func (t *Toucher) Touch(ctx context.Context, actor string) (Result, error) {
 		span := min(l.TTL, t.opts.MaxLease)
 		// Lapsed by the Toucher's clock (the store may not have reaped
 		// it yet): not revived, as a claim is not.
-		if l.Owner != actor || span <= 0 || !l.ExpiresAt.After(now) || !now.Add(span).After(l.ExpiresAt) {
+		if l.Owner != actor || span <= 0 || !l.ExpiresAt.After(now) || !now.Add(span).After(l.ExpiresAt) ||
+			now.Sub(l.ExpiresAt.Add(-span)) < t.opts.Every {
 			continue
 		}
 		_, err := t.ws.Locks().Renew(ctx, l, span)

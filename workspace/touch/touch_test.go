@@ -48,7 +48,8 @@ func TestTouchRenewsClaimsAndLeasesWithinTheCap(t *testing.T) {
 	lease, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:a", Owner: "ann", TTL: 30 * time.Minute})
 	require.NoError(t, err)
 
-	c := &clock{now: time.Now()}
+	// A minute on: the claims and the lease were granted Every ago.
+	c := &clock{now: time.Now().Add(time.Minute)}
 	tc := touch.New(ws, touch.Options{Every: time.Minute, Now: c.Now})
 	r, err := tc.Touch(ctx, "ann")
 	require.NoError(t, err)
@@ -256,7 +257,7 @@ func TestConcurrentTouchesOfOneActorRenewOnce(t *testing.T) {
 	ws := openTouch(t, "t")
 	claimed, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "ann", Lease: time.Hour})
 	require.NoError(t, err)
-	c := &clock{now: claimed.UpdatedAt.Add(time.Second)}
+	c := &clock{now: claimed.UpdatedAt.Add(time.Minute)}
 	tc := touch.New(ws, touch.Options{Every: time.Minute, Now: c.Now})
 	var (
 		wg       sync.WaitGroup
@@ -286,4 +287,41 @@ func TestConcurrentTouchesOfOneActorRenewOnce(t *testing.T) {
 	got, err := ws.Tasks().Get(ctx, claimed.ID)
 	require.NoError(t, err)
 	assert.Equal(t, claimed.Version+1, got.Version, "one renewal")
+}
+
+// TestTouchersOfManyServersRenewAsOne: the cap is the actor's, not each
+// Toucher's. A claim and a lease just granted are not renewed by any
+// Toucher within Every; once Every has passed, the first Toucher renews
+// them and a second one (another server's) then renews nothing.
+func TestTouchersOfManyServersRenewAsOne(t *testing.T) {
+	ctx := context.Background()
+	ws := openTouch(t, "t")
+	claimed, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "ann", Lease: time.Hour})
+	require.NoError(t, err)
+	_, err = ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:a", Owner: "ann", TTL: 30 * time.Minute})
+	require.NoError(t, err)
+	c := &clock{now: claimed.UpdatedAt.Add(time.Second)}
+	a := touch.New(ws, touch.Options{Every: time.Minute, Now: c.Now})
+	b := touch.New(ws, touch.Options{Every: time.Minute}) // the real clock, as the store's
+	head, err := ws.Events().Head(ctx)
+	require.NoError(t, err)
+	for _, tc := range []*touch.Toucher{a, b} {
+		r, err := tc.Touch(ctx, "ann")
+		require.NoError(t, err)
+		assert.Equal(t, touch.Result{}, r, "granted a second ago: nothing to renew")
+	}
+	after, err := ws.Events().Head(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, head, after, "nothing written")
+
+	// a's clock two minutes on: it renews; b, by the real clock, sees the
+	// renewal it just made.
+	c.add(2 * time.Minute)
+	r, err := a.Touch(ctx, "ann")
+	require.NoError(t, err)
+	assert.Equal(t, touch.Result{Claims: 1, Leases: 1}, r)
+	third := touch.New(ws, touch.Options{Every: time.Minute}) // a server that never touched ann
+	r, err = third.Touch(ctx, "ann")
+	require.NoError(t, err)
+	assert.Equal(t, touch.Result{}, r, "another server's Toucher renewed them a moment ago")
 }
