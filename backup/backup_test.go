@@ -137,3 +137,46 @@ func TestRotateNewestAndRestore(t *testing.T) {
 	_, err = backup.Open(ctx, filepath.Join(dir, "missing"))
 	assert.True(t, errors.Is(err, os.ErrNotExist))
 }
+
+// TestARestoreKeepsMessagesAndPausesButNotTokens: messages are sealed
+// records (read only through Workspace.Messages), not credentials, so a
+// restore without WithTokens keeps them, the inbox and its read cursor
+// included; only token records wait for WithTokens.
+func TestARestoreKeepsMessagesAndPausesButNotTokens(t *testing.T) {
+	ctx := context.Background()
+	ws := seeded(t)
+	_, err := ws.Artifacts().Create(ctx, workspace.Write{Actor: "bob"}, workspace.NewArtifact{Name: "bob.txt", Content: []byte("bob was here")})
+	require.NoError(t, err)
+	m, err := ws.Messages().Send(ctx, workspace.Write{Actor: "alice"}, workspace.NewMsg{To: []string{"bob"}, Body: "the plan is in a.txt", RequiresAck: true})
+	require.NoError(t, err)
+	_, err = ws.Messages().Send(ctx, workspace.Write{Actor: "alice"}, workspace.NewMsg{To: []string{"bob"}, Body: "and b.txt"})
+	require.NoError(t, err)
+	require.NoError(t, ws.Messages().MarkRead(ctx, "bob", m.ID))
+	_, err = ws.Commit(ctx, workspace.Batch{Actor: "ops", Ops: []workspace.Op{workspace.PauseActorOp{Actor: "carol", Message: "review"}}})
+	require.NoError(t, err)
+	before, err := ws.Messages().Inbox(ctx, workspace.InboxQuery{Actor: "bob"})
+	require.NoError(t, err)
+	require.Len(t, before.Messages, 2)
+
+	for _, archive := range []bool{false, true} {
+		r, err := backup.Write(ctx, ws, t.TempDir(), backup.Options{Archive: archive})
+		require.NoError(t, err)
+		src, err := backup.Open(ctx, r.File)
+		require.NoError(t, err)
+		into, err := workspace.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "restored.db"))
+		require.NoError(t, err)
+		rep, err := backup.Restore(ctx, into, src, backup.RestoreOptions{})
+		require.NoError(t, err)
+		require.NoError(t, src.Close())
+		assert.Zero(t, rep.Import.SkippedSealed, "archive=%v: nothing but tokens is left out, and there are none", archive)
+		after, err := into.Messages().Inbox(ctx, workspace.InboxQuery{Actor: "bob"})
+		require.NoError(t, err)
+		assert.Equal(t, before.Messages, after.Messages, "archive=%v", archive)
+		assert.Equal(t, before.Cursor, after.Cursor, "archive=%v", archive)
+		assert.Equal(t, before.Unacked, after.Unacked, "archive=%v", archive)
+		_, err = into.Artifacts().Create(ctx, workspace.Write{Actor: "carol"}, workspace.NewArtifact{Name: "x.txt", Content: []byte("x")})
+		var paused *workspace.PausedError
+		assert.ErrorAs(t, err, &paused, "archive=%v: carol is still paused", archive)
+		require.NoError(t, into.Close())
+	}
+}

@@ -53,13 +53,13 @@ type ArchiveOptions struct {
 	Progress func(ArchiveStats)
 	// ProgressEvery is how many records pass between Progress calls (default 1000).
 	ProgressEvery int
-	// WithSealed lets Import restore the notes of sealed reserved kinds:
-	// the server's token records, each a credential that acts as its
-	// actor with its role. Without it Import leaves them out and counts
-	// them in ArchiveStats.SkippedSealed, so an archive (a backup, or one
-	// crafted) grants nobody access unless its restorer asks for that. A
-	// kind is known as sealed in a process that links its owner (wsctl
-	// links them all).
+	// WithSealed lets Import restore the records that are credentials:
+	// the server's token records, each of which acts as its actor with
+	// its role. Without it Import leaves them out and counts them in
+	// ArchiveStats.SkippedSealed, so an archive (a backup, or one crafted)
+	// grants nobody access unless its restorer asks for that. Other
+	// sealed records (messages, pauses) are always restored. Every program
+	// knows which kinds these are, whatever it links.
 	WithSealed bool
 }
 
@@ -89,7 +89,7 @@ type ImportReport struct {
 	// store kept its chain): nothing checked their content or order
 	// against the exporting store's log, and the store chained them anew.
 	Unchained int64 `json:"unchained"`
-	// SkippedSealed counts the notes of sealed kinds (token records) left
+	// SkippedSealed counts the records that are credentials (token records) left
 	// out because ArchiveOptions.WithSealed was not set.
 	SkippedSealed int64 `json:"skipped_sealed"`
 }

@@ -29,7 +29,13 @@ type Entry struct {
 	Kind   string // the note kind
 	Owner  string // who writes it, for refusals: "the server's token operations"
 	Sealed bool   // never read as a note, not even listed, without the key
-	Right  string // the policy action a principal needs to use it through its owner; "" for the note rights on the kind
+	// Credential marks records that grant access (the server's tokens):
+	// an import restores them only when asked (ArchiveOptions.WithSealed),
+	// so a backup, or a file made to look like one, grants nobody access
+	// by being restored. Other sealed records (messages, pauses) are the
+	// team's state and are always restored.
+	Credential bool
+	Right      string // the policy action a principal needs to use it through its owner; "" for the note rights on the kind
 	// Pins lets the owner's batches pin the versions their ops write (a
 	// batch op's Pin) as the system's bookkeeping: a batch whose context
 	// carries the key asks its actor for no pin right (a change set's
@@ -97,7 +103,7 @@ var declared = []Entry{
 	{Kind: "msg-thread", Owner: msgOwner, Sealed: true},
 	{Kind: "msg-cursor", Owner: msgOwner, Sealed: true},
 	{Kind: "pause", Owner: "PauseActorOp and ResumeActorOp", Sealed: true},
-	{Kind: "token", Owner: "the server's token operations", Sealed: true, Right: "admin.tokens"},
+	{Kind: "token", Owner: "the server's token operations", Sealed: true, Credential: true, Right: "admin.tokens"},
 	{Kind: "worktree", Owner: "the worktree operations (package gitwork)"},
 	{Kind: "shadow", Owner: "the shadow operations (package shadow)"},
 	// A change set names artifacts; until package shadow gives the parser

@@ -107,7 +107,7 @@ func (im *importer) note(ctx context.Context, r workspace.Note) error {
 	}
 	n := r
 	im.lastNote = k
-	if e, ok := reserve.Lookup(n.Kind); ok && e.Sealed && !im.p.opts.WithSealed {
+	if e, ok := reserve.Lookup(n.Kind); ok && e.Credential && !im.p.opts.WithSealed {
 		im.skippedSealed++
 		return nil
 	}

@@ -16,7 +16,7 @@ import (
 
 // sealedKey stands for the server's token records: a sealed kind, whose
 // notes are credentials.
-var sealedKey = reserve.Register(reserve.Entry{Kind: "archive-test-sealed", Owner: "the archive tests", Sealed: true})
+var sealedKey = reserve.Register(reserve.Entry{Kind: "archive-test-sealed", Owner: "the archive tests", Sealed: true, Credential: true})
 
 // TestImportLeavesSealedRecordsOutUnlessAsked: an archive's notes of a
 // sealed kind are restored only with WithSealed; without it they are
