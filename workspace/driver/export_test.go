@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"context"
+
 	"github.com/agentspace/agentspace/internal/wsconn"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -54,3 +56,20 @@ func PolicyReads(w *workspace.Workspace) int64 { return wsconn.Of(w).(*handle).p
 // PolicyJoins is how many operations on w's store waited for another's
 // read of the policy's head.
 func PolicyJoins(w *workspace.Workspace) int64 { return wsconn.Of(w).(*handle).policy.joins.Load() }
+
+// PlantLastMessageID records id as the greatest message id w's store has
+// given, as a server whose clock ran ahead would have.
+func PlantLastMessageID(ctx context.Context, w *workspace.Workspace, id string) error {
+	h := wsconn.Of(w).(*handle)
+	return h.run(ctx, "test.plant", "test", func(x *exec) error {
+		n, err := x.tx.Note(ctx, msgLastKind, msgLastKey)
+		if err != nil {
+			n = workspace.Note{Kind: msgLastKind, Key: msgLastKey, Author: "test", CreatedAt: x.now}
+		}
+		n.Title, n.Version, n.UpdatedAt, n.UpdatedBy = id, n.Version+1, x.now, "test"
+		return x.tx.PutNote(ctx, n)
+	})
+}
+
+// SuccessorV7 is successorV7, for its test.
+var SuccessorV7 = successorV7

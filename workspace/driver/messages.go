@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -47,7 +48,7 @@ const (
 )
 
 func init() {
-	for _, k := range []string{msgKind, msgBoxKind, msgWaitKind, msgDueKind, msgThreadKind, msgCursorKind, pauseKind} {
+	for _, k := range []string{msgKind, msgBoxKind, msgWaitKind, msgDueKind, msgThreadKind, msgCursorKind, msgLastKind, pauseKind} {
 		reserve.Own(k, nil)
 	}
 
@@ -280,7 +281,7 @@ func (x *exec) sendOperatorMessage(ctx context.Context, in workspace.NewMsg) (*w
 }
 
 func (x *exec) send(ctx context.Context, in workspace.NewMsg, from string, operator bool) (*workspace.Msg, error) {
-	id, err := uuid.NewV7()
+	id, err := x.nextMsgID(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +298,7 @@ func (x *exec) send(ctx context.Context, in workspace.NewMsg, from string, opera
 			}
 		}
 	}
-	m := &workspace.Msg{ID: id.String(), From: from, To: slices.Clone(in.To), Each: in.Each, ReplyTo: in.ReplyTo,
+	m := &workspace.Msg{ID: id, From: from, To: slices.Clone(in.To), Each: in.Each, ReplyTo: in.ReplyTo,
 		Type: in.Type, Severity: in.Severity, Subject: in.Subject, Body: in.Body, Data: in.Data,
 		RequiresAck: in.RequiresAck, Deadline: in.Deadline.UTC().Truncate(time.Microsecond),
 		EscalateTo: slices.Clone(in.EscalateTo), Version: 1, SentAt: x.now}
@@ -357,6 +358,67 @@ func (x *exec) send(ctx context.Context, in workspace.NewMsg, from string, opera
 	}
 	x.emit(workspace.EventMessageSent, msgSubject(m), m.Version, "to "+strings.Join(m.To, ", "))
 	return m, nil
+}
+
+// The msg-last note holds the greatest message id the store has given.
+// Inboxes page, and read cursors move, by id, so ids must follow commit
+// order; a UUIDv7 alone follows the clock of the process that made it,
+// and two servers (on two hosts, or in one millisecond on one) could
+// give a later message a smaller id, which a reader already past it
+// would never see. Sends are serialized by the store's write
+// transaction, so each reads the last id and takes one above it.
+const (
+	msgLastKind = "msg-last"
+	msgLastKey  = "last"
+)
+
+// nextMsgID returns a new message id above every id the store has given,
+// and records it.
+func (x *exec) nextMsgID(ctx context.Context) (string, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return "", err
+	}
+	n, err := x.tx.Note(ctx, msgLastKind, msgLastKey)
+	switch {
+	case errors.Is(err, workspace.ErrNotFound):
+		n = workspace.Note{Kind: msgLastKind, Key: msgLastKey, Author: x.actor, CreatedAt: x.now}
+	case err != nil:
+		return "", err
+	}
+	if last, perr := uuid.Parse(n.Title); perr == nil && bytes.Compare(id[:], last[:]) <= 0 {
+		id = successorV7(last)
+	}
+	n.Title = id.String()
+	n.Version++
+	n.UpdatedAt, n.UpdatedBy = x.now, x.actor
+	if err := x.tx.PutNote(ctx, n); err != nil {
+		return "", err
+	}
+	return n.Title, nil
+}
+
+// successorV7 is the least UUIDv7 above u: its random bits (rand_b's 62,
+// then rand_a's 12) counted up by one, carrying into the timestamp.
+func successorV7(u uuid.UUID) uuid.UUID {
+	hi := binary.BigEndian.Uint64(u[0:8])
+	lo := binary.BigEndian.Uint64(u[8:16])
+	const randB = 1<<62 - 1
+	if lo&randB != randB {
+		lo++
+	} else {
+		lo &^= randB
+		// rand_a is hi's low 12 bits; the version nibble above it stays.
+		if hi&0xfff != 0xfff {
+			hi++
+		} else {
+			ts := (hi >> 16) + 1
+			hi = ts<<16 | hi&0xf000
+		}
+	}
+	binary.BigEndian.PutUint64(u[0:8], hi)
+	binary.BigEndian.PutUint64(u[8:16], lo)
+	return u
 }
 
 // obligations are who owes an ack of m: each actor recipient, and each
