@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
+	"github.com/agentspace/agentspace/internal/testskip"
 	"github.com/agentspace/agentspace/internal/wsctltest"
 )
 
@@ -34,10 +35,7 @@ func node(t *testing.T) (string, string) {
 	n, nerr := exec.LookPath("node")
 	p, perr := exec.LookPath("npm")
 	if nerr != nil || perr != nil {
-		if os.Getenv("AGENTSPACE_TEST_REQUIRE_NODE") == "1" {
-			t.Fatal("node and npm are required (AGENTSPACE_TEST_REQUIRE_NODE=1) but not found")
-		}
-		t.Skip("SKIPPING the TypeScript client tests: node or npm not on PATH")
+		testskip.Skip(t, "AGENTSPACE_TEST_REQUIRE_NODE", "SKIPPING the TypeScript client tests: node or npm not on PATH")
 	}
 	return n, p
 }

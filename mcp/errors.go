@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,7 +33,7 @@ const (
 	ClassInternal      = wire.CodeInternal
 	// ClassPaused: the actor is paused; its writes are refused until it
 	// is resumed (the HTTP API's problem code "paused").
-	ClassPaused = "paused"
+	ClassPaused = wire.CodePaused
 )
 
 // ToolError is the structured content of a failed tool call: its class,
@@ -70,20 +69,15 @@ type ToolError struct {
 func classify(err error, redact func(error) error) ToolError {
 	te := ToolError{Message: err.Error()}
 	p, ok := wire.ProblemOf(err)
-	switch {
-	case errors.Is(err, workspace.ErrPaused):
-		te.Error = ClassPaused
-		te.Hint = "ack the pause message (message ack=ID; inbox unacked=true lists it), then wait to be resumed"
-		return te
-	case ok:
-		te.Error = p.Code
-	case errors.Is(err, context.DeadlineExceeded):
-		te.Error, te.Message = ClassTimeout, "the call's deadline passed"
-		return te
-	default:
+	if !ok {
+		if p = wire.TimeoutOf(err, "the call's deadline passed"); p != nil {
+			te.Error, te.Message = p.Code, p.Detail
+			return te
+		}
 		te.Error, te.Message = ClassInternal, redact(err).Error()
 		return te
 	}
+	te.Error = p.Code
 	var (
 		conflict *workspace.ConflictError
 		locked   *workspace.LockedError
@@ -93,6 +87,8 @@ func classify(err error, redact func(error) error) ToolError {
 		denied   *workspace.ForbiddenError
 	)
 	switch te.Error {
+	case ClassPaused:
+		te.Hint = "ack the pause message (message ack=ID; inbox unacked=true lists it), then wait to be resumed"
 	case ClassConflict:
 		if errors.As(err, &conflict) {
 			te.CurrentVersion = conflict.Current

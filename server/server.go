@@ -307,8 +307,8 @@ func (s *Server) fail(ctx context.Context, err error) *wire.Problem {
 		p, _ := wire.ProblemOf(e)
 		return p
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return wire.NewProblem(wire.CodeTimeout, "the request's deadline passed")
+	if p := wire.TimeoutOf(err, "the request's deadline passed"); p != nil {
+		return p
 	}
 	if errors.Is(err, context.Canceled) {
 		if s.drain.Err() != nil {

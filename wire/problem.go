@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
@@ -129,68 +128,26 @@ func (p *Problem) GetHeaders() http.Header {
 // ContentType makes huma send the problem as application/problem+json.
 func (p *Problem) ContentType(string) string { return "application/problem+json" }
 
-// statusOf is the one table from problem codes to HTTP statuses.
-var statusOf = map[string]int{
-	CodeNotFound:      http.StatusNotFound,
-	CodeAlreadyExists: http.StatusConflict,
-	CodeConflict:      http.StatusConflict,
-	CodeLocked:        http.StatusLocked,
-	CodeNotHolder:     http.StatusConflict,
-	CodeLockLost:      http.StatusConflict,
-	CodeStaleFence:    http.StatusConflict,
-	CodeNoTask:        http.StatusNotFound,
-	CodeCompacted:     http.StatusGone,
-	CodeInvalid:       http.StatusBadRequest,
-	CodeTooLarge:      http.StatusRequestEntityTooLarge,
-	CodeClosed:        http.StatusServiceUnavailable,
-	CodeSchema:        http.StatusServiceUnavailable,
-	CodeNoWorkspace:   http.StatusServiceUnavailable,
-	CodeUnauthorized:  http.StatusUnauthorized,
-	CodeForbidden:     http.StatusForbidden,
-	CodeUnavailable:   http.StatusServiceUnavailable,
-	CodeRewound:       http.StatusGone,
-	// A paused actor is a held resource, as a leased one is: wait (for
-	// the resume), then retry. The code tells the two apart.
-	CodePaused:      http.StatusLocked,
-	CodeTimeout:     http.StatusGatewayTimeout,
-	CodeNoRoute:     http.StatusNotFound,
-	CodeUnsupported: http.StatusUnsupportedMediaType,
-	CodeTooMany:     http.StatusTooManyRequests,
-	CodeInternal:    http.StatusInternalServerError,
-}
-
 // NewProblem is the problem of the given code, with its HTTP status.
 func NewProblem(code, detail string) *Problem {
-	st := statusOf[code]
-	if st == 0 {
-		st = http.StatusInternalServerError
+	st := http.StatusInternalServerError
+	if r := rowOf[code]; r != nil {
+		st = r.status
 	}
 	return &Problem{Type: "urn:agentspace:problem:" + code, Title: http.StatusText(st), Status: st, Detail: detail, Code: code}
 }
 
-// ProblemOf maps err to its problem: the one table from the workspace's
-// typed errors (and this package's sentinels) to codes. It returns nil, false for an error
-// outside the known set, which the caller answers as internal without
-// echoing its text (a driver's error may name a host or a file).
+// ProblemOf maps err to its problem by the error table: the first typed
+// error of the table that err holds, else the first sentinel it matches.
+// It returns nil, false for an error outside the known set, which the
+// caller answers as internal without echoing its text (a driver's error
+// may name a host or a file).
 func ProblemOf(err error) (*Problem, bool) {
 	var p *Problem
 	if errors.As(err, &p) {
 		return p, true
 	}
-	var (
-		be  *workspace.BatchError
-		ce  *workspace.ConflictError
-		le  *workspace.LockedError
-		sfe *workspace.StaleFenceError
-		cpe *workspace.CompactedError
-		ie  *workspace.InvalidError
-		se  *workspace.SchemaError
-		nwe *workspace.NoWorkspaceError
-		fe  *workspace.ForbiddenError
-		vre *workspace.VersionRemovedError
-		ue  *workspace.UnavailableError
-		pe  *workspace.PausedError
-	)
+	var be *workspace.BatchError
 	if errors.As(err, &be) {
 		p, ok := ProblemOf(be.Err)
 		if ok {
@@ -199,87 +156,20 @@ func ProblemOf(err error) (*Problem, bool) {
 		}
 		return p, ok
 	}
-	detail := err.Error()
-	switch {
-	case errors.As(err, &ce):
-		p = NewProblem(CodeConflict, ce.Error())
-		p.Subject, p.Expected, p.Current = ce.Subject, ce.Expected, ce.Current
-	case errors.As(err, &le):
-		p = NewProblem(CodeLocked, le.Error())
-		p.Resource, p.Holder, p.Token, p.ExpiresAt = le.Resource, le.Holder, le.Token, le.ExpiresAt
-	case errors.As(err, &sfe):
-		p = NewProblem(CodeStaleFence, sfe.Error())
-		p.Resource, p.Fence, p.Newest = sfe.Resource, sfe.Fence, sfe.Newest
-	case errors.As(err, &cpe):
-		p = NewProblem(CodeCompacted, cpe.Error())
-		p.Requested, p.Floor = cpe.Requested, cpe.Floor
-	case errors.As(err, &ie):
-		code := CodeInvalid
-		if ie.TooLarge {
-			code = CodeTooLarge
+	for _, r := range errorTable {
+		if r.typed == nil {
+			continue
 		}
-		p = NewProblem(code, ie.Error())
-		p.Field, p.Reason = ie.Field, ie.Reason
-	case errors.As(err, &se):
-		p = NewProblem(CodeSchema, se.Error())
-		p.Current, p.Want, p.Dirty = se.Current, se.Want, se.Dirty
-	case errors.As(err, &nwe):
-		p = NewProblem(CodeNoWorkspace, nwe.Error())
-		p.Where, p.Reason = nwe.Where, nwe.Reason
-	case errors.As(err, &fe):
-		p = NewProblem(CodeForbidden, fe.Error())
-		p.Actor, p.Roles, p.Action, p.Object, p.Rule, p.Reason = fe.Actor, fe.Roles, fe.Action, fe.Object, fe.Rule, fe.Reason
-	case errors.As(err, &pe):
-		p = NewProblem(CodePaused, pe.Error())
-		p.Actor, p.By, p.Since = pe.Actor, pe.By, pe.Since
-	case errors.As(err, &vre):
-		p = NewProblem(CodeNotFound, vre.Error())
-		p.Name, p.Version, p.Oldest = vre.Name, vre.Version, vre.Oldest
-	case errors.Is(err, workspace.ErrNotFound):
-		p = NewProblem(CodeNotFound, detail)
-	case errors.Is(err, workspace.ErrAlreadyExists):
-		p = NewProblem(CodeAlreadyExists, detail)
-	case errors.Is(err, workspace.ErrNotHolder):
-		p = NewProblem(CodeNotHolder, detail)
-	case errors.Is(err, workspace.ErrLockLost):
-		p = NewProblem(CodeLockLost, detail)
-	case errors.Is(err, workspace.ErrNoTask):
-		p = NewProblem(CodeNoTask, detail)
-	case errors.Is(err, workspace.ErrConflict):
-		p = NewProblem(CodeConflict, detail)
-	case errors.Is(err, workspace.ErrLocked):
-		p = NewProblem(CodeLocked, detail)
-	case errors.Is(err, workspace.ErrStaleFence):
-		p = NewProblem(CodeStaleFence, detail)
-	case errors.Is(err, workspace.ErrCompacted):
-		p = NewProblem(CodeCompacted, detail)
-	case errors.Is(err, workspace.ErrRewound):
-		p = NewProblem(CodeRewound, detail)
-	case errors.Is(err, workspace.ErrPaused):
-		p = NewProblem(CodePaused, detail)
-	case errors.Is(err, workspace.ErrTooLarge):
-		p = NewProblem(CodeTooLarge, detail)
-	case errors.Is(err, workspace.ErrInvalid):
-		p = NewProblem(CodeInvalid, detail)
-	case errors.Is(err, workspace.ErrSchema):
-		p = NewProblem(CodeSchema, detail)
-	case errors.Is(err, workspace.ErrNoWorkspace):
-		p = NewProblem(CodeNoWorkspace, detail)
-	case errors.Is(err, workspace.ErrClosed):
-		p = NewProblem(CodeClosed, detail)
-	case errors.Is(err, ErrUnauthorized):
-		p = NewProblem(CodeUnauthorized, detail)
-	case errors.Is(err, ErrForbidden):
-		p = NewProblem(CodeForbidden, detail)
-	case errors.As(err, &ue):
-		// The driver's cause names hosts and users: the client gets what failed, not where.
-		p = NewProblem(CodeUnavailable, strings.TrimSuffix(detail, ": "+ue.Cause.Error()))
-	case errors.Is(err, ErrUnavailable):
-		p = NewProblem(CodeUnavailable, detail)
-	default:
-		return nil, false
+		if p, ok := r.typed.encode(r.code, err); ok {
+			return p, true
+		}
 	}
-	return p, true
+	for _, r := range errorTable {
+		if r.sentinel != nil && errors.Is(err, r.sentinel) {
+			return NewProblem(r.code, err.Error()), true
+		}
+	}
+	return nil, false
 }
 
 // DecodeError rebuilds the error an answer with the given status and
@@ -299,45 +189,19 @@ func DecodeError(status int, body []byte) error {
 	return err
 }
 
+// typed is the error p carries by its row: the typed error, when the row
+// has one and p carries it, else a *StatusError matching the row's
+// sentinel (none for a code outside the table).
 func (p *Problem) typed(status int) error {
-	switch p.Code {
-	case CodeConflict:
-		return &workspace.ConflictError{Subject: p.Subject, Expected: p.Expected, Current: p.Current}
-	case CodeLocked:
-		return &workspace.LockedError{Resource: p.Resource, Holder: p.Holder, Token: p.Token, ExpiresAt: p.ExpiresAt}
-	case CodeStaleFence:
-		return &workspace.StaleFenceError{Resource: p.Resource, Fence: p.Fence, Newest: p.Newest}
-	case CodeCompacted:
-		return &workspace.CompactedError{Requested: p.Requested, Floor: p.Floor}
-	case CodeInvalid, CodeTooLarge:
-		return &workspace.InvalidError{Field: p.Field, Reason: p.Reason, TooLarge: p.Code == CodeTooLarge}
-	case CodeSchema:
-		return &workspace.SchemaError{Current: p.Current, Want: p.Want, Dirty: p.Dirty}
-	case CodeNoWorkspace:
-		return &workspace.NoWorkspaceError{Where: p.Where, Reason: p.Reason}
-	case CodePaused:
-		return &workspace.PausedError{Actor: p.Actor, By: p.By, Since: p.Since}
-	case CodeNotFound:
-		if p.Oldest > 0 {
-			return &workspace.VersionRemovedError{Name: p.Name, Version: p.Version, Oldest: p.Oldest}
+	var sentinel error
+	if r := rowOf[p.Code]; r != nil {
+		if r.typed != nil && r.typed.decode != nil {
+			if err, ok := r.typed.decode(p); ok {
+				return err
+			}
 		}
-	case CodeForbidden:
-		if p.Action != "" {
-			return &workspace.ForbiddenError{Actor: p.Actor, Roles: p.Roles, Action: p.Action, Object: p.Object, Rule: p.Rule, Reason: p.Reason}
-		}
+		sentinel = r.sentinel
 	}
-	sentinel := map[string]error{
-		CodeNotFound:      workspace.ErrNotFound,
-		CodeAlreadyExists: workspace.ErrAlreadyExists,
-		CodeNotHolder:     workspace.ErrNotHolder,
-		CodeLockLost:      workspace.ErrLockLost,
-		CodeNoTask:        workspace.ErrNoTask,
-		CodeClosed:        workspace.ErrClosed,
-		CodeUnauthorized:  ErrUnauthorized,
-		CodeForbidden:     ErrForbidden,
-		CodeUnavailable:   ErrUnavailable,
-		CodeRewound:       workspace.ErrRewound,
-	}[p.Code]
 	return &StatusError{Status: status, Code: p.Code, Detail: p.Detail, sentinel: sentinel}
 }
 

@@ -4,13 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"maps"
-	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -109,56 +102,4 @@ func TestAnUnreachableStoreIsUnavailableWithRetryAfter(t *testing.T) {
 	out := wire.DecodeError(p.Status, body)
 	assert.ErrorIs(t, out, workspace.ErrUnavailable)
 	assert.ErrorIs(t, out, wire.ErrUnavailable)
-}
-
-// TestEverySentinelOfTheWorkspaceHasACode reads workspace/errors.go's
-// sentinels from its source and requires each to be listed here and to
-// map to a code of its own (not internal): an error added there fails
-// this test until the table gives it a code and a status.
-func TestEverySentinelOfTheWorkspaceHasACode(t *testing.T) {
-	listed := map[string]error{
-		"ErrNotFound": workspace.ErrNotFound, "ErrAlreadyExists": workspace.ErrAlreadyExists,
-		"ErrConflict": workspace.ErrConflict, "ErrLocked": workspace.ErrLocked, "ErrNotHolder": workspace.ErrNotHolder,
-		"ErrLockLost": workspace.ErrLockLost, "ErrStaleFence": workspace.ErrStaleFence, "ErrNoTask": workspace.ErrNoTask,
-		"ErrCompacted": workspace.ErrCompacted, "ErrInvalid": workspace.ErrInvalid, "ErrTooLarge": workspace.ErrTooLarge,
-		"ErrClosed": workspace.ErrClosed, "ErrSchema": workspace.ErrSchema, "ErrNoWorkspace": workspace.ErrNoWorkspace,
-		"ErrForbidden": workspace.ErrForbidden, "ErrUnavailable": workspace.ErrUnavailable, "ErrRewound": workspace.ErrRewound,
-		"ErrPaused": workspace.ErrPaused,
-	}
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "workspace", "errors.go"), nil, 0)
-	require.NoError(t, err)
-	var declared []string
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.VAR {
-			continue
-		}
-		for _, s := range g.Specs {
-			for _, n := range s.(*ast.ValueSpec).Names {
-				if strings.HasPrefix(n.Name, "Err") {
-					declared = append(declared, n.Name)
-				}
-			}
-		}
-	}
-	require.NotEmpty(t, declared)
-	assert.ElementsMatch(t, slices.Collect(maps.Keys(listed)), declared, "workspace/errors.go's sentinels and this list differ: give the new one its code in problem.go")
-	codes := map[string]string{}
-	for name, e := range listed {
-		p, ok := wire.ProblemOf(fmt.Errorf("op: %w", e))
-		require.True(t, ok, "%s has no code", name)
-		assert.NotEqual(t, wire.CodeInternal, p.Code, name)
-		if other, dup := codes[p.Code]; dup && p.Code != wire.CodeInvalid {
-			t.Errorf("%s and %s share code %s", name, other, p.Code)
-		}
-		codes[p.Code] = name
-		assert.ErrorIs(t, wire.DecodeError(p.Status, mustJSON(t, p)), e, "%s does not survive the wire", name)
-	}
-}
-
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	return b
 }

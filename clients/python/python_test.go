@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
+	"github.com/agentspace/agentspace/internal/testskip"
 	"github.com/agentspace/agentspace/internal/wsctltest"
 )
 
@@ -28,10 +29,7 @@ func python(t testing.TB) string {
 	t.Helper()
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		if os.Getenv("AGENTSPACE_TEST_REQUIRE_PYTHON") == "1" {
-			t.Fatal("python3 is required (AGENTSPACE_TEST_REQUIRE_PYTHON=1) but not found")
-		}
-		t.Skip("SKIPPING the Python client tests: python3 not on PATH")
+		testskip.Skip(t, "AGENTSPACE_TEST_REQUIRE_PYTHON", "SKIPPING the Python client tests: python3 not on PATH")
 	}
 	out, err := exec.Command(py, "-c", "import sys; print(sys.version_info >= (3, 10))").CombinedOutput()
 	require.NoError(t, err, "%s", out)

@@ -14,25 +14,30 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// Exit codes: the contract with scripts. See the package comment.
+// Exit codes: the contract with scripts. See the package comment. Those
+// of an error of the workspace or a server are the wire package's error
+// table's (wire.ExitCodeOf); the rest are wsctl's own.
 const (
 	exitOK       = 0
-	exitError    = 1
-	exitUsage    = 2
-	exitConflict = 3
-	exitLocked   = 4
-	exitNotFound = 5
-	exitNoTask   = 6
+	exitError    = wire.ExitError
+	exitUsage    = wire.ExitUsage
+	exitConflict = wire.ExitConflict
+	exitLocked   = wire.ExitLocked
+	exitNotFound = wire.ExitNotFound
+	exitNoTask   = wire.ExitNoTask
 	// exitForbidden: the workspace's policy refused it (ErrForbidden).
-	exitForbidden = 7
-	exitNoStore   = 8
+	exitForbidden = wire.ExitForbidden
+	exitNoStore   = wire.ExitNoStore
 	// exitUnauthorized: a server refused the request for want of a
 	// token it knows (HTTP 401): no AGENTSPACE_TOKEN, or an unknown,
 	// revoked or expired one.
-	exitUnauthorized = 10
+	exitUnauthorized = wire.ExitUnauthorized
+	// exitPaused: a write of a paused actor was refused (ErrPaused); ack
+	// the pause message and wait to be resumed.
+	exitPaused = wire.ExitPaused
 	// exitUnavailable: the store (or the server) cannot be reached now;
 	// try again (EX_TEMPFAIL of sysexits.h).
-	exitUnavailable = 75
+	exitUnavailable = wire.ExitUnavailable
 )
 
 // cliError is an error with the exit code it maps to and, optionally, what
@@ -61,83 +66,87 @@ func inputFileError(file string, err error) error {
 	return fmt.Errorf("reading %s: %w", file, err)
 }
 
-// classify maps err to its exit code and a hint. Errors that are already
-// classified keep theirs.
+// classify maps err to its exit code, from the error table by its problem
+// code (wire.ExitCodeOf), and a hint, by that code too. Errors that are
+// already classified keep theirs; an error outside the table exits 1.
 func classify(err error) error {
 	var ce *cliError
 	if errors.As(err, &ce) {
 		return err
 	}
-	var (
-		conflict *workspace.ConflictError
-		locked   *workspace.LockedError
-		compact  *workspace.CompactedError
-		schema   *workspace.SchemaError
-		checkout *gitwork.CheckoutError
-	)
 	c := &cliError{code: exitError, err: err}
-	switch {
-	case errors.As(err, &checkout):
+	// The merge queue's refusal matches ErrConflict, but nothing of the
+	// caller's conflicts: the queue must run.
+	if checkout := (*gitwork.CheckoutError)(nil); errors.As(err, &checkout) {
 		c.hint = "run the queue with 'wsctl merge run'"
-	case errors.Is(err, workspace.ErrPaused):
-		c.code, c.hint = exitPaused, "'wsctl inbox --unacked' shows the pause message, 'wsctl ack ID' acks it"
-	case errors.As(err, &conflict):
-		c.code = exitConflict
-		if conflict.Current > 0 {
-			c.hint = fmt.Sprintf("re-read it and retry with --if-version %d", conflict.Current)
+		return c
+	}
+	p, ok := wire.ProblemOf(err)
+	if !ok {
+		switch {
+		case errors.Is(err, context.Canceled):
+			c.err = errors.New("interrupted")
+		case errors.Is(err, context.DeadlineExceeded):
+			c.hint = "the timeout ran out"
 		}
-	case errors.Is(err, workspace.ErrAlreadyExists):
-		c.code = exitConflict
-	case errors.As(err, &locked):
-		c.code = exitLocked
-		c.hint = "retry after it is released or expires (lock acquire --wait waits for it)"
-	case errors.Is(err, workspace.ErrStaleFence):
-		c.code = exitLocked
-		c.hint = "your lease was taken over: acquire the lock again and write with the new token"
-	case errors.Is(err, workspace.ErrLockLost):
-		c.code = exitLocked
-		c.hint = "the lease or claim is no longer yours: acquire (or claim) again"
-	case errors.Is(err, workspace.ErrNotHolder):
-		c.code = exitLocked
-	case errors.Is(err, workspace.ErrNotFound):
-		c.code = exitNotFound
-	case errors.Is(err, workspace.ErrNoWorkspace):
-		c.code = exitNoStore
-		c.hint = "create one with 'wsctl init', or point wsctl at yours with --dsn, AGENTSPACE_DSN or agentspace.toml ('wsctl config' shows which it used)"
-	case errors.As(err, &schema) && schema.Dirty:
-		c.hint = fmt.Sprintf("run 'wsctl migrate force %d' once the store is checked", schema.Current)
-	case errors.As(err, &schema) && schema.Current < schema.Want:
-		c.hint = "run 'wsctl migrate up'"
-	case errors.Is(err, workspace.ErrForbidden):
-		c.code = exitForbidden
+		return c
+	}
+	c.code = wire.ExitCodeOf(p.Code)
+	c.hint = hintOf(err, p)
+	return c
+}
+
+// hintOf is what to do about err, whose problem is p: the wsctl command
+// to run, which a library error cannot name.
+func hintOf(err error, p *wire.Problem) string {
+	switch p.Code {
+	case wire.CodePaused:
+		return "'wsctl inbox --unacked' shows the pause message, 'wsctl ack ID' acks it"
+	case wire.CodeConflict:
+		if p.Current > 0 {
+			return fmt.Sprintf("re-read it and retry with --if-version %d", p.Current)
+		}
+	case wire.CodeLocked:
+		if errors.As(err, new(*workspace.LockedError)) {
+			return "retry after it is released or expires (lock acquire --wait waits for it)"
+		}
+	case wire.CodeStaleFence:
+		return "your lease was taken over: acquire the lock again and write with the new token"
+	case wire.CodeLockLost:
+		return "the lease or claim is no longer yours: acquire (or claim) again"
+	case wire.CodeNoWorkspace:
+		return "create one with 'wsctl init', or point wsctl at yours with --dsn, AGENTSPACE_DSN or agentspace.toml ('wsctl config' shows which it used)"
+	case wire.CodeSchema:
+		var schema *workspace.SchemaError
+		switch {
+		case !errors.As(err, &schema):
+		case schema.Dirty:
+			return fmt.Sprintf("run 'wsctl migrate force %d' once the store is checked", schema.Current)
+		case schema.Current < schema.Want:
+			return "run 'wsctl migrate up'"
+		}
+	case wire.CodeForbidden:
 		// Only a policy's refusal names the rule it consulted; a token's
 		// (impersonation, admin rights) is not the policy's to explain.
-		if fe := (*workspace.ForbiddenError)(nil); errors.As(err, &fe) && fe.Rule != "" {
-			c.hint = "the workspace's policy does not let you: 'wsctl policy show' lists the roles, 'wsctl policy check' explains"
+		if p.Rule != "" {
+			return "the workspace's policy does not let you: 'wsctl policy show' lists the roles, 'wsctl policy check' explains"
 		}
-	case errors.Is(err, wire.ErrUnauthorized):
-		c.code = exitUnauthorized
-		c.hint = "set AGENTSPACE_TOKEN to a token of this server (on its host, 'wsctl token create --actor NAME' makes one)"
-	case errors.Is(err, workspace.ErrNoTask):
-		c.code = exitNoTask
-		c.hint = "add one with 'wsctl task add', or wait for one with 'wsctl task claim --wait'"
-	case errors.Is(err, workspace.ErrInvalid), errors.Is(err, workspace.ErrTooLarge):
-		c.code = exitUsage
-	case errors.Is(err, workspace.ErrRewound):
+	case wire.CodeUnauthorized:
+		return "set AGENTSPACE_TOKEN to a token of this server (on its host, 'wsctl token create --actor NAME' makes one)"
+	case wire.CodeNoTask:
+		return "add one with 'wsctl task add', or wait for one with 'wsctl task claim --wait'"
+	case wire.CodeRewound:
 		// The log lost events up to that seq (a failover to a replica
 		// that lacked them) or the seq is another log's.
-		c.hint = "with wsctl: 'wsctl status' re-reads the state, 'wsctl events --follow' follows from the head, '--after 0' reads the whole log"
-	case errors.Is(err, workspace.ErrUnavailable):
-		c.code = exitUnavailable
-		c.hint = "the database cannot be reached now (down, restarting or failing over): try again"
-	case errors.As(err, &compact):
-		c.hint = fmt.Sprintf("re-read the current state, then follow from --after %d", compact.Floor-1)
-	case errors.Is(err, context.Canceled):
-		c.err = errors.New("interrupted")
-	case errors.Is(err, context.DeadlineExceeded):
-		c.hint = "the timeout ran out"
+		return "with wsctl: 'wsctl status' re-reads the state, 'wsctl events --follow' follows from the head, '--after 0' reads the whole log"
+	case wire.CodeUnavailable:
+		return "the database cannot be reached now (down, restarting or failing over): try again"
+	case wire.CodeCompacted:
+		if errors.As(err, new(*workspace.CompactedError)) {
+			return fmt.Sprintf("re-read the current state, then follow from --after %d", p.Floor-1)
+		}
 	}
-	return c
+	return ""
 }
 
 // report turns an error returned by the command tree into the exit code

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/internal/testskip"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -120,10 +121,7 @@ func TestTypeScriptSDKClientDrivesWsctlMCP(t *testing.T) {
 	node, nerr := exec.LookPath("node")
 	npm, perr := exec.LookPath("npm")
 	if nerr != nil || perr != nil {
-		if os.Getenv("AGENTSPACE_TEST_REQUIRE_NODE") == "1" {
-			t.Fatal("node and npm are required (AGENTSPACE_TEST_REQUIRE_NODE=1) but not found")
-		}
-		t.Skip("SKIPPING the TypeScript MCP client test: node or npm not on PATH")
+		testskip.Skip(t, "AGENTSPACE_TEST_REQUIRE_NODE", "SKIPPING the TypeScript MCP client test: node or npm not on PATH")
 	}
 	dir, err := filepath.Abs(filepath.Join("..", "..", "mcp", "testdata", "ts-client"))
 	require.NoError(t, err)

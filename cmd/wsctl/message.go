@@ -15,10 +15,6 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// exitPaused: a write of a paused actor was refused (ErrPaused); ack the
-// pause message and wait to be resumed.
-const exitPaused = 11
-
 // pausedHint is what a paused actor should do.
 const pausedHint = "ack the pause message ('wsctl ack ID') and wait to be resumed"
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/internal/testskip"
 	"github.com/agentspace/agentspace/server"
 )
 
@@ -23,10 +24,7 @@ func TestOpenAPIDocumentPassesRedoclyRecommended(t *testing.T) {
 	node, nerr := exec.LookPath("node")
 	npm, perr := exec.LookPath("npm")
 	if nerr != nil || perr != nil {
-		if os.Getenv("AGENTSPACE_TEST_REQUIRE_NODE") == "1" {
-			t.Fatal("node and npm are required (AGENTSPACE_TEST_REQUIRE_NODE=1) but not found")
-		}
-		t.Skip("SKIPPING the Redocly lint of the OpenAPI document: node or npm not on PATH")
+		testskip.Skip(t, "AGENTSPACE_TEST_REQUIRE_NODE", "SKIPPING the Redocly lint of the OpenAPI document: node or npm not on PATH")
 	}
 	dir, err := filepath.Abs(filepath.Join("testdata", "redocly"))
 	require.NoError(t, err)

@@ -30,6 +30,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/internal/testskip"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -121,10 +122,7 @@ func startServe(t *testing.T, dsn string, args ...string) (*exec.Cmd, string, *s
 func TestPythonExampleAgainstWsctlServe(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
-		if os.Getenv("AGENTSPACE_TEST_REQUIRE_PYTHON") == "1" {
-			t.Fatal("python3 is required (AGENTSPACE_TEST_REQUIRE_PYTHON=1) but not found")
-		}
-		t.Skip("SKIPPING the Python example test: python3 not on PATH")
+		testskip.Skip(t, "AGENTSPACE_TEST_REQUIRE_PYTHON", "SKIPPING the Python example test: python3 not on PATH")
 	}
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
 	_, errOut, code := wsctl(t, dsn, "init")

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/internal/testskip"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -81,10 +82,7 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
-	if os.Getenv("AGENTSPACE_TEST_REQUIRE_CHROMIUM") == "1" {
-		t.Fatal("chromium is not installed and AGENTSPACE_TEST_REQUIRE_CHROMIUM=1 (apt-get install chromium)")
-	}
-	t.Skip("SKIP: chromium is not installed: the browser test did not run (apt-get install chromium)")
+	testskip.Skip(t, "AGENTSPACE_TEST_REQUIRE_CHROMIUM", "SKIP: chromium is not installed: the browser test did not run (apt-get install chromium)")
 	return ""
 }
 

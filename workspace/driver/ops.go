@@ -142,6 +142,17 @@ func init() {
 			return workspace.OpResult{}, x.releaseLock(ctx, o.Resource, x.actor, o.Token, o.Message)
 		},
 	})
+	declare(opEntry[workspace.StopActorOp]{
+		check:   checkStopActor,
+		message: func(o workspace.StopActorOp) string { return o.Message },
+		action: func(_ context.Context, _ *exec, _ who, o workspace.StopActorOp, _ bool) (policy.Action, string, workspace.Subject, error) {
+			return policy.AdminTokens, "", workspace.Subject{Kind: "actor", Name: o.Actor}, nil
+		},
+		apply: func(ctx context.Context, x *exec, o workspace.StopActorOp) (workspace.OpResult, error) {
+			return workspace.OpResult{}, x.stopActor(ctx, o)
+		},
+		operator: true,
+	})
 }
 
 // opEntry declares one op type O: every field but check, action and apply

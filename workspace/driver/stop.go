@@ -5,23 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
 )
-
-func init() {
-	declare(opEntry[workspace.StopActorOp]{
-		check:   checkStopActor,
-		message: func(o workspace.StopActorOp) string { return o.Message },
-		action: func(_ context.Context, _ *exec, _ who, o workspace.StopActorOp, _ bool) (policy.Action, string, workspace.Subject, error) {
-			return policy.AdminTokens, "", workspace.Subject{Kind: "actor", Name: o.Actor}, nil
-		},
-		apply: func(ctx context.Context, x *exec, o workspace.StopActorOp) (workspace.OpResult, error) {
-			return workspace.OpResult{}, x.stopActor(ctx, o)
-		},
-		operator: true,
-	})
-}
 
 func checkStopActor(_ *handle, o workspace.StopActorOp) error {
 	if err := checkActor(o.Actor); err != nil {

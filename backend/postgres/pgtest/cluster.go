@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/agentspace/agentspace/internal/testskip"
 )
 
 // EnvRequireClusters makes missing PostgreSQL server binaries (initdb,
@@ -53,10 +55,7 @@ func serverBin(t testing.TB) string {
 			}
 		}
 	}
-	if os.Getenv(EnvRequireClusters) == "1" {
-		t.Fatalf("pgtest: no initdb and pg_basebackup found (pg_config --bindir, /usr/lib/postgresql/*/bin), and %s=1", EnvRequireClusters)
-	}
-	t.Skip("pgtest: SKIPPING CLUSTER TEST: no initdb and pg_basebackup (install the PostgreSQL server)")
+	testskip.Skip(t, EnvRequireClusters, "pgtest: SKIPPING CLUSTER TEST: no initdb and pg_basebackup found (pg_config --bindir, /usr/lib/postgresql/*/bin; install the PostgreSQL server)")
 	return ""
 }
 

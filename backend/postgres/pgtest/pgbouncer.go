@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/agentspace/agentspace/internal/testskip"
 )
 
 // EnvRequirePgbouncer makes a missing pgbouncer binary a test failure
@@ -171,10 +173,7 @@ func RequirePgbouncer(t testing.TB) string {
 	t.Helper()
 	bin, err := PgbouncerBinary()
 	if err != nil {
-		if os.Getenv(EnvRequirePgbouncer) == "1" {
-			t.Fatalf("pgtest: no pgbouncer binary (%v), and %s=1", err, EnvRequirePgbouncer)
-		}
-		t.Skipf("pgtest: SKIPPING PGBOUNCER TEST: no pgbouncer binary: %v (apt-get install pgbouncer)", err)
+		testskip.Skip(t, EnvRequirePgbouncer, "pgtest: SKIPPING PGBOUNCER TEST: no pgbouncer binary: %v (apt-get install pgbouncer)", err)
 	}
 	return bin
 }

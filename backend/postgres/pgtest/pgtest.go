@@ -27,6 +27,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentspace/agentspace/internal/testskip"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -70,10 +71,7 @@ func ServerDSN(t testing.TB) string {
 	t.Helper()
 	findOnce.Do(find)
 	if found == "" {
-		if os.Getenv(EnvRequire) == "1" {
-			t.Fatalf("pgtest: %s, and %s=1", whyNot, EnvRequire)
-		}
-		t.Skipf("pgtest: SKIPPING POSTGRES TESTS: %s", whyNot)
+		testskip.Skip(t, EnvRequire, "pgtest: SKIPPING POSTGRES TESTS: %s", whyNot)
 	}
 	return found
 }

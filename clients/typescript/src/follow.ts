@@ -7,7 +7,7 @@
 // nor repeat an event. An event at or below `last` is dropped all the same.
 
 import type { components } from "./openapi.js";
-import { ConnectionError, ProtocolError, errorFromProblem } from "./errors.js";
+import { AgentspaceError, ConnectionError, ProtocolError, UnavailableError, errorFromProblem } from "./errors.js";
 import { Transport, backoff, duration, sleep } from "./transport.js";
 
 type Event = components["schemas"]["Event"];
@@ -105,7 +105,7 @@ async function* stream<T extends { seq: number }>(
       }
       if (!resp.ok) {
         const err = errorFromProblem(resp.status, await resp.text());
-        if (resp.status >= 500) throw new Retry(err);
+        if (serverSide(err)) throw new Retry(err);
         throw err;
       }
       if (!resp.body) throw new Retry(new ProtocolError(resp.status, `${path}: a stream without a body`));
@@ -159,6 +159,15 @@ class Retry extends Error {
   constructor(cause: unknown) {
     super("retry", { cause });
   }
+}
+
+// serverSide reports whether a refused (re)connection is the server's
+// failure, worth retrying, by the problem's code: a server that cannot
+// serve now (UnavailableError's codes: closed, schema, no_workspace,
+// unavailable, timeout) or failed (internal), and an answer that is no
+// problem at all from a 5xx (a proxy's 502), which has no code to read.
+function serverSide(err: AgentspaceError): boolean {
+  return err instanceof UnavailableError || err.code === "internal" || (err instanceof ProtocolError && err.status >= 500);
 }
 
 // A body that errors mid-read (connection reset, our own watchdog) is a
