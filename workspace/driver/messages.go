@@ -51,42 +51,6 @@ func init() {
 	for _, k := range []string{msgKind, msgBoxKind, msgWaitKind, msgDueKind, msgThreadKind, msgCursorKind, msgLastKind, pauseKind} {
 		reserve.Own(k, nil)
 	}
-
-	declare(opEntry[workspace.SendMessageOp]{
-		check: checkSendMessage,
-		action: func(_ context.Context, x *exec, w who, o workspace.SendMessageOp, _ bool) (policy.Action, string, workspace.Subject, error) {
-			subj := workspace.Subject{Kind: workspace.SubjectMessage, Name: o.Message.Subject}
-			to := o.Message.To
-			for _, r := range to[:len(to)-1] {
-				if err := x.allow(w, policy.MessageSend, r, subj); err != nil {
-					return "", "", subj, err
-				}
-			}
-			return policy.MessageSend, to[len(to)-1], subj, nil
-		},
-		apply: func(ctx context.Context, x *exec, o workspace.SendMessageOp) (workspace.OpResult, error) {
-			m, err := x.sendMessage(ctx, o.Message, "")
-			return workspace.OpResult{Msg: m}, err
-		},
-	})
-	declare(opEntry[workspace.AckMessageOp]{
-		check: func(_ *handle, o workspace.AckMessageOp) error {
-			if err := checkID("message id", o.ID); err != nil {
-				return err
-			}
-			return checkText("reply", o.Reply, maxReplyLen)
-		},
-		hint: func(o workspace.AckMessageOp) ReadHint { return ReadHint{NoteKind: msgKind, NoteKey: o.ID} },
-		// Who may ack is decided by the message's recipients (ackMessage),
-		// not by a rule: an ack needs no right of the policy.
-		action: func(context.Context, *exec, who, workspace.AckMessageOp, bool) (policy.Action, string, workspace.Subject, error) {
-			return "", "", workspace.Subject{}, nil
-		},
-		apply: func(ctx context.Context, x *exec, o workspace.AckMessageOp) (workspace.OpResult, error) {
-			m, err := x.ackMessage(ctx, o)
-			return workspace.OpResult{Msg: m}, err
-		},
-	})
 }
 
 // Limits of a message.

@@ -153,6 +153,77 @@ func init() {
 		},
 		operator: true,
 	})
+	declare(opEntry[workspace.SendMessageOp]{
+		check: checkSendMessage,
+		action: func(_ context.Context, x *exec, w who, o workspace.SendMessageOp, _ bool) (policy.Action, string, workspace.Subject, error) {
+			subj := workspace.Subject{Kind: workspace.SubjectMessage, Name: o.Message.Subject}
+			to := o.Message.To
+			for _, r := range to[:len(to)-1] {
+				if err := x.allow(w, policy.MessageSend, r, subj); err != nil {
+					return "", "", subj, err
+				}
+			}
+			return policy.MessageSend, to[len(to)-1], subj, nil
+		},
+		apply: func(ctx context.Context, x *exec, o workspace.SendMessageOp) (workspace.OpResult, error) {
+			m, err := x.sendMessage(ctx, o.Message, "")
+			return workspace.OpResult{Msg: m}, err
+		},
+	})
+	declare(opEntry[workspace.AckMessageOp]{
+		check: func(_ *handle, o workspace.AckMessageOp) error {
+			if err := checkID("message id", o.ID); err != nil {
+				return err
+			}
+			return checkText("reply", o.Reply, maxReplyLen)
+		},
+		hint: func(o workspace.AckMessageOp) ReadHint { return ReadHint{NoteKind: msgKind, NoteKey: o.ID} },
+		// Who may ack is decided by the message's recipients (ackMessage),
+		// not by a rule: an ack needs no right of the policy.
+		action: func(context.Context, *exec, who, workspace.AckMessageOp, bool) (policy.Action, string, workspace.Subject, error) {
+			return "", "", workspace.Subject{}, nil
+		},
+		apply: func(ctx context.Context, x *exec, o workspace.AckMessageOp) (workspace.OpResult, error) {
+			m, err := x.ackMessage(ctx, o)
+			return workspace.OpResult{Msg: m}, err
+		},
+	})
+	declare(opEntry[workspace.PauseActorOp]{
+		check: func(_ *handle, o workspace.PauseActorOp) error {
+			if err := checkActor(o.Actor); err != nil {
+				return err
+			}
+			if o.AckTimeout < 0 || o.AckTimeout > workspace.MaxTTL {
+				return invalid("ack timeout", "%v is out of range (0 for none, at most %v)", o.AckTimeout, workspace.MaxTTL)
+			}
+			return checkText("message", o.Message, workspace.MaxTextLen)
+		},
+		message: func(o workspace.PauseActorOp) string { return o.Message },
+		action: func(_ context.Context, _ *exec, _ who, o workspace.PauseActorOp, _ bool) (policy.Action, string, workspace.Subject, error) {
+			return policy.AdminTokens, "", workspace.Subject{Kind: workspace.SubjectActor, Name: o.Actor}, nil
+		},
+		apply: func(ctx context.Context, x *exec, o workspace.PauseActorOp) (workspace.OpResult, error) {
+			m, err := x.pauseActor(ctx, o)
+			return workspace.OpResult{Msg: m}, err
+		},
+		operator: true,
+	})
+	declare(opEntry[workspace.ResumeActorOp]{
+		check: func(_ *handle, o workspace.ResumeActorOp) error {
+			if err := checkActor(o.Actor); err != nil {
+				return err
+			}
+			return checkText("message", o.Message, workspace.MaxTextLen)
+		},
+		message: func(o workspace.ResumeActorOp) string { return o.Message },
+		action: func(_ context.Context, _ *exec, _ who, o workspace.ResumeActorOp, _ bool) (policy.Action, string, workspace.Subject, error) {
+			return policy.AdminTokens, "", workspace.Subject{Kind: workspace.SubjectActor, Name: o.Actor}, nil
+		},
+		apply: func(ctx context.Context, x *exec, o workspace.ResumeActorOp) (workspace.OpResult, error) {
+			return workspace.OpResult{}, x.resumeActor(ctx, o)
+		},
+		operator: true,
+	})
 }
 
 // opEntry declares one op type O: every field but check, action and apply

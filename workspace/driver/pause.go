@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -34,45 +33,6 @@ type pauseRecord struct {
 	By      string    `json:"by"`
 	At      time.Time `json:"at"`
 	Message string    `json:"message"` // the pause message's ID
-}
-
-func init() {
-	declare(opEntry[workspace.PauseActorOp]{
-		check: func(_ *handle, o workspace.PauseActorOp) error {
-			if err := checkActor(o.Actor); err != nil {
-				return err
-			}
-			if o.AckTimeout < 0 || o.AckTimeout > workspace.MaxTTL {
-				return invalid("ack timeout", "%v is out of range (0 for none, at most %v)", o.AckTimeout, workspace.MaxTTL)
-			}
-			return checkText("message", o.Message, workspace.MaxTextLen)
-		},
-		message: func(o workspace.PauseActorOp) string { return o.Message },
-		action: func(_ context.Context, _ *exec, _ who, o workspace.PauseActorOp, _ bool) (policy.Action, string, workspace.Subject, error) {
-			return policy.AdminTokens, "", workspace.Subject{Kind: workspace.SubjectActor, Name: o.Actor}, nil
-		},
-		apply: func(ctx context.Context, x *exec, o workspace.PauseActorOp) (workspace.OpResult, error) {
-			m, err := x.pauseActor(ctx, o)
-			return workspace.OpResult{Msg: m}, err
-		},
-		operator: true,
-	})
-	declare(opEntry[workspace.ResumeActorOp]{
-		check: func(_ *handle, o workspace.ResumeActorOp) error {
-			if err := checkActor(o.Actor); err != nil {
-				return err
-			}
-			return checkText("message", o.Message, workspace.MaxTextLen)
-		},
-		message: func(o workspace.ResumeActorOp) string { return o.Message },
-		action: func(_ context.Context, _ *exec, _ who, o workspace.ResumeActorOp, _ bool) (policy.Action, string, workspace.Subject, error) {
-			return policy.AdminTokens, "", workspace.Subject{Kind: workspace.SubjectActor, Name: o.Actor}, nil
-		},
-		apply: func(ctx context.Context, x *exec, o workspace.ResumeActorOp) (workspace.OpResult, error) {
-			return workspace.OpResult{}, x.resumeActor(ctx, o)
-		},
-		operator: true,
-	})
 }
 
 // baseActor is actor without a "#suffix": the agent a process lease of
