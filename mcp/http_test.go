@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/mcp"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/wire"
@@ -79,7 +80,7 @@ func httpConnect(t *testing.T, url, version string, hdr map[string]string) (*sdk
 func TestHTTPEndpointActsAsTheTokensActor(t *testing.T) {
 	ws := openWS(t, sqliteBackend.dsn(t))
 	srv, hs := httpServer(t, ws, server.Options{RequireToken: true})
-	secret, _, err := srv.Tokens().Create(context.Background(), server.TokenRequest{Actor: "carol", By: "admin"})
+	secret, _, err := srv.Tokens().Create(context.Background(), agents.TokenRequest{Actor: "carol", By: "admin"})
 	require.NoError(t, err)
 
 	for _, version := range []string{"", "2025-11-25", "2025-06-18"} {

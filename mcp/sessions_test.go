@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/mcp"
 	"github.com/agentspace/agentspace/server"
 )
@@ -41,9 +42,9 @@ func TestSessionIsBoundToTheTokenThatOpenedIt(t *testing.T) {
 	ws := openWS(t, sqliteBackend.dsn(t))
 	srv, hs := httpServer(t, ws, server.Options{RequireToken: true})
 	ctx := context.Background()
-	plain, _, err := srv.Tokens().Create(ctx, server.TokenRequest{Actor: "alice"})
+	plain, _, err := srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "alice"})
 	require.NoError(t, err)
-	dev, _, err := srv.Tokens().Create(ctx, server.TokenRequest{Actor: "alice", Role: "dev"})
+	dev, _, err := srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "alice", Role: "dev"})
 	require.NoError(t, err)
 	cs, err := httpConnect(t, hs.URL, "2025-11-25", map[string]string{"Authorization": "Bearer " + plain})
 	require.NoError(t, err)
@@ -59,9 +60,9 @@ func TestRevokedTokenEndsItsSessions(t *testing.T) {
 	ws := openWS(t, sqliteBackend.dsn(t))
 	srv, hs := httpServer(t, ws, server.Options{RequireToken: true})
 	ctx := context.Background()
-	tok, info, err := srv.Tokens().Create(ctx, server.TokenRequest{Actor: "alice"})
+	tok, info, err := srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "alice"})
 	require.NoError(t, err)
-	probe, _, err := srv.Tokens().Create(ctx, server.TokenRequest{Actor: "probe"})
+	probe, _, err := srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "probe"})
 	require.NoError(t, err)
 	cs, err := httpConnect(t, hs.URL, "2025-11-25", map[string]string{"Authorization": "Bearer " + tok})
 	require.NoError(t, err)

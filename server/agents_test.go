@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/agents"
 	_ "github.com/agentspace/agentspace/backend/remote"
 	"github.com/agentspace/agentspace/mcp"
 	"github.com/agentspace/agentspace/server"
@@ -26,11 +27,11 @@ import (
 func TestStopAgentRevokesItsTokensAndEndsWhatItHolds(t *testing.T) {
 	e := newEnv(t, sqliteDSN(t), server.Options{RequireToken: true})
 	ctx := context.Background()
-	zombie, zinfo, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "zombie"})
+	zombie, zinfo, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "zombie"})
 	require.NoError(t, err)
-	op, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "operator", Role: "admin"})
+	op, _, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "operator", Role: "admin"})
 	require.NoError(t, err)
-	peer, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "peer"})
+	peer, _, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "peer"})
 	require.NoError(t, err)
 	_, err = e.ws.Artifacts().Create(ctx, workspace.Write{Actor: "lead"}, workspace.NewArtifact{Name: "out.md", Content: []byte("v1")})
 	require.NoError(t, err)
@@ -43,9 +44,9 @@ func TestStopAgentRevokesItsTokensAndEndsWhatItHolds(t *testing.T) {
 	var lease workspace.Lease
 	e.ok(200, &lease, "POST", "/v1/locks/artifact:out.md/acquire", map[string]any{"ttl": "1h"}, bearer(zombie)...)
 
-	var agent server.Agent
+	var agent agents.Agent
 	e.ok(200, &agent, "GET", "/v1/agents/zombie", nil, bearer(op)...)
-	assert.Equal(t, server.AgentWorking, agent.State)
+	assert.Equal(t, agents.Working, agent.State)
 	assert.Len(t, agent.Claims, 1)
 	assert.Len(t, agent.Leases, 1)
 	require.Len(t, agent.Tokens, 1)
@@ -73,20 +74,20 @@ func TestStopAgentRevokesItsTokensAndEndsWhatItHolds(t *testing.T) {
 	assert.Equal(t, task.ID, next.ID, "another agent claims its task")
 
 	e.ok(200, &agent, "GET", "/v1/agents/zombie", nil, bearer(op)...)
-	assert.Equal(t, server.AgentGone, agent.State, "holding nothing, every token revoked")
+	assert.Equal(t, agents.Gone, agent.State, "holding nothing, every token revoked")
 	assert.Empty(t, agent.Claims)
 	assert.Empty(t, agent.Leases)
 	var all struct {
-		Agents []server.Agent `json:"agents"`
+		Agents []agents.Agent `json:"agents"`
 	}
 	e.ok(200, &all, "GET", "/v1/agents", nil, bearer(op)...)
-	states := map[string]server.AgentState{}
+	states := map[string]agents.State{}
 	for _, a := range all.Agents {
 		states[a.Actor] = a.State
 	}
-	assert.Equal(t, server.AgentWorking, states["peer"])
-	assert.Equal(t, server.AgentGone, states["zombie"])
-	assert.Equal(t, server.AgentIdle, states["operator"], "wrote lately, holds nothing")
+	assert.Equal(t, agents.Working, states["peer"])
+	assert.Equal(t, agents.Gone, states["zombie"])
+	assert.Equal(t, agents.Idle, states["operator"], "wrote lately, holds nothing")
 	require.ErrorIs(t, e.fails(404, "GET", "/v1/agents/nobody", nil, bearer(op)...), workspace.ErrNotFound)
 }
 
@@ -98,11 +99,11 @@ func TestStopAgentRevokesItsTokensAndEndsWhatItHolds(t *testing.T) {
 func TestStopWithoutAPolicyNeedsAnAdminToken(t *testing.T) {
 	e := newEnv(t, sqliteDSN(t), server.Options{RequireToken: true})
 	ctx := context.Background()
-	admin, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "op", Role: "admin"})
+	admin, _, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "op", Role: "admin"})
 	require.NoError(t, err)
-	observer, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "mallory", Role: "observer"})
+	observer, _, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "mallory", Role: "observer"})
 	require.NoError(t, err)
-	plain, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "eve"})
+	plain, _, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "eve"})
 	require.NoError(t, err)
 	_, err = e.ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "file:a", Owner: "op", TTL: time.Hour})
 	require.NoError(t, err)
@@ -138,15 +139,15 @@ func TestAgentStateRule(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "worker", Lease: time.Hour})
 	require.NoError(t, err)
-	state := func(rule server.AgentRule, actor string) server.AgentState {
-		a, err := server.GetAgent(ctx, e.ws, rule, actor)
+	state := func(rule agents.Rule, actor string) agents.State {
+		a, err := agents.Get(ctx, e.ws, rule, actor)
 		require.NoError(t, err)
 		return a.State
 	}
-	assert.Equal(t, server.AgentWorking, state(server.AgentRule{}, "worker"))
-	assert.Equal(t, server.AgentStale, state(server.AgentRule{StaleAfter: time.Nanosecond}, "worker"), "holds work, wrote nothing since")
-	assert.Equal(t, server.AgentIdle, state(server.AgentRule{}, "lead"))
-	assert.Equal(t, server.AgentGone, state(server.AgentRule{GoneAfter: time.Nanosecond}, "lead"))
+	assert.Equal(t, agents.Working, state(agents.Rule{}, "worker"))
+	assert.Equal(t, agents.Stale, state(agents.Rule{StaleAfter: time.Nanosecond}, "worker"), "holds work, wrote nothing since")
+	assert.Equal(t, agents.Idle, state(agents.Rule{}, "lead"))
+	assert.Equal(t, agents.Gone, state(agents.Rule{GoneAfter: time.Nanosecond}, "lead"))
 
 	_, err = e.ws.Tasks().Create(ctx, workspace.Write{Actor: "lead"}, workspace.NewTask{Title: "u"})
 	require.NoError(t, err)
@@ -158,8 +159,8 @@ func TestAgentStateRule(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	assert.Equal(t, server.AgentStale, state(server.AgentRule{}, "sleeper"), "its claim lapsed")
-	_, err = server.StopAgent(ctx, e.ws, server.StopRequest{Actor: "sleeper", By: "operator"})
+	assert.Equal(t, agents.Stale, state(agents.Rule{}, "sleeper"), "its claim lapsed")
+	_, err = agents.Stop(ctx, e.ws, agents.StopRequest{Actor: "sleeper", By: "operator"})
 	require.NoError(t, err)
 	st, _ := e.do(http.MethodGet, "/v1/agents/sleeper", nil)
 	assert.Equal(t, 200, st)
@@ -292,14 +293,14 @@ func TestAgentSummaryCountsDenialsAndStatesItsRule(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.ws.Tasks().Create(ctx, workspace.Write{Actor: "wendy"}, workspace.NewTask{Title: "not hers to make"})
 	require.ErrorIs(t, err, workspace.ErrForbidden)
-	rule := server.AgentRule{StaleAfter: 5 * time.Minute, GoneAfter: 3 * time.Hour}
-	a, err := server.GetAgent(ctx, e.ws, rule, "wendy")
+	rule := agents.Rule{StaleAfter: 5 * time.Minute, GoneAfter: 3 * time.Hour}
+	a, err := agents.Get(ctx, e.ws, rule, "wendy")
 	require.NoError(t, err)
 	assert.Equal(t, 1, a.Denials)
 	assert.Equal(t, 0, a.Conflicts)
-	assert.Equal(t, server.AgentIdle, a.State)
+	assert.Equal(t, agents.Idle, a.State)
 	assert.Equal(t, "holds nothing and wrote something within 3h0m0s", rule.Explain(a.State))
-	assert.Contains(t, rule.Explain(server.AgentWorking), "within 5m0s")
-	assert.Contains(t, server.AgentRule{}.Explain(server.AgentStale), "within 2m0s", "the defaults for zero fields")
+	assert.Contains(t, rule.Explain(agents.Working), "within 5m0s")
+	assert.Contains(t, agents.Rule{}.Explain(agents.Stale), "within 2m0s", "the defaults for zero fields")
 	assert.Contains(t, rule.Explain("sleeping"), "not a state")
 }

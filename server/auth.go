@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -229,6 +230,6 @@ func (s *Server) observe(r *http.Request, rec *recorder, p principal, start time
 	}
 }
 
-// errBadToken is the one answer for every token that does not pass, so
-// that the refusal says nothing about which part was wrong.
-var errBadToken = fmt.Errorf("%w: the token is unknown, revoked or expired", wire.ErrUnauthorized)
+// errBadToken is agents.ErrBadToken: one answer for every token that does
+// not pass.
+var errBadToken = agents.ErrBadToken

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
@@ -23,9 +24,9 @@ func bearer(tok string) []string { return []string{"Authorization", "Bearer " + 
 func TestTokensBindTheActor(t *testing.T) {
 	e := newEnv(t, sqliteDSN(t), server.Options{RequireToken: true})
 	ctx := context.Background()
-	tok, info, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "ann", Role: "writer", By: "admin"})
+	tok, info, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "ann", Role: "writer", By: "admin"})
 	require.NoError(t, err)
-	assert.True(t, strings.HasPrefix(tok, server.TokenPrefix+info.ID+"_"))
+	assert.True(t, strings.HasPrefix(tok, agents.TokenPrefix+info.ID+"_"))
 
 	var who struct{ Actor, Role, Token string }
 	e.ok(200, &who, "GET", "/v1/whoami", nil, bearer(tok)...)
@@ -76,7 +77,7 @@ func TestTokensBindTheActor(t *testing.T) {
 	} {
 		st, body := e.do("GET", "/v1/whoami", nil, hdr...)
 		assert.Equal(t, http.StatusUnauthorized, st, "%v", hdr)
-		assert.NotContains(t, string(body), tok[len(server.TokenPrefix)+17:], "the secret is never echoed")
+		assert.NotContains(t, string(body), tok[len(agents.TokenPrefix)+17:], "the secret is never echoed")
 		require.ErrorIs(t, wire.DecodeError(st, body), wire.ErrUnauthorized)
 	}
 	// Health needs no token; the API's description does.
@@ -91,7 +92,7 @@ func TestTokensBindTheActor(t *testing.T) {
 
 	// A token that expires: accepted while it lives (long enough for a
 	// loaded machine to make the request), refused once it has expired.
-	short, shortInfo, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "bob", TTL: time.Second})
+	short, shortInfo, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "bob", TTL: time.Second})
 	require.NoError(t, err)
 	e.ok(200, nil, "GET", "/v1/whoami", nil, bearer(short)...)
 	time.Sleep(time.Until(shortInfo.ExpiresAt) + 50*time.Millisecond)
@@ -105,8 +106,8 @@ func TestTokensBindTheActor(t *testing.T) {
 	// Nothing in the log holds a secret.
 	logs := e.logs.String()
 	assert.Contains(t, logs, "route=\"GET /v1/whoami\"")
-	assert.NotContains(t, logs, tok[len(server.TokenPrefix)+17:])
-	assert.NotContains(t, logs, short[len(server.TokenPrefix)+17:])
+	assert.NotContains(t, logs, tok[len(agents.TokenPrefix)+17:])
+	assert.NotContains(t, logs, short[len(agents.TokenPrefix)+17:])
 }
 
 // TestWithoutRequiredTokensAPresentedTokenStillBinds runs a loopback-style
@@ -114,7 +115,7 @@ func TestTokensBindTheActor(t *testing.T) {
 // bad token is refused.
 func TestWithoutRequiredTokensAPresentedTokenStillBinds(t *testing.T) {
 	e := newEnv(t, sqliteDSN(t), server.Options{})
-	tok, _, err := e.srv.Tokens().Create(context.Background(), server.TokenRequest{Actor: "ann"})
+	tok, _, err := e.srv.Tokens().Create(context.Background(), agents.TokenRequest{Actor: "ann"})
 	require.NoError(t, err)
 	var a workspace.Artifact
 	e.ok(201, &a, "POST", "/v1/artifacts", map[string]any{"name": "x", "content": "x", "actor": "bob"})
@@ -131,7 +132,7 @@ func TestWithoutRequiredTokensAPresentedTokenStillBinds(t *testing.T) {
 func TestTokenCreateRejectsBadInput(t *testing.T) {
 	e := newEnv(t, sqliteDSN(t), server.Options{})
 	head := e.head()
-	for _, r := range []server.TokenRequest{
+	for _, r := range []agents.TokenRequest{
 		{Actor: ""},
 		{Actor: strings.Repeat("a", workspace.MaxActorLen+1)},
 		{Actor: "ann", Role: "Not A Role"},

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
@@ -56,7 +57,7 @@ func newMsgEnv(t *testing.T, opts server.Options) *msgEnv {
 	_, err := e.ws.Artifacts().Create(ctx, workspace.Write{Actor: "root"}, workspace.NewArtifact{Name: workspace.PolicyArtifact, Content: []byte(messagePolicy)})
 	require.NoError(t, err)
 	for _, a := range []string{"root", "lead", "w", "rev1"} {
-		tok, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: a, By: "root"})
+		tok, _, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: a, By: "root"})
 		require.NoError(t, err)
 		e.tok[a] = bearer(tok)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
@@ -45,9 +46,9 @@ func TestTokenRoleIsWhatThePolicyChecks(t *testing.T) {
 	}
 	_, err = e.ws.Notes().Put(ctx, workspace.Write{Actor: "root"}, workspace.NotePut{Kind: "constraint", Key: "k", Body: "b"})
 	require.NoError(t, err)
-	plannerTok, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "ann", Role: "planner", By: "root"})
+	plannerTok, _, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "ann", Role: "planner", By: "root"})
 	require.NoError(t, err)
-	coderTok, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "ann", By: "root"})
+	coderTok, _, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "ann", By: "root"})
 	require.NoError(t, err)
 
 	// Reads: the planner token sees plans only, and gets 403 for code.
@@ -113,7 +114,7 @@ func TestTokenRoleSeesNoEventOfWhatItMayNotRead(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.ws.Notes().Put(ctx, root, workspace.NotePut{Kind: "decision", Key: "d", Body: "b"})
 	require.NoError(t, err)
-	plannerTok, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "ann", Role: "planner", By: "root"})
+	plannerTok, _, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "ann", Role: "planner", By: "root"})
 	require.NoError(t, err)
 	// A denied event about code-a, by the planner token.
 	require.ErrorIs(t, e.fails(403, "GET", "/v1/artifacts/code-a", nil, bearer(plannerTok)...), workspace.ErrForbidden)

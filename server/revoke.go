@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/server/dashboard"
 	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
@@ -123,7 +124,7 @@ func (v *revoker) watch(sub *workspace.Subscription) {
 				continue
 			}
 			e := m.Event
-			if e.Subject.Kind == workspace.SubjectNote && strings.HasPrefix(e.Subject.ID, TokenKind+"/") &&
+			if e.Subject.Kind == workspace.SubjectNote && strings.HasPrefix(e.Subject.ID, agents.TokenKind+"/") &&
 				(e.Type != workspace.EventNotePut || e.Version > 1) {
 				v.end(e.Subject.Name)
 			}
@@ -232,15 +233,15 @@ func (v *revoker) close() { v.wg.Wait() }
 // bindToken binds ctx to the token presented, before it is verified (see
 // revoker); a string that is no token binds nothing (it fails to verify).
 func (s *Server) bindToken(ctx context.Context, token string) (context.Context, func(), error) {
-	m := tokenRE.FindStringSubmatch(token)
-	if m == nil {
+	id, ok := agents.TokenID(token)
+	if !ok {
 		return ctx, func() {}, nil
 	}
-	return s.revoke.bind(ctx, m[1])
+	return s.revoke.bind(ctx, id)
 }
 
 // untilExpiry also ends ctx when the verified token t expires.
-func untilExpiry(ctx context.Context, release func(), t Token) (context.Context, func()) {
+func untilExpiry(ctx context.Context, release func(), t agents.Token) (context.Context, func()) {
 	if t.ExpiresAt.IsZero() {
 		return ctx, release
 	}
@@ -253,7 +254,7 @@ type verifiedKey struct{}
 // verified is a dashboard request's token as the middleware verified it.
 type verified struct {
 	token string
-	t     Token
+	t     agents.Token
 }
 
 // bindDashboard binds a dashboard request that presents a valid token
@@ -270,7 +271,7 @@ func (s *Server) bindDashboard(r *http.Request) (*http.Request, func()) {
 	} else if c, err := r.Cookie(dashboard.CookieName); err == nil {
 		tok = c.Value
 	}
-	if tokenRE.FindStringSubmatch(tok) == nil {
+	if _, ok := agents.TokenID(tok); !ok {
 		return r, func() {}
 	}
 	ctx, release, err := s.bindToken(r.Context(), tok)
@@ -288,7 +289,7 @@ func (s *Server) bindDashboard(r *http.Request) (*http.Request, func()) {
 
 // verifyDashboard is the dashboard's token check: the middleware's
 // verification of this request when it made one, else a fresh one.
-func (s *Server) verifyDashboard(ctx context.Context, token string) (Token, error) {
+func (s *Server) verifyDashboard(ctx context.Context, token string) (agents.Token, error) {
 	if v, ok := ctx.Value(verifiedKey{}).(verified); ok && v.token == token {
 		return v.t, nil
 	}

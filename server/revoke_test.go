@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/server/dashboard"
 	"github.com/agentspace/agentspace/wire"
@@ -39,9 +40,9 @@ func TestRevokedTokenEndsItsEventStream(t *testing.T) {
 	dsn := sqliteDSN(t)
 	e := newEnv(t, dsn, server.Options{RequireToken: true, Heartbeat: 20 * time.Millisecond})
 	ctx := context.Background()
-	tok, info, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "ann"})
+	tok, info, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "ann"})
 	require.NoError(t, err)
-	other, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "bob"})
+	other, _, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "bob"})
 	require.NoError(t, err)
 	ch, cancel := stream(t, e.hs.URL, "", -1, bearer(tok)...)
 	defer cancel()
@@ -52,7 +53,7 @@ func TestRevokedTokenEndsItsEventStream(t *testing.T) {
 	cli, err := workspace.Open(ctx, dsn)
 	require.NoError(t, err)
 	defer cli.Close()
-	_, err = server.NewTokens(cli).Revoke(ctx, "admin", info.ID)
+	_, err = agents.NewTokens(cli).Revoke(ctx, "admin", info.ID)
 	require.NoError(t, err)
 	revokedAt := e.head()
 	putNotes(t, e.ws, 3, 5)
@@ -80,7 +81,7 @@ func TestRevokedTokenEndsItsEventStream(t *testing.T) {
 // expires while it is open: the stream ends with a typed error.
 func TestExpiredTokenEndsItsEventStream(t *testing.T) {
 	e := newEnv(t, sqliteDSN(t), server.Options{RequireToken: true, Heartbeat: 20 * time.Millisecond})
-	tok, _, err := e.srv.Tokens().Create(context.Background(), server.TokenRequest{Actor: "ann", TTL: 500 * time.Millisecond})
+	tok, _, err := e.srv.Tokens().Create(context.Background(), agents.TokenRequest{Actor: "ann", TTL: 500 * time.Millisecond})
 	require.NoError(t, err)
 	ch, cancel := stream(t, e.hs.URL, "", -1, bearer(tok)...)
 	defer cancel()
@@ -94,7 +95,7 @@ func TestExpiredTokenEndsItsEventStream(t *testing.T) {
 func TestRevokedTokenEndsItsLongPoll(t *testing.T) {
 	e := newEnv(t, sqliteDSN(t), server.Options{RequireToken: true, MaxWait: time.Minute})
 	ctx := context.Background()
-	tok, info, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "ann"})
+	tok, info, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "ann"})
 	require.NoError(t, err)
 	type result struct {
 		st  int
@@ -131,7 +132,7 @@ func TestRevokedTokenEndsItsLongPoll(t *testing.T) {
 func TestRevokedTokenEndsItsDashboardStream(t *testing.T) {
 	e := newEnv(t, sqliteDSN(t), server.Options{RequireToken: true})
 	ctx := context.Background()
-	tok, info, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "ann", Role: "admin"})
+	tok, info, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "ann", Role: "admin"})
 	require.NoError(t, err)
 	req, err := http.NewRequest("GET", e.hs.URL+"/ui/stream", nil)
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/workspace/touch"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -91,7 +92,7 @@ type Options struct {
 	// may give: "name" on any port, or "name:port". See hosts.go.
 	AllowedHosts []string
 	// Agents are the thresholds of the agents' state rule (/v1/agents).
-	Agents AgentRule
+	Agents agents.Rule
 	// TouchEvery, when positive, makes each request (an MCP call over
 	// /mcp included) a heartbeat of its actor: the actor's claims and
 	// leases are renewed, at most once per TouchEvery per actor and never
@@ -114,7 +115,7 @@ type Server struct {
 	mux     *http.ServeMux
 	handler http.Handler
 	api     huma.API
-	tokens  *Tokens
+	tokens  *agents.Tokens
 	revoke  *revoker
 	metrics *metrics
 	mcp     MCPEndpoint
@@ -164,7 +165,7 @@ func New(ws *workspace.Workspace, opts Options) (*Server, error) {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{ws: ws, opts: opts, log: opts.Logger, mux: http.NewServeMux(), tokens: NewTokens(ws)}
+	s := &Server{ws: ws, opts: opts, log: opts.Logger, mux: http.NewServeMux(), tokens: agents.NewTokens(ws)}
 	s.drain, s.stop = context.WithCancel(context.Background())
 	s.revoke = newRevoker(s)
 	if opts.TouchEvery > 0 {
@@ -269,7 +270,7 @@ func (s *Server) Drain() {
 }
 
 // Tokens returns the token store the server checks requests against.
-func (s *Server) Tokens() *Tokens { return s.tokens }
+func (s *Server) Tokens() *agents.Tokens { return s.tokens }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)

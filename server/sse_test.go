@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
@@ -261,7 +262,7 @@ func TestTakenOverStreamAnswersAsNetHTTPWouldAndEndsOnDrain(t *testing.T) {
 func TestTakenOverStreamEndsOnRevocation(t *testing.T) {
 	e := newEnv(t, sqliteDSN(t), server.Options{RequireToken: true})
 	ctx := context.Background()
-	tok, info, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "ann"})
+	tok, info, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "ann"})
 	require.NoError(t, err)
 	putNotes(t, e.ws, 0, 2)
 	resp := rawStream(t, e, "HTTP/1.1", bearer(tok)...)
@@ -445,9 +446,9 @@ func TestEventStreamsPerTokenAreCapped(t *testing.T) {
 	const limit = 3
 	e := newEnv(t, sqliteDSN(t), server.Options{MaxStreamsPerToken: limit})
 	ctx := context.Background()
-	ann, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "ann"})
+	ann, _, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "ann"})
 	require.NoError(t, err)
-	bob, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "bob"})
+	bob, _, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "bob"})
 	require.NoError(t, err)
 
 	var closers []func()

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -110,7 +111,7 @@ func (s *Server) streamContext(r *http.Request) (ctx context.Context, release fu
 	if ctx, release, err = s.revoke.bind(ctx, p.token); err != nil {
 		return nil, nil, err
 	}
-	ctx, release = untilExpiry(ctx, release, Token{ExpiresAt: p.expires})
+	ctx, release = untilExpiry(ctx, release, agents.Token{ExpiresAt: p.expires})
 	if err := tokenEnded(r.Context()); err != nil {
 		release()
 		return nil, nil, err

@@ -8,12 +8,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// TestStopAgentThroughTheServer: server.StopAgent over a served workspace
+// TestStopAgentThroughTheServer: agents.Stop over a served workspace
 // (as wsctl agent stop --dsn http://… calls it) has the server do the
 // stop, tokens included: the agent's token is refused afterwards, its
 // lease is ended with its fence revoked and its claim is returned.
@@ -23,7 +24,7 @@ func TestStopAgentThroughTheServer(t *testing.T) {
 	local, err := workspace.Open(ctx, store)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = local.Close() })
-	secret, info, err := server.NewTokens(local).Create(ctx, server.TokenRequest{Actor: "zombie"})
+	secret, info, err := agents.NewTokens(local).Create(ctx, agents.TokenRequest{Actor: "zombie"})
 	require.NoError(t, err)
 	url := serve(t, store, false, server.Options{})
 
@@ -40,7 +41,7 @@ func TestStopAgentThroughTheServer(t *testing.T) {
 	op, err := workspace.Open(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = op.Close() })
-	r, err := server.StopAgent(ctx, op, server.StopRequest{Actor: "zombie", By: "operator", Message: "runaway"})
+	r, err := agents.Stop(ctx, op, agents.StopRequest{Actor: "zombie", By: "operator", Message: "runaway"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{info.ID}, r.Tokens)
 	assert.Equal(t, []string{"file:a"}, r.Leases)
@@ -54,7 +55,7 @@ func TestStopAgentThroughTheServer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, workspace.TaskPending, got.Status)
 
-	all, err := server.Agents(ctx, op, server.AgentRule{})
+	all, err := agents.List(ctx, op, agents.Rule{})
 	require.NoError(t, err)
 	for _, a := range all {
 		assert.Empty(t, a.Tokens, "a served workspace's tokens are its server's to read")

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -18,13 +18,13 @@ func (a *app) agentCmd() *cobra.Command {
 }
 
 // agentRuleFlags are the state rule's thresholds.
-func agentRuleFlags(c *cobra.Command, r *server.AgentRule) {
-	c.Flags().DurationVar(&r.StaleAfter, "stale-after", server.DefaultStaleAfter, "an agent holding work that wrote nothing for this long is stale")
-	c.Flags().DurationVar(&r.GoneAfter, "gone-after", server.DefaultGoneAfter, "an agent holding nothing that wrote nothing for this long is gone")
+func agentRuleFlags(c *cobra.Command, r *agents.Rule) {
+	c.Flags().DurationVar(&r.StaleAfter, "stale-after", agents.DefaultStaleAfter, "an agent holding work that wrote nothing for this long is stale")
+	c.Flags().DurationVar(&r.GoneAfter, "gone-after", agents.DefaultGoneAfter, "an agent holding nothing that wrote nothing for this long is gone")
 }
 
 func (a *app) agentListCmd() *cobra.Command {
-	var rule server.AgentRule
+	var rule agents.Rule
 	c := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
@@ -38,7 +38,7 @@ See docs/agents.md.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			return a.with(ctx, func(ws *workspace.Workspace) error {
-				all, err := server.Agents(ctx, ws, rule)
+				all, err := agents.List(ctx, ws, rule)
 				if err != nil {
 					return err
 				}
@@ -60,14 +60,14 @@ See docs/agents.md.`,
 }
 
 func (a *app) agentShowCmd() *cobra.Command {
-	var rule server.AgentRule
+	var rule agents.Rule
 	c := &cobra.Command{
 		Use:   "show ACTOR",
 		Short: "Show an agent's state and its rule, claims, leases, tokens, recent events, conflicts and denials",
 		Args:  cobra.ExactArgs(1),
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			return a.with(ctx, func(ws *workspace.Workspace) error {
-				ag, err := server.GetAgent(ctx, ws, rule, args[0])
+				ag, err := agents.Get(ctx, ws, rule, args[0])
 				if err != nil {
 					return err
 				}
@@ -121,7 +121,7 @@ process too.`,
 				return err
 			}
 			return a.with(ctx, func(ws *workspace.Workspace) error {
-				r, err := server.StopAgent(ctx, ws, server.StopRequest{Actor: args[0], By: by, Message: message})
+				r, err := agents.Stop(ctx, ws, agents.StopRequest{Actor: args[0], By: by, Message: message})
 				if err != nil {
 					return err
 				}
@@ -154,7 +154,7 @@ func seen(t time.Time) string {
 	return stamp(t)
 }
 
-func liveTokens(ts []server.Token) int {
+func liveTokens(ts []agents.Token) int {
 	n := 0
 	for _, t := range ts {
 		if !t.Revoked {

@@ -30,8 +30,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/internal/testskip"
-	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -312,10 +312,10 @@ func TestTokenCreateIsRecordedAsTheOperator(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	out, errOut, code := wsctl(t, dsn, "token", "ls", "--json")
 	require.Equal(t, 0, code, errOut)
-	var toks []server.Token
+	var toks []agents.Token
 	require.NoError(t, json.Unmarshal([]byte(out), &toks))
 	require.Len(t, toks, 2)
-	by := map[string]server.Token{}
+	by := map[string]agents.Token{}
 	for _, tk := range toks {
 		by[tk.Actor] = tk
 	}
@@ -331,7 +331,7 @@ func TestTokenCreateIsRecordedAsTheOperator(t *testing.T) {
 	require.NoError(t, err)
 	var got []string
 	for _, ev := range page.Events {
-		if ev.Subject.Kind == "note" && strings.HasPrefix(ev.Subject.ID, server.TokenKind+"/") {
+		if ev.Subject.Kind == "note" && strings.HasPrefix(ev.Subject.ID, agents.TokenKind+"/") {
 			got = append(got, ev.Actor+": "+ev.Message)
 		}
 	}

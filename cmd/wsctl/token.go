@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentspace/agentspace/server"
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -43,14 +43,14 @@ message naming the token's actor: the token's actor did not act.`,
 			}
 			by := a.operator()
 			return a.with(ctx, func(ws *workspace.Workspace) error {
-				secret, t, err := server.NewTokens(ws).Create(ctx, server.TokenRequest{Actor: actor, Role: role, TTL: life, By: by})
+				secret, t, err := agents.NewTokens(ws).Create(ctx, agents.TokenRequest{Actor: actor, Role: role, TTL: life, By: by})
 				if err != nil {
 					return err
 				}
 				if a.jsonOut {
 					return a.printJSON(struct {
 						Secret string `json:"token"`
-						server.Token
+						agents.Token
 					}{secret, t})
 				}
 				fmt.Fprintln(a.stdout, secret)
@@ -73,7 +73,7 @@ func (a *app) tokenListCmd() *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			return a.with(ctx, func(ws *workspace.Workspace) error {
-				ts, err := server.NewTokens(ws).List(ctx)
+				ts, err := agents.NewTokens(ws).List(ctx)
 				if err != nil {
 					return err
 				}
@@ -106,7 +106,7 @@ func (a *app) tokenRevokeCmd() *cobra.Command {
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			by := a.operator()
 			return a.with(ctx, func(ws *workspace.Workspace) error {
-				t, err := server.NewTokens(ws).Revoke(ctx, by, args[0])
+				t, err := agents.NewTokens(ws).Revoke(ctx, by, args[0])
 				if err != nil {
 					return err
 				}

@@ -26,8 +26,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
-	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -118,9 +118,9 @@ func refusals(t *testing.T, c *cluster, op string) {
 	c.must(t, 0, http.StatusOK, http.MethodPost, "/v1/agents/stopped/stop", op, map[string]string{"message": "test"}, nil)
 	measureRefusal(t, c, "agent stop", time.Now(), st, others, stStreams)
 	for i := range c.servers {
-		var a server.Agent
+		var a agents.Agent
 		c.must(t, i, http.StatusOK, http.MethodGet, "/v1/agents/stopped", op, nil, &a)
-		if a.State != server.AgentGone {
+		if a.State != agents.Gone {
 			t.Errorf("server %d says the stopped agent is %s, want gone", i, a.State)
 		}
 	}
@@ -205,13 +205,13 @@ func agentState(t *testing.T, c *cluster, op string) {
 	for i := range c.servers {
 		c.must(t, i, http.StatusOK, http.MethodGet, "/v1/whoami", ag, nil, nil)
 	}
-	var first server.Agent
+	var first agents.Agent
 	for i := range c.servers {
-		var a server.Agent
+		var a agents.Agent
 		c.must(t, i, http.StatusOK, http.MethodGet, "/v1/agents/agent", op, nil, &a)
 		if i == 0 {
 			first = a
-			if a.State != server.AgentWorking || len(a.Claims) != 1 {
+			if a.State != agents.Working || len(a.Claims) != 1 {
 				t.Errorf("server 0: the agent is %s with %d claims, want working with 1", a.State, len(a.Claims))
 			}
 			continue

@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentspace/agentspace/agents"
 	_ "github.com/agentspace/agentspace/backend/postgres"
 	"github.com/agentspace/agentspace/internal/wsctltest"
-	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -70,7 +70,7 @@ func (c *cluster) wsctl(t testing.TB, args ...string) []byte {
 // loaded machine), and returns its secret and id.
 func (c *cluster) token(t testing.TB, actor, role string) (secret, id string) {
 	t.Helper()
-	secret, tk, err := server.NewTokens(c.ws).Create(context.Background(), server.TokenRequest{Actor: actor, Role: role, TTL: time.Hour, By: "operator"})
+	secret, tk, err := agents.NewTokens(c.ws).Create(context.Background(), agents.TokenRequest{Actor: actor, Role: role, TTL: time.Hour, By: "operator"})
 	if err != nil {
 		t.Fatalf("token create: %v", err)
 	}

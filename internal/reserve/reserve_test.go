@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/agents"
 	_ "github.com/agentspace/agentspace/backend/sqlite"
 	_ "github.com/agentspace/agentspace/gitwork" // owners of reserved kinds
 	"github.com/agentspace/agentspace/internal/reserve"
-	"github.com/agentspace/agentspace/server"
 	_ "github.com/agentspace/agentspace/shadow"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -44,7 +44,7 @@ func TestAProgramThatLinksOnlyABackendCannotReadTokens(t *testing.T) {
 	dsn := "sqlite:" + filepath.Join(dir, "ws.db")
 	ws, err := workspace.Open(ctx, dsn)
 	require.NoError(t, err)
-	_, tok, err := server.NewTokens(ws).Create(ctx, server.TokenRequest{Actor: "alice"})
+	_, tok, err := agents.NewTokens(ws).Create(ctx, agents.TokenRequest{Actor: "alice"})
 	require.NoError(t, err)
 	require.NoError(t, ws.Close())
 

@@ -5,35 +5,16 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// Agent is one agent as the dashboard shows it: server.Agent, whose
-// package the dashboard cannot import (the server imports the dashboard).
-type Agent struct {
-	Actor string
-	// State is working, idle, stale or gone; Rule states the rule that
-	// gave it, with its thresholds.
-	State, Rule string
-	LastSeen    time.Time // its newest event among those scanned (zero: none)
-	Claims      []workspace.Task
-	Leases      []workspace.Lease
-	// Tokens are its tokens, revoked ones included. A token's secret is
-	// never here: AgentToken has no field for it.
-	Tokens    []AgentToken
-	Recent    []workspace.Event // its newest events, newest first
-	Conflicts int               // its conflict events among those scanned
-	Denials   int               // its denied events among those scanned
-}
-
-// AgentToken is what the dashboard shows of one token: never its secret.
-type AgentToken struct {
-	ID        string
-	Role      string
-	ExpiresAt time.Time // zero: never
-	Revoked   bool
+// agentView is one agent as the dashboard shows it: package agents'
+// summary, and the rule that gave its state with its thresholds.
+type agentView struct {
+	agents.Agent
+	Rule string
 }
 
 // StateRule is one line of the agents' state rule.
@@ -41,9 +22,32 @@ type StateRule struct {
 	State, Rule string
 }
 
+// stateRules states the rule, one line per state.
+func stateRules(rule agents.Rule) []StateRule {
+	var out []StateRule
+	for _, st := range []agents.State{agents.Working, agents.Stale, agents.Idle, agents.Gone} {
+		out = append(out, StateRule{State: string(st), Rule: rule.Explain(st)})
+	}
+	return out
+}
+
+// listAgents reads every agent's summary (agents.List) as the dashboard
+// shows it.
+func (h *Handler) listAgents(ctx context.Context) ([]agentView, error) {
+	all, err := agents.List(ctx, h.ws, h.opts.Agents)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]agentView, len(all))
+	for i, a := range all {
+		out[i] = agentView{Agent: a, Rule: h.opts.Agents.Explain(a.State)}
+	}
+	return out, nil
+}
+
 // agentPage is the agent view's data.
 type agentPage struct {
-	Agent
+	agentView
 	Name  string // the actor, format characters shown (visible)
 	Rules []StateRule
 	// Stop is set when the page offers the stop action; PauseAction when
@@ -59,27 +63,26 @@ type agentPage struct {
 	Feed, ConflictFeed, DenialFeed string
 }
 
-// agentsWithState is the agents list's data when Options.Agents is set.
+// agentsWithState is the agents list's data.
 type agentsWithState struct {
-	Agents []Agent
+	Agents []agentView
 	Rules  []StateRule
 }
 
-// loadAgentsWithState reads every agent through Options.Agents, most
-// recently seen first.
-func (h *Handler) loadAgentsWithState(ctx context.Context) (any, error) {
-	all, err := h.opts.Agents(ctx)
+// loadAgents reads every agent, most recently seen first.
+func (h *Handler) loadAgents(ctx context.Context, _ *http.Request, _ Identity) (any, error) {
+	all, err := h.listAgents(ctx)
 	if err != nil {
 		return nil, err
 	}
 	all = slices.Clone(all)
-	slices.SortStableFunc(all, func(x, y Agent) int {
+	slices.SortStableFunc(all, func(x, y agentView) int {
 		if c := y.LastSeen.Compare(x.LastSeen); c != 0 {
 			return c
 		}
 		return strings.Compare(x.Actor, y.Actor)
 	})
-	return agentsWithState{Agents: all, Rules: h.opts.AgentRules}, nil
+	return agentsWithState{Agents: all, Rules: stateRules(h.opts.Agents)}, nil
 }
 
 // loadAgent reads one agent's page: /ui/agent?actor=NAME.
@@ -91,14 +94,11 @@ func (h *Handler) loadAgent(ctx context.Context, r *http.Request, id Identity) (
 	if len(actor) > 1024 {
 		return nil, invalid("actor: longer than 1024 bytes")
 	}
-	if h.opts.Agents == nil {
-		return nil, &badRequest{status: http.StatusNotFound, msg: "agent pages are not available on this dashboard"}
-	}
-	all, err := h.opts.Agents(ctx)
+	all, err := h.listAgents(ctx)
 	if err != nil {
 		return nil, err
 	}
-	i := slices.IndexFunc(all, func(a Agent) bool { return a.Actor == actor })
+	i := slices.IndexFunc(all, func(a agentView) bool { return a.Actor == actor })
 	if i < 0 {
 		return nil, &badRequest{status: http.StatusNotFound, msg: "agent " + visible(truncate(actor, 64)) + ": nothing held or written by it"}
 	}
@@ -121,10 +121,10 @@ func (h *Handler) loadAgent(ctx context.Context, r *http.Request, id Identity) (
 		return nil, err
 	}
 	return agentPage{
-		Agent:        a,
+		agentView:    a,
 		Name:         visible(a.Actor),
-		Rules:        h.opts.AgentRules,
-		Stop:         id.Operator() && h.opts.StopAgent != nil,
+		Rules:        stateRules(h.opts.Agents),
+		Stop:         id.Operator(),
 		PauseAction:  id.Operator(),
 		Inbox:        inbox,
 		Pause:        pause,

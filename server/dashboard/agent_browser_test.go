@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -29,7 +30,7 @@ func TestAgentPageInABrowser(t *testing.T) {
 	_, err := e.ws.Artifacts().Update(ctx, workspace.Write{Actor: "planner", IfVersion: 2, Message: "tighten the plan"}, workspace.ByName("plans/auth.md"),
 		workspace.ArtifactChange{Content: []byte("# stale\n")})
 	require.ErrorIs(t, err, workspace.ErrConflict)
-	_, _, err = e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "planner", Role: "worker", By: "setup"})
+	_, _, err = e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "planner", Role: "worker", By: "setup"})
 	require.NoError(t, err)
 	admin := e.token("ops", "admin")
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/workspace"
@@ -29,7 +30,7 @@ func TestAgentPageShowsWhatItHoldsAndDid(t *testing.T) {
 	_, err := e.ws.Artifacts().Update(ctx, workspace.Write{Actor: "planner", IfVersion: 1}, workspace.ByName("plans/auth.md"),
 		workspace.ArtifactChange{Content: []byte("# stale\n")})
 	require.ErrorIs(t, err, workspace.ErrConflict)
-	secret, info, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "planner", Role: "worker", By: "setup", TTL: -1})
+	secret, info, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "planner", Role: "worker", By: "setup", TTL: -1})
 	require.NoError(t, err)
 	admin := e.token("ops", policy.AdminRole)
 	reader := e.token("watcher", "")
@@ -149,7 +150,7 @@ func TestAgentPagesOfHostileNamesAreInert(t *testing.T) {
 		_, err = e.ws.Artifacts().Update(ctx, workspace.Write{Actor: name, IfVersion: a.Version + int64(i) + 5, Message: "\u202egnp.exe \u200b" + name}, workspace.ByID(a.ID),
 			workspace.ArtifactChange{Content: []byte("x")})
 		require.ErrorIs(t, err, workspace.ErrConflict)
-		_, _, err = e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: name, Role: "worker", By: "setup"})
+		_, _, err = e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: name, Role: "worker", By: "setup"})
 		require.NoError(t, err)
 	}
 	_, err = e.ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "evil\u202Egnp.exe", Lease: time.Hour})

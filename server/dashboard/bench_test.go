@@ -122,7 +122,7 @@ func BenchmarkTimelineDay(b *testing.B) {
 
 // BenchmarkAgentPage renders one agent's page, and the agents list, of a
 // SQLite workspace whose log holds 12,000 events by ten agents (more than
-// the 10,000 newest that server.Agents scans), each agent holding a claim
+// the 10,000 newest that agents.List scans), each agent holding a claim
 // and a lease: the work one refresh of either page does.
 func BenchmarkAgentPage(b *testing.B) {
 	e := newEnv(b, server.Options{})

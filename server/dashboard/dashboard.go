@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -71,16 +72,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Redact cleans an unexpected error's text before it is logged.
 	Redact func(error) error
-	// StopAgent stops an agent for an operator (server.StopAgent) and
-	// says what it did. Nil: the agents page has no stop action.
-	StopAgent func(ctx context.Context, by, actor, message string) (string, error)
-	// Agents reads every agent's summary with its state (server.Agents).
-	// Nil: the agents page shows last activity without states, and there
-	// are no agent pages.
-	Agents func(ctx context.Context) ([]Agent, error)
-	// AgentRules state the rule that gives an agent its state, one line
-	// per state, shown on the agents' pages.
-	AgentRules []StateRule
+	// Agents holds the thresholds of the agents' state rule (zero fields
+	// take package agents' defaults).
+	Agents agents.Rule
 }
 
 //go:embed templates/*.html

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/agents"
 	_ "github.com/agentspace/agentspace/backend/postgres"
 	_ "github.com/agentspace/agentspace/backend/sqlite"
 	"github.com/agentspace/agentspace/server"
@@ -107,7 +108,7 @@ var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request
 // token makes a token for actor with role.
 func (e *env) token(actor, role string) string {
 	e.t.Helper()
-	tok, _, err := e.srv.Tokens().Create(context.Background(), server.TokenRequest{Actor: actor, Role: role, By: "setup"})
+	tok, _, err := e.srv.Tokens().Create(context.Background(), agents.TokenRequest{Actor: actor, Role: role, By: "setup"})
 	require.NoError(e.t, err)
 	return tok
 }

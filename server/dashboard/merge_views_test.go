@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/gitwork"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/workspace"
@@ -64,7 +65,7 @@ func TestViewsAgreeWithTheBoardAfterTheMergeQueue(t *testing.T) {
 	m, err := gitwork.New(ctx, e.ws, gitwork.Config{Repo: repo})
 	require.NoError(t, err)
 	// A token of its own is no work: shorty gets no lane.
-	_, _, err = e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "shorty", Role: "worker"})
+	_, _, err = e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "shorty", Role: "worker"})
 	require.NoError(t, err)
 
 	submit := func(agent, title string, files map[string]string) workspace.Task {

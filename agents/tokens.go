@@ -1,4 +1,4 @@
-package server
+package agents
 
 import (
 	"context"
@@ -10,11 +10,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentspace/agentspace/internal/reserve"
 	"regexp"
 	"strings"
 	"time"
 
+	"github.com/agentspace/agentspace/internal/reserve"
+	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -29,6 +30,11 @@ const TokenKind = "token"
 
 // tokenKey is the capability to write and read the token notes.
 var tokenKey = reserve.Own(TokenKind, nil)
+
+// ErrBadToken is the one answer for every token that does not pass, so
+// that a caller learns nothing of why (unknown, revoked, expired, or a
+// wrong secret).
+var ErrBadToken = fmt.Errorf("%w: the token is unknown, revoked or expired", wire.ErrUnauthorized)
 
 // TokenPrefix starts every token: ast_<id>_<secret>.
 const TokenPrefix = "ast_"
@@ -85,6 +91,16 @@ var (
 	roleRE  = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
 	tokenRE = regexp.MustCompile(`^ast_([a-z2-7]{16})_([a-z2-7]{52})$`)
 )
+
+// TokenID returns the public id of a string shaped as a token
+// (ast_<id>_<secret>), and whether it is one; it checks nothing else.
+func TokenID(token string) (string, bool) {
+	m := tokenRE.FindStringSubmatch(token)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
 
 func randomWord(n int) (string, error) {
 	b := make([]byte, n)
@@ -214,11 +230,11 @@ func (t *Tokens) Revoke(ctx context.Context, by, idOrToken string) (Token, error
 func (t *Tokens) Verify(ctx context.Context, token string) (Token, error) {
 	m := tokenRE.FindStringSubmatch(token)
 	if m == nil {
-		return Token{}, errBadToken
+		return Token{}, ErrBadToken
 	}
 	rec, _, err := t.get(ctx, m[1])
 	if errors.Is(err, workspace.ErrNotFound) {
-		return Token{}, errBadToken
+		return Token{}, ErrBadToken
 	}
 	if err != nil {
 		return Token{}, fmt.Errorf("token %s: %w", m[1], err)
@@ -226,10 +242,10 @@ func (t *Tokens) Verify(ctx context.Context, token string) (Token, error) {
 	// Compare hashes, not secrets, in constant time: no timing says how
 	// much of a guess was right.
 	if subtle.ConstantTimeCompare([]byte(hashSecret(m[2])), []byte(rec.Hash)) != 1 {
-		return Token{}, errBadToken
+		return Token{}, ErrBadToken
 	}
 	if rec.Revoked || (!rec.ExpiresAt.IsZero() && !t.now().Before(rec.ExpiresAt)) {
-		return Token{}, errBadToken
+		return Token{}, ErrBadToken
 	}
 	return rec.public(m[1]), nil
 }
