@@ -310,6 +310,14 @@ const (
 		WHERE id > $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR assignee = $3)
 		  AND ($4 = '' OR parent_id = $4) AND labels @> $5::jsonb
 		ORDER BY id LIMIT $6`
+	// listReady is listTasks of the ready tasks (readyTask's test), for
+	// ReadyLister: a walk of tasks_status (status, id) from $1 that stops
+	// at the $5th ready task.
+	listReady = `SELECT ` + taskCols + ` FROM tasks t
+		WHERE t.status = 'pending' AND t.id > $1 AND ($2 = '' OR t.assignee = $2)
+		  AND ($3 = '' OR t.parent_id = $3) AND t.labels @> $4::jsonb
+		  AND NOT EXISTS (SELECT 1 FROM tasks d WHERE d.id = ANY (t.depends_on) AND d.status <> 'done')
+		ORDER BY t.id LIMIT $5`
 	// readyTask is the claim query: pending, every dependency done, best
 	// first. It runs with sorts disabled (sortsOff, then sortsBack), which
 	// leaves the planner one plan: the walk of tasks_ready in its order,
@@ -394,6 +402,17 @@ func (t *readTx) ListTasks(ctx context.Context, f workspace.TaskFilter) ([]works
 	out, err := collect(rows, err, scanTask)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list tasks: %w", err)
+	}
+	return out, nil
+}
+
+// ListReadyTasks is ListTasks of the pending tasks whose every dependency
+// is done, in ID order, at most f.Limit.
+func (t *readTx) ListReadyTasks(ctx context.Context, f workspace.TaskFilter) ([]workspace.Task, error) {
+	rows, err := t.q.Query(ctx, listReady, f.After, f.Assignee, f.ParentID, labelsJSON(f.Labels), f.Limit)
+	out, err := collect(rows, err, scanTask)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list ready tasks: %w", err)
 	}
 	return out, nil
 }
@@ -962,7 +981,10 @@ func (t *readTx) LeaseRows(ctx context.Context, after string, limit int) ([]work
 
 // The store lists deleted artifacts and released leases for an export
 // and gc (driver.ReadTx's ArtifactIDs and LeaseRows).
-var _ driver.ReadTx = (*readTx)(nil)
+var (
+	_ driver.ReadTx      = (*readTx)(nil)
+	_ driver.ReadyLister = (*readTx)(nil)
+)
 
 // ArtifactIDs implements driver.ReadTx.
 func (t *readTx) ArtifactIDs(ctx context.Context, after string, limit int) ([]string, error) {
