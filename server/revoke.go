@@ -232,7 +232,7 @@ func (v *revoker) close() { v.wg.Wait() }
 // bindToken binds ctx to the token presented, before it is verified (see
 // revoker); a string that is no token binds nothing (it fails to verify).
 func (s *Server) bindToken(ctx context.Context, token string) (context.Context, func(), error) {
-	m := tokenRE.FindStringSubmatch(token)
+	m := tokenRE().FindStringSubmatch(token)
 	if m == nil {
 		return ctx, func() {}, nil
 	}
@@ -270,7 +270,7 @@ func (s *Server) bindDashboard(r *http.Request) (*http.Request, func()) {
 	} else if c, err := r.Cookie(dashboard.CookieName); err == nil {
 		tok = c.Value
 	}
-	if tokenRE.FindStringSubmatch(tok) == nil {
+	if tokenRE().FindStringSubmatch(tok) == nil {
 		return r, func() {}
 	}
 	ctx, release, err := s.bindToken(r.Context(), tok)

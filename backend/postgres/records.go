@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -682,14 +683,16 @@ type earlyReads struct {
 }
 
 // unqualified finds a table named without its schema after FROM.
-var unqualified = regexp.MustCompile(`\bFROM\s+(artifacts|blobs|leases|notes|tasks|listeners|counters)\b`)
+var unqualified = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\bFROM\s+(artifacts|blobs|leases|notes|tasks|listeners|counters)\b`)
+})
 
 // qualify is sql with the tables it reads FROM named in schema, for a
 // statement prepared before the search_path is set (a batch's new
 // statements are parsed before any of it runs).
 func qualify(schema, sql string) string {
-	return unqualified.ReplaceAllStringFunc(sql, func(m string) string {
-		return "FROM " + pgx.Identifier{schema, unqualified.FindStringSubmatch(m)[1]}.Sanitize()
+	return unqualified().ReplaceAllStringFunc(sql, func(m string) string {
+		return "FROM " + pgx.Identifier{schema, unqualified().FindStringSubmatch(m)[1]}.Sanitize()
 	})
 }
 
