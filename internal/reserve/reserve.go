@@ -70,13 +70,13 @@ func (k *Key) Grant(ctx context.Context) context.Context {
 var (
 	mu     sync.RWMutex
 	byKind = map[string]*Key{}
-	kindRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	kindRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]*$`) })
 )
 
 // Register reserves e.Kind and returns its key. It panics on a malformed or
 // already reserved kind: reservations are made in init, as drivers register.
 func Register(e Entry) *Key {
-	if !kindRE.MatchString(e.Kind) || e.Owner == "" {
+	if !kindRE().MatchString(e.Kind) || e.Owner == "" {
 		panic(fmt.Sprintf("reserve: bad reservation %+v", e))
 	}
 	mu.Lock()

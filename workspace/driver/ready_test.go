@@ -155,4 +155,3 @@ func ids0(ts []workspace.Task) []string {
 	}
 	return out
 }
-
