@@ -209,31 +209,35 @@ func listReady(ctx context.Context, ws *workspace.Workspace, f workspace.TaskFil
 			return page.Tasks, page.Next, err
 		})
 	}
+	// Pages start small, for the first pending tasks are most often
+	// ready, and double up to the server's largest.
 	out := []workspace.Task{}
-	_, err := listAll(0, func(n int, after string) ([]workspace.Task, string, error) {
-		f.Limit, f.After = n, after
+	f.Limit = 1000
+	if limit > 0 {
+		f.Limit = min(max(2*limit, 10), 1000)
+	}
+	for {
 		page, err := ws.Tasks().List(ctx, f)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		waits, err := waitingOn(ctx, ws, page.Tasks)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		for _, t := range page.Tasks {
 			if len(waits[t.ID]) == 0 {
 				out = append(out, t)
+				if len(out) == limit {
+					return out, nil
+				}
 			}
 		}
-		if limit > 0 && len(out) >= limit {
-			return nil, "", nil
+		if page.Next == "" {
+			return out, nil
 		}
-		return nil, page.Next, nil
-	})
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
+		f.After, f.Limit = page.Next, min(2*f.Limit, 1000)
 	}
-	return out, err
 }
 
 // statusCell is a task's STATUS in task ls: a pending task held back by a
