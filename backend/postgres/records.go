@@ -409,12 +409,19 @@ func (t *readTx) ListTasks(ctx context.Context, f workspace.TaskFilter) ([]works
 
 // ListReadyTasks is ListTasks of the pending tasks whose every dependency
 // is done, in ID order, at most f.Limit.
+// It runs with sorts disabled, as readyTask does and for the same reason:
+// on a table without statistics the planner would otherwise read every
+// pending task, check each one's dependencies and sort them (195 ms at
+// 10,000 tasks, against 0.1 ms for the walk of tasks_status).
 func (t *readTx) ListReadyTasks(ctx context.Context, f workspace.TaskFilter) ([]workspace.Task, error) {
+	_, _ = t.pl.Exec(ctx, sortsOff)
 	rows, err := t.q.Query(ctx, listReady, f.After, f.Assignee, f.ParentID, labelsJSON(f.Labels), f.Limit)
 	out, err := collect(rows, err, scanTask)
 	if err != nil {
+		// The transaction is aborted: queue nothing more.
 		return nil, fmt.Errorf("postgres: list ready tasks: %w", err)
 	}
+	_, _ = t.pl.Exec(ctx, sortsBack)
 	return out, nil
 }
 
