@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentspace/agentspace/internal/reserve"
@@ -88,14 +89,14 @@ func NewTokens(ws *workspace.Workspace) *Tokens { return &Tokens{ws: ws, now: ti
 
 var (
 	b32     = base32.StdEncoding.WithPadding(base32.NoPadding)
-	roleRE  = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
-	tokenRE = regexp.MustCompile(`^ast_([a-z2-7]{16})_([a-z2-7]{52})$`)
+	roleRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`) })
+	tokenRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^ast_([a-z2-7]{16})_([a-z2-7]{52})$`) })
 )
 
 // TokenID returns the public id of a string shaped as a token
 // (ast_<id>_<secret>), and whether it is one; it checks nothing else.
 func TokenID(token string) (string, bool) {
-	m := tokenRE.FindStringSubmatch(token)
+	m := tokenRE().FindStringSubmatch(token)
 	if m == nil {
 		return "", false
 	}
@@ -121,7 +122,7 @@ func (t *Tokens) Create(ctx context.Context, r TokenRequest) (string, Token, err
 	if r.Actor == "" || len(r.Actor) > workspace.MaxActorLen {
 		return "", Token{}, &workspace.InvalidError{Field: "actor", Reason: fmt.Sprintf("must be 1 to %d bytes", workspace.MaxActorLen)}
 	}
-	if r.Role != "" && !roleRE.MatchString(r.Role) {
+	if r.Role != "" && !roleRE().MatchString(r.Role) {
 		return "", Token{}, &workspace.InvalidError{Field: "role", Reason: "must be a lower-case word (a-z, 0-9, _ or -, starting with a letter)"}
 	}
 	if r.By == "" {
@@ -205,7 +206,7 @@ func (t *Tokens) List(ctx context.Context) ([]Token, error) {
 // idOrToken is the token's id or the whole token.
 func (t *Tokens) Revoke(ctx context.Context, by, idOrToken string) (Token, error) {
 	id := idOrToken
-	if m := tokenRE.FindStringSubmatch(idOrToken); m != nil {
+	if m := tokenRE().FindStringSubmatch(idOrToken); m != nil {
 		id = m[1]
 	}
 	rec, n, err := t.get(ctx, id)
@@ -228,7 +229,7 @@ func (t *Tokens) Revoke(ctx context.Context, by, idOrToken string) (Token, error
 // Verify checks a presented token and returns what it stands for. Every
 // failure is the same wire.ErrUnauthorized, and never contains the token.
 func (t *Tokens) Verify(ctx context.Context, token string) (Token, error) {
-	m := tokenRE.FindStringSubmatch(token)
+	m := tokenRE().FindStringSubmatch(token)
 	if m == nil {
 		return Token{}, ErrBadToken
 	}

@@ -25,6 +25,10 @@ import (
 // server (see streamRows).
 var Workloads = []string{"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "MEM", "SSE"}
 
+// OptInWorkloads run only when named: CLI times wsctl commands as whole
+// processes (see cliRows), which needs Config.Exe.
+var OptInWorkloads = []string{"CLI"}
+
 // DefaultConcurrency is the goroutine counts each workload runs at.
 var DefaultConcurrency = []int{1, 4, 16}
 
@@ -96,6 +100,13 @@ type Config struct {
 	Streams int
 	// Progress, if set, receives one line per measurement ("\r"-updated).
 	Progress io.Writer
+	// Exe is the wsctl executable the CLI workload runs.
+	Exe string
+	// CLITasks is the CLI workload's store size in tasks (default 10000).
+	CLITasks int
+	// CLIRuns is how many times the CLI workload runs each command
+	// (default DefaultCLIRuns).
+	CLIRuns int
 }
 
 func (c Config) withDefaults() Config {
@@ -125,6 +136,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Servers <= 0 {
 		c.Servers = 1
+	}
+	if c.CLITasks <= 0 {
+		c.CLITasks = 10000
+	}
+	if c.CLIRuns <= 0 {
+		c.CLIRuns = DefaultCLIRuns
 	}
 	return c
 }
@@ -437,8 +454,8 @@ func ParseWorkloads(s string) ([]string, error) {
 	var out []string
 	for _, w := range strings.Split(s, ",") {
 		w = strings.ToUpper(strings.TrimSpace(w))
-		if !slices.Contains(Workloads, w) {
-			return nil, fmt.Errorf("%w %q: want some of %s", ErrUnknownWorkload, w, strings.Join(Workloads, ","))
+		if !slices.Contains(Workloads, w) && !slices.Contains(OptInWorkloads, w) {
+			return nil, fmt.Errorf("%w %q: want some of %s", ErrUnknownWorkload, w, strings.Join(slices.Concat(Workloads, OptInWorkloads), ","))
 		}
 		out = append(out, w)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +21,18 @@ const rounds = 4
 // row as soon as it is measured.
 func RunAll(ctx context.Context, cfg Config, emit func(Row)) ([]Row, error) {
 	cfg = cfg.withDefaults()
+	var cli []Row
+	if slices.Contains(cfg.Workloads, "CLI") {
+		rows, err := runCLIRows(ctx, cfg, emit)
+		if err != nil || len(cfg.Workloads) == 1 {
+			return rows, err
+		}
+		cli = rows
+		cfg.Workloads = slices.DeleteFunc(slices.Clone(cfg.Workloads), func(w string) bool { return w == "CLI" })
+	}
 	if len(cfg.Serve) > 0 {
-		return runServed(ctx, cfg, emit)
+		rows, err := runServed(ctx, cfg, emit)
+		return append(cli, rows...), err
 	}
 	progress := progressFunc(cfg.Progress)
 	e, err := newEnv(ctx, cfg.DSN, cfg.Handles, cfg.Shared)
@@ -34,7 +45,7 @@ func RunAll(ctx context.Context, cfg Config, emit func(Row)) ([]Row, error) {
 		return nil, err
 	}
 	defer r.close()
-	var rows []Row
+	rows := cli
 	for _, name := range cfg.Workloads {
 		if name == "MEM" || name == "SSE" {
 			progress(name + ": measuring")

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
@@ -112,7 +113,7 @@ func (g git) isAncestor(ctx context.Context, a, b string) (bool, error) {
 	return false, err
 }
 
-var versionRE = regexp.MustCompile(`git version (\d+)\.(\d+)(?:\.(\d+))?`)
+var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`git version (\d+)\.(\d+)(?:\.(\d+))?`) })
 
 // CheckGitVersion returns the git version found on PATH, or an error if
 // there is none or it is older than MinGitVersion.
@@ -121,7 +122,7 @@ func CheckGitVersion(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("gitwork: cannot run git: %w", err)
 	}
-	m := versionRE.FindStringSubmatch(out)
+	m := versionRE().FindStringSubmatch(out)
 	if m == nil {
 		return "", fmt.Errorf("gitwork: cannot read git's version from %q", strings.TrimSpace(out))
 	}
@@ -146,11 +147,11 @@ func invalid(field, format string, args ...any) error {
 	return &workspace.InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
-var hexRE = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+var hexRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`) })
 
 // checkCommit accepts a full hex object id only.
 func checkCommit(field, c string) error {
-	if !hexRE.MatchString(c) {
+	if !hexRE().MatchString(c) {
 		return invalid(field, "%q is not a full commit id", c)
 	}
 	return nil

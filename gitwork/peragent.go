@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -22,8 +23,8 @@ import (
 // otherwise. One task at a time works in an agent's worktree.
 
 var (
-	slugRE    = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
-	shortIDRE = regexp.MustCompile(`^[0-9a-f]{12}$`)
+	slugRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`) })
+	shortIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{12}$`) })
 )
 
 // agentSlug names an agent's branch and directory: the actor itself when
@@ -36,7 +37,7 @@ func agentSlug(actor string) (string, error) {
 	if actor == "" {
 		return "", invalid("actor", "empty: per-agent worktrees are named after their agent")
 	}
-	if slugRE.MatchString(actor) && len(actor) <= 64 && !shortIDRE.MatchString(actor) &&
+	if slugRE().MatchString(actor) && len(actor) <= 64 && !shortIDRE().MatchString(actor) &&
 		!strings.HasSuffix(actor, ".lock") && !strings.HasSuffix(actor, ".") && !strings.Contains(actor, "..") {
 		return actor, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 )
@@ -94,11 +95,11 @@ func sameFile(src []byte, want File) bool {
 	return true
 }
 
-var bareKeyRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var bareKeyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 
 // tomlKey writes k as a TOML key: bare when it may be, else a basic string.
 func tomlKey(k string) string {
-	if bareKeyRE.MatchString(k) {
+	if bareKeyRE().MatchString(k) {
 		return k
 	}
 	return tomlString(k)

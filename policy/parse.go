@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 )
@@ -83,7 +84,7 @@ func (e *Error) Error() string {
 func (e *Error) Is(target error) bool { return target == ErrInvalid }
 
 var (
-	roleNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
+	roleNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`) })
 	taskRights = map[string]Action{"add": TaskAdd, "claim": TaskClaim, "finish": TaskFinish, "others": TaskOthers}
 	// adminRights are the administration rights, by their word in the file.
 	adminRights = map[string]Action{"policy": AdminPolicy, "compact": AdminCompact, "import": AdminImport, "tokens": AdminTokens, "export": AdminExport}
@@ -150,7 +151,7 @@ func compile(f File) (*Policy, []Problem) {
 			add(key, "admin is the built-in role with every right; it cannot be redefined")
 			continue
 		}
-		if !roleNameRE.MatchString(name) {
+		if !roleNameRE().MatchString(name) {
 			add(key, "a role name is a lower-case word (a-z, 0-9, _ or -, starting with a letter)")
 			continue
 		}

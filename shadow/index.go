@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 // A shadow keeps its base manifest (base.bin) and its stat cache
@@ -37,7 +38,7 @@ const (
 	cacheMagic    = "agentspace-statcache-1\n"
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // errCorrupt is returned for an index file that does not decode.
 var errCorrupt = errors.New("corrupt index file")
@@ -62,7 +63,7 @@ func appendEntry(b []byte, p string, e Entry) ([]byte, error) {
 }
 
 func seal(b []byte) []byte {
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli()))
 }
 
 // encodeManifest returns m in the binary form above.
@@ -194,7 +195,7 @@ func open(b []byte, magic string) (*reader, int, error) {
 		return nil, 0, errCorrupt
 	}
 	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
-	if crc32.Checksum(body, castagnoli) != sum {
+	if crc32.Checksum(body, castagnoli()) != sum {
 		return nil, 0, errCorrupt
 	}
 	r := &reader{b: body[len(magic):]}

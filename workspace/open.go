@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentspace/agentspace/internal/wsconn"
@@ -125,14 +126,14 @@ var secretParams = []string{"password", "ws_token"}
 
 func isSecretParam(k string) bool { return k == "password" || k == "ws_token" }
 
-var schemeRE = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*$`)
+var schemeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*$`) })
 
-var kvPasswordRE = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)`)
+var kvPasswordRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)`) })
 
 // RedactDSN returns dsn with any password (and a server's ws_token)
 // replaced by "xxxxx", for messages and logs.
 func RedactDSN(dsn string) string {
-	if scheme, rest, ok := strings.Cut(dsn, ":"); ok && strings.HasPrefix(rest, "//") && schemeRE.MatchString(scheme) {
+	if scheme, rest, ok := strings.Cut(dsn, ":"); ok && strings.HasPrefix(rest, "//") && schemeRE().MatchString(scheme) {
 		if u, err := url.Parse(dsn); err == nil {
 			if _, has := u.User.Password(); has {
 				u.User = url.UserPassword(u.User.Username(), "xxxxx")
@@ -163,7 +164,7 @@ func RedactDSN(dsn string) string {
 			return scheme + "://xxxxx@" + rest[at+1:]
 		}
 	}
-	return kvPasswordRE.ReplaceAllString(dsn, "${1}xxxxx")
+	return kvPasswordRE().ReplaceAllString(dsn, "${1}xxxxx")
 }
 
 // secrets returns the passwords in dsn, for scrubbing error texts.
@@ -186,7 +187,7 @@ func secrets(dsn string) []string {
 			}
 		}
 	}
-	for _, m := range kvPasswordRE.FindAllStringSubmatch(dsn, -1) {
+	for _, m := range kvPasswordRE().FindAllStringSubmatch(dsn, -1) {
 		if pw := strings.Trim(m[2], "'"); pw != "" {
 			out = append(out, pw)
 		}

@@ -108,7 +108,7 @@ func splitVersions(f *formatHandle) error {
 			}
 			return err
 		}
-		if old.ID == "" || old.Name == "" || len(old.Versions) == 0 || path.Base(name) != old.ID+jsonSuffix || !idRE.MatchString(old.ID) {
+		if old.ID == "" || old.Name == "" || len(old.Versions) == 0 || path.Base(name) != old.ID+jsonSuffix || !idRE().MatchString(old.ID) {
 			return corrupt(name, "an artifact needs an id (its file's name), a name and at least one version")
 		}
 		r := &artRec{id: old.ID, name: old.Name, deleted: old.Deleted}
@@ -153,7 +153,7 @@ func joinVersions(f *formatHandle) error {
 			}
 			return err
 		}
-		if path.Base(name) != r.id+jsonSuffix || !idRE.MatchString(r.id) {
+		if path.Base(name) != r.id+jsonSuffix || !idRE().MatchString(r.id) {
 			return corrupt(name, "holds artifact %s", r.id)
 		}
 		p := versionsPath(r.id)

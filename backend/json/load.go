@@ -91,12 +91,12 @@ func (s *store) readRecord(name string) ([]byte, error) {
 func (s *store) reloadSubject(subj workspace.Subject) error {
 	switch subj.Kind {
 	case workspace.SubjectArtifact:
-		if !idRE.MatchString(subj.ID) {
+		if !idRE().MatchString(subj.ID) {
 			return corrupt(eventsFile, "artifact id %q", subj.ID)
 		}
 		return s.reloadArtifact(subj.ID)
 	case workspace.SubjectTask:
-		if !idRE.MatchString(subj.ID) {
+		if !idRE().MatchString(subj.ID) {
 			return corrupt(eventsFile, "task id %q", subj.ID)
 		}
 		data, err := s.readRecord(taskPath(subj.ID))
@@ -110,7 +110,7 @@ func (s *store) reloadSubject(subj workspace.Subject) error {
 		s.st.setTask(t)
 	case workspace.SubjectNote:
 		kind, key, ok := strings.Cut(subj.ID, "/")
-		if !ok || !kindRE.MatchString(kind) {
+		if !ok || !kindRE().MatchString(kind) {
 			return corrupt(eventsFile, "note id %q", subj.ID)
 		}
 		k := noteKey{kind, key}

@@ -446,9 +446,9 @@ func (s *store) noteLog(n int) error {
 }
 
 var (
-	idRE   = regexp.MustCompile(`^[0-9a-fA-F-]{1,64}$`)
-	kindRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
-	shaRE  = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	idRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-fA-F-]{1,64}$`) })
+	kindRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]*$`) })
+	shaRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
 )
 
 func artifactPath(id string) string { return metaDir + "/" + id + jsonSuffix }

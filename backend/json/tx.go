@@ -109,7 +109,7 @@ func (t *tx) Content(ctx context.Context, id string, _ int64, sha string) ([]byt
 	if b, ok := t.blobs[blobKey{id, sha}]; ok {
 		return slices.Clone(b), nil
 	}
-	if !idRE.MatchString(id) || !shaRE.MatchString(sha) {
+	if !idRE().MatchString(id) || !shaRE().MatchString(sha) {
 		return nil, errNotFound
 	}
 	broot, rel := t.s.sub(blobPath(id, sha))

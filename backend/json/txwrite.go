@@ -52,7 +52,7 @@ func setField[V any](t *tx, p *V, v V) {
 }
 
 func (t *tx) PutArtifact(ctx context.Context, a workspace.Artifact, content []byte) error {
-	if !idRE.MatchString(a.ID) {
+	if !idRE().MatchString(a.ID) {
 		return fmt.Errorf("json store: artifact id %q cannot be a file name", a.ID)
 	}
 	old := t.st.arts[a.ID]
@@ -162,7 +162,7 @@ func (t *tx) DeleteArtifact(ctx context.Context, id string) error {
 }
 
 func (t *tx) PutTask(ctx context.Context, task workspace.Task) error {
-	if !idRE.MatchString(task.ID) {
+	if !idRE().MatchString(task.ID) {
 		return fmt.Errorf("json store: task id %q cannot be a file name", task.ID)
 	}
 	mark(t, t.tasks, task.ID)
@@ -185,7 +185,7 @@ func (t *tx) DeleteTask(ctx context.Context, id string) (bool, error) {
 }
 
 func (t *tx) PutNote(ctx context.Context, n workspace.Note) error {
-	if !kindRE.MatchString(n.Kind) {
+	if !kindRE().MatchString(n.Kind) {
 		return fmt.Errorf("json store: note kind %q cannot be a directory name", n.Kind)
 	}
 	k := noteKey{n.Kind, n.Key}

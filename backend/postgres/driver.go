@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -49,11 +50,11 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-var schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,47}$`)
+var schemaRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z_][a-z0-9_]{0,47}$`) })
 
 // checkSchema accepts names that need no quoting and cannot be a system schema.
 func checkSchema(name string) error {
-	if !schemaRE.MatchString(name) || strings.HasPrefix(name, "pg_") || name == "information_schema" {
+	if !schemaRE().MatchString(name) || strings.HasPrefix(name, "pg_") || name == "information_schema" {
 		return &workspace.InvalidError{Field: paramSchema, Reason: fmt.Sprintf(
 			"%q: want lower-case letters, digits and underscores, starting with a letter or underscore, at most 48 bytes, not pg_*", name)}
 	}
@@ -101,7 +102,7 @@ func (pgDriver) Open(ctx context.Context, cfg driver.Config) (driver.Store, erro
 }
 
 // LatestVersion is the newest schema version this code's migrations know.
-func LatestVersion() uint { return latest }
+func LatestVersion() uint { return latest() }
 
 // probeQuery tells whether the schema exists and holds golang-migrate's
 // version table.

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -28,7 +29,7 @@ import (
 const migrationsTable = "schema_migrations"
 
 // latest is the newest migration version embedded in this binary.
-var latest = func() uint {
+var latest = sync.OnceValue(func() uint {
 	names, _ := fs.Glob(pgmigrations.FS, "*.up.sql")
 	var v uint
 	for _, n := range names {
@@ -38,7 +39,7 @@ var latest = func() uint {
 		}
 	}
 	return v
-}()
+})
 
 // schemaState is what a schema holds, as far as the version check cares.
 type schemaState struct {
@@ -99,7 +100,7 @@ func readSchemaState(ctx context.Context, pool *pgxpool.Pool, schema string) (sc
 			return countOthers()
 		}
 		st.hasRow = err == nil
-		newest := int64(latest) // #nosec G115 -- schema versions are small counts (our migrations number a handful)
+		newest := int64(latest()) // #nosec G115 -- schema versions are small counts (our migrations number a handful)
 		if err != nil || st.dirty || st.version < chainVersion || st.version > newest {
 			return err
 		}
@@ -117,7 +118,7 @@ func readSchemaState(ctx context.Context, pool *pgxpool.Pool, schema string) (sc
 // run on a connection made from session: golang-migrate's lock is
 // session-scoped, so it must not go through a transaction pooler.
 func checkSchemaVersion(ctx context.Context, pool *pgxpool.Pool, session *pgx.ConnConfig, schema string, auto bool) error {
-	want := int64(latest) // #nosec G115 -- schema versions are small counts (our migrations number a handful)
+	want := int64(latest()) // #nosec G115 -- schema versions are small counts (our migrations number a handful)
 	for pass := 0; ; pass++ {
 		st, err := readSchemaState(ctx, pool, schema)
 		if err != nil {
@@ -266,7 +267,7 @@ func (m *migrator) run(ctx context.Context, op func() error) error {
 	}
 	var de migrate.ErrDirty
 	if errors.As(err, &de) {
-		return &workspace.SchemaError{Current: int64(de.Version), Want: int64(latest), Dirty: true} // #nosec G115 -- schema versions are small counts (our migrations number a handful)
+		return &workspace.SchemaError{Current: int64(de.Version), Want: int64(latest()), Dirty: true} // #nosec G115 -- schema versions are small counts (our migrations number a handful)
 	}
 	if err != nil {
 		return migrationError(m.fsys, err)
@@ -364,7 +365,7 @@ func (m *migrator) Version(ctx context.Context) (uint, bool, error) {
 	return v, dirty, nil
 }
 
-func (m *migrator) Latest() uint { return latest }
+func (m *migrator) Latest() uint { return latest() }
 
 // Up migrates to the latest version and chains the events written before
 // the chain.

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -310,6 +311,14 @@ const (
 		WHERE id > $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR assignee = $3)
 		  AND ($4 = '' OR parent_id = $4) AND labels @> $5::jsonb
 		ORDER BY id LIMIT $6`
+	// listReady is listTasks of the ready tasks (readyTask's test), for
+	// ReadyLister: a walk of tasks_status (status, id) from $1 that stops
+	// at the $5th ready task.
+	listReady = `SELECT ` + taskCols + ` FROM tasks t
+		WHERE t.status = 'pending' AND t.id > $1 AND ($2 = '' OR t.assignee = $2)
+		  AND ($3 = '' OR t.parent_id = $3) AND t.labels @> $4::jsonb
+		  AND NOT EXISTS (SELECT 1 FROM tasks d WHERE d.id = ANY (t.depends_on) AND d.status <> 'done')
+		ORDER BY t.id LIMIT $5`
 	// readyTask is the claim query: pending, every dependency done, best
 	// first. It runs with sorts disabled (sortsOff, then sortsBack), which
 	// leaves the planner one plan: the walk of tasks_ready in its order,
@@ -395,6 +404,24 @@ func (t *readTx) ListTasks(ctx context.Context, f workspace.TaskFilter) ([]works
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list tasks: %w", err)
 	}
+	return out, nil
+}
+
+// ListReadyTasks is ListTasks of the pending tasks whose every dependency
+// is done, in ID order, at most f.Limit.
+// It runs with sorts disabled, as readyTask does and for the same reason:
+// on a table without statistics the planner would otherwise read every
+// pending task, check each one's dependencies and sort them (195 ms at
+// 10,000 tasks, against 0.1 ms for the walk of tasks_status).
+func (t *readTx) ListReadyTasks(ctx context.Context, f workspace.TaskFilter) ([]workspace.Task, error) {
+	_, _ = t.pl.Exec(ctx, sortsOff)
+	rows, err := t.q.Query(ctx, listReady, f.After, f.Assignee, f.ParentID, labelsJSON(f.Labels), f.Limit)
+	out, err := collect(rows, err, scanTask)
+	if err != nil {
+		// The transaction is aborted: queue nothing more.
+		return nil, fmt.Errorf("postgres: list ready tasks: %w", err)
+	}
+	_, _ = t.pl.Exec(ctx, sortsBack)
 	return out, nil
 }
 
@@ -663,14 +690,16 @@ type earlyReads struct {
 }
 
 // unqualified finds a table named without its schema after FROM.
-var unqualified = regexp.MustCompile(`\bFROM\s+(artifacts|blobs|leases|notes|tasks|listeners|counters)\b`)
+var unqualified = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\bFROM\s+(artifacts|blobs|leases|notes|tasks|listeners|counters)\b`)
+})
 
 // qualify is sql with the tables it reads FROM named in schema, for a
 // statement prepared before the search_path is set (a batch's new
 // statements are parsed before any of it runs).
 func qualify(schema, sql string) string {
-	return unqualified.ReplaceAllStringFunc(sql, func(m string) string {
-		return "FROM " + pgx.Identifier{schema, unqualified.FindStringSubmatch(m)[1]}.Sanitize()
+	return unqualified().ReplaceAllStringFunc(sql, func(m string) string {
+		return "FROM " + pgx.Identifier{schema, unqualified().FindStringSubmatch(m)[1]}.Sanitize()
 	})
 }
 
@@ -962,7 +991,10 @@ func (t *readTx) LeaseRows(ctx context.Context, after string, limit int) ([]work
 
 // The store lists deleted artifacts and released leases for an export
 // and gc (driver.ReadTx's ArtifactIDs and LeaseRows).
-var _ driver.ReadTx = (*readTx)(nil)
+var (
+	_ driver.ReadTx      = (*readTx)(nil)
+	_ driver.ReadyLister = (*readTx)(nil)
+)
 
 // ArtifactIDs implements driver.ReadTx.
 func (t *readTx) ArtifactIDs(ctx context.Context, after string, limit int) ([]string, error) {

@@ -230,7 +230,10 @@ const qArtifactIDs = `SELECT id FROM artifacts WHERE id > ? ORDER BY id LIMIT +?
 
 // The store lists deleted artifacts and released leases for an export
 // and gc (driver.ReadTx's ArtifactIDs and LeaseRows).
-var _ driver.ReadTx = (*readTx)(nil)
+var (
+	_ driver.ReadTx      = (*readTx)(nil)
+	_ driver.ReadyLister = (*readTx)(nil)
+)
 
 // ArtifactIDs implements driver.ReadTx.
 func (t *readTx) ArtifactIDs(ctx context.Context, after string, limit int) ([]string, error) {

@@ -3,9 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"fmt"
+	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // A statement takes its LIMIT as "LIMIT +?", never "LIMIT ?": SQLite
@@ -17,48 +18,57 @@ import (
 
 // stmtCache keeps a *sql.DB's statements prepared, so that a transaction
 // reuses its connection's compiled statement instead of parsing the SQL
-// again (parsing was a third of a write's CPU time). The fixed queries are
-// prepared when the store opens: preparing on the DB later, inside a
-// transaction, would wait for a connection the transaction holds. A query
-// built from a filter (a list by kind, a claim by labels, an event page
-// by type) runs unprepared the first time; the store prepares it once the
-// transaction has let go of its connection (prepareWanted), and keeps up
-// to maxBuilt of them.
+// again (parsing was a third of a write's CPU time). Every query runs
+// unprepared the first time; the store prepares it once the transaction
+// has let go of its connection (prepareWanted): preparing on the DB
+// inside a transaction would wait for a connection the transaction holds.
+// The fixed queries are all kept, once run; of the queries built from a
+// filter (a list by kind, a claim by labels, an event page by type) up to
+// maxBuilt are. None is prepared when the store opens: a wsctl process
+// runs a few statements and exits, and preparing the fifty fixed ones
+// was most of the CPU time of its store's opening.
 type stmtCache struct {
 	db    *sql.DB
-	stmts map[string]*sql.Stmt // the fixed queries: read without a lock
+	fixed map[string]bool // the fixed queries
+	// stmts holds the fixed queries prepared so far, read without a lock
+	// (a new map replaces it when one is added).
+	stmts atomic.Pointer[map[string]*sql.Stmt]
 
-	mu     sync.Mutex
-	built  map[string]*sql.Stmt // built queries prepared after their first run
-	wanted []string             // built queries run unprepared since the last prepareWanted
-	closed bool
+	mu          sync.Mutex
+	built       map[string]*sql.Stmt // built queries prepared after their first run
+	wanted      []string             // built queries run unprepared since the last prepareWanted
+	wantedFixed []string             // fixed queries run unprepared since the last prepareWanted
+	closed      bool
 }
 
 // maxBuilt bounds the built queries a cache keeps prepared: the filters'
 // combinations are few, but labels make them open-ended.
 const maxBuilt = 64
 
-func prepareAll(ctx context.Context, db *sql.DB, queries []string) (*stmtCache, error) {
-	c := &stmtCache{db: db, stmts: make(map[string]*sql.Stmt, len(queries)), built: map[string]*sql.Stmt{}}
+// newStmtCache is db's cache, whose fixed queries are queries.
+func newStmtCache(db *sql.DB, queries []string) *stmtCache {
+	c := &stmtCache{db: db, fixed: make(map[string]bool, len(queries)), built: map[string]*sql.Stmt{}}
 	for _, q := range queries {
-		s, err := db.PrepareContext(ctx, q)
-		if err != nil {
-			c.close()
-			return nil, fmt.Errorf("sqlite: prepare %.40q: %w", q, err)
-		}
-		c.stmts[q] = s
+		c.fixed[q] = true
 	}
-	return c, nil
+	c.stmts.Store(&map[string]*sql.Stmt{})
+	return c
 }
 
 // get returns query's prepared statement, or nil to run it unprepared; a
-// built query not prepared yet is noted for prepareWanted.
+// query not prepared yet is noted for prepareWanted.
 func (c *stmtCache) get(query string) *sql.Stmt {
-	if s := c.stmts[query]; s != nil {
+	if s := (*c.stmts.Load())[query]; s != nil {
 		return s
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.fixed[query] {
+		if !c.closed && !slices.Contains(c.wantedFixed, query) {
+			c.wantedFixed = append(c.wantedFixed, query)
+		}
+		return nil
+	}
 	if s := c.built[query]; s != nil {
 		return s
 	}
@@ -68,15 +78,33 @@ func (c *stmtCache) get(query string) *sql.Stmt {
 	return nil
 }
 
-// prepareWanted prepares the built queries noted since its last call. The
+// prepareWanted prepares the queries noted since its last call. The
 // caller holds none of the DB's connections (its transaction has ended),
 // so preparing waits at most for another caller's statement. A query that
 // fails to prepare runs unprepared, and is noted again when it next runs.
 func (c *stmtCache) prepareWanted(ctx context.Context) {
 	c.mu.Lock()
-	wanted := c.wanted
-	c.wanted = nil
+	wanted, wantedFixed := c.wanted, c.wantedFixed
+	c.wanted, c.wantedFixed = nil, nil
 	c.mu.Unlock()
+	for _, q := range wantedFixed {
+		s, err := c.db.PrepareContext(ctx, q)
+		if err != nil {
+			continue
+		}
+		c.mu.Lock()
+		old := *c.stmts.Load()
+		if c.closed || old[q] != nil {
+			c.mu.Unlock()
+			_ = s.Close()
+			continue
+		}
+		m := make(map[string]*sql.Stmt, len(old)+1)
+		maps.Copy(m, old)
+		m[q] = s
+		c.stmts.Store(&m)
+		c.mu.Unlock()
+	}
 	for _, q := range wanted {
 		s, err := c.db.PrepareContext(ctx, q)
 		if err != nil {
@@ -97,12 +125,13 @@ func (c *stmtCache) close() {
 	if c == nil {
 		return
 	}
-	for _, s := range c.stmts {
-		_ = s.Close()
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
+	for _, s := range *c.stmts.Load() {
+		_ = s.Close()
+	}
+	c.stmts.Store(&map[string]*sql.Stmt{})
 	for _, s := range c.built {
 		_ = s.Close()
 	}

@@ -93,16 +93,14 @@ func (s *store) Notify(func() bool) driver.Notifications {
 	return driver.Notifications{Changes: s.watch.C, Early: s.bell == nil}
 }
 
-// prepare compiles the fixed queries; the schema must be in place.
+// prepare makes the statement caches, which prepare each query after its
+// first run; the schema must be in place.
 func (s *store) prepare(ctx context.Context) error {
-	var err error
-	if s.ws, err = prepareAll(ctx, s.w, writeQueries); err != nil {
-		return err
-	}
+	s.ws = newStmtCache(s.w, writeQueries)
 	if s.r == s.w {
 		s.rs = s.ws
-	} else if s.rs, err = prepareAll(ctx, s.r, readQueries); err != nil {
-		return err
+	} else {
+		s.rs = newStmtCache(s.r, readQueries)
 	}
 	return s.endTx(ctx)
 }

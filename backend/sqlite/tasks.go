@@ -36,7 +36,9 @@ const (
 	// no dependency that is not done, highest priority then oldest id (the
 	// tasks_ready index gives that order).
 	qReadyTask = `SELECT ` + taskCols + ` FROM tasks t
-		WHERE t.status = 'pending'
+		WHERE t.status = 'pending'` + qNotWaiting
+	// qNotWaiting holds back a task with a dependency not done (or gone).
+	qNotWaiting = `
 		AND NOT EXISTS (SELECT 1 FROM task_deps d LEFT JOIN tasks dt ON dt.id = d.dep_id
 			WHERE d.task_id = t.id AND (dt.status IS NULL OR dt.status <> 'done'))`
 	qReadyTaskOrder = ` ORDER BY t.priority DESC, t.id LIMIT 1`
@@ -106,8 +108,21 @@ func (t *readTx) Task(ctx context.Context, id string) (workspace.Task, error) {
 }
 
 func (t *readTx) ListTasks(ctx context.Context, f workspace.TaskFilter) ([]workspace.Task, error) {
+	return t.listTasks(ctx, f, "")
+}
+
+// ListReadyTasks is ListTasks of the pending tasks whose every dependency
+// is done (ReadyTask's test), in ID order. It walks tasks_status (status,
+// id) from f.After and stops at f.Limit ready tasks.
+func (t *readTx) ListReadyTasks(ctx context.Context, f workspace.TaskFilter) ([]workspace.Task, error) {
+	f.Status = workspace.TaskPending
+	return t.listTasks(ctx, f, qNotWaiting)
+}
+
+func (t *readTx) listTasks(ctx context.Context, f workspace.TaskFilter, and string) ([]workspace.Task, error) {
 	var b strings.Builder
 	b.WriteString(`SELECT ` + taskCols + ` FROM tasks t WHERE t.id > ?`)
+	b.WriteString(and)
 	args := []any{f.After}
 	if f.Status != "" {
 		b.WriteString(` AND t.status = ?`)

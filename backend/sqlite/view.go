@@ -48,12 +48,19 @@ func (s *store) ViewHinted(ctx context.Context, hints []driver.ReadHint, fn func
 // one statement, and runs fn on them.
 func (s *store) viewArtifact(ctx context.Context, ref workspace.ArtifactRef, fn func(tx driver.ReadTx) error) error {
 	v := &viewed{ref: ref}
-	stmt, arg := s.rs.stmts[qViewByName], ref.Name
+	q, arg := qViewByName, ref.Name
 	if ref.ID != "" {
-		stmt, arg = s.rs.stmts[qViewByID], ref.ID
+		q, arg = qViewByID, ref.ID
+	}
+	var row *sql.Row
+	if stmt := s.rs.get(q); stmt != nil {
+		row = stmt.QueryRowContext(ctx, arg)
+	} else {
+		row = s.r.QueryRowContext(ctx, q, arg) // its first run: prepared after it
 	}
 	var err error
-	v.a, err = scanArtifact(stmt.QueryRowContext(ctx, arg), &v.found, &v.content)
+	v.a, err = scanArtifact(row, &v.found, &v.content)
+	s.rs.prepareWanted(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -33,6 +33,8 @@ func (a *app) benchCmd() *cobra.Command {
 		processes  int
 		servers    int
 		streams    int
+		cliTasks   int
+		cliRuns    int
 	)
 	c := &cobra.Command{
 		Use:   "bench",
@@ -57,6 +59,11 @@ inbox read, against the recipient polling every second), MEM the memory an idle 
 (RSS and Go heap growth, measured in a fresh wsctl process), SSE --streams
 event streams held open on one server (its memory per idle stream, in a
 fresh wsctl process, and the latency of events fanned out to all of them).
+Only when named: CLI, the commands a shell agent runs (version, task add,
+claim, done, artifact put, task ls, task ls --ready) each timed --cli-runs
+times as a whole wsctl process against a fresh store of the DSN's backend
+holding --cli-tasks tasks (and, with --serve, through a server on each
+listener): P50 is the process's wall time, CPU/OP its own CPU time.
 
 The DSN may be a server's (http://, https://, http+unix://): the workloads
 then run through it, without a raw baseline. --serve tcp,unix instead starts
@@ -114,6 +121,10 @@ the server, against c=N in this process.`,
 				Handles: handles, Shared: shared, Settle: settle, Analyze: analyze, Artifacts: artifacts, Tasks: tasks,
 				Child: a.benchChild(), Progress: a.stderr,
 				Serve: via, Processes: processes, Servers: servers, Streams: streams, ChildProfile: cpuProfile,
+				CLITasks: cliTasks, CLIRuns: cliRuns,
+			}
+			if exe, err := os.Executable(); err == nil {
+				cfg.Exe = exe
 			}
 			if a.jsonOut {
 				enc := json.NewEncoder(a.stdout)
@@ -144,6 +155,8 @@ the server, against c=N in this process.`,
 	f.IntVar(&processes, "processes", 0, "with --serve: also run W1 from this many wsctl processes at c=1 each")
 	f.IntVar(&servers, "servers", 1, "with --processes: spread the processes over this many servers, each a store of its own on the DSN (many servers, one store)")
 	f.IntVar(&streams, "streams", bench.DefaultStreams, "SSE: event streams held open on one server")
+	f.IntVar(&cliTasks, "cli-tasks", 10000, "CLI: tasks in the store the commands run against")
+	f.IntVar(&cliRuns, "cli-runs", bench.DefaultCLIRuns, "CLI: how many times each command runs")
 	f.BoolVar(&serveChild, "serve-child", false, "internal: be the benchmark's child process (W6 other process, MEM)")
 	_ = f.MarkHidden("serve-child")
 	return c

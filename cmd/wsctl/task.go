@@ -316,26 +316,32 @@ those are done. --ready lists only the tasks claim would take.`,
 				if f.ParentID, err = resolveOptionalTaskID(ctx, ws, f.ParentID); err != nil {
 					return err
 				}
-				keep := func(t workspace.Task) bool { return len(statuses) < 2 || slices.Contains(statuses, t.Status) }
-				lim := limit
-				if len(statuses) > 1 || ready {
-					lim = 0 // filtered here: read them all, then cut
-				}
-				all, err := listAll(lim, func(n int, after string) ([]workspace.Task, string, error) {
-					f.Limit, f.After = n, after
-					page, err := ws.Tasks().List(ctx, f)
-					return page.Tasks, page.Next, err
-				})
-				if err != nil {
-					return err
-				}
-				all = slices.DeleteFunc(all, func(t workspace.Task) bool { return !keep(t) })
-				waits, err := waitingOn(ctx, ws, all)
-				if err != nil {
-					return err
-				}
+				var (
+					all   []workspace.Task
+					waits map[string][]workspace.Task // none for a ready task
+				)
 				if ready {
-					all = slices.DeleteFunc(all, func(t workspace.Task) bool { return len(waits[t.ID]) > 0 })
+					if all, err = listReady(ctx, ws, f, limit); err != nil {
+						return err
+					}
+				} else {
+					keep := func(t workspace.Task) bool { return len(statuses) < 2 || slices.Contains(statuses, t.Status) }
+					lim := limit
+					if len(statuses) > 1 {
+						lim = 0 // filtered here: read them all, then cut
+					}
+					all, err = listAll(lim, func(n int, after string) ([]workspace.Task, string, error) {
+						f.Limit, f.After = n, after
+						page, err := ws.Tasks().List(ctx, f)
+						return page.Tasks, page.Next, err
+					})
+					if err != nil {
+						return err
+					}
+					all = slices.DeleteFunc(all, func(t workspace.Task) bool { return !keep(t) })
+					if waits, err = waitingOn(ctx, ws, all); err != nil {
+						return err
+					}
 				}
 				if limit > 0 && len(all) > limit {
 					all = all[:limit]

@@ -190,6 +190,56 @@ func waitingOn(ctx context.Context, ws *workspace.Workspace, tasks []workspace.T
 	return out, nil
 }
 
+// readyLister is what a local workspace's Tasks offers for task ls
+// --ready: the store finds the ready tasks from an index and stops at the
+// limit (see driver.ReadyLister).
+type readyLister interface {
+	ListReady(ctx context.Context, f workspace.TaskFilter) (workspace.TaskPage, error)
+}
+
+// listReady lists the tasks f matches (its Status pending) that claim
+// would take, oldest first, at most limit (0: all). Without a
+// readyLister (a server), it pages the pending tasks and stops once it
+// has limit ready ones.
+func listReady(ctx context.Context, ws *workspace.Workspace, f workspace.TaskFilter, limit int) ([]workspace.Task, error) {
+	if rl, ok := ws.Tasks().(readyLister); ok {
+		return listAll(limit, func(n int, after string) ([]workspace.Task, string, error) {
+			f.Limit, f.After = n, after
+			page, err := rl.ListReady(ctx, f)
+			return page.Tasks, page.Next, err
+		})
+	}
+	// Pages start small, for the first pending tasks are most often
+	// ready, and double up to the server's largest.
+	out := []workspace.Task{}
+	f.Limit = 1000
+	if limit > 0 {
+		f.Limit = min(max(2*limit, 10), 1000)
+	}
+	for {
+		page, err := ws.Tasks().List(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		waits, err := waitingOn(ctx, ws, page.Tasks)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range page.Tasks {
+			if len(waits[t.ID]) == 0 {
+				out = append(out, t)
+				if len(out) == limit {
+					return out, nil
+				}
+			}
+		}
+		if page.Next == "" {
+			return out, nil
+		}
+		f.After, f.Limit = page.Next, min(2*f.Limit, 1000)
+	}
+}
+
 // statusCell is a task's STATUS in task ls: a pending task held back by a
 // dependency says by which.
 func statusCell(t workspace.Task, waits []workspace.Task) string {

@@ -85,7 +85,7 @@ var (
 	mu     sync.RWMutex
 	byKind = map[string]*Key{}
 	owned  = map[string]bool{} // declared kinds whose owner took its key
-	kindRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	kindRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]*$`) })
 )
 
 // The message kinds' owner.
@@ -120,7 +120,7 @@ func unparsed(string) ([]string, error) {
 
 func init() {
 	for _, e := range declared {
-		if !kindRE.MatchString(e.Kind) || e.Owner == "" || byKind[e.Kind] != nil {
+		if e.Kind == "" || e.Owner == "" || byKind[e.Kind] != nil { // the kinds' shape: TestDeclaredKindsAreWellFormed
 			panic(fmt.Sprintf("reserve: bad declaration %+v", e))
 		}
 		byKind[e.Kind] = &Key{e: e}
@@ -149,7 +149,7 @@ func Own(kind string, artifacts func(body string) ([]string, error)) *Key {
 // their own), and returns its key. It panics on a malformed or already
 // reserved kind: reservations are made in init, as drivers register.
 func Register(e Entry) *Key {
-	if !kindRE.MatchString(e.Kind) || e.Owner == "" {
+	if !kindRE().MatchString(e.Kind) || e.Owner == "" {
 		panic(fmt.Sprintf("reserve: bad reservation %+v", e))
 	}
 	mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -62,4 +63,13 @@ func TestAProgramThatLinksOnlyABackendCannotReadTokens(t *testing.T) {
 	out, err = exec.Command(bin, dsn, tok.ID).CombinedOutput() // #nosec G204 -- the program this test built
 	require.NoError(t, err, "%s", out)
 	assert.Equal(t, "get token: forbidden\nlist token: forbidden\nput token: forbidden\nput worktree: forbidden\n", string(out))
+}
+
+// TestDeclaredKindsAreWellFormed: the declared kinds, which init takes
+// without compiling the pattern Register checks, have its shape.
+func TestDeclaredKindsAreWellFormed(t *testing.T) {
+	re := regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	for _, k := range reserve.Kinds() {
+		assert.Regexp(t, re, k)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
@@ -32,7 +33,7 @@ const maxTreeNames = 20_000
 // md renders markdown without raw HTML: goldmark drops HTML blocks and
 // inline HTML, and links to javascript: and other dangerous URLs, unless
 // told otherwise.
-var md = goldmark.New(goldmark.WithExtensions(extension.GFM))
+var md = sync.OnceValue(func() goldmark.Markdown { return goldmark.New(goldmark.WithExtensions(extension.GFM)) })
 
 type folder struct {
 	Name   string // the folder's full prefix, ending in "/"
@@ -192,7 +193,7 @@ func (h *Handler) loadArtifact(ctx context.Context, r *http.Request, _ Identity)
 		v.TooLarge = true
 	case isMarkdown(a):
 		var b bytes.Buffer
-		if err := md.Convert(a.Content, &b); err != nil {
+		if err := md().Convert(a.Content, &b); err != nil {
 			return nil, fmt.Errorf("rendering %s as markdown: %w", a.Name, err)
 		}
 		// goldmark rendered it without raw HTML or dangerous links.

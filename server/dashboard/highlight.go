@@ -4,6 +4,7 @@ import (
 	"html"
 	"html/template"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -40,23 +41,26 @@ var (
 	cLike = lexicon{line: []string{"//"}, blockOpen: "/*", blockClose: "*/", quotes: `"'`}
 	hashy = lexicon{line: []string{"#"}, quotes: `"'`}
 
-	lexicons = map[string]lexicon{
-		"go": with(lexicon{line: cLike.line, blockOpen: "/*", blockClose: "*/", quotes: "\"'`"},
-			"break case chan const continue default defer else fallthrough for func go goto if import interface map package range return select struct switch type var nil true false iota"),
-		"py": with(lexicon{line: hashy.line, quotes: `"'`},
-			"and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield None True False self"),
-		"js": with(lexicon{line: cLike.line, blockOpen: "/*", blockClose: "*/", quotes: "\"'`"},
-			"async await break case catch class const continue default delete do else export extends finally for from function if import in instanceof let new of return static super switch this throw try typeof var void while yield null undefined true false type interface enum implements readonly"),
-		"rs":   with(cLike, "as async await break const continue crate else enum extern false fn for if impl in let loop match mod move mut pub ref return self Self static struct super trait true type unsafe use where while"),
-		"c":    with(cLike, "auto break case char const continue default do double else enum extern float for goto if inline int long register return short signed sizeof static struct switch typedef union unsigned void volatile while class namespace public private protected template typename new delete this true false nullptr"),
-		"java": with(cLike, "abstract boolean break byte case catch char class const continue default do double else enum extends final finally float for if implements import instanceof int interface long new package private protected public return short static super switch this throw throws try void while true false null"),
-		"sh":   with(hashy, "if then else elif fi for while until do done case esac in function return local export set unset readonly shift exit"),
-		"sql": with(lexicon{line: []string{"--"}, blockOpen: "/*", blockClose: "*/", quotes: `'"`},
-			"select from where and or not insert into values update set delete create table index on primary key references alter drop as join left right inner outer group by order limit offset returning null is in exists begin commit rollback union distinct having case when then else end default unique"),
-		"toml": with(hashy, "true false"),
-		"yaml": with(hashy, "true false null yes no"),
-		"json": with(lexicon{quotes: `"`}, "true false null"),
-	}
+	// lexicons is built on the first highlight, not in every wsctl process.
+	lexicons = sync.OnceValue(func() map[string]lexicon {
+		return map[string]lexicon{
+			"go": with(lexicon{line: cLike.line, blockOpen: "/*", blockClose: "*/", quotes: "\"'`"},
+				"break case chan const continue default defer else fallthrough for func go goto if import interface map package range return select struct switch type var nil true false iota"),
+			"py": with(lexicon{line: hashy.line, quotes: `"'`},
+				"and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield None True False self"),
+			"js": with(lexicon{line: cLike.line, blockOpen: "/*", blockClose: "*/", quotes: "\"'`"},
+				"async await break case catch class const continue default delete do else export extends finally for from function if import in instanceof let new of return static super switch this throw try typeof var void while yield null undefined true false type interface enum implements readonly"),
+			"rs":   with(cLike, "as async await break const continue crate else enum extern false fn for if impl in let loop match mod move mut pub ref return self Self static struct super trait true type unsafe use where while"),
+			"c":    with(cLike, "auto break case char const continue default do double else enum extern float for goto if inline int long register return short signed sizeof static struct switch typedef union unsigned void volatile while class namespace public private protected template typename new delete this true false nullptr"),
+			"java": with(cLike, "abstract boolean break byte case catch char class const continue default do double else enum extends final finally float for if implements import instanceof int interface long new package private protected public return short static super switch this throw throws try void while true false null"),
+			"sh":   with(hashy, "if then else elif fi for while until do done case esac in function return local export set unset readonly shift exit"),
+			"sql": with(lexicon{line: []string{"--"}, blockOpen: "/*", blockClose: "*/", quotes: `'"`},
+				"select from where and or not insert into values update set delete create table index on primary key references alter drop as join left right inner outer group by order limit offset returning null is in exists begin commit rollback union distinct having case when then else end default unique"),
+			"toml": with(hashy, "true false"),
+			"yaml": with(hashy, "true false null yes no"),
+			"json": with(lexicon{quotes: `"`}, "true false null"),
+		}
+	})
 
 	// extensions maps a file extension to its lexicon's name.
 	extensions = map[string]string{
@@ -75,7 +79,7 @@ func with(l lexicon, kw string) lexicon {
 // language of extension ext (no spans for one it does not know).
 func highlight(ext, text string) template.HTML {
 	name := extensions[strings.ToLower(ext)]
-	lx, ok := lexicons[name]
+	lx, ok := lexicons()[name]
 	if !ok {
 		return template.HTML(html.EscapeString(text)) // #nosec G203 -- escaped
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -62,7 +63,7 @@ type feedView struct {
 }
 
 var (
-	typeRE = regexp.MustCompile(`^[a-z_]+(\.[a-z_]+)?$`)
+	typeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z_]+(\.[a-z_]+)?$`) })
 	kinds  = map[string]bool{workspace.SubjectArtifact: true, workspace.SubjectTask: true, workspace.SubjectNote: true, workspace.SubjectLock: true}
 )
 
@@ -77,7 +78,7 @@ func (h *Handler) loadFeed(ctx context.Context, r *http.Request, _ Identity) (an
 		if t = strings.TrimSpace(t); t == "" {
 			continue
 		}
-		if !typeRE.MatchString(t) {
+		if !typeRE().MatchString(t) {
 			return nil, invalid("type %q: want an event type such as task.claimed", truncate(t, 64))
 		}
 		eq.Types = append(eq.Types, t)
@@ -183,12 +184,12 @@ type notesView struct {
 	Next  string
 }
 
-var kindRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+var kindRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]*$`) })
 
 func (h *Handler) loadNotes(ctx context.Context, r *http.Request, _ Identity) (any, error) {
 	q := r.URL.Query()
 	v := notesView{Kinds: noteKinds, Kind: q.Get("kind")}
-	if v.Kind != "" && (!kindRE.MatchString(v.Kind) || len(v.Kind) > workspace.MaxKindLen) {
+	if v.Kind != "" && (!kindRE().MatchString(v.Kind) || len(v.Kind) > workspace.MaxKindLen) {
 		return nil, invalid("kind %q: want a lower-case word", truncate(v.Kind, 32))
 	}
 	f := workspace.NoteFilter{Kind: v.Kind, After: q.Get("after"), Limit: h.opts.PageSize * 2}

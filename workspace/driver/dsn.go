@@ -130,14 +130,14 @@ type ParsedDSN struct {
 	Options workspace.Options
 }
 
-var schemeRE = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*$`)
+var schemeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*$`) })
 
 // ParseDSN splits dsn into its scheme, its ws_ parameters and the rest, and
 // finds the registered backend. Errors never contain a password.
 func ParseDSN(dsn string) (ParsedDSN, error) {
 	var p ParsedDSN
 	scheme, rest, ok := strings.Cut(dsn, ":")
-	if !ok || !schemeRE.MatchString(scheme) {
+	if !ok || !schemeRE().MatchString(scheme) {
 		return p, invalid("dsn", "%q has no scheme: want one of %s (e.g. %s)", workspace.RedactDSN(dsn), schemeList(), workspace.DefaultDSN)
 	}
 	scheme = strings.ToLower(scheme)

@@ -332,26 +332,8 @@ func (t tasks) Heartbeat(ctx context.Context, w workspace.Write, id string, leas
 }
 
 func (t tasks) List(ctx context.Context, f workspace.TaskFilter) (workspace.TaskPage, error) {
-	limit, err := checkLimit("limit", f.Limit, maxPageLimit)
+	f, err := checkTaskFilter(f)
 	if err != nil {
-		return workspace.TaskPage{}, err
-	}
-	f.Limit = limit
-	if f.Status != "" && !f.Status.Valid() {
-		return workspace.TaskPage{}, invalid("status", "%q is not a task status", f.Status)
-	}
-	if f.After != "" {
-		if err := checkID("after", f.After); err != nil {
-			return workspace.TaskPage{}, err
-		}
-	}
-	if err := checkOptionalID("parent id", f.ParentID); err != nil {
-		return workspace.TaskPage{}, err
-	}
-	if err := checkText("assignee", f.Assignee, workspace.MaxActorLen); err != nil {
-		return workspace.TaskPage{}, err
-	}
-	if err := checkLabels("labels", f.Labels); err != nil {
 		return workspace.TaskPage{}, err
 	}
 	var page workspace.TaskPage
@@ -364,6 +346,58 @@ func (t tasks) List(ctx context.Context, f workspace.TaskFilter) (workspace.Task
 		page.Next = page.Tasks[n-1].ID
 	}
 	return page, err
+}
+
+// ListReady is List of the tasks Claim would take: pending, every
+// dependency done (f.Status, if set, must be pending). The order and the
+// paging are List's; the store reads no more pending tasks than the page
+// passes over, where List and a filter after it read every task.
+func (t tasks) ListReady(ctx context.Context, f workspace.TaskFilter) (workspace.TaskPage, error) {
+	if f.Status != "" && f.Status != workspace.TaskPending {
+		return workspace.TaskPage{}, invalid("status", "ready tasks are pending, not %q", f.Status)
+	}
+	f.Status = workspace.TaskPending
+	f, err := checkTaskFilter(f)
+	if err != nil {
+		return workspace.TaskPage{}, err
+	}
+	var page workspace.TaskPage
+	err = t.h.view(ctx, "tasks.list", func(tx ReadTx) error {
+		var err error
+		page.Tasks, err = listReady(ctx, tx, f)
+		return err
+	})
+	if n := len(page.Tasks); n == f.Limit {
+		page.Next = page.Tasks[n-1].ID
+	}
+	return page, err
+}
+
+// checkTaskFilter checks a List filter and sets its default limit.
+func checkTaskFilter(f workspace.TaskFilter) (workspace.TaskFilter, error) {
+	limit, err := checkLimit("limit", f.Limit, maxPageLimit)
+	if err != nil {
+		return f, err
+	}
+	f.Limit = limit
+	if f.Status != "" && !f.Status.Valid() {
+		return f, invalid("status", "%q is not a task status", f.Status)
+	}
+	if f.After != "" {
+		if err := checkID("after", f.After); err != nil {
+			return f, err
+		}
+	}
+	if err := checkOptionalID("parent id", f.ParentID); err != nil {
+		return f, err
+	}
+	if err := checkText("assignee", f.Assignee, workspace.MaxActorLen); err != nil {
+		return f, err
+	}
+	if err := checkLabels("labels", f.Labels); err != nil {
+		return f, err
+	}
+	return f, nil
 }
 
 func derefTask(t *workspace.Task) workspace.Task {

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -63,11 +64,11 @@ const (
 	defaultEscalateTo = "role:" + policy.AdminRole
 )
 
-var roleNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
+var roleNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`) })
 
 func checkRecipient(field, r string) error {
 	if name, ok := strings.CutPrefix(r, "role:"); ok {
-		if !roleNameRE.MatchString(name) {
+		if !roleNameRE().MatchString(name) {
 			return invalid(field, "%q: a role is role:NAME, NAME a lower-case word", truncate(r, 64))
 		}
 		return nil

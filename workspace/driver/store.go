@@ -74,6 +74,16 @@ func JoinsLate(st Store) bool {
 	return ok && lj.JoinsLate()
 }
 
+// ReadyLister is an optional ReadTx capability: ListReadyTasks returns
+// the tasks ListTasks(f) would with f.Status pending that are ready as
+// ReadyTask means it (every DependsOn done): ID > f.After, ordered by ID,
+// at most f.Limit. The store answers it from its (status, id) index and
+// stops at f.Limit, reading no more pending tasks than it passes over;
+// without it the engine pages ListTasks and reads each dependency.
+type ReadyLister interface {
+	ListReadyTasks(ctx context.Context, f workspace.TaskFilter) ([]workspace.Task, error)
+}
+
 // HintedViewer is an optional Store capability: ViewHinted is View for a
 // read that will likely read only the hints' records (the engine hints the
 // Gets of one artifact's head, note, task or lease). The store may read

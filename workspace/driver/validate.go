@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/agentspace/agentspace/internal/printable"
@@ -15,7 +16,7 @@ import (
 // Validation happens here, once, before any store sees the input. Bad
 // input is a *workspace.InvalidError naming the field.
 
-var kindRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+var kindRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]*$`) })
 
 // Page sizes of the List and Read calls: a zero Limit gets the default, a
 // larger one than the maximum is cut to it.
@@ -65,7 +66,7 @@ func checkKind(field, kind string) error {
 	if len(kind) > workspace.MaxKindLen {
 		return invalid(field, "longer than %d bytes", workspace.MaxKindLen)
 	}
-	if !kindRE.MatchString(kind) {
+	if !kindRE().MatchString(kind) {
 		return invalid(field, "%q must be a lower-case word (a-z, 0-9, _ or -, starting with a letter)", kind)
 	}
 	return nil

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentspace/agentspace/bench"
+	"github.com/agentspace/agentspace/internal/wsctltest"
+)
+
+// TestBenchCLIRowTimesEachCommand: wsctl bench --workloads CLI loads a
+// store of its own, runs each command of an agent's loop as a wsctl
+// process, directly and through a server (--serve tcp), and reports one
+// row per command and way, each with a wall time and the process's CPU.
+func TestBenchCLIRowTimesEachCommand(t *testing.T) {
+	bin := wsctltest.Binary(t)
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
+	cmd := exec.Command(bin, "--dsn", dsn, "bench", "--workloads", "CLI", "--cli-tasks", "1200", "--cli-runs", "1", "--serve", "tcp", "--json")
+	cmd.Env = wsctltest.Env()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, stderr.String())
+
+	var rows []bench.Row
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var r bench.Row
+		require.NoError(t, dec.Decode(&r))
+		rows = append(rows, r)
+	}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		assert.Equal(t, "CLI", r.Workload)
+		assert.Equal(t, "sqlite", r.Backend)
+		assert.Positive(t, r.P50us, r.Variant)
+		seen[r.Variant] = true
+	}
+	for _, v := range []string{"version", "task add", "task claim", "task done", "artifact put", "task ls --limit 5",
+		"task ls --ready --limit 5", "task ls --ready --limit 5 via tcp", "task done via tcp"} {
+		assert.True(t, seen[v], "no row for %q", v)
+	}
+	assert.Len(t, rows, 16)
+}
