@@ -3,6 +3,8 @@ package mcp_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -159,7 +161,8 @@ func compact(t *testing.T, v any) int {
 // start-of-session briefing, and one claim → write → done cycle, each
 // against its budget; and logs the same figures for mcp_agent_mail and
 // beads' MCP server, built from their public sources (peers_test.go).
-// docs/performance.md, "Context an agent spends", states them.
+// docs/performance.md, "Context an agent spends", states them, and the
+// test checks that it does (statedFigures).
 func TestTheContextACycleCostsAnAgent(t *testing.T) {
 	ws := openWS(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
 	var prime bytes.Buffer
@@ -231,15 +234,71 @@ func TestTheContextACycleCostsAnAgent(t *testing.T) {
 	}
 	t.Logf("agentspace: %d tools, %d bytes; instructions %d bytes, wsctl prime %d bytes; cycle claim %d + write %d + done %d = %d bytes",
 		len(list.Tools), ours, len(instructions), prime.Len(), len(claim), len(write), len(done), cycle)
-	t.Logf("mcp_agent_mail: %d tools, %d bytes; instructions 271 bytes; cycle %v = %d bytes",
-		len(agentMailTools), peerToolsContext(t, agentMailTools), agentMailCycle, sum(agentMailCycle))
-	t.Logf("beads-mcp: %d tools, %d bytes; instructions 356 bytes; cycle %v = %d bytes",
-		len(beadsTools), peerToolsContext(t, beadsTools), beadsCycle, sum(beadsCycle))
+	agentMail := peerFigure{"mcp_agent_mail", len(agentMailTools), peerToolsContext(t, agentMailTools), sum(agentMailCycle)}
+	beads := peerFigure{"beads-mcp", len(beadsTools), peerToolsContext(t, beadsTools), sum(beadsCycle)}
+	t.Logf("mcp_agent_mail: %d tools, %d bytes; instructions 271 bytes; cycle %v = %d bytes", agentMail.tools, agentMail.bytes, agentMailCycle, agentMail.cycle)
+	t.Logf("beads-mcp: %d tools, %d bytes; instructions 356 bytes; cycle %v = %d bytes", beads.tools, beads.bytes, beadsCycle, beads.cycle)
 
+	statedFigures(t, map[string][2]int{
+		"13 tools,":                    {ours, toolsContextBudget},
+		"instructions":                 {len(instructions), instructionsBudget},
+		"`wsctl prime`, for the hook,": {prime.Len(), primeBudget},
+		"`task_claim`":                 {len(claim), claimBudget},
+		"`artifact_write`":             {len(write), writeBudget},
+		"`task_update` done":           {len(done), doneBudget},
+	})
 	assert.LessOrEqual(t, ours, toolsContextBudget, "the tools as the model reads them, over their budget")
 	assert.LessOrEqual(t, len(instructions), instructionsBudget, "the server's instructions, over their budget")
 	assert.LessOrEqual(t, prime.Len(), primeBudget, "wsctl prime's briefing, over its budget")
 	assert.LessOrEqual(t, len(claim), claimBudget, "task_claim's result, over its budget: %s", claim)
 	assert.LessOrEqual(t, len(write), writeBudget, "artifact_write's result, over its budget: %s", write)
 	assert.LessOrEqual(t, len(done), doneBudget, "task_update done's result, over its budget: %s", done)
+}
+
+// statedFigures checks docs/performance.md's "Context an agent spends"
+// against what TestTheContextACycleCostsAnAgent measured: each budget
+// exactly, each figure within 1% (timestamps' trailing zeros are trimmed,
+// so a record's length moves by a byte or two).
+func statedFigures(t *testing.T, figures map[string][2]int, peers ...peerFigure) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "docs", "performance.md"))
+	require.NoError(t, err)
+	doc := strings.Join(strings.Fields(string(b)), " ")
+	start := strings.Index(doc, "## Context an agent spends")
+	require.GreaterOrEqual(t, start, 0, "docs/performance.md has no section \"Context an agent spends\"")
+	doc = doc[start:]
+	if end := strings.Index(doc[1:], "## "); end >= 0 {
+		doc = doc[:end+1]
+	}
+	atoi := func(s string) int {
+		n, err := strconv.Atoi(strings.ReplaceAll(s, ",", ""))
+		require.NoError(t, err, s)
+		return n
+	}
+	for label, want := range figures {
+		m := regexp.MustCompile(regexp.QuoteMeta(label) + ` ([\d,]+) \(([\d,]+)\)`).FindStringSubmatch(doc)
+		require.NotNil(t, m, "docs/performance.md no longer states %q with its budget", label)
+		got, budget := atoi(m[1]), atoi(m[2])
+		assert.Equal(t, want[1], budget, "docs/performance.md: the budget of %q", label)
+		assert.InDelta(t, want[0], got, float64(want[0])/100, "docs/performance.md: %q is %d now", label, want[0])
+	}
+	for _, p := range peers {
+		assert.Contains(t, doc, fmt.Sprintf("%d tools, %s |", p.tools, thousands(p.bytes)), "docs/performance.md: %s's tools", p.name)
+		assert.Contains(t, doc, "= "+thousands(p.cycle)+" |", "docs/performance.md: %s's cycle", p.name)
+	}
+}
+
+// peerFigure is what the test counts for a peer's tools and cycle.
+type peerFigure struct {
+	name                string
+	tools, bytes, cycle int
+}
+
+// thousands writes n with commas, as the docs do (9,062).
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
