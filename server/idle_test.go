@@ -51,10 +51,13 @@ func idleClients(t *testing.T, n int) int {
 	return n
 }
 
-// liveBytes is the live Go heap plus goroutine stacks, after a GC that
-// returns what is free to the OS.
+// liveBytes is the live Go heap plus goroutine stacks, after GCs that
+// empty the sync.Pools (which keep what they hold through one) and
+// return what is free to the OS.
 func liveBytes() int64 {
 	time.Sleep(50 * time.Millisecond) // let goroutines just started park
+	runtime.GC()
+	runtime.GC()
 	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
