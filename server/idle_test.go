@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,17 +52,61 @@ func idleClients(t *testing.T, n int) int {
 	return n
 }
 
-// liveBytes is the live Go heap plus goroutine stacks, after GCs that
-// empty the sync.Pools (which keep what they hold through one) and
-// return what is free to the OS.
-func liveBytes() int64 {
+// live is the live Go heap and goroutine stacks, after GCs that empty
+// the sync.Pools (which keep what they hold through one) and return what
+// is free to the OS.
+type live struct{ heap, stacks int64 }
+
+func liveBytes() live {
 	time.Sleep(50 * time.Millisecond) // let goroutines just started park
 	runtime.GC()
 	runtime.GC()
 	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc + ms.StackInuse) // #nosec G115 -- memory sizes fit int64
+	return live{int64(ms.HeapAlloc), int64(ms.StackInuse)} // #nosec G115 -- memory sizes fit int64
+}
+
+// per is the growth from l to m per one of n clients, in bytes: heap
+// and stacks, heap, stacks.
+func (m live) per(l live, n int) (all, heap, stacks float64) {
+	heap = float64(m.heap-l.heap) / float64(n)
+	stacks = float64(m.stacks-l.stacks) / float64(n)
+	return heap + stacks, heap, stacks
+}
+
+// waitParked waits until n goroutines' stacks each hold every one of
+// funcs: the clients' handlers, waiting.
+func waitParked(t *testing.T, n int, funcs ...string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got := parked(funcs...)
+		if got == n {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "%d of %d goroutines in %v after 30s", got, n, funcs)
+	}
+}
+
+// parked counts the goroutines whose stack holds every one of funcs.
+func parked(funcs ...string) int {
+	var b bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+	n := 0
+	for _, rec := range strings.Split(b.String(), "\n\n") {
+		count, _, ok := strings.Cut(rec, " @ ")
+		if !ok {
+			continue
+		}
+		all := true
+		for _, f := range funcs {
+			all = all && strings.Contains(rec, f)
+		}
+		if c, err := strconv.Atoi(count); err == nil && all {
+			n += c
+		}
+	}
+	return n
 }
 
 // rawRequest dials e's server and sends one HTTP/1.1 request with no
@@ -146,8 +191,8 @@ func TestIdleStreamsGetEveryEvent(t *testing.T) {
 			_ = c.Close()
 		}
 	}()
-	per := float64(liveBytes()-before) / idleStreams
-	t.Logf("an idle event stream: %.1f KiB of heap and stacks (%d streams)", per/1024, idleStreams)
+	per, heap, stacks := liveBytes().per(before, idleStreams)
+	t.Logf("an idle event stream: %.1f KiB of heap and stacks (%.1f + %.1f; %d streams)", per/1024, heap/1024, stacks/1024, idleStreams)
 
 	const events = 5
 	var want []int64
@@ -203,11 +248,11 @@ func TestIdleLongPollsAnswerWhenTheMessageComes(t *testing.T) {
 			_ = c.Close()
 		}
 	}()
-	// A poll is idle once its handler waits: wait for the server to have
-	// every one (no answer comes before a message).
-	time.Sleep(500 * time.Millisecond)
-	per := float64(liveBytes()-before) / float64(polls)
-	t.Logf("an idle long poll: %.1f KiB of heap and stacks (%d polls)", per/1024, polls)
+	// A poll is idle once its handler waits for the head to move: wait
+	// for every one to (no answer comes before a message).
+	waitParked(t, polls, "driver.(*hub).wait", "server.(*Server).messageRoutes")
+	per, heap, stacks := liveBytes().per(before, polls)
+	t.Logf("an idle long poll: %.1f KiB of heap and stacks (%.1f + %.1f; %d polls)", per/1024, heap/1024, stacks/1024, polls)
 
 	// One batch sends them all: each poll wakes once, not once per send.
 	var ops []workspace.Op
@@ -286,8 +331,10 @@ func TestIdleMCPSessionsStayServed(t *testing.T) {
 		}
 	}()
 	after := liveBytes()
-	t.Logf("an idle MCP session: %.1f KiB of heap and stacks; with its GET stream open: %.1f KiB (%d sessions)",
-		float64(mid-before)/float64(sessions)/1024, float64(after-before)/float64(sessions)/1024, sessions)
+	idle, ih, is := mid.per(before, sessions)
+	streamed, sh, ss := after.per(before, sessions)
+	t.Logf("an idle MCP session: %.1f KiB of heap and stacks (%.1f + %.1f); with its GET stream open: %.1f KiB (%.1f + %.1f; %d sessions)",
+		idle/1024, ih/1024, is/1024, streamed/1024, sh/1024, ss/1024, sessions)
 	for i, id := range ids {
 		ping(i, id)
 	}
