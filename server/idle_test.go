@@ -268,6 +268,60 @@ func TestIdleLongPollsAnswerWhenTheMessageComes(t *testing.T) {
 	}
 }
 
+// TestIdleInboxStreamsGetTheirMessages holds idle inbox streams (GET
+// /v1/inbox/stream), one per agent, on one server, reports what each
+// keeps, then sends each agent a message and checks that every stream
+// gets its own.
+func TestIdleInboxStreamsGetTheirMessages(t *testing.T) {
+	streams := idleClients(t, 200)
+	e := newEnv(t, sqliteDSN(t), server.Options{Logger: slog.New(slog.DiscardHandler)})
+	ctx := context.Background()
+	agent := func(i int) string { return "agent-" + strconv.Itoa(i) }
+	for i := -1; i < streams; i++ {
+		_, err := e.ws.Commit(ctx, workspace.Batch{Actor: agent(i), Ops: []workspace.Op{workspace.PutNoteOp{Note: workspace.NotePut{Kind: "idle", Key: agent(i), Body: "here"}}}})
+		require.NoError(t, err)
+	}
+	head := strconv.FormatInt(e.head(), 10)
+	open := func(i int) net.Conn {
+		c := rawRequest(t, e, "/v1/inbox/stream?after="+head, "X-Agentspace-Actor", agent(i))
+		_, err := readUntil(c, "retry: 1000\n\n")
+		require.NoError(t, err)
+		return c
+	}
+	// Warm up: one stream through one message.
+	warm := open(-1)
+	_, err := e.ws.Messages().Send(ctx, workspace.Write{Actor: "lead"}, workspace.NewMsg{To: []string{agent(-1)}, Subject: "go -1", Body: "start"})
+	require.NoError(t, err)
+	_, err = readUntil(warm, `"subject":"go -1"`)
+	require.NoError(t, err)
+	require.NoError(t, warm.Close())
+
+	before := liveBytes()
+	conns := make([]net.Conn, streams)
+	for i := range conns {
+		conns[i] = open(i)
+	}
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	per, heap, stacks := liveBytes().per(before, streams)
+	t.Logf("an idle inbox stream: %.1f KiB of heap and stacks (%.1f + %.1f; %d streams)", per/1024, heap/1024, stacks/1024, streams)
+
+	var ops []workspace.Op
+	for i := range conns {
+		ops = append(ops, workspace.SendMessageOp{Message: workspace.NewMsg{To: []string{agent(i)}, Subject: "go " + strconv.Itoa(i), Body: "start"}})
+	}
+	_, err = e.ws.Commit(ctx, workspace.Batch{Actor: "lead", Ops: ops})
+	require.NoError(t, err)
+	for i, c := range conns {
+		body, err := readUntil(c, `"subject":"go `+strconv.Itoa(i)+`"`)
+		require.NoError(t, err, "stream %d", i)
+		require.NotContains(t, body, `"subject":"go `+strconv.Itoa(i+1)+`"`, "stream %d: another's message", i)
+	}
+}
+
 // TestIdleMCPSessionsStayServed opens MCP sessions over streamable HTTP
 // (initialize, then the initialized notification, each on a connection
 // of its own that closes), reports what an idle session keeps, then what
