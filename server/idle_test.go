@@ -52,11 +52,11 @@ func idleClients(t *testing.T, n int) int {
 	return n
 }
 
-// live is the live Go heap and goroutine stacks, after GCs that empty
-// the sync.Pools (which keep what they hold through one) and return what
-// is free to the OS.
+// live is a reading of the live Go heap and goroutine stacks, in bytes.
 type live struct{ heap, stacks int64 }
 
+// liveBytes reads them after GCs that empty the sync.Pools (which keep
+// what they hold through one) and return what is free to the OS.
 func liveBytes() live {
 	time.Sleep(50 * time.Millisecond) // let goroutines just started park
 	runtime.GC()
