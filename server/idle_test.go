@@ -393,3 +393,55 @@ func TestIdleMCPSessionsStayServed(t *testing.T) {
 		ping(i, id)
 	}
 }
+
+// TestRevokedTokenEndsItsInboxStream: an inbox stream, which takes its
+// connection over as the event stream does, ends with an unauthorized
+// error record when its token is revoked, and sends no message committed
+// after; another token's inbox stream goes on.
+func TestRevokedTokenEndsItsInboxStream(t *testing.T) {
+	dsn := sqliteDSN(t)
+	e := newEnv(t, dsn, server.Options{RequireToken: true, Heartbeat: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	ctx := context.Background()
+	send := func(to string, i int) {
+		_, err := e.ws.Messages().Send(ctx, workspace.Write{Actor: "lead"}, workspace.NewMsg{To: []string{to}, Subject: "m" + strconv.Itoa(i), Body: "b"})
+		require.NoError(t, err)
+	}
+	for _, a := range []string{"ann", "bob", "lead"} {
+		_, err := e.ws.Commit(ctx, workspace.Batch{Actor: a, Ops: []workspace.Op{workspace.PutNoteOp{Note: workspace.NotePut{Kind: "idle", Key: a, Body: "here"}}}})
+		require.NoError(t, err)
+	}
+	tok, info, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "ann"})
+	require.NoError(t, err)
+	other, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "bob"})
+	require.NoError(t, err)
+	ch, cancel := inboxStream(t, e.hs.URL, -1, bearer(tok)...)
+	defer cancel()
+	kept, cancelKept := inboxStream(t, e.hs.URL, -1, bearer(other)...)
+	defer cancelKept()
+	send("ann", 1)
+
+	cli, err := workspace.Open(ctx, dsn)
+	require.NoError(t, err)
+	defer cli.Close()
+	_, err = server.NewTokens(cli).Revoke(ctx, "admin", info.ID)
+	require.NoError(t, err)
+	revokedAt := e.head()
+	send("ann", 2)
+	send("bob", 3)
+
+	got := drainStream(t, ch)
+	require.NotEmpty(t, got)
+	last := got[len(got)-1]
+	assert.Zero(t, last.ID, "the stream ends with an error record")
+	assert.Contains(t, last.Data, `"code":"unauthorized"`)
+	for _, r := range got[:len(got)-1] {
+		assert.Less(t, r.ID, revokedAt, "no message at or after the revocation")
+	}
+	for {
+		r, ok := next(t, kept)
+		require.True(t, ok)
+		if strings.Contains(r.Data, `"subject":"m3"`) {
+			break
+		}
+	}
+}
