@@ -320,6 +320,9 @@ func TestIdleInboxStreamsGetTheirMessages(t *testing.T) {
 		require.NoError(t, err, "stream %d", i)
 		require.NotContains(t, body, `"subject":"go `+strconv.Itoa(i+1)+`"`, "stream %d: another's message", i)
 	}
+	if !raceBuild {
+		assert.LessOrEqual(t, per, float64(idleStreamBound), "heap and stacks per idle inbox stream")
+	}
 }
 
 // TestIdleMCPSessionsStayServed opens MCP sessions over streamable HTTP
