@@ -80,12 +80,18 @@ func (s *Server) streamInbox(w http.ResponseWriter, r *http.Request) {
 		fail(err)
 		return
 	}
+	req := workspace.SubscribeRequest{
+		Query:     workspace.EventQuery{AfterSeq: after, SubjectKind: workspace.SubjectMessage, Types: inboxEventTypes},
+		Heartbeat: heartbeat, Buffer: streamBuffer}
+	first := ": agentspace inbox of " + strconv.Quote(actor) + " after " + strconv.FormatInt(after, 10) + "\nretry: 1000\n\n"
+	if canTakeOver(w, r) {
+		s.takeOverInbox(w, r, req, actor, roles, []byte(first))
+		return
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.drain, cancel)
 	defer func() { stop(); cancel() }()
-	sub, err := s.ws.Events().Subscribe(sctx, workspace.SubscribeRequest{
-		Query:     workspace.EventQuery{AfterSeq: after, SubjectKind: workspace.SubjectMessage, Types: inboxEventTypes},
-		Heartbeat: heartbeat, Buffer: streamBuffer})
+	sub, err := s.ws.Events().Subscribe(sctx, req)
 	if err != nil {
 		fail(err)
 		return
@@ -102,7 +108,7 @@ func (s *Server) streamInbox(w http.ResponseWriter, r *http.Request) {
 	// The server's read timeout guards request bodies; a stream has none.
 	_ = rc.SetReadDeadline(time.Time{})
 	w.WriteHeader(http.StatusOK)
-	out := []byte(": agentspace inbox of " + strconv.Quote(actor) + " after " + strconv.FormatInt(after, 10) + "\nretry: 1000\n\n")
+	out := []byte(first)
 	write := func() bool {
 		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 		_, err := w.Write(out)
@@ -190,22 +196,88 @@ func (s *Server) inboxRoles(ctx context.Context, actor string) ([]string, error)
 // as the event stream does, an error record for a compacted or rewound
 // log, an ended token or a failed read, a comment for a drain.
 func (s *Server) endInbox(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, err error) {
-	if e := tokenEnded(ctx); e != nil {
-		err = e
-	}
-	var b []byte
-	switch {
-	case s.drain.Err() != nil && !errors.Is(err, wire.ErrUnauthorized):
-		b = []byte(": the server is shutting down; reconnect with Last-Event-ID\n\n")
-	case err != nil && (ctx.Err() == nil || errors.Is(err, wire.ErrUnauthorized)):
-		j, _ := json.Marshal(s.fail(ctx, err))
-		b = append(append([]byte("event: error\ndata: "), j...), "\n\n"...)
-	default:
+	b := s.inboxEnd(ctx, nil, err)
+	if len(b) == 0 {
 		return
 	}
 	_ = rc.SetWriteDeadline(time.Now().Add(streamDrainGrace))
 	if _, err := w.Write(b); err == nil {
 		_ = rc.Flush()
+	}
+}
+
+// inboxEnd appends to b the inbox stream's last record, given why its
+// subscription or a read ended (err) and its context: nothing when the
+// client went or the context ended otherwise.
+func (s *Server) inboxEnd(ctx context.Context, b []byte, err error) []byte {
+	if e := tokenEnded(ctx); e != nil {
+		err = e
+	}
+	switch {
+	case s.drain.Err() != nil && !errors.Is(err, wire.ErrUnauthorized):
+		b = append(b, ": the server is shutting down; reconnect with Last-Event-ID\n\n"...)
+	case err != nil && (ctx.Err() == nil || errors.Is(err, wire.ErrUnauthorized)):
+		j, _ := json.Marshal(s.fail(ctx, err))
+		b = append(append(append(b, "event: error\ndata: "...), j...), "\n\n"...)
+	}
+	return b
+}
+
+// takeOverInbox runs the inbox stream of a request whose connection can
+// be taken over as the event stream's is (stream.go), so that an idle
+// inbox stream keeps what an idle event stream keeps and not net/http's
+// goroutines and buffers for its connection. It writes the same records
+// in the same order as the loop of streamInbox: each message event the
+// actor's inbox holds, read with the request's principal, in seq order,
+// then heartbeats with the seq reached, and at the end inboxEnd's record.
+// Its context is the event stream's (streamContext): Drain, and for a
+// token-bound request the token's end, end it; an event committed after
+// the token ended is not sent (stream.add).
+func (s *Server) takeOverInbox(w http.ResponseWriter, r *http.Request, req workspace.SubscribeRequest, actor string, roles []string, first []byte) {
+	fail := func(ctx context.Context, err error) { writeProblem(w, s.fail(ctx, err)) }
+	ctx, release, err := s.streamContext(r)
+	if err != nil {
+		fail(r.Context(), err)
+		return
+	}
+	sub, err := s.ws.Events().Subscribe(ctx, req)
+	if err != nil {
+		fail(ctx, err)
+		if release != nil {
+			release()
+		}
+		return
+	}
+	st := &stream{s: s, ctx: ctx, sub: sub, release: release,
+		bound: principalFrom(r.Context()).bound(),
+		record: func(ctx context.Context, ev workspace.Event) ([]byte, bool, error) {
+			return s.inboxRecord(ctx, ev, actor, roles)
+		},
+	}
+	s.metrics.streams.Inc()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	own, err := st.takeOver(w, r, first)
+	switch {
+	case own && err != nil:
+		st.close()
+	case own:
+		go st.run()
+	default:
+		// Not taken over after all (Drain began, or the hijack failed):
+		// written through w, on this goroutine, as openStream does.
+		st.w, st.rc = w, http.NewResponseController(w)
+		_ = st.rc.SetReadDeadline(time.Time{})
+		w.WriteHeader(http.StatusOK)
+		st.begin()
+		*st.buf = append(*st.buf, first...)
+		if !st.flush(false) {
+			st.close()
+			return
+		}
+		st.run()
 	}
 }
 

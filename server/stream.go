@@ -71,6 +71,11 @@ type stream struct {
 	// buf is the burst being assembled, from chunkRoom on; nil between
 	// bursts, so an idle stream holds none.
 	buf *[]byte
+
+	// record, when set (the inbox stream's), makes an event's record
+	// data: ok false leaves the event out, and an error ends the stream
+	// with inboxEnd's record. Nil: the event's JSON (the event stream).
+	record func(ctx context.Context, ev workspace.Event) (data []byte, ok bool, err error)
 }
 
 // canTakeOver reports whether r's stream can take its connection over:
@@ -228,6 +233,29 @@ func (st *stream) add(m *workspace.Message) bool {
 		// context is the token's), and end writes why.
 		return true
 	}
+	var (
+		ev  []byte
+		err error
+	)
+	if !m.Progress {
+		if st.record == nil {
+			ev, err = json.Marshal(m.Event)
+		} else {
+			var ok bool
+			ev, ok, err = st.record(st.ctx, m.Event)
+			if err != nil {
+				// The inbox stream ends on a failed read, saying why.
+				st.end(err)
+				return false
+			}
+			if !ok {
+				return true
+			}
+		}
+		if err != nil {
+			return false
+		}
+	}
 	st.begin()
 	b := *st.buf
 	if m.Progress {
@@ -235,10 +263,6 @@ func (st *stream) add(m *workspace.Message) bool {
 		b = strconv.AppendInt(b, m.Head, 10)
 		b = append(b, "\n\n"...)
 	} else {
-		ev, err := json.Marshal(m.Event)
-		if err != nil {
-			return false
-		}
 		b = append(b, "id: "...)
 		b = strconv.AppendInt(b, m.Event.Seq, 10)
 		b = append(b, "\ndata: "...)
@@ -257,6 +281,11 @@ func (st *stream) add(m *workspace.Message) bool {
 func (st *stream) end(err error) {
 	st.begin()
 	b := *st.buf
+	if st.record != nil {
+		*st.buf = st.s.inboxEnd(st.ctx, b, err)
+		st.flush(true)
+		return
+	}
 	var ce *workspace.CompactedError
 	if e := tokenEnded(st.ctx); e != nil {
 		err = e
