@@ -138,6 +138,7 @@ the server, against c=N in this process.`,
 	f.IntVar(&streams, "streams", bench.DefaultStreams, "SSE: event streams held open on one server")
 	f.BoolVar(&serveChild, "serve-child", false, "internal: be the benchmark's child process (W6 other process, MEM)")
 	_ = f.MarkHidden("serve-child")
+	c.AddCommand(a.benchTeamCmd())
 	return c
 }
 
