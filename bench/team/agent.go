@@ -2,6 +2,7 @@ package team
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +12,8 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -18,8 +21,9 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// opTimeout bounds one attempt of an operation.
-const opTimeout = 30 * time.Second
+// DefaultOpTimeout bounds one attempt of an operation unless
+// AgentSpec.OpTimeout says otherwise.
+const DefaultOpTimeout = 10 * time.Second
 
 // RunAgent is an agent process: it reads its AgentSpec from the first line
 // of stdin, plays its part until stdin closes (or ctx ends), and prints a
@@ -47,10 +51,20 @@ func RunAgent(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	out := bufio.NewWriter(stdout)
 	a := &agent{
 		spec: spec, actor: actor(spec.Run, spec.ID), stop: stop, out: json.NewEncoder(out), flush: out.Flush,
-		rnd: rand.New(rand.NewPCG(uint64(spec.Seed), uint64(spec.ID))), created: map[int]bool{},
-		dsn: spec.ID % len(spec.DSNs),
+		timeout: cmp.Or(spec.OpTimeout, DefaultOpTimeout),
+		rnd:     rand.New(rand.NewPCG(uint64(spec.Seed), uint64(spec.ID))), created: map[int]bool{},
 	}
 	defer a.close()
+	// Ready once the handle is open: the run's clock starts when every
+	// agent is.
+	octx, cancel := context.WithTimeout(ctx, time.Minute)
+	err = a.open(octx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("agent %d: open: %w", spec.ID, err)
+	}
+	now := time.Now().UnixNano()
+	a.emit(Record{Op: opReady, Start: now, End: now})
 	return a.run(ctx)
 }
 
@@ -62,7 +76,8 @@ type agent struct {
 	flush   func() error
 	rnd     *rand.Rand
 	ws      *workspace.Workspace
-	dsn     int          // index into spec.DSNs
+	dsn     int // index into spec.DSNs
+	timeout time.Duration
 	created map[int]bool // own artifacts created
 	n       int          // ops started
 	outErr  error
@@ -174,8 +189,15 @@ func classify(err error, remote bool) string {
 		return ErrClassStale
 	case errors.As(err, &ue) && ue.Unknown:
 		return ErrClassUnknown
-	case errors.Is(err, workspace.ErrUnavailable), errors.Is(err, workspace.ErrClosed),
-		errors.Is(err, context.DeadlineExceeded):
+	case isNet(err):
+		// A connection lost (a server died): the remote client gives its
+		// transport's error once its own retries end, the last of which
+		// may have been a refused dial after an earlier attempt reached
+		// the server; the write may have committed.
+		return ErrClassUnknown
+	case errors.Is(err, context.DeadlineExceeded):
+		return ErrClassUnknown // the attempt's time ran out, perhaps after its commit was sent
+	case errors.Is(err, workspace.ErrUnavailable), errors.Is(err, workspace.ErrClosed):
 		if remote {
 			// A server that died mid-request may have committed it.
 			return ErrClassUnknown
@@ -183,6 +205,13 @@ func classify(err error, remote bool) string {
 		return ErrClassUnavailable
 	}
 	return ErrClassError
+}
+
+// isNet reports whether err is a transport's (a lost connection).
+func isNet(err error) bool {
+	var ue *url.Error
+	var ne net.Error
+	return errors.As(err, &ue) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
 func (a *agent) remote() bool {
@@ -204,7 +233,8 @@ func (a *agent) attempt(op, key string, retry bool, fn func(ctx context.Context)
 			r   Record
 			err error
 		)
-		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		// As the agent: a server reads the actor from the request.
+		ctx, cancel := context.WithTimeout(workspace.AsActor(context.Background(), a.actor), a.timeout)
 		if err = a.open(ctx); err == nil {
 			r, err = fn(ctx)
 		}

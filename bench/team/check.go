@@ -302,7 +302,7 @@ func checkMessages(ctx context.Context, ws *workspace.Workspace, m meta, byOp ma
 	for id := range m.Agents {
 		after := ""
 		for {
-			page, err := ws.Messages().Inbox(ctx, workspace.InboxQuery{Actor: actor(m.Run, id), After: after, Limit: 1000})
+			page, err := ws.Messages().Inbox(workspace.AsActor(ctx, actor(m.Run, id)), workspace.InboxQuery{Actor: actor(m.Run, id), After: after, Limit: 1000})
 			if err != nil {
 				p.add("inbox of agent %d: %v", id, err)
 				break
@@ -324,7 +324,7 @@ func checkMessages(ctx context.Context, ws *workspace.Workspace, m meta, byOp ma
 	for _, r := range byOp["ack"] {
 		msg, ok := msgs[r.Key]
 		if !ok {
-			got, err := ws.Messages().Get(ctx, r.Key)
+			got, err := ws.Messages().Get(workspace.AsActor(ctx, actor(m.Run, r.Agent)), r.Key)
 			if err != nil {
 				p.add("message %s, acked by agent %d: %v", r.Key, r.Agent, err)
 				continue
@@ -352,7 +352,7 @@ func checkLogHoldsAcks(m meta, recs []Record, fol *follower) Invariant {
 	writes := map[int]int64{}
 	var n int64
 	for _, r := range recs {
-		if r.Err == "" && r.Op != "inbox" {
+		if r.Err == "" && r.Op != "inbox" && r.Op != opReady {
 			writes[r.Agent]++
 			n++
 		}

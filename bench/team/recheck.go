@@ -47,7 +47,9 @@ func Recheck(ctx context.Context, dsn, dir string) (*Report, error) {
 				_ = f.Close()
 				return nil, fmt.Errorf("team: %s: %w", name, err)
 			}
-			recs = append(recs, r)
+			if r.Op != opReady {
+				recs = append(recs, r)
+			}
 		}
 		_ = f.Close()
 		if err := sc.Err(); err != nil {

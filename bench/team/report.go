@@ -16,14 +16,18 @@ import (
 
 // Report is what a run measured and found; report.json holds it.
 type Report struct {
-	Run         string    `json:"run"`
-	Store       string    `json:"store"` // the DSN, redacted
-	Agents      int       `json:"agents"`
-	Servers     int       `json:"servers,omitempty"`
-	Mix         string    `json:"mix"`
-	Think       string    `json:"think"`
-	Start       time.Time `json:"start"`
-	WallSeconds float64   `json:"wall_seconds"`
+	Run     string    `json:"run"`
+	Store   string    `json:"store"` // the DSN, redacted
+	Agents  int       `json:"agents"`
+	Servers int       `json:"servers,omitempty"`
+	Mix     string    `json:"mix"`
+	Think   string    `json:"think"`
+	Start   time.Time `json:"start"`
+	// WallSeconds is the run until the agents were told to stop (rates
+	// are per second of it); DrainSeconds how long they took to finish
+	// the operations under way (a client's retries of a dead server).
+	WallSeconds  float64 `json:"wall_seconds"`
+	DrainSeconds float64 `json:"drain_seconds"`
 	// Acked counts the operations acknowledged; Attempts every attempt,
 	// retries and expected refusals (conflict, locked, notask) included.
 	Acked    int64            `json:"acked"`
@@ -240,7 +244,7 @@ func (rep *Report) Markdown() string {
 	if rep.Servers > 0 {
 		fmt.Fprintf(&s, " through %d servers", rep.Servers)
 	}
-	fmt.Fprintf(&s, ", mix %s, think %s, %.0f s.\n\n", rep.Mix, rep.Think, rep.WallSeconds)
+	fmt.Fprintf(&s, ", mix %s, think %s, %.0f s (and %.1f s for the agents to finish what was under way).\n\n", rep.Mix, rep.Think, rep.WallSeconds, rep.DrainSeconds)
 	fmt.Fprintf(&s, "| acknowledged ops | ops/s | log events | events/s | attempts | machine CPU per op | per event | machine busy |\n|---|---|---|---|---|---|---|---|\n")
 	fmt.Fprintf(&s, "| %d | %.0f | %d | %.0f | %d | %.0f µs | %.0f µs | %.0f%% of %.0f CPUs |\n\n",
 		rep.Acked, rep.OpsPerSec, rep.LogEvents, rep.EventsPerSec, rep.Attempts, rep.CPUusPerOp, rep.CPUusPerEvent, rep.MachineBusyPct, rep.CPUs)

@@ -58,6 +58,8 @@ type Config struct {
 	Progress io.Writer
 	// Seed seeds the agents' choices (0: from the clock).
 	Seed int64
+	// OpTimeout bounds an agent's attempt (default DefaultOpTimeout).
+	OpTimeout time.Duration
 }
 
 // Errors of Run's configuration.
@@ -189,14 +191,25 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	go func() { defer close(folDone); r.fol.run(fctx) }()
 	defer func() { fcancel(); <-folDone }()
 
-	busy0, tick0, cpuOK := bench.MachineCPU()
-	r.start = time.Now()
-	r.logf("run %s: %d agents on %d DSN(s), mix %s, think %v, log head %d", r.name, cfg.Agents, len(dsns), cfg.Mix, cfg.Think, head0)
+	r.logf("run %s: starting %d agents on %d DSN(s), mix %s, think %v, log head %d", r.name, cfg.Agents, len(dsns), cfg.Mix, cfg.Think, head0)
 	agents, err := r.startAgents(ctx, dsns)
 	if err != nil {
+		r.stopAgents(agents)
 		return nil, err
 	}
+	// The clock starts once every agent has its handle open.
+	ready := time.After(2 * time.Minute)
+	for _, p := range agents {
+		select {
+		case <-p.ready:
+		case <-ready:
+		}
+	}
+	busy0, tick0, cpuOK := bench.MachineCPU()
+	r.start = time.Now()
+	r.logf("every agent is ready")
 	r.drive(ctx, servers)
+	stopAt := time.Now()
 	r.logf("stopping the agents")
 	r.stopAgents(agents)
 	end := time.Now()
@@ -210,7 +223,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	fcancel()
 	<-folDone
 	r.logf("checking the invariants")
-	rep := r.report(end, head0, head)
+	rep := r.report(stopAt, head0, head)
+	rep.DrainSeconds = end.Sub(stopAt).Seconds()
 	if cpuOK {
 		rep.setCPU(busy1-busy0, tick1-tick0)
 	}
@@ -309,6 +323,7 @@ type agentProc struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	done  chan error
+	ready chan struct{} // closed at its first record (or its exit)
 }
 
 func (r *run) startAgents(ctx context.Context, dsns []string) ([]*agentProc, error) {
@@ -316,7 +331,7 @@ func (r *run) startAgents(ctx context.Context, dsns []string) ([]*agentProc, err
 	r.agentOK = make([]bool, r.cfg.Agents)
 	for id := range r.cfg.Agents {
 		spec := AgentSpec{ID: id, Run: r.name, DSNs: rotated(dsns, id), Mix: r.cfg.Mix, Think: r.cfg.Think,
-			Agents: r.cfg.Agents, Hot: r.cfg.Hot, Locks: r.cfg.Locks, Seed: r.cfg.Seed}
+			Agents: r.cfg.Agents, Hot: r.cfg.Hot, Locks: r.cfg.Locks, Seed: r.cfg.Seed, OpTimeout: r.cfg.OpTimeout}
 		c := r.cfg.Agent(context.WithoutCancel(ctx))
 		stdin, err := c.StdinPipe()
 		if err != nil {
@@ -336,7 +351,7 @@ func (r *run) startAgents(ctx context.Context, dsns []string) ([]*agentProc, err
 		if _, err := stdin.Write(append(b, '\n')); err != nil {
 			return out, fmt.Errorf("team: agent %d: %w", id, err)
 		}
-		p := &agentProc{id: id, cmd: c, stdin: stdin, done: make(chan error, 1)}
+		p := &agentProc{id: id, cmd: c, stdin: stdin, done: make(chan error, 1), ready: make(chan struct{})}
 		out = append(out, p)
 		go func() { p.done <- r.read(p, stdout) }()
 	}
@@ -365,12 +380,18 @@ func (r *run) read(p *agentProc, stdout io.Reader) error {
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	var batch []Record
+	var once sync.Once
+	defer once.Do(func() { close(p.ready) })
 	for sc.Scan() {
 		line := sc.Bytes()
 		_, _ = w.Write(line)
 		_ = w.WriteByte('\n')
 		var rec Record
 		if json.Unmarshal(line, &rec) != nil {
+			continue
+		}
+		if rec.Op == opReady {
+			once.Do(func() { close(p.ready) })
 			continue
 		}
 		if rec.Err == "" {

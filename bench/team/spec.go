@@ -104,6 +104,9 @@ type AgentSpec struct {
 	Hot    int           `json:"hot"`   // hot counters
 	Locks  int           `json:"locks"` // fenced artifacts under leases
 	Seed   int64         `json:"seed"`
+	// OpTimeout bounds one attempt (default DefaultOpTimeout): one that
+	// runs out is an unknown outcome, tried again as is where it may be.
+	OpTimeout time.Duration `json:"op_timeout,omitempty"`
 }
 
 // Record is one line an agent prints: an operation's attempt, acknowledged
@@ -143,6 +146,10 @@ func hotName(run string, j int) string        { return fmt.Sprintf("team/%s/hot/
 func fencedName(run string, j int) string     { return fmt.Sprintf("team/%s/fenced/l%d", run, j) }
 func noteKey(run string, id, k int) string    { return fmt.Sprintf("t%s-a%d-%d", run, id, k) }
 func taskLabels(run string) map[string]string { return map[string]string{"team": run} }
+
+// opReady is the record an agent prints once its handle is open, before
+// its first operation.
+const opReady = "ready"
 
 // noteKind is the kind of the notes agents put.
 const noteKind = "decision"

@@ -133,9 +133,9 @@ func (a *app) teamResult(rep *team.Report, out string, err error) error {
 				return perr
 			}
 		} else {
-			tw := a.table()
-			fmt.Fprintf(tw, "run %s: %d agents, %.0f s, %d acknowledged ops (%.0f/s), log +%d events (%.0f/s), machine CPU %.0f µs/op\n",
+			fmt.Fprintf(a.stdout, "run %s: %d agents, %.0f s, %d acknowledged ops (%.0f/s), log +%d events (%.0f/s), machine CPU %.0f µs/op\n",
 				rep.Run, rep.Agents, rep.WallSeconds, rep.Acked, rep.OpsPerSec, rep.LogEvents, rep.EventsPerSec, rep.CPUusPerOp)
+			tw := a.table()
 			fmt.Fprintln(tw, "OP\tOK\tOK/S\tP50\tP99")
 			for _, o := range rep.Ops {
 				fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\n", o.Op, o.OK, o.PerSec, us(o.P50us), us(o.P99us))
