@@ -80,6 +80,7 @@ type agent struct {
 	timeout time.Duration
 	created map[int]bool // own artifacts created
 	n       int          // ops started
+	class   string       // the error class of the last attempt that failed for good
 	outErr  error
 }
 
@@ -257,6 +258,7 @@ func (a *agent) attempt(op, key string, retry bool, fn func(ctx context.Context)
 			if transient && unknown {
 				r.Err = ErrClassUnknown // an earlier attempt's write may have committed
 			}
+			a.class = r.Err
 			a.emit(r)
 			return nil
 		}
@@ -284,6 +286,9 @@ func (a *agent) claim(_ context.Context) {
 		t, err = a.ws.Tasks().Claim(ctx, req)
 		return Record{Key: t.ID, Ver: t.Version}, err
 	})
+	if got == nil && a.class != ErrClassNoTask {
+		return
+	}
 	if got == nil {
 		// An empty pool: add one (the next claim takes from it).
 		key := fmt.Sprintf("pool-%d", a.n)

@@ -165,15 +165,20 @@ func (r *run) report(end time.Time, head0, head int64) *Report {
 // busyBetween is how busy the machine was between from and to (percent of
 // all its CPUs), from the samples drive took.
 func (r *run) busyBetween(from, to time.Time) float64 {
+	// The last sample at or before from, the first at or after to (the
+	// nearest ones inside where the run has none outside).
 	var a, b *cpuSample
 	for i := range r.cpu {
 		s := &r.cpu[i]
-		if a == nil && !s.At.Before(from) {
+		if a == nil || !s.At.After(from) {
 			a = s
 		}
-		if !s.At.After(to) {
+		if b == nil && !s.At.Before(to) {
 			b = s
 		}
+	}
+	if b == nil && len(r.cpu) > 0 {
+		b = &r.cpu[len(r.cpu)-1]
 	}
 	if a == nil || b == nil || b.Tick <= a.Tick {
 		return 0

@@ -207,6 +207,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	busy0, tick0, cpuOK := bench.MachineCPU()
 	r.start = time.Now()
+	if cpuOK {
+		r.cpu = append(r.cpu, cpuSample{At: r.start, Busy: busy0, Tick: tick0})
+	}
 	r.logf("every agent is ready")
 	r.drive(ctx, servers)
 	stopAt := time.Now()

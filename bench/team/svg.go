@@ -99,6 +99,7 @@ func timelineSVG(rep *Report, r *run) string {
 	const bins = 120
 	lanes := min(rep.Agents, 100)
 	laneH := math.Max(2, math.Min(12, 400/float64(lanes)))
+	laneH = math.Max(laneH, 190/float64(max(lanes, 1))) // room for the legend
 	plotH := laneH * float64(lanes)
 	d := newSVG(int(plotH)+svgTop+50, fmt.Sprintf("Timeline: %d agents (a lane each%s), the op each did most per stretch; red: unavailable, unknown or failed", rep.Agents, map[bool]string{true: ", first 100 shown", false: ""}[rep.Agents > 100]))
 	wall := math.Max(rep.WallSeconds, 1e-3)
