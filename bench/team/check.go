@@ -1,6 +1,7 @@
 package team
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,9 @@ type Invariant struct {
 	Checked int64  `json:"checked"`          // how many records it looked at
 	Detail  string `json:"detail,omitempty"` // what failed (the first few), or a note
 }
+
+// agentsExited is the name of the invariant only a run checks.
+const agentsExited = "every agent process exited cleanly"
 
 // claimLease is the lease agents claim tasks under.
 const claimLease = 30 * time.Second
@@ -69,7 +73,7 @@ func checkAll(ctx context.Context, ws *workspace.Workspace, m meta, recs []Recor
 				p.add("agent %d did not exit cleanly (see its stderr)", id)
 			}
 		}
-		out = append(out, p.inv("every agent process exited cleanly", int64(len(agentOK)), ""))
+		out = append(out, p.inv(agentsExited, int64(len(agentOK)), ""))
 	}
 	out = append(out, checkFollower(m, fol))
 	byOp := map[string][]Record{}
@@ -239,12 +243,30 @@ func checkTasks(ctx context.Context, ws *workspace.Workspace, m meta, byOp map[s
 			p.add("task %s, acknowledged done to agent %d, is %q", r.Key, r.Agent, t.Status)
 		}
 	}
-	claimedBy := map[string]int{}
+	// Two acknowledged claims of a task by two agents: the second must have
+	// begun after the first's lease could have lapsed, or after the first
+	// agent was acknowledged its done.
+	doneAt := map[string]int64{}
+	for _, r := range byOp["done"] {
+		doneAt[r.Key] = r.End
+	}
+	claims := map[string][]Record{}
 	for _, r := range byOp[OpClaim] {
-		if prev, dup := claimedBy[r.Key]; dup && prev != r.Agent {
-			p.add("task %s acknowledged claimed to agents %d and %d", r.Key, prev, r.Agent)
+		claims[r.Key] = append(claims[r.Key], r)
+	}
+	for id, cs := range claims {
+		slices.SortFunc(cs, func(a, b Record) int { return cmp.Compare(a.Start, b.Start) })
+		for i := 1; i < len(cs); i++ {
+			x, y := cs[i-1], cs[i]
+			if x.Agent == y.Agent {
+				continue
+			}
+			lapsed := y.End >= x.Start+claimLease.Nanoseconds()
+			done := doneAt[id] != 0 && doneAt[id] <= y.Start
+			if !lapsed && !done {
+				p.add("task %s acknowledged claimed to agent %d, then to agent %d within the first claim's lease", id, x.Agent, y.Agent)
+			}
 		}
-		claimedBy[r.Key] = r.Agent
 	}
 	type hold struct {
 		actor string

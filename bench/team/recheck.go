@@ -68,7 +68,14 @@ func Recheck(ctx context.Context, dsn, dir string) (*Report, error) {
 	fol.waitFor(ctx, m.Head, 2*time.Minute)
 	cancel()
 	<-done
-	rep.Invariants = checkAll(ctx, ws, m, recs, fol, nil)
+	// What only the run could see (its agents' exits) stays as it found it.
+	var kept []Invariant
+	for _, inv := range rep.Invariants {
+		if inv.Name == agentsExited {
+			kept = append(kept, inv)
+		}
+	}
+	rep.Invariants = append(kept, checkAll(ctx, ws, m, recs, fol, nil)...)
 	rep.OK = true
 	for _, inv := range rep.Invariants {
 		rep.OK = rep.OK && inv.OK

@@ -144,14 +144,19 @@ func (a *app) teamResult(rep *team.Report, out string, err error) error {
 			for _, inv := range rep.Invariants {
 				held := "yes"
 				if !inv.OK {
-					held = "NO: " + inv.Detail
+					held = "NO"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\n", inv.Name, held, inv.Checked)
 			}
-			fmt.Fprintf(tw, "report: %s/report.md\n", out)
 			if ferr := tw.Flush(); ferr != nil {
 				return ferr
 			}
+			for _, inv := range rep.Invariants {
+				if !inv.OK {
+					fmt.Fprintf(a.stdout, "FAILED: %s: %s\n", inv.Name, inv.Detail)
+				}
+			}
+			fmt.Fprintf(a.stdout, "report: %s/report.md\n", out)
 		}
 	}
 	if errors.Is(err, team.ErrInvariant) {
