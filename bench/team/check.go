@@ -36,6 +36,8 @@ type meta struct {
 	Locks  int    `json:"locks"`
 	Head0  int64  `json:"head0"`
 	Head   int64  `json:"head"`
+	// CPU are the machine's CPU samples of the run, for redrawing it.
+	CPU []cpuSample `json:"cpu,omitempty"`
 }
 
 // problems collects an invariant's failures, keeping the first few.

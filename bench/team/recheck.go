@@ -75,12 +75,27 @@ func Recheck(ctx context.Context, dsn, dir string) (*Report, error) {
 			kept = append(kept, inv)
 		}
 	}
-	rep.Invariants = append(kept, checkAll(ctx, ws, m, recs, fol, nil)...)
+	invs := append(kept, checkAll(ctx, ws, m, recs, fol, nil)...)
+	// The figures and charts again, from the records, as the run drew them.
+	cpu := m.CPU
+	if len(cpu) == 0 {
+		cpu = samplesOf(&rep)
+	}
+	r := &run{name: m.Run, start: rep.Start, recs: recs, marks: rep.Marks, cpu: cpu, fol: fol}
+	r.cfg = Config{DSN: dsn, Agents: rep.Agents, Servers: rep.Servers, Hot: m.Hot, Locks: m.Locks}
+	r.cfg.Mix, _ = ParseMix(rep.Mix)
+	r.cfg.Think, _ = time.ParseDuration(rep.Think)
+	stop := rep.Start.Add(time.Duration(rep.WallSeconds * float64(time.Second)))
+	again := r.report(stop, m.Head0, m.Head)
+	again.Store, again.DrainSeconds = rep.Store, rep.DrainSeconds
+	again.CPUusPerOp, again.CPUusPerEvent, again.MachineBusyPct, again.CPUs = rep.CPUusPerOp, rep.CPUusPerEvent, rep.MachineBusyPct, rep.CPUs
+	rep = *again
+	rep.Invariants = invs
 	rep.OK = true
 	for _, inv := range rep.Invariants {
 		rep.OK = rep.OK && inv.OK
 	}
-	if err := rep.write(dir, nil); err != nil {
+	if err := rep.write(dir, r); err != nil {
 		return &rep, err
 	}
 	if !rep.OK {
@@ -95,4 +110,31 @@ func readJSON(name string, v any) error {
 		return err
 	}
 	return json.Unmarshal(b, v)
+}
+
+// samplesOf makes CPU samples from a report's buckets, for a run whose
+// run.json kept none (written before it did): cumulative readings at the
+// buckets' edges that give each bucket the busy share it reported.
+func samplesOf(rep *Report) []cpuSample {
+	cpus := rep.CPUs
+	if cpus <= 0 || len(rep.Buckets) == 0 {
+		return nil
+	}
+	var out []cpuSample
+	var busy, total time.Duration
+	out = append(out, cpuSample{At: rep.Start})
+	for i, b := range rep.Buckets {
+		end := rep.WallSeconds
+		if i+1 < len(rep.Buckets) {
+			end = rep.Buckets[i+1].T
+		}
+		w := time.Duration((end - b.T) * cpus * float64(time.Second))
+		if w <= 0 {
+			continue
+		}
+		total += w
+		busy += time.Duration(float64(w) * b.BusyPct / 100)
+		out = append(out, cpuSample{At: rep.Start.Add(time.Duration(end * float64(time.Second))), Busy: busy, Tick: total})
+	}
+	return out
 }

@@ -104,9 +104,11 @@ func (r *run) report(end time.Time, head0, head int64) *Report {
 		Mix: r.cfg.Mix.String(), Think: r.cfg.Think.String(), Start: r.start, WallSeconds: wall,
 		Errors: map[string]int64{}, LogEvents: head - head0, Marks: r.marks,
 	}
-	width := max(1.0, float64(int(wall/40)))
+	// Up to 40 buckets of equal width, at least a second each; an attempt
+	// begun after the stop (the drain) is in the figures, not the buckets.
+	nb := min(40, max(1, int(wall)))
+	width := max(wall, 1e-3) / float64(nb)
 	rep.BucketSeconds = width
-	nb := int(wall/width) + 1
 	type acc struct{ lat map[string][]float64 }
 	buckets := make([]acc, nb)
 	for i := range buckets {
@@ -117,14 +119,16 @@ func (r *run) report(end time.Time, head0, head int64) *Report {
 	errs := map[string]map[string]int64{}
 	for _, rec := range r.recs {
 		rep.Attempts++
-		b := min(nb-1, max(0, int(float64(rec.Start-r.start.UnixNano())/1e9/width)))
+		b := int(float64(rec.Start-r.start.UnixNano()) / 1e9 / width)
+		inRun := b >= 0 && b < nb
+		b = min(nb-1, max(0, b))
 		if rec.Err != "" {
 			rep.Errors[rec.Err]++
 			if errs[rec.Op] == nil {
 				errs[rec.Op] = map[string]int64{}
 			}
 			errs[rec.Op][rec.Err]++
-			if !expected(rec.Err) {
+			if !expected(rec.Err) && inRun {
 				errsPerBucket[b]++
 			}
 			continue
@@ -132,7 +136,9 @@ func (r *run) report(end time.Time, head0, head int64) *Report {
 		rep.Acked++
 		us := float64(rec.End-rec.Start) / 1e3
 		lat[rec.Op] = append(lat[rec.Op], us)
-		buckets[b].lat[rec.Op] = append(buckets[b].lat[rec.Op], us)
+		if inRun {
+			buckets[b].lat[rec.Op] = append(buckets[b].lat[rec.Op], us)
+		}
 	}
 	if wall > 0 {
 		rep.OpsPerSec = float64(rep.Acked) / wall
@@ -220,7 +226,10 @@ func (rep *Report) write(dir string, r *run) error {
 		return err
 	}
 	if r != nil {
-		mb, _ := json.MarshalIndent(meta{Run: r.name, Agents: r.cfg.Agents, Hot: r.cfg.Hot, Locks: r.cfg.Locks, Head0: r.fol.from, Head: rep.LogEvents + r.fol.from}, "", "  ")
+		r.mu.Lock()
+		cpu := slices.Clone(r.cpu)
+		r.mu.Unlock()
+		mb, _ := json.MarshalIndent(meta{Run: r.name, Agents: r.cfg.Agents, Hot: r.cfg.Hot, Locks: r.cfg.Locks, Head0: r.fol.from, Head: rep.LogEvents + r.fol.from, CPU: cpu}, "", "  ")
 		if err := os.WriteFile(filepath.Join(dir, "run.json"), append(mb, '\n'), 0o600); err != nil {
 			return err
 		}

@@ -138,8 +138,9 @@ type run struct {
 }
 
 type cpuSample struct {
-	At         time.Time
-	Busy, Tick time.Duration
+	At   time.Time     `json:"at"`
+	Busy time.Duration `json:"busy"`
+	Tick time.Duration `json:"total"`
 }
 
 // Run plays the team, checks the invariants and writes the report to

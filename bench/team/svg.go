@@ -92,16 +92,23 @@ func (rep *Report) presentOps() []string {
 	return out
 }
 
-// timelineSVG draws a lane per agent (up to 100): each stretch of the
+// maxLanes is how many agents' lanes the timeline draws.
+const maxLanes = 50
+
+// timelineSVG draws a lane per agent (up to maxLanes): each stretch of the
 // lane coloured by the op the agent did most in it, red where an attempt
 // met an unavailable store, an unknown outcome or an error.
 func timelineSVG(rep *Report, r *run) string {
-	const bins = 120
-	lanes := min(rep.Agents, 100)
+	const bins = 80
+	lanes := min(rep.Agents, maxLanes)
 	laneH := math.Max(2, math.Min(12, 400/float64(lanes)))
 	laneH = math.Max(laneH, 190/float64(max(lanes, 1))) // room for the legend
 	plotH := laneH * float64(lanes)
-	d := newSVG(int(plotH)+svgTop+50, fmt.Sprintf("Timeline: %d agents (a lane each%s), the op each did most per stretch; red: unavailable, unknown or failed", rep.Agents, map[bool]string{true: ", first 100 shown", false: ""}[rep.Agents > 100]))
+	shown := fmt.Sprintf("%d agents", rep.Agents)
+	if rep.Agents > maxLanes {
+		shown = fmt.Sprintf("%d of %d agents", maxLanes, rep.Agents)
+	}
+	d := newSVG(int(plotH)+svgTop+50, "Timeline, a lane per agent ("+shown+"): its most frequent op; red: unavailable, unknown or failed")
 	wall := math.Max(rep.WallSeconds, 1e-3)
 	counts := make([][]map[string]int, lanes)
 	bad := make([][]bool, lanes)
@@ -126,14 +133,25 @@ func timelineSVG(rep *Report, r *run) string {
 		counts[rec.Agent][b][rec.Op]++
 	}
 	r.mu.Unlock()
+	// One path per colour, a rectangle per run of a lane's stretches.
 	bw := float64(plotWidth) / bins
+	paths := map[string]*strings.Builder{}
+	var colours []string
 	for a := range lanes {
 		y := svgTop + float64(a)*laneH
 		runStart, runColor := 0, ""
 		flush := func(end int) {
-			if runColor != "" {
-				fmt.Fprintf(d, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n", svgLeft+float64(runStart)*bw, y, float64(end-runStart)*bw, math.Max(1, laneH-0.5), runColor)
+			if runColor == "" {
+				return
 			}
+			p := paths[runColor]
+			if p == nil {
+				p = &strings.Builder{}
+				paths[runColor] = p
+				colours = append(colours, runColor)
+			}
+			w := float64(end-runStart) * bw
+			fmt.Fprintf(p, "M%.1f %.1fh%.1fv%.1fh%.1fz", svgLeft+float64(runStart)*bw, y, w, math.Max(1, laneH-0.5), -w)
 		}
 		for b := range bins {
 			c := ""
@@ -154,6 +172,9 @@ func timelineSVG(rep *Report, r *run) string {
 			}
 		}
 		flush(bins)
+	}
+	for _, c := range colours {
+		fmt.Fprintf(d, `<path fill="%s" d="%s"/>`+"\n", c, paths[c].String())
 	}
 	if lanes > 0 {
 		d.text(svgLeft-5, svgTop+laneH, "end", "agent 0")

@@ -127,7 +127,7 @@ func requireSound(t *testing.T, cfg team.Config, rep *team.Report, err error) {
 		require.NoError(t, err)
 		assert.True(t, strings.HasPrefix(string(b), "<svg") && strings.HasSuffix(string(b), "</svg>\n"), name)
 		if name == "timeline.svg" {
-			assert.Contains(t, string(b), "<rect x=", name)
+			assert.Contains(t, string(b), "<path fill=", name)
 		} else {
 			assert.Contains(t, string(b), "<polyline", name)
 		}
