@@ -196,8 +196,11 @@ func classify(err error, remote bool) string {
 		// may have been a refused dial after an earlier attempt reached
 		// the server; the write may have committed.
 		return ErrClassUnknown
-	case errors.Is(err, context.DeadlineExceeded):
-		return ErrClassUnknown // the attempt's time ran out, perhaps after its commit was sent
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		// The attempt's time ran out (nothing else cancels it; the store
+		// may report its own cancellation for it), perhaps after its
+		// commit was sent.
+		return ErrClassUnknown
 	case errors.Is(err, workspace.ErrUnavailable), errors.Is(err, workspace.ErrClosed):
 		if remote {
 			// A server that died mid-request may have committed it.
