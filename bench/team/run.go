@@ -214,6 +214,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r.logf("every agent is ready")
 	r.drive(ctx, servers)
 	stopAt := time.Now()
+	// Stopped early (an interrupt) or not, the run is checked and reported.
+	ctx = context.WithoutCancel(ctx)
 	r.logf("stopping the agents")
 	r.stopAgents(agents)
 	end := time.Now()
