@@ -52,7 +52,7 @@ func RunAgent(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	a := &agent{
 		spec: spec, actor: actor(spec.Run, spec.ID), stop: stop, out: json.NewEncoder(out), flush: out.Flush,
 		timeout: cmp.Or(spec.OpTimeout, DefaultOpTimeout),
-		rnd:     rand.New(rand.NewPCG(uint64(spec.Seed), uint64(spec.ID))), // #nosec G115 -- seed bits, a wrap is as good
+		rnd:     rand.New(rand.NewPCG(uint64(spec.Seed), uint64(spec.ID))), // #nosec G115 G404 -- seed bits (a wrap is as good); a reproducible workload's choices, no secret
 		created: map[int]bool{},
 	}
 	defer a.close()
