@@ -159,6 +159,7 @@ the server, against c=N in this process.`,
 	f.IntVar(&cliRuns, "cli-runs", bench.DefaultCLIRuns, "CLI: how many times each command runs")
 	f.BoolVar(&serveChild, "serve-child", false, "internal: be the benchmark's child process (W6 other process, MEM)")
 	_ = f.MarkHidden("serve-child")
+	c.AddCommand(a.benchTeamCmd())
 	return c
 }
 
