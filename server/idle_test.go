@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -413,9 +414,9 @@ func TestRevokedTokenEndsItsInboxStream(t *testing.T) {
 		_, err := e.ws.Commit(ctx, workspace.Batch{Actor: a, Ops: []workspace.Op{workspace.PutNoteOp{Note: workspace.NotePut{Kind: "idle", Key: a, Body: "here"}}}})
 		require.NoError(t, err)
 	}
-	tok, info, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "ann"})
+	tok, info, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "ann"})
 	require.NoError(t, err)
-	other, _, err := e.srv.Tokens().Create(ctx, server.TokenRequest{Actor: "bob"})
+	other, _, err := e.srv.Tokens().Create(ctx, agents.TokenRequest{Actor: "bob"})
 	require.NoError(t, err)
 	ch, cancel := inboxStream(t, e.hs.URL, -1, bearer(tok)...)
 	defer cancel()
@@ -426,7 +427,7 @@ func TestRevokedTokenEndsItsInboxStream(t *testing.T) {
 	cli, err := workspace.Open(ctx, dsn)
 	require.NoError(t, err)
 	defer cli.Close()
-	_, err = server.NewTokens(cli).Revoke(ctx, "admin", info.ID)
+	_, err = agents.NewTokens(cli).Revoke(ctx, "admin", info.ID)
 	require.NoError(t, err)
 	revokedAt := e.head()
 	send("ann", 2)
