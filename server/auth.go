@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -229,7 +228,3 @@ func (s *Server) observe(r *http.Request, rec *recorder, p principal, start time
 			slog.String("remote", r.RemoteAddr))
 	}
 }
-
-// errBadToken is agents.ErrBadToken: one answer for every token that does
-// not pass.
-var errBadToken = agents.ErrBadToken

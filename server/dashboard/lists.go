@@ -209,20 +209,3 @@ func (h *Handler) loadNotes(ctx context.Context, r *http.Request, _ Identity) (a
 	}
 	return v, nil
 }
-
-// allTasks reads every task of f, a page at a time.
-func allTasks(ctx context.Context, ws *workspace.Workspace, f workspace.TaskFilter) ([]workspace.Task, error) {
-	f.Limit = 1000
-	var out []workspace.Task
-	for {
-		p, err := ws.Tasks().List(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p.Tasks...)
-		if p.Next == "" {
-			return out, nil
-		}
-		f.After = p.Next
-	}
-}
