@@ -3,7 +3,6 @@ package driver
 import (
 	"cmp"
 	"context"
-	"errors"
 	"slices"
 	"strings"
 
@@ -28,17 +27,13 @@ func (x *exec) readyApart(ctx context.Context, r workspace.ClaimRequest) (worksp
 		return x.tx.ReadyTask(ctx, r)
 	}
 	var ready []workspace.Task
+	done := map[string]bool{}
 	err = x.eachTask(ctx, workspace.TaskFilter{Status: workspace.TaskPending, Labels: r.Labels, ParentID: r.ParentID}, func(t workspace.Task) error {
-		for _, d := range t.DependsOn {
-			dt, err := x.tx.Task(ctx, d)
-			if err != nil && !errors.Is(err, workspace.ErrNotFound) {
-				return err
-			}
-			if err != nil || dt.Status != workspace.TaskDone {
-				return nil
-			}
+		ok, err := depsDone(ctx, x.tx, t, done)
+		if err != nil {
+			return err
 		}
-		if !areasOverlap(t.Areas, busy) {
+		if ok && !areasOverlap(t.Areas, busy) {
 			ready = append(ready, t)
 		}
 		return nil
