@@ -91,6 +91,14 @@ type Config struct {
 	// listener's one server, which shares the baseline's store). The
 	// servers run in this process: its CPU per op is all of theirs.
 	Servers int
+	// Workspaces, with Processes, spreads the children over this many
+	// workspaces on DSN's database (child i on workspace i mod
+	// Workspaces), each with Servers servers of its own (child i through
+	// its workspace's server i/Workspaces mod Servers): the first is DSN's
+	// own, the others its siblings, WorkspaceDSN's schemas on PostgreSQL
+	// or files on SQLite, created when missing and kept. Default 1; above
+	// 1 it must be at most Processes (CheckWorkspaces).
+	Workspaces int
 	// ChildProfile, if set, has each of Processes' children write a CPU
 	// profile of its whole run to ChildProfile.w1-I (the W1 clients) or
 	// ChildProfile.echo-I (the bare transport's clients).
@@ -136,6 +144,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Servers <= 0 {
 		c.Servers = 1
+	}
+	if c.Workspaces <= 0 {
+		c.Workspaces = 1
 	}
 	if c.CLITasks <= 0 {
 		c.CLITasks = 10000

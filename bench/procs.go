@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -117,8 +119,10 @@ func (c *child) readW1() (w1Result, error) {
 }
 
 // runProcesses measures W1 run by cfg.Processes children through e's
-// server, against W1 at that concurrency on base, alternating. Its second
-// row is as many children opening the store themselves (base's DSN), each
+// server (and cfg.Servers-1 more, on cfg.Workspaces workspaces: see
+// startWorkspaces), against W1 at that concurrency on base (on every
+// workspace's store), alternating. Its second row is as many children
+// opening the store themselves (their workspace's DSN), each
 // committing on its own, which is what a server spares them: its ratio is
 // the served row's rate over it. Its third row is the ceiling of the same
 // children's transport on this machine: the same requests and answers
@@ -131,31 +135,12 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 	if cfg.Child == nil {
 		return nil, errNoChild
 	}
-	label := fmt.Sprintf("W1 via %s, %d processes", e.via, n)
-	// The servers the children go through: e's, and Servers-1 more, each
-	// with a store of its own on the same database.
-	dsns := []string{e.dsn}
-	counts := []func() int64{e.updates.Load}
-	for range cfg.Servers - 1 {
-		progress(fmt.Sprintf("%s: starting server %d of %d", label, len(dsns)+1, cfg.Servers))
-		srv, err := startServer(ctx, base.dsn, e.via)
-		if err != nil {
-			return nil, err
-		}
-		defer srv.stop()
-		dsns = append(dsns, srv.dsn)
-		counts = append(counts, srv.updates.Load)
+	spaces, layout, stop, err := startWorkspaces(ctx, e, base, cfg, progress)
+	defer stop()
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Servers > 1 {
-		label += fmt.Sprintf(", %d servers", cfg.Servers)
-	}
-	updates := func() int64 {
-		var sum int64
-		for _, c := range counts {
-			sum += c()
-		}
-		return sum
-	}
+	label := fmt.Sprintf("W1 via %s, %d processes%s", e.via, n, layout)
 	progress(label + ": starting them")
 	echoDSN, stopEcho, err := echoServer(e.via)
 	if err != nil {
@@ -183,12 +168,14 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 		return fmt.Sprintf("%s.%s-%d", cfg.ChildProfile, kind, i)
 	}
 	for i := range n {
-		c, err := startChild(ctx, cfg.Child, childRequest{Op: "w1", DSN: dsns[i%len(dsns)], Name: fmt.Sprintf("%s/p%d", e.prefix, i), CPUProfile: profile("w1", i)})
+		// Child i on workspace i mod W, through its server i/W mod S.
+		w := spaces[i%len(spaces)]
+		c, err := startChild(ctx, cfg.Child, childRequest{Op: "w1", DSN: w.servers[(i/len(spaces))%len(w.servers)], Name: fmt.Sprintf("%s/p%d", e.prefix, i), CPUProfile: profile("w1", i)})
 		if err != nil {
 			return nil, err
 		}
 		kids = append(kids, c)
-		c, err = startChild(ctx, cfg.Child, childRequest{Op: "w1", DSN: base.dsn, Name: fmt.Sprintf("%s/s%d", e.prefix, i), CPUProfile: profile("store", i)})
+		c, err = startChild(ctx, cfg.Child, childRequest{Op: "w1", DSN: w.dsn, Name: fmt.Sprintf("%s/s%d", e.prefix, i), CPUProfile: profile("store", i)})
 		if err != nil {
 			return nil, err
 		}
@@ -204,25 +191,35 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 			return nil, err
 		}
 	}
-	stop, err := drain(ctx, base.handles[0])
-	if err != nil {
-		return nil, err
+	// W1 has a subscriber on each store; the baseline is c=n in process
+	// on the same stores, goroutine g on workspace g mod W.
+	per := (n + len(spaces) - 1) / len(spaces)
+	ops := make([]op, len(spaces))
+	for k, w := range spaces {
+		unsubscribe, err := drain(ctx, w.local.handles[0])
+		if err != nil {
+			return nil, err
+		}
+		defer unsubscribe()
+		if ops[k], err = w1(ctx, w.local, "w1p", per); err != nil {
+			return nil, err
+		}
 	}
-	defer stop()
-	inproc, err := w1(ctx, base, "w1p", n)
-	if err != nil {
-		return nil, err
+	inproc := func(ctx context.Context, g int) (time.Duration, error) {
+		return ops[g%len(ops)](ctx, g/len(ops))
 	}
 	slice := cfg.Duration / (2 * rounds)
 	round, _ := json.Marshal(w1Round{ForNs: slice.Nanoseconds()})
 	round = append(round, '\n')
 	var (
 		ours, raw, self, bare procTotals
-		commits               int64
 		// The store's committer, which the server's handle shares with
 		// base's: its groups while the children ran, and while c=n ran
 		// in this process.
 		served, inProc committerTotals
+		// perSpace is each workspace's store transactions while the
+		// children ran.
+		perSpace = make([]int64, len(spaces))
 	)
 	for i := range rounds {
 		progress(fmt.Sprintf("%s: in process (round %d/%d)", label, i+1, rounds))
@@ -237,13 +234,18 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 		raw.add(res)
 		raw.cpu += cpu1 - cpu0
 		progress(fmt.Sprintf("%s: processes (round %d/%d)", label, i+1, rounds))
-		before := updates()
+		before := make([]int64, len(spaces))
+		for k, w := range spaces {
+			before[k] = w.updates()
+		}
 		c0 = served.start(base.handles[0])
 		if err := ours.round(kids, round); err != nil {
 			return nil, err
 		}
 		served.add(base.handles[0], c0)
-		commits += updates() - before
+		for k, w := range spaces {
+			perSpace[k] += w.updates() - before[k]
+		}
 		progress(fmt.Sprintf("%s: on the store (round %d/%d)", label, i+1, rounds))
 		if err := self.round(selves, round); err != nil {
 			return nil, err
@@ -253,19 +255,32 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 			return nil, err
 		}
 	}
-	variant := fmt.Sprintf("via %s, %d processes", e.via, n)
-	if cfg.Servers > 1 {
-		variant += fmt.Sprintf(", %d servers", cfg.Servers)
+	variant := fmt.Sprintf("via %s, %d processes%s", e.via, n, layout)
+	stores := "the same store"
+	if len(spaces) > 1 {
+		stores = fmt.Sprintf("the same %d stores (goroutine g on workspace g mod %d)", len(spaces), len(spaces))
 	}
 	row := Row{
 		Workload: "W1", Variant: variant, Backend: e.backend, Concurrency: n,
 		OpsPerSec: ours.rate(), P50us: ours.percentile(0.50), P99us: ours.percentile(0.99),
 		RawOpsPerSec: raw.rate(), RawP50us: raw.percentile(0.50), RawP99us: raw.percentile(0.99),
 		CPUusPerOp: ours.serverCPU(), RawCPUusPerOp: raw.serverCPU(),
-		Note: fmt.Sprintf("%d child processes at c=1, each its own client of the server; CPU/OP is the server's, the clients' %s; baseline (raw columns): c=%d in process on the same store",
-			n, ours.clientCPU(), n),
+		Note: fmt.Sprintf("%d child processes at c=1, each its own client of the server; CPU/OP is the server's, the clients' %s; baseline (raw columns): c=%d in process on %s",
+			n, ours.clientCPU(), n, stores),
 	}
-	if cfg.Servers > 1 {
+	switch {
+	case len(spaces) > 1:
+		through := "its own server"
+		if cfg.Servers > 1 {
+			through = fmt.Sprintf("%d servers of its own (child i through server i/%d mod %d)", cfg.Servers, len(spaces), cfg.Servers)
+		}
+		counts := make([]string, len(perSpace))
+		for k, c := range perSpace {
+			counts[k] = strconv.FormatInt(c, 10)
+		}
+		row.Note += fmt.Sprintf("; over %d workspaces on the database, the DSN's and its siblings (child i on workspace i mod %d), each through %s in this process, each server a store of its own; CPU/OP is all the servers'; the committer figures are the first workspace's; store transactions per workspace: %s",
+			len(spaces), len(spaces), through, strings.Join(counts, ", "))
+	case cfg.Servers > 1:
 		row.Note += fmt.Sprintf("; through %d servers in this process, each a store of its own on the database (child i through server i mod %d); the committer figures are the first server's",
 			cfg.Servers, cfg.Servers)
 	}
@@ -286,10 +301,18 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 		row.Ratio = row.OpsPerSec / row.RawOpsPerSec
 	}
 	if ours.ops > 0 {
+		var commits int64
+		for _, c := range perSpace {
+			commits += c
+		}
 		row.CommitsPerOp = float64(commits) / float64(ours.ops)
 	}
+	onStore := fmt.Sprintf("%d processes on the store", n)
+	if len(spaces) > 1 {
+		onStore = fmt.Sprintf("%d processes on the stores, %d workspaces", n, len(spaces))
+	}
 	alone := Row{
-		Workload: "W1", Variant: fmt.Sprintf("%d processes on the store", n), Backend: e.backend, Concurrency: n,
+		Workload: "W1", Variant: onStore, Backend: e.backend, Concurrency: n,
 		OpsPerSec: self.rate(), P50us: self.percentile(0.50), P99us: self.percentile(0.99),
 		Note: fmt.Sprintf("the same %d processes opening the store themselves, each committing on its own; the clients' %s; ratio: the served row's rate over this",
 			n, self.clientCPU()),
@@ -316,6 +339,77 @@ func runProcesses(ctx context.Context, e, base *env, cfg Config, progress func(s
 		row.Note += fmt.Sprintf("; the server's own CPU per op beyond both: %.0fµs", row.CPUusPerOp-row.RawCPUusPerOp-floor.CPUusPerOp)
 	}
 	return []Row{row, alone, floor}, nil
+}
+
+// procWorkspace is one workspace the children of runProcesses write to.
+type procWorkspace struct {
+	dsn     string         // its store
+	servers []string       // the DSNs of the servers in front of it
+	counts  []func() int64 // their stores' transactions
+	// local is its store in this process, the first server's: the
+	// in-process baseline runs on it, and W1's subscriber follows it.
+	local *env
+}
+
+// updates is the transactions of the workspace's servers' stores.
+func (w *procWorkspace) updates() int64 {
+	var sum int64
+	for _, c := range w.counts {
+		sum += c()
+	}
+	return sum
+}
+
+// startWorkspaces lays out runProcesses' servers: cfg.Workspaces
+// workspaces (the first is base's, the others its siblings: WorkspaceDSN),
+// each with cfg.Servers servers on e's listener, each server a store of
+// its own. The first workspace's first server is e's, which shares base's
+// store. layout is what the row's variant adds (", 4 workspaces, 2
+// servers each"); stop stops the servers started, and is never nil.
+func startWorkspaces(ctx context.Context, e, base *env, cfg Config, progress func(string)) (spaces []*procWorkspace, layout string, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	nw, ns := max(cfg.Workspaces, 1), max(cfg.Servers, 1)
+	if nw > 1 {
+		if err := CheckWorkspaces(base.dsn, nw, cfg.Processes); err != nil {
+			return nil, "", stop, err
+		}
+		layout = fmt.Sprintf(", %d workspaces", nw)
+	}
+	if ns > 1 {
+		layout += fmt.Sprintf(", %d servers", ns)
+		if nw > 1 {
+			layout += " each"
+		}
+	}
+	for k := range nw {
+		w := &procWorkspace{}
+		if k == 0 {
+			w.dsn, w.local = base.dsn, base
+			w.servers, w.counts = []string{e.dsn}, []func() int64{e.updates.Load}
+		} else if w.dsn, err = WorkspaceDSN(base.dsn, k+1); err != nil {
+			return nil, "", stop, err
+		}
+		for len(w.servers) < ns {
+			progress(fmt.Sprintf("W1 via %s, %d processes%s: starting server %d of workspace %d", e.via, cfg.Processes, layout, len(w.servers)+1, k+1))
+			srv, err := startServer(ctx, w.dsn, e.via)
+			if err != nil {
+				return nil, "", stop, fmt.Errorf("workspace %d: %w", k+1, err)
+			}
+			stops = append(stops, srv.stop)
+			if w.local == nil {
+				w.local = srv.store
+			}
+			w.servers = append(w.servers, srv.dsn)
+			w.counts = append(w.counts, srv.updates.Load)
+		}
+		spaces = append(spaces, w)
+	}
+	return spaces, layout, stop, nil
 }
 
 // procTotals adds up the rounds of a group of children, and this

@@ -21,6 +21,14 @@ const rounds = 4
 // row as soon as it is measured.
 func RunAll(ctx context.Context, cfg Config, emit func(Row)) ([]Row, error) {
 	cfg = cfg.withDefaults()
+	if cfg.Workspaces > 1 {
+		if len(cfg.Serve) == 0 {
+			return nil, fmt.Errorf("%w: %d workspaces need Serve and Processes", ErrWorkspaces, cfg.Workspaces)
+		}
+		if err := CheckWorkspaces(cfg.DSN, cfg.Workspaces, cfg.Processes); err != nil {
+			return nil, err
+		}
+	}
 	var cli []Row
 	if slices.Contains(cfg.Workloads, "CLI") {
 		rows, err := runCLIRows(ctx, cfg, emit)

@@ -32,6 +32,7 @@ func (a *app) benchCmd() *cobra.Command {
 		serve      string
 		processes  int
 		servers    int
+		workspaces int
 		streams    int
 		cliTasks   int
 		cliRuns    int
@@ -71,7 +72,12 @@ a server in this process in front of the DSN's store, on loopback TCP and on
 a unix socket, and runs each workload through it next to the same workload
 in this process on the same store: the ratio is what the HTTP hop costs.
 With --processes N, W1 is also run by N wsctl processes at c=1 each through
-the server, against c=N in this process.`,
+the server, against c=N in this process; --servers M spreads them over M
+servers, each a store of its own on the DSN; --workspaces K spreads them
+over K workspaces on the DSN's database (process i on workspace i mod K),
+each with --servers servers of its own: the DSN's workspace and its
+siblings, on PostgreSQL the schemas <ws_schema>_w2 to _wK, on SQLite the
+files <name>-w2.db to -wK.db next to it, created when missing and kept.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if serveChild {
@@ -97,6 +103,12 @@ the server, against c=N in this process.`,
 			if servers > 1 && processes == 0 {
 				return usageErrorf("--servers needs --processes")
 			}
+			if workspaces < 1 || workspaces > bench.MaxWorkspaces {
+				return usageErrorf("--workspaces: %d is not a count between 1 and %d", workspaces, bench.MaxWorkspaces)
+			}
+			if workspaces > 1 && processes == 0 {
+				return usageErrorf("--workspaces needs --processes")
+			}
 			if streams < 1 || streams > 10000 {
 				return usageErrorf("--streams: %d is not a count between 1 and 10000", streams)
 			}
@@ -109,6 +121,9 @@ the server, against c=N in this process.`,
 				return err
 			}
 			a.dsn = res.DSN
+			if err := bench.CheckWorkspaces(res.DSN, workspaces, processes); err != nil {
+				return usageErrorf("--workspaces: %w", err)
+			}
 			if cpuProfile != "" {
 				stopProfile, err := startCPUProfile(cpuProfile)
 				if err != nil {
@@ -120,7 +135,7 @@ the server, against c=N in this process.`,
 				DSN: res.DSN, Duration: duration, Workloads: ws, Concurrency: levels,
 				Handles: handles, Shared: shared, Settle: settle, Analyze: analyze, Artifacts: artifacts, Tasks: tasks,
 				Child: a.benchChild(), Progress: a.stderr,
-				Serve: via, Processes: processes, Servers: servers, Streams: streams, ChildProfile: cpuProfile,
+				Serve: via, Processes: processes, Servers: servers, Workspaces: workspaces, Streams: streams, ChildProfile: cpuProfile,
 				CLITasks: cliTasks, CLIRuns: cliRuns,
 			}
 			if exe, err := os.Executable(); err == nil {
@@ -154,6 +169,7 @@ the server, against c=N in this process.`,
 	f.StringVar(&serve, "serve", "", "run the workloads through a server started here in front of the DSN's store: tcp, unix or tcp,unix")
 	f.IntVar(&processes, "processes", 0, "with --serve: also run W1 from this many wsctl processes at c=1 each")
 	f.IntVar(&servers, "servers", 1, "with --processes: spread the processes over this many servers, each a store of its own on the DSN (many servers, one store)")
+	f.IntVar(&workspaces, "workspaces", 1, "with --processes: spread the processes over this many workspaces on the DSN's database (postgres: schemas <ws_schema>_w2.., sqlite: files <name>-w2.db..), each with --servers servers")
 	f.IntVar(&streams, "streams", bench.DefaultStreams, "SSE: event streams held open on one server")
 	f.IntVar(&cliTasks, "cli-tasks", 10000, "CLI: tasks in the store the commands run against")
 	f.IntVar(&cliRuns, "cli-runs", bench.DefaultCLIRuns, "CLI: how many times each command runs")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
@@ -47,4 +48,31 @@ func TestBenchCLIRowTimesEachCommand(t *testing.T) {
 		assert.True(t, seen[v], "no row for %q", v)
 	}
 	assert.Len(t, rows, 16)
+}
+
+// TestBenchRefusesBadWorkspaces: --workspaces out of range, without
+// --processes, above them, or on a store with no sibling workspaces (a
+// JSON directory): exit 2 with the reason, before anything is measured.
+func TestBenchRefusesBadWorkspaces(t *testing.T) {
+	dir := t.TempDir()
+	sqlite := "sqlite:" + filepath.Join(dir, "ws.db")
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"zero":           {[]string{"--dsn", sqlite, "bench", "--serve", "unix", "--processes", "4", "--workspaces", "0"}, "--workspaces: 0 is not a count between 1 and 64"},
+		"negative":       {[]string{"--dsn", sqlite, "bench", "--serve", "unix", "--processes", "4", "--workspaces", "-1"}, "--workspaces: -1 is not a count"},
+		"too many":       {[]string{"--dsn", sqlite, "bench", "--serve", "unix", "--processes", "200", "--workspaces", "65"}, "--workspaces: 65 is not a count"},
+		"no processes":   {[]string{"--dsn", sqlite, "bench", "--serve", "unix", "--workspaces", "2"}, "--workspaces needs --processes"},
+		"over processes": {[]string{"--dsn", sqlite, "bench", "--serve", "unix", "--processes", "2", "--workspaces", "4"}, "4 workspaces but 2 processes"},
+		"json":           {[]string{"--dsn", "json:" + filepath.Join(dir, "j"), "bench", "--serve", "unix", "--processes", "4", "--workspaces", "2"}, "a json DSN has no sibling workspaces"},
+	}
+	for name, tc := range cases {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), tc.args, nil, &stdout, &stderr, func(string) string { return "" })
+		assert.Equal(t, exitUsage, code, "%s: %s", name, stderr.String())
+		assert.Contains(t, stderr.String(), tc.want, name)
+		assert.Empty(t, stdout.String(), name)
+	}
+	assert.NoFileExists(t, filepath.Join(dir, "ws.db"), "nothing was opened")
 }
