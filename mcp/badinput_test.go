@@ -91,6 +91,9 @@ func TestBadInputThroughEveryToolWritesNothing(t *testing.T) {
 		{"message with data not an object", "message", args{"to": []string{"alice"}, "body": "hi", "data": "x"}, mcp.ClassInvalid},
 		{"message with a deadline and no ack", "message", args{"to": []string{"alice"}, "body": "hi", "deadline_seconds": 60}, mcp.ClassInvalid},
 		{"ack of a bad id", "message", args{"ack": "m-1"}, mcp.ClassInvalid},
+		{"stop no agent", "agents", args{"action": "stop"}, mcp.ClassInvalid},
+		{"pause an agent with a NUL", "agents", args{"action": "pause", "agent": "a\x00b"}, mcp.ClassInvalid},
+		{"unknown agents action", "agents", args{"action": "kill", "agent": "alice"}, mcp.ClassInvalid},
 	}
 	covered := map[string]bool{}
 	for _, c := range cases {

@@ -16,6 +16,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/gitwork"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -48,6 +49,10 @@ type Options struct {
 	// acts as (touch.Toucher): wsctl mcp --touch-every sets it. Over
 	// HTTP leave it nil: the server touches for every request.
 	Touch *touch.Toucher
+	// Agents are the thresholds of the agents' state rule for the agents
+	// tool (zero fields: agents' defaults); an embedding server passes
+	// its own, so that /v1/agents and the tool agree.
+	Agents agents.Rule
 }
 
 // Server serves one workspace to MCP clients: the tools, the artifact

@@ -166,6 +166,7 @@ func (s *Server) addTools() {
 		"Return the events after a seq at once if there are any, else wait for the next one (up to a timeout). Use it to follow others' work instead of polling.",
 		nil, s.eventsWait)
 	s.addMessageTools()
+	s.addAgentsTool()
 }
 
 func (s *Server) status(ctx context.Context, actor string, _ statusIn) (any, error) {

@@ -17,7 +17,9 @@ import (
 
 // toolsListBudget is the most the tools/list answer may take: every byte
 // of it sits in each agent's context.
-const toolsListBudget = 9728 // 9.5 KB
+// 10 KB: 9.5 KB until the agents tool (about 470 bytes of the answer)
+// came, moved by that and rounded to the KB.
+const toolsListBudget = 10240
 
 func TestToolsListIsSmallAndDescribesEveryTool(t *testing.T) {
 	ws := openWS(t, sqliteBackend.dsn(t))
@@ -29,7 +31,7 @@ func TestToolsListIsSmallAndDescribesEveryTool(t *testing.T) {
 	t.Logf("tools/list: %d tools, %d bytes", len(res.Tools), len(b))
 	assert.LessOrEqual(t, len(b), toolsListBudget)
 	assert.GreaterOrEqual(t, len(res.Tools), 10)
-	assert.LessOrEqual(t, len(res.Tools), 13)
+	assert.LessOrEqual(t, len(res.Tools), 14)
 	for _, tl := range res.Tools {
 		assert.NotEmpty(t, tl.Description, tl.Name)
 		assert.LessOrEqual(t, strings.Count(tl.Description, ". "), 2, "%s: one or two sentences", tl.Name)

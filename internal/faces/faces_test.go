@@ -44,6 +44,8 @@ const (
 	adminOp       = "run an admin operation (gc)"
 	outsideRole   = "write outside the role (docs/x.md, locks on docs/)"
 	stopAgent     = "stop another agent (admin.tokens)"
+	pauseAgent    = "pause another agent (admin.tokens)"
+	resumeAgent   = "resume a paused agent (carol, paused by root; admin.tokens)"
 	// stagedRead: read the change sets "staged" (open) and "promoted",
 	// which root staged secret/** artifacts in, by get and in a listing;
 	// dev reads every note kind but no artifact under secret/.
@@ -57,8 +59,8 @@ const (
 	pausedWrite = "write while paused (as carol, paused by root)"
 )
 
-var actions = []string{impersonate, headerActor, reservedWrite, reservedRead, adminOp, outsideRole, stopAgent, stagedRead,
-	forgeSender, readInbox, ackOthers, policySend, pausedWrite}
+var actions = []string{impersonate, headerActor, reservedWrite, reservedRead, adminOp, outsideRole, stopAgent, pauseAgent, resumeAgent,
+	stagedRead, forgeSender, readInbox, ackOthers, policySend, pausedWrite}
 
 // stagedSecret is the content root stages as secret/k.txt; leaked reads
 // show it base64-encoded (a change set's JSON).
@@ -74,8 +76,10 @@ func leaks(text string) bool {
 
 // unconditional are the actions refused with no policy at all (the
 // default): identity and the system's own records do not depend on roles,
-// and stopping an agent needs an admin-role token (bob's role is dev).
-var unconditional = []string{impersonate, headerActor, reservedWrite, reservedRead, stopAgent, forgeSender, readInbox, ackOthers, pausedWrite}
+// and stopping, pausing or resuming an agent needs an admin-role token
+// (bob's role is dev).
+var unconditional = []string{impersonate, headerActor, reservedWrite, reservedRead, stopAgent, pauseAgent, resumeAgent,
+	forgeSender, readInbox, ackOthers, pausedWrite}
 
 // asWho is who tries action: bob, or carol for the write of a paused agent.
 func asWho(action string) string {
@@ -282,6 +286,12 @@ func apiDo(ctx context.Context, e *env, ws *workspace.Workspace, action string) 
 	case stopAgent:
 		_, err := ws.Commit(ctx, workspace.Batch{Actor: "bob", Ops: []workspace.Op{workspace.StopActorOp{Actor: "alice"}}})
 		return err
+	case pauseAgent:
+		_, err := ws.Commit(ctx, workspace.Batch{Actor: "bob", Ops: []workspace.Op{workspace.PauseActorOp{Actor: "alice"}}})
+		return err
+	case resumeAgent:
+		_, err := ws.Commit(ctx, workspace.Batch{Actor: "bob", Ops: []workspace.Op{workspace.ResumeActorOp{Actor: "carol"}}})
+		return err
 	case stagedRead:
 		var refusal error
 		for _, set := range stagedSets {
@@ -359,6 +369,10 @@ func httpFace(t *testing.T, e *env, action string) (outcome, string) {
 		method, path, body = "POST", "/v1/artifacts", `{"name":"docs/x.md","content":"x"}`
 	case stopAgent:
 		method, path, body = "POST", "/v1/agents/alice/stop", `{}`
+	case pauseAgent:
+		method, path, body = "POST", "/v1/agents/alice/pause", `{}`
+	case resumeAgent:
+		method, path, body = "POST", "/v1/agents/carol/resume", `{}`
 	case stagedRead:
 		method, path = "GET", "/v1/notes/changeset/"+stagedSets[0]
 	case forgeSender:
@@ -455,6 +469,10 @@ func cliFace(t *testing.T, e *env, action string) (outcome, string) {
 		args = []string{"artifact", "put", "docs/x.md"}
 	case stopAgent:
 		args = []string{"agent", "stop", "alice"}
+	case pauseAgent:
+		args = []string{"agent", "pause", "alice"}
+	case resumeAgent:
+		args = []string{"agent", "resume", "carol"}
 	case stagedRead:
 		args = []string{"note", "get", "changeset", stagedSets[0]}
 	case forgeSender:
@@ -552,10 +570,11 @@ func mcpDo(t *testing.T, cs *sdk.ClientSession, e *env, action string, canImpers
 	case outsideRole:
 		return call("artifact_write", map[string]any{"name": "docs/x.md", "content": "x"})
 	case stopAgent:
-		for _, tl := range tools.Tools {
-			require.NotContains(t, tl.Name, "agent", "tool %s", tl.Name)
-		}
-		return inexpressible, "no tool stops an agent"
+		return call("agents", map[string]any{"action": "stop", "agent": "alice"})
+	case pauseAgent:
+		return call("agents", map[string]any{"action": "pause", "agent": "alice"})
+	case resumeAgent:
+		return call("agents", map[string]any{"action": "resume", "agent": "carol"})
 	case stagedRead:
 		if o, d := call("note", map[string]any{"op": "list", "kind": "changeset"}); leaks(d) {
 			return allowed, d
@@ -676,7 +695,8 @@ func dashboardFace(t *testing.T, e *env, action string) (outcome, string) {
 		}
 		return refused, "the engine's refusal on the agent page; 404 for the thread"
 	}
-	if action != outsideRole && action != stopAgent {
+	routes := map[string]string{stopAgent: "stop", pauseAgent: "pause", resumeAgent: "resume"}
+	if _, agent := routes[action]; action != outsideRole && !agent {
 		for _, p := range []string{"/ui/notes?kind=token"} {
 			req, err := http.NewRequest("GET", e.url+p, nil)
 			require.NoError(t, err)
@@ -694,8 +714,12 @@ func dashboardFace(t *testing.T, e *env, action string) (outcome, string) {
 		return inexpressible, "the dashboard has no action for it"
 	}
 	form, route := url.Values{"resource": {"file:docs/x"}}, "/ui/action/lock/release"
-	if action == stopAgent {
-		form, route = url.Values{"actor": {"alice"}}, "/ui/action/agent/stop"
+	if verb, ok := routes[action]; ok {
+		who := "alice"
+		if action == resumeAgent {
+			who = "carol"
+		}
+		form, route = url.Values{"actor": {who}}, "/ui/action/agent/"+verb
 	}
 	req, err := http.NewRequest("POST", e.url+route, strings.NewReader(form.Encode()))
 	require.NoError(t, err)
