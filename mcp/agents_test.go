@@ -324,3 +324,38 @@ func TestAgentsToolBadInputWritesNothing(t *testing.T) {
 	}
 	assert.Equal(t, h, head(t, ws), "bad input writes nothing")
 }
+
+// TestAgentsToolOverHTTPJudgesByTheServersRule: /mcp is given the
+// server's thresholds of the state rule, so the agents tool there says
+// what /v1/agents says (alice, holding work, is stale at once).
+func TestAgentsToolOverHTTPJudgesByTheServersRule(t *testing.T) {
+	tm := newTeam(t, sqliteBackend.dsn(t))
+	_, hs := httpServer(t, tm.ws, server.Options{Agents: agents.Rule{StaleAfter: time.Nanosecond}})
+	cs, err := httpConnect(t, hs.URL, "", map[string]string{wire.ActorHeader: "lead"})
+	require.NoError(t, err)
+	got := ok(t, cs, "agents", nil)
+	states := map[string]string{}
+	for _, l := range got["agents"].([]any) {
+		states[l.(map[string]any)["actor"].(string)] = l.(map[string]any)["state"].(string)
+	}
+	assert.Equal(t, "stale", states["alice"], "the server's rule, not the default (working)")
+
+	req, err := http.NewRequest(http.MethodGet, hs.URL+"/v1/agents", nil)
+	require.NoError(t, err)
+	req.Header.Set(wire.ActorHeader, "lead")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var page struct {
+		Agents []struct {
+			Actor string `json:"actor"`
+			State string `json:"state"`
+		} `json:"agents"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&page))
+	require.NotEmpty(t, page.Agents)
+	for _, a := range page.Agents {
+		assert.Equal(t, a.State, states[a.Actor], "%s: /v1/agents and /mcp agree", a.Actor)
+	}
+}

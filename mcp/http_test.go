@@ -34,7 +34,7 @@ func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
 // mountMCP is the endpoint wsctl hands the server: this package's tools,
 // acting as the caller the server authenticated.
 func mountMCP(p server.MCPParams) server.MCPEndpoint {
-	m := mcp.NewServer(p.Workspace, mcp.Options{Version: p.Version, Logger: p.Logger, Redact: p.Redact})
+	m := mcp.NewServer(p.Workspace, mcp.Options{Version: p.Version, Logger: p.Logger, Redact: p.Redact, Agents: p.Agents})
 	h := m.HTTPHandler(func(r *http.Request) mcp.Caller {
 		c := p.Caller(r)
 		return mcp.Caller{Actor: c.Actor, Bound: c.Bound, TokenID: c.TokenID, Expires: c.Expires}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -23,6 +24,9 @@ type MCPParams struct {
 	Redact  func(error) error
 	// MaxBodyBytes is the server's cap on a request body.
 	MaxBodyBytes int64
+	// Agents are the server's thresholds of the agents' state rule
+	// (Options.Agents), so that /mcp and /v1/agents judge alike.
+	Agents agents.Rule
 	// Caller tells who a request acts as, as the server authenticated it.
 	Caller func(r *http.Request) MCPCaller
 }
@@ -58,7 +62,7 @@ func (s *Server) mountMCP() {
 		return
 	}
 	s.mcp = s.opts.MCP(MCPParams{
-		Workspace: s.ws, Version: s.opts.Version, Logger: s.log, Redact: s.opts.Redact, MaxBodyBytes: s.maxBody(),
+		Workspace: s.ws, Version: s.opts.Version, Logger: s.log, Redact: s.opts.Redact, MaxBodyBytes: s.maxBody(), Agents: s.opts.Agents,
 		Caller: func(r *http.Request) MCPCaller {
 			p := principalFrom(r.Context())
 			return MCPCaller{Actor: p.actor, Bound: p.bound(), TokenID: p.token, Expires: p.expires}

@@ -12,7 +12,7 @@ import (
 // MCP tools act as that caller. The server package knows no MCP; this is
 // where the two faces meet.
 func mcpEndpoint(p server.MCPParams) server.MCPEndpoint {
-	m := mcp.NewServer(p.Workspace, mcp.Options{Version: p.Version, Logger: p.Logger, Redact: p.Redact})
+	m := mcp.NewServer(p.Workspace, mcp.Options{Version: p.Version, Logger: p.Logger, Redact: p.Redact, Agents: p.Agents})
 	h := m.HTTPHandler(func(r *http.Request) mcp.Caller {
 		c := p.Caller(r)
 		return mcp.Caller{Actor: c.Actor, Bound: c.Bound, TokenID: c.TokenID, Expires: c.Expires}
