@@ -10,8 +10,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/backend/internal/sqlmigrate"
+	"github.com/agentspace/agentspace/workspace"
 
 	migrations "github.com/agentspace/agentspace/migrations/sqlite"
 )
