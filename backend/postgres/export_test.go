@@ -23,6 +23,10 @@ func SetWriteHook(schema string, fn func(point string, tx any, types, actors []s
 // its COMMIT (see sqlmigrate.Runner.BeforeCommit), for migrators made
 // until the returned func is called.
 func SetMigrateHook(schema string, fn func(ctx context.Context, version uint, up bool) error) (clear func()) {
+	return setMigrateHook(schema, fn)
+}
+
+func setMigrateHook(schema string, fn func(ctx context.Context, version uint, up bool) error) (clear func()) {
 	migrateHooks.Store(schema, fn)
 	return func() { migrateHooks.Delete(schema) }
 }
