@@ -136,7 +136,7 @@ func TestUpgradeCutShortResumesOnTheNextOpen(t *testing.T) {
 	require.NoError(t, err)
 	m, err := newMigrator(ctx, cfg, pgtest.SchemaOf(t, dsn))
 	require.NoError(t, err)
-	require.NoError(t, m.run(ctx, m.m.Up), "the schema step alone")
+	require.NoError(t, m.r.Up(ctx), "the schema steps alone")
 	assert.Equal(t, int64(1), chainNextOf(t, dsn), "the migration asks for the log to be chained")
 	done, err := driver.ChainStep(ctx, m.db, chainUp, chainBatch)
 	require.NoError(t, err)

@@ -13,7 +13,7 @@
 //     and underscores, starting with a letter or underscore, at most 48 bytes.
 //   - ws_listen_dsn: a URL-encoded DSN of a session connection (the server
 //     itself, or a session-mode pooler) for LISTEN and for schema
-//     migrations, whose golang-migrate lock is session-scoped. Deployments
+//     migrations, whose files rely on the connection's search_path. Deployments
 //     whose main DSN points at a transaction-mode pooler (pgbouncer) need
 //     it. Defaults to the main DSN.
 //   - ws_listen: "off" turns LISTEN/NOTIFY off; other handles' writes are
@@ -80,9 +80,11 @@
 // transaction mode, also add default_query_exec_mode=exec (or
 // simple_protocol) to the DSN unless the pooler tracks prepared statements.
 //
-// Schema migrations (migrations/postgres) run with golang-migrate, whose
-// session advisory lock makes concurrent `migrate up` safe; an empty schema
-// is migrated on open, an older one only with ws_automigrate=true.
+// Schema migrations (migrations/postgres) run a step per transaction, the
+// version recorded in it, under a transaction-scoped advisory lock: a step
+// killed part way leaves the schema at the version before, and concurrent
+// `migrate up`s take turns. An empty schema is migrated on open, an older
+// one only with ws_automigrate=true.
 // A role that owns only its schema is enough; creating the schema on first
 // open needs the CREATE privilege on the database, or an administrator
 // creates it beforehand (CREATE SCHEMA team1 AUTHORIZATION agent).

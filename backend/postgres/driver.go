@@ -104,8 +104,7 @@ func (pgDriver) Open(ctx context.Context, cfg driver.Config) (driver.Store, erro
 // LatestVersion is the newest schema version this code's migrations know.
 func LatestVersion() uint { return latest() }
 
-// probeQuery tells whether the schema exists and holds golang-migrate's
-// version table.
+// probeQuery tells whether the schema exists and holds the version table.
 // Both are lookups by key (pg_class by name and schema): a database with
 // many schemas, or a catalog bloated by schemas come and gone, costs no
 // scan.
@@ -163,7 +162,7 @@ func (pgDriver) OpenMigrator(ctx context.Context, cfg driver.Config) (workspace.
 	if err != nil {
 		return nil, err
 	}
-	// golang-migrate's lock is session-scoped: use the session DSN if there is one.
+	// The migration files rely on search_path: use the session DSN if there is one.
 	dsn := cfg.DSN
 	if opts.ListenDSN != "" {
 		dsn = opts.ListenDSN

@@ -1,5 +1,7 @@
 package postgres
 
+import "context"
+
 // SetWriteHook sets, for the failover tests, the hook the stores of
 // schema call at points of every write transaction ("append", "commit",
 // "committed"): fn gets the transaction (an identity to match the points
@@ -14,4 +16,17 @@ func SetWriteHook(schema string, fn func(point string, tx any, types, actors []s
 	}
 	writeHook.Store(&h)
 	return func() { writeHook.Store(nil) }
+}
+
+// SetMigrateHook makes fn run in each migration step of schema, in the
+// step's transaction once its SQL and version are written, just before
+// its COMMIT (see sqlmigrate.Runner.BeforeCommit), for migrators made
+// until the returned func is called.
+func SetMigrateHook(schema string, fn func(ctx context.Context, version uint, up bool) error) (clear func()) {
+	return setMigrateHook(schema, fn)
+}
+
+func setMigrateHook(schema string, fn func(ctx context.Context, version uint, up bool) error) (clear func()) {
+	migrateHooks.Store(schema, fn)
+	return func() { migrateHooks.Delete(schema) }
 }

@@ -388,6 +388,7 @@ const (
 	atGroupCommit = "mid group commit"          // a transaction of two writers' writes, before its COMMIT
 	atClaim       = "mid claim"                 // a transaction that claims a task, before its COMMIT
 	atNotify      = "between commit and notify" // a note's commit acknowledged, its NOTIFY never sent
+	atMigration   = "mid migration step"        // a schema migration's step, its SQL and version written, before its COMMIT
 )
 
 // TestFailoverToASynchronousStandbyLosesNothingAcknowledged runs 8
@@ -413,14 +414,119 @@ func TestFailoverToASynchronousStandbyLosesNothingAcknowledged(t *testing.T) {
 	// clusters and on clients reconnecting), after the package's others.
 	t.Parallel()
 	p := newPair(t, true)
-	for i, moment := range []string{atRandom, atGroupCommit, atClaim, atNotify} {
+	for i, moment := range []string{atRandom, atGroupCommit, atClaim, atNotify, atMigration} {
 		if i > 0 {
 			p = p.next(t, true)
 		}
-		if !t.Run(moment, func(t *testing.T) { runFailover(t, p, true, moment) }) {
+		run := func(t *testing.T) { runFailover(t, p, true, moment) }
+		if moment == atMigration {
+			run = func(t *testing.T) { migrationFailover(t, p) }
+		}
+		if !t.Run(moment, run) {
 			return
 		}
 	}
+}
+
+// migrationFailover writes a workspace at the latest schema, takes it two
+// steps down, and opens it with ws_automigrate=true: the primary crashes
+// inside the first step up, once its SQL and its version are written and
+// before its COMMIT, and the standby is promoted. The new primary's schema
+// is at the version before that step, not dirty; it opens, migrating the
+// rest, with every acknowledged write there once, each task claimed once by
+// its claimant, the lease's token kept, the log gap-free and verifying.
+func migrationFailover(t *testing.T, p *pair) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	schema := pgtest.RandomName("failover_")
+	dsn := p.dsn(schema)
+
+	ws, err := workspace.Open(ctx, dsn, workspace.Options{Private: true})
+	require.NoError(t, err)
+	const notes, tasks = 30, 6
+	for i := range notes {
+		_, err := ws.Notes().Put(ctx, workspace.Write{Actor: "a"}, workspace.NotePut{Kind: "decision", Key: fmt.Sprint("k", i), Body: "x"})
+		require.NoError(t, err)
+	}
+	for i := range tasks {
+		_, err := ws.Tasks().Create(ctx, workspace.Write{Actor: "lead"}, workspace.NewTask{Title: strconv.Itoa(i)})
+		require.NoError(t, err)
+	}
+	claimed := map[string]string{}
+	for i := range tasks / 2 {
+		actor := fmt.Sprint("agent-", i)
+		task, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: actor})
+		require.NoError(t, err)
+		claimed[task.ID] = actor
+	}
+	lease, err := ws.Locks().Acquire(ctx, workspace.AcquireRequest{Resource: "deploy", Owner: "agent-0", TTL: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, ws.Close())
+
+	m, err := workspace.OpenMigrator(ctx, dsn)
+	require.NoError(t, err)
+	latest := m.Latest()
+	require.NoError(t, m.Down(ctx, 2))
+	require.NoError(t, m.Close())
+	from := latest - 2
+
+	crashed := make(chan struct{})
+	var once sync.Once
+	clear := postgres.SetMigrateHook(schema, func(_ context.Context, v uint, up bool) error {
+		if up && v == from+1 {
+			once.Do(func() {
+				p.primary.Crash(t)
+				close(crashed)
+			})
+		}
+		return nil
+	})
+	t.Cleanup(clear)
+	_, err = workspace.Open(ctx, dsn+"&ws_automigrate=true", workspace.Options{Private: true})
+	require.Error(t, err, "the migrating open lost its primary")
+	select {
+	case <-crashed:
+	default:
+		t.Fatalf("the open failed before the step: %v", err)
+	}
+	clear()
+	p.standby.Promote(t)
+
+	m, err = workspace.OpenMigrator(ctx, dsn)
+	require.NoError(t, err)
+	v, dirty, err := m.Version(ctx)
+	require.NoError(t, m.Close())
+	require.NoError(t, err)
+	assert.Equal(t, from, v, "the crashed step left nothing, its version included")
+	assert.False(t, dirty, "no migrate force is needed")
+
+	ws, err = workspace.Open(ctx, dsn+"&ws_automigrate=true", workspace.Options{Private: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ws.Close() })
+	for i := range notes {
+		n, err := ws.Notes().Get(ctx, "decision", fmt.Sprint("k", i))
+		require.NoError(t, err, "acknowledged note k%d is there", i)
+		assert.Equal(t, int64(1), n.Version)
+	}
+	for id, actor := range claimed {
+		task, err := ws.Tasks().Get(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, actor, task.Assignee)
+		assert.Equal(t, 1, task.Attempts)
+	}
+	held, err := ws.Locks().Get(ctx, "deploy")
+	require.NoError(t, err)
+	assert.Equal(t, lease.Token, held.Token, "the lease kept its token")
+	page, err := ws.Events().Read(ctx, workspace.EventQuery{Limit: 1000})
+	require.NoError(t, err)
+	for i, e := range page.Events {
+		require.Equal(t, int64(i+1), e.Seq, "the log is gap-free")
+	}
+	rep, err := ws.Verify(ctx)
+	require.NoError(t, err)
+	assert.True(t, rep.OK(), "%+v", rep)
+	_, err = ws.Notes().Put(ctx, workspace.Write{Actor: "a"}, workspace.NotePut{Kind: "decision", Key: "after", Body: "y"})
+	require.NoError(t, err, "the migrated workspace takes writes")
 }
 
 // TestFailoverToAnAsynchronousStandbyLosesOnlyTheLastAcknowledged runs

@@ -1,31 +1,29 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
-	"github.com/golang-migrate/migrate/v4"
-	migratedb "github.com/golang-migrate/migrate/v4/database"
-	pgxmigrate "github.com/golang-migrate/migrate/v4/database/pgx/v5"
-	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/agentspace/agentspace/backend/internal/sqlmigrate"
 	pgmigrations "github.com/agentspace/agentspace/migrations/postgres"
 	"github.com/agentspace/agentspace/workspace"
 )
 
-// migrationsTable is golang-migrate's version table, inside the workspace's schema.
+// migrationsTable is the version table, inside the workspace's schema (in
+// golang-migrate's layout, which earlier releases migrated with).
 const migrationsTable = "schema_migrations"
 
 // latest is the newest migration version embedded in this binary.
@@ -53,14 +51,16 @@ type schemaState struct {
 	chainNext int64
 }
 
-// migrateLockID is golang-migrate's advisory lock for the schema: holding it
-// (even transaction-scoped) waits out a migration in progress elsewhere.
-func migrateLockID(database, schema string) (int64, error) {
-	id, err := migratedb.GenerateAdvisoryLockId(database, schema, migrationsTable)
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseInt(id, 10, 64)
+// migrateLockID is the advisory lock of the schema's migrations: holding
+// it (even transaction-scoped) waits out a migration in progress
+// elsewhere. It is the key golang-migrate, which earlier releases ran
+// migrations with, derives from the same names (a CRC-32 of schema, table
+// and database joined by NULs, times its salt), so that a migration by an
+// earlier release and one by this one exclude each other.
+func migrateLockID(database, schema string) int64 {
+	const salt = 1486364155
+	sum := crc32.ChecksumIEEE([]byte(schema + "\x00" + migrationsTable + "\x00" + database))
+	return int64(sum * salt)
 }
 
 // readSchemaState reads the schema's version while no migration runs.
@@ -71,15 +71,11 @@ func readSchemaState(ctx context.Context, pool *pgxpool.Pool, schema string) (sc
 		if err := tx.QueryRow(ctx, `SELECT current_database()`).Scan(&db); err != nil {
 			return err
 		}
-		id, err := migrateLockID(db, schema)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, id); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLockID(db, schema)); err != nil {
 			return err
 		}
 		var hasTable bool
-		err = tx.QueryRow(ctx, probeQuery, schema, migrationsTable).Scan(&st.exists, &hasTable)
+		err := tx.QueryRow(ctx, probeQuery, schema, migrationsTable).Scan(&st.exists, &hasTable)
 		if err != nil {
 			return err
 		}
@@ -115,8 +111,9 @@ func readSchemaState(ctx context.Context, pool *pgxpool.Pool, schema string) (sc
 
 // checkSchemaVersion creates the current schema in an empty one, migrates
 // an older one if auto, and refuses dirty, older or newer ones. Migrations
-// run on a connection made from session: golang-migrate's lock is
-// session-scoped, so it must not go through a transaction pooler.
+// run on a connection made from session: the migration files name no
+// schema and rely on the connection's search_path, which a transaction
+// pooler does not keep.
 func checkSchemaVersion(ctx context.Context, pool *pgxpool.Pool, session *pgx.ConnConfig, schema string, auto bool) error {
 	want := int64(latest()) // #nosec G115 -- schema versions are small counts (our migrations number a handful)
 	for pass := 0; ; pass++ {
@@ -178,15 +175,20 @@ func finishChain(ctx context.Context, session *pgx.ConnConfig, schema string) er
 	return err
 }
 
-// migrator is the workspace.Migrator of one schema, on golang-migrate.
+// migrator is the workspace.Migrator of one schema: its steps run one
+// transaction each, the version they record in the same transaction
+// (backend/internal/sqlmigrate), holding the schema's migration lock.
 type migrator struct {
-	m    *migrate.Migrate
-	db   *sql.DB
-	fsys fs.FS // the migration files, to name the one that failed
+	r  sqlmigrate.Runner
+	db *sql.DB
 }
 
-// newMigrator opens golang-migrate on a connection whose search_path is the
-// schema, creating the schema first if it does not exist.
+// migrateHooks are the tests' BeforeCommit of each schema's migrations
+// (SetMigrateHook in export_test.go).
+var migrateHooks sync.Map // schema -> func(ctx context.Context, version uint, up bool) error
+
+// newMigrator opens the migrations of schema on a connection whose
+// search_path is the schema, creating the schema first if it does not exist.
 func newMigrator(ctx context.Context, ccfg *pgx.ConnConfig, schema string) (*migrator, error) {
 	return newMigratorFS(ctx, ccfg, schema, pgmigrations.FS)
 }
@@ -195,6 +197,10 @@ func newMigrator(ctx context.Context, ccfg *pgx.ConnConfig, schema string) (*mig
 func newMigratorFS(ctx context.Context, ccfg *pgx.ConnConfig, schema string, fsys fs.FS) (*migrator, error) {
 	if err := checkSchema(schema); err != nil {
 		return nil, err
+	}
+	steps, err := sqlmigrate.Load(fsys)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	cfg := ccfg.Copy()
 	if cfg.RuntimeParams == nil {
@@ -206,23 +212,37 @@ func newMigratorFS(ctx context.Context, ccfg *pgx.ConnConfig, schema string, fsy
 		_ = db.Close()
 		return nil, err
 	}
-	drv, err := pgxmigrate.WithInstance(db, &pgxmigrate.Config{SchemaName: schema, MigrationsTable: migrationsTable})
-	if err != nil {
+	var database string
+	if err := db.QueryRowContext(ctx, `SELECT current_database()`).Scan(&database); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("postgres: migrations: %w", err)
 	}
-	src, err := iofs.New(fsys, ".")
-	if err != nil {
-		_ = drv.Close()
-		return nil, fmt.Errorf("postgres: migrations: %w", err)
+	lockID := migrateLockID(database, schema)
+	m := &migrator{db: db, r: sqlmigrate.Runner{
+		DB:    db,
+		Steps: steps,
+		Dialect: sqlmigrate.Dialect{
+			Table:  pgx.Identifier{schema, migrationsTable}.Sanitize(),
+			Exists: `SELECT to_regclass(` + quoteLiteral(pgx.Identifier{schema, migrationsTable}.Sanitize()) + `) IS NOT NULL`,
+			Create: `CREATE TABLE IF NOT EXISTS ` + pgx.Identifier{schema, migrationsTable}.Sanitize() + ` (version bigint NOT NULL PRIMARY KEY, dirty boolean NOT NULL)`,
+			Insert: `INSERT INTO ` + pgx.Identifier{schema, migrationsTable}.Sanitize() + ` (version, dirty) VALUES ($1, $2)`,
+			// Transaction-scoped, so a step holds it to its COMMIT and a
+			// crash lets go of it; an earlier release's session lock on
+			// the same key waits for it, and it for that.
+			Lock: func(ctx context.Context, tx *sql.Tx) error {
+				_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, lockID)
+				return err
+			},
+		},
+	}}
+	if h, ok := migrateHooks.Load(schema); ok {
+		m.r.BeforeCommit = h.(func(context.Context, uint, bool) error)
 	}
-	m, err := migrate.NewWithInstance("iofs", src, "pgx5", drv)
-	if err != nil {
-		_ = drv.Close()
-		return nil, fmt.Errorf("postgres: migrations: %w", err)
-	}
-	return &migrator{m: m, db: db, fsys: fsys}, nil
+	return m, nil
 }
+
+// quoteLiteral quotes s as an SQL string literal.
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // ensureSchema creates the schema unless it exists. Only creating needs the
 // CREATE privilege on the database; a role given a ready schema needs none.
@@ -252,86 +272,42 @@ func ensureSchema(ctx context.Context, db *sql.DB, schema string) error {
 	return nil
 }
 
-// run runs op, stopping golang-migrate after its current step if ctx ends.
-func (m *migrator) run(ctx context.Context, op func() error) error {
-	stop := context.AfterFunc(ctx, func() {
-		select {
-		case m.m.GracefulStop <- true:
-		default:
-		}
-	})
-	defer stop()
-	err := op()
-	if errors.Is(err, migrate.ErrNoChange) {
-		return nil
+// done maps what a step run returned: a failed step's error names its
+// file and where in it the server pointed.
+func (m *migrator) done(err error) error {
+	var se *sqlmigrate.StepError
+	if errors.As(err, &se) {
+		return migrationError(se)
 	}
-	var de migrate.ErrDirty
-	if errors.As(err, &de) {
-		return &workspace.SchemaError{Current: int64(de.Version), Want: int64(latest()), Dirty: true} // #nosec G115 -- schema versions are small counts (our migrations number a handful)
+	var (
+		schemaErr  *workspace.SchemaError
+		invalidErr *workspace.InvalidError
+	)
+	if err == nil || errors.As(err, &schemaErr) || errors.As(err, &invalidErr) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
 	}
-	if err != nil {
-		return migrationError(m.fsys, err)
-	}
-	return ctx.Err()
+	return fmt.Errorf("postgres: migrate: %w", err)
 }
 
-// migrationError makes golang-migrate's error for a failed statement, which
-// quotes the whole SQL file, one line: the file, the line and column the
-// server pointed at, that line's text, and the server's message. The
-// server's error stays wrapped for errors.As.
-func migrationError(fsys fs.FS, err error) error {
-	var (
-		de  migratedb.Error
-		dep *migratedb.Error
-	)
-	switch {
-	case errors.As(err, &de):
-	case errors.As(err, &dep):
-		de = *dep
-	default:
-		return fmt.Errorf("postgres: migrate: %w", err)
-	}
-	cause := de.OrigErr
-	if cause == nil {
-		cause = errors.New(de.Err)
-	}
-	file, text, start := migrationFile(fsys, de.Query)
-	if file == "" {
-		return fmt.Errorf("postgres: migrate: a statement failed: %w", cause)
+// migrationError makes a failed step's error one line: the file, the line
+// and column the server pointed at, that line's text, and the server's
+// message. The server's error stays wrapped for errors.As.
+func migrationError(se *sqlmigrate.StepError) error {
+	file, cause := se.Step.File(se.Up), se.Err
+	text := se.Step.Up
+	if !se.Up {
+		text = se.Step.Down
 	}
 	var pgErr *pgconn.PgError
 	if !errors.As(cause, &pgErr) || pgErr.Position <= 0 {
 		return fmt.Errorf("postgres: migration %s failed: %w", file, cause)
 	}
-	line, col, lineText := position(text, start, int(pgErr.Position))
+	line, col, lineText := position(text, 0, int(pgErr.Position))
 	msg := fmt.Sprintf("postgres: migration %s, line %d, column %d (%s)", file, line, col, strconv.Quote(lineText))
 	if pgErr.Hint != "" {
 		cause = fmt.Errorf("%w; hint: %s", cause, pgErr.Hint)
 	}
 	return fmt.Errorf("%s: %w", msg, cause)
-}
-
-// migrationFile finds the migration file holding stmt: its name, its text
-// and the byte offset where stmt starts in it. A statement found in no file
-// gives "".
-func migrationFile(fsys fs.FS, stmt []byte) (name, text string, start int) {
-	if len(bytes.TrimSpace(stmt)) == 0 {
-		return "", "", 0
-	}
-	names, err := fs.Glob(fsys, "*.sql")
-	if err != nil {
-		return "", "", 0
-	}
-	for _, n := range names {
-		b, err := fs.ReadFile(fsys, n)
-		if err != nil {
-			continue
-		}
-		if i := bytes.Index(b, stmt); i >= 0 {
-			return n, string(b), i
-		}
-	}
-	return "", "", 0
 }
 
 // position turns the server's error position (1-based, in characters of the
@@ -355,49 +331,37 @@ func position(text string, start, pos int) (line, col int, lineText string) {
 }
 
 func (m *migrator) Version(ctx context.Context) (uint, bool, error) {
-	v, dirty, err := m.m.Version()
-	if errors.Is(err, migrate.ErrNilVersion) {
-		return 0, false, nil
-	}
+	v, dirty, err := m.r.Version(ctx)
 	if err != nil {
 		return 0, false, fmt.Errorf("postgres: migration version: %w", err)
 	}
 	return v, dirty, nil
 }
 
-func (m *migrator) Latest() uint { return latest() }
+func (m *migrator) Latest() uint { return m.r.Latest() }
 
 // Up migrates to the latest version and chains the events written before
 // the chain.
 func (m *migrator) Up(ctx context.Context) error {
-	if err := m.run(ctx, m.m.Up); err != nil {
+	if err := m.done(m.r.Up(ctx)); err != nil {
 		return err
 	}
 	return m.chain(ctx)
 }
 
 func (m *migrator) Down(ctx context.Context, n int) error {
-	if n <= 0 {
-		return m.run(ctx, m.m.Down)
-	}
-	return m.run(ctx, func() error { return m.m.Steps(-n) })
+	return m.done(m.r.Down(ctx, n))
 }
 
 func (m *migrator) Goto(ctx context.Context, v uint) error {
-	if v == 0 {
-		return m.run(ctx, m.m.Down)
-	}
-	if err := m.run(ctx, func() error { return m.m.Migrate(v) }); err != nil {
+	if err := m.done(m.r.Goto(ctx, v)); err != nil || v == 0 {
 		return err
 	}
 	return m.chain(ctx)
 }
 
 func (m *migrator) Force(ctx context.Context, v int) error {
-	return m.run(ctx, func() error { return m.m.Force(v) })
+	return m.done(m.r.Force(ctx, v))
 }
 
-func (m *migrator) Close() error {
-	srcErr, dbErr := m.m.Close()
-	return errors.Join(srcErr, dbErr)
-}
+func (m *migrator) Close() error { return m.db.Close() }

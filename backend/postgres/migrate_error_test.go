@@ -68,8 +68,12 @@ func TestAFailedMigrationNamesItsFileLineAndMessage(t *testing.T) {
 
 			v, dirty, err := m.Version(ctx)
 			require.NoError(t, err)
-			assert.Equal(t, uint(2), v)
-			assert.True(t, dirty, "the failed step is left dirty, for migrate force")
+			assert.Equal(t, uint(1), v, "the failed step rolled back whole, its version with it")
+			assert.False(t, dirty, "nothing is left for migrate force to clear")
+			var second *string
+			require.NoError(t, m.db.QueryRowContext(ctx, `SELECT to_regclass('second')::text`).Scan(&second))
+			assert.Nil(t, second, "the step's first statements rolled back with the one that failed")
+			require.NoError(t, m.Goto(ctx, 1), "the store stays usable at the version before")
 		})
 	}
 }

@@ -322,7 +322,7 @@ func TestOpenRefusesDirtyNewerAndUnmigratedOlderSchemas(t *testing.T) {
 	}{
 		{"dirty", `UPDATE %s SET dirty = true`, "true", true, 0},
 		{"newer", `UPDATE %s SET version = version + 1`, "true", false, 1},
-		// Version 0 is older than every migration, and golang-migrate cannot start from it.
+		// Version 0 is older than every migration.
 		{"older", `UPDATE %s SET version = 0`, "false", false, -latestVersion(t)},
 	}
 	for _, c := range cases {

@@ -261,14 +261,17 @@ func (c *Client) callRetry(ctx context.Context, method, path string, query url.V
 		if c.isClosed() {
 			return workspace.ErrClosed
 		}
-		if ctx.Err() != nil || !retry {
+		if ctx.Err() != nil {
 			return err
+		}
+		if !retry {
+			return unreachable(method, err)
 		}
 		if deadline.IsZero() {
 			deadline = time.Now().Add(RetryFor)
 		}
 		if time.Now().After(deadline) {
-			return err
+			return unreachable(method, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -280,6 +283,23 @@ func (c *Client) callRetry(ctx context.Context, method, path string, query url.V
 		}
 		backoff = min(2*backoff, time.Second)
 	}
+}
+
+// unreachable makes a request that found no server (a refused or lost
+// connection, a timeout of the transport) an *workspace.UnavailableError,
+// as every backend reports a store it cannot reach, so that callers (and
+// wsctl's exit code) branch on workspace.ErrUnavailable. A write whose
+// connection was lost after it was sent may have been applied: Unknown
+// says so. Typed answers of the server and the caller's own cancellation
+// pass through.
+func unreachable(method string, err error) error {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err
+	}
+	var op *net.OpError
+	notSent := errors.As(err, &op) && op.Op == "dial"
+	return &workspace.UnavailableError{Backend: "remote", Unknown: !notSent && method != http.MethodGet, Cause: err}
 }
 
 func (c *Client) send(ctx context.Context, method, path string, query url.Values, payload []byte) (*http.Response, error) {

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/golang-migrate/migrate/v4"
+	"github.com/agentspace/agentspace/backend/internal/sqlmigrate"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -128,7 +128,7 @@ func TestUpgradeCutShortResumesOnTheNextOpen(t *testing.T) {
 	path := oldStore(t, n)
 	db, err := sql.Open("sqlite", path)
 	require.NoError(t, err)
-	require.NoError(t, runMigration(db, func(m *migrate.Migrate) error { return m.Up() }))
+	require.NoError(t, runMigration(ctx, db, func(r *sqlmigrate.Runner) error { return r.Up(ctx) }))
 	assert.Equal(t, int64(1), chainNext(t, path), "the migration asks for the log to be chained")
 	done, err := driver.ChainStep(ctx, db, chainUp, chainBatch)
 	require.NoError(t, err)

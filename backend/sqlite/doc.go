@@ -29,8 +29,9 @@
 // the last transactions, never corrupt the file); ws_synchronous=OFF leaves
 // syncing to the OS (a power loss may corrupt the file: scratch use only).
 //
-// The schema lives in migrations/sqlite and is applied by golang-migrate
-// under a cross-process lock (flock on PATH.migrate.lock): opening a new
+// The schema lives in migrations/sqlite and is applied a step per
+// transaction, the version recorded in it (a step killed part way leaves
+// the file at the version before), under a cross-process lock (flock on PATH.migrate.lock): opening a new
 // file creates it, opening an older one is a *workspace.SchemaError unless
 // ws_automigrate=true, and one newer than this code is refused.
 //

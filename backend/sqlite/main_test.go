@@ -52,6 +52,8 @@ func runChild(role string) error {
 		return writeNotes(ctx, dsn, os.Getenv(childNameEnv))
 	case "write-until-killed":
 		return writeUntilKilled(ctx, dsn)
+	case "migrate-then-hang":
+		return migrateThenHang(ctx, dsn, goFile)
 	}
 	if role == "migrate" {
 		m, err := workspace.OpenMigrator(ctx, dsn)

@@ -10,17 +10,14 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentspace/agentspace/backend/internal/sqlmigrate"
 	"github.com/agentspace/agentspace/workspace"
-	"github.com/golang-migrate/migrate/v4"
-	msqlitedb "github.com/golang-migrate/migrate/v4/database/sqlite"
-	"github.com/golang-migrate/migrate/v4/source/iofs"
 
 	migrations "github.com/agentspace/agentspace/migrations/sqlite"
 )
 
 // lockPathFor is the sidecar file whose flock serializes migrations (and
-// schema checks) across processes: golang-migrate's own SQLite lock is a
-// flag in one process's memory.
+// schema checks) across processes.
 func lockPathFor(path string) string { return path + ".migrate.lock" }
 
 var latestOnce = sync.OnceValue(func() uint {
@@ -45,7 +42,7 @@ func LatestVersion() uint { return latestOnce() }
 type schemaState struct {
 	version uint
 	dirty   bool
-	empty   bool // no tables besides golang-migrate's
+	empty   bool // no tables besides the version table
 	// chainNext is meta.chain_next: the first event an upgrade has yet to
 	// chain, 0 if none (see chainup.go).
 	chainNext int64
@@ -122,7 +119,7 @@ func checkOrMigrate(ctx context.Context, st *store, autoMigrate bool) error {
 		if s.version > 0 {
 			st.log.Info("agentspace: migrating the sqlite schema", "path", st.path, "from", s.version, "to", latest)
 		}
-		if err := runMigration(st.w, func(m *migrate.Migrate) error { return m.Up() }); err != nil {
+		if err := runMigration(ctx, st.w, func(r *sqlmigrate.Runner) error { return r.Up(ctx) }); err != nil {
 			return err
 		}
 		return chainExisting(ctx, st.w, st.path)
@@ -130,28 +127,45 @@ func checkOrMigrate(ctx context.Context, st *store, autoMigrate bool) error {
 	return &workspace.SchemaError{Current: int64(s.version), Want: int64(latest)} // #nosec G115 -- schema versions are small counts (our migrations number a handful)
 }
 
-// runMigration runs step with a golang-migrate instance on db. ErrNoChange
-// is success. The instance is not closed: that would close db.
-func runMigration(db *sql.DB, step func(m *migrate.Migrate) error) error {
-	src, err := iofs.New(migrations.FS, ".")
+// migrateHook is the tests' BeforeCommit of every migration step (see
+// sqlmigrate.Runner; the crash test stops the process there).
+var migrateHook func(ctx context.Context, version uint, up bool) error
+
+// steps are the migrations this binary carries.
+var steps = sync.OnceValues(func() ([]sqlmigrate.Step, error) { return sqlmigrate.Load(migrations.FS) })
+
+// runMigration runs step with the migrations on db: each step one
+// transaction with the version it records. The caller holds the
+// migration lock (the flock of lockPathFor).
+func runMigration(ctx context.Context, db *sql.DB, step func(r *sqlmigrate.Runner) error) error {
+	list, err := steps()
 	if err != nil {
-		return fmt.Errorf("sqlite: migrations: %w", err)
+		return fmt.Errorf("sqlite: %w", err)
 	}
-	drv, err := msqlitedb.WithInstance(db, &msqlitedb.Config{})
-	if err != nil {
-		return fmt.Errorf("sqlite: migrations: %w", err)
+	r := &sqlmigrate.Runner{
+		DB:    db,
+		Steps: list,
+		Dialect: sqlmigrate.Dialect{
+			Table:  "schema_migrations",
+			Exists: `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations')`,
+			Create: `CREATE TABLE IF NOT EXISTS schema_migrations (version uint64, dirty bool);
+				CREATE UNIQUE INDEX IF NOT EXISTS version_unique ON schema_migrations (version)`,
+			Insert: `INSERT INTO schema_migrations (version, dirty) VALUES (?, ?)`,
+		},
+		BeforeCommit: migrateHook,
 	}
-	m, err := migrate.NewWithInstance("iofs", src, "sqlite", drv)
-	if err != nil {
-		return fmt.Errorf("sqlite: migrations: %w", err)
-	}
-	err = step(m)
-	var de migrate.ErrDirty
+	err = step(r)
+	var (
+		se         *sqlmigrate.StepError
+		schemaErr  *workspace.SchemaError
+		invalidErr *workspace.InvalidError
+	)
 	switch {
-	case err == nil, errors.Is(err, migrate.ErrNoChange):
-		return nil
-	case errors.As(err, &de):
-		return &workspace.SchemaError{Current: int64(de.Version), Want: int64(LatestVersion()), Dirty: true} // #nosec G115 -- schema versions are small counts (our migrations number a handful)
+	case err == nil, errors.As(err, &schemaErr), errors.As(err, &invalidErr),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.As(err, &se):
+		return fmt.Errorf("sqlite: %w", err)
 	}
 	return fmt.Errorf("sqlite: migrate: %w", err)
 }
@@ -174,7 +188,7 @@ func (m *migrator) Latest() uint { return LatestVersion() }
 
 // locked runs step under the migration lock; chain then chains the events
 // an upgrade left to chain (chainExisting), still under the lock.
-func (m *migrator) locked(ctx context.Context, chain bool, step func(m *migrate.Migrate) error) error {
+func (m *migrator) locked(ctx context.Context, chain bool, step func(r *sqlmigrate.Runner) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -183,44 +197,29 @@ func (m *migrator) locked(ctx context.Context, chain bool, step func(m *migrate.
 		return err
 	}
 	defer unlock()
-	if err := runMigration(m.db, step); err != nil || !chain {
+	if err := runMigration(ctx, m.db, step); err != nil || !chain {
 		return err
 	}
 	return chainExisting(ctx, m.db, m.path)
 }
 
 func (m *migrator) Up(ctx context.Context) error {
-	return m.locked(ctx, true, func(g *migrate.Migrate) error { return g.Up() })
+	return m.locked(ctx, true, func(r *sqlmigrate.Runner) error { return r.Up(ctx) })
 }
 
 func (m *migrator) Down(ctx context.Context, n int) error {
-	return m.locked(ctx, false, func(g *migrate.Migrate) error {
-		if n <= 0 {
-			return g.Down()
-		}
-		return g.Steps(-n)
-	})
+	return m.locked(ctx, false, func(r *sqlmigrate.Runner) error { return r.Down(ctx, n) })
 }
 
 func (m *migrator) Goto(ctx context.Context, v uint) error {
-	return m.locked(ctx, true, func(g *migrate.Migrate) error {
-		if v == 0 {
-			return g.Down()
-		}
-		return g.Migrate(v)
-	})
+	return m.locked(ctx, true, func(r *sqlmigrate.Runner) error { return r.Goto(ctx, v) })
 }
 
 func (m *migrator) Force(ctx context.Context, v int) error {
 	if v < 0 || uint(v) > LatestVersion() {
 		return &workspace.InvalidError{Field: "version", Reason: fmt.Sprintf("%d: want a version between 0 and %d", v, LatestVersion())}
 	}
-	return m.locked(ctx, false, func(g *migrate.Migrate) error {
-		if v == 0 {
-			return g.Force(-1)
-		}
-		return g.Force(v)
-	})
+	return m.locked(ctx, false, func(r *sqlmigrate.Runner) error { return r.Force(ctx, v) })
 }
 
 func (m *migrator) Close() error {

@@ -325,3 +325,36 @@ func TestClaimTakesHighestPriorityReadyTask(t *testing.T) {
 	_, err = ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: "worker"})
 	assert.True(t, errors.Is(err, workspace.ErrNoTask), "got %v", err)
 }
+
+// A writer that holds the write lock through every retry makes a write
+// fail with ErrUnavailable (wsctl's exit 75, "try again"), having written
+// nothing; a caller's deadline that ends the wait is its deadline.
+func TestALockHeldThroughEveryRetryIsUnavailable(t *testing.T) {
+	ctx := testCtx(t)
+	path := tempPath(t)
+	ws := openWS(t, "sqlite:"+path+"?ws_busy_timeout=1ms")
+
+	conn, err := rawDB(t, path).Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.ExecContext(ctx, `BEGIN IMMEDIATE`)
+	require.NoError(t, err)
+
+	_, err = ws.Tasks().Create(ctx, workspace.Write{Actor: "a"}, workspace.NewTask{Title: "never"})
+	var ue *workspace.UnavailableError
+	require.ErrorAs(t, err, &ue, "%v", err)
+	assert.ErrorIs(t, err, workspace.ErrUnavailable)
+	assert.Equal(t, "sqlite", ue.Backend)
+	assert.False(t, ue.Unknown, "a busy write committed nothing")
+
+	short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	_, err = ws.Tasks().Create(short, workspace.Write{Actor: "a"}, workspace.NewTask{Title: "never"})
+	require.ErrorIs(t, err, context.DeadlineExceeded, "%v", err)
+
+	_, err = conn.ExecContext(context.Background(), `ROLLBACK`)
+	require.NoError(t, err)
+	head, err := ws.Events().Head(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, head, "nothing was written")
+}

@@ -329,8 +329,16 @@ func retryBusy(ctx context.Context, log *slog.Logger, what string, op func() err
 	delay := 5 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		err := op()
-		if err == nil || !isBusy(err) || attempt == maxBusyRetries || ctx.Err() != nil {
+		switch {
+		case err == nil || !isBusy(err):
 			return err
+		case ctx.Err() != nil:
+			return fmt.Errorf("sqlite: waiting for another connection's lock: %w", ctx.Err())
+		case attempt == maxBusyRetries:
+			// Another process held the lock through every retry: the
+			// store is unavailable for now, as a database that does not
+			// answer is (ErrUnavailable; wsctl exits 75, "try again").
+			return &workspace.UnavailableError{Backend: "sqlite", Cause: err}
 		}
 		if log != nil {
 			log.Debug("agentspace: sqlite busy; retrying", "op", what, "attempt", attempt+1, "err", err)
@@ -339,7 +347,7 @@ func retryBusy(ctx context.Context, log *slog.Logger, what string, op func() err
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return err
+			return fmt.Errorf("sqlite: waiting for another connection's lock: %w", ctx.Err())
 		case <-t.C:
 		}
 		delay = min(delay*2, time.Second)

@@ -1,7 +1,7 @@
 // Package postgres holds the PostgreSQL backend's schema migrations,
-// embedded so that the binary carries them. They are run by golang-migrate
-// (see backend/postgres) with the workspace's schema as the search_path, so
-// the SQL names no schema.
+// embedded so that the binary carries them. backend/postgres runs them a
+// step per transaction (backend/internal/sqlmigrate) with the workspace's
+// schema as the search_path, so the SQL names no schema.
 package postgres
 
 import "embed"

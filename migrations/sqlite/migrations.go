@@ -1,7 +1,7 @@
 // Package sqlite holds the SQLite backend's schema migrations, embedded so
-// that a binary carries its own schema. They are run by golang-migrate
-// (source/iofs) from backend/sqlite; file names follow its
-// NNNNNN_name.up.sql / NNNNNN_name.down.sql convention.
+// that a binary carries its own schema. backend/sqlite runs them a step per
+// transaction (backend/internal/sqlmigrate); file names are
+// NNNNNN_name.up.sql and NNNNNN_name.down.sql.
 package sqlite
 
 import "embed"

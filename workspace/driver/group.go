@@ -575,6 +575,11 @@ func (h *core) runGroup(ctx context.Context, g *gathering) []*job {
 	}
 	for _, j := range live {
 		switch {
+		case err != nil && errors.Is(err, context.Canceled) && j.ctx.Err() != nil:
+			// The transaction ended because every caller in it gave up:
+			// each is told its own reason (its deadline, say), not the
+			// group's cancellation.
+			j.err = j.ctx.Err()
 		case err != nil && len(live) == 1:
 			j.err = err
 			if j.conflict != nil {
