@@ -12,6 +12,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // The journal (DIR/.journal) makes transactions atomic and durable. It is
@@ -44,7 +45,9 @@ var appliedMarker = []byte("agentspace-applied\n")
 // checkpointBytes is the journal size past which a commit checkpoints.
 const checkpointBytes = 256 << 10
 
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
+// crcTable is the journal's CRC-32C table, made on first use so that a
+// process that never opens a json store does not build it at start.
+var crcTable = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // record is one committed transaction, as the files it changes.
 type record struct {
@@ -93,7 +96,7 @@ func encodeJournal(rec *record) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	b.Write(journalMagic)
-	fmt.Fprintf(&b, "%d %08x\n", len(payload), crc32.Checksum(payload, crcTable))
+	fmt.Fprintf(&b, "%d %08x\n", len(payload), crc32.Checksum(payload, crcTable()))
 	b.Write(payload)
 	b.WriteByte('\n')
 	return b.Bytes(), nil
@@ -148,7 +151,7 @@ func decodeEntry(data []byte) (*record, int, error) {
 		return nil, 0, fmt.Errorf("%s: %w: %d of %d bytes", journalFile, errTorn, len(payload), n+1)
 	}
 	payload = payload[:n]
-	if crc32.Checksum(payload, crcTable) != uint32(sum) {
+	if crc32.Checksum(payload, crcTable()) != uint32(sum) {
 		return nil, 0, fmt.Errorf("%s: %w: checksum mismatch", journalFile, errTorn)
 	}
 	rec := &record{}

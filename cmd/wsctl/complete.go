@@ -28,12 +28,25 @@ type completer func(ctx context.Context, ws *workspace.Workspace, args []string,
 // scripts the workspace's own names: artifact names, task ids (with their
 // titles), note kinds and keys, and lock resources.
 func (a *app) addCompletions(root *cobra.Command) {
-	find := func(path string) *cobra.Command {
-		c, _, err := root.Find(strings.Fields(path))
+	// on calls set with the command at path, unless the tree holds the
+	// top-level command alone and this is another (see rootFor).
+	top := a.topLevel()
+	on := func(path string, set func(c *cobra.Command)) {
+		words := strings.Fields(path)
+		if _, ok := top[words[0]]; !ok {
+			panic("wsctl: no command " + path + " to complete") // a typo in the table below
+		}
+		if c, _, err := root.Find(words[:1]); err != nil || c == root {
+			return
+		}
+		c, _, err := root.Find(words)
 		if err != nil || c == root {
 			panic("wsctl: no command " + path + " to complete") // a typo in the table below
 		}
-		return c
+		set(c)
+	}
+	validArgs := func(fn func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective)) func(c *cobra.Command) {
+		return func(c *cobra.Command) { c.ValidArgsFunction = fn }
 	}
 	first := func(fn completer) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return a.complete(func(ctx context.Context, ws *workspace.Workspace, args []string, toComplete string) ([]string, error) {
@@ -44,32 +57,36 @@ func (a *app) addCompletions(root *cobra.Command) {
 		})
 	}
 	for _, p := range []string{"artifact put", "artifact get", "artifact log", "artifact diff", "artifact rollback", "artifact rm", "artifact pin", "artifact unpin"} {
-		find(p).ValidArgsFunction = first(artifactNames)
+		on(p, validArgs(first(artifactNames)))
 	}
 	for _, p := range []string{"task heartbeat", "task done", "task fail", "task release", "task show"} {
-		find(p).ValidArgsFunction = first(taskIDs)
+		on(p, validArgs(first(taskIDs)))
 	}
 	for _, p := range []string{"note get", "note rm", "note put", "note ls"} {
-		find(p).ValidArgsFunction = a.complete(noteKindsAndKeys)
+		on(p, validArgs(a.complete(noteKindsAndKeys)))
 	}
 	for _, p := range []string{"lock acquire", "lock renew", "lock release"} {
-		find(p).ValidArgsFunction = first(lockResources)
+		on(p, validArgs(first(lockResources)))
 	}
 	flags := []struct{ cmd, flag string }{
 		{"task add", "depends-on"}, {"task add", "parent"}, {"task claim", "parent"}, {"task ls", "parent"},
 		{"artifact put", "task"}, {"artifact ls", "task"},
 	}
 	for _, f := range flags {
-		_ = find(f.cmd).RegisterFlagCompletionFunc(f.flag, a.complete(taskIDs)) // only fails for an unknown or doubly registered flag
+		on(f.cmd, func(c *cobra.Command) {
+			_ = c.RegisterFlagCompletionFunc(f.flag, a.complete(taskIDs)) // only fails for an unknown or doubly registered flag
+		})
 	}
-	_ = find("events").RegisterFlagCompletionFunc("type", func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		var out []string
-		for _, t := range eventTypes {
-			if strings.HasPrefix(t, toComplete) {
-				out = append(out, t)
+	on("events", func(c *cobra.Command) {
+		_ = c.RegisterFlagCompletionFunc("type", func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			var out []string
+			for _, t := range eventTypes {
+				if strings.HasPrefix(t, toComplete) {
+					out = append(out, t)
+				}
 			}
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
+			return out, cobra.ShellCompDirectiveNoFileComp
+		})
 	})
 }
 
