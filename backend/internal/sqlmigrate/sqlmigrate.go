@@ -157,7 +157,7 @@ func (r *Runner) read(ctx context.Context, q interface {
 		return st, nil
 	}
 	var v int64
-	err := q.QueryRowContext(ctx, `SELECT version, dirty FROM `+r.Dialect.Table+` LIMIT 1`).Scan(&v, &st.dirty)
+	err := q.QueryRowContext(ctx, `SELECT version, dirty FROM `+r.Dialect.Table+` LIMIT 1`).Scan(&v, &st.dirty) // #nosec G202 -- the table is the backend's constant name, quoted
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return st, nil
@@ -286,7 +286,7 @@ func (r *Runner) inTx(ctx context.Context, fn func(tx *sql.Tx, st state) error) 
 
 // record replaces the version row with v, clean (-1 or 0: no row).
 func (r *Runner) record(ctx context.Context, tx *sql.Tx, v int) error {
-	if _, err := tx.ExecContext(ctx, `DELETE FROM `+r.Dialect.Table); err != nil {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM `+r.Dialect.Table); err != nil { // #nosec G202 -- the table is the backend's constant name, quoted
 		return fmt.Errorf("record the schema version: %w", err)
 	}
 	if v <= 0 {
