@@ -196,6 +196,19 @@ func TestCorruptRowsGiveErrorsNamingTheRow(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// holdWriteLock takes the write lock of the file at path on a connection
+// of its own (BEGIN IMMEDIATE), as another process's writer would; the
+// caller ends it with COMMIT or ROLLBACK on the connection.
+func holdWriteLock(t *testing.T, ctx context.Context, path string) *sql.Conn {
+	t.Helper()
+	conn, err := rawDB(t, path).Conn(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	_, err = conn.ExecContext(ctx, `BEGIN IMMEDIATE`)
+	require.NoError(t, err)
+	return conn
+}
+
 // A writer that holds the write lock past busy_timeout makes Update fail
 // with SQLITE_BUSY; the store retries, and the write lands once the lock is
 // released.
@@ -204,11 +217,7 @@ func TestUpdateRetriesWhenBusyPastTimeout(t *testing.T) {
 	path := tempPath(t)
 	ws := openWS(t, "sqlite:"+path+"?ws_busy_timeout=1ms")
 
-	conn, err := rawDB(t, path).Conn(ctx)
-	require.NoError(t, err)
-	defer conn.Close()
-	_, err = conn.ExecContext(ctx, `BEGIN IMMEDIATE`)
-	require.NoError(t, err)
+	conn := holdWriteLock(t, ctx, path)
 	released := make(chan struct{})
 	go func() {
 		defer close(released)
@@ -216,7 +225,7 @@ func TestUpdateRetriesWhenBusyPastTimeout(t *testing.T) {
 		_, _ = conn.ExecContext(context.Background(), `COMMIT`)
 	}()
 
-	_, err = ws.Tasks().Create(ctx, workspace.Write{Actor: "a"}, workspace.NewTask{Title: "after the lock"})
+	_, err := ws.Tasks().Create(ctx, workspace.Write{Actor: "a"}, workspace.NewTask{Title: "after the lock"})
 	<-released
 	require.NoError(t, err)
 	head, err := ws.Events().Head(ctx)
@@ -334,13 +343,9 @@ func TestALockHeldThroughEveryRetryIsUnavailable(t *testing.T) {
 	path := tempPath(t)
 	ws := openWS(t, "sqlite:"+path+"?ws_busy_timeout=1ms")
 
-	conn, err := rawDB(t, path).Conn(ctx)
-	require.NoError(t, err)
-	defer conn.Close()
-	_, err = conn.ExecContext(ctx, `BEGIN IMMEDIATE`)
-	require.NoError(t, err)
+	conn := holdWriteLock(t, ctx, path)
 
-	_, err = ws.Tasks().Create(ctx, workspace.Write{Actor: "a"}, workspace.NewTask{Title: "never"})
+	_, err := ws.Tasks().Create(ctx, workspace.Write{Actor: "a"}, workspace.NewTask{Title: "never"})
 	var ue *workspace.UnavailableError
 	require.ErrorAs(t, err, &ue, "%v", err)
 	assert.ErrorIs(t, err, workspace.ErrUnavailable)
