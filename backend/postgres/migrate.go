@@ -222,8 +222,10 @@ func newMigratorFS(ctx context.Context, ccfg *pgx.ConnConfig, schema string, fsy
 		DB:    db,
 		Steps: steps,
 		Dialect: sqlmigrate.Dialect{
-			Table:  pgx.Identifier{schema, migrationsTable}.Sanitize(),
-			Exists: `SELECT to_regclass(` + quoteLiteral(pgx.Identifier{schema, migrationsTable}.Sanitize()) + `) IS NOT NULL`,
+			// The connection's search_path is the schema alone.
+			Exists: `SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'schema_migrations')`,
+			Read:   `SELECT version, dirty FROM ` + pgx.Identifier{schema, migrationsTable}.Sanitize() + ` LIMIT 1`,
+			Clear:  `DELETE FROM ` + pgx.Identifier{schema, migrationsTable}.Sanitize(),
 			Create: `CREATE TABLE IF NOT EXISTS ` + pgx.Identifier{schema, migrationsTable}.Sanitize() + ` (version bigint NOT NULL PRIMARY KEY, dirty boolean NOT NULL)`,
 			Insert: `INSERT INTO ` + pgx.Identifier{schema, migrationsTable}.Sanitize() + ` (version, dirty) VALUES ($1, $2)`,
 			// Transaction-scoped, so a step holds it to its COMMIT and a
@@ -240,9 +242,6 @@ func newMigratorFS(ctx context.Context, ccfg *pgx.ConnConfig, schema string, fsy
 	}
 	return m, nil
 }
-
-// quoteLiteral quotes s as an SQL string literal.
-func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // ensureSchema creates the schema unless it exists. Only creating needs the
 // CREATE privilege on the database; a role given a ready schema needs none.

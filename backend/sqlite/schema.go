@@ -146,7 +146,8 @@ func runMigration(ctx context.Context, db *sql.DB, step func(r *sqlmigrate.Runne
 		DB:    db,
 		Steps: list,
 		Dialect: sqlmigrate.Dialect{
-			Table:  "schema_migrations",
+			Read:   `SELECT version, dirty FROM schema_migrations LIMIT 1`,
+			Clear:  `DELETE FROM schema_migrations`,
 			Exists: `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations')`,
 			Create: `CREATE TABLE IF NOT EXISTS schema_migrations (version uint64, dirty bool);
 				CREATE UNIQUE INDEX IF NOT EXISTS version_unique ON schema_migrations (version)`,

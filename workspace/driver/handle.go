@@ -254,14 +254,18 @@ func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (
 		}
 		return nil
 	}
+	if touchesPauses(ops) {
+		h.pauses.pending.Add(1)
+		defer func() {
+			h.pauses.clear()
+			h.pauses.pending.Add(-1)
+		}()
+	}
 	if err := h.submit(ctx, j); err != nil {
 		return workspace.BatchResult{}, wrapErr(opname, err)
 	}
 	if touchesPolicy(ops, j.res) {
 		h.policy.changed()
-	}
-	if touchesPauses(ops) {
-		h.pauses.clear()
 	}
 	return j.res, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
@@ -91,6 +92,13 @@ type pauseCache struct {
 	// gen counts clears: a read that a clear overtook (it may have read
 	// before the pause committed) does not install what it read.
 	gen uint64
+	// pending counts this core's writes that pause or resume an actor and
+	// have not yet cleared the cache after their commit. While one is in
+	// flight every check reads the store: its commit may be visible to a
+	// reader (a woken inbox poll, on a store whose change feed runs ahead
+	// of the commit's publication) before the cache is cleared, and a
+	// writer woken by the pause message must see the pause.
+	pending atomic.Int32
 }
 
 // clear makes the next write read the pauses again.
@@ -119,7 +127,7 @@ func (h *handle) pauseOf(ctx context.Context, actor string) (*pauseRecord, error
 	c := &h.pauses
 	now := time.Now()
 	c.mu.Lock()
-	fresh := !c.at.IsZero() && h.opts.PolicyRecheck > 0 && now.Sub(c.at) < h.opts.PolicyRecheck
+	fresh := !c.at.IsZero() && h.opts.PolicyRecheck > 0 && now.Sub(c.at) < h.opts.PolicyRecheck && c.pending.Load() == 0
 	set, gen := c.set, c.gen
 	c.mu.Unlock()
 	if !fresh {
@@ -139,7 +147,7 @@ func (h *handle) pauseOf(ctx context.Context, actor string) (*pauseRecord, error
 			return nil, wrapErr("pause", err)
 		}
 		c.mu.Lock()
-		if c.gen == gen && (c.at.IsZero() || c.at.Before(now)) {
+		if c.gen == gen && c.pending.Load() == 0 && (c.at.IsZero() || c.at.Before(now)) {
 			c.at, c.set = now, read
 		}
 		c.mu.Unlock()

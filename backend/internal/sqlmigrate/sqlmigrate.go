@@ -92,11 +92,10 @@ func (s Step) File(up bool) string {
 // Dialect is what differs between the databases: the version table's
 // statements, and the lock a step takes first in its transaction.
 type Dialect struct {
-	// Table is the version table's name, quoted and qualified as the
-	// statements need it.
-	Table string
 	// Exists is a query answering one boolean: does the table exist.
 	Exists string
+	// Read reads the table's row (version, dirty); Clear deletes it.
+	Read, Clear string
 	// Create makes the table (golang-migrate's layout: version, dirty).
 	Create string
 	// Insert records a version: two placeholders, version then dirty.
@@ -157,7 +156,7 @@ func (r *Runner) read(ctx context.Context, q interface {
 		return st, nil
 	}
 	var v int64
-	err := q.QueryRowContext(ctx, `SELECT version, dirty FROM `+r.Dialect.Table+` LIMIT 1`).Scan(&v, &st.dirty) // #nosec G202 -- the table is the backend's constant name, quoted
+	err := q.QueryRowContext(ctx, r.Dialect.Read).Scan(&v, &st.dirty)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return st, nil
@@ -286,7 +285,7 @@ func (r *Runner) inTx(ctx context.Context, fn func(tx *sql.Tx, st state) error) 
 
 // record replaces the version row with v, clean (-1 or 0: no row).
 func (r *Runner) record(ctx context.Context, tx *sql.Tx, v int) error {
-	if _, err := tx.ExecContext(ctx, `DELETE FROM `+r.Dialect.Table); err != nil { // #nosec G202 -- the table is the backend's constant name, quoted
+	if _, err := tx.ExecContext(ctx, r.Dialect.Clear); err != nil {
 		return fmt.Errorf("record the schema version: %w", err)
 	}
 	if v <= 0 {

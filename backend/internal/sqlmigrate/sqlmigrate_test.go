@@ -38,7 +38,8 @@ func runner(t *testing.T, fsys fstest.MapFS) (*sqlmigrate.Runner, *sql.DB) {
 	steps, err := sqlmigrate.Load(fsys)
 	require.NoError(t, err)
 	return &sqlmigrate.Runner{DB: db, Steps: steps, Dialect: sqlmigrate.Dialect{
-		Table:  "schema_migrations",
+		Read:   `SELECT version, dirty FROM schema_migrations LIMIT 1`,
+		Clear:  `DELETE FROM schema_migrations`,
 		Exists: `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations')`,
 		Create: `CREATE TABLE schema_migrations (version uint64, dirty bool)`,
 		Insert: `INSERT INTO schema_migrations (version, dirty) VALUES (?, ?)`,
