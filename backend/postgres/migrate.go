@@ -26,18 +26,11 @@ import (
 // golang-migrate's layout, which earlier releases migrated with).
 const migrationsTable = "schema_migrations"
 
-// latest is the newest migration version embedded in this binary.
-var latest = sync.OnceValue(func() uint {
-	names, _ := fs.Glob(pgmigrations.FS, "*.up.sql")
-	var v uint
-	for _, n := range names {
-		num, _, _ := strings.Cut(n, "_")
-		if x, err := strconv.ParseUint(num, 10, 32); err == nil && uint(x) > v {
-			v = uint(x)
-		}
-	}
-	return v
-})
+// steps are the migrations this binary carries, and latest the newest's version.
+var (
+	steps  = sync.OnceValues(func() ([]sqlmigrate.Step, error) { return sqlmigrate.Load(pgmigrations.FS) })
+	latest = func() uint { s, _ := steps(); return sqlmigrate.Latest(s) }
+)
 
 // schemaState is what a schema holds, as far as the version check cares.
 type schemaState struct {
@@ -278,11 +271,7 @@ func (m *migrator) done(err error) error {
 	if errors.As(err, &se) {
 		return migrationError(se)
 	}
-	var (
-		schemaErr  *workspace.SchemaError
-		invalidErr *workspace.InvalidError
-	)
-	if err == nil || errors.As(err, &schemaErr) || errors.As(err, &invalidErr) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if sqlmigrate.Typed(err) {
 		return err
 	}
 	return fmt.Errorf("postgres: migrate: %w", err)

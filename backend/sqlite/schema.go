@@ -5,9 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/agentspace/agentspace/backend/internal/sqlmigrate"
@@ -20,23 +17,11 @@ import (
 // schema checks) across processes.
 func lockPathFor(path string) string { return path + ".migrate.lock" }
 
-var latestOnce = sync.OnceValue(func() uint {
-	var latest uint
-	entries, _ := fs.ReadDir(migrations.FS, ".")
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		if !ok || !strings.HasSuffix(e.Name(), ".up.sql") {
-			continue
-		}
-		if v, err := strconv.ParseUint(num, 10, 32); err == nil && uint(v) > latest {
-			latest = uint(v)
-		}
-	}
-	return latest
-})
-
 // LatestVersion is the newest schema version this code knows.
-func LatestVersion() uint { return latestOnce() }
+func LatestVersion() uint {
+	list, _ := steps()
+	return sqlmigrate.Latest(list)
+}
 
 // schemaState is what a database file says about its schema.
 type schemaState struct {
@@ -156,14 +141,9 @@ func runMigration(ctx context.Context, db *sql.DB, step func(r *sqlmigrate.Runne
 		BeforeCommit: migrateHook,
 	}
 	err = step(r)
-	var (
-		se         *sqlmigrate.StepError
-		schemaErr  *workspace.SchemaError
-		invalidErr *workspace.InvalidError
-	)
+	var se *sqlmigrate.StepError
 	switch {
-	case err == nil, errors.As(err, &schemaErr), errors.As(err, &invalidErr),
-		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case sqlmigrate.Typed(err):
 		return err
 	case errors.As(err, &se):
 		return fmt.Errorf("sqlite: %w", err)

@@ -131,11 +131,29 @@ func (e *StepError) Error() string {
 func (e *StepError) Unwrap() error { return e.Err }
 
 // Latest is the newest version of the steps, 0 if there are none.
-func (r *Runner) Latest() uint {
-	if len(r.Steps) == 0 {
+func (r *Runner) Latest() uint { return Latest(r.Steps) }
+
+// Latest is the newest version of steps (in version order, as Load gives
+// them), 0 if there are none.
+func Latest(steps []Step) uint {
+	if len(steps) == 0 {
 		return 0
 	}
-	return r.Steps[len(r.Steps)-1].Version
+	return steps[len(steps)-1].Version
+}
+
+// Typed reports whether err, returned by a Runner, is already one a caller
+// branches on as it is: none, a *workspace.SchemaError (a dirty version),
+// a *workspace.InvalidError (a version or step count refused), or the
+// context's end. Anything else (a *StepError, a failure of the database)
+// is for the backend to describe.
+func Typed(err error) bool {
+	var (
+		schemaErr  *workspace.SchemaError
+		invalidErr *workspace.InvalidError
+	)
+	return err == nil || errors.As(err, &schemaErr) || errors.As(err, &invalidErr) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // state is what the version table says.
