@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -51,6 +52,7 @@ var messageCases = []coreCase{
 	{"MessageRacingAcksRecordOne", testMessageRacingAcks},
 	{"PauseGatesWritesButNotAcksOrRenewals", testPauseGatesWrites},
 	{"PauseIsLiftedByAnotherOperator", testPauseLiftedByAnotherOperator},
+	{"PauseIsSeenByTheAgentItWakes", testPauseSeenByTheWokenAgent},
 	{"MessageRetentionKeepsWhatStillOwesAnAck", testMessageRetention},
 }
 
@@ -491,6 +493,41 @@ func testPauseGatesWrites(t *testing.T, h Harness) {
 	assert.Len(t, eventsOfType(t, ws, workspace.EventActorResumed), 1)
 	_, err = ws.Commit(ctx, workspace.Batch{Actor: "root", Ops: []workspace.Op{workspace.ResumeActorOp{Actor: "w"}}})
 	assert.ErrorIs(t, err, workspace.ErrNotFound, "resuming an actor that is not paused")
+}
+
+// testPauseSeenByTheWokenAgent: an agent waiting on its inbox, on the
+// handle it writes through (whose cache of the pauses is fresh from a write
+// just before), is woken by its pause message and writes at once: the
+// write is refused as paused, every time. The pause is not a bound away
+// from the message that announces it (DESIGN.md, "Messages,
+// acknowledgement, pause").
+func testPauseSeenByTheWokenAgent(t *testing.T, h Harness) {
+	ctx := testCtx(t)
+	_, ws := fresh(t, h)
+	w := asPrincipal(ctx, "w")
+	for round := range 10 {
+		_, err := ws.Notes().Put(w, as("w"), workspace.NotePut{Kind: "decision", Key: fmt.Sprint("warm-", round), Body: "x"})
+		require.NoError(t, err, "round %d: the agent writes before its pause", round)
+		type saw struct{ wake, write error }
+		out := make(chan saw, 1)
+		go func() {
+			var s saw
+			defer func() { out <- s }()
+			_, s.wake = ws.Messages().Inbox(w, workspace.InboxQuery{Actor: "w", Unacked: true, Wait: true})
+			if s.wake == nil {
+				_, s.write = ws.Notes().Put(w, as("w"), workspace.NotePut{Kind: "decision", Key: fmt.Sprint("woken-", round), Body: "x"})
+			}
+		}()
+		res, err := ws.Commit(asPrincipal(ctx, "root"), workspace.Batch{Actor: "root", Ops: []workspace.Op{workspace.PauseActorOp{Actor: "w", Message: "hold on"}}})
+		require.NoError(t, err)
+		s := <-out
+		require.NoError(t, s.wake)
+		require.ErrorIs(t, s.write, workspace.ErrPaused, "round %d: the woken agent's write", round)
+		_, err = ws.Messages().Ack(w, as("w"), res.Results[0].Msg.ID, "ok")
+		require.NoError(t, err)
+		_, err = ws.Commit(asPrincipal(ctx, "root"), workspace.Batch{Actor: "root", Ops: []workspace.Op{workspace.ResumeActorOp{Actor: "w"}}})
+		require.NoError(t, err)
+	}
 }
 
 // testPauseLiftedByAnotherOperator: an operator resumes a pause another
