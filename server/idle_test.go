@@ -221,7 +221,6 @@ func TestIdleLongPollsAnswerWhenTheMessageComes(t *testing.T) {
 	polls := idleClients(t, 200)
 	e := newEnv(t, sqliteDSN(t), server.Options{Logger: slog.New(slog.DiscardHandler), MaxWait: time.Minute})
 	ctx := context.Background()
-	agent := func(i int) string { return "agent-" + strconv.Itoa(i) }
 	send := func(i int) {
 		_, err := e.ws.Messages().Send(ctx, workspace.Write{Actor: "lead"}, workspace.NewMsg{To: []string{agent(i)}, Subject: "go " + strconv.Itoa(i), Body: "start"})
 		require.NoError(t, err)
@@ -256,12 +255,7 @@ func TestIdleLongPollsAnswerWhenTheMessageComes(t *testing.T) {
 	t.Logf("an idle long poll: %.1f KiB of heap and stacks (%.1f + %.1f; %d polls)", per/1024, heap/1024, stacks/1024, polls)
 
 	// One batch sends them all: each poll wakes once, not once per send.
-	var ops []workspace.Op
-	for i := range conns {
-		ops = append(ops, workspace.SendMessageOp{Message: workspace.NewMsg{To: []string{agent(i)}, Subject: "go " + strconv.Itoa(i), Body: "start"}})
-	}
-	_, err = e.ws.Commit(ctx, workspace.Batch{Actor: "lead", Ops: ops})
-	require.NoError(t, err)
+	sendEachAGo(t, ctx, e.ws, len(conns))
 	for i, c := range conns {
 		body, err := readUntil(c, `"subject":"go `+strconv.Itoa(i)+`"`)
 		require.NoError(t, err, "poll %d", i)
@@ -277,7 +271,6 @@ func TestIdleInboxStreamsGetTheirMessages(t *testing.T) {
 	streams := idleClients(t, 200)
 	e := newEnv(t, sqliteDSN(t), server.Options{Logger: slog.New(slog.DiscardHandler)})
 	ctx := context.Background()
-	agent := func(i int) string { return "agent-" + strconv.Itoa(i) }
 	for i := -1; i < streams; i++ {
 		_, err := e.ws.Commit(ctx, workspace.Batch{Actor: agent(i), Ops: []workspace.Op{workspace.PutNoteOp{Note: workspace.NotePut{Kind: "idle", Key: agent(i), Body: "here"}}}})
 		require.NoError(t, err)
@@ -310,12 +303,7 @@ func TestIdleInboxStreamsGetTheirMessages(t *testing.T) {
 	per, heap, stacks := liveBytes().per(before, streams)
 	t.Logf("an idle inbox stream: %.1f KiB of heap and stacks (%.1f + %.1f; %d streams)", per/1024, heap/1024, stacks/1024, streams)
 
-	var ops []workspace.Op
-	for i := range conns {
-		ops = append(ops, workspace.SendMessageOp{Message: workspace.NewMsg{To: []string{agent(i)}, Subject: "go " + strconv.Itoa(i), Body: "start"}})
-	}
-	_, err = e.ws.Commit(ctx, workspace.Batch{Actor: "lead", Ops: ops})
-	require.NoError(t, err)
+	sendEachAGo(t, ctx, e.ws, len(conns))
 	for i, c := range conns {
 		body, err := readUntil(c, `"subject":"go `+strconv.Itoa(i)+`"`)
 		require.NoError(t, err, "stream %d", i)
@@ -449,3 +437,18 @@ func TestRevokedTokenEndsItsInboxStream(t *testing.T) {
 		}
 	}
 }
+
+// sendEachAGo sends agent(i) the message "go i", for i below n, in one
+// batch from lead: each agent's wait wakes once.
+func sendEachAGo(t *testing.T, ctx context.Context, ws *workspace.Workspace, n int) {
+	t.Helper()
+	var ops []workspace.Op
+	for i := range n {
+		ops = append(ops, workspace.SendMessageOp{Message: workspace.NewMsg{To: []string{agent(i)}, Subject: "go " + strconv.Itoa(i), Body: "start"}})
+	}
+	_, err := ws.Commit(ctx, workspace.Batch{Actor: "lead", Ops: ops})
+	require.NoError(t, err)
+}
+
+// agent is the name of the idle tests' i-th agent.
+func agent(i int) string { return "agent-" + strconv.Itoa(i) }
