@@ -134,6 +134,10 @@ func call(ctx context.Context, hc *http.Client, base, method, path, tok string, 
 			return resp.StatusCode, fmt.Errorf("decode %s %s: %v: %s", method, path, err, b)
 		}
 	}
+	if resp.StatusCode >= 500 {
+		// No test here expects a server error: its body says which.
+		return resp.StatusCode, fmt.Errorf("%s %s: %s", method, path, bytes.TrimSpace(b))
+	}
 	return resp.StatusCode, nil
 }
 
