@@ -266,6 +266,17 @@ func Serve(t testing.TB, bin, dsn string, args ...string) *Server {
 	}
 	s := &Server{cmd: cmd}
 	t.Cleanup(s.Kill)
+	// A failed test shows what the server said (cleanups run last first:
+	// this runs before the kill, and the log is the server's up to now).
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs := s.Logs()
+			if len(logs) > 8<<10 {
+				logs = "..." + logs[len(logs)-8<<10:]
+			}
+			t.Logf("wsctl serve (%s) said:\n%s", s.URL, logs)
+		}
+	})
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)

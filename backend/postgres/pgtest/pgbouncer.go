@@ -135,6 +135,11 @@ log_disconnections = 0
 	}
 	go func() { _ = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(p.stop)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("pgtest: pgbouncer said:\n%s", p.output())
+		}
+	})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", p.addr(), time.Second)
