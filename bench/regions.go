@@ -82,7 +82,7 @@ func Regions(doc string) ([]Region, error) {
 			open.Body = doc[open.bodyStart:at]
 			out = append(out, *open)
 			open = nil
-		case strings.Contains(line, "<!-- bench:"):
+		case strings.HasPrefix(strings.TrimSpace(line), "<!-- bench:"):
 			return nil, fmt.Errorf("%w: line %d is not a marker of the form <!-- bench:begin NAME RECORD --> or <!-- bench:end NAME -->", ErrRegions, lineNo)
 		}
 		at = next
