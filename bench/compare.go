@@ -40,6 +40,7 @@ type CompareConfig struct {
 
 // Comparison is one row as both binaries measured it, round by round.
 type Comparison struct {
+	// Workload, Variant, Backend and Concurrency name the row, as in Row.
 	Workload    string `json:"workload"`
 	Variant     string `json:"variant,omitempty"`
 	Backend     string `json:"backend"`
@@ -48,9 +49,10 @@ type Comparison struct {
 	// (latency rows, lower is better; "p99" where a p50 was 0, the event
 	// having come before the commit's answer), "heap" (memory rows,
 	// lower).
-	Figure string    `json:"figure"`
-	Old    []float64 `json:"old"`
-	New    []float64 `json:"new"`
+	Figure string `json:"figure"`
+	// Old and New are the figure on each binary, round by round.
+	Old []float64 `json:"old"`
+	New []float64 `json:"new"`
 	// Speed is each round's new against old, above 1 when the new
 	// binary did better (new/old for ops/s, old/new for the others); a
 	// round where either figure is 0 has none.

@@ -39,19 +39,24 @@ type Record struct {
 type RecordRun struct {
 	// Name names the run in the plan: "sqlite", "postgres shared",
 	// "sqlite 100k", "postgres served".
-	Name        string   `json:"name"`
-	Backend     string   `json:"backend"`
+	Name string `json:"name"`
+	// Backend is the store's backend: sqlite, json or postgres.
+	Backend string `json:"backend"`
+	// Workloads, Concurrency, Handles, Shared, Artifacts and Tasks are
+	// the run's Config, as `wsctl bench` takes them.
 	Workloads   []string `json:"workloads"`
 	Concurrency []int    `json:"concurrency"`
 	Handles     int      `json:"handles"`
 	Shared      bool     `json:"shared,omitempty"`
 	Artifacts   int      `json:"artifacts"`
 	Tasks       int      `json:"tasks"`
-	// Serve is the listener the served runs go through ("unix").
+	// Serve is the listener the served runs go through ("unix"), with
+	// Processes client processes for W1 and Streams for SSE.
 	Serve     string `json:"serve,omitempty"`
 	Processes int    `json:"processes,omitempty"`
 	Streams   int    `json:"streams,omitempty"`
-	Rows      []Row  `json:"rows"`
+	// Rows are what the run measured, in order.
+	Rows []Row `json:"rows"`
 }
 
 // ReadRecord decodes a Record written by WriteRecord (or `wsctl bench docs
