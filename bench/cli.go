@@ -3,7 +3,9 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,9 +57,9 @@ func cliRows(ctx context.Context, backend string, cfg Config, progress func(stri
 	if cfg.Exe == "" {
 		return nil, fmt.Errorf("CLI: no wsctl executable to run")
 	}
-	dsn, cleanup, err := cliStore(ctx, backend, cfg.DSN)
+	dsn, cleanup, err := freshStore(backend, cfg.DSN, "", "bench_cli")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("CLI: the row makes its own store: %w", err)
 	}
 	defer cleanup()
 	if err := cliLoad(ctx, dsn, cfg.CLITasks, progress); err != nil {
@@ -106,31 +108,39 @@ func cliRows(ctx context.Context, backend string, cfg Config, progress func(stri
 	return rows, nil
 }
 
-// cliStore makes the fresh store the CLI row measures, of the backend of
-// dsn: a file or directory in a temporary directory, or a temporary
-// schema of the same Postgres database.
-func cliStore(ctx context.Context, backend, dsn string) (string, func(), error) {
+// freshStore makes a fresh, empty store of backend like dsn's: a file or
+// directory in a new temporary directory under dir (the system's when dir
+// is empty), or a new schema of dsn's Postgres database. The returned
+// func removes it.
+func freshStore(backend, dsn, dir, name string) (string, func(), error) {
 	switch backend {
 	case "sqlite", "json":
-		dir, err := os.MkdirTemp("", "wsctl-bench-cli")
+		d, err := os.MkdirTemp(dir, name)
 		if err != nil {
 			return "", nil, err
 		}
-		name := "ws.db"
+		file := "ws.db"
 		if backend == "json" {
-			name = "ws"
+			file = "ws"
 		}
-		return backend + ":" + filepath.Join(dir, name), func() { _ = os.RemoveAll(dir) }, nil
+		return backend + ":" + filepath.Join(d, file), func() { _ = os.RemoveAll(d) }, nil
 	case "postgres":
-		schema := fmt.Sprintf("bench_cli_%d", time.Now().UnixNano())
-		sep := "?"
-		if strings.Contains(dsn, "?") {
-			sep = "&"
+		schema := fmt.Sprintf("%s_%d", strings.ReplaceAll(name, "-", "_"), time.Now().UnixNano())
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", nil, fmt.Errorf("postgres DSN: %w", workspace.RedactError(err, dsn))
 		}
-		return dsn + sep + "ws_schema=" + schema, func() { dropSchema(dsn, schema) }, nil
+		q := u.Query()
+		q.Set("ws_schema", schema)
+		u.RawQuery = q.Encode()
+		return u.String(), func() { dropSchema(dsn, schema) }, nil
 	}
-	return "", nil, fmt.Errorf("CLI: the row makes its own store, and cannot on a %s DSN: name the server's store instead and pass --serve", backend)
+	return "", nil, fmt.Errorf("%w: a fresh store of a %s DSN cannot be made here: name the server's store instead", ErrNoFreshStore, backend)
 }
+
+// ErrNoFreshStore is returned where a run needs stores of its own and the
+// DSN's backend is not one it can make (a server's DSN).
+var ErrNoFreshStore = errors.New("bench: no fresh store")
 
 // cliLoad creates the store and n tasks labelled bench=cli, in W5's shape.
 func cliLoad(ctx context.Context, dsn string, n int, progress func(string)) error {

@@ -12,6 +12,12 @@
 // and `wsctl bench --dsn DSN` runs the same workloads for a duration each
 // with RunAll, printing one Row per workload, backend and concurrency.
 //
+// RunDocs runs every backend in one run (`wsctl bench docs`) and returns
+// the Record that the docs' tables are rendered from (RenderRegion,
+// UpdateRegions, between <!-- bench:begin --> and <!-- bench:end -->
+// markers); Compare runs the workloads on two wsctl builds in turn, to show
+// a change row by row against the build before it.
+//
 // The workloads write only under names, labels and resources that start
 // with a per-run prefix ("bench-<id>"), so a run against a live workspace
 // never touches its other records (it does add records and events). The

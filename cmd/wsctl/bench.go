@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"runtime/pprof"
@@ -36,6 +35,8 @@ func (a *app) benchCmd() *cobra.Command {
 		streams    int
 		cliTasks   int
 		cliRuns    int
+		baseline   string
+		rounds     int
 	)
 	c := &cobra.Command{
 		Use:   "bench",
@@ -77,7 +78,18 @@ servers, each a store of its own on the DSN; --workspaces K spreads them
 over K workspaces on the DSN's database (process i on workspace i mod K),
 each with --servers servers of its own: the DSN's workspace and its
 siblings, on PostgreSQL the schemas <ws_schema>_w2 to _wK, on SQLite the
-files <name>-w2.db to -wK.db next to it, created when missing and kept.`,
+files <name>-w2.db to -wK.db next to it, created when missing and kept.
+
+--baseline-binary OLD compares this wsctl with another build: each workload
+(default W1-W7) runs --rounds times on each binary, the two alternating (and
+which goes first), each run a 'bench --json' of that one workload on a fresh
+store of the DSN's backend (next to the DSN's file, or a schema of its
+database, removed after), with the flags given here; it prints each row's
+figure on both (ops/s, or p50 for latency rows), the new build's speed
+against the old round by round, and "slower" where it was slower in every
+round.
+
+'wsctl bench docs' runs every backend and regenerates the docs' tables.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if serveChild {
@@ -121,6 +133,15 @@ files <name>-w2.db to -wK.db next to it, created when missing and kept.`,
 				return err
 			}
 			a.dsn = res.DSN
+			if baseline != "" {
+				if cpuProfile != "" {
+					return usageErrorf("--cpuprofile profiles this process, which --baseline-binary leaves idle")
+				}
+				if rounds < 1 || rounds > 100 {
+					return usageErrorf("--rounds: %d is not a count between 1 and 100", rounds)
+				}
+				return a.benchCompare(ctx, cmd, res.DSN, baseline, ws, rounds)
+			}
 			if err := bench.CheckWorkspaces(res.DSN, workspaces, processes); err != nil {
 				return usageErrorf("--workspaces: %w", err)
 			}
@@ -148,7 +169,7 @@ files <name>-w2.db to -wK.db next to it, created when missing and kept.`,
 			}
 			rows, err := bench.RunAll(ctx, cfg, nil)
 			if len(rows) > 0 {
-				if werr := a.benchTable(rows); err == nil {
+				if werr := bench.WriteTable(a.stdout, rows); err == nil {
 					err = werr
 				}
 			}
@@ -174,9 +195,51 @@ files <name>-w2.db to -wK.db next to it, created when missing and kept.`,
 	f.IntVar(&cliTasks, "cli-tasks", 10000, "CLI: tasks in the store the commands run against")
 	f.IntVar(&cliRuns, "cli-runs", bench.DefaultCLIRuns, "CLI: how many times each command runs")
 	f.BoolVar(&serveChild, "serve-child", false, "internal: be the benchmark's child process (W6 other process, MEM)")
+	f.StringVar(&baseline, "baseline-binary", "", "compare with this other wsctl build: run each workload on both in turn, on fresh stores, and print the new build's speed against it")
+	f.IntVar(&rounds, "rounds", 3, "with --baseline-binary: how many times each workload runs on each binary")
 	_ = f.MarkHidden("serve-child")
-	c.AddCommand(a.benchTeamCmd())
+	c.AddCommand(a.benchTeamCmd(), a.benchDocsCmd())
 	return c
+}
+
+// comparedFlags are the bench flags --baseline-binary passes on to both
+// binaries when they are given.
+var comparedFlags = []string{"duration", "concurrency", "artifacts", "tasks", "handles", "shared", "settle", "analyze",
+	"serve", "processes", "servers", "workspaces", "streams", "cli-tasks", "cli-runs"}
+
+// benchCompare is bench --baseline-binary: the workloads on the old
+// binary and this one in turn (package bench does the work), with the
+// bench flags the user gave passed to both.
+func (a *app) benchCompare(ctx context.Context, cmd *cobra.Command, dsn, old string, workloads []string, rounds int) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(old); err != nil {
+		return usageErrorf("--baseline-binary: %v", err)
+	}
+	var args []string
+	for _, name := range comparedFlags {
+		if cmd.Flags().Changed(name) {
+			args = append(args, "--"+name+"="+cmd.Flags().Lookup(name).Value.String())
+		}
+	}
+	cs, err := bench.Compare(ctx, bench.CompareConfig{
+		Old: old, New: self, DSN: dsn, Workloads: workloads, Rounds: rounds, Args: args, Progress: a.stderr,
+	})
+	if a.jsonOut {
+		enc := json.NewEncoder(a.stdout)
+		for _, c := range cs {
+			_ = enc.Encode(c)
+		}
+		return err
+	}
+	if len(cs) > 0 {
+		if werr := bench.WriteComparison(a.stdout, cs); err == nil {
+			err = werr
+		}
+	}
+	return err
 }
 
 // benchChild re-executes this wsctl as the benchmark's child process. The
@@ -203,58 +266,6 @@ func parseLevels(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
-}
-
-// benchTable prints rows for people: one line per row, ratio last.
-func (a *app) benchTable(rows []bench.Row) error {
-	tw := a.table()
-	fmt.Fprintln(tw, "WORKLOAD\tBACKEND\tC\tOPS/S\tP50\tP99\tRAW OPS/S\tRAW P99\tRATIO\tCOMMITS/OP\tCPU/OP (RAW)\tNOTE")
-	for _, r := range rows {
-		name := r.Workload
-		if r.Variant != "" {
-			name += " " + r.Variant
-		}
-		raw, rawP99, ratio := "-", "-", "-"
-		if r.RawOpsPerSec > 0 {
-			raw, rawP99 = fmt.Sprintf("%.0f", r.RawOpsPerSec), us(r.RawP99us)
-		}
-		if r.Ratio > 0 {
-			ratio = fmt.Sprintf("%.2fx", r.Ratio)
-		}
-		commits := "-"
-		if r.CommitsPerOp > 0 {
-			commits = fmt.Sprintf("%.2f", r.CommitsPerOp)
-			if r.WALSyncsPerOp > 0 {
-				commits += fmt.Sprintf(" (wal_sync %.2f, raw %.2f)", r.WALSyncsPerOp, r.RawWALSyncsPerOp)
-			}
-		}
-		cpu := "-"
-		switch {
-		case r.CPUusPerOp > 0 && r.RawCPUusPerOp > 0:
-			cpu = fmt.Sprintf("%s (%s)", us(r.CPUusPerOp), us(r.RawCPUusPerOp))
-		case r.CPUusPerOp > 0:
-			cpu = us(r.CPUusPerOp)
-		}
-		ops, p50, p99 := fmt.Sprintf("%.0f", r.OpsPerSec), us(r.P50us), us(r.P99us)
-		if r.OpsPerSec == 0 && r.P99us == 0 {
-			ops, p50, p99 = "-", "-", "-" // MEM rows: the figures are in the note
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			name, r.Backend, r.Concurrency, ops, p50, p99, raw, rawP99, ratio, commits, cpu, orDash(r.Note))
-	}
-	return tw.Flush()
-}
-
-// us formats microseconds for people.
-func us(v float64) string {
-	switch {
-	case v >= 10000:
-		return fmt.Sprintf("%.1fms", v/1000)
-	case v >= 1000:
-		return fmt.Sprintf("%.2fms", v/1000)
-	default:
-		return fmt.Sprintf("%.0fµs", v)
-	}
 }
 
 // startCPUProfile profiles this process into file until the returned

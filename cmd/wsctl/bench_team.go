@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentspace/agentspace/bench"
 	"github.com/agentspace/agentspace/bench/team"
 )
 
@@ -138,7 +139,7 @@ func (a *app) teamResult(rep *team.Report, out string, err error) error {
 			tw := a.table()
 			fmt.Fprintln(tw, "OP\tOK\tOK/S\tP50\tP99")
 			for _, o := range rep.Ops {
-				fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\n", o.Op, o.OK, o.PerSec, us(o.P50us), us(o.P99us))
+				fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\n", o.Op, o.OK, o.PerSec, bench.FormatMicros(o.P50us), bench.FormatMicros(o.P99us))
 			}
 			fmt.Fprintln(tw, "INVARIANT\tHELD\tCHECKED")
 			for _, inv := range rep.Invariants {
