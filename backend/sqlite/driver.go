@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -39,7 +40,7 @@ const DefaultBusyTimeout = 10 * time.Second
 const readConns = 4
 
 func init() {
-	driver.Register("sqlite", Driver{})
+	driver.Register("sqlite", engine.Backend(Driver{}))
 }
 
 // Driver is the driver.Driver registered for the "sqlite" scheme. It is
@@ -135,7 +136,7 @@ func Open(ctx context.Context, path string, opts workspace.Options) (*workspace.
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite:%s: %w", path, err)
 	}
-	return driver.New(st, opts), nil
+	return engine.New(st, opts), nil
 }
 
 // OpenDB returns a workspace on a *sql.DB the caller manages, opened with
@@ -171,7 +172,7 @@ func OpenDB(ctx context.Context, db *sql.DB, opts workspace.Options) (*workspace
 	if err := st.prepare(ctx); err != nil {
 		return nil, err
 	}
-	return driver.New(st, opts), nil
+	return engine.New(st, opts), nil
 }
 
 // settings is what a DSN says about the file and its connections.

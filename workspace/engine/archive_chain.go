@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // importChain checks an archive's hash chain as its events are read, and
@@ -19,11 +20,11 @@ type importChain struct {
 // start reads the log record's floor hash ("" in archives from before the
 // chain, or from a store with none: the chain then starts from zeros).
 func (c *importChain) start(im *importer, floorHash string) error {
-	c.base = ZeroChainHash
+	c.base = driver.ZeroChainHash
 	if floorHash != "" {
 		h, err := hex.DecodeString(floorHash)
-		if err != nil || len(h) != ChainHashSize {
-			return im.errf("floor_hash %.80q is not %d hex bytes", floorHash, ChainHashSize)
+		if err != nil || len(h) != driver.ChainHashSize {
+			return im.errf("floor_hash %.80q is not %d hex bytes", floorHash, driver.ChainHashSize)
 		}
 		c.base = h
 	}
@@ -44,10 +45,10 @@ func (c *importChain) link(im *importer, e workspace.Event, hash string) error {
 		return nil
 	}
 	got, err := hex.DecodeString(hash)
-	if err != nil || len(got) != ChainHashSize {
-		return im.errf("event %d: hash %.80q is not %d hex bytes", e.Seq, hash, ChainHashSize)
+	if err != nil || len(got) != driver.ChainHashSize {
+		return im.errf("event %d: hash %.80q is not %d hex bytes", e.Seq, hash, driver.ChainHashSize)
 	}
-	want := ChainHash(c.prev, e)
+	want := driver.ChainHash(c.prev, e)
 	if !bytes.Equal(got, want) {
 		return im.errf("event %d: its hash does not match its content and the chain before it: the archive was changed", e.Seq)
 	}
@@ -58,7 +59,7 @@ func (c *importChain) link(im *importer, e workspace.Event, hash string) error {
 // setBase gives the store the chain's base, in the transaction that
 // appends the log's first event (first), or that sets the floor of a log
 // with none. It keeps no state, so a transaction run again does it again.
-func (c *importChain) setBase(ctx context.Context, tx Tx, first bool) error {
+func (c *importChain) setBase(ctx context.Context, tx driver.Tx, first bool) error {
 	if !first || c.base == nil {
 		return nil
 	}

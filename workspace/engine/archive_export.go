@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 const archivePage = 1000
@@ -30,7 +31,7 @@ func (h *handle) Export(ctx context.Context, w io.Writer, opts workspace.Archive
 		return workspace.ArchiveStats{}, err
 	}
 	p := &progress{opts: opts}
-	err := h.view(ctx, "export", func(tx ReadTx) error {
+	err := h.view(ctx, "export", func(tx driver.ReadTx) error {
 		p.stats = workspace.ArchiveStats{}
 		bw := bufio.NewWriterSize(w, 1<<16)
 		enc := json.NewEncoder(bw)
@@ -79,7 +80,7 @@ func (h *handle) Export(ctx context.Context, w io.Writer, opts workspace.Archive
 	return p.stats, nil
 }
 
-func exportTasks(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress) error {
+func exportTasks(ctx context.Context, tx driver.ReadTx, enc *json.Encoder, p *progress) error {
 	f := workspace.TaskFilter{Limit: archivePage}
 	for {
 		ts, err := tx.ListTasks(ctx, f)
@@ -100,8 +101,8 @@ func exportTasks(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress)
 	}
 }
 
-func exportNotes(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress) error {
-	q := NoteQuery{Limit: archivePage}
+func exportNotes(ctx context.Context, tx driver.ReadTx, enc *json.Encoder, p *progress) error {
+	q := driver.NoteQuery{Limit: archivePage}
 	for {
 		ns, err := tx.ListNotes(ctx, q)
 		if err != nil {
@@ -123,7 +124,7 @@ func exportNotes(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress)
 
 // exportArtifacts writes every version of the artifacts in ids (true:
 // live) plus every live one, by id.
-func exportArtifacts(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress, ids map[string]bool) error {
+func exportArtifacts(ctx context.Context, tx driver.ReadTx, enc *json.Encoder, p *progress, ids map[string]bool) error {
 	f := workspace.ArtifactFilter{Limit: archivePage}
 	for {
 		as, err := tx.ListArtifacts(ctx, f)
@@ -186,7 +187,7 @@ func exportArtifacts(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progr
 	return nil
 }
 
-func exportLeases(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress, resources map[string]bool) error {
+func exportLeases(ctx context.Context, tx driver.ReadTx, enc *json.Encoder, p *progress, resources map[string]bool) error {
 	live, err := tx.ListLeases(ctx, tx.Now())
 	if err != nil {
 		return err
@@ -217,7 +218,7 @@ func exportLeases(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress
 }
 
 // exportLog writes the log record and the events, with the hash chain.
-func exportLog(ctx context.Context, tx ReadTx, enc *json.Encoder, p *progress, floor, head int64) error {
+func exportLog(ctx context.Context, tx driver.ReadTx, enc *json.Encoder, p *progress, floor, head int64) error {
 	base, err := tx.ChainBase(ctx)
 	if err != nil {
 		return err

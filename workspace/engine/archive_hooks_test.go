@@ -1,4 +1,4 @@
-package driver
+package engine
 
 // SetImportChunk makes Import commit every records records (or bytes of
 // content), so tests can reach the several-transactions path with small

@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"bufio"
@@ -10,6 +10,7 @@ import (
 	"io"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // Import loads an archive into h's empty store, as Workspace.Import
@@ -69,7 +70,7 @@ type importer struct {
 	version int // the archive's format version, from its header
 
 	// What a chunk will write, in order: record writes, then events.
-	ops       []func(ctx context.Context, tx Tx) error
+	ops       []func(ctx context.Context, tx driver.Tx) error
 	events    []workspace.Event
 	bytes     int64
 	flushes   int
@@ -373,7 +374,7 @@ func (im *importer) enterAndDecode(stage int, typ string, line []byte, v any) er
 }
 
 // add queues a record write, committing a chunk when it is big enough.
-func (im *importer) add(ctx context.Context, size int64, op func(ctx context.Context, tx Tx) error) error {
+func (im *importer) add(ctx context.Context, size int64, op func(ctx context.Context, tx driver.Tx) error) error {
 	im.ops = append(im.ops, op)
 	im.bytes += size
 	im.p.tick()
@@ -394,7 +395,7 @@ func (im *importer) flush(ctx context.Context) error {
 		return nil
 	}
 	first := im.flushes == 0
-	err := im.h.st.Update(ctx, func(tx Tx) error {
+	err := im.h.st.Update(ctx, func(tx driver.Tx) error {
 		if first {
 			if err := checkEmpty(ctx, tx); err != nil {
 				return err
@@ -424,7 +425,7 @@ func (im *importer) flush(ctx context.Context) error {
 	return nil
 }
 
-func checkEmpty(ctx context.Context, tx Tx) error {
+func checkEmpty(ctx context.Context, tx driver.Tx) error {
 	head, err := tx.Head(ctx)
 	if err != nil {
 		return err
@@ -449,7 +450,7 @@ func checkEmpty(ctx context.Context, tx Tx) error {
 
 // finish records the log's floor and checks that the store's log is the archive's.
 func (im *importer) finish(ctx context.Context) error {
-	return im.h.st.Update(ctx, func(tx Tx) error {
+	return im.h.st.Update(ctx, func(tx driver.Tx) error {
 		if err := im.chain.setBase(ctx, tx, im.head < im.floor); err != nil {
 			return err
 		}

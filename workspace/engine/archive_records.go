@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentspace/agentspace/internal/reserve"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // Each archive record is validated here before it is queued for the store.
@@ -85,7 +86,7 @@ func (im *importer) task(ctx context.Context, r workspace.Task) error {
 	im.lastTask = r.ID
 	im.tasks[r.ID] = true
 	im.p.stats.Tasks++
-	return im.add(ctx, 0, func(ctx context.Context, tx Tx) error { return tx.PutTask(ctx, t) })
+	return im.add(ctx, 0, func(ctx context.Context, tx driver.Tx) error { return tx.PutTask(ctx, t) })
 }
 
 func (im *importer) note(ctx context.Context, r workspace.Note) error {
@@ -112,7 +113,7 @@ func (im *importer) note(ctx context.Context, r workspace.Note) error {
 		return nil
 	}
 	im.p.stats.Notes++
-	return im.add(ctx, 0, func(ctx context.Context, tx Tx) error { return tx.PutNote(ctx, n) })
+	return im.add(ctx, 0, func(ctx context.Context, tx driver.Tx) error { return tx.PutNote(ctx, n) })
 }
 
 // closeArtifact ends the artifact being read: a live one holds its name.
@@ -194,7 +195,7 @@ func (im *importer) artifact(ctx context.Context, r workspace.Artifact) error {
 	a.Content = nil
 	im.art = &a
 	im.p.stats.Versions++
-	return im.add(ctx, int64(len(content)), func(ctx context.Context, tx Tx) error { return tx.PutArtifact(ctx, a, content) })
+	return im.add(ctx, int64(len(content)), func(ctx context.Context, tx driver.Tx) error { return tx.PutArtifact(ctx, a, content) })
 }
 
 func (im *importer) deleted(ctx context.Context, r archiveDeleted) error {
@@ -204,7 +205,7 @@ func (im *importer) deleted(ctx context.Context, r archiveDeleted) error {
 	im.artDone = true
 	im.p.stats.DeletedArtifacts++
 	id := r.ID
-	return im.add(ctx, 0, func(ctx context.Context, tx Tx) error { return tx.DeleteArtifact(ctx, id) })
+	return im.add(ctx, 0, func(ctx context.Context, tx driver.Tx) error { return tx.DeleteArtifact(ctx, id) })
 }
 
 func (im *importer) lease(ctx context.Context, r workspace.Lease) error {
@@ -231,7 +232,7 @@ func (im *importer) lease(ctx context.Context, r workspace.Lease) error {
 	l := r
 	im.lastRes = r.Resource
 	im.p.stats.Leases++
-	return im.add(ctx, 0, func(ctx context.Context, tx Tx) error { return tx.PutLease(ctx, l) })
+	return im.add(ctx, 0, func(ctx context.Context, tx driver.Tx) error { return tx.PutLease(ctx, l) })
 }
 
 func (im *importer) event(ctx context.Context, r workspace.Event, hash string) error {

@@ -1,4 +1,4 @@
-package driver_test
+package engine_test
 
 import (
 	"bytes"

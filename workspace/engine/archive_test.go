@@ -1,4 +1,4 @@
-package driver_test
+package engine_test
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	_ "github.com/agentspace/agentspace/backend/sqlite"
 	"github.com/agentspace/agentspace/workspace"
-	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 func openSQLite(t *testing.T, name string) *workspace.Workspace {
@@ -245,7 +245,7 @@ func TestImportInSeveralTransactionsRoundTrips(t *testing.T) {
 	populate(t, src)
 	first := export(t, src)
 
-	t.Cleanup(driver.SetImportChunk(3, 1))
+	t.Cleanup(engine.SetImportChunk(3, 1))
 	dst := openSQLite(t, "dst")
 	_, err := dst.Import(ctx, bytes.NewReader(first), workspace.ArchiveOptions{})
 	require.NoError(t, err)
@@ -258,7 +258,7 @@ func TestImportThatFailsAfterACommitSaysTheStoreIsPartial(t *testing.T) {
 	populate(t, src)
 	broken := strings.Replace(string(export(t, src)), `"type":"event","event":{"seq":3,`, `"type":"event","event":{"seq":33,`, 1)
 
-	t.Cleanup(driver.SetImportChunk(3, 1))
+	t.Cleanup(engine.SetImportChunk(3, 1))
 	dst := openSQLite(t, "dst")
 	_, err := dst.Import(ctx, strings.NewReader(broken), workspace.ArchiveOptions{})
 	require.ErrorIs(t, err, workspace.ErrInvalid)

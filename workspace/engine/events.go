@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // hub tracks the store's head for the handles of one core and wakes
@@ -57,7 +58,7 @@ func newHub(h *core) *hub {
 	b := &hub{h: h, ch: make(chan struct{}), kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
 	// A store that listens only while someone waits learns who does from
 	// interest.
-	if nt, ok := h.st.(Notifier); ok {
+	if nt, ok := h.st.(driver.Notifier); ok {
 		n := nt.Notify(func() bool { return b.interest.Load() > 0 })
 		if n.Changes != nil {
 			b.changes, b.wake, b.heads = n.Changes, n.Wake, n.Head
@@ -292,7 +293,7 @@ func (e events) Read(ctx context.Context, q workspace.EventQuery) (workspace.Eve
 		return workspace.EventPage{}, err
 	}
 	var page workspace.EventPage
-	err = e.h.view(ctx, "events.read", func(tx ReadTx) error {
+	err = e.h.view(ctx, "events.read", func(tx driver.ReadTx) error {
 		var err error
 		page, err = readPage(ctx, tx, q)
 		return err
@@ -305,7 +306,7 @@ func (e events) Read(ctx context.Context, q workspace.EventQuery) (workspace.Eve
 
 // readPage reads one page after q.AfterSeq, checking the floor, and says
 // where the next page starts.
-func readPage(ctx context.Context, tx ReadTx, q workspace.EventQuery) (workspace.EventPage, error) {
+func readPage(ctx context.Context, tx driver.ReadTx, q workspace.EventQuery) (workspace.EventPage, error) {
 	floor, err := tx.Floor(ctx)
 	if err != nil {
 		return workspace.EventPage{}, err
@@ -330,7 +331,7 @@ func readPage(ctx context.Context, tx ReadTx, q workspace.EventQuery) (workspace
 
 func (e events) Head(ctx context.Context) (int64, error) {
 	var head int64
-	err := e.h.view(ctx, "events.head", func(tx ReadTx) error {
+	err := e.h.view(ctx, "events.head", func(tx driver.ReadTx) error {
 		var err error
 		head, err = tx.Head(ctx)
 		return err
@@ -348,7 +349,7 @@ func (e events) Compact(ctx context.Context, floor int64) error {
 	if err := e.h.allowAdmin(ctx, policy.AdminCompact); err != nil {
 		return err
 	}
-	err := e.h.st.Update(ctx, func(tx Tx) error {
+	err := e.h.st.Update(ctx, func(tx driver.Tx) error {
 		head, err := tx.Head(ctx)
 		if err != nil {
 			return err
@@ -376,7 +377,7 @@ func (e events) Subscribe(ctx context.Context, r workspace.SubscribeRequest) (*w
 		hb = workspace.DefaultHeartbeat
 	}
 	// Fail fast on a compacted start rather than from the goroutine.
-	if err := e.h.view(ctx, "events.subscribe", func(tx ReadTx) error {
+	if err := e.h.view(ctx, "events.subscribe", func(tx driver.ReadTx) error {
 		floor, err := tx.Floor(ctx)
 		if err == nil && q.AfterSeq < floor-1 {
 			err = &workspace.CompactedError{Requested: q.AfterSeq, Floor: floor}
@@ -471,7 +472,7 @@ func (b *hub) step(f *follower) (<-chan struct{}, time.Time, bool, error) {
 			f.mark = markOf(at)
 		}
 		if err == nil && !ok {
-			err = b.h.st.View(f.ctx, func(tx ReadTx) error {
+			err = b.h.st.View(f.ctx, func(tx driver.ReadTx) error {
 				var err error
 				if page, err = readPage(f.ctx, tx, *q); err != nil {
 					return err
@@ -535,7 +536,7 @@ func (h *handle) Status(ctx context.Context) (workspace.Status, error) {
 		return workspace.Status{}, err
 	}
 	var st workspace.Status
-	err = h.view(ctx, "status", func(tx ReadTx) error {
+	err = h.view(ctx, "status", func(tx driver.ReadTx) error {
 		var err error
 		if st.Head, err = tx.Head(ctx); err != nil {
 			return err
@@ -577,5 +578,5 @@ func (h *handle) Status(ctx context.Context) (workspace.Status, error) {
 // subscription starts the *workspace.Subscription run feeds, holding
 // buffer messages ahead of its consumer (SubscribeRequest.Buffer).
 func subscription(ctx context.Context, buffer int, run func(context.Context, func(workspace.Message) bool) error) *workspace.Subscription {
-	return wsconn.NewSubscription(ctx, buffer, run).(*workspace.Subscription)
+	return wsconn.NewSubscription(ctx, buffer, run)
 }

@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"context"
@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 	"github.com/google/uuid"
 )
 
 // exec applies ops inside one store transaction and collects their events.
 type exec struct {
 	h      *core
-	tx     Tx
+	tx     driver.Tx
 	actor  string
 	now    time.Time
 	events []workspace.Event

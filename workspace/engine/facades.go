@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // run executes fn with an exec in a write transaction (shared with other
@@ -20,7 +21,7 @@ func (h *handle) run(ctx context.Context, opname, actor string, fn func(x *exec)
 }
 
 // runHinted is run for a job that will likely read the hints' records.
-func (h *handle) runHinted(ctx context.Context, opname, actor string, hints []ReadHint, fn func(x *exec) error) error {
+func (h *handle) runHinted(ctx context.Context, opname, actor string, hints []driver.ReadHint, fn func(x *exec) error) error {
 	j := &job{actor: actor, hints: hints}
 	j.apply = func(ctx context.Context, x *exec) error {
 		err := fn(x)
@@ -62,12 +63,12 @@ func (a artifacts) Get(ctx context.Context, ref workspace.ArtifactRef) (workspac
 			return workspace.Artifact{}, err
 		}
 	}
-	var hints []ReadHint
+	var hints []driver.ReadHint
 	if ref.Version == 0 {
-		hints = []ReadHint{{Artifact: workspace.ArtifactRef{ID: ref.ID, Name: ref.Name}, Content: true}}
+		hints = []driver.ReadHint{{Artifact: workspace.ArtifactRef{ID: ref.ID, Name: ref.Name}, Content: true}}
 	}
 	var out workspace.Artifact
-	err := a.h.viewHinted(ctx, "artifacts.get", hints, func(tx ReadTx) error {
+	err := a.h.viewHinted(ctx, "artifacts.get", hints, func(tx driver.ReadTx) error {
 		var err error
 		if ref.ID != "" && ref.Version != 0 {
 			if out, err = tx.ArtifactVersion(ctx, ref.ID, ref.Version); err != nil {
@@ -117,7 +118,7 @@ func (a artifacts) Versions(ctx context.Context, ref workspace.ArtifactRef) ([]w
 		return nil, err
 	}
 	var out []workspace.Artifact
-	err := a.h.view(ctx, "artifacts.versions", func(tx ReadTx) error {
+	err := a.h.view(ctx, "artifacts.versions", func(tx driver.ReadTx) error {
 		id := ref.ID
 		if id == "" {
 			head, err := tx.Artifact(ctx, workspace.ArtifactRef{Name: ref.Name})
@@ -175,7 +176,7 @@ func (a artifacts) List(ctx context.Context, f workspace.ArtifactFilter) (worksp
 		return workspace.ArtifactPage{}, err
 	}
 	var page workspace.ArtifactPage
-	err = a.h.view(ctx, "artifacts.list", func(tx ReadTx) error {
+	err = a.h.view(ctx, "artifacts.list", func(tx driver.ReadTx) error {
 		var err error
 		page.Artifacts, err = tx.ListArtifacts(ctx, f)
 		return err
@@ -240,7 +241,7 @@ func (t tasks) Get(ctx context.Context, id string) (workspace.Task, error) {
 		return workspace.Task{}, err
 	}
 	var out workspace.Task
-	err := t.h.viewHinted(ctx, "tasks.get", []ReadHint{{Task: id}}, func(tx ReadTx) error {
+	err := t.h.viewHinted(ctx, "tasks.get", []driver.ReadHint{{Task: id}}, func(tx driver.ReadTx) error {
 		var err error
 		out, err = tx.Task(ctx, id)
 		if errors.Is(err, workspace.ErrNotFound) {
@@ -267,7 +268,7 @@ func (t tasks) Claim(ctx context.Context, r workspace.ClaimRequest) (workspace.T
 	if err := checkOptionalID("parent id", r.ParentID); err != nil {
 		return workspace.Task{}, err
 	}
-	hints := []ReadHint{{Claim: &r}}
+	hints := []driver.ReadHint{{Claim: &r}}
 	for {
 		// Each try is checked against the policy of its time.
 		w, err := t.h.who(ctx, r.Actor)
@@ -337,7 +338,7 @@ func (t tasks) List(ctx context.Context, f workspace.TaskFilter) (workspace.Task
 		return workspace.TaskPage{}, err
 	}
 	var page workspace.TaskPage
-	err = t.h.view(ctx, "tasks.list", func(tx ReadTx) error {
+	err = t.h.view(ctx, "tasks.list", func(tx driver.ReadTx) error {
 		var err error
 		page.Tasks, err = tx.ListTasks(ctx, f)
 		return err
@@ -362,7 +363,7 @@ func (t tasks) ListReady(ctx context.Context, f workspace.TaskFilter) (workspace
 		return workspace.TaskPage{}, err
 	}
 	var page workspace.TaskPage
-	err = t.h.view(ctx, "tasks.list", func(tx ReadTx) error {
+	err = t.h.view(ctx, "tasks.list", func(tx driver.ReadTx) error {
 		var err error
 		page.Tasks, err = listReady(ctx, tx, f)
 		return err
@@ -437,7 +438,7 @@ func (n notes) Get(ctx context.Context, kind, key string) (workspace.Note, error
 		return workspace.Note{}, err
 	}
 	var out workspace.Note
-	err := n.h.viewHinted(ctx, "notes.get", []ReadHint{{NoteKind: kind, NoteKey: key}}, func(tx ReadTx) error {
+	err := n.h.viewHinted(ctx, "notes.get", []driver.ReadHint{{NoteKind: kind, NoteKey: key}}, func(tx driver.ReadTx) error {
 		var err error
 		out, err = tx.Note(ctx, kind, key)
 		if errors.Is(err, workspace.ErrNotFound) {
@@ -459,7 +460,7 @@ func (n notes) List(ctx context.Context, f workspace.NoteFilter) (workspace.Note
 	if err != nil {
 		return workspace.NotePage{}, err
 	}
-	q := NoteQuery{Kind: f.Kind, Limit: limit}
+	q := driver.NoteQuery{Kind: f.Kind, Limit: limit}
 	if f.Kind != "" {
 		if err := checkKind("note kind", f.Kind); err != nil {
 			return workspace.NotePage{}, err
@@ -481,7 +482,7 @@ func (n notes) List(ctx context.Context, f workspace.NoteFilter) (workspace.Note
 	}
 	records := recordFilter(allow)
 	var page workspace.NotePage
-	err = n.h.view(ctx, "notes.list", func(tx ReadTx) error {
+	err = n.h.view(ctx, "notes.list", func(tx driver.ReadTx) error {
 		var err error
 		page.Notes, err = tx.ListNotes(ctx, q)
 		return err
@@ -535,7 +536,7 @@ func (l locks) Acquire(ctx context.Context, r workspace.AcquireRequest) (workspa
 		if err != nil {
 			return workspace.Lease{}, wrapErr("locks.acquire", err)
 		}
-		err = l.h.runHinted(ctx, "locks.acquire", r.Owner, []ReadHint{{Lease: r.Resource}}, func(x *exec) error {
+		err = l.h.runHinted(ctx, "locks.acquire", r.Owner, []driver.ReadHint{{Lease: r.Resource}}, func(x *exec) error {
 			if err := x.allow(w, policy.Lock, r.Resource, lockSubject(r.Resource)); err != nil {
 				return err
 			}
@@ -578,7 +579,7 @@ func (l locks) Renew(ctx context.Context, lease workspace.Lease, ttl time.Durati
 		return workspace.Lease{}, wrapErr("locks.renew", err)
 	}
 	var out workspace.Lease
-	err = l.h.runHinted(ctx, "locks.renew", lease.Owner, []ReadHint{{Lease: lease.Resource}}, func(x *exec) error {
+	err = l.h.runHinted(ctx, "locks.renew", lease.Owner, []driver.ReadHint{{Lease: lease.Resource}}, func(x *exec) error {
 		if err := x.allow(w, policy.Lock, lease.Resource, lockSubject(lease.Resource)); err != nil {
 			return err
 		}
@@ -597,7 +598,7 @@ func (l locks) Release(ctx context.Context, lease workspace.Lease) error {
 	if err != nil {
 		return wrapErr("locks.release", err)
 	}
-	return l.h.runHinted(ctx, "locks.release", lease.Owner, []ReadHint{{Lease: lease.Resource}}, func(x *exec) error {
+	return l.h.runHinted(ctx, "locks.release", lease.Owner, []driver.ReadHint{{Lease: lease.Resource}}, func(x *exec) error {
 		if err := x.allow(w, policy.Lock, lease.Resource, lockSubject(lease.Resource)); err != nil {
 			return err
 		}
@@ -619,7 +620,7 @@ func (l locks) ForceRelease(ctx context.Context, w workspace.Write, resource str
 	if err != nil {
 		return wrapErr("locks.force_release", err)
 	}
-	return l.h.runHinted(ctx, "locks.force_release", w.Actor, []ReadHint{{Lease: resource}}, func(x *exec) error {
+	return l.h.runHinted(ctx, "locks.force_release", w.Actor, []driver.ReadHint{{Lease: resource}}, func(x *exec) error {
 		if err := x.allow(who, policy.Lock, resource, lockSubject(resource)); err != nil {
 			return err
 		}
@@ -632,7 +633,7 @@ func (l locks) Get(ctx context.Context, resource string) (workspace.Lease, error
 		return workspace.Lease{}, err
 	}
 	var out workspace.Lease
-	err := l.h.viewHinted(ctx, "locks.get", []ReadHint{{Lease: resource}}, func(tx ReadTx) error {
+	err := l.h.viewHinted(ctx, "locks.get", []driver.ReadHint{{Lease: resource}}, func(tx driver.ReadTx) error {
 		var err error
 		out, err = tx.Lease(ctx, resource)
 		if err == nil && (out.Owner == "" || !out.ExpiresAt.After(tx.Now())) {
@@ -648,7 +649,7 @@ func (l locks) Get(ctx context.Context, resource string) (workspace.Lease, error
 
 func (l locks) List(ctx context.Context) ([]workspace.Lease, error) {
 	var out []workspace.Lease
-	err := l.h.view(ctx, "locks.list", func(tx ReadTx) error {
+	err := l.h.view(ctx, "locks.list", func(tx driver.ReadTx) error {
 		var err error
 		out, err = tx.ListLeases(ctx, tx.Now())
 		return err

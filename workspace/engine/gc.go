@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 const (
@@ -55,7 +56,7 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 		msgs   []string
 		msizes []int64
 	)
-	err := h.view(ctx, "gc", func(tx ReadTx) error {
+	err := h.view(ctx, "gc", func(tx driver.ReadTx) error {
 		var err error
 		if r.Floor, target, err = gcTarget(ctx, tx, p); err != nil {
 			return err
@@ -74,7 +75,7 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 	}
 	r.FloorAfter = r.Floor
 	if p.DryRun {
-		err := h.view(ctx, "gc", func(tx ReadTx) error { return countEvents(ctx, tx, r.Floor, target, &r.Events) })
+		err := h.view(ctx, "gc", func(tx driver.ReadTx) error { return countEvents(ctx, tx, r.Floor, target, &r.Events) })
 		if err != nil {
 			return r, wrapErr("gc", err)
 		}
@@ -87,14 +88,14 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 		for _, n := range msizes {
 			r.Messages.Bytes += n
 		}
-		if rc, ok := h.st.(Reclaimer); ok {
+		if rc, ok := h.st.(driver.Reclaimer); ok {
 			if _, r.Reclaimable, err = rc.Reclaim(ctx, 0); err != nil {
 				return r, wrapErr("gc", err)
 			}
 		}
 		return r, nil
 	}
-	if bd, ok := h.st.(BelowFloorDeleter); ok {
+	if bd, ok := h.st.(driver.BelowFloorDeleter); ok {
 		err = h.gcBelowFloor(ctx, bd, p, target, &r)
 	} else {
 		err = h.gcEvents(ctx, p, target, &r)
@@ -117,7 +118,7 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 	ev := workspace.Event{Actor: p.Actor, Type: workspace.EventGC, Subject: workspace.Subject{Kind: "workspace"},
 		Message: fmt.Sprintf("gc removed %d events (%d bytes) below seq %d, %d artifact versions (%d bytes), %d tasks (%d bytes) and %d messages (%d bytes) in %d batches",
 			r.Events.Count, r.Events.Bytes, r.FloorAfter, r.Versions.Count, r.Versions.Bytes, r.Tasks.Count, r.Tasks.Bytes, r.Messages.Count, r.Messages.Bytes, r.Batches)}
-	err = h.st.Update(ctx, func(tx Tx) error {
+	err = h.st.Update(ctx, func(tx driver.Tx) error {
 		ev.Time = tx.Now()
 		if err := tx.PruneIdempotent(ctx, ev.Time); err != nil {
 			return err
@@ -138,17 +139,17 @@ func (h *handle) GC(ctx context.Context, p workspace.GCPolicy) (workspace.GCRepo
 // write lock, sized and rested as the invariant above says.
 func (h *handle) gcEvents(ctx context.Context, p workspace.GCPolicy, target int64, r *workspace.GCReport) error {
 	pace := gcPacer{size: min(minGCBatch, p.Batch), max: p.Batch, target: p.BatchTime}
-	if lr, ok := h.st.(LogRewriter); ok && lr.RewritesLog() {
+	if lr, ok := h.st.(driver.LogRewriter); ok && lr.RewritesLog() {
 		// Each batch costs a rewrite of the log: as few as p allows.
 		pace = gcPacer{size: p.Batch, max: p.Batch}
 	}
 	for from := r.Floor; from < target; {
 		to := min(from+pace.size, target)
-		if err := h.view(ctx, "gc", func(tx ReadTx) error { return countEvents(ctx, tx, from, to, &r.Events) }); err != nil {
+		if err := h.view(ctx, "gc", func(tx driver.ReadTx) error { return countEvents(ctx, tx, from, to, &r.Events) }); err != nil {
 			return err
 		}
 		var locked time.Time
-		err := h.st.Update(ctx, func(tx Tx) error {
+		err := h.st.Update(ctx, func(tx driver.Tx) error {
 			// The write lock is held from here (BEGIN IMMEDIATE on
 			// SQLite, the store lock on json) until Update returns.
 			locked = time.Now()
@@ -167,7 +168,7 @@ func (h *handle) gcEvents(ctx context.Context, p workspace.GCPolicy, target int6
 		r.LongestBatch = max(r.LongestBatch, took)
 		pace.learn(to-from, took)
 		from = to
-		if c, ok := h.st.(Checkpointer); ok {
+		if c, ok := h.st.(driver.Checkpointer); ok {
 			if err := c.Checkpoint(ctx); err != nil {
 				return err
 			}
@@ -200,17 +201,17 @@ func rest(ctx context.Context, took time.Duration) error {
 // rested as the other batches are, since they still share the server's
 // I/O and CPU with the writers. A delete runs only below a floor already
 // committed, so no reader can miss what it removes.
-func (h *handle) gcBelowFloor(ctx context.Context, bd BelowFloorDeleter, p workspace.GCPolicy, target int64, r *workspace.GCReport) error {
+func (h *handle) gcBelowFloor(ctx context.Context, bd driver.BelowFloorDeleter, p workspace.GCPolicy, target int64, r *workspace.GCReport) error {
 	if target <= r.Floor {
 		return nil
 	}
-	if err := h.view(ctx, "gc", func(tx ReadTx) error { return countEvents(ctx, tx, r.Floor, target, &r.Events) }); err != nil {
+	if err := h.view(ctx, "gc", func(tx driver.ReadTx) error { return countEvents(ctx, tx, r.Floor, target, &r.Events) }); err != nil {
 		return err
 	}
 	var locked time.Time
-	err := h.st.Update(ctx, func(tx Tx) error {
+	err := h.st.Update(ctx, func(tx driver.Tx) error {
 		locked = time.Now()
-		fr, ok := tx.(FloorRaiser)
+		fr, ok := tx.(driver.FloorRaiser)
 		if !ok {
 			return fmt.Errorf("%T deletes below the floor but its transaction cannot raise it", h.st)
 		}
@@ -253,7 +254,7 @@ func (h *handle) gcBelowFloor(ctx context.Context, bd BelowFloorDeleter, p works
 // reclaim gives free space back with p.Reclaim, in steps paced as the
 // batches are, then reports what is left.
 func (h *handle) reclaim(ctx context.Context, p workspace.GCPolicy, r *workspace.GCReport) error {
-	rc, ok := h.st.(Reclaimer)
+	rc, ok := h.st.(driver.Reclaimer)
 	if !ok {
 		return nil
 	}
@@ -278,7 +279,7 @@ func (h *handle) reclaim(ctx context.Context, p workspace.GCPolicy, r *workspace
 			return err
 		}
 	}
-	if c, ok := h.st.(Checkpointer); ok && r.Reclaimed > 0 {
+	if c, ok := h.st.(driver.Checkpointer); ok && r.Reclaimed > 0 {
 		if err := c.Checkpoint(ctx); err != nil {
 			return err
 		}
@@ -334,7 +335,7 @@ func (h *handle) checkGCPolicy(p *workspace.GCPolicy) error {
 	}
 	if p.Batch == 0 {
 		p.Batch = defaultGCBatch
-		if lr, ok := h.st.(LogRewriter); ok && lr.RewritesLog() {
+		if lr, ok := h.st.(driver.LogRewriter); ok && lr.RewritesLog() {
 			p.Batch = maxGCBatch
 		}
 	}
@@ -347,7 +348,7 @@ func (h *handle) checkGCPolicy(p *workspace.GCPolicy) error {
 // gcTarget returns the floor now and the floor policy p allows: the
 // lowest that any of its rules sets (an event is kept if any rule keeps
 // it), the current one if p sets none.
-func gcTarget(ctx context.Context, tx ReadTx, p workspace.GCPolicy) (floor, target int64, err error) {
+func gcTarget(ctx context.Context, tx driver.ReadTx, p workspace.GCPolicy) (floor, target int64, err error) {
 	if floor, err = tx.Floor(ctx); err != nil {
 		return 0, 0, err
 	}
@@ -378,7 +379,7 @@ func gcTarget(ctx context.Context, tx ReadTx, p workspace.GCPolicy) (floor, targ
 }
 
 // countEvents adds the events with from <= seq < to to k.
-func countEvents(ctx context.Context, tx ReadTx, from, to int64, k *workspace.GCKind) error {
+func countEvents(ctx context.Context, tx driver.ReadTx, from, to int64, k *workspace.GCKind) error {
 	after := from - 1
 	for after < to-1 {
 		evs, err := tx.Events(ctx, workspace.EventQuery{AfterSeq: after, Limit: archivePage})
@@ -390,7 +391,7 @@ func countEvents(ctx context.Context, tx ReadTx, from, to int64, k *workspace.GC
 				return nil
 			}
 			k.Count++
-			k.Bytes += int64(len(ChainBody(e)))
+			k.Bytes += int64(len(driver.ChainBody(e)))
 			after = e.Seq
 		}
 		if len(evs) < archivePage {

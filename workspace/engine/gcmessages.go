@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // msgRemovable reports whether retention may remove m at now under p: it
@@ -20,7 +21,7 @@ func msgRemovable(m workspace.Msg, now time.Time, p workspace.GCPolicy) bool {
 
 // gcMessagePlan returns the IDs of the messages p removes, oldest first,
 // and their sizes (their records' JSON), from one snapshot.
-func gcMessagePlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy) ([]string, []int64, error) {
+func gcMessagePlan(ctx context.Context, tx driver.ReadTx, p workspace.GCPolicy) ([]string, []int64, error) {
 	if p.KeepMessagesFor <= 0 {
 		return nil, nil, nil
 	}
@@ -29,7 +30,7 @@ func gcMessagePlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy) ([]stri
 		ids   []string
 		sizes []int64
 	)
-	q := NoteQuery{Kind: msgKind, Limit: archivePage}
+	q := driver.NoteQuery{Kind: msgKind, Limit: archivePage}
 	for {
 		page, err := tx.ListNotes(ctx, q)
 		if err != nil {
@@ -56,7 +57,7 @@ func gcMessagePlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy) ([]stri
 // theirs, in short transactions paced as the tasks' are. A message that
 // changed since the plan is checked again in its transaction.
 func (h *handle) gcMessages(ctx context.Context, p workspace.GCPolicy, ids []string, sizes []int64, r *workspace.GCReport) error {
-	return h.removeInBatches(ctx, p, len(ids), &r.Messages, r, func(ctx context.Context, tx Tx, i int) (bool, int64, error) {
+	return h.removeInBatches(ctx, p, len(ids), &r.Messages, r, func(ctx context.Context, tx driver.Tx, i int) (bool, int64, error) {
 		m, err := getMsg(ctx, tx, ids[i])
 		if err != nil || !msgRemovable(m, tx.Now(), p) {
 			return false, 0, nil
@@ -69,7 +70,7 @@ func (h *handle) gcMessages(ctx context.Context, p workspace.GCPolicy, ids []str
 // acks wrote: one box entry per recipient and per expanded role member
 // (each named by an ack's For), its thread entry, and any wait or due
 // entry left.
-func dropMsg(ctx context.Context, tx Tx, m workspace.Msg) error {
+func dropMsg(ctx context.Context, tx driver.Tx, m workspace.Msg) error {
 	rcpts := slices.Clone(m.To)
 	for _, a := range m.Acks {
 		if !strings.HasPrefix(a.For, "role:") && !slices.Contains(rcpts, a.For) {

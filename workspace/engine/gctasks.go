@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // finished reports whether a task's status is final: done or cancelled.
@@ -20,7 +21,7 @@ func finished(s workspace.TaskStatus) bool {
 // before now-p.KeepTasksFor, except those that a task which stays depends
 // on or has as its parent. Newest first, so that a task goes before the
 // older ones it depends on.
-func gcTaskPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy) ([]string, []int64, error) {
+func gcTaskPlan(ctx context.Context, tx driver.ReadTx, p workspace.GCPolicy) ([]string, []int64, error) {
 	if p.KeepTasksFor <= 0 {
 		return nil, nil, nil
 	}
@@ -99,7 +100,7 @@ func gcTaskPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy) ([]string,
 // unfinished, but it may have been touched) or that a task created since
 // names is skipped: the store refuses to remove a task another names.
 func (h *handle) gcTasks(ctx context.Context, p workspace.GCPolicy, ids []string, sizes []int64, r *workspace.GCReport) error {
-	return h.removeInBatches(ctx, p, len(ids), &r.Tasks, r, func(ctx context.Context, tx Tx, i int) (bool, int64, error) {
+	return h.removeInBatches(ctx, p, len(ids), &r.Tasks, r, func(ctx context.Context, tx driver.Tx, i int) (bool, int64, error) {
 		t, err := tx.Task(ctx, ids[i])
 		if err != nil || !finished(t.Status) || !t.UpdatedAt.Before(tx.Now().Add(-p.KeepTasksFor)) {
 			return false, 0, nil
@@ -114,13 +115,13 @@ func (h *handle) gcTasks(ctx context.Context, p workspace.GCPolicy, ids []string
 // in short transactions sized and rested as the events' are, and counts
 // what went into kind and r's batches.
 func (h *handle) removeInBatches(ctx context.Context, p workspace.GCPolicy, n int, kind *workspace.GCKind, r *workspace.GCReport,
-	one func(ctx context.Context, tx Tx, i int) (bool, int64, error)) error {
+	one func(ctx context.Context, tx driver.Tx, i int) (bool, int64, error)) error {
 	pace := gcPacer{size: min(minGCBatch, p.Batch), max: p.Batch, target: p.BatchTime}
 	for from := 0; from < n; {
 		to := min(from+int(pace.size), n)
 		var locked time.Time
 		var removed workspace.GCKind
-		err := h.st.Update(ctx, func(tx Tx) error {
+		err := h.st.Update(ctx, func(tx driver.Tx) error {
 			locked = time.Now()
 			removed = workspace.GCKind{}
 			for i := from; i < to; i++ {

@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/agentspace/agentspace/internal/reserve"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // versionCut is what gc removes of one artifact's versions.
@@ -29,7 +30,7 @@ type versionCut struct {
 // is cut the same way, its last version standing for the head, so it can
 // still be read by ID at the version it was deleted at. It adds their
 // count, and the size of the content no kept version shares, to k.
-func gcVersionPlan(ctx context.Context, tx ReadTx, p workspace.GCPolicy, k *workspace.GCKind) ([]versionCut, error) {
+func gcVersionPlan(ctx context.Context, tx driver.ReadTx, p workspace.GCPolicy, k *workspace.GCKind) ([]versionCut, error) {
 	if p.KeepVersions <= 0 {
 		return nil, nil
 	}
@@ -157,10 +158,10 @@ func (x *exec) pinWritten(ctx context.Context, a *workspace.Artifact) error {
 
 // pinsOf returns the keys of artifact id's pin notes: one read of the
 // keys "ID@..." (every store orders keys bytewise), not one per version.
-func pinsOf(ctx context.Context, tx ReadTx, id string) (map[string]bool, error) {
+func pinsOf(ctx context.Context, tx driver.ReadTx, id string) (map[string]bool, error) {
 	pins := map[string]bool{}
 	prefix := id + "@"
-	q := NoteQuery{Kind: workspace.PinKind, AfterKind: workspace.PinKind, AfterKey: prefix, Limit: archivePage}
+	q := driver.NoteQuery{Kind: workspace.PinKind, AfterKind: workspace.PinKind, AfterKey: prefix, Limit: archivePage}
 	for {
 		ns, err := tx.ListNotes(ctx, q)
 		if err != nil {
@@ -181,8 +182,8 @@ func pinsOf(ctx context.Context, tx ReadTx, id string) (map[string]bool, error) 
 
 // eachNote calls fn with every note of kind, in pages, and stops at the
 // first error fn returns.
-func eachNote(ctx context.Context, tx ReadTx, kind string, fn func(workspace.Note) error) error {
-	q := NoteQuery{Kind: kind, Limit: archivePage}
+func eachNote(ctx context.Context, tx driver.ReadTx, kind string, fn func(workspace.Note) error) error {
+	q := driver.NoteQuery{Kind: kind, Limit: archivePage}
 	for {
 		ns, err := tx.ListNotes(ctx, q)
 		if err != nil {
@@ -238,7 +239,7 @@ func (h *handle) gcVersions(ctx context.Context, p workspace.GCPolicy, cuts []ve
 			locked time.Time
 			pinned int64
 		)
-		err := h.st.Update(ctx, func(tx Tx) error {
+		err := h.st.Update(ctx, func(tx driver.Tx) error {
 			locked, pinned = time.Now(), 0
 			for _, c := range batch {
 				pins, err := pinsOf(ctx, tx, c.id)
@@ -274,7 +275,7 @@ func (h *handle) gcVersions(ctx context.Context, p workspace.GCPolicy, cuts []ve
 // found nothing, into a *workspace.VersionRemovedError naming the oldest
 // version kept, when v is older than versions still there; otherwise it
 // returns err.
-func versionGone(ctx context.Context, tx ReadTx, id, name string, v int64, err error) error {
+func versionGone(ctx context.Context, tx driver.ReadTx, id, name string, v int64, err error) error {
 	if !errors.Is(err, workspace.ErrNotFound) || id == "" {
 		return err
 	}

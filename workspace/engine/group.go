@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // Group commit. Every write of a handle goes through one committer
@@ -54,7 +55,7 @@ type job struct {
 	fingerprint string
 	prune       bool
 	// hints are the records the job's ops read first, in op order.
-	hints []ReadHint
+	hints []driver.ReadHint
 	// apply runs the job's writes on x and records its results in the job.
 	apply func(ctx context.Context, x *exec) error
 	// authorize, when set, checks the job's ops against the policy on x
@@ -454,8 +455,8 @@ func (h *core) runGroup(ctx context.Context, g *gathering) []*job {
 	// isolate is set for the run again with them.
 	isolate := false
 	update := h.st.Update
-	if hu, ok := h.st.(HintedUpdater); ok {
-		var hints []ReadHint
+	if hu, ok := h.st.(driver.HintedUpdater); ok {
+		var hints []driver.ReadHint
 		for _, j := range live {
 			for _, h := range j.hints {
 				if !slices.Contains(hints, h) {
@@ -464,15 +465,15 @@ func (h *core) runGroup(ctx context.Context, g *gathering) []*job {
 			}
 		}
 		if len(hints) > 0 {
-			update = func(ctx context.Context, fn func(tx Tx) error) error {
+			update = func(ctx context.Context, fn func(tx driver.Tx) error) error {
 				return hu.UpdateHinted(ctx, hints, fn)
 			}
 		}
 	}
-	fn := func(tx Tx) error {
+	fn := func(tx driver.Tx) error {
 		committed = nil
 		now := tx.Now()
-		sp, ok := tx.(Savepointer)
+		sp, ok := tx.(driver.Savepointer)
 		if ok {
 			h.savepoints.Store(savepointsYes)
 		} else {
@@ -606,7 +607,7 @@ func (h *core) runGroup(ctx context.Context, g *gathering) []*job {
 // runJob runs one job inside the group's transaction, in a savepoint when sp
 // is set. On error its writes are rolled back (with sp) and the error
 // returned; wrote says whether it had written anything.
-func (h *core) runJob(ctx context.Context, tx Tx, sp Savepointer, now time.Time, j *job) (wrote bool, err error) {
+func (h *core) runJob(ctx context.Context, tx driver.Tx, sp driver.Savepointer, now time.Time, j *job) (wrote bool, err error) {
 	if j.idemKey != "" {
 		stored, err := tx.Idempotent(ctx, j.idemKey, now)
 		switch {
@@ -694,7 +695,7 @@ func conditionFailed(err error) bool {
 // idempotency records, come after the jobs); TestWriteMarkerMarksEveryWrite
 // keeps the list whole.
 type writeMarker struct {
-	Tx
+	driver.Tx
 	wrote *bool
 }
 

@@ -1,4 +1,4 @@
-package driver_test
+package engine_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	_ "github.com/agentspace/agentspace/backend/sqlite"
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 // TestCommitterWaitsForTheWritersItJustAnswered: three writers queue behind
@@ -38,7 +39,7 @@ func TestCommitterWaitsForTheWritersItJustAnswered(t *testing.T) {
 			ctx := context.Background()
 			ss := openStackStore(t, filepath.Join(t.TempDir(), "ws.db"))
 			ss.holdNext()
-			ws := driver.New(ss, workspace.Options{GroupWait: tc.wait})
+			ws := engine.New(ss, workspace.Options{GroupWait: tc.wait})
 			defer ws.Close()
 
 			note := func(who string) error { return putNote(ctx, ws, who) }
@@ -52,7 +53,7 @@ func TestCommitterWaitsForTheWritersItJustAnswered(t *testing.T) {
 			for i := range 3 {
 				wg.Go(func() { assert.NoError(t, note(fmt.Sprint("queued", i))) })
 			}
-			require.Eventually(t, func() bool { return driver.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return engine.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
 			// Held for a second: the wait may last up to 125 ms.
 			time.Sleep(time.Second)
 			ss.release()
@@ -154,7 +155,7 @@ func openStackStore(t *testing.T, path string) *stackStore {
 func TestALoneWriterRunsItsOwnTransaction(t *testing.T) {
 	ctx := context.Background()
 	ss := openStackStore(t, filepath.Join(t.TempDir(), "ws.db"))
-	ws := driver.New(ss, workspace.Options{GroupWait: -1})
+	ws := engine.New(ss, workspace.Options{GroupWait: -1})
 	defer ws.Close()
 	note := func(who string) error { return putNote(ctx, ws, who) }
 
@@ -169,7 +170,7 @@ func TestALoneWriterRunsItsOwnTransaction(t *testing.T) {
 	for i := range 3 {
 		wg.Go(func() { assert.NoError(t, note(fmt.Sprint("queued", i))) })
 	}
-	require.Eventually(t, func() bool { return driver.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return engine.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
 	ss.release()
 	wg.Wait()
 	// The held writer ran alone; the three queued behind it shared one
@@ -190,7 +191,7 @@ func TestCloseWaitsForAWriteRunAlone(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ws.db")
 	ss := openStackStore(t, path)
-	ws := driver.New(ss, workspace.Options{})
+	ws := engine.New(ss, workspace.Options{})
 	ss.holdNext()
 	wrote := make(chan error, 1)
 	go func() {
@@ -241,7 +242,7 @@ func TestAGroupRunsWithoutSavepointsUntilAJobMustBeUndone(t *testing.T) {
 			ctx := context.Background()
 			ss := openStackStore(t, filepath.Join(t.TempDir(), "ws.db"))
 			sps := &savepointCountingStore{Store: ss}
-			ws := driver.New(sps, workspace.Options{GroupWait: -1})
+			ws := engine.New(sps, workspace.Options{GroupWait: -1})
 			defer ws.Close()
 			w := workspace.Write{Actor: "a"}
 			doc, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "doc", Kind: "plan", Content: []byte("v1")})
@@ -271,7 +272,7 @@ func TestAGroupRunsWithoutSavepointsUntilAJobMustBeUndone(t *testing.T) {
 				_, other = ws.Artifacts().Update(ctx, workspace.Write{Actor: "a", IfVersion: doc.Version + 9},
 					workspace.ArtifactRef{Name: "doc"}, workspace.ArtifactChange{Content: []byte("y")})
 			})
-			require.Eventually(t, func() bool { return driver.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return engine.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
 			ss.release()
 			wg.Wait()
 
@@ -338,7 +339,7 @@ func (c countingTx) ReleaseSavepoint(ctx context.Context) error  { return c.sp.R
 func TestAGroupHoldsAtMost64Jobs(t *testing.T) {
 	ctx := context.Background()
 	ss := openStackStore(t, filepath.Join(t.TempDir(), "ws.db"))
-	ws := driver.New(ss, workspace.Options{GroupWait: -1})
+	ws := engine.New(ss, workspace.Options{GroupWait: -1})
 	defer ws.Close()
 	put := func(key string) error { return putNote(ctx, ws, key) }
 	require.NoError(t, put("warm"))
@@ -351,7 +352,7 @@ func TestAGroupHoldsAtMost64Jobs(t *testing.T) {
 	for i := range writers {
 		wg.Go(func() { assert.NoError(t, put(fmt.Sprint("w", i))) })
 	}
-	require.Eventually(t, func() bool { return driver.QueuedWriters(ws) == writers }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return engine.QueuedWriters(ws) == writers }, 10*time.Second, time.Millisecond)
 	ss.release()
 	wg.Wait()
 	assert.Equal(t, []string{"committer", "committer"}, ss.where()[before:])
@@ -364,7 +365,7 @@ func TestAGroupHoldsAtMost64Jobs(t *testing.T) {
 func TestCommitStatsCountGroupsAndTheirTime(t *testing.T) {
 	ctx := context.Background()
 	ss := openStackStore(t, filepath.Join(t.TempDir(), "ws.db"))
-	ws := driver.New(ss, workspace.Options{GroupWait: 500 * time.Millisecond})
+	ws := engine.New(ss, workspace.Options{GroupWait: 500 * time.Millisecond})
 	defer ws.Close()
 	s, ok := ws.CommitStats()
 	require.True(t, ok)
@@ -385,7 +386,7 @@ func TestCommitStatsCountGroupsAndTheirTime(t *testing.T) {
 	for i := range 3 {
 		wg.Go(func() { assert.NoError(t, putNote(ctx, ws, fmt.Sprint("queued", i))) })
 	}
-	require.Eventually(t, func() bool { return driver.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return engine.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
 	time.Sleep(100 * time.Millisecond)
 	ss.release()
 	wg.Wait()
@@ -443,7 +444,7 @@ func TestWritersQueuedWhileAGroupRunsJoinIt(t *testing.T) {
 			if tc.late {
 				st = lateStackStore{ss}
 			}
-			ws := driver.New(st, workspace.Options{GroupWait: -1})
+			ws := engine.New(st, workspace.Options{GroupWait: -1})
 			defer ws.Close()
 			require.NoError(t, putNote(ctx, ws, "warm")) // shows the store takes savepoints
 			// A lone writer's transaction, held, with two writers queued
@@ -455,7 +456,7 @@ func TestWritersQueuedWhileAGroupRunsJoinIt(t *testing.T) {
 			for _, k := range []string{"b", "c"} {
 				wg.Go(func() { assert.NoError(t, putNote(ctx, ws, k)) })
 			}
-			require.Eventually(t, func() bool { return driver.QueuedWriters(ws) == 2 }, 10*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return engine.QueuedWriters(ws) == 2 }, 10*time.Second, time.Millisecond)
 			ss.holdNext() // the group's
 			before := len(ss.where())
 			ss.release() // the lone writer's
@@ -471,7 +472,7 @@ func TestWritersQueuedWhileAGroupRunsJoinIt(t *testing.T) {
 			wg.Go(func() {
 				_, conflict = ws.Notes().Put(ctx, workspace.Write{Actor: "f", IfVersion: 7}, workspace.NotePut{Kind: "k", Key: "b", Body: "f"})
 			})
-			require.Eventually(t, func() bool { return driver.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return engine.QueuedWriters(ws) == 3 }, 10*time.Second, time.Millisecond)
 			ss.release()
 			wg.Wait()
 			assert.Equal(t, tc.txs, len(ss.where())-before, "write transactions after the lone writer's")

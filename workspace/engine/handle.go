@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"github.com/agentspace/agentspace/internal/wsconn"
@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // core is what every handle on one store shares: the store, the committer
@@ -17,7 +18,7 @@ import (
 // their waiters. Handles that Open gives out for one DSN in one process
 // share one core (see share.go); New makes a core of its own per handle.
 type core struct {
-	st   Store
+	st   driver.Store
 	opts workspace.Options
 	hub  *hub
 
@@ -68,18 +69,18 @@ type handle struct {
 // Open returns is. Backends' own constructors (for a *sql.DB or a
 // *pgxpool.Pool) call it. The handle is private (its Attach gives
 // more handles on its store) and owns st: the last handle's Close closes it.
-func New(st Store, opts workspace.Options) *workspace.Workspace {
+func New(st driver.Store, opts workspace.Options) *workspace.Workspace {
 	c := &core{refs: 1}
 	c.start(st, opts)
 	return c.handle().ws()
 }
 
 // start starts the committer and the hub of c's store st.
-func (c *core) start(st Store, opts workspace.Options) {
+func (c *core) start(st driver.Store, opts workspace.Options) {
 	c.st, c.opts = st, opts.WithDefaults()
 	c.hub = newHub(c)
 	c.jobs = make(chan *job)
-	c.late = JoinsLate(st)
+	c.late = driver.JoinsLate(st)
 	c.hub.wg.Add(1)
 	go c.committer()
 }
@@ -124,12 +125,12 @@ func (h *handle) alive() error {
 }
 
 // view runs fn on a read snapshot, with the closed check and error wrapping.
-func (h *handle) view(ctx context.Context, op string, fn func(tx ReadTx) error) error {
+func (h *handle) view(ctx context.Context, op string, fn func(tx driver.ReadTx) error) error {
 	return h.viewHinted(ctx, op, nil, fn)
 }
 
 // viewHinted is view for a read of the hints' records (see HintedViewer).
-func (h *handle) viewHinted(ctx context.Context, op string, hints []ReadHint, fn func(tx ReadTx) error) error {
+func (h *handle) viewHinted(ctx context.Context, op string, hints []driver.ReadHint, fn func(tx driver.ReadTx) error) error {
 	if err := h.alive(); err != nil {
 		return err
 	}
@@ -140,9 +141,9 @@ func (h *handle) viewHinted(ctx context.Context, op string, hints []ReadHint, fn
 // once the handle has closed says so: Close does not wait for reads, and
 // the store may have closed under this one, whose own error (a closed
 // pool, a closed database) is then not what the caller must hear.
-func (h *handle) storeView(ctx context.Context, hints []ReadHint, fn func(tx ReadTx) error) error {
+func (h *handle) storeView(ctx context.Context, hints []driver.ReadHint, fn func(tx driver.ReadTx) error) error {
 	var err error
-	if hv, ok := h.st.(HintedViewer); ok && len(hints) > 0 {
+	if hv, ok := h.st.(driver.HintedViewer); ok && len(hints) > 0 {
 		err = hv.ViewHinted(ctx, hints, fn)
 	} else {
 		err = h.st.View(ctx, fn)
@@ -276,7 +277,7 @@ func (h *handle) commit(ctx context.Context, opname string, b workspace.Batch) (
 func (c *core) recordConflict(ctx context.Context, actor string, ce *workspace.ConflictError, msg string) {
 	ctx = context.WithoutCancel(ctx)
 	var ev workspace.Event
-	err := c.st.Update(ctx, func(tx Tx) error {
+	err := c.st.Update(ctx, func(tx driver.Tx) error {
 		ev = conflictEvent(actor, tx.Now(), ce, msg)
 		first, err := tx.AppendEvents(ctx, []workspace.Event{ev})
 		ev.Seq = first
@@ -290,19 +291,19 @@ func (c *core) recordConflict(ctx context.Context, actor string, ce *workspace.C
 }
 
 // readHint names the record op reads first (its op table entry's hint).
-func readHint(op workspace.Op) ReadHint {
+func readHint(op workspace.Op) driver.ReadHint {
 	if s, err := specOf(op); err == nil {
 		return s.hint(op)
 	}
-	return ReadHint{}
+	return driver.ReadHint{}
 }
 
 // readHints names the records ops read first, each op's, in op order
 // (runGroup drops repeats).
-func readHints(ops []workspace.Op) []ReadHint {
-	var hints []ReadHint
+func readHints(ops []workspace.Op) []driver.ReadHint {
+	var hints []driver.ReadHint
 	for _, op := range ops {
-		if h := readHint(op); h != (ReadHint{}) {
+		if h := readHint(op); h != (driver.ReadHint{}) {
 			hints = append(hints, h)
 		}
 	}
@@ -331,4 +332,4 @@ func (h *handle) single(ctx context.Context, opname string, w workspace.Write, o
 }
 
 // ws makes the user's *workspace.Workspace of h.
-func (h *handle) ws() *workspace.Workspace { return wsconn.Wrap(h).(*workspace.Workspace) }
+func (h *handle) ws() *workspace.Workspace { return wsconn.Wrap(h) }

@@ -1,4 +1,4 @@
-package driver_test
+package engine_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 // heldStore wraps a real store to play a watched store whose
@@ -38,7 +39,7 @@ func openStore(t *testing.T, dsn string, adjust func(p *driver.ParsedDSN)) drive
 	if adjust != nil {
 		adjust(&p)
 	}
-	st, err := driver.OpenStore(context.Background(), p)
+	st, err := engine.OpenStore(context.Background(), p)
 	require.NoError(t, err)
 	return st
 }
@@ -115,7 +116,7 @@ func TestChangeSkippedWhileNobodyWaitedIsLookedUpUntilItCanBeRead(t *testing.T) 
 	t.Cleanup(func() { _ = other.Close() })
 
 	held := newHeldStore(t, dsn)
-	ws := driver.New(held, workspace.Options{PollInterval: time.Minute})
+	ws := engine.New(held, workspace.Options{PollInterval: time.Minute})
 	t.Cleanup(func() { _ = ws.Close() })
 
 	// Another store commits; the commit cannot be read yet.
@@ -134,7 +135,7 @@ func TestChangeSkippedWhileNobodyWaitedIsLookedUpUntilItCanBeRead(t *testing.T) 
 		}
 	}()
 	time.Sleep(50 * time.Millisecond)
-	require.Zero(t, driver.ChangesTaken(ws), "a notification taken while nobody waits")
+	require.Zero(t, engine.ChangesTaken(ws), "a notification taken while nobody waits")
 	drain(held.heads)
 
 	sub, err := ws.Events().Subscribe(ctx, workspace.SubscribeRequest{Heartbeat: -1})

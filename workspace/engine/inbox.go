@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // Messages returns the handle's message operations.
@@ -77,7 +78,7 @@ func (m messages) Get(ctx context.Context, id string) (workspace.Msg, error) {
 		return workspace.Msg{}, wrapErr("messages.get", err)
 	}
 	var out workspace.Msg
-	err = m.h.viewHinted(ctx, "messages.get", []ReadHint{{NoteKind: msgKind, NoteKey: id}}, func(tx ReadTx) error {
+	err = m.h.viewHinted(ctx, "messages.get", []driver.ReadHint{{NoteKind: msgKind, NoteKey: id}}, func(tx driver.ReadTx) error {
 		var err error
 		out, err = getMsg(ctx, tx, id)
 		return err
@@ -183,7 +184,7 @@ func (m messages) Inbox(ctx context.Context, q workspace.InboxQuery) (workspace.
 			return workspace.InboxPage{}, err
 		}
 		var page workspace.InboxPage
-		err = m.h.view(ctx, "messages.inbox", func(tx ReadTx) error {
+		err = m.h.view(ctx, "messages.inbox", func(tx driver.ReadTx) error {
 			var err error
 			page, err = inbox(ctx, tx, q, rolesFor(w, q.Actor))
 			return err
@@ -208,8 +209,8 @@ func (m messages) escalateIfDue(ctx context.Context, actor string) error {
 // due reports whether a message's deadline has passed unescalated.
 func (m messages) due(ctx context.Context) (bool, error) {
 	var due bool
-	err := m.h.view(ctx, "messages.escalate", func(tx ReadTx) error {
-		ns, err := tx.ListNotes(ctx, NoteQuery{Kind: msgDueKind, Limit: 1})
+	err := m.h.view(ctx, "messages.escalate", func(tx driver.ReadTx) error {
+		ns, err := tx.ListNotes(ctx, driver.NoteQuery{Kind: msgDueKind, Limit: 1})
 		if err != nil || len(ns) == 0 {
 			return err
 		}
@@ -225,9 +226,9 @@ func (m messages) due(ctx context.Context) (bool, error) {
 
 // listIndex returns the IDs of kind's entries under recipient r's prefix
 // greater than after, ascending.
-func listIndex(ctx context.Context, tx ReadTx, kind, r, after string) ([]string, error) {
+func listIndex(ctx context.Context, tx driver.ReadTx, kind, r, after string) ([]string, error) {
 	prefix := rcptKey(r) + "/"
-	q := NoteQuery{Kind: kind, AfterKind: kind, AfterKey: prefix + after, Limit: maxPageLimit}
+	q := driver.NoteQuery{Kind: kind, AfterKind: kind, AfterKey: prefix + after, Limit: maxPageLimit}
 	var ids []string
 	for {
 		page, err := tx.ListNotes(ctx, q)
@@ -249,7 +250,7 @@ func listIndex(ctx context.Context, tx ReadTx, kind, r, after string) ([]string,
 }
 
 // inbox reads one page of q.Actor's inbox, its counts and its cursor.
-func inbox(ctx context.Context, tx ReadTx, q workspace.InboxQuery, roles []string) (workspace.InboxPage, error) {
+func inbox(ctx context.Context, tx driver.ReadTx, q workspace.InboxQuery, roles []string) (workspace.InboxPage, error) {
 	var page workspace.InboxPage
 	rcpts := []string{q.Actor}
 	for _, r := range roles {

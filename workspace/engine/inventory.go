@@ -1,7 +1,9 @@
-package driver
+package engine
 
 import (
 	"context"
+
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // inventory returns every artifact ID the store holds, live and deleted
@@ -9,7 +11,7 @@ import (
 // resource, live and released, from the store's inventory (ReadTx's
 // ArtifactIDs and LeaseRows). The third argument, the log's floor, is no
 // longer needed: the log is not read.
-func inventory(ctx context.Context, tx ReadTx, _ int64) (ids, resources map[string]bool, err error) {
+func inventory(ctx context.Context, tx driver.ReadTx, _ int64) (ids, resources map[string]bool, err error) {
 	ids, resources = map[string]bool{}, map[string]bool{}
 	for after := ""; ; {
 		page, err := tx.ArtifactIDs(ctx, after, archivePage)

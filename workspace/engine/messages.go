@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"github.com/agentspace/agentspace/internal/reserve"
 	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // Messages are kept as sealed reserved notes that only this file writes and
@@ -164,7 +165,7 @@ func msgSubject(m *workspace.Msg) workspace.Subject {
 }
 
 // getMsg reads message id's record.
-func getMsg(ctx context.Context, tx ReadTx, id string) (workspace.Msg, error) {
+func getMsg(ctx context.Context, tx driver.ReadTx, id string) (workspace.Msg, error) {
 	n, err := tx.Note(ctx, msgKind, id)
 	if errors.Is(err, workspace.ErrNotFound) {
 		return workspace.Msg{}, fmt.Errorf("message %s: %w", id, workspace.ErrNotFound)
@@ -517,7 +518,7 @@ func (x *exec) escalateDue(ctx context.Context) ([]workspace.Msg, error) {
 	now := x.msgNow()
 	end := dueKey(now, "~")
 	var out []workspace.Msg
-	q := NoteQuery{Kind: msgDueKind, Limit: 100}
+	q := driver.NoteQuery{Kind: msgDueKind, Limit: 100}
 	for {
 		page, err := x.tx.ListNotes(ctx, q)
 		if err != nil {

@@ -1,4 +1,4 @@
-package driver_test
+package engine_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	_ "github.com/agentspace/agentspace/backend/sqlite"
 	"github.com/agentspace/agentspace/workspace"
-	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 func TestSuccessorV7CountsUpAndCarries(t *testing.T) {
@@ -20,7 +20,7 @@ func TestSuccessorV7CountsUpAndCarries(t *testing.T) {
 		{"01a235c8-f484-76ba-bfff-ffffffffffff", "01a235c8-f484-76bb-8000-000000000000"},
 		{"01a235c8-f484-7fff-bfff-ffffffffffff", "01a235c8-f485-7000-8000-000000000000"},
 	} {
-		got := driver.SuccessorV7(uuid.MustParse(c.in))
+		got := engine.SuccessorV7(uuid.MustParse(c.in))
 		assert.Equal(t, c.want, got.String(), c.in)
 		assert.Equal(t, uuid.Version(7), got.Version())
 		assert.Equal(t, uuid.RFC4122, got.Variant())
@@ -49,7 +49,7 @@ func TestMessageIDsFollowCommitOrderWhateverTheClock(t *testing.T) {
 	for i := range 6 {
 		future[i] = byte(ms >> (40 - 8*i))
 	}
-	require.NoError(t, driver.PlantLastMessageID(ctx, ws, future.String()))
+	require.NoError(t, engine.PlantLastMessageID(ctx, ws, future.String()))
 	require.NoError(t, ws.Messages().MarkRead(ctx, "bob", first.ID))
 
 	second, err := ws.Messages().Send(ctx, workspace.Write{Actor: "alice"}, workspace.NewMsg{To: []string{"bob"}, Body: "two"})

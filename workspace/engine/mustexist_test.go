@@ -1,4 +1,4 @@
-package driver_test
+package engine_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 // absentDriver names stores that do not exist: its Probe says so, and its
@@ -29,7 +30,7 @@ func (absentDriver) Params() []string { return nil }
 
 var absentOpens atomic.Int64
 
-func init() { driver.Register("absent", absentDriver{opens: &absentOpens}) }
+func init() { driver.Register("absent", engine.Backend(absentDriver{opens: &absentOpens})) }
 
 // TestMustExistProbesBeforeItOpens: a must-exist open asks the driver's
 // Probe first and returns its refusal as is, on a shared core and on a

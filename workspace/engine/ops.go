@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // The op table: everything the engine knows of each batch op type, declared
@@ -22,8 +23,8 @@ var opTable = map[reflect.Type]opSpec{}
 func init() {
 	declare(opEntry[workspace.CreateArtifactOp]{
 		check: checkCreateArtifact,
-		hint: func(o workspace.CreateArtifactOp) ReadHint {
-			return ReadHint{Artifact: workspace.ArtifactRef{Name: o.Artifact.Name}}
+		hint: func(o workspace.CreateArtifactOp) driver.ReadHint {
+			return driver.ReadHint{Artifact: workspace.ArtifactRef{Name: o.Artifact.Name}}
 		},
 		action: func(ctx context.Context, x *exec, _ who, o workspace.CreateArtifactOp, _ bool) (policy.Action, string, workspace.Subject, error) {
 			return x.artifactNeeds(ctx, workspace.ByName(o.Artifact.Name), policy.ArtifactWrite)
@@ -42,8 +43,8 @@ func init() {
 	})
 	declare(opEntry[workspace.UpdateArtifactOp]{
 		check: checkUpdateArtifact,
-		hint: func(o workspace.UpdateArtifactOp) ReadHint {
-			return ReadHint{Artifact: workspace.ArtifactRef{ID: o.Ref.ID, Name: o.Ref.Name}}
+		hint: func(o workspace.UpdateArtifactOp) driver.ReadHint {
+			return driver.ReadHint{Artifact: workspace.ArtifactRef{ID: o.Ref.ID, Name: o.Ref.Name}}
 		},
 		message: func(o workspace.UpdateArtifactOp) string { return o.Message },
 		action: func(ctx context.Context, x *exec, _ who, o workspace.UpdateArtifactOp, _ bool) (policy.Action, string, workspace.Subject, error) {
@@ -97,7 +98,7 @@ func init() {
 	})
 	declare(opEntry[workspace.UpdateTaskOp]{
 		check:   checkUpdateTask,
-		hint:    func(o workspace.UpdateTaskOp) ReadHint { return ReadHint{Task: o.ID} },
+		hint:    func(o workspace.UpdateTaskOp) driver.ReadHint { return driver.ReadHint{Task: o.ID} },
 		message: func(o workspace.UpdateTaskOp) string { return o.Message },
 		action: func(ctx context.Context, x *exec, w who, o workspace.UpdateTaskOp, first bool) (policy.Action, string, workspace.Subject, error) {
 			return x.taskUpdateNeeds(ctx, w, o, first)
@@ -110,8 +111,10 @@ func init() {
 	declare(opEntry[workspace.PutNoteOp]{
 		check:    checkPutNote,
 		reserved: func(o workspace.PutNoteOp) string { return o.Note.Kind },
-		hint:     func(o workspace.PutNoteOp) ReadHint { return ReadHint{NoteKind: o.Note.Kind, NoteKey: o.Note.Key} },
-		message:  func(o workspace.PutNoteOp) string { return o.Message },
+		hint: func(o workspace.PutNoteOp) driver.ReadHint {
+			return driver.ReadHint{NoteKind: o.Note.Kind, NoteKey: o.Note.Key}
+		},
+		message: func(o workspace.PutNoteOp) string { return o.Message },
 		action: func(_ context.Context, _ *exec, _ who, o workspace.PutNoteOp, _ bool) (policy.Action, string, workspace.Subject, error) {
 			return noteNeeds(o.Note.Kind, o.Note.Key)
 		},
@@ -123,8 +126,10 @@ func init() {
 	declare(opEntry[workspace.DeleteNoteOp]{
 		check:    checkDeleteNote,
 		reserved: func(o workspace.DeleteNoteOp) string { return o.Kind },
-		hint:     func(o workspace.DeleteNoteOp) ReadHint { return ReadHint{NoteKind: o.Kind, NoteKey: o.Key} },
-		message:  func(o workspace.DeleteNoteOp) string { return o.Message },
+		hint: func(o workspace.DeleteNoteOp) driver.ReadHint {
+			return driver.ReadHint{NoteKind: o.Kind, NoteKey: o.Key}
+		},
+		message: func(o workspace.DeleteNoteOp) string { return o.Message },
 		action: func(_ context.Context, _ *exec, _ who, o workspace.DeleteNoteOp, _ bool) (policy.Action, string, workspace.Subject, error) {
 			return noteNeeds(o.Kind, o.Key)
 		},
@@ -134,7 +139,7 @@ func init() {
 	})
 	declare(opEntry[workspace.ReleaseLockOp]{
 		check: checkReleaseLock,
-		hint:  func(o workspace.ReleaseLockOp) ReadHint { return ReadHint{Lease: o.Resource} },
+		hint:  func(o workspace.ReleaseLockOp) driver.ReadHint { return driver.ReadHint{Lease: o.Resource} },
 		action: func(_ context.Context, _ *exec, _ who, o workspace.ReleaseLockOp, _ bool) (policy.Action, string, workspace.Subject, error) {
 			return policy.Lock, o.Resource, workspace.Subject{Kind: "lock", Name: o.Resource}, nil
 		},
@@ -177,7 +182,9 @@ func init() {
 			}
 			return checkText("reply", o.Reply, maxReplyLen)
 		},
-		hint: func(o workspace.AckMessageOp) ReadHint { return ReadHint{NoteKind: msgKind, NoteKey: o.ID} },
+		hint: func(o workspace.AckMessageOp) driver.ReadHint {
+			return driver.ReadHint{NoteKind: msgKind, NoteKey: o.ID}
+		},
 		// Who may ack is decided by the message's recipients (ackMessage),
 		// not by a rule: an ack needs no right of the policy.
 		action: func(context.Context, *exec, who, workspace.AckMessageOp, bool) (policy.Action, string, workspace.Subject, error) {
@@ -235,7 +242,7 @@ type opEntry[O workspace.Op] struct {
 	// check; nil for an op that writes no note.
 	reserved func(o O) string
 	// hint names the record the op reads first (ReadHint).
-	hint func(o O) ReadHint
+	hint func(o O) driver.ReadHint
 	// message is the op's own message, kept on a conflict event.
 	message func(o O) string
 	// action is what the policy must allow, read in the transaction.
@@ -259,7 +266,7 @@ type opEntry[O workspace.Op] struct {
 type opSpec struct {
 	check        func(h *handle, op workspace.Op) error
 	reserved     func(op workspace.Op) string
-	hint         func(op workspace.Op) ReadHint
+	hint         func(op workspace.Op) driver.ReadHint
 	message      func(op workspace.Op) string
 	action       func(ctx context.Context, x *exec, w who, op workspace.Op, first bool) (policy.Action, string, workspace.Subject, error)
 	policySource func(ctx context.Context, x *exec, op workspace.Op) ([]byte, bool, error)
@@ -277,7 +284,7 @@ func declare[O workspace.Op](e opEntry[O]) {
 	}
 	s := opSpec{
 		check: func(h *handle, op workspace.Op) error { return e.check(h, op.(O)) },
-		hint:  func(workspace.Op) ReadHint { return ReadHint{} },
+		hint:  func(workspace.Op) driver.ReadHint { return driver.ReadHint{} },
 		message: func(workspace.Op) string {
 			return ""
 		},
@@ -292,7 +299,7 @@ func declare[O workspace.Op](e opEntry[O]) {
 		operator: e.operator,
 	}
 	if e.hint != nil {
-		s.hint = func(op workspace.Op) ReadHint { return e.hint(op.(O)) }
+		s.hint = func(op workspace.Op) driver.ReadHint { return e.hint(op.(O)) }
 	}
 	if e.message != nil {
 		s.message = func(op workspace.Op) string { return e.message(op.(O)) }

@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // A pause is a sealed "pause" note keyed by the actor's name (before any
@@ -44,7 +45,7 @@ func baseActor(actor string) string {
 }
 
 // paused returns actor's pause, or nil.
-func paused(ctx context.Context, tx ReadTx, actor string) (*pauseRecord, error) {
+func paused(ctx context.Context, tx driver.ReadTx, actor string) (*pauseRecord, error) {
 	n, err := tx.Note(ctx, pauseKind, baseActor(actor))
 	if errors.Is(err, workspace.ErrNotFound) {
 		return nil, nil
@@ -132,7 +133,7 @@ func (h *handle) pauseOf(ctx context.Context, actor string) (*pauseRecord, error
 	c.mu.Unlock()
 	if !fresh {
 		read := map[string]pauseRecord{}
-		err := h.storeView(ctx, nil, func(tx ReadTx) error {
+		err := h.storeView(ctx, nil, func(tx driver.ReadTx) error {
 			clear(read)
 			return eachNote(ctx, tx, pauseKind, func(n workspace.Note) error {
 				var p pauseRecord

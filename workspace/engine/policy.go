@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/agentspace/agentspace/internal/reserve"
 	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // Enforcement of the workspace's policy (workspace.PolicyArtifact).
@@ -141,7 +142,7 @@ func (c *policyCache) changed() {
 }
 
 // policyIn reads the policy head in tx.
-func (c *core) policyIn(ctx context.Context, tx ReadTx, when time.Time) (*policy.Policy, error) {
+func (c *core) policyIn(ctx context.Context, tx driver.ReadTx, when time.Time) (*policy.Policy, error) {
 	head, err := tx.Artifact(ctx, workspace.ByName(workspace.PolicyArtifact))
 	if errors.Is(err, workspace.ErrNotFound) {
 		return c.policy.current("", 0, when, nil)
@@ -215,7 +216,7 @@ var errPolicyReadAborted = errors.New("policy: the read of the policy this opera
 // after start.
 func (h *handle) readPolicyHead(ctx context.Context, start time.Time) (pol *policy.Policy, bad error, err error) {
 	h.policy.reads.Add(1)
-	err = h.storeView(ctx, nil, func(tx ReadTx) error {
+	err = h.storeView(ctx, nil, func(tx driver.ReadTx) error {
 		var err error
 		pol, err = h.policyIn(ctx, tx, start)
 		var pe *policy.Error
@@ -648,7 +649,7 @@ func deniedEvent(actor string, now time.Time, r refusal) workspace.Event {
 func (c *core) recordDenied(ctx context.Context, fe *workspace.ForbiddenError, subj workspace.Subject) {
 	ctx = context.WithoutCancel(ctx)
 	var ev workspace.Event
-	err := c.st.Update(ctx, func(tx Tx) error {
+	err := c.st.Update(ctx, func(tx driver.Tx) error {
 		ev = deniedEvent(fe.Actor, tx.Now(), refusal{err: fe, subject: subj})
 		first, err := tx.AppendEvents(ctx, []workspace.Event{ev})
 		ev.Seq = first

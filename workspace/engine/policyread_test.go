@@ -1,4 +1,4 @@
-package driver_test
+package engine_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 // TestConcurrentWritersShareTheirPolicyRead: writers that find the cached
@@ -33,7 +34,7 @@ func TestConcurrentWritersShareTheirPolicyRead(t *testing.T) {
 		_, err := ws.Notes().Put(ctx, workspace.Write{Actor: "a"}, workspace.NotePut{Kind: "load", Key: fmt.Sprint(w)})
 		require.NoError(t, err)
 	}
-	before := driver.PolicyReads(ws)
+	before := engine.PolicyReads(ws)
 	start := time.Now()
 	var (
 		wg     sync.WaitGroup
@@ -55,7 +56,7 @@ func TestConcurrentWritersShareTheirPolicyRead(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	reads := driver.PolicyReads(ws) - before
+	reads := engine.PolicyReads(ws) - before
 	// One read per period, and one more for a period a slow read spans.
 	limit := 2*int64(elapsed/recheck) + 2
 	t.Logf("%d writes and %d policy reads in %v (limit %d)", writes, reads, elapsed, limit)
@@ -123,7 +124,7 @@ func TestAPolicyReadsFailureIsSharedOnlyWhenItIsTheStores(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hs := holdViews(t, tc.fail)
-			ws := driver.New(hs, workspace.Options{PolicyRecheck: time.Hour})
+			ws := engine.New(hs, workspace.Options{PolicyRecheck: time.Hour})
 			defer ws.Close()
 			put := func(ctx context.Context, who string) error {
 				_, err := ws.Notes().Put(ctx, workspace.Write{Actor: who}, workspace.NotePut{Kind: "k", Key: who})
@@ -135,7 +136,7 @@ func TestAPolicyReadsFailureIsSharedOnlyWhenItIsTheStores(t *testing.T) {
 			<-hs.entered
 			waiterErr := make(chan error, 1)
 			go func() { waiterErr <- put(context.Background(), "waiter") }()
-			require.Eventually(t, func() bool { return driver.PolicyJoins(ws) == 1 }, 10*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return engine.PolicyJoins(ws) == 1 }, 10*time.Second, time.Millisecond)
 			if tc.fail == nil {
 				giveUp()
 			} else {
@@ -155,7 +156,7 @@ func TestAPolicyReadsFailureIsSharedOnlyWhenItIsTheStores(t *testing.T) {
 			} else {
 				assert.True(t, errors.Is(werr, tc.waiterErr), "the waiter got %v", werr)
 			}
-			assert.Equal(t, tc.reads, driver.PolicyReads(ws), "reads of the policy's head")
+			assert.Equal(t, tc.reads, engine.PolicyReads(ws), "reads of the policy's head")
 		})
 	}
 }
@@ -165,7 +166,7 @@ func TestAPolicyReadsFailureIsSharedOnlyWhenItIsTheStores(t *testing.T) {
 // unchecked nor left waiting.
 func TestAPolicyReadThatPanicsRefusesItsWaiters(t *testing.T) {
 	hs := holdViews(t, errPanic)
-	ws := driver.New(hs, workspace.Options{PolicyRecheck: time.Hour})
+	ws := engine.New(hs, workspace.Options{PolicyRecheck: time.Hour})
 	defer ws.Close()
 	put := func(who string) error {
 		_, err := ws.Notes().Put(context.Background(), workspace.Write{Actor: who}, workspace.NotePut{Kind: "k", Key: who})
@@ -179,7 +180,7 @@ func TestAPolicyReadThatPanicsRefusesItsWaiters(t *testing.T) {
 	<-hs.entered
 	waiterErr := make(chan error, 1)
 	go func() { waiterErr <- put("waiter") }()
-	require.Eventually(t, func() bool { return driver.PolicyJoins(ws) == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return engine.PolicyJoins(ws) == 1 }, 10*time.Second, time.Millisecond)
 	close(hs.release)
 	assert.NotNil(t, <-panicked, "the reader's panic reaches its caller")
 	select {
@@ -212,7 +213,7 @@ func TestAReadCutShortByCloseSaysClosed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hs := holdViews(t, errors.New("closed pool"))
-			ws := driver.New(hs, workspace.Options{PolicyRecheck: time.Hour})
+			ws := engine.New(hs, workspace.Options{PolicyRecheck: time.Hour})
 			got := make(chan error, 1)
 			go func() { got <- tc.op(ws) }()
 			<-hs.entered

@@ -1,17 +1,18 @@
-package driver
+package engine
 
 import (
 	"context"
 	"errors"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // listReady returns the ready tasks among those f (Status pending) lists:
 // from the store's ReadyLister when it has one, else by paging ListTasks
 // and reading each dependency, stopping once f.Limit are found.
-func listReady(ctx context.Context, tx ReadTx, f workspace.TaskFilter) ([]workspace.Task, error) {
-	if rl, ok := tx.(ReadyLister); ok {
+func listReady(ctx context.Context, tx driver.ReadTx, f workspace.TaskFilter) ([]workspace.Task, error) {
+	if rl, ok := tx.(driver.ReadyLister); ok {
 		return rl.ListReadyTasks(ctx, f)
 	}
 	want := f.Limit
@@ -45,7 +46,7 @@ func listReady(ctx context.Context, tx ReadTx, f workspace.TaskFilter) ([]worksp
 // depsDone reports whether every dependency of t is done; done caches the
 // dependencies read so far. A dependency that is gone holds t back, as in
 // ReadyTask.
-func depsDone(ctx context.Context, tx ReadTx, t workspace.Task, done map[string]bool) (bool, error) {
+func depsDone(ctx context.Context, tx driver.ReadTx, t workspace.Task, done map[string]bool) (bool, error) {
 	for _, id := range t.DependsOn {
 		d, seen := done[id]
 		if !seen {

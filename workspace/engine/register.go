@@ -1,63 +1,57 @@
-package driver
+package engine
 
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
-// The registry: a Driver registered here is a Backend whose Open
-// wraps the driver's store in the engine, sharing one core between the
-// handles a process opens on one DSN with the same options (share.go).
-
-var (
-	driversMu sync.RWMutex
-	drivers   = map[string]Driver{}
-)
-
-// Register makes d the driver of scheme, for workspace.Open and
-// workspace.OpenMigrator. It is meant to be called from a backend's init;
-// registering a scheme twice, or a nil driver, panics.
-func Register(scheme string, d Driver) {
+// Backend makes d the driver.Backend a store's package registers for its
+// schemes (driver.Register(scheme, engine.Backend(d)), from its init). Its
+// Open wraps d's store in the engine, sharing one core between the handles
+// a process opens on one DSN with the same options (share.go); when d is a
+// driver.MigratingDriver it is a driver.MigratingBackend too. A nil d
+// panics: it is a bug in the caller's init.
+func Backend(d driver.Driver) driver.Backend {
 	if d == nil {
-		panic("driver: Register driver is nil")
+		panic("engine: Backend driver is nil")
 	}
-	var b Backend = backend{d}
-	if md, ok := d.(MigratingDriver); ok {
-		b = migratingBackend{backend{d}, md}
+	if md, ok := d.(driver.MigratingDriver); ok {
+		return migratingBackend{backend{d}, md}
 	}
-	RegisterBackend(scheme, b)
-	driversMu.Lock()
-	drivers[scheme] = d
-	driversMu.Unlock()
+	return backend{d}
 }
 
-// OpenStore opens the store p names with the Driver registered for its
-// scheme, without the engine: for a program that wraps the store (a test's
+// OpenStore opens the store p names with the Driver its scheme's backend
+// wraps, without the engine: for a program that wraps the store (a test's
 // fault injector, a benchmark's counter) before it calls New.
-func OpenStore(ctx context.Context, p ParsedDSN) (Store, error) {
-	driversMu.RLock()
-	d := drivers[p.Config.Scheme]
-	driversMu.RUnlock()
+func OpenStore(ctx context.Context, p driver.ParsedDSN) (driver.Store, error) {
+	var d driver.Driver
+	switch b := p.Backend.(type) {
+	case backend:
+		d = b.d
+	case migratingBackend:
+		d = b.d
+	}
 	if d == nil {
-		return nil, fmt.Errorf("scheme %q has no driver registered with driver.Register", p.Config.Scheme)
+		return nil, fmt.Errorf("scheme %q has no store driver registered (driver.Register with engine.Backend)", p.Config.Scheme)
 	}
 	return d.Open(ctx, p.Config)
 }
 
-// backend is a registered Driver as a Backend.
-type backend struct{ d Driver }
+// backend is a Driver as a Backend.
+type backend struct{ d driver.Driver }
 
 func (b backend) Params() []string { return b.d.Params() }
 
 // Open opens cfg's store and wraps it in the engine: on a core of its own
 // with opts.Private, else on the core shared by the process's handles on
 // the same store with the same options.
-func (b backend) Open(ctx context.Context, cfg Config, opts workspace.Options) (*workspace.Workspace, error) {
+func (b backend) Open(ctx context.Context, cfg driver.Config, opts workspace.Options) (*workspace.Workspace, error) {
 	opts = opts.WithDefaults()
-	open := func() (Store, error) {
+	open := func() (driver.Store, error) {
 		if opts.MustExist {
 			if err := b.d.Probe(ctx, cfg); err != nil {
 				return nil, err
@@ -79,13 +73,13 @@ func (b backend) Open(ctx context.Context, cfg Config, opts workspace.Options) (
 	return openShared(ctx, key, opts, open)
 }
 
-// migratingBackend is a registered MigratingDriver.
+// migratingBackend is a MigratingDriver as a MigratingBackend.
 type migratingBackend struct {
 	backend
-	md MigratingDriver
+	md driver.MigratingDriver
 }
 
-func (b migratingBackend) OpenMigrator(ctx context.Context, cfg Config, opts workspace.Options) (workspace.Migrator, error) {
+func (b migratingBackend) OpenMigrator(ctx context.Context, cfg driver.Config, opts workspace.Options) (workspace.Migrator, error) {
 	if opts.MustExist {
 		if err := b.d.Probe(ctx, cfg); err != nil {
 			return nil, err

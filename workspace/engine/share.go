@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // Handles that Open gives out for one store in one process share one core:
@@ -32,7 +33,7 @@ var (
 
 // shareKey identifies the core a handle opened with cfg and o may share.
 // Two handles get the same key only if their stores and options are the same.
-func shareKey(cfg Config, o workspace.Options) (string, error) {
+func shareKey(cfg driver.Config, o workspace.Options) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\x00%s\x00%t\x00%d\x00%d\x00%d\x00%d\x00%d\x00%p\x00%p", cfg.Scheme, cfg.DSN,
 		cfg.AutoMigrate, o.MaxArtifactSize, o.IdempotencyTTL, o.PollInterval, o.GroupWait, o.PolicyRecheck, o.Logger, o.Clock)
@@ -60,7 +61,7 @@ func shareKey(cfg Config, o workspace.Options) (string, error) {
 // for the first; one whose ctx ends first returns, and its place is given
 // back once the store is open. A waiter whose ctx is live tries again when
 // the first open failed only because the first opener's ctx ended.
-func openShared(ctx context.Context, key string, o workspace.Options, open func() (Store, error)) (*workspace.Workspace, error) {
+func openShared(ctx context.Context, key string, o workspace.Options, open func() (driver.Store, error)) (*workspace.Workspace, error) {
 	for {
 		sharedMu.Lock()
 		c := sharedCores[key]

@@ -1,4 +1,4 @@
-package driver_test
+package engine_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/agentspace/agentspace/backend/sqlite"
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 func openT(t *testing.T, dsn string, opts ...workspace.Options) *workspace.Workspace {
@@ -30,7 +31,7 @@ func TestOpenSharesAStorePerDSNAndOptions(t *testing.T) {
 	dir := t.TempDir()
 	dsn := "sqlite:" + filepath.Join(dir, "ws.db")
 	a, b := openT(t, dsn), openT(t, dsn)
-	assert.True(t, driver.SameStore(a, b), "two opens of one DSN")
+	assert.True(t, engine.SameStore(a, b), "two opens of one DSN")
 
 	for name, other := range map[string]*workspace.Workspace{
 		"ws_private=true":       openT(t, dsn+"?ws_private=true"),
@@ -39,7 +40,7 @@ func TestOpenSharesAStorePerDSNAndOptions(t *testing.T) {
 		"another poll interval": openT(t, dsn+"?ws_poll=10ms"),
 		"another file":          openT(t, "sqlite:"+filepath.Join(dir, "other.db")),
 	} {
-		assert.False(t, driver.SameStore(a, other), name)
+		assert.False(t, engine.SameStore(a, other), name)
 	}
 
 	// A private handle still sees the shared one's writes: it is the same
@@ -59,28 +60,28 @@ func TestOpenDoesNotShareARelativePathAcrossAChdir(t *testing.T) {
 	a := openT(t, "sqlite:ws.db")
 	t.Chdir(two)
 	b := openT(t, "sqlite:ws.db")
-	assert.False(t, driver.SameStore(a, b))
+	assert.False(t, engine.SameStore(a, b))
 }
 
 func TestTheLastCloseClosesTheSharedStore(t *testing.T) {
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
-	before := driver.SharedStores()
+	before := engine.SharedStores()
 	a, err := workspace.Open(context.Background(), dsn)
 	require.NoError(t, err)
 	b, err := workspace.Open(context.Background(), dsn)
 	require.NoError(t, err)
-	assert.Equal(t, before+1, driver.SharedStores())
+	assert.Equal(t, before+1, engine.SharedStores())
 	require.NoError(t, a.Close())
-	assert.Equal(t, before+1, driver.SharedStores(), "b still holds the store")
+	assert.Equal(t, before+1, engine.SharedStores(), "b still holds the store")
 	require.NoError(t, b.Close())
-	assert.Equal(t, before, driver.SharedStores(), "the last close lets the store go")
+	assert.Equal(t, before, engine.SharedStores(), "the last close lets the store go")
 
 	c := openT(t, dsn)
-	assert.False(t, driver.SameStore(b, c), "a new store after the last close")
+	assert.False(t, engine.SameStore(b, c), "a new store after the last close")
 }
 
 func TestOpenFailuresAreNotShared(t *testing.T) {
-	before := driver.SharedStores()
+	before := engine.SharedStores()
 	// A regular file where the database's directory should be.
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o600))
@@ -98,7 +99,7 @@ func TestOpenFailuresAreNotShared(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	assert.Equal(t, before, driver.SharedStores(), "a failed open leaves nothing registered")
+	assert.Equal(t, before, engine.SharedStores(), "a failed open leaves nothing registered")
 }
 
 func TestAttach(t *testing.T) {
@@ -106,7 +107,7 @@ func TestAttach(t *testing.T) {
 	a := openT(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db")+"?ws_private=true")
 	b, err := a.Attach()
 	require.NoError(t, err)
-	assert.True(t, driver.SameStore(a, b))
+	assert.True(t, engine.SameStore(a, b))
 	require.NoError(t, a.Close())
 	_, err = a.Attach()
 	assert.ErrorIs(t, err, workspace.ErrClosed, "attaching to a closed handle")
@@ -142,7 +143,7 @@ func TestAWaiterOpensTheStoreWhenTheFirstOpenerGivesUp(t *testing.T) {
 	d := &gatedDriver{Driver: sqlite.Driver{}, entered: make(chan struct{})}
 	// Schemes cannot be unregistered: a new one per run (go test -count).
 	scheme := fmt.Sprintf("gated%d", gatedRuns.Add(1))
-	driver.Register(scheme, d)
+	driver.Register(scheme, engine.Backend(d))
 	dsn := scheme + ":" + filepath.Join(t.TempDir(), "ws.db")
 
 	first, cancel := context.WithCancel(context.Background())

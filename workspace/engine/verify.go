@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // Verify implements workspace.Verifier: it recomputes the event chain
@@ -31,9 +32,9 @@ func (h *handle) Verify(ctx context.Context) (workspace.VerifyReport, error) {
 }
 
 // verifyStore is Verify of st, which may be read-only (a snapshot's copy).
-func verifyStore(ctx context.Context, st Store) (workspace.VerifyReport, error) {
+func verifyStore(ctx context.Context, st driver.Store) (workspace.VerifyReport, error) {
 	var r workspace.VerifyReport
-	err := st.View(ctx, func(tx ReadTx) error {
+	err := st.View(ctx, func(tx driver.ReadTx) error {
 		r = workspace.VerifyReport{}
 		ids, err := verifyChain(ctx, tx, &r)
 		if err != nil {
@@ -55,7 +56,7 @@ func (h *handle) BackupFile(ctx context.Context, path string) (workspace.VerifyR
 	if err := h.allowAdmin(ctx, policy.AdminExport); err != nil {
 		return workspace.VerifyReport{}, err
 	}
-	fs, ok := h.st.(FileSnapshotter)
+	fs, ok := h.st.(driver.FileSnapshotter)
 	if !ok {
 		return workspace.VerifyReport{}, fmt.Errorf("backup: this store is not kept in one file: %w", errors.ErrUnsupported)
 	}
@@ -79,7 +80,7 @@ func (h *handle) BackupFile(ctx context.Context, path string) (workspace.VerifyR
 
 // verifyChain checks the links from the floor to the head and returns the
 // artifact IDs the log names (for deleted artifacts' versions).
-func verifyChain(ctx context.Context, tx ReadTx, r *workspace.VerifyReport) (map[string]bool, error) {
+func verifyChain(ctx context.Context, tx driver.ReadTx, r *workspace.VerifyReport) (map[string]bool, error) {
 	var err error
 	if r.Floor, err = tx.Floor(ctx); err != nil {
 		return nil, err
@@ -123,7 +124,7 @@ func verifyChain(ctx context.Context, tx ReadTx, r *workspace.VerifyReport) (map
 				broken(e.Seq, "has no hash, after chained events")
 			default:
 				chained = true
-				want := ChainHash(prev, e)
+				want := driver.ChainHash(prev, e)
 				if !bytes.Equal(want, ce.Hash) {
 					broken(e.Seq, "stored hash %s, computed %s: this event, or the link before it, was changed",
 						short(ce.Hash), short(want))
@@ -155,7 +156,7 @@ func short(h []byte) string {
 
 // verifyContents checks every stored version of the live artifacts and of
 // those the log names.
-func verifyContents(ctx context.Context, tx ReadTx, ids map[string]bool, r *workspace.VerifyReport) error {
+func verifyContents(ctx context.Context, tx driver.ReadTx, ids map[string]bool, r *workspace.VerifyReport) error {
 	f := workspace.ArtifactFilter{Limit: archivePage}
 	for {
 		as, err := tx.ListArtifacts(ctx, f)

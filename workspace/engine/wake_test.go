@@ -1,4 +1,4 @@
-package driver_test
+package engine_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/workspace"
-	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 // TestSubscriberOnAnotherStoreGetsSporadicAndStreamedCommits: a
@@ -42,18 +42,18 @@ func TestSubscriberOnAnotherStoreGetsSporadicAndStreamedCommits(t *testing.T) {
 				return ws
 			}
 			writer, reader := open(), open()
-			early := driver.NotifiesEarly(reader)
+			early := engine.NotifiesEarly(reader)
 			if runtime.GOOS == "linux" {
-				require.True(t, driver.Notifies(reader), "on Linux the store is watched with inotify")
+				require.True(t, engine.Notifies(reader), "on Linux the store is watched with inotify")
 				require.Equal(t, watch == "wal", early, "only the WAL's writes come early")
 			}
 			sporadicAndStreamed(ctx, t, writer, reader)
 			// Every sporadic commit should settle; half leaves room for a
 			// loaded machine's notifications bunching up, and none would fail.
 			if early {
-				assert.GreaterOrEqual(t, driver.SettledReads(reader), int64(sporadic/2))
+				assert.GreaterOrEqual(t, engine.SettledReads(reader), int64(sporadic/2))
 			} else {
-				assert.Zero(t, driver.SettledReads(reader), "a rung or polled store settles nothing")
+				assert.Zero(t, engine.SettledReads(reader), "a rung or polled store settles nothing")
 			}
 		})
 	}
@@ -155,7 +155,7 @@ func TestCommitOfAnotherStoreJustAfterOursReachesOurSubscriber(t *testing.T) {
 			}
 			if runtime.GOOS == "linux" {
 				// Watched (inotify): A's own commits were put off and read.
-				assert.Positive(t, driver.OwnReads(a))
+				assert.Positive(t, engine.OwnReads(a))
 			}
 		})
 	}

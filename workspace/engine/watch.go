@@ -1,4 +1,4 @@
-package driver
+package engine
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // The watch loop: how a core learns of other stores' commits (other
@@ -434,7 +435,7 @@ func (b *hub) readHead(p *watchPlan, start time.Time) {
 	seen := b.head
 	b.mu.Unlock()
 	var head int64
-	err := b.h.st.View(b.ctx, func(tx ReadTx) error {
+	err := b.h.st.View(b.ctx, func(tx driver.ReadTx) error {
 		var err error
 		head, err = tx.Head(b.ctx)
 		return err
@@ -492,7 +493,7 @@ type logMark struct {
 }
 
 // markOf is the mark of an event delivered from memory.
-func markOf(e workspace.Event) logMark { return logMark{seq: e.Seq, body: ChainBody(e)} }
+func markOf(e workspace.Event) logMark { return logMark{seq: e.Seq, body: driver.ChainBody(e)} }
 
 // errRewound is the error of a rewind a subscription found.
 func errRewound(format string, args ...any) error {
@@ -502,7 +503,7 @@ func errRewound(format string, args ...any) error {
 // check verifies, in the read that got page for the cursor after, that
 // the log still holds what the subscription was delivered, and returns
 // the mark at the page's end.
-func (m logMark) check(ctx context.Context, tx ReadTx, after int64, page workspace.EventPage) (logMark, error) {
+func (m logMark) check(ctx context.Context, tx driver.ReadTx, after int64, page workspace.EventPage) (logMark, error) {
 	if page.Head < after {
 		if m.seq == 0 {
 			// Nothing delivered yet: the cursor is the caller's (a
@@ -533,7 +534,7 @@ func (m logMark) check(ctx context.Context, tx ReadTx, after int64, page workspa
 				return m, errRewound("seq %d, delivered, is no longer in the log", m.seq)
 			}
 		case m.hash != nil && at.Hash != nil && !bytes.Equal(m.hash, at.Hash),
-			(m.hash == nil || at.Hash == nil) && !bytes.Equal(m.body, ChainBody(at.Event)):
+			(m.hash == nil || at.Hash == nil) && !bytes.Equal(m.body, driver.ChainBody(at.Event)):
 			return m, errRewound("the log holds another event at seq %d than the one delivered", m.seq)
 		}
 	}
@@ -548,12 +549,12 @@ func (m logMark) check(ctx context.Context, tx ReadTx, after int64, page workspa
 		// Below the floor or not there: nothing to mark.
 		return logMark{}, err
 	}
-	return logMark{seq: at.Event.Seq, hash: at.Hash, body: ChainBody(at.Event)}, nil
+	return logMark{seq: at.Event.Seq, hash: at.Hash, body: driver.ChainBody(at.Event)}, nil
 }
 
 // chainAt reads the event numbered seq with its hash, or nil when the
 // log does not hold it.
-func chainAt(ctx context.Context, cr ReadTx, seq int64) (*ChainedEvent, error) {
+func chainAt(ctx context.Context, cr driver.ReadTx, seq int64) (*driver.ChainedEvent, error) {
 	evs, err := cr.ChainEvents(ctx, seq-1, 1)
 	if err != nil || len(evs) == 0 || evs[0].Event.Seq != seq {
 		return nil, err

@@ -1,6 +1,7 @@
-package driver
+package engine
 
 import (
+	"github.com/agentspace/agentspace/workspace/driver"
 	"reflect"
 	"testing"
 )
@@ -11,11 +12,11 @@ import (
 // savepoints keep half a failed job).
 func TestWriteMarkerMarksEveryWrite(t *testing.T) {
 	reads := map[string]bool{}
-	rt := reflect.TypeFor[ReadTx]()
+	rt := reflect.TypeFor[driver.ReadTx]()
 	for i := range rt.NumMethod() {
 		reads[rt.Method(i).Name] = true
 	}
-	tx := reflect.TypeFor[Tx]()
+	tx := reflect.TypeFor[driver.Tx]()
 	marker := reflect.TypeFor[writeMarker]()
 	for i := range tx.NumMethod() {
 		name := tx.Method(i).Name

@@ -1,15 +1,21 @@
-package driver
+// Package sqlchain chains, in steps, the events of a SQL store that an
+// upgrade left without hashes: what sqlite and postgres share of it, over
+// database/sql. It lives under backend/ so that the backend contract
+// (workspace/driver) stays free of database/sql.
+package sqlchain
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
-// ChainUp is a SQL store's part of ChainExisting: the statements that differ
+// Up is a SQL store's part of Existing: the statements that differ
 // between stores. Each function runs in the step's transaction.
-type ChainUp struct {
+type Up struct {
 	// Resume reads, locking it against other runs, the first event not yet
 	// chained (0: none is left) and the floor's hash, which the chain starts
 	// from when that event is the floor.
@@ -18,7 +24,7 @@ type ChainUp struct {
 	// seq is below the floor.
 	HashOf func(ctx context.Context, tx *sql.Tx, seq int64) ([]byte, error)
 	// Range reads up to limit events from seq from on, with their hashes.
-	Range func(ctx context.Context, tx *sql.Tx, from int64, limit int) ([]ChainedEvent, error)
+	Range func(ctx context.Context, tx *sql.Tx, from int64, limit int) ([]driver.ChainedEvent, error)
 	// Set writes hashes[i] as event seqs[i]'s hash, each one that has none.
 	Set func(ctx context.Context, tx *sql.Tx, seqs []int64, hashes [][]byte) error
 	// Moved records the next resume point (0: done) and the last hash of the
@@ -26,7 +32,7 @@ type ChainUp struct {
 	Moved func(ctx context.Context, tx *sql.Tx, next int64, last []byte) error
 }
 
-// ChainExisting chains, batch by batch, the events an upgrade left without
+// Existing chains, batch by batch, the events an upgrade left without
 // hashes (a store made before the log was chained), until none is left.
 //
 // Invariant: every event below the resume point carries its hash, chained
@@ -34,19 +40,19 @@ type ChainUp struct {
 // that writes the hashes it passes. So each batch is atomic, a run cut short
 // (a crash, a lost connection, a cancelled context) resumes there, and
 // runs at once take turns batch by batch (Resume locks the point).
-func ChainExisting(ctx context.Context, db *sql.DB, c ChainUp, batch int) error {
+func Existing(ctx context.Context, db *sql.DB, c Up, batch int) error {
 	for {
-		done, err := ChainStep(ctx, db, c, batch)
+		done, err := Step(ctx, db, c, batch)
 		if err != nil || done {
 			return err
 		}
 	}
 }
 
-// ChainStep chains up to limit events from the resume point in one
-// transaction and reports whether none is left: one batch of
-// ChainExisting (a test cuts a run short with it).
-func ChainStep(ctx context.Context, db *sql.DB, c ChainUp, limit int) (done bool, err error) {
+// Step chains up to limit events from the resume point in one
+// transaction and reports whether none is left: one batch of Existing (a
+// test cuts a run short with it).
+func Step(ctx context.Context, db *sql.DB, c Up, limit int) (done bool, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return false, err
@@ -82,7 +88,7 @@ func ChainStep(ctx context.Context, db *sql.DB, c ChainUp, limit int) (done bool
 		if ce.Hash != nil {
 			return false, fmt.Errorf("event %d already has a hash: refusing to chain over it", ce.Event.Seq)
 		}
-		prev = ChainHash(prev, ce.Event)
+		prev = driver.ChainHash(prev, ce.Event)
 		seqs[i], hashes[i] = ce.Event.Seq, prev
 	}
 	if len(evs) > 0 {
