@@ -74,8 +74,8 @@ var registerFloor = sync.OnceFunc(func() { driver.Register(floorScheme, engine.B
 // writes, waiters woken across stores, subscriptions, gc and compaction,
 // and the model-based test (one seed), which drives every operation. The
 // required interfaces' paths (the inventory, the chain) do not change on
-// the floor, and Run covers them. h's stores must be a Driver's (see
-// driver.Register). A backend hooks in with
+// the floor, and Run covers them. h's stores must be a Driver's,
+// registered as engine.Backend(d). A backend hooks in with
 //
 //	func TestConformanceFloor(t *testing.T) { conformance.RunFloor(t, harness{}) }
 func RunFloor(t *testing.T, h Harness) {

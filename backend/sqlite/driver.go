@@ -43,8 +43,9 @@ func init() {
 	driver.Register("sqlite", engine.Backend(Driver{}))
 }
 
-// Driver is the driver.Driver registered for the "sqlite" scheme. It is
-// also a driver.MigratingDriver, for `wsctl migrate`.
+// Driver is the driver.Driver of the "sqlite" scheme, registered as
+// engine.Backend(Driver{}). It is also a driver.MigratingDriver, for
+// `wsctl migrate`.
 type Driver struct{}
 
 // Params lists the backend's ws_ DSN parameters.
