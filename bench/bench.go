@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 // Workloads lists the workload names in the order they run. MEM is the
@@ -380,11 +381,11 @@ func (e *env) open(ctx context.Context) (*workspace.Workspace, error) {
 	if p.Config.PollInterval <= 0 {
 		p.Config.PollInterval = workspace.DefaultPollInterval
 	}
-	st, err := driver.OpenStore(ctx, p)
+	st, err := engine.OpenStore(ctx, p)
 	if err != nil {
 		return nil, workspace.RedactError(fmt.Errorf("open %s: %w", workspace.RedactDSN(e.dsn), err), e.dsn)
 	}
-	return driver.New(countStore(st, e.updates), p.Options), nil
+	return engine.New(countStore(st, e.updates), p.Options), nil
 }
 
 func (e *env) close() {

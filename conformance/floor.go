@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 // The floor: a store seen through a wrapper that shows the engine the
@@ -56,7 +57,7 @@ var capabilities = []string{
 	capLogRewriter, capBelowFloorDeleter, capCheckpointer, capReclaimer, capFileSnapshotter,
 }
 
-var registerFloor = sync.OnceFunc(func() { driver.Register(floorScheme, floorDriver{}) })
+var registerFloor = sync.OnceFunc(func() { driver.Register(floorScheme, engine.Backend(floorDriver{})) })
 
 // RunFloor runs the suite's cases whose engine paths change with the
 // store's optional capabilities against h's stores with every one of
@@ -73,8 +74,8 @@ var registerFloor = sync.OnceFunc(func() { driver.Register(floorScheme, floorDri
 // writes, waiters woken across stores, subscriptions, gc and compaction,
 // and the model-based test (one seed), which drives every operation. The
 // required interfaces' paths (the inventory, the chain) do not change on
-// the floor, and Run covers them. h's stores must be a Driver's (see
-// driver.Register). A backend hooks in with
+// the floor, and Run covers them. h's stores must be a Driver's,
+// registered as engine.Backend(d). A backend hooks in with
 //
 //	func TestConformanceFloor(t *testing.T) { conformance.RunFloor(t, harness{}) }
 func RunFloor(t *testing.T, h Harness) {
@@ -252,7 +253,7 @@ func storeCapabilities(t *testing.T, h Harness) []string {
 	ctx := testCtx(t)
 	p, err := driver.ParseDSN(storeDSN(h, h.NewDSN(t)))
 	require.NoError(t, err)
-	st, err := driver.OpenStore(ctx, p)
+	st, err := engine.OpenStore(ctx, p)
 	if err != nil {
 		// A client of a server elsewhere has no store here to look at.
 		t.Logf("no store to list the capabilities of: %v", err)
@@ -323,7 +324,7 @@ func (d floorDriver) Open(ctx context.Context, cfg driver.Config) (driver.Store,
 	if keep != "" && !slices.Contains(capabilities, keep) {
 		return nil, fmt.Errorf("%s=%q: not one of %s: %w", paramFloorKeep, keep, strings.Join(capabilities, ", "), workspace.ErrInvalid)
 	}
-	st, err := driver.OpenStore(ctx, p)
+	st, err := engine.OpenStore(ctx, p)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 // viewOnly hides a store's optional read paths (HintedViewer): every read
@@ -27,9 +28,9 @@ func plainHandle(t *testing.T, dsn string) *workspace.Workspace {
 	p, err := driver.ParseDSN(dsn)
 	require.NoError(t, err)
 	p.Config.Logger, p.Config.PollInterval = slog.Default(), workspace.DefaultPollInterval
-	st, err := driver.OpenStore(context.Background(), p)
+	st, err := engine.OpenStore(context.Background(), p)
 	require.NoError(t, err)
-	ws := driver.New(viewOnly{st}, workspace.Options{})
+	ws := engine.New(viewOnly{st}, workspace.Options{})
 	t.Cleanup(func() { _ = ws.Close() })
 	return ws
 }

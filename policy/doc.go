@@ -1,7 +1,7 @@
 // Package policy holds a workspace's roles and rules: it parses a policy
 // file (TOML), compiles it once, and answers whether an actor may do an
 // action on an object. It imports nothing of agentspace's own: the engine
-// (package workspace/driver) calls it on every operation, the CLI and the
+// (package workspace/engine) calls it on every operation, the CLI and the
 // hooks call it to explain and to check ahead.
 //
 // A policy names roles, each a set of rules, and maps actors to roles:

@@ -250,7 +250,7 @@ func TestIdleLongPollsAnswerWhenTheMessageComes(t *testing.T) {
 	}()
 	// A poll is idle once its handler waits for the head to move: wait
 	// for every one to (no answer comes before a message).
-	waitParked(t, polls, "driver.(*hub).wait", "server.(*Server).messageRoutes")
+	waitParked(t, polls, "engine.(*hub).wait", "server.(*Server).messageRoutes")
 	per, heap, stacks := liveBytes().per(before, polls)
 	t.Logf("an idle long poll: %.1f KiB of heap and stacks (%.1f + %.1f; %d polls)", per/1024, heap/1024, stacks/1024, polls)
 

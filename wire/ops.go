@@ -13,7 +13,7 @@ import (
 // and comes back out, declared once per op type. The remote client encodes
 // with EncodeOp and the server decodes with OpBody.WorkspaceOp, both through
 // this table. Adding an op is its entry in the engine's table
-// (workspace/driver/ops.go), one entry here (and its code in OpBody's enum)
+// (workspace/engine/ops.go), one entry here (and its code in OpBody's enum)
 // and its conformance case; TestEveryOpTypeHasAWireEntry fails while an op
 // type of package workspace has no entry here.
 //

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentspace/agentspace/internal/wsconn"
+	"github.com/agentspace/agentspace/internal/wsbridge"
 )
 
 // Workspace is a handle on one shared, persistent workspace: the external
@@ -26,8 +26,10 @@ type Workspace struct {
 
 // conn is what a Workspace wraps: the engine's handle or the HTTP client
 // (see internal/wsconn). The admin operations are optional interfaces of
-// it, asserted by the methods that use them.
-type conn interface {
+// it, asserted by the methods that use them. It is an alias of an
+// interface literal, as is internal/wsconn.Conn, so that the two are one
+// type.
+type conn = interface {
 	Artifacts() Artifacts
 	Tasks() Tasks
 	Notes() Notes
@@ -38,14 +40,33 @@ type conn interface {
 	Close() error
 }
 
-func init() {
-	wsconn.Wrap = func(c any) any { return &Workspace{c: c.(conn)} }
-	wsconn.Of = func(ws any) any {
-		if w, _ := ws.(*Workspace); w != nil {
-			return w.c
-		}
+// bridge is what this package hands internal/wsconn through
+// internal/wsbridge: the ways into and out of a *Workspace for the code
+// that implements one, none of them in this package's API.
+type bridge struct{}
+
+func init() { wsbridge.Workspace = bridge{} }
+
+// Wrap makes a *Workspace of c.
+func (bridge) Wrap(c conn) *Workspace { return &Workspace{c: c} }
+
+// Of returns the connection ws wraps (nil for nil).
+func (bridge) Of(ws *Workspace) conn {
+	if ws == nil {
 		return nil
 	}
+	return ws.c
+}
+
+// NewSubscription is newSubscription.
+func (bridge) NewSubscription(ctx context.Context, buffer int, run func(context.Context, func(Message) bool) error) *Subscription {
+	return newSubscription(ctx, buffer, run)
+}
+
+// Serve makes Open and OpenMigrator call open and openMigrator. The
+// registry of schemes calls it once, from its init.
+func (bridge) Serve(open func(context.Context, string, []Options) (*Workspace, error), openMigrator func(context.Context, string, []Options) (Migrator, error)) {
+	opener, migratorOpener = open, openMigrator
 }
 
 // Artifacts manages the workspace's versioned content.

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/agentspace/agentspace/internal/wsconn"
 )
 
 // Options tune a handle. The zero value means the defaults.
@@ -91,29 +89,29 @@ func (o Options) WithDefaults() Options {
 // their store, so that their writers share commits; each handle still
 // closes on its own. Options.Private opts out.
 func Open(ctx context.Context, dsn string, opts ...Options) (*Workspace, error) {
-	if wsconn.Open == nil {
+	if opener == nil {
 		return nil, noBackend(dsn)
 	}
-	ws, err := wsconn.Open(ctx, dsn, opts)
-	if err != nil {
-		return nil, err
-	}
-	return ws.(*Workspace), nil
+	return opener(ctx, dsn, opts)
 }
 
 // OpenMigrator opens dsn's store for schema migration only: no schema
 // check. Of opts, only MustExist applies: without it, a store that does not
 // exist is created empty (schema version 0).
 func OpenMigrator(ctx context.Context, dsn string, opts ...Options) (Migrator, error) {
-	if wsconn.OpenMigrator == nil {
+	if migratorOpener == nil {
 		return nil, noBackend(dsn)
 	}
-	m, err := wsconn.OpenMigrator(ctx, dsn, opts)
-	if err != nil {
-		return nil, err
-	}
-	return m.(Migrator), nil
+	return migratorOpener(ctx, dsn, opts)
 }
+
+// opener and migratorOpener are what Open and OpenMigrator call: the
+// registry of schemes (workspace/driver) sets them from its init, through
+// internal/wsconn.Serve; they stay nil in a program that links no backend.
+var (
+	opener         func(context.Context, string, []Options) (*Workspace, error)
+	migratorOpener func(context.Context, string, []Options) (Migrator, error)
+)
 
 // noBackend is Open's error when no backend package is linked at all.
 func noBackend(dsn string) error {

@@ -2,8 +2,6 @@ package workspace
 
 import (
 	"context"
-
-	"github.com/agentspace/agentspace/internal/wsconn"
 )
 
 // Message is one item of a subscription's stream: an event, or (Progress
@@ -113,10 +111,4 @@ func (s *Subscription) Close() error {
 	s.cancel()
 	<-s.done
 	return nil
-}
-
-func init() {
-	wsconn.NewSubscription = func(ctx context.Context, buffer int, run any) any {
-		return newSubscription(ctx, buffer, run.(func(context.Context, func(Message) bool) error))
-	}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/workspace"
-	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 // failWrites makes every write of a file whose name starts with prefix fail
@@ -60,7 +60,7 @@ func TestWriteErrorsOfAFullDiskLeaveNoHalfWrite(t *testing.T) {
 		t.Run(c.prefix, func(t *testing.T) {
 			ctx := context.Background()
 			dir := filepath.Join(t.TempDir(), "ws")
-			ws := driver.New(openTestStore(t, dir), workspace.Options{})
+			ws := engine.New(openTestStore(t, dir), workspace.Options{})
 			w := workspace.Write{Actor: "alice"}
 			_, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "plans/a.md", Content: []byte("acknowledged")})
 			require.NoError(t, err)
@@ -103,7 +103,7 @@ func TestWriteErrorsOfAFullDiskLeaveNoHalfWrite(t *testing.T) {
 				}
 			}
 
-			ws2 := driver.New(openTestStore(t, dir), workspace.Options{})
+			ws2 := engine.New(openTestStore(t, dir), workspace.Options{})
 			assert.Equal(t, after, exportOf(t, ws2), "a reopened store holds the same, once")
 			_, err = ws2.Notes().Put(ctx, w, workspace.NotePut{Kind: "decision", Key: fmt.Sprintf("reopened-%s", c.prefix)})
 			require.NoError(t, err)

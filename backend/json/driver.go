@@ -11,9 +11,10 @@ import (
 
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
-func init() { driver.Register("json", jsonDriver{}) }
+func init() { driver.Register("json", engine.Backend(jsonDriver{})) }
 
 // driver opens json: DSNs; Config.Target is the directory.
 type jsonDriver struct{}
@@ -89,5 +90,5 @@ func Open(ctx context.Context, dir string, autoMigrate bool, opts workspace.Opti
 	if err != nil {
 		return nil, err
 	}
-	return driver.New(st, opts), nil
+	return engine.New(st, opts), nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 func openTestStore(t *testing.T, dir string) *store {
@@ -41,7 +42,7 @@ func TestNamesEqualButForCaseCollideOnCaseInsensitiveFileSystems(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ws")
 	s := openTestStore(t, dir)
 	s.foldCase = true // as probed on macOS or Windows volumes
-	ws := driver.New(s, workspace.Options{})
+	ws := engine.New(s, workspace.Options{})
 	ctx := context.Background()
 	w := workspace.Write{Actor: "a"}
 	_, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "Plans/Auth.md", Content: []byte("x")})
@@ -56,7 +57,7 @@ func TestNamesEqualButForCaseCollideOnCaseInsensitiveFileSystems(t *testing.T) {
 func TestReplayOfAnAppliedRecordChangesNothing(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ws")
 	s := openTestStore(t, dir)
-	ws := driver.New(s, workspace.Options{})
+	ws := engine.New(s, workspace.Options{})
 	ctx := context.Background()
 	_, err := ws.Artifacts().Create(ctx, workspace.Write{Actor: "a"}, workspace.NewArtifact{Name: "a.md", Content: []byte("x")})
 	require.NoError(t, err)
@@ -83,7 +84,7 @@ func TestReplayOfAnAppliedRecordChangesNothing(t *testing.T) {
 	pending, err := other.journalPending()
 	require.NoError(t, err)
 	assert.False(t, pending)
-	ws2 := driver.New(other, workspace.Options{})
+	ws2 := engine.New(other, workspace.Options{})
 	page, err := ws2.Events().Read(ctx, workspace.EventQuery{})
 	require.NoError(t, err)
 	assert.Len(t, page.Events, 2, "events already in the log are not appended again")
@@ -126,7 +127,7 @@ func TestTornJournalIsDroppedAndTornLogLineIsRepaired(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, journalFile), b[:len(b)-5], 0o600))
 
 		other := openTestStore(t, dir)
-		ws := driver.New(other, workspace.Options{})
+		ws := engine.New(other, workspace.Options{})
 		head, err := ws.Events().Head(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, int64(1), head, "an incomplete record is not applied")
@@ -150,7 +151,7 @@ func TestTornJournalIsDroppedAndTornLogLineIsRepaired(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "notes", "decision", tmpPrefix+"stray"), []byte("x"), 0o600))
 
 		other := openTestStore(t, dir)
-		ws := driver.New(other, workspace.Options{})
+		ws := engine.New(other, workspace.Options{})
 		page, err := ws.Events().Read(ctx, workspace.EventQuery{})
 		require.NoError(t, err)
 		require.Len(t, page.Events, 2)
@@ -211,7 +212,7 @@ func TestReplaySkipsAppendsALaterRewriteReplaces(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "ws")
 	s := openTestStore(t, dir)
-	ws := driver.New(s, workspace.Options{})
+	ws := engine.New(s, workspace.Options{})
 	w := workspace.Write{Actor: "a"}
 	a, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "a.md", Content: []byte("v1")})
 	require.NoError(t, err)
@@ -232,7 +233,7 @@ func TestReplaySkipsAppendsALaterRewriteReplaces(t *testing.T) {
 	require.NoError(t, s.writeJournal(rewriteRec))
 	require.NoError(t, os.WriteFile(vpath, one, 0o600)) // as the rewrite left it
 
-	other := driver.New(openTestStore(t, dir), workspace.Options{}) // replays at open
+	other := engine.New(openTestStore(t, dir), workspace.Options{}) // replays at open
 	vs, err := other.Artifacts().Versions(ctx, workspace.ByID(a.ID))
 	require.NoError(t, err)
 	assert.Len(t, vs, 1)

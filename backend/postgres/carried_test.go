@@ -14,6 +14,7 @@ import (
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 // viewCounter is a store that counts its read transactions.
@@ -41,10 +42,10 @@ func TestSubscriberOnAnotherStoreTakesEventsFromNotifications(t *testing.T) {
 	p, err := driver.ParseDSN(dsn)
 	require.NoError(t, err)
 	p.Config.Logger, p.Config.PollInterval = slog.Default(), workspace.DefaultPollInterval
-	st, err := driver.OpenStore(ctx, p)
+	st, err := engine.OpenStore(ctx, p)
 	require.NoError(t, err)
 	counted := &viewCounter{store: st.(*store)}
-	reader := driver.New(counted, workspace.Options{})
+	reader := engine.New(counted, workspace.Options{})
 	defer reader.Close()
 
 	sub, err := reader.Events().Subscribe(ctx, workspace.SubscribeRequest{})

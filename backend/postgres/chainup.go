@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/agentspace/agentspace/backend/internal/sqlchain"
 	"github.com/agentspace/agentspace/workspace/driver"
 )
 
@@ -51,14 +52,14 @@ func (m *migrator) chain(ctx context.Context) error {
 // chainExisting chains batch by batch until counters.chain_next is 0. db's
 // search_path is the workspace's schema.
 func chainExisting(ctx context.Context, db *sql.DB) error {
-	if err := driver.ChainExisting(ctx, db, chainUp, chainBatch); err != nil {
+	if err := sqlchain.Existing(ctx, db, chainUp, chainBatch); err != nil {
 		return fmt.Errorf("postgres: chaining the events written before the chain: %w", err)
 	}
 	return nil
 }
 
-// chainUp is what driver.ChainExisting needs of a Postgres store.
-var chainUp = driver.ChainUp{
+// chainUp is what sqlchain.Existing needs of a Postgres store.
+var chainUp = sqlchain.Up{
 	Resume: func(ctx context.Context, tx *sql.Tx) (next int64, floorHash []byte, err error) {
 		err = tx.QueryRowContext(ctx, chainNextSQL).Scan(&next, &floorHash)
 		return next, floorHash, err

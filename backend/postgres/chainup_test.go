@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/backend/internal/sqlchain"
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	"github.com/agentspace/agentspace/workspace"
-	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // previousRelease is the schema of the release before the event chain.
@@ -138,7 +138,7 @@ func TestUpgradeCutShortResumesOnTheNextOpen(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, m.r.Up(ctx), "the schema steps alone")
 	assert.Equal(t, int64(1), chainNextOf(t, dsn), "the migration asks for the log to be chained")
-	done, err := driver.ChainStep(ctx, m.db, chainUp, chainBatch)
+	done, err := sqlchain.Step(ctx, m.db, chainUp, chainBatch)
 	require.NoError(t, err)
 	require.False(t, done)
 	require.NoError(t, m.Close())

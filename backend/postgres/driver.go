@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 // DefaultSchema is the schema a workspace lives in when ws_schema is not given.
@@ -29,8 +30,8 @@ const (
 
 func init() {
 	d := pgDriver{}
-	driver.Register("postgres", d)
-	driver.Register("postgresql", d)
+	driver.Register("postgres", engine.Backend(d))
+	driver.Register("postgresql", engine.Backend(d))
 }
 
 // Options configure a store opened with OpenPool. The zero value is the
@@ -73,7 +74,7 @@ func OpenPool(ctx context.Context, pool *pgxpool.Pool, opts Options, wsOpts work
 	if err != nil {
 		return nil, err
 	}
-	return driver.New(st, wsOpts), nil
+	return engine.New(st, wsOpts), nil
 }
 
 type pgDriver struct{}

@@ -14,6 +14,7 @@ import (
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 // earlyStore opens a store whose pool counts round trips, and a handle on
@@ -32,7 +33,7 @@ func earlyStore(t *testing.T, n int) (*store, *RoundTrips, *workspace.Workspace,
 	t.Cleanup(pool.Close)
 	st, err := openStore(ctx, pool, false, Options{Schema: pgtest.Schema(t), NoListen: true})
 	require.NoError(t, err)
-	ws := driver.New(st, workspace.Options{})
+	ws := engine.New(st, workspace.Options{})
 	t.Cleanup(func() { _ = ws.Close() })
 	var arts []workspace.Artifact
 	for i := range n {

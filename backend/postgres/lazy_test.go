@@ -15,6 +15,7 @@ import (
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 // noPoll is a poll interval long enough that a test relying on it would
@@ -32,14 +33,14 @@ func lazyHandle(t *testing.T, dsn string, ping, linger time.Duration, tweaks ...
 	p, err := driver.ParseDSN(dsn)
 	require.NoError(t, err)
 	p.Config.Logger, p.Config.PollInterval = slog.Default(), noPoll
-	st, err := driver.OpenStore(ctx, p)
+	st, err := engine.OpenStore(ctx, p)
 	require.NoError(t, err)
 	s := st.(*store)
 	s.listener.ping, s.listener.linger = ping, linger
 	for _, tweak := range tweaks {
 		tweak(s.listener)
 	}
-	ws := driver.New(s, workspace.Options{PollInterval: noPoll})
+	ws := engine.New(s, workspace.Options{PollInterval: noPoll})
 	t.Cleanup(func() { _ = ws.Close() })
 	return ws, s
 }

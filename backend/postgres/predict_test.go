@@ -17,6 +17,7 @@ import (
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 // predictStores opens two stores on one new schema: a, whose writes the
@@ -50,7 +51,7 @@ func predictStores(t *testing.T, listen bool) (a *store, aws *workspace.Workspac
 		st.guardOne = widenClockWindow(t, st.guardOne)
 		// These tests count a write's round trips: the policy's head is
 		// confirmed once, not again every 100ms of a slow run.
-		ws := driver.New(st, workspace.Options{PolicyRecheck: time.Hour})
+		ws := engine.New(st, workspace.Options{PolicyRecheck: time.Hour})
 		t.Cleanup(func() { _ = ws.Close() })
 		return st, ws, rt
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 // openTestStore opens the backend's Store on a fresh schema, without the engine.
@@ -23,7 +24,7 @@ func openTestStore(t *testing.T) *store {
 	p, err := driver.ParseDSN(pgtest.NewDSN(t))
 	require.NoError(t, err)
 	p.Config.Logger = testLogger(t)
-	st, err := driver.OpenStore(context.Background(), p)
+	st, err := engine.OpenStore(context.Background(), p)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	return st.(*store)

@@ -304,5 +304,5 @@ func (s *stream) read(ctx context.Context, body io.Reader, send func(workspace.M
 // subscription starts the *workspace.Subscription run feeds, holding
 // buffer messages ahead of its consumer (SubscribeRequest.Buffer).
 func subscription(ctx context.Context, buffer int, run func(context.Context, func(workspace.Message) bool) error) *workspace.Subscription {
-	return wsconn.NewSubscription(ctx, buffer, run).(*workspace.Subscription)
+	return wsconn.NewSubscription(ctx, buffer, run)
 }

@@ -260,7 +260,7 @@ func (h harness) StoreDSN(dsn string) string {
 // server, with why.
 func (harness) Inapplicable() map[string]string {
 	const archive = "an archive is read and written where the store is (ErrRemoteArchive)"
-	const store = "it opens the DSN's store itself (driver.OpenStore) to compare the store's optional read path with a plain View; a server's DSN has no store to open"
+	const store = "it opens the DSN's store itself (engine.OpenStore) to compare the store's optional read path with a plain View; a server's DSN has no store to open"
 	return map[string]string{
 		"ArtifactGetReadsWhatAViewReads":                              store,
 		"NoteTaskAndLockGetsReadWhatAViewReads":                       store,

@@ -38,7 +38,7 @@ var ErrRemoteArchive = &workspace.InvalidError{Field: "workspace", Reason: "expo
 
 func init() {
 	for _, s := range []string{"http", "https", "http+unix"} {
-		driver.RegisterBackend(s, backend{})
+		driver.Register(s, backend{})
 	}
 }
 
@@ -87,7 +87,7 @@ type Client struct {
 }
 
 // ws makes the user's handle of c.
-func (c *Client) ws() *workspace.Workspace { return wsconn.Wrap(c).(*workspace.Workspace) }
+func (c *Client) ws() *workspace.Workspace { return wsconn.Wrap(c) }
 
 func newClient(cfg driver.Config, opts workspace.Options) (*Client, error) {
 	u, err := url.Parse(cfg.DSN)

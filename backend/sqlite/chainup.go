@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/agentspace/agentspace/backend/internal/sqlchain"
 	"github.com/agentspace/agentspace/workspace/driver"
 )
 
@@ -43,14 +44,14 @@ func chainExisting(ctx context.Context, db *sql.DB, path string) error {
 	if err != nil || s.chainNext == 0 {
 		return err
 	}
-	if err := driver.ChainExisting(ctx, db, chainUp, chainBatch); err != nil {
+	if err := sqlchain.Existing(ctx, db, chainUp, chainBatch); err != nil {
 		return fmt.Errorf("sqlite: chaining the events written before the chain: %w", describe(err, path))
 	}
 	return nil
 }
 
-// chainUp is what driver.ChainExisting needs of a SQLite store.
-var chainUp = driver.ChainUp{
+// chainUp is what sqlchain.Existing needs of a SQLite store.
+var chainUp = sqlchain.Up{
 	Resume: func(ctx context.Context, tx *sql.Tx) (next int64, floorHash []byte, err error) {
 		err = tx.QueryRowContext(ctx, qChainNext).Scan(&next, &floorHash)
 		return next, floorHash, err

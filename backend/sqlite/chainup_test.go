@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/backend/internal/sqlchain"
 	"github.com/agentspace/agentspace/workspace"
-	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // previousRelease is the schema of the release before the event chain.
@@ -130,7 +130,7 @@ func TestUpgradeCutShortResumesOnTheNextOpen(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, runMigration(ctx, db, func(r *sqlmigrate.Runner) error { return r.Up(ctx) }))
 	assert.Equal(t, int64(1), chainNext(t, path), "the migration asks for the log to be chained")
-	done, err := driver.ChainStep(ctx, db, chainUp, chainBatch)
+	done, err := sqlchain.Step(ctx, db, chainUp, chainBatch)
 	require.NoError(t, err)
 	require.False(t, done)
 	require.NoError(t, db.Close())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -39,11 +40,12 @@ const DefaultBusyTimeout = 10 * time.Second
 const readConns = 4
 
 func init() {
-	driver.Register("sqlite", Driver{})
+	driver.Register("sqlite", engine.Backend(Driver{}))
 }
 
-// Driver is the driver.Driver registered for the "sqlite" scheme. It is
-// also a driver.MigratingDriver, for `wsctl migrate`.
+// Driver is the driver.Driver of the "sqlite" scheme, registered as
+// engine.Backend(Driver{}). It is also a driver.MigratingDriver, for
+// `wsctl migrate`.
 type Driver struct{}
 
 // Params lists the backend's ws_ DSN parameters.
@@ -135,7 +137,7 @@ func Open(ctx context.Context, path string, opts workspace.Options) (*workspace.
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite:%s: %w", path, err)
 	}
-	return driver.New(st, opts), nil
+	return engine.New(st, opts), nil
 }
 
 // OpenDB returns a workspace on a *sql.DB the caller manages, opened with
@@ -171,7 +173,7 @@ func OpenDB(ctx context.Context, db *sql.DB, opts workspace.Options) (*workspace
 	if err := st.prepare(ctx); err != nil {
 		return nil, err
 	}
-	return driver.New(st, opts), nil
+	return engine.New(st, opts), nil
 }
 
 // settings is what a DSN says about the file and its connections.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 func openStore(t *testing.T, dsn string) *store {
@@ -23,7 +24,7 @@ func openStore(t *testing.T, dsn string) *store {
 	p, err := driver.ParseDSN(dsn)
 	require.NoError(t, err)
 	p.Config.Logger = slog.Default()
-	st, err := driver.OpenStore(context.Background(), p)
+	st, err := engine.OpenStore(context.Background(), p)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	return st.(*store)

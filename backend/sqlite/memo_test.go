@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 // The memo answers a store's hinted reads only while every commit since it
@@ -161,8 +162,8 @@ func TestMemoAnswersAsTheRowsAreAndOnlyWhileTheCommitsAreItsOwn(t *testing.T) {
 func TestMemoSeesTheOtherStoresCommits(t *testing.T) {
 	ctx := context.Background()
 	path := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
-	a := driver.New(openStore(t, path), workspace.Options{})
-	b := driver.New(openStore(t, path), workspace.Options{})
+	a := engine.New(openStore(t, path), workspace.Options{})
+	b := engine.New(openStore(t, path), workspace.Options{})
 	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
 	ref := workspace.ArtifactRef{Name: "plan"}
 	update := func(ws *workspace.Workspace, actor string, ifVersion int64) (workspace.Artifact, error) {

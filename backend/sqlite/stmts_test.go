@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/workspace"
-	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 // builtQueries lists the built queries c keeps prepared that contain part.
@@ -34,7 +34,7 @@ func builtQueries(c *stmtCache, part string) []string {
 func TestBuiltQueriesArePreparedAfterTheirFirstRun(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
-	ws := driver.New(st, workspace.Options{})
+	ws := engine.New(st, workspace.Options{})
 	t.Cleanup(func() { _ = ws.Close() })
 	w := workspace.Write{Actor: "a"}
 	for i := range 3 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
+	"github.com/agentspace/agentspace/workspace/engine"
 )
 
 // countedViews counts the store's plain Views.
@@ -33,7 +34,7 @@ func TestGetsOfOneRecordRunNoView(t *testing.T) {
 	counted := &countedViews{store: openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))}
 	// Writes confirm the workspace's policy with a View of their own (at most
 	// once per PolicyRecheck): the count below is of the Gets'.
-	ws := driver.New(counted, workspace.Options{PolicyRecheck: time.Hour})
+	ws := engine.New(counted, workspace.Options{PolicyRecheck: time.Hour})
 	w := workspace.Write{Actor: "ann"}
 	_, err := ws.Artifacts().Create(ctx, w, workspace.NewArtifact{Name: "plans/a.md", Content: []byte("v1")})
 	require.NoError(t, err)

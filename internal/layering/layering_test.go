@@ -178,14 +178,47 @@ func forbidden(set map[string]bool, prefixes ...string) []string {
 
 // TestRemoteLinksNoServer: a program that talks to a server through
 // backend/remote links neither the server nor what the server is built
-// with (the HTTP framework, the MCP SDK, metrics, markdown).
+// with (the HTTP framework, the MCP SDK, metrics, markdown), nor the
+// engine: the remote backend registers with the contract alone.
 func TestRemoteLinksNoServer(t *testing.T) {
 	root, mod := moduleRoot(t)
 	set := deps(t, root, "./backend/remote")
 	require.True(t, set[mod+"/wire"], "backend/remote links the wire package")
+	require.True(t, set[mod+"/workspace/driver"], "backend/remote links the backend contract")
 	assert.Empty(t, forbidden(set, mod+"/server", mod+"/mcp", mod+"/gitwork", mod+"/bench",
+		mod+"/workspace/engine",
 		"github.com/danielgtaylor/huma", "github.com/modelcontextprotocol/go-sdk",
 		"github.com/prometheus", "github.com/yuin/goldmark"))
+}
+
+// maxContractLines bounds the backend contract's code (workspace/driver,
+// tests aside, comments included), as small as the anchors' interface
+// packages are: database/sql/driver about 855 lines, gocloud's
+// docstore/driver about 1,576, River's riverdriver about 971.
+const maxContractLines = 1000
+
+// TestTheContractIsApartFromTheEngine: the backend contract links neither
+// the engine nor database/sql nor any backend, and stays small; what the
+// SQL backends share lives under backend/internal.
+func TestTheContractIsApartFromTheEngine(t *testing.T) {
+	root, mod := moduleRoot(t)
+	set := deps(t, root, "./workspace/driver")
+	assert.Empty(t, forbidden(set, mod+"/workspace/engine", mod+"/backend", "database/sql"),
+		"workspace/driver links neither the engine nor database/sql nor a backend")
+
+	files, err := filepath.Glob(filepath.Join(root, "workspace", "driver", "*.go"))
+	require.NoError(t, err)
+	lines := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f) // #nosec G304 -- the repository's own source
+		require.NoError(t, err)
+		lines += bytes.Count(b, []byte("\n"))
+	}
+	assert.Positive(t, lines)
+	assert.LessOrEqual(t, lines, maxContractLines, "workspace/driver's code: the contract, not the engine")
 }
 
 // TestBackendTestBinariesLinkNoBench: the stores' test binaries link
@@ -208,8 +241,8 @@ func TestBackendTestBinariesLinkNoBench(t *testing.T) {
 
 // maxUserDocLines bounds `go doc -short ./workspace`: the user's package
 // lists what users call, and nothing an implementer, a face or a codec
-// needs (those live in workspace/driver, workspace/touch, wire and
-// internal/...); messages and pauses (their records, inbox, ops and
+// needs (those live in workspace/driver, workspace/engine, workspace/touch,
+// wire and internal/...); messages and pauses (their records, inbox, ops and
 // error) are eleven of its lines, and an import's report one.
 const maxUserDocLines = 111
 

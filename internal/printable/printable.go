@@ -1,6 +1,6 @@
 // Package printable checks that a string is printable text: the one test
 // behind the input checks of package workspace (names) and of the engine
-// in workspace/driver (actors, keys, titles, bodies).
+// (workspace/engine: actors, keys, titles, bodies).
 package printable
 
 import (

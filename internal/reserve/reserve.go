@@ -2,7 +2,7 @@
 // are the system's own records (tokens, pins, messages, worktrees, change
 // sets), which only the layer that owns them may write. Every kind this
 // module reserves is declared in one table here (declared), so the engine
-// in workspace/driver refuses a plain read of a sealed record or a plain
+// (workspace/engine) refuses a plain read of a sealed record or a plain
 // write of any record whichever packages a program links: a program that
 // links only a backend cannot read the server's token notes as notes. The
 // owning layer (server, gitwork, shadow, workspace's pins, the engine's

@@ -1,35 +1,82 @@
-// Package wsconn hands package workspace the connections it wraps: the
-// engine's handle (package driver) and the HTTP client (backend/remote)
-// each implement the methods of a *workspace.Workspace, and become one
-// through Wrap. It lives under internal so that the hook is not part of
-// anyone's API: a store outside this module is written as a driver.Driver.
+// Package wsconn is the typed seam between package workspace and the code
+// that implements a *workspace.Workspace: the engine's handle
+// (workspace/engine) and the HTTP client (backend/remote) each have the
+// methods of Conn and become a *workspace.Workspace through Wrap, and the
+// registry of schemes (workspace/driver) serves workspace.Open through
+// Serve. It lives under internal so that none of it is in anyone's API: a
+// store outside this module is written as a driver.Driver.
+//
+// Package workspace hands its side over through internal/wsbridge, the
+// seam's one untyped value (its doc says why); this package asserts it to
+// the typed bridge once, when it is initialized, after workspace's init.
 package wsconn
 
-import "context"
+import (
+	"context"
 
-// Wrap makes a *workspace.Workspace of c, which must have the methods of
-// workspace's conn set (Artifacts, Tasks, Notes, Locks, Events, Commit,
-// Status, Close); it panics otherwise, which is a bug in this module.
-// Package workspace sets it in its init, which runs before any package
-// that imports workspace.
-var Wrap func(c any) any
-
-// Of returns the connection a *workspace.Workspace wraps (nil for nil).
-var Of func(ws any) any
-
-// Open and OpenMigrator are workspace.Open and workspace.OpenMigrator
-// (opts is a []workspace.Options; the results are a *workspace.Workspace
-// and a workspace.Migrator). Package driver, which keeps the registry of
-// schemes, sets them in its init; they are nil in a program that links
-// no backend.
-var (
-	Open         func(ctx context.Context, dsn string, opts any) (any, error)
-	OpenMigrator func(ctx context.Context, dsn string, opts any) (any, error)
+	"github.com/agentspace/agentspace/internal/wsbridge"
+	"github.com/agentspace/agentspace/workspace"
 )
 
-// NewSubscription starts a *workspace.Subscription fed by run, a
-// func(context.Context, func(workspace.Message) bool) error, holding
+// Conn is what a *workspace.Workspace wraps: the engine's handle or the
+// HTTP client. The admin operations are optional interfaces of it, which
+// the Workspace's methods assert. It is an alias of an interface literal
+// so that it is the very type package workspace wraps, which cannot be
+// named from here.
+type Conn = interface {
+	Artifacts() workspace.Artifacts
+	Tasks() workspace.Tasks
+	Notes() workspace.Notes
+	Locks() workspace.Locks
+	Events() workspace.Events
+	Commit(ctx context.Context, b workspace.Batch) (workspace.BatchResult, error)
+	Status(ctx context.Context) (workspace.Status, error)
+	Close() error
+}
+
+// bridge is the method set of package workspace's value in
+// internal/wsbridge.
+type bridge interface {
+	Wrap(c Conn) *workspace.Workspace
+	Of(ws *workspace.Workspace) Conn
+	NewSubscription(ctx context.Context, buffer int, run func(context.Context, func(workspace.Message) bool) error) *workspace.Subscription
+	Serve(open func(context.Context, string, []workspace.Options) (*workspace.Workspace, error),
+		openMigrator func(context.Context, string, []workspace.Options) (workspace.Migrator, error))
+}
+
+// ws is package workspace's bridge. Package workspace is initialized
+// before this package (this package imports it), so the value is set; a
+// value of other methods is a bug in this module, found by any test.
+var ws = func() bridge {
+	b, ok := wsbridge.Workspace.(bridge)
+	if !ok {
+		panic("internal/wsconn: package workspace left no bridge of the expected methods in internal/wsbridge")
+	}
+	return b
+}()
+
+// Wrap makes a *workspace.Workspace of c.
+func Wrap(c Conn) *workspace.Workspace { return ws.Wrap(c) }
+
+// Of returns the connection w wraps (nil for a nil w).
+func Of(w *workspace.Workspace) Conn { return ws.Of(w) }
+
+// NewSubscription starts a *workspace.Subscription fed by run, holding
 // buffer messages ahead of its consumer (SubscribeRequest.Buffer; the
 // default when < 1): the stream behind Events.Subscribe of the engine's
-// handle and of the HTTP client. Package workspace sets it in its init.
-var NewSubscription func(ctx context.Context, buffer int, run any) any
+// handle and of the HTTP client. run is called once, in the
+// subscription's goroutine, with a context that ends when ctx does or the
+// subscription is closed; it sends each message with send, which reports
+// false once that context has ended, and returns why the stream ended.
+func NewSubscription(ctx context.Context, buffer int, run func(ctx context.Context, send func(workspace.Message) bool) error) *workspace.Subscription {
+	return ws.NewSubscription(ctx, buffer, run)
+}
+
+// Serve makes workspace.Open and workspace.OpenMigrator call open and
+// openMigrator (opts as the caller gave them). The registry of schemes
+// (workspace/driver) calls it from its init; until then, in a program
+// that links no backend, both refuse every DSN.
+func Serve(open func(ctx context.Context, dsn string, opts []workspace.Options) (*workspace.Workspace, error),
+	openMigrator func(ctx context.Context, dsn string, opts []workspace.Options) (workspace.Migrator, error)) {
+	ws.Serve(open, openMigrator)
+}

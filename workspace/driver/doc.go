@@ -1,17 +1,21 @@
-// Package driver is what a storage backend implements for agentspace, and
-// the engine that turns it into a *workspace.Workspace. Users of a
-// workspace import package workspace only; this package is for backend
-// authors, as database/sql/driver is for database/sql's drivers.
+// Package driver is what a backend implements for agentspace: the
+// interfaces of a store and their records, the registry of schemes that
+// workspace.Open picks from, and the parsing of DSNs. Users of a workspace
+// import package workspace only; this package is for backend authors, as
+// database/sql/driver is for database/sql's drivers. It holds no engine:
+// a backend that reaches a workspace elsewhere (the client of a server)
+// links only this package.
 //
-// A backend implements Store: transactional storage of the records and the
-// event log, nothing more. The engine (New, or workspace.Open through
-// Register) does everything else once, for every backend: it validates
-// input before any store sees it (bad input is a *workspace.InvalidError
-// and nothing is written), checks row versions, leases and fences, runs
-// the task state machine, builds the events, keeps idempotency keys,
-// groups concurrent writes into one transaction, and fans subscriptions
-// out from one watcher. Errors reach users as the sentinels and typed
-// errors of package workspace.
+// A backend that stores the workspace implements Store: transactional
+// storage of the records and the event log, nothing more. The engine
+// (package workspace/engine: engine.New, or workspace.Open through the
+// Backend that engine.Backend makes of a Driver) does everything else
+// once, for every backend: it validates input before any store sees it
+// (bad input is a *workspace.InvalidError and nothing is written), checks
+// row versions, leases and fences, runs the task state machine, builds
+// the events, keeps idempotency keys, groups concurrent writes into one
+// transaction, and fans subscriptions out from one watcher. Errors reach
+// users as the sentinels and typed errors of package workspace.
 //
 // # Implementing a backend
 //
@@ -33,8 +37,8 @@
 //  6. Implement Driver: Open a Store for a driver.Config, Probe for
 //     one without creating it (workspace.Options.MustExist), and list the
 //     backend's own ws_ parameters. Register the schemes in init() with
-//     Register, and export a constructor that takes an existing
-//     connection and calls New.
+//     Register(scheme, engine.Backend(d)), and export a constructor that
+//     takes an existing connection and calls engine.New.
 //  7. Pass conformance.Run, and conformance.RunFloor, under go test -race.
 //
 // The rest is optional, each a separate interface found by type
@@ -50,7 +54,7 @@
 //   - LogRewriter, BelowFloorDeleter with FloorRaiser, Checkpointer: gc
 //     paced to the store, holding up writers less.
 //
-// For features: without FileSnapshotter, BackupFile answers
+// For features: without FileSnapshotter, Workspace.Backup answers
 // errors.ErrUnsupported; without MigratingDriver, workspace.OpenMigrator
 // (`wsctl migrate`) refuses the scheme; without Reclaimer, gc gives no
 // freed space back to the file system.

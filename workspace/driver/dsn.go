@@ -20,14 +20,7 @@ import (
 // workspace.OpenMigrator reach them through internal/wsconn, so that the
 // user's package holds no implementer's type.
 
-func init() {
-	wsconn.Open = func(ctx context.Context, dsn string, opts any) (any, error) {
-		return open(ctx, dsn, opts.([]workspace.Options))
-	}
-	wsconn.OpenMigrator = func(ctx context.Context, dsn string, opts any) (any, error) {
-		return openMigrator(ctx, dsn, opts.([]workspace.Options))
-	}
-}
+func init() { wsconn.Serve(open, openMigrator) }
 
 // Config is what a Backend (and a Driver) gets from workspace.Open: the DSN with every ws_
 // parameter removed, and those parameters parsed.
@@ -62,11 +55,12 @@ var importHints = map[string]string{
 	"postgresql": "github.com/agentspace/agentspace/backend/postgres",
 }
 
-// Backend opens the workspaces of the schemes it is registered under.
-// A backend that stores the workspace itself implements Driver and
-// registers it with Register, which makes a Backend of it; one that
-// reaches a workspace elsewhere (the client of a server, in this module)
-// implements Backend and registers it with RegisterBackend.
+// Backend opens the workspaces of the schemes it is registered under
+// (Register). A backend that stores the workspace itself implements
+// Driver, and registers the Backend the engine makes of it
+// (engine.Backend), which wraps its stores in the engine; one that reaches
+// a workspace elsewhere (the client of a server, in this module)
+// implements Backend itself.
 type Backend interface {
 	// Open returns a handle on the workspace cfg names. opts has its
 	// defaults set; with opts.MustExist, Open creates nothing and fails
@@ -84,15 +78,14 @@ type MigratingBackend interface {
 	OpenMigrator(ctx context.Context, cfg Config, opts workspace.Options) (workspace.Migrator, error)
 }
 
-// RegisterBackend makes a backend available under scheme, for
-// workspace.Open and workspace.OpenMigrator. It is meant to be called from
-// a backend's init (through Register for a Driver); registering a scheme
-// twice, or a nil backend, panics.
-func RegisterBackend(scheme string, b Backend) {
+// Register makes b the backend of scheme, for workspace.Open and
+// workspace.OpenMigrator. It is meant to be called from a backend's init;
+// registering a scheme twice, or a nil backend, panics.
+func Register(scheme string, b Backend) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	if b == nil {
-		panic("driver: RegisterBackend backend is nil")
+		panic("driver: Register backend is nil")
 	}
 	if _, dup := registry[scheme]; dup {
 		panic("driver: a backend is registered twice for scheme " + scheme)
@@ -260,6 +253,10 @@ func ParseDSN(dsn string) (ParsedDSN, error) {
 	}
 	p.Backend, p.Config, p.Options = d, cfg, opts
 	return p, nil
+}
+
+func invalid(field, format string, args ...any) error {
+	return &workspace.InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
 func schemeList() string {

@@ -171,5 +171,5 @@ func TestOpenNeverPrintsTheToken(t *testing.T) {
 
 func TestRegisterTwicePanics(t *testing.T) {
 	registerTestBackend(t, "testdup")
-	assert.Panics(t, func() { RegisterBackend("testdup", &recordingBackend{}) })
+	assert.Panics(t, func() { Register("testdup", &recordingBackend{}) })
 }

@@ -8,9 +8,10 @@ import (
 )
 
 // Store is what a backend implements: transactional storage of records and
-// the event log. The engine (New, workspace.Open) does everything else:
-// validation, version checks, locks and fencing, the task state machine,
-// event construction, idempotency, subscriptions. A store trusts its input.
+// the event log. The engine (engine.New, workspace.Open) does everything
+// else: validation, version checks, locks and fencing, the task state
+// machine, event construction, idempotency, subscriptions. A store trusts
+// its input.
 //
 // Records passed to and returned by a store are plain values: times are UTC
 // and truncated to microseconds (Tx.Now does that), maps and slices may be
@@ -367,7 +368,8 @@ type Counts struct {
 	Tasks     map[workspace.TaskStatus]int
 }
 
-// Driver opens stores for the schemes it is registered under.
+// Driver opens a backend's stores: the engine makes a Backend of it
+// (engine.Backend), which the backend registers for its schemes.
 type Driver interface {
 	// Open connects to the store cfg names. An empty store gets the current
 	// schema; an older one gives a *SchemaError unless cfg.AutoMigrate.
@@ -386,7 +388,9 @@ type Driver interface {
 	Params() []string
 }
 
-// MigratingDriver is an optional Driver capability used by `wsctl migrate`.
+// MigratingDriver is an optional Driver capability, used by
+// workspace.OpenMigrator (`wsctl migrate`): the Backend the engine makes
+// of it is a MigratingBackend.
 type MigratingDriver interface {
 	Driver
 	OpenMigrator(ctx context.Context, cfg Config) (workspace.Migrator, error)

@@ -1,8 +1,0 @@
-//go:build !linux
-
-package driver
-
-import "time"
-
-// nap sleeps for d (see the Linux version; elsewhere a timer does).
-func nap(d time.Duration) { time.Sleep(d) }

@@ -1,0 +1,328 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentspace/agentspace/policy"
+	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
+)
+
+// Messages returns the handle's message operations.
+func (h *handle) Messages() workspace.Messages { return messages{h} }
+
+type messages struct{ h *handle }
+
+func (m messages) Send(ctx context.Context, w workspace.Write, n workspace.NewMsg) (workspace.Msg, error) {
+	r, err := m.h.single(ctx, "messages.send", w, workspace.SendMessageOp{Message: n})
+	if err != nil || r.Msg == nil {
+		return workspace.Msg{}, err
+	}
+	return *r.Msg, nil
+}
+
+func (m messages) Ack(ctx context.Context, w workspace.Write, id, reply string) (workspace.Msg, error) {
+	r, err := m.h.single(ctx, "messages.ack", w, workspace.AckMessageOp{ID: id, Reply: reply})
+	if err != nil || r.Msg == nil {
+		return workspace.Msg{}, err
+	}
+	return *r.Msg, nil
+}
+
+// reader is whom a read of actor's messages acts for, and whether it may:
+// in process anyone reads any inbox (the actor is self-declared); behind a
+// server only the principal's own, or any with the admin "tokens" right.
+func (m messages) reader(ctx context.Context, actor string) (who, error) {
+	w, err := m.h.who(ctx, "")
+	if err != nil {
+		return w, err
+	}
+	if !w.set || actor == "" || baseActor(actor) == baseActor(w.actor) {
+		return w, nil
+	}
+	if !readsOthers(w) {
+		return w, &workspace.ForbiddenError{Actor: w.actor, Roles: w.roles, Action: "message.read", Object: actor,
+			Reason: "an agent reads only its own inbox (an operator needs the admin role)"}
+	}
+	return w, nil
+}
+
+// readsOthers reports whether w may read others' inboxes and messages:
+// with a policy, its admin "tokens" right; without one, the admin role.
+func readsOthers(w who) bool {
+	return w.decide(policy.AdminTokens, "") == nil && (w.pol != nil || slices.Contains(w.roles, policy.AdminRole))
+}
+
+// rolesFor is the roles actor reads role messages by.
+func rolesFor(w who, actor string) []string {
+	if w.set && w.roles != nil && baseActor(actor) == baseActor(w.actor) {
+		return w.roles
+	}
+	if w.pol != nil {
+		return w.pol.RolesOf(actor)
+	}
+	return nil
+}
+
+func (m messages) Get(ctx context.Context, id string) (workspace.Msg, error) {
+	if err := checkID("message id", id); err != nil {
+		return workspace.Msg{}, err
+	}
+	w, err := m.reader(ctx, "")
+	if err != nil {
+		return workspace.Msg{}, wrapErr("messages.get", err)
+	}
+	var out workspace.Msg
+	err = m.h.viewHinted(ctx, "messages.get", []driver.ReadHint{{NoteKind: msgKind, NoteKey: id}}, func(tx driver.ReadTx) error {
+		var err error
+		out, err = getMsg(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return workspace.Msg{}, err
+	}
+	if w.set && !msgParticipant(out, w.actor, rolesFor(w, w.actor)) {
+		if !readsOthers(w) {
+			// Not one's own: as if it did not exist, which it does not for the reader.
+			return workspace.Msg{}, fmt.Errorf("messages.get: message %s: %w", id, workspace.ErrNotFound)
+		}
+	}
+	return out, nil
+}
+
+func (m messages) MarkRead(ctx context.Context, actor, id string) error {
+	if err := checkActor(actor); err != nil {
+		return err
+	}
+	if err := checkID("message id", id); err != nil {
+		return err
+	}
+	if _, err := m.reader(ctx, actor); err != nil {
+		return wrapErr("messages.read", err)
+	}
+	if p, _ := workspace.PrincipalFrom(ctx); impersonation(p, actor) != nil {
+		return impersonation(p, actor)
+	}
+	return m.h.run(ctx, "messages.read", actor, func(x *exec) error {
+		if _, err := getMsg(ctx, x.tx, id); err != nil {
+			return err
+		}
+		key := rcptKey(actor)
+		n, err := x.tx.Note(ctx, msgCursorKind, key)
+		switch {
+		case errors.Is(err, workspace.ErrNotFound):
+			n = workspace.Note{Kind: msgCursorKind, Key: key, Author: actor, CreatedAt: x.now}
+		case err != nil:
+			return err
+		case n.Title >= id:
+			return nil // a cursor never moves back
+		}
+		n.Title, n.Body = id, actor
+		n.Version++
+		n.UpdatedAt, n.UpdatedBy = x.now, actor
+		if err := x.tx.PutNote(ctx, n); err != nil {
+			return err
+		}
+		// An event, so that every store (the json one reloads what events
+		// name) and every follower sees the cursor move.
+		x.emit(workspace.EventMessageRead, workspace.Subject{Kind: workspace.SubjectMessage, ID: id}, n.Version, "")
+		return nil
+	})
+}
+
+func (m messages) Escalate(ctx context.Context, actor string) ([]workspace.Msg, error) {
+	if err := checkActor(actor); err != nil {
+		return nil, err
+	}
+	// A read first: a checker that runs every second (a server's) takes
+	// the store's write path only when something is due.
+	if due, err := m.due(ctx); err != nil || !due {
+		return nil, err
+	}
+	var out []workspace.Msg
+	err := m.h.run(ctx, "messages.escalate", actor, func(x *exec) error {
+		var err error
+		out, err = x.escalateDue(ctx)
+		return err
+	})
+	return out, err
+}
+
+func (m messages) Inbox(ctx context.Context, q workspace.InboxQuery) (workspace.InboxPage, error) {
+	if err := checkActor(q.Actor); err != nil {
+		return workspace.InboxPage{}, err
+	}
+	if err := checkOptionalID("thread", q.Thread); err != nil {
+		return workspace.InboxPage{}, err
+	}
+	if err := checkOptionalID("after", q.After); err != nil {
+		return workspace.InboxPage{}, err
+	}
+	limit, err := checkLimit("limit", q.Limit, maxPageLimit)
+	if err != nil {
+		return workspace.InboxPage{}, err
+	}
+	q.Limit = limit
+	for {
+		w, err := m.reader(ctx, q.Actor)
+		if err != nil {
+			return workspace.InboxPage{}, wrapErr("messages.inbox", err)
+		}
+		wake := m.h.hub.watch()
+		// The escalation is the reader's write: an admin reading another's
+		// inbox escalates as itself, not as the inbox's owner.
+		by := q.Actor
+		if w.set && w.actor != "" {
+			by = w.actor
+		}
+		if err := m.escalateIfDue(ctx, by); err != nil {
+			return workspace.InboxPage{}, err
+		}
+		var page workspace.InboxPage
+		err = m.h.view(ctx, "messages.inbox", func(tx driver.ReadTx) error {
+			var err error
+			page, err = inbox(ctx, tx, q, rolesFor(w, q.Actor))
+			return err
+		})
+		if err != nil || len(page.Messages) > 0 || !q.Wait {
+			return page, err
+		}
+		// A deadline passing wakes no one: look again now and then too.
+		if err := m.h.hub.wait(ctx, m.h.ctx.Done(), wake, time.Now().Add(claimRecheck)); err != nil {
+			return workspace.InboxPage{}, err
+		}
+	}
+}
+
+// escalateIfDue escalates what is due when anything is: a deadline is
+// checked by whatever runs, the next read of an inbox included.
+func (m messages) escalateIfDue(ctx context.Context, actor string) error {
+	_, err := m.Escalate(ctx, actor)
+	return err
+}
+
+// due reports whether a message's deadline has passed unescalated.
+func (m messages) due(ctx context.Context) (bool, error) {
+	var due bool
+	err := m.h.view(ctx, "messages.escalate", func(tx driver.ReadTx) error {
+		ns, err := tx.ListNotes(ctx, driver.NoteQuery{Kind: msgDueKind, Limit: 1})
+		if err != nil || len(ns) == 0 {
+			return err
+		}
+		now := tx.Now()
+		if c := m.h.opts.Clock; c != nil {
+			now = c().UTC()
+		}
+		due = ns[0].Key <= dueKey(now, "~")
+		return nil
+	})
+	return due, err
+}
+
+// listIndex returns the IDs of kind's entries under recipient r's prefix
+// greater than after, ascending.
+func listIndex(ctx context.Context, tx driver.ReadTx, kind, r, after string) ([]string, error) {
+	prefix := rcptKey(r) + "/"
+	q := driver.NoteQuery{Kind: kind, AfterKind: kind, AfterKey: prefix + after, Limit: maxPageLimit}
+	var ids []string
+	for {
+		page, err := tx.ListNotes(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range page {
+			id, ok := strings.CutPrefix(n.Key, prefix)
+			if !ok {
+				return ids, nil
+			}
+			ids = append(ids, id)
+		}
+		if len(page) < q.Limit {
+			return ids, nil
+		}
+		q.AfterKey = page[len(page)-1].Key
+	}
+}
+
+// inbox reads one page of q.Actor's inbox, its counts and its cursor.
+func inbox(ctx context.Context, tx driver.ReadTx, q workspace.InboxQuery, roles []string) (workspace.InboxPage, error) {
+	var page workspace.InboxPage
+	rcpts := []string{q.Actor}
+	for _, r := range roles {
+		rcpts = append(rcpts, "role:"+r)
+	}
+	if c, err := tx.Note(ctx, msgCursorKind, rcptKey(q.Actor)); err == nil {
+		page.Cursor = c.Title
+	} else if !errors.Is(err, workspace.ErrNotFound) {
+		return page, err
+	}
+	if p, err := paused(ctx, tx, q.Actor); err != nil {
+		return page, err
+	} else {
+		page.Paused = p != nil
+	}
+	gather := func(kind, after string) ([]string, error) {
+		var all []string
+		for _, r := range rcpts {
+			ids, err := listIndex(ctx, tx, kind, r, after)
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, ids...)
+		}
+		slices.Sort(all)
+		return slices.Compact(all), nil
+	}
+	unread, err := gather(msgBoxKind, page.Cursor)
+	if err != nil {
+		return page, err
+	}
+	unacked, err := gather(msgWaitKind, "")
+	if err != nil {
+		return page, err
+	}
+	// A role obligation another member answered is gone from msg-wait; an
+	// expanded member's own entry is under its name. Both are exact.
+	page.Unread, page.Unacked = len(unread), len(unacked)
+	var ids []string
+	switch {
+	case q.Unacked:
+		ids = unacked
+		if q.Unread {
+			ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id <= page.Cursor })
+		}
+	case q.Unread:
+		ids = unread
+	default:
+		if ids, err = gather(msgBoxKind, ""); err != nil {
+			return page, err
+		}
+	}
+	start, _ := slices.BinarySearch(ids, q.After)
+	if start < len(ids) && ids[start] == q.After {
+		start++
+	}
+	for _, id := range ids[start:] {
+		msg, err := getMsg(ctx, tx, id)
+		if errors.Is(err, workspace.ErrNotFound) {
+			continue // removed by retention since it was indexed
+		}
+		if err != nil {
+			return page, err
+		}
+		if q.Thread != "" && msg.Thread != q.Thread {
+			continue
+		}
+		page.Messages = append(page.Messages, msg)
+		if len(page.Messages) == q.Limit {
+			page.Next = id
+			break
+		}
+	}
+	return page, nil
+}
