@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -104,6 +105,14 @@ func TestAWorkingHandleNeverLogsThePassword(t *testing.T) {
 	require.NoError(t, putNotes(ctx, ws, "a", 2))
 
 	admin := pgtest.Connect(t)
+	// The listener connects on its own goroutine: under load it may not be
+	// there yet when the writes return. Wait until both are, so the test
+	// always ends both.
+	require.Eventually(t, func() bool {
+		var n int
+		err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n)
+		return err == nil && n >= 2
+	}, 30*time.Second, 20*time.Millisecond, "the pool's connection and the listener's both connect")
 	var ended int
 	err = admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()`, app).Scan(&ended)
 	require.NoError(t, err)
