@@ -239,8 +239,13 @@ type idStream struct {
 func newIDStream(ctx context.Context, tx driver.ReadTx, kind, r, after string, page int) *idStream {
 	prefix := rcptKey(r) + "/"
 	return &idStream{ctx: ctx, tx: tx, prefix: prefix,
-		q: driver.NoteQuery{Kind: kind, AfterKind: kind, AfterKey: prefix + after, Limit: min(max(page, 16), maxPageLimit)}}
+		q: driver.NoteQuery{Kind: kind, AfterKind: kind, AfterKey: prefix + after, BeforeKey: prefixEnd(prefix),
+			Limit: min(max(page, 16), maxPageLimit)}}
 }
+
+// prefixEnd is the least key above every key that begins with prefix,
+// whose last byte is '/'.
+func prefixEnd(prefix string) string { return prefix[:len(prefix)-1] + "0" }
 
 // peek returns the stream's next id, or "" at its end.
 func (s *idStream) peek() (string, error) {
@@ -354,14 +359,37 @@ func inbox(ctx context.Context, tx driver.ReadTx, q workspace.InboxQuery, roles 
 	if q.Unread && page.Cursor > after {
 		after = page.Cursor
 	}
-	// A thread's messages are a few of the inbox's: its walk reads more.
-	want := q.Limit + 1
+	// A thread's page walks the thread's index, which holds fewer than the
+	// inbox (and never more than the thread), and keeps what the inbox's
+	// index of kind holds.
+	var next func() (string, error)
 	if q.Thread != "" {
-		want = maxPageLimit
+		th := newIDStream(ctx, tx, msgThreadKind, "", after, q.Limit+1)
+		th.prefix = q.Thread + "/"
+		th.q.AfterKey, th.q.BeforeKey = th.prefix+after, prefixEnd(th.prefix)
+		next = func() (string, error) {
+			for {
+				id, err := th.peek()
+				if err != nil || id == "" {
+					return "", err
+				}
+				th.buf = th.buf[1:]
+				for _, r := range rcpts {
+					_, err := tx.Note(ctx, kind, rcptKey(r)+"/"+id)
+					if err == nil {
+						return id, nil
+					}
+					if !errors.Is(err, workspace.ErrNotFound) {
+						return "", err
+					}
+				}
+			}
+		}
+	} else {
+		next = gatherIDs(ctx, tx, kind, rcpts, after, q.Limit+1).next
 	}
-	ids := gatherIDs(ctx, tx, kind, rcpts, after, want)
 	for {
-		id, err := ids.next()
+		id, err := next()
 		if err != nil {
 			return page, err
 		}
