@@ -168,12 +168,32 @@ func (m messages) Inbox(ctx context.Context, q workspace.InboxQuery) (workspace.
 		return workspace.InboxPage{}, err
 	}
 	q.Limit = limit
+	var waiter *inboxWaiter
+	defer func() {
+		if waiter != nil {
+			m.h.unregisterInbox(waiter)
+		}
+	}()
 	for {
 		w, err := m.reader(ctx, q.Actor)
 		if err != nil {
 			return workspace.InboxPage{}, wrapErr("messages.inbox", err)
 		}
-		wake := m.h.hub.watch()
+		roles := rolesFor(w, q.Actor)
+		if q.Wait {
+			// Registered before the read: a message sent after it wakes
+			// this poll (inboxwake.go).
+			if waiter != nil {
+				m.h.unregisterInbox(waiter)
+			}
+			keys := []string{q.Actor}
+			for _, r := range roles {
+				keys = append(keys, "role:"+r)
+			}
+			if waiter, err = m.h.registerInbox(ctx, keys); err != nil {
+				return workspace.InboxPage{}, wrapErr("messages.inbox", err)
+			}
+		}
 		// The escalation is the reader's write: an admin reading another's
 		// inbox escalates as itself, not as the inbox's owner.
 		by := q.Actor
@@ -186,15 +206,22 @@ func (m messages) Inbox(ctx context.Context, q workspace.InboxQuery) (workspace.
 		var page workspace.InboxPage
 		err = m.h.view(ctx, "messages.inbox", func(tx driver.ReadTx) error {
 			var err error
-			page, err = inbox(ctx, tx, q, rolesFor(w, q.Actor))
+			page, err = inbox(ctx, tx, q, roles)
 			return err
 		})
 		if err != nil || len(page.Messages) > 0 || !q.Wait {
 			return page, err
 		}
-		// A deadline passing wakes no one: look again now and then too.
-		if err := m.h.hub.wait(ctx, m.h.ctx.Done(), wake, time.Now().Add(claimRecheck)); err != nil {
-			return workspace.InboxPage{}, err
+		// Woken by a message to this inbox, a change of the policy or a
+		// deadline that passed (the dispatcher's); read again now and then
+		// in any case.
+		select {
+		case <-waiter.ch:
+		case <-time.After(inboxRecheck):
+		case <-ctx.Done():
+			return workspace.InboxPage{}, ctx.Err()
+		case <-m.h.ctx.Done():
+			return workspace.InboxPage{}, workspace.ErrClosed
 		}
 	}
 }
