@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
@@ -215,13 +214,8 @@ func (m messages) Inbox(ctx context.Context, q workspace.InboxQuery) (workspace.
 		// Woken by a message to this inbox, a change of the policy or a
 		// deadline that passed (the dispatcher's); read again now and then
 		// in any case.
-		select {
-		case <-waiter.ch:
-		case <-time.After(inboxRecheck):
-		case <-ctx.Done():
-			return workspace.InboxPage{}, ctx.Err()
-		case <-m.h.ctx.Done():
-			return workspace.InboxPage{}, workspace.ErrClosed
+		if err := waiter.wait(ctx, m.h.ctx.Done()); err != nil {
+			return workspace.InboxPage{}, err
 		}
 	}
 }

@@ -51,6 +51,22 @@ type inboxWaiter struct {
 
 func (w *inboxWaiter) wake() { w.once.Do(func() { close(w.ch) }) }
 
+// wait blocks until w is woken or inboxRecheck passes; only ctx's end
+// and closed (the waiting handle's) are errors.
+func (w *inboxWaiter) wait(ctx context.Context, closed <-chan struct{}) error {
+	t := time.NewTimer(inboxRecheck)
+	defer t.Stop()
+	select {
+	case <-w.ch:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-closed:
+		return workspace.ErrClosed
+	}
+	return nil
+}
+
 // registerInbox adds a poll waiting on the inboxes of keys (an actor and
 // its roles as role:NAME), and starts the dispatcher if none runs, from
 // the store's head: the poll's read of its inbox, which comes after, sees
