@@ -181,3 +181,36 @@ func inboxFull(ctx context.Context, tx driver.ReadTx, q workspace.InboxQuery, ro
 	}
 	return page, nil
 }
+
+// DropMessageCounters removes every message counter, as a store written
+// before the counters has none.
+func DropMessageCounters(ctx context.Context, w *workspace.Workspace) error {
+	h := wsconn.Of(w).(*handle)
+	return h.run(ctx, "test.drop", "test", func(x *exec) error {
+		var keys []string
+		if err := eachNote(ctx, x.tx, msgCountKind, func(n workspace.Note) error {
+			keys = append(keys, n.Key)
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := x.tx.DeleteNote(ctx, msgCountKind, k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// MessageCounted reports whether w's store keeps the message counters.
+func MessageCounted(ctx context.Context, w *workspace.Workspace) (bool, error) {
+	h := wsconn.Of(w).(*handle)
+	var ok bool
+	err := h.view(ctx, "test.counted", func(tx driver.ReadTx) error {
+		var err error
+		ok, err = counted(ctx, tx)
+		return err
+	})
+	return ok, err
+}

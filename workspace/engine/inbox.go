@@ -362,14 +362,25 @@ func inbox(ctx context.Context, tx driver.ReadTx, q workspace.InboxQuery, roles 
 	} else {
 		page.Paused = p != nil
 	}
-	var err error
 	// A role obligation another member answered is gone from msg-wait; an
-	// expanded member's own entry is under its name. Both are exact.
-	if page.Unread, err = gatherIDs(ctx, tx, msgBoxKind, rcpts, page.Cursor, maxPageLimit).count(); err != nil {
+	// expanded member's own entry is under its name. Both are exact. A
+	// store that keeps the counters (msgcount.go) is counted from them;
+	// one written before them, by walking its entries.
+	ok, err := counted(ctx, tx)
+	switch {
+	case err != nil:
 		return page, err
-	}
-	if page.Unacked, err = gatherIDs(ctx, tx, msgWaitKind, rcpts, "", maxPageLimit).count(); err != nil {
-		return page, err
+	case ok:
+		if page.Unread, page.Unacked, err = inboxCounts(ctx, tx, rcpts, page.Cursor); err != nil {
+			return page, err
+		}
+	default:
+		if page.Unread, err = gatherIDs(ctx, tx, msgBoxKind, rcpts, page.Cursor, maxPageLimit).count(); err != nil {
+			return page, err
+		}
+		if page.Unacked, err = gatherIDs(ctx, tx, msgWaitKind, rcpts, "", maxPageLimit).count(); err != nil {
+			return page, err
+		}
 	}
 	// The page's walk starts at q.After (or the cursor, for unread
 	// messages, when it is further) and ends at the page's last message.

@@ -41,7 +41,9 @@ rev3 = ["reviewer", "worker"]
 // TestInboxWalkIsTheFullRecomputation: after each step of a random run
 // of sends (to actors, roles, a role's each member, replies), acks, read
 // cursor moves and retention, every page of every inbox under every
-// filter, with its counts, is what listing every index entry computes.
+// filter, with its counts (from the msg-count counters), is what listing
+// every index entry computes; so it is for a store whose counters are
+// gone (one written before them), and after its next write counts them.
 func TestInboxWalkIsTheFullRecomputation(t *testing.T) {
 	dsns := map[string]func(t *testing.T) string{
 		"sqlite":   func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "ws.db") },
@@ -135,8 +137,20 @@ func testInboxWalk(t *testing.T, dsn string) {
 		if step%10 == 9 {
 			check(step)
 		}
+		if step == 59 {
+			// A store written before the counters: its reads walk, and
+			// its next message write counts every entry.
+			require.NoError(t, engine.DropMessageCounters(ctx, ws))
+			ok, err := engine.MessageCounted(ctx, ws)
+			require.NoError(t, err)
+			require.False(t, ok)
+			check(step)
+		}
 	}
 	check(120)
+	ok, err := engine.MessageCounted(ctx, ws)
+	require.NoError(t, err)
+	require.True(t, ok, "the first write after step 59 counted the old entries")
 	require.Greater(t, sends, 40, "sends that succeeded")
 	require.Greater(t, acks, 5, "acks that succeeded")
 }
