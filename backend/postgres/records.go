@@ -507,10 +507,14 @@ const (
 	listNotes = `SELECT ` + noteCols + ` FROM notes
 		WHERE ($1 = '' OR kind = $1) AND (kind, key) > ($2, $3)
 		ORDER BY kind, key LIMIT $4`
-	// A list of one kind reads only that kind's rows (see ListNotes).
+	// A list of one kind reads only that kind's rows (see ListNotes), and
+	// one with an end stops there: both bounds are the index's.
 	listKind = `SELECT ` + noteCols + ` FROM notes
-		WHERE kind = $1 AND key > $2 AND ($3 = '' OR key < $3)
-		ORDER BY kind, key LIMIT $4`
+		WHERE kind = $1 AND key > $2
+		ORDER BY kind, key LIMIT $3`
+	listKindRange = `SELECT ` + noteCols + ` FROM notes
+		WHERE kind = $1 AND key > $2 AND key < $4
+		ORDER BY kind, key LIMIT $3`
 	putNote = `INSERT INTO notes (` + noteCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (kind, key) DO UPDATE SET title = EXCLUDED.title, body = EXCLUDED.body,
 			author = EXCLUDED.author, version = EXCLUDED.version, created_at = EXCLUDED.created_at,
@@ -548,7 +552,10 @@ func (t *readTx) ListNotes(ctx context.Context, q driver.NoteQuery) ([]workspace
 		case q.AfterKind == q.Kind:
 			after = q.AfterKey
 		}
-		query, args = listKind, []any{q.Kind, after, q.BeforeKey, q.Limit}
+		query, args = listKind, []any{q.Kind, after, q.Limit}
+		if q.BeforeKey != "" {
+			query, args = listKindRange, []any{q.Kind, after, q.Limit, q.BeforeKey}
+		}
 	}
 	rows, err := t.q.Query(ctx, query, args...)
 	out, err := collect(rows, err, scanNote)

@@ -214,3 +214,15 @@ func MessageCounted(ctx context.Context, w *workspace.Workspace) (bool, error) {
 	})
 	return ok, err
 }
+
+// ListNotes is w's store's ListNotes, on a read snapshot.
+func ListNotes(ctx context.Context, w *workspace.Workspace, q driver.NoteQuery) ([]workspace.Note, error) {
+	h := wsconn.Of(w).(*handle)
+	var out []workspace.Note
+	err := h.storeView(ctx, nil, func(tx driver.ReadTx) error {
+		var err error
+		out, err = tx.ListNotes(ctx, q)
+		return err
+	})
+	return out, err
+}
