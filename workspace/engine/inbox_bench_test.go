@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	_ "github.com/agentspace/agentspace/backend/sqlite"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -84,6 +85,13 @@ func BenchmarkInboxScale(b *testing.B) {
 	sqlite := func(b *testing.B) string { return "sqlite:" + filepath.Join(b.TempDir(), "ws.db") }
 	for _, n := range benchInboxSizes() {
 		b.Run(fmt.Sprintf("sqlite/n=%d", n), func(b *testing.B) { benchInboxAt(b, sqlite, n) })
+	}
+	// PostgreSQL when a test server is named (AGENTSPACE_TEST_POSTGRES).
+	if os.Getenv("AGENTSPACE_TEST_POSTGRES") == "" {
+		return
+	}
+	for _, n := range benchInboxSizes() {
+		b.Run(fmt.Sprintf("postgres/n=%d", n), func(b *testing.B) { benchInboxAt(b, func(b *testing.B) string { return pgtest.NewDSN(b) }, n) })
 	}
 }
 
