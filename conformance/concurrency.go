@@ -33,12 +33,14 @@ func runConcurrency(t *testing.T, h Harness) {
 			t.Run("HandlesCloseOnTheirOwn", func(t *testing.T) { testHandlesCloseOnTheirOwn(t, h) })
 			t.Run("GetsUnderWritesReadOneSnapshot", func(t *testing.T) { testGetsUnderWritesReadOneSnapshot(t, h) })
 			t.Run("WritersGivingUpLeaveTheirGroupIntact", func(t *testing.T) { testGivingUpLeavesOthersIntact(t, h) })
+			t.Run("InboxWaitersEachGetTheirOwnMessage", func(t *testing.T) { testInboxWaitersEachGetTheirOwn(t, h) })
 		})
 	}
 	t.Run("ChildProcessesLoseNoUpdateAndDoubleClaimNothing", func(t *testing.T) { testProcesses(t, h) })
 	t.Run("KilledProcessBlocksNobodyLongerThanItsLeases", func(t *testing.T) { testKilledProcess(t, h) })
 	t.Run("KilledSenderLosesNoSentMessage", func(t *testing.T) { testKilledSenderLosesNothing(t, h) })
 	t.Run("RacingAckerProcessesRecordOneAck", func(t *testing.T) { testRacingAckersRecordOne(t, h) })
+	t.Run("InboxWaitersWokenByAChildProcess", func(t *testing.T) { testInboxWaitersWokenByAChild(t, h) })
 	t.Run("RandomOperationsMatchTheModel", func(t *testing.T) { testModel(t, private{h}) })
 }
 

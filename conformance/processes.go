@@ -133,7 +133,7 @@ func runChild(t *testing.T) {
 		}
 		return
 	default:
-		if !runMessageChild(ctx, t, ws, role, actor, say) {
+		if !runMessageChild(ctx, t, ws, role, actor, count, say) {
 			t.Fatalf("unknown child role %q", role)
 		}
 	}

@@ -21,7 +21,7 @@ const (
 )
 
 // runMessageChild plays a message role; it reports whether role was one.
-func runMessageChild(ctx context.Context, t *testing.T, ws *workspace.Workspace, role, actor string, say func(string, ...any)) bool {
+func runMessageChild(ctx context.Context, t *testing.T, ws *workspace.Workspace, role, actor string, count int, say func(string, ...any)) bool {
 	switch role {
 	case roleSend:
 		for i := 0; ctx.Err() == nil; i++ {
@@ -43,6 +43,8 @@ func runMessageChild(ctx context.Context, t *testing.T, ws *workspace.Workspace,
 			t.Fatalf("child %s: ack: %v, %d acks", actor, err, len(m.Acks))
 		}
 		say("acked %s", m.Acks[0].By)
+	case roleSendEach:
+		runSendEach(ctx, t, ws, actor, count, say)
 	default:
 		return false
 	}

@@ -248,9 +248,9 @@ func TestIdleLongPollsAnswerWhenTheMessageComes(t *testing.T) {
 			_ = c.Close()
 		}
 	}()
-	// A poll is idle once its handler waits for the head to move: wait
+	// A poll is idle once its handler waits for a message to its inbox: wait
 	// for every one to (no answer comes before a message).
-	waitParked(t, polls, "engine.(*hub).wait", "server.(*Server).messageRoutes")
+	waitParked(t, polls, "engine.(*inboxWaiter).wait", "server.(*Server).messageRoutes")
 	per, heap, stacks := liveBytes().per(before, polls)
 	t.Logf("an idle long poll: %.1f KiB of heap and stacks (%.1f + %.1f; %d polls)", per/1024, heap/1024, stacks/1024, polls)
 

@@ -225,6 +225,9 @@ func (t *tx) ListNotes(ctx context.Context, q driver.NoteQuery) ([]workspace.Not
 		if q.AfterKind != "" && (k.kind < q.AfterKind || (k.kind == q.AfterKind && k.key <= q.AfterKey)) {
 			continue
 		}
+		if q.Kind != "" && q.BeforeKey != "" && k.key >= q.BeforeKey {
+			continue
+		}
 		out = append(out, n)
 	}
 	slices.SortFunc(out, func(a, b workspace.Note) int {

@@ -507,6 +507,14 @@ const (
 	listNotes = `SELECT ` + noteCols + ` FROM notes
 		WHERE ($1 = '' OR kind = $1) AND (kind, key) > ($2, $3)
 		ORDER BY kind, key LIMIT $4`
+	// A list of one kind reads only that kind's rows (see ListNotes), and
+	// one with an end stops there: both bounds are the index's.
+	listKind = `SELECT ` + noteCols + ` FROM notes
+		WHERE kind = $1 AND key > $2
+		ORDER BY kind, key LIMIT $3`
+	listKindRange = `SELECT ` + noteCols + ` FROM notes
+		WHERE kind = $1 AND key > $2 AND key < $4
+		ORDER BY kind, key LIMIT $3`
 	putNote = `INSERT INTO notes (` + noteCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (kind, key) DO UPDATE SET title = EXCLUDED.title, body = EXCLUDED.body,
 			author = EXCLUDED.author, version = EXCLUDED.version, created_at = EXCLUDED.created_at,
@@ -533,7 +541,23 @@ func (t *readTx) Note(ctx context.Context, kind, key string) (workspace.Note, er
 }
 
 func (t *readTx) ListNotes(ctx context.Context, q driver.NoteQuery) ([]workspace.Note, error) {
-	rows, err := t.q.Query(ctx, listNotes, q.Kind, q.AfterKind, q.AfterKey, q.Limit)
+	query, args := listNotes, []any{q.Kind, q.AfterKind, q.AfterKey, q.Limit}
+	if q.Kind != "" {
+		// A walk of one kind never reads another's rows: the row value
+		// alone would go on through the kinds after it.
+		after := ""
+		switch {
+		case q.AfterKind > q.Kind:
+			return nil, nil
+		case q.AfterKind == q.Kind:
+			after = q.AfterKey
+		}
+		query, args = listKind, []any{q.Kind, after, q.Limit}
+		if q.BeforeKey != "" {
+			query, args = listKindRange, []any{q.Kind, after, q.Limit, q.BeforeKey}
+		}
+	}
+	rows, err := t.q.Query(ctx, query, args...)
 	out, err := collect(rows, err, scanNote)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list notes: %w", err)

@@ -19,7 +19,14 @@ const (
 	qListNotes = `SELECT ` + noteCols + ` FROM notes
 		WHERE (?1 = '' OR kind = ?1) AND (kind, key) > (?2, ?3)
 		ORDER BY kind, key LIMIT +?4`
-	qPutNote = `INSERT INTO notes (` + noteCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	// A list of one kind reads only that kind's rows: the query above,
+	// bound by the row value alone, would go on through the kinds after
+	// it for a page it cannot fill.
+	qListKind       = `SELECT ` + noteCols + ` FROM notes WHERE kind = ?1 ORDER BY kind, key LIMIT +?4`
+	qListKindAfter  = `SELECT ` + noteCols + ` FROM notes WHERE kind = ?1 AND key > ?2 ORDER BY kind, key LIMIT +?4`
+	qListKindBefore = `SELECT ` + noteCols + ` FROM notes WHERE kind = ?1 AND key < ?3 ORDER BY kind, key LIMIT +?4`
+	qListKindRange  = `SELECT ` + noteCols + ` FROM notes WHERE kind = ?1 AND key > ?2 AND key < ?3 ORDER BY kind, key LIMIT +?4`
+	qPutNote        = `INSERT INTO notes (` + noteCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (kind, key) DO UPDATE SET title = excluded.title, body = excluded.body,
 		author = excluded.author, version = excluded.version, created_at = excluded.created_at,
 		updated_at = excluded.updated_at, updated_by = excluded.updated_by`
@@ -57,7 +64,28 @@ func (t *readTx) Note(ctx context.Context, kind, key string) (workspace.Note, er
 }
 
 func (t *readTx) ListNotes(ctx context.Context, q driver.NoteQuery) ([]workspace.Note, error) {
-	rows, err := t.q.QueryContext(ctx, qListNotes, q.Kind, q.AfterKind, q.AfterKey, limitArg(q.Limit))
+	query, args := qListNotes, []any{q.Kind, q.AfterKind, q.AfterKey, limitArg(q.Limit)}
+	if q.Kind != "" {
+		var after bool
+		switch {
+		case q.AfterKind > q.Kind:
+			return nil, nil
+		case q.AfterKind == q.Kind:
+			after = true
+		}
+		switch {
+		case after && q.BeforeKey != "":
+			query = qListKindRange
+		case after:
+			query = qListKindAfter
+		case q.BeforeKey != "":
+			query = qListKindBefore
+		default:
+			query = qListKind
+		}
+		args = []any{q.Kind, q.AfterKey, q.BeforeKey, limitArg(q.Limit)}
+	}
+	rows, err := t.q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list notes: %w", err)
 	}

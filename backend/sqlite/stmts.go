@@ -144,7 +144,7 @@ var (
 		qArtifactByID, qArtifactByName, qArtifactVersion, qArtifactVersions, qContent,
 		qListArtifactsAll, qListArtifactsPrefix,
 		qTask, qReadyTaskAny, qExpiredClaims, qCounts, qTaskCounts,
-		qNote, qListNotes, qLease, qListLeases, qIdempotent,
+		qNote, qListNotes, qListKind, qListKindAfter, qListKindBefore, qListKindRange, qLease, qListLeases, qIdempotent,
 		qHead, qFloor, qEventsAll, qViewByID, qViewByName,
 	}
 	writeQueries = append([]string{

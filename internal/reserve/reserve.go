@@ -103,6 +103,7 @@ var declared = []Entry{
 	{Kind: "msg-thread", Owner: msgOwner, Sealed: true},
 	{Kind: "msg-cursor", Owner: msgOwner, Sealed: true},
 	{Kind: "msg-last", Owner: msgOwner, Sealed: true},
+	{Kind: "msg-count", Owner: msgOwner, Sealed: true},
 	{Kind: "pause", Owner: "PauseActorOp and ResumeActorOp", Sealed: true},
 	{Kind: "token", Owner: "the server's token operations", Sealed: true, Credential: true, Right: "admin.tokens"},
 	{Kind: "worktree", Owner: "the worktree operations (package gitwork)"},

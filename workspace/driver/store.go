@@ -192,7 +192,9 @@ type ReadTx interface {
 	Note(ctx context.Context, kind, key string) (workspace.Note, error)
 	// ListNotes returns notes of q.Kind (all kinds if empty) after
 	// (q.AfterKind, q.AfterKey), ordered by kind then key (bytewise), at
-	// most q.Limit.
+	// most q.Limit. With q.Kind set, only that kind's notes are read (a
+	// walk past its last note reads no other kind's), and q.BeforeKey,
+	// when set, ends the walk before that key.
 	ListNotes(ctx context.Context, q NoteQuery) ([]workspace.Note, error)
 
 	// Lease returns the lease row for resource as stored, whether live,
@@ -358,6 +360,9 @@ type NoteQuery struct {
 	Kind      string
 	AfterKind string
 	AfterKey  string
+	// BeforeKey, with Kind set, bounds the keys listed: only keys less
+	// than it (bytewise). Empty: no bound.
+	BeforeKey string
 	Limit     int
 }
 

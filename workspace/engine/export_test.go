@@ -2,9 +2,13 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"strings"
 
 	"github.com/agentspace/agentspace/internal/wsconn"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // SameStore reports whether two handles share one store, for the tests of
@@ -73,3 +77,152 @@ func PlantLastMessageID(ctx context.Context, w *workspace.Workspace, id string) 
 
 // SuccessorV7 is successorV7, for its test.
 var SuccessorV7 = successorV7
+
+// InboxPair reads one page of q.Actor's inbox, who holds roles, twice in
+// one snapshot: as the engine reads it, and by inboxFull, the
+// recomputation from every index entry that the engine's read must equal.
+func InboxPair(ctx context.Context, w *workspace.Workspace, q workspace.InboxQuery, roles []string) (got, want workspace.InboxPage, err error) {
+	h := wsconn.Of(w).(*handle)
+	err = h.view(ctx, "test.inbox", func(tx driver.ReadTx) error {
+		var err error
+		if got, err = inbox(ctx, tx, q, roles); err != nil {
+			return err
+		}
+		want, err = inboxFull(ctx, tx, q, roles)
+		return err
+	})
+	return got, want, err
+}
+
+// inboxFull is the inbox read as it was before its walks were bounded:
+// every index entry of every recipient listed, then paged.
+func inboxFull(ctx context.Context, tx driver.ReadTx, q workspace.InboxQuery, roles []string) (workspace.InboxPage, error) {
+	var page workspace.InboxPage
+	rcpts := []string{q.Actor}
+	for _, r := range roles {
+		rcpts = append(rcpts, "role:"+r)
+	}
+	if c, err := tx.Note(ctx, msgCursorKind, rcptKey(q.Actor)); err == nil {
+		page.Cursor = c.Title
+	} else if !errors.Is(err, workspace.ErrNotFound) {
+		return page, err
+	}
+	if p, err := paused(ctx, tx, q.Actor); err != nil {
+		return page, err
+	} else {
+		page.Paused = p != nil
+	}
+	listAll := func(kind, r, after string) ([]string, error) {
+		prefix := rcptKey(r) + "/"
+		var ids []string
+		err := eachNote(ctx, tx, kind, func(n workspace.Note) error {
+			if id, ok := strings.CutPrefix(n.Key, prefix); ok && id > after {
+				ids = append(ids, id)
+			}
+			return nil
+		})
+		return ids, err
+	}
+	gather := func(kind, after string) ([]string, error) {
+		var all []string
+		for _, r := range rcpts {
+			ids, err := listAll(kind, r, after)
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, ids...)
+		}
+		slices.Sort(all)
+		return slices.Compact(all), nil
+	}
+	unread, err := gather(msgBoxKind, page.Cursor)
+	if err != nil {
+		return page, err
+	}
+	unacked, err := gather(msgWaitKind, "")
+	if err != nil {
+		return page, err
+	}
+	page.Unread, page.Unacked = len(unread), len(unacked)
+	var ids []string
+	switch {
+	case q.Unacked:
+		ids = unacked
+		if q.Unread {
+			ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id <= page.Cursor })
+		}
+	case q.Unread:
+		ids = unread
+	default:
+		if ids, err = gather(msgBoxKind, ""); err != nil {
+			return page, err
+		}
+	}
+	start, _ := slices.BinarySearch(ids, q.After)
+	if start < len(ids) && ids[start] == q.After {
+		start++
+	}
+	for _, id := range ids[start:] {
+		msg, err := getMsg(ctx, tx, id)
+		if errors.Is(err, workspace.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return page, err
+		}
+		if q.Thread != "" && msg.Thread != q.Thread {
+			continue
+		}
+		page.Messages = append(page.Messages, msg)
+		if len(page.Messages) == q.Limit {
+			page.Next = id
+			break
+		}
+	}
+	return page, nil
+}
+
+// DropMessageCounters removes every message counter, as a store written
+// before the counters has none.
+func DropMessageCounters(ctx context.Context, w *workspace.Workspace) error {
+	h := wsconn.Of(w).(*handle)
+	return h.run(ctx, "test.drop", "test", func(x *exec) error {
+		var keys []string
+		if err := eachNote(ctx, x.tx, msgCountKind, func(n workspace.Note) error {
+			keys = append(keys, n.Key)
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := x.tx.DeleteNote(ctx, msgCountKind, k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// MessageCounted reports whether w's store keeps the message counters.
+func MessageCounted(ctx context.Context, w *workspace.Workspace) (bool, error) {
+	h := wsconn.Of(w).(*handle)
+	var ok bool
+	err := h.view(ctx, "test.counted", func(tx driver.ReadTx) error {
+		var err error
+		ok, err = counted(ctx, tx)
+		return err
+	})
+	return ok, err
+}
+
+// ListNotes is w's store's ListNotes, on a read snapshot.
+func ListNotes(ctx context.Context, w *workspace.Workspace, q driver.NoteQuery) ([]workspace.Note, error) {
+	h := wsconn.Of(w).(*handle)
+	var out []workspace.Note
+	err := h.storeView(ctx, nil, func(tx driver.ReadTx) error {
+		var err error
+		out, err = tx.ListNotes(ctx, q)
+		return err
+	})
+	return out, err
+}

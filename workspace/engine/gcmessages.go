@@ -66,6 +66,18 @@ func (h *handle) gcMessages(ctx context.Context, p workspace.GCPolicy, ids []str
 	})
 }
 
+// dropEntry removes recipient r's entry of message id in index kind and
+// reports whether there was one.
+func dropEntry(ctx context.Context, tx driver.Tx, kind, r, id string) (bool, error) {
+	key := rcptKey(r) + "/" + id
+	if _, err := tx.Note(ctx, kind, key); errors.Is(err, workspace.ErrNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	return true, tx.DeleteNote(ctx, kind, key)
+}
+
 // dropMsg deletes m's record and every index entry sendMessage and its
 // acks wrote: one box entry per recipient and per expanded role member
 // (each named by an ack's For), its thread entry, and any wait or due
@@ -84,12 +96,20 @@ func dropMsg(ctx context.Context, tx driver.Tx, m workspace.Msg) error {
 		}
 		return nil
 	}
+	if err := ensureCounted(ctx, tx, "gc", tx.Now()); err != nil {
+		return err
+	}
 	for _, r := range rcpts {
-		if err := del(msgBoxKind, rcptKey(r)+"/"+m.ID); err != nil {
-			return err
-		}
-		if err := del(msgWaitKind, rcptKey(r)+"/"+m.ID); err != nil {
-			return err
+		for _, kind := range []string{msgBoxKind, msgWaitKind} {
+			removed, err := dropEntry(ctx, tx, kind, r, m.ID)
+			if err != nil {
+				return err
+			}
+			if removed {
+				if err := countEntry(ctx, tx, kind, r, m.ID, -1, "gc", tx.Now()); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	if !m.Deadline.IsZero() {

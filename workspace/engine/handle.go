@@ -40,6 +40,8 @@ type core struct {
 	policy policyCache
 	// pauses is the store's pauses, cached for the write gate (pause.go).
 	pauses pauseCache
+	// inboxes is the inbox long polls, woken by recipient (inboxwake.go).
+	inboxes inboxWake
 
 	// key is the core's entry in the shared registry, "" for one made by
 	// New; refs counts its handles (guarded by sharedMu); ready closes once

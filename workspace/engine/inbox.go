@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
@@ -168,12 +167,32 @@ func (m messages) Inbox(ctx context.Context, q workspace.InboxQuery) (workspace.
 		return workspace.InboxPage{}, err
 	}
 	q.Limit = limit
+	var waiter *inboxWaiter
+	defer func() {
+		if waiter != nil {
+			m.h.unregisterInbox(waiter)
+		}
+	}()
 	for {
 		w, err := m.reader(ctx, q.Actor)
 		if err != nil {
 			return workspace.InboxPage{}, wrapErr("messages.inbox", err)
 		}
-		wake := m.h.hub.watch()
+		roles := rolesFor(w, q.Actor)
+		if q.Wait {
+			// Registered before the read: a message sent after it wakes
+			// this poll (inboxwake.go).
+			if waiter != nil {
+				m.h.unregisterInbox(waiter)
+			}
+			keys := []string{q.Actor}
+			for _, r := range roles {
+				keys = append(keys, "role:"+r)
+			}
+			if waiter, err = m.h.registerInbox(ctx, keys); err != nil {
+				return workspace.InboxPage{}, wrapErr("messages.inbox", err)
+			}
+		}
 		// The escalation is the reader's write: an admin reading another's
 		// inbox escalates as itself, not as the inbox's owner.
 		by := q.Actor
@@ -186,14 +205,16 @@ func (m messages) Inbox(ctx context.Context, q workspace.InboxQuery) (workspace.
 		var page workspace.InboxPage
 		err = m.h.view(ctx, "messages.inbox", func(tx driver.ReadTx) error {
 			var err error
-			page, err = inbox(ctx, tx, q, rolesFor(w, q.Actor))
+			page, err = inbox(ctx, tx, q, roles)
 			return err
 		})
 		if err != nil || len(page.Messages) > 0 || !q.Wait {
 			return page, err
 		}
-		// A deadline passing wakes no one: look again now and then too.
-		if err := m.h.hub.wait(ctx, m.h.ctx.Done(), wake, time.Now().Add(claimRecheck)); err != nil {
+		// Woken by a message to this inbox, a change of the policy or a
+		// deadline that passed (the dispatcher's); read again now and then
+		// in any case.
+		if err := waiter.wait(ctx, m.h.ctx.Done()); err != nil {
 			return workspace.InboxPage{}, err
 		}
 	}
@@ -224,28 +245,103 @@ func (m messages) due(ctx context.Context) (bool, error) {
 	return due, err
 }
 
-// listIndex returns the IDs of kind's entries under recipient r's prefix
-// greater than after, ascending.
-func listIndex(ctx context.Context, tx driver.ReadTx, kind, r, after string) ([]string, error) {
+// An idStream walks one recipient's entries of an index kind in id order,
+// from after an id, a page of the store at a time: a read of an inbox
+// lists only what it returns or counts, never the index from its start.
+type idStream struct {
+	ctx    context.Context
+	tx     driver.ReadTx
+	q      driver.NoteQuery
+	prefix string
+	buf    []string
+	done   bool
+}
+
+func newIDStream(ctx context.Context, tx driver.ReadTx, kind, r, after string, page int) *idStream {
 	prefix := rcptKey(r) + "/"
-	q := driver.NoteQuery{Kind: kind, AfterKind: kind, AfterKey: prefix + after, Limit: maxPageLimit}
-	var ids []string
-	for {
-		page, err := tx.ListNotes(ctx, q)
+	return &idStream{ctx: ctx, tx: tx, prefix: prefix,
+		q: driver.NoteQuery{Kind: kind, AfterKind: kind, AfterKey: prefix + after, BeforeKey: prefixEnd(prefix),
+			Limit: min(max(page, 16), maxPageLimit)}}
+}
+
+// prefixEnd is the least key above every key that begins with prefix,
+// whose last byte is '/'.
+func prefixEnd(prefix string) string { return prefix[:len(prefix)-1] + "0" }
+
+// peek returns the stream's next id, or "" at its end.
+func (s *idStream) peek() (string, error) {
+	for len(s.buf) == 0 && !s.done {
+		page, err := s.tx.ListNotes(s.ctx, s.q)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		for _, n := range page {
-			id, ok := strings.CutPrefix(n.Key, prefix)
+			id, ok := strings.CutPrefix(n.Key, s.prefix)
 			if !ok {
-				return ids, nil
+				s.done = true
+				break
 			}
-			ids = append(ids, id)
+			s.buf = append(s.buf, id)
 		}
-		if len(page) < q.Limit {
-			return ids, nil
+		if len(page) < s.q.Limit {
+			s.done = true
+		} else {
+			s.q.AfterKey = page[len(page)-1].Key
+			// Later pages of a long walk are read whole.
+			s.q.Limit = maxPageLimit
 		}
-		q.AfterKey = page[len(page)-1].Key
+	}
+	if len(s.buf) == 0 {
+		return "", nil
+	}
+	return s.buf[0], nil
+}
+
+// merged walks the union of streams in id order, each id once.
+type merged []*idStream
+
+// next returns the least id of the streams, past every stream's copy of
+// it, or "" when all have ended.
+func (m merged) next() (string, error) {
+	least := ""
+	for _, s := range m {
+		id, err := s.peek()
+		if err != nil {
+			return "", err
+		}
+		if id != "" && (least == "" || id < least) {
+			least = id
+		}
+	}
+	if least == "" {
+		return "", nil
+	}
+	for _, s := range m {
+		if len(s.buf) > 0 && s.buf[0] == least {
+			s.buf = s.buf[1:]
+		}
+	}
+	return least, nil
+}
+
+// gatherIDs is the merged walk of kind's entries of rcpts after after.
+func gatherIDs(ctx context.Context, tx driver.ReadTx, kind string, rcpts []string, after string, page int) merged {
+	m := make(merged, len(rcpts))
+	for i, r := range rcpts {
+		m[i] = newIDStream(ctx, tx, kind, r, after, page)
+	}
+	return m
+}
+
+// count is how many ids the merged walk holds.
+func (m merged) count() (int, error) {
+	n := 0
+	for {
+		id, err := m.next()
+		if err != nil || id == "" {
+			return n, err
+		}
+		n++
 	}
 }
 
@@ -266,48 +362,72 @@ func inbox(ctx context.Context, tx driver.ReadTx, q workspace.InboxQuery, roles 
 	} else {
 		page.Paused = p != nil
 	}
-	gather := func(kind, after string) ([]string, error) {
-		var all []string
-		for _, r := range rcpts {
-			ids, err := listIndex(ctx, tx, kind, r, after)
-			if err != nil {
-				return nil, err
-			}
-			all = append(all, ids...)
-		}
-		slices.Sort(all)
-		return slices.Compact(all), nil
-	}
-	unread, err := gather(msgBoxKind, page.Cursor)
-	if err != nil {
-		return page, err
-	}
-	unacked, err := gather(msgWaitKind, "")
-	if err != nil {
-		return page, err
-	}
 	// A role obligation another member answered is gone from msg-wait; an
-	// expanded member's own entry is under its name. Both are exact.
-	page.Unread, page.Unacked = len(unread), len(unacked)
-	var ids []string
+	// expanded member's own entry is under its name. Both are exact. A
+	// store that keeps the counters (msgcount.go) is counted from them;
+	// one written before them, by walking its entries.
+	ok, err := counted(ctx, tx)
 	switch {
-	case q.Unacked:
-		ids = unacked
-		if q.Unread {
-			ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id <= page.Cursor })
+	case err != nil:
+		return page, err
+	case ok:
+		if page.Unread, page.Unacked, err = inboxCounts(ctx, tx, rcpts, page.Cursor); err != nil {
+			return page, err
 		}
-	case q.Unread:
-		ids = unread
 	default:
-		if ids, err = gather(msgBoxKind, ""); err != nil {
+		if page.Unread, err = gatherIDs(ctx, tx, msgBoxKind, rcpts, page.Cursor, maxPageLimit).count(); err != nil {
+			return page, err
+		}
+		if page.Unacked, err = gatherIDs(ctx, tx, msgWaitKind, rcpts, "", maxPageLimit).count(); err != nil {
 			return page, err
 		}
 	}
-	start, _ := slices.BinarySearch(ids, q.After)
-	if start < len(ids) && ids[start] == q.After {
-		start++
+	// The page's walk starts at q.After (or the cursor, for unread
+	// messages, when it is further) and ends at the page's last message.
+	kind, after := msgBoxKind, q.After
+	if q.Unacked {
+		kind = msgWaitKind
 	}
-	for _, id := range ids[start:] {
+	if q.Unread && page.Cursor > after {
+		after = page.Cursor
+	}
+	// A thread's page walks the thread's index, which holds fewer than the
+	// inbox (and never more than the thread), and keeps what the inbox's
+	// index of kind holds.
+	var next func() (string, error)
+	if q.Thread != "" {
+		th := newIDStream(ctx, tx, msgThreadKind, "", after, q.Limit+1)
+		th.prefix = q.Thread + "/"
+		th.q.AfterKey, th.q.BeforeKey = th.prefix+after, prefixEnd(th.prefix)
+		next = func() (string, error) {
+			for {
+				id, err := th.peek()
+				if err != nil || id == "" {
+					return "", err
+				}
+				th.buf = th.buf[1:]
+				for _, r := range rcpts {
+					_, err := tx.Note(ctx, kind, rcptKey(r)+"/"+id)
+					if err == nil {
+						return id, nil
+					}
+					if !errors.Is(err, workspace.ErrNotFound) {
+						return "", err
+					}
+				}
+			}
+		}
+	} else {
+		next = gatherIDs(ctx, tx, kind, rcpts, after, q.Limit+1).next
+	}
+	for {
+		id, err := next()
+		if err != nil {
+			return page, err
+		}
+		if id == "" {
+			return page, nil
+		}
 		msg, err := getMsg(ctx, tx, id)
 		if errors.Is(err, workspace.ErrNotFound) {
 			continue // removed by retention since it was indexed
@@ -321,8 +441,7 @@ func inbox(ctx context.Context, tx driver.ReadTx, q workspace.InboxQuery, roles 
 		page.Messages = append(page.Messages, msg)
 		if len(page.Messages) == q.Limit {
 			page.Next = id
-			break
+			return page, nil
 		}
 	}
-	return page, nil
 }

@@ -50,7 +50,7 @@ const (
 )
 
 func init() {
-	for _, k := range []string{msgKind, msgBoxKind, msgWaitKind, msgDueKind, msgThreadKind, msgCursorKind, msgLastKind, pauseKind} {
+	for _, k := range []string{msgKind, msgBoxKind, msgWaitKind, msgDueKind, msgThreadKind, msgCursorKind, msgLastKind, msgCountKind, pauseKind} {
 		reserve.Own(k, nil)
 	}
 }
@@ -198,6 +198,15 @@ func (x *exec) putIndex(ctx context.Context, kind, key, title string) error {
 		Version: 1, CreatedAt: x.now, UpdatedAt: x.now, UpdatedBy: x.actor})
 }
 
+// putEntry writes recipient r's entry of message id in index kind (box
+// or wait), and counts it.
+func (x *exec) putEntry(ctx context.Context, kind, r, id string) error {
+	if err := x.putIndex(ctx, kind, rcptKey(r)+"/"+id, r); err != nil {
+		return err
+	}
+	return countEntry(ctx, x.tx, kind, r, id, 1, x.actor, x.now)
+}
+
 // dropIndex removes one index entry, if it is there.
 func (x *exec) dropIndex(ctx context.Context, kind, key string) error {
 	if err := x.tx.DeleteNote(ctx, kind, key); err != nil && !errors.Is(err, workspace.ErrNotFound) {
@@ -247,6 +256,9 @@ func (x *exec) sendOperatorMessage(ctx context.Context, in workspace.NewMsg) (*w
 }
 
 func (x *exec) send(ctx context.Context, in workspace.NewMsg, from string, operator bool) (*workspace.Msg, error) {
+	if err := ensureCounted(ctx, x.tx, x.actor, x.now); err != nil {
+		return nil, err
+	}
 	id, err := x.nextMsgID(ctx)
 	if err != nil {
 		return nil, err
@@ -299,17 +311,17 @@ func (x *exec) send(ctx context.Context, in workspace.NewMsg, from string, opera
 		return nil, err
 	}
 	for _, r := range m.To {
-		if err := x.putIndex(ctx, msgBoxKind, rcptKey(r)+"/"+m.ID, r); err != nil {
+		if err := x.putEntry(ctx, msgBoxKind, r, m.ID); err != nil {
 			return nil, err
 		}
 	}
 	for _, p := range m.Pending {
-		if err := x.putIndex(ctx, msgWaitKind, rcptKey(p)+"/"+m.ID, p); err != nil {
+		if err := x.putEntry(ctx, msgWaitKind, p, m.ID); err != nil {
 			return nil, err
 		}
 		// An expanded role member reads the message through its own box.
 		if !slices.Contains(m.To, p) {
-			if err := x.putIndex(ctx, msgBoxKind, rcptKey(p)+"/"+m.ID, p); err != nil {
+			if err := x.putEntry(ctx, msgBoxKind, p, m.ID); err != nil {
 				return nil, err
 			}
 		}
@@ -488,6 +500,9 @@ func (x *exec) ackMessage(ctx context.Context, o workspace.AckMessageOp) (*works
 		return nil, &workspace.ForbiddenError{Actor: x.actor, Roles: roles, Action: "message.ack", Object: m.ID,
 			Reason: "only a recipient that owes the message an ack may ack it"}
 	}
+	if err := ensureCounted(ctx, x.tx, x.actor, x.now); err != nil {
+		return nil, err
+	}
 	obligation := m.Pending[owed]
 	m.Pending = slices.Delete(m.Pending, owed, owed+1)
 	m.Acks = append(m.Acks, workspace.MsgAck{By: x.actor, For: obligation, At: x.now, Reply: o.Reply})
@@ -495,8 +510,12 @@ func (x *exec) ackMessage(ctx context.Context, o workspace.AckMessageOp) (*works
 	if err := x.putMsg(ctx, &m); err != nil {
 		return nil, err
 	}
-	if err := x.dropIndex(ctx, msgWaitKind, rcptKey(obligation)+"/"+m.ID); err != nil {
+	if removed, err := dropEntry(ctx, x.tx, msgWaitKind, obligation, m.ID); err != nil {
 		return nil, err
+	} else if removed {
+		if err := countEntry(ctx, x.tx, msgWaitKind, obligation, m.ID, -1, x.actor, x.now); err != nil {
+			return nil, err
+		}
 	}
 	if len(m.Pending) == 0 && !m.Deadline.IsZero() && m.EscalatedAt.IsZero() {
 		if err := x.dropIndex(ctx, msgDueKind, dueKey(m.Deadline, m.ID)); err != nil {
