@@ -97,20 +97,9 @@ func InboxPair(ctx context.Context, w *workspace.Workspace, q workspace.InboxQue
 // inboxFull is the inbox read as it was before its walks were bounded:
 // every index entry of every recipient listed, then paged.
 func inboxFull(ctx context.Context, tx driver.ReadTx, q workspace.InboxQuery, roles []string) (workspace.InboxPage, error) {
-	var page workspace.InboxPage
-	rcpts := []string{q.Actor}
-	for _, r := range roles {
-		rcpts = append(rcpts, "role:"+r)
-	}
-	if c, err := tx.Note(ctx, msgCursorKind, rcptKey(q.Actor)); err == nil {
-		page.Cursor = c.Title
-	} else if !errors.Is(err, workspace.ErrNotFound) {
+	page, rcpts, err := inboxHead(ctx, tx, q, roles)
+	if err != nil {
 		return page, err
-	}
-	if p, err := paused(ctx, tx, q.Actor); err != nil {
-		return page, err
-	} else {
-		page.Paused = p != nil
 	}
 	listAll := func(kind, r, after string) ([]string, error) {
 		prefix := rcptKey(r) + "/"

@@ -345,8 +345,10 @@ func (m merged) count() (int, error) {
 	}
 }
 
-// inbox reads one page of q.Actor's inbox, its counts and its cursor.
-func inbox(ctx context.Context, tx driver.ReadTx, q workspace.InboxQuery, roles []string) (workspace.InboxPage, error) {
+// inboxHead is what every read of q.Actor's inbox starts from: its
+// recipients (the actor, and each role as role:NAME), and a page holding
+// its read cursor and whether it is paused.
+func inboxHead(ctx context.Context, tx driver.ReadTx, q workspace.InboxQuery, roles []string) (workspace.InboxPage, []string, error) {
 	var page workspace.InboxPage
 	rcpts := []string{q.Actor}
 	for _, r := range roles {
@@ -355,12 +357,21 @@ func inbox(ctx context.Context, tx driver.ReadTx, q workspace.InboxQuery, roles 
 	if c, err := tx.Note(ctx, msgCursorKind, rcptKey(q.Actor)); err == nil {
 		page.Cursor = c.Title
 	} else if !errors.Is(err, workspace.ErrNotFound) {
-		return page, err
+		return page, nil, err
 	}
-	if p, err := paused(ctx, tx, q.Actor); err != nil {
+	p, err := paused(ctx, tx, q.Actor)
+	if err != nil {
+		return page, nil, err
+	}
+	page.Paused = p != nil
+	return page, rcpts, nil
+}
+
+// inbox reads one page of q.Actor's inbox, its counts and its cursor.
+func inbox(ctx context.Context, tx driver.ReadTx, q workspace.InboxQuery, roles []string) (workspace.InboxPage, error) {
+	page, rcpts, err := inboxHead(ctx, tx, q, roles)
+	if err != nil {
 		return page, err
-	} else {
-		page.Paused = p != nil
 	}
 	// A role obligation another member answered is gone from msg-wait; an
 	// expanded member's own entry is under its name. Both are exact. A
