@@ -262,6 +262,9 @@ type Tx interface {
 	DeleteTask(ctx context.Context, id string) (bool, error)
 	// PutNote inserts or replaces the note (Kind, Key).
 	PutNote(ctx context.Context, n workspace.Note) error
+	// DeleteNote removes the note (Kind, Key). For a note that is not
+	// there it answers an error wrapping workspace.ErrNotFound or nil,
+	// as the backend finds it: a caller that must know reads first.
 	DeleteNote(ctx context.Context, kind, key string) error
 	// PutLease inserts or replaces the lease row; Owner "" marks it released
 	// (the row, with its Token, is kept so tokens keep increasing).

@@ -66,16 +66,22 @@ func (h *handle) gcMessages(ctx context.Context, p workspace.GCPolicy, ids []str
 	})
 }
 
-// dropEntry removes recipient r's entry of message id in index kind and
-// reports whether there was one.
-func dropEntry(ctx context.Context, tx driver.Tx, kind, r, id string) (bool, error) {
+// dropEntry removes recipient r's entry of message id in index kind (box
+// or wait), if there is one, and uncounts it: putEntry's inverse. It reads
+// before it deletes because a backend's DeleteNote of an absent note may
+// answer nil (see driver.Tx), and a counter must move only for an entry
+// that was there.
+func dropEntry(ctx context.Context, tx driver.Tx, kind, r, id, by string, at time.Time) error {
 	key := rcptKey(r) + "/" + id
 	if _, err := tx.Note(ctx, kind, key); errors.Is(err, workspace.ErrNotFound) {
-		return false, nil
+		return nil
 	} else if err != nil {
-		return false, err
+		return err
 	}
-	return true, tx.DeleteNote(ctx, kind, key)
+	if err := tx.DeleteNote(ctx, kind, key); err != nil {
+		return err
+	}
+	return countEntry(ctx, tx, kind, r, id, -1, by, at)
 }
 
 // dropMsg deletes m's record and every index entry sendMessage and its
@@ -101,14 +107,8 @@ func dropMsg(ctx context.Context, tx driver.Tx, m workspace.Msg) error {
 	}
 	for _, r := range rcpts {
 		for _, kind := range []string{msgBoxKind, msgWaitKind} {
-			removed, err := dropEntry(ctx, tx, kind, r, m.ID)
-			if err != nil {
+			if err := dropEntry(ctx, tx, kind, r, m.ID, "gc", tx.Now()); err != nil {
 				return err
-			}
-			if removed {
-				if err := countEntry(ctx, tx, kind, r, m.ID, -1, "gc", tx.Now()); err != nil {
-					return err
-				}
 			}
 		}
 	}

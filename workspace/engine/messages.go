@@ -510,12 +510,8 @@ func (x *exec) ackMessage(ctx context.Context, o workspace.AckMessageOp) (*works
 	if err := x.putMsg(ctx, &m); err != nil {
 		return nil, err
 	}
-	if removed, err := dropEntry(ctx, x.tx, msgWaitKind, obligation, m.ID); err != nil {
+	if err := dropEntry(ctx, x.tx, msgWaitKind, obligation, m.ID, x.actor, x.now); err != nil {
 		return nil, err
-	} else if removed {
-		if err := countEntry(ctx, x.tx, msgWaitKind, obligation, m.ID, -1, x.actor, x.now); err != nil {
-			return nil, err
-		}
 	}
 	if len(m.Pending) == 0 && !m.Deadline.IsZero() && m.EscalatedAt.IsZero() {
 		if err := x.dropIndex(ctx, msgDueKind, dueKey(m.Deadline, m.ID)); err != nil {
