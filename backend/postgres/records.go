@@ -545,12 +545,9 @@ func (t *readTx) ListNotes(ctx context.Context, q driver.NoteQuery) ([]workspace
 	if q.Kind != "" {
 		// A walk of one kind never reads another's rows: the row value
 		// alone would go on through the kinds after it.
-		after := ""
-		switch {
-		case q.AfterKind > q.Kind:
+		after, _, past := q.KindStart()
+		if past {
 			return nil, nil
-		case q.AfterKind == q.Kind:
-			after = q.AfterKey
 		}
 		query, args = listKind, []any{q.Kind, after, q.Limit}
 		if q.BeforeKey != "" {

@@ -66,12 +66,9 @@ func (t *readTx) Note(ctx context.Context, kind, key string) (workspace.Note, er
 func (t *readTx) ListNotes(ctx context.Context, q driver.NoteQuery) ([]workspace.Note, error) {
 	query, args := qListNotes, []any{q.Kind, q.AfterKind, q.AfterKey, limitArg(q.Limit)}
 	if q.Kind != "" {
-		var after bool
-		switch {
-		case q.AfterKind > q.Kind:
+		_, after, past := q.KindStart()
+		if past {
 			return nil, nil
-		case q.AfterKind == q.Kind:
-			after = true
 		}
 		switch {
 		case after && q.BeforeKey != "":

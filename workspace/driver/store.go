@@ -369,6 +369,21 @@ type NoteQuery struct {
 	Limit     int
 }
 
+// KindStart is where a list of one kind (Kind set) starts, for a backend
+// that reads only that kind's rows: after AfterKey when AfterKind is that
+// kind (after is true), at the kind's first key when AfterKind comes
+// before it; past is true when AfterKind comes after it, and the list is
+// empty.
+func (q NoteQuery) KindStart() (afterKey string, after, past bool) {
+	switch {
+	case q.AfterKind > q.Kind:
+		return "", false, true
+	case q.AfterKind == q.Kind:
+		return q.AfterKey, true, false
+	}
+	return "", false, false
+}
+
 // Counts is what Tx.Counts returns.
 type Counts struct {
 	Artifacts int
