@@ -104,3 +104,94 @@ func TestASignalNotTakenHoldsTheNextOnes(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	require.NoError(t, w.Close())
 }
+
+// inotifyFDs counts this process's open inotify descriptors.
+func inotifyFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	n := 0
+	for _, e := range ents {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && target == "anon_inode:inotify" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestALaterWatcherWatchesOnlyOnceStarted: NewLater and WatchBellLater
+// hold no inotify descriptor until Start, which signals C at once (what
+// was written before was not heard); writes then wake it as New's do;
+// Close of one never started costs nothing, and Start after Close says
+// os.ErrClosed.
+func TestALaterWatcherWatchesOnlyOnceStarted(t *testing.T) {
+	dir := t.TempDir()
+	before := inotifyFDs(t)
+	w, err := NewLater(dir, time.Second, "ws.db-wal")
+	require.NoError(t, err)
+	bell, err := WatchBellLater(filepath.Join(dir, "ws.db-bell"), time.Second)
+	require.NoError(t, err)
+	assert.FileExists(t, filepath.Join(dir, "ws.db-bell"), "the bell is made at once")
+	assert.Equal(t, before, inotifyFDs(t), "no descriptor before Start")
+
+	f, err := os.OpenFile(filepath.Join(dir, "ws.db-wal"), os.O_CREATE|os.O_WRONLY, 0o600)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = f.WriteAt([]byte("page"), 0)
+	require.NoError(t, err)
+	select {
+	case <-w.C:
+		t.Fatal("a watcher not started signalled")
+	case <-time.After(50 * time.Millisecond):
+	}
+
+	require.NoError(t, w.Start())
+	require.NoError(t, w.Start(), "Start twice")
+	assert.Equal(t, before+1, inotifyFDs(t))
+	select {
+	case <-w.C:
+	default:
+		t.Fatal("Start did not signal: the write before it would go unnoticed")
+	}
+	_, err = f.WriteAt([]byte("page"), 4)
+	require.NoError(t, err)
+	select {
+	case <-w.C:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write after Start: no wake-up")
+	}
+	require.NoError(t, w.Close())
+	assert.Equal(t, before, inotifyFDs(t), "Close released the descriptor")
+
+	require.NoError(t, bell.Close())
+	assert.ErrorIs(t, bell.Start(), os.ErrClosed)
+	assert.Equal(t, before, inotifyFDs(t))
+}
+
+// TestALaterWatcherThatCannotWatchPolls: where the watch cannot begin,
+// Start says why and, with a fallback, C is signalled every fallback until
+// Close, so a waiter still looks.
+func TestALaterWatcherThatCannotWatchPolls(t *testing.T) {
+	w, err := NewLater(filepath.Join(t.TempDir(), "gone"), 5*time.Millisecond, "ws.db-wal")
+	require.NoError(t, err)
+	require.Error(t, w.Start(), "the directory does not exist")
+	for i := range 3 {
+		select {
+		case <-w.C:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("tick %d: no signal", i)
+		}
+	}
+	require.NoError(t, w.Close())
+	for len(w.C) > 0 {
+		<-w.C
+	}
+	select {
+	case <-w.C:
+		t.Fatal("a signal after Close")
+	case <-time.After(30 * time.Millisecond):
+	}
+
+	_, err = New(filepath.Join(t.TempDir(), "gone"), "ws.db-wal")
+	require.Error(t, err, "New has no fallback: the caller polls")
+}

@@ -2,6 +2,8 @@
 
 package dirwatch
 
+import "time"
+
 type impl struct{}
 
 const supported = false
@@ -11,5 +13,13 @@ func New(string, ...string) (*Watcher, error) { return nil, ErrUnsupported }
 
 // WatchBell returns ErrUnsupported: there is no watcher on this platform yet.
 func WatchBell(string) (*Watcher, error) { return nil, ErrUnsupported }
+
+// NewLater returns ErrUnsupported: there is no watcher on this platform yet.
+func NewLater(string, time.Duration, ...string) (*Watcher, error) { return nil, ErrUnsupported }
+
+// WatchBellLater returns ErrUnsupported: there is no watcher on this platform yet.
+func WatchBellLater(string, time.Duration) (*Watcher, error) { return nil, ErrUnsupported }
+
+func (impl) start() error { return ErrUnsupported }
 
 func (impl) close() error { return nil }
