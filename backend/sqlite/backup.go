@@ -102,7 +102,7 @@ func (s *store) openCopy(ctx context.Context, abs string) (_ *store, err error) 
 	if len(problems) != 1 || problems[0] != "ok" {
 		return nil, fmt.Errorf("sqlite: backup: the copy fails its integrity check: %s", strings.Join(problems, "; "))
 	}
-	st := newStore(db, db, "", true, s.indexBatch, s.log)
+	st := newStore(db, db, "", true, s.indexBatch, 0, s.log)
 	if err := st.prepare(ctx); err != nil {
 		return nil, err
 	}

@@ -108,6 +108,7 @@ func (Driver) OpenMigrator(ctx context.Context, cfg driver.Config) (workspace.Mi
 	if err := prepareFile(s.path); err != nil {
 		return nil, err
 	}
+	s.blank = isBlank(s.path)
 	db, err := openWriter(s)
 	if err != nil {
 		return nil, err
@@ -166,7 +167,7 @@ func OpenDB(ctx context.Context, db *sql.DB, opts workspace.Options) (*workspace
 	if err := db.QueryRowContext(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&path); err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", describe(err, "the database"))
 	}
-	st := newStore(db, db, path, false, DefaultIndexBatch, opts.Logger)
+	st := newStore(db, db, path, false, DefaultIndexBatch, opts.WithDefaults().PollInterval, opts.Logger)
 	if err := ensureSchema(ctx, st, false); err != nil {
 		return nil, err
 	}
@@ -183,11 +184,19 @@ type settings struct {
 	synchronous string
 	busyTimeout time.Duration
 	indexBatch  int64
+	// poll is the DSN's poll interval (see newStore).
+	poll time.Duration
+	// blank is a file with no pages yet: only then does the writer set
+	// auto_vacuum (see dsn).
+	blank bool
 }
 
 func parseSettings(cfg driver.Config) (settings, error) {
 	path, extra, _ := strings.Cut(cfg.Target, "?")
-	s := settings{path: path, extra: extra, synchronous: "FULL", busyTimeout: DefaultBusyTimeout, indexBatch: DefaultIndexBatch}
+	s := settings{path: path, extra: extra, synchronous: "FULL", busyTimeout: DefaultBusyTimeout, indexBatch: DefaultIndexBatch, poll: cfg.PollInterval}
+	if s.poll <= 0 {
+		s.poll = workspace.DefaultPollInterval
+	}
 	if v, ok := cfg.Params[ParamSynchronous]; ok {
 		switch up := strings.ToUpper(v); up {
 		case "FULL", "NORMAL", "OFF":
@@ -234,11 +243,19 @@ func (s settings) dsn(write bool) string {
 	if write {
 		// auto_vacuum=INCREMENTAL takes effect on a new file only (before
 		// its first table); an older file keeps NONE until a VACUUM (see
-		// Reclaim). temp_store=MEMORY keeps a statement's journal in
-		// memory: the event index batch (one UPDATE of many rows) would
-		// otherwise spill it, past 64 KiB, to a temporary file that the
-		// committer creates, writes and deletes inside its transaction.
-		b.WriteString("&_pragma=auto_vacuum(2)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + s.synchronous + ")&_pragma=temp_store(2)&_txlock=immediate")
+		// Reclaim). It is set on a blank file only: on a file that has
+		// tables, SQLite answers the pragma with a write transaction that
+		// rewrites the header page with the same value, which would make
+		// every open (a `wsctl task ls` too) commit, fsync the WAL three
+		// times and checkpoint at exit. temp_store=MEMORY keeps a
+		// statement's journal in memory: the event index batch (one UPDATE
+		// of many rows) would otherwise spill it, past 64 KiB, to a
+		// temporary file that the committer creates, writes and deletes
+		// inside its transaction.
+		if s.blank {
+			b.WriteString("&_pragma=auto_vacuum(2)")
+		}
+		b.WriteString("&_pragma=journal_mode(WAL)&_pragma=synchronous(" + s.synchronous + ")&_pragma=temp_store(2)&_txlock=immediate")
 	} else {
 		b.WriteString("&_pragma=query_only(1)")
 	}
@@ -288,6 +305,15 @@ func prepareFile(path string) error {
 	return f.Close()
 }
 
+// isBlank reports whether the file at path has no pages yet (it was just
+// created, or is empty): the one state in which auto_vacuum can be chosen.
+// Two processes that both see it blank both set the same mode; the tables
+// are created under the migration lock.
+func isBlank(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Size() == 0
+}
+
 // openFile opens the store at s.path and brings its schema to the current
 // version (or reports why not). Creating the file and migrating happen
 // under the migration lock; opening an existing, current store does not
@@ -320,6 +346,7 @@ func openFile(ctx context.Context, s settings, autoMigrate bool, log *slog.Logge
 			return nil, err
 		}
 	}
+	s.blank = isBlank(s.path)
 	w, err := openWriter(s)
 	if err != nil {
 		return nil, err
@@ -329,23 +356,34 @@ func openFile(ctx context.Context, s settings, autoMigrate bool, log *slog.Logge
 		_ = w.Close()
 		return nil, err
 	}
-	st := newStore(w, r, s.path, true, s.indexBatch, log)
+	st := newStore(w, r, s.path, true, s.indexBatch, s.poll, log)
 	defer func() {
 		if err != nil {
 			_ = st.Close()
 		}
 	}()
-	if err := pingDB(ctx, w, s.path); err != nil {
+	// The schema is read on a reader connection, which the reader pool
+	// keeps for the reads to come: each new SQLite connection parses the
+	// whole schema, and a handle that only reads (a `wsctl task ls`)
+	// never opens its writer. The writer connects here only when the
+	// schema needs the lock; otherwise at the first write.
+	if err := pingDB(ctx, r, s.path); err != nil {
 		return nil, err
 	}
-	cur, err := readSchema(ctx, w, s.path)
-	if err != nil {
+	var cur schemaState
+	if err := retryBusy(ctx, log, "read the schema", func() (err error) {
+		cur, err = readSchema(ctx, r, s.path)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	if cur.dirty || cur.version != LatestVersion() || cur.chainNext != 0 {
 		// Empty, older, newer, mid-migration or with events to chain:
 		// decide under the lock.
 		if err := lock(); err != nil {
+			return nil, err
+		}
+		if err := pingDB(ctx, w, s.path); err != nil {
 			return nil, err
 		}
 		if err := checkOrMigrate(ctx, st, autoMigrate); err != nil {

@@ -260,3 +260,27 @@ func TestWriteTxStopsAtItsNextStatementOnceItsContextEnds(t *testing.T) {
 		return nil
 	}))
 }
+
+// TestTheWriterSetsAutoVacuumOnABlankFileOnly: on a file that has tables,
+// SQLite answers `PRAGMA auto_vacuum = INCREMENTAL` with a write
+// transaction that rewrites the header page (a commit, three fsyncs and a
+// checkpoint at the last close), so the writer's DSN asks for it only
+// while the file has no pages; a store made that way is INCREMENTAL.
+func TestTheWriterSetsAutoVacuumOnABlankFileOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ws.db")
+	require.NoError(t, prepareFile(path))
+	require.True(t, isBlank(path))
+	assert.Contains(t, settings{path: path, blank: true}.dsn(true), "auto_vacuum(2)")
+
+	openStore(t, "sqlite:"+path)
+	raw, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer raw.Close()
+	var mode int
+	require.NoError(t, raw.QueryRow(`PRAGMA auto_vacuum`).Scan(&mode))
+	assert.Equal(t, 2, mode)
+	assert.False(t, isBlank(path))
+	assert.False(t, isBlank(path+".missing"))
+	assert.NotContains(t, settings{path: path}.dsn(true), "auto_vacuum")
+	assert.NotContains(t, settings{path: path, blank: true}.dsn(false), "auto_vacuum", "a reader sets nothing")
+}

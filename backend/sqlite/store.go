@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -47,11 +48,14 @@ type store struct {
 	memo memo
 }
 
-func newStore(w, r *sql.DB, path string, owned bool, indexBatch int64, log *slog.Logger) *store {
+// newStore makes the store of w and r; poll is how often a waiter looks
+// at the file for other processes' commits where the file cannot be
+// watched after all.
+func newStore(w, r *sql.DB, path string, owned bool, indexBatch int64, poll time.Duration, log *slog.Logger) *store {
 	s := &store{w: w, r: r, path: path, owned: owned, indexBatch: indexBatch, log: log}
 	if path != "" && path != ":memory:" {
 		s.gate = filegate.Open(path)
-		if err := s.watchFile(path); err != nil && !errors.Is(err, dirwatch.ErrUnsupported) {
+		if err := s.watchFile(path, poll); err != nil && !errors.Is(err, dirwatch.ErrUnsupported) {
 			log.Debug("agentspace: cannot watch the database file; polling for other processes' commits", "err", err)
 		}
 	}
@@ -63,10 +67,13 @@ func newStore(w, r *sql.DB, path string, owned bool, indexBatch int64, log *slog
 // it wakes waiters at once. Where the bell cannot be opened or watched (a
 // directory this process may not write), the database file and its WAL
 // are watched instead, whose writes come before the commit can be read
-// (and also wake for the commits of releases before the bell).
-func (s *store) watchFile(path string) error {
+// (and also wake for the commits of releases before the bell). The watch
+// begins when someone first waits (Notify's Wake): a handle that never
+// waits, as a `wsctl task ls` does not, never pays the 8-20 ms that
+// ending a watch costs (see dirwatch.Watcher.Start).
+func (s *store) watchFile(path string, poll time.Duration) error {
 	if bell, err := openBell(BellPath(path)); err == nil {
-		watch, err := dirwatch.WatchBell(BellPath(path))
+		watch, err := dirwatch.WatchBellLater(BellPath(path), poll)
 		if err == nil {
 			s.bell, s.watch = bell, watch
 			return nil
@@ -75,7 +82,7 @@ func (s *store) watchFile(path string) error {
 	}
 	base := filepath.Base(path)
 	var err error
-	s.watch, err = dirwatch.New(filepath.Dir(path), base, base+"-wal")
+	s.watch, err = dirwatch.NewLater(filepath.Dir(path), poll, base, base+"-wal")
 	return err
 }
 
@@ -86,11 +93,22 @@ var _ driver.Notifier = (*store)(nil)
 // commit can be read; without a bell the notifications are early: the
 // file watch sees a commit's WAL frames as they are written, before its
 // fsync ends and the commit is published in the WAL index.
-func (s *store) Notify(func() bool) driver.Notifications {
+func (s *store) Notify(wanted func() bool) driver.Notifications {
 	if s.watch == nil {
 		return driver.Notifications{}
 	}
-	return driver.Notifications{Changes: s.watch.C, Early: s.bell == nil}
+	wake := func() {
+		if !wanted() {
+			return
+		}
+		// Once begun, the watch stays until Close: a file watch that
+		// nobody takes from costs nothing (dirwatch), and ending one costs
+		// milliseconds.
+		if err := s.watch.Start(); err != nil && !errors.Is(err, os.ErrClosed) {
+			s.log.Warn("agentspace: cannot watch the database file; polling for other processes' commits", "path", s.path, "err", err)
+		}
+	}
+	return driver.Notifications{Changes: s.watch.C, Early: s.bell == nil, Wake: wake}
 }
 
 // prepare makes the statement caches, which prepare each query after its

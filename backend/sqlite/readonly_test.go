@@ -1,0 +1,102 @@
+package sqlite_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentspace/agentspace/workspace"
+)
+
+// TestAHandleThatOnlyReadsWritesNothing: opening an existing store and
+// reading from it leaves the database file untouched. (The writer's
+// auto_vacuum pragma used to rewrite the header page on every open: a
+// commit and three fsyncs in `wsctl task ls`, and a checkpoint at its
+// exit.)
+func TestAHandleThatOnlyReadsWritesNothing(t *testing.T) {
+	ctx := testCtx(t)
+	path := tempPath(t)
+	ws, err := workspace.Open(ctx, "sqlite:"+path, workspace.Options{Private: true})
+	require.NoError(t, err)
+	_, err = ws.Tasks().Create(ctx, workspace.Write{Actor: "a"}, workspace.NewTask{Title: "t"})
+	require.NoError(t, err)
+	require.NoError(t, ws.Close())
+	raw := rawDB(t, path)
+	var mode int
+	require.NoError(t, raw.QueryRow(`PRAGMA auto_vacuum`).Scan(&mode))
+	require.Equal(t, 2, mode, "a new file is still INCREMENTAL")
+	require.NoError(t, raw.Close(), "the handle below is the file's only one, whose close would checkpoint what it wrote")
+
+	past := time.Now().Add(-time.Hour).Truncate(time.Second)
+	require.NoError(t, os.Chtimes(path, past, past))
+	before, err := os.Stat(path)
+	require.NoError(t, err)
+
+	ws, err = workspace.Open(ctx, "sqlite:"+path, workspace.Options{Private: true, MustExist: true})
+	require.NoError(t, err)
+	page, err := ws.Tasks().List(ctx, workspace.TaskFilter{})
+	require.NoError(t, err)
+	require.Len(t, page.Tasks, 1)
+	require.NoError(t, ws.Close())
+
+	after, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, before.ModTime(), after.ModTime(), "the file was written")
+	assert.Equal(t, before.Size(), after.Size())
+	assert.NoFileExists(t, path+"-wal")
+}
+
+// inotifyFDs counts this process's open inotify descriptors.
+func inotifyFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	n := 0
+	for _, e := range ents {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && target == "anon_inode:inotify" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestAHandleWatchesTheFileOnlyOnceSomeoneWaits: a handle that reads and
+// writes but never waits holds no file watch (ending one costs 8-20 ms at
+// Close or at exit); the first subscriber starts it, and it still wakes
+// for another process's commit (another handle's, with a store of its
+// own).
+func TestAHandleWatchesTheFileOnlyOnceSomeoneWaits(t *testing.T) {
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("needs /proc (Linux)")
+	}
+	ctx := testCtx(t)
+	path := tempPath(t)
+	n0 := inotifyFDs(t)
+	ws := openWS(t, "sqlite:"+path)
+	other := openWS(t, "sqlite:"+path)
+	_, err := ws.Tasks().Create(ctx, workspace.Write{Actor: "a"}, workspace.NewTask{Title: "t"})
+	require.NoError(t, err)
+	_, err = other.Tasks().List(ctx, workspace.TaskFilter{})
+	require.NoError(t, err)
+	assert.Equal(t, n0, inotifyFDs(t), "handles that never waited watch nothing")
+
+	head, err := ws.Events().Head(ctx)
+	require.NoError(t, err)
+	sub, err := ws.Events().Subscribe(ctx, workspace.SubscribeRequest{Query: workspace.EventQuery{AfterSeq: head}, Heartbeat: -1})
+	require.NoError(t, err)
+	defer sub.Close()
+	_, err = other.Tasks().Create(ctx, workspace.Write{Actor: "b"}, workspace.NewTask{Title: "u"})
+	require.NoError(t, err)
+	select {
+	case m := <-sub.C():
+		require.False(t, m.Progress, "%+v", m)
+		assert.Equal(t, head+1, m.Event.Seq)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the subscriber never heard the other store's commit")
+	}
+	assert.Equal(t, n0+1, inotifyFDs(t), "the subscriber's handle watches, the other does not")
+}
