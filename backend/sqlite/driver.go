@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -239,7 +240,7 @@ func (s settings) dsn(write bool) string {
 	b.WriteString(s.path)
 	b.WriteString("?_pragma=busy_timeout(")
 	b.WriteString(strconv.FormatInt(s.busyTimeout.Milliseconds(), 10))
-	b.WriteString(")&_pragma=foreign_keys(1)")
+	b.WriteString(")&_pragma=foreign_keys(1)&_pragma=journal_size_limit(" + strconv.Itoa(walSizeLimit) + ")")
 	if write {
 		// auto_vacuum=INCREMENTAL takes effect on a new file only (before
 		// its first table); an older file keeps NONE until a VACUUM (see
@@ -265,11 +266,46 @@ func (s settings) dsn(write bool) string {
 	return b.String()
 }
 
+// walSizeLimit is the connections' journal_size_limit: a WAL restarted
+// after a checkpoint is cut back to it (the automatic checkpoint keeps it
+// near 4 MiB, so this cuts only after a long-held read), and, as the WAL
+// persists (see filesDriver), the last connection to close truncates it
+// to nothing once it has checkpointed it all.
+const walSizeLimit = 64 << 20
+
+// filesDriver opens the store's own connections: modernc.org/sqlite's,
+// with SQLITE_FCNTL_PERSIST_WAL set on each. Without it the last
+// connection to close deletes the -wal and -shm files, and the next
+// process's first one creates them again: a one-shot `wsctl` call did
+// both (twice, with the MustExist probe's connection), and creating a
+// file where many were recently deleted costs ext4 milliseconds (its
+// inode allocator skips recently freed inodes: `find_inode_bit` was 28%
+// of a `wsctl task ls` profile here). A persisted WAL is truncated to
+// nothing at the last clean close (walSizeLimit), so a stale one never
+// holds frames that a file copied over the database could be read with.
+// Connections the caller makes (OpenDB) or that check a backup copy keep
+// the default.
+var filesDriver = func() *msqlite.Driver {
+	d := &msqlite.Driver{}
+	d.RegisterConnectionHook(func(c msqlite.ExecQuerierContext, _ string) error {
+		fc, ok := c.(msqlite.FileControl)
+		if !ok {
+			return fmt.Errorf("the driver's connection (%T) offers no file control", c)
+		}
+		_, err := fc.FileControlPersistWAL("main", 1)
+		return err
+	})
+	return d
+}()
+
+// connector opens filesDriver's connections to dsn, for sql.OpenDB.
+type connector struct{ dsn string }
+
+func (c connector) Connect(context.Context) (sqldriver.Conn, error) { return filesDriver.Open(c.dsn) }
+func (c connector) Driver() sqldriver.Driver                        { return filesDriver }
+
 func openWriter(s settings) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", s.dsn(true))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: %w", err)
-	}
+	db := sql.OpenDB(connector{s.dsn(true)})
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxIdleTime(0)
@@ -278,10 +314,7 @@ func openWriter(s settings) (*sql.DB, error) {
 }
 
 func openReader(s settings) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", s.dsn(false))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: %w", err)
-	}
+	db := sql.OpenDB(connector{s.dsn(false)})
 	db.SetMaxOpenConns(readConns)
 	db.SetMaxIdleConns(readConns)
 	return db, nil
