@@ -82,6 +82,19 @@ type pgDriver struct{}
 func (pgDriver) Params() []string { return []string{paramSchema, paramListenDSN, paramListen} }
 
 func (pgDriver) Open(ctx context.Context, cfg driver.Config) (driver.Store, error) {
+	return openDSN(ctx, cfg, false)
+}
+
+// OpenExisting implements driver.ExistingOpener: the probe's queries run
+// on the pool the store then opens on, so a must-exist open (every wsctl
+// call, every server) starts one server session, not two.
+func (pgDriver) OpenExisting(ctx context.Context, cfg driver.Config) (driver.Store, error) {
+	return openDSN(ctx, cfg, true)
+}
+
+// openDSN opens a pool on cfg.DSN and the store on it; with mustExist the
+// schema is first probed for (probeOn) on that pool.
+func openDSN(ctx context.Context, cfg driver.Config, mustExist bool) (driver.Store, error) {
 	opts, err := optionsOf(cfg)
 	if err != nil {
 		return nil, err
@@ -93,6 +106,15 @@ func (pgDriver) Open(ctx context.Context, cfg driver.Config) (driver.Store, erro
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, workspace.RedactError(fmt.Errorf("connect: %w", err), cfg.DSN)
+	}
+	if mustExist {
+		if err := probeOn(ctx, pool, opts.Schema, pcfg.ConnConfig.Database, cfg.DSN); err != nil {
+			pool.Close()
+			if nw := (*workspace.NoWorkspaceError)(nil); errors.As(err, &nw) {
+				return nil, err
+			}
+			return nil, workspace.RedactError(unavailable(err, false), cfg.DSN)
+		}
 	}
 	st, err := openStore(ctx, pool, true, opts)
 	if err != nil {
@@ -132,10 +154,22 @@ func (pgDriver) Probe(ctx context.Context, cfg driver.Config) error {
 		return workspace.RedactError(unavailable(err, false), cfg.DSN)
 	}
 	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
-	where := fmt.Sprintf("schema %q of database %q", opts.Schema, ccfg.Database)
+	return probeOn(ctx, conn, opts.Schema, ccfg.Database, cfg.DSN)
+}
+
+// rowQuerier is what the probe reads on: a connection or a pool.
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// probeOn is Probe's look at schema of database through q: it must exist
+// and record a schema version. It takes no lock: a migration in progress
+// shows as a version, which the open then waits for and checks.
+func probeOn(ctx context.Context, q rowQuerier, schema, database, dsn string) error {
+	where := fmt.Sprintf("schema %q of database %q", schema, database)
 	var exists, hasTable bool
-	if err := conn.QueryRow(ctx, probeQuery, opts.Schema, migrationsTable).Scan(&exists, &hasTable); err != nil {
-		return workspace.RedactError(fmt.Errorf("postgres: look for schema %q: %w", opts.Schema, err), cfg.DSN)
+	if err := q.QueryRow(ctx, probeQuery, schema, migrationsTable).Scan(&exists, &hasTable); err != nil {
+		return workspace.RedactError(fmt.Errorf("postgres: look for schema %q: %w", schema, err), dsn)
 	}
 	switch {
 	case !exists:
@@ -147,13 +181,13 @@ func (pgDriver) Probe(ctx context.Context, cfg driver.Config) error {
 		version int64
 		dirty   bool
 	)
-	q := `SELECT version, dirty FROM ` + pgx.Identifier{opts.Schema, migrationsTable}.Sanitize() + ` LIMIT 1`
-	err = conn.QueryRow(ctx, q).Scan(&version, &dirty)
+	sel := `SELECT version, dirty FROM ` + pgx.Identifier{schema, migrationsTable}.Sanitize() + ` LIMIT 1`
+	err := q.QueryRow(ctx, sel).Scan(&version, &dirty)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows), err == nil && version <= 0 && !dirty:
 		return &workspace.NoWorkspaceError{Where: where, Reason: "the schema holds no agentspace schema version"}
 	case err != nil:
-		return workspace.RedactError(fmt.Errorf("postgres: read schema version of %q: %w", opts.Schema, err), cfg.DSN)
+		return workspace.RedactError(fmt.Errorf("postgres: read schema version of %q: %w", schema, err), dsn)
 	}
 	return nil
 }

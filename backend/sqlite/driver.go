@@ -60,7 +60,7 @@ func (Driver) Open(ctx context.Context, cfg driver.Config) (driver.Store, error)
 	if err != nil {
 		return nil, err
 	}
-	return openFile(ctx, s, cfg.AutoMigrate, cfg.Logger)
+	return openFile(ctx, s, cfg.AutoMigrate, false, cfg.Logger)
 }
 
 // Probe reports whether cfg.Target is a workspace, creating nothing (it
@@ -72,16 +72,8 @@ func (Driver) Probe(ctx context.Context, cfg driver.Config) error {
 	if err != nil {
 		return err
 	}
-	fi, err := os.Stat(s.path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return &workspace.NoWorkspaceError{Where: s.path, Reason: "the file does not exist"}
-	case err != nil:
-		return fmt.Errorf("sqlite: %w", err)
-	case fi.IsDir():
-		return &workspace.NoWorkspaceError{Where: s.path, Reason: "it is a directory, not a database file"}
-	case fi.Size() == 0:
-		return &workspace.NoWorkspaceError{Where: s.path, Reason: "the file is empty"}
+	if err := fileExists(s.path); err != nil {
+		return err
 	}
 	// A reader connection is query_only and the file exists, so nothing
 	// is created but SQLite's own -wal and -shm files, as any reader's.
@@ -94,8 +86,43 @@ func (Driver) Probe(ctx context.Context, cfg driver.Config) error {
 	if err != nil {
 		return err
 	}
+	return holdsWorkspace(st, s.path)
+}
+
+// OpenExisting implements driver.ExistingOpener: Probe and Open in one,
+// the schema read once, on the reader connection the store keeps.
+func (Driver) OpenExisting(ctx context.Context, cfg driver.Config) (driver.Store, error) {
+	s, err := parseSettings(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := fileExists(s.path); err != nil {
+		return nil, err
+	}
+	return openFile(ctx, s, cfg.AutoMigrate, true, cfg.Logger)
+}
+
+// fileExists is the probe's first look: at the file, for what it can tell
+// without opening it.
+func fileExists(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return &workspace.NoWorkspaceError{Where: path, Reason: "the file does not exist"}
+	case err != nil:
+		return fmt.Errorf("sqlite: %w", err)
+	case fi.IsDir():
+		return &workspace.NoWorkspaceError{Where: path, Reason: "it is a directory, not a database file"}
+	case fi.Size() == 0:
+		return &workspace.NoWorkspaceError{Where: path, Reason: "the file is empty"}
+	}
+	return nil
+}
+
+// holdsWorkspace is the probe's answer for a file whose schema says st.
+func holdsWorkspace(st schemaState, path string) error {
 	if st.version == 0 && !st.dirty && st.empty {
-		return &workspace.NoWorkspaceError{Where: s.path, Reason: "the database holds no workspace schema"}
+		return &workspace.NoWorkspaceError{Where: path, Reason: "the database holds no workspace schema"}
 	}
 	return nil
 }
@@ -128,14 +155,14 @@ func Open(ctx context.Context, path string, opts workspace.Options) (*workspace.
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := settings{path: path, synchronous: "FULL", busyTimeout: DefaultBusyTimeout, indexBatch: DefaultIndexBatch}
+	s := settings{path: path, synchronous: "FULL", busyTimeout: DefaultBusyTimeout, indexBatch: DefaultIndexBatch, poll: opts.WithDefaults().PollInterval}
 	if err := s.check(); err != nil {
 		return nil, err
 	}
 	if strings.Contains(path, "?") {
 		return nil, &workspace.InvalidError{Field: "path", Reason: fmt.Sprintf("%q contains '?': pass DSN parameters to workspace.Open", path)}
 	}
-	st, err := openFile(ctx, s, false, opts.Logger)
+	st, err := openFile(ctx, s, false, false, opts.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite:%s: %w", path, err)
 	}
@@ -351,7 +378,9 @@ func isBlank(path string) bool {
 // version (or reports why not). Creating the file and migrating happen
 // under the migration lock; opening an existing, current store does not
 // wait for it, so many agents can open one store at once.
-func openFile(ctx context.Context, s settings, autoMigrate bool, log *slog.Logger) (_ driver.Store, err error) {
+// With mustExist (OpenExisting) the file exists, and a schema that holds
+// no workspace is refused as Probe refuses it, before anything is written.
+func openFile(ctx context.Context, s settings, autoMigrate, mustExist bool, log *slog.Logger) (_ driver.Store, err error) {
 	var unlock func()
 	defer func() {
 		if unlock != nil {
@@ -409,6 +438,11 @@ func openFile(ctx context.Context, s settings, autoMigrate bool, log *slog.Logge
 		return err
 	}); err != nil {
 		return nil, err
+	}
+	if mustExist {
+		if err := holdsWorkspace(cur, s.path); err != nil {
+			return nil, err
+		}
 	}
 	if cur.dirty || cur.version != LatestVersion() || cur.chainNext != 0 {
 		// Empty, older, newer, mid-migration or with events to chain:

@@ -53,6 +53,9 @@ type store struct {
 // watched after all.
 func newStore(w, r *sql.DB, path string, owned bool, indexBatch int64, poll time.Duration, log *slog.Logger) *store {
 	s := &store{w: w, r: r, path: path, owned: owned, indexBatch: indexBatch, log: log}
+	if poll <= 0 {
+		poll = workspace.DefaultPollInterval
+	}
 	if path != "" && path != ":memory:" {
 		s.gate = filegate.Open(path)
 		if err := s.watchFile(path, poll); err != nil && !errors.Is(err, dirwatch.ErrUnsupported) {

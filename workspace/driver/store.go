@@ -411,6 +411,16 @@ type Driver interface {
 	Params() []string
 }
 
+// ExistingOpener is an optional Driver capability: OpenExisting is Probe
+// then Open in one step, for Options.MustExist, for a driver whose probe
+// costs what an open does: SQLite's opens a connection and parses the
+// whole schema on it, Postgres's starts a server session. It refuses
+// what Probe refuses, with the same errors, creating nothing, and opens
+// what Probe accepts as Open would, reusing what the probe opened.
+type ExistingOpener interface {
+	OpenExisting(ctx context.Context, cfg Config) (Store, error)
+}
+
 // MigratingDriver is an optional Driver capability, used by
 // workspace.OpenMigrator (`wsctl migrate`): the Backend the engine makes
 // of it is a MigratingBackend.

@@ -53,6 +53,9 @@ func (b backend) Open(ctx context.Context, cfg driver.Config, opts workspace.Opt
 	opts = opts.WithDefaults()
 	open := func() (driver.Store, error) {
 		if opts.MustExist {
+			if eo, ok := b.d.(driver.ExistingOpener); ok {
+				return eo.OpenExisting(ctx, cfg)
+			}
 			if err := b.d.Probe(ctx, cfg); err != nil {
 				return nil, err
 			}
