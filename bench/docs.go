@@ -55,6 +55,8 @@ type RecordRun struct {
 	Serve     string `json:"serve,omitempty"`
 	Processes int    `json:"processes,omitempty"`
 	Streams   int    `json:"streams,omitempty"`
+	// CLIRuns is how many times the CLI workload ran each command.
+	CLIRuns int `json:"cli_runs,omitempty"`
 	// Rows are what the run measured, in order.
 	Rows []Row `json:"rows"`
 }
@@ -119,6 +121,12 @@ type DocsConfig struct {
 	Progress io.Writer
 	// Command and Build go into the record as they are.
 	Command, Build string
+	// CLI makes the run the CLI region's instead (see cliPlan): the CLI
+	// workload alone, CLIRuns times each command, at Tasks tasks directly
+	// and through a server on loopback TCP, and at CLIBigTasks tasks.
+	// It needs no Postgres.
+	CLI                  bool
+	CLIRuns, CLIBigTasks int
 }
 
 func (c DocsConfig) withDefaults() DocsConfig {
@@ -140,6 +148,12 @@ func (c DocsConfig) withDefaults() DocsConfig {
 	if c.Tasks <= 0 {
 		c.Tasks = 10000
 	}
+	if c.CLIRuns <= 0 {
+		c.CLIRuns = DefaultCLIRuns
+	}
+	if c.CLIBigTasks <= 0 {
+		c.CLIBigTasks = 100000
+	}
 	return c
 }
 
@@ -158,6 +172,9 @@ var docsWorkloads = []string{"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "ME
 // socket, W1 also from Processes client processes.
 func DocsPlan(cfg DocsConfig) []RecordRun {
 	cfg = cfg.withDefaults()
+	if cfg.CLI {
+		return cliPlan(cfg)
+	}
 	levels := slices.Clone(DefaultConcurrency)
 	base := func(name, backend string) RecordRun {
 		return RecordRun{Name: name, Backend: backend, Workloads: docsWorkloads, Concurrency: levels,
@@ -189,7 +206,7 @@ func DocsPlan(cfg DocsConfig) []RecordRun {
 // measured so far with it.
 func RunDocs(ctx context.Context, cfg DocsConfig) (*Record, error) {
 	cfg = cfg.withDefaults()
-	if cfg.Postgres == "" {
+	if cfg.Postgres == "" && !cfg.CLI {
 		return nil, ErrNoPostgres
 	}
 	rec := &Record{
@@ -198,6 +215,9 @@ func RunDocs(ctx context.Context, cfg DocsConfig) (*Record, error) {
 		Build:    cfg.Build,
 		Duration: cfg.Duration.String(),
 		Machine:  DescribeMachine(ctx, cfg.Dir, cfg.Postgres),
+	}
+	if cfg.CLI {
+		rec.Duration = ""
 	}
 	plan := DocsPlan(cfg)
 	for i, run := range plan {
@@ -226,7 +246,7 @@ func runDocsRun(ctx context.Context, cfg DocsConfig, run RecordRun) ([]Row, erro
 		DSN: dsn, Duration: cfg.Duration, Workloads: run.Workloads, Concurrency: run.Concurrency,
 		Handles: run.Handles, Shared: run.Shared, Artifacts: run.Artifacts, Tasks: run.Tasks,
 		Processes: run.Processes, Streams: run.Streams, Child: cfg.Child, Exe: cfg.Exe, Progress: cfg.Progress,
-		PollEvery: cfg.PollEvery,
+		PollEvery: cfg.PollEvery, CLITasks: run.Tasks, CLIRuns: run.CLIRuns,
 	}
 	if run.Serve != "" {
 		bc.Serve = []string{run.Serve}

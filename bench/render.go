@@ -13,6 +13,7 @@ var renderers = map[string]func(b *strings.Builder, rec *Record){
 	"messages":      renderMessages,
 	"served":        renderServed,
 	"targets":       renderTargets,
+	"cli":           renderCLI,
 	"tables":        func(b *strings.Builder, rec *Record) { renderFull(b, rec, false) },
 	"served-tables": func(b *strings.Builder, rec *Record) { renderFull(b, rec, true) },
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -75,4 +77,60 @@ func TestBenchRefusesBadWorkspaces(t *testing.T) {
 		assert.Empty(t, stdout.String(), name)
 	}
 	assert.NoFileExists(t, filepath.Join(dir, "ws.db"), "nothing was opened")
+}
+
+// TestBenchDocsCLIRendersTheCLIRegionAlone: `bench docs --cli` measures
+// the CLI rows at two store sizes, directly and through a server, without
+// PostgreSQL, writes their record, and rewrites a doc's cli region from it
+// while the regions of a full docs run stay as they were.
+func TestBenchDocsCLIRendersTheCLIRegionAlone(t *testing.T) {
+	bin := wsctltest.Binary(t)
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "perf.md")
+	require.NoError(t, os.WriteFile(doc, []byte("# P\n\n<!-- bench:begin figures old.json -->\nby hand\n<!-- bench:end figures -->\n\n"+
+		"<!-- bench:begin cli old.json -->\n<!-- bench:end cli -->\nAfter.\n"), 0o600))
+	recPath := filepath.Join(dir, "cli.json")
+	cmd := exec.Command(bin, "bench", "docs", "--cli", "--cli-runs", "1", "--tasks", "1100", "--cli-big-tasks", "1300",
+		"--dir", dir, "--record", recPath, "--update", doc)
+	cmd.Env = wsctltest.Env()
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	f, err := os.Open(recPath) // #nosec G304 -- the test's own file
+	require.NoError(t, err)
+	rec, err := bench.ReadRecord(f)
+	_ = f.Close()
+	require.NoError(t, err)
+	require.Len(t, rec.Runs, 2)
+	assert.Equal(t, "cli", rec.Runs[0].Name)
+	assert.Equal(t, 1100, rec.Runs[0].Tasks)
+	assert.Len(t, rec.Runs[0].Rows, 16, "each command directly and via tcp")
+	assert.Equal(t, 1300, rec.Runs[1].Tasks)
+	assert.Len(t, rec.Runs[1].Rows, 8, "each command directly")
+	assert.Contains(t, rec.Command, "--cli ")
+	assert.NotContains(t, rec.Command, "--cli true")
+
+	b, err := os.ReadFile(doc) // #nosec G304 -- the test's own file
+	require.NoError(t, err)
+	regions, err := bench.Regions(string(b))
+	require.NoError(t, err)
+	require.Len(t, regions, 2)
+	assert.Equal(t, "figures", regions[0].Name)
+	assert.Equal(t, "old.json", regions[0].Record, "a CLI record does not cover a full run's region")
+	assert.Equal(t, "by hand\n", regions[0].Body)
+	assert.Equal(t, "cli.json", regions[1].Record)
+	want, err := bench.RenderRegion("cli", rec, "cli.json")
+	require.NoError(t, err)
+	assert.Equal(t, want, regions[1].Body)
+	assert.Contains(t, strings.Join(strings.Fields(want), " "), "each command run 1 times as a whole process")
+	assert.Contains(t, want, "| `wsctl task ls --ready --limit 5` |")
+	assert.Contains(t, want, "| 1100 tasks: p50 | CPU | via tcp: p50 | CPU | 1300 tasks: p50 | CPU |")
+	for _, line := range strings.Split(want, "\n") {
+		if !strings.HasPrefix(line, "| `wsctl ") {
+			continue
+		}
+		cells := strings.Split(line, " | ")
+		require.Len(t, cells, 9, line)
+		assert.NotContains(t, cells[1:7], "-", "every command was measured each way: %s", line)
+	}
 }

@@ -25,6 +25,8 @@ func (a *app) benchDocsCmd() *cobra.Command {
 		duration                            time.Duration
 		processes, streams                  int
 		artifacts, bigArtifacts, tasks      int
+		cli                                 bool
+		cliRuns, cliBigTasks                int
 	)
 	c := &cobra.Command{
 		Use:   "docs",
@@ -39,6 +41,12 @@ the regions between <!-- bench:begin NAME RECORD --> and
 <!-- bench:end NAME --> from it. Nothing else in a doc changes.
 
 --from RECORD renders the docs again from a saved record without measuring.
+
+--cli measures only what the cli region shows, in minutes and without
+PostgreSQL: the commands of a shell agent's step as whole wsctl processes
+(--cli-runs times each) on SQLite at --tasks tasks, directly and through a
+server on loopback TCP, and at --cli-big-tasks tasks. Its record
+(docs/bench/DATE-cli.json) renders the cli region alone.
 
 SQLite and json stores are made under --dir (its file system is part of the
 record); each PostgreSQL run makes a schema of its own in the --postgres
@@ -87,7 +95,7 @@ plus loading each run's data.`,
 				}
 				record = from
 			} else {
-				if postgres == "" {
+				if postgres == "" && !cli {
 					return usageErrorf("--postgres: a docs run needs a PostgreSQL database (the tables have a PostgreSQL column)")
 				}
 				if processes < 1 || processes > 256 {
@@ -102,6 +110,7 @@ plus loading each run's data.`,
 					Artifacts: artifacts, BigArtifacts: bigArtifacts, Tasks: tasks,
 					Child: a.benchChild(), Progress: a.stderr,
 					Command: commandLine(cmd), Build: buildStamp(),
+					CLI: cli, CLIRuns: cliRuns, CLIBigTasks: cliBigTasks,
 				}
 				if exe, err := os.Executable(); err == nil {
 					cfg.Exe = exe
@@ -109,7 +118,11 @@ plus loading each run's data.`,
 				var err error
 				rec, err = bench.RunDocs(ctx, cfg)
 				if record == "" && rec != nil {
-					record = filepath.Join("docs", "bench", rec.Date[:10]+".json")
+					name := rec.Date[:10]
+					if cli {
+						name += "-cli"
+					}
+					record = filepath.Join("docs", "bench", name+".json")
 				}
 				if rec != nil {
 					if werr := writeRecord(record, rec, err != nil); werr != nil {
@@ -156,7 +169,10 @@ plus loading each run's data.`,
 	f.IntVar(&streams, "streams", bench.DefaultStreams, "the served runs' SSE: event streams held open")
 	f.IntVar(&artifacts, "artifacts", 10000, "W3's artifacts in the main runs")
 	f.IntVar(&bigArtifacts, "big-artifacts", 100000, "W3's artifacts in its runs alone on the SQL backends")
-	f.IntVar(&tasks, "tasks", 10000, "W5's pool of tasks")
+	f.IntVar(&tasks, "tasks", 10000, "W5's pool of tasks; with --cli, the store's tasks")
+	f.BoolVar(&cli, "cli", false, "measure only the cli region's rows: wsctl commands as whole processes on SQLite")
+	f.IntVar(&cliRuns, "cli-runs", bench.DefaultCLIRuns, "with --cli, how many times each command runs")
+	f.IntVar(&cliBigTasks, "cli-big-tasks", 100000, "with --cli, the tasks of the larger store")
 	return c
 }
 
@@ -169,7 +185,12 @@ func commandLine(cmd *cobra.Command) string {
 		if !cmd.Flags().Changed(name) {
 			continue
 		}
-		v := cmd.Flags().Lookup(name).Value.String()
+		fl := cmd.Flags().Lookup(name)
+		v := fl.Value.String()
+		if fl.Value.Type() == "bool" && v == "true" {
+			parts = append(parts, "--"+name)
+			continue
+		}
 		if strings.Contains(v, "://") {
 			v = workspace.RedactDSN(v)
 		}
@@ -179,7 +200,7 @@ func commandLine(cmd *cobra.Command) string {
 }
 
 // docsFlags are the flags of a docs run, as commandLine repeats them.
-var docsFlags = []string{"postgres", "dir", "record", "update", "duration", "processes", "streams", "artifacts", "big-artifacts", "tasks"}
+var docsFlags = []string{"postgres", "dir", "record", "update", "duration", "processes", "streams", "artifacts", "big-artifacts", "tasks", "cli", "cli-runs", "cli-big-tasks"}
 
 // shellQuote quotes s for a POSIX shell unless it needs no quoting.
 func shellQuote(s string) string {
