@@ -92,7 +92,7 @@ func TestDocsRunFillsEveryRegion(t *testing.T) {
 			// Rendered from a CLI record (`bench docs --cli`), which a
 			// full run is not: UpdateRegions leaves it alone, and a
 			// render finds none of its rows.
-			assert.Len(t, lines, 8, "a full run holds no CLI rows")
+			assert.Len(t, lines, 9, "a full run holds no CLI rows: the header and every command show none")
 		case "tables", "served-tables":
 			assert.Equal(t, strings.Count(out, "```")/2, strings.Count(out, "\n### "), "a table per run: %s", name)
 		default:
