@@ -147,25 +147,25 @@ type ArtifactPage struct {
 // of ActiveTasks).
 type TaskStatus string
 
-// Each status is declared on its own, so that `go doc` lists all six.
+const (
+	// TaskPending: waiting to be claimed (once every dependency is done).
+	TaskPending TaskStatus = "pending"
 
-// TaskPending: waiting to be claimed (once every dependency is done).
-const TaskPending TaskStatus = "pending"
+	// TaskInProgress: claimed by its Assignee, under a lease kept by Heartbeat.
+	TaskInProgress TaskStatus = "in_progress"
 
-// TaskInProgress: claimed by its Assignee, under a lease kept by Heartbeat.
-const TaskInProgress TaskStatus = "in_progress"
+	// TaskBlocked: set aside until someone returns it to pending.
+	TaskBlocked TaskStatus = "blocked"
 
-// TaskBlocked: set aside until someone returns it to pending.
-const TaskBlocked TaskStatus = "blocked"
+	// TaskDone: finished by Complete, with its Result. Final.
+	TaskDone TaskStatus = "done"
 
-// TaskDone: finished by Complete, with its Result. Final.
-const TaskDone TaskStatus = "done"
+	// TaskFailed: given up by Fail, with its Result; may be retried (pending).
+	TaskFailed TaskStatus = "failed"
 
-// TaskFailed: given up by Fail, with its Result; may be retried (pending).
-const TaskFailed TaskStatus = "failed"
-
-// TaskCancelled: will not be done. Final.
-const TaskCancelled TaskStatus = "cancelled"
+	// TaskCancelled: will not be done. Final.
+	TaskCancelled TaskStatus = "cancelled"
+)
 
 var taskTransitions = map[TaskStatus][]TaskStatus{
 	TaskPending:    {TaskInProgress, TaskBlocked, TaskCancelled},
