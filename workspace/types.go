@@ -37,18 +37,6 @@ func (s Subject) label() string {
 	return s.ID
 }
 
-// Subject kinds.
-const (
-	SubjectArtifact = "artifact"
-	SubjectTask     = "task"
-	SubjectNote     = "note"
-	SubjectLock     = "lock"
-	// SubjectPolicy is the subject kind of denied events.
-	SubjectPolicy  = "policy"
-	SubjectMessage = "message"
-	SubjectActor   = "actor" // of a pause
-)
-
 // Artifact is one version of a piece of versioned content: a plan, code, a
 // review, a test result. Metadata-only reads (List, Versions) leave Content nil.
 //
@@ -362,8 +350,19 @@ type Event struct {
 	Message string    `json:"message"`
 }
 
-// Event types.
+// What an event says: its type (an Event's Type) and its subject's kind (a
+// Subject's Kind); and the severities of a Msg.
 const (
+	// Subject kinds.
+	SubjectArtifact = "artifact"
+	SubjectTask     = "task"
+	SubjectNote     = "note"
+	SubjectLock     = "lock"
+	// SubjectPolicy is the subject kind of denied events.
+	SubjectPolicy  = "policy"
+	SubjectMessage = "message"
+	SubjectActor   = "actor" // of a pause
+	// Event types.
 	EventArtifactCreated    = "artifact.created"
 	EventArtifactUpdated    = "artifact.updated"
 	EventArtifactDeleted    = "artifact.deleted"
