@@ -325,10 +325,6 @@ type Lease struct {
 // read the lease with the record use it too.
 func ArtifactResource(name string) string { return "artifact:" + name }
 
-// TaskResource is the lock resource that guards task id, as
-// ArtifactResource guards an artifact.
-func TaskResource(id string) string { return "task:" + id }
-
 // AcquireRequest is what Locks.Acquire takes.
 type AcquireRequest struct {
 	Resource string

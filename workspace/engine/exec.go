@@ -346,7 +346,7 @@ func (x *exec) updateTask(ctx context.Context, o workspace.UpdateTaskOp) (*works
 	if err := checkIfVersion(taskSubject(t), o.IfVersion, t.Version); err != nil {
 		return nil, err
 	}
-	if err := x.checkGuard(ctx, workspace.TaskResource(t.ID), o.Fence); err != nil {
+	if err := x.checkGuard(ctx, driver.TaskResource(t.ID), o.Fence); err != nil {
 		return nil, err
 	}
 	c := o.Change
