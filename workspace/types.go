@@ -77,10 +77,14 @@ func ByID(id string) ArtifactRef { return ArtifactRef{ID: id} }
 
 // NewArtifact is what Create takes.
 type NewArtifact struct {
-	Name        string
-	Kind        string // default "output"
-	Content     []byte
-	ContentType string // default ContentTypeFor(Name, Content)
+	Name    string
+	Kind    string // default "output"
+	Content []byte
+	// ContentType, when empty, is inferred the same way on every face and
+	// backend: by Name's extension (a fixed table, case-insensitive), else
+	// text/plain for valid UTF-8 without NUL bytes, else
+	// application/octet-stream.
+	ContentType string
 	Labels      map[string]string
 	TaskID      string
 }
