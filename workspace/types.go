@@ -220,7 +220,8 @@ type NewTask struct {
 	ParentID    string
 	DependsOn   []string
 	// Areas are the paths (files, or directories ending in '/') the task
-	// expects to touch: relative, slash-separated, no '..'. A hint for
+	// expects to touch: each a name ValidateName accepts (relative,
+	// slash-separated, no '..'), optionally ending in '/'. A hint for
 	// ClaimRequest.AvoidOverlap, not a lock.
 	Areas    []string
 	Priority int
