@@ -383,7 +383,7 @@ func (e *env) open(ctx context.Context) (*workspace.Workspace, error) {
 	}
 	st, err := engine.OpenStore(ctx, p)
 	if err != nil {
-		return nil, workspace.RedactError(fmt.Errorf("open %s: %w", workspace.RedactDSN(e.dsn), err), e.dsn)
+		return nil, driver.RedactError(fmt.Errorf("open %s: %w", workspace.RedactDSN(e.dsn), err), e.dsn)
 	}
 	return engine.New(countStore(st, e.updates), p.Options), nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // DefaultCLIRuns is how many times the CLI row runs each command.
@@ -128,7 +129,7 @@ func freshStore(backend, dsn, dir, name string) (string, func(), error) {
 		schema := fmt.Sprintf("%s_%d", strings.ReplaceAll(name, "-", "_"), time.Now().UnixNano())
 		u, err := url.Parse(dsn)
 		if err != nil {
-			return "", nil, fmt.Errorf("postgres DSN: %w", workspace.RedactError(err, dsn))
+			return "", nil, fmt.Errorf("postgres DSN: %w", driver.RedactError(err, dsn))
 		}
 		q := u.Query()
 		q.Set("ws_schema", schema)

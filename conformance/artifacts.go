@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/internal/mediatype"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -121,7 +122,7 @@ func testArtifactCreateGetUpdate(t *testing.T, h Harness) {
 	d, err := ws2.Artifacts().Create(ctx, as("planner"), workspace.NewArtifact{Name: "defaults", Labels: map[string]string{"a": "b"}})
 	require.NoError(t, err)
 	assert.Equal(t, "output", d.Kind, "the default kind")
-	assert.Equal(t, workspace.ContentTypeFor("defaults", nil), d.ContentType, "the default content type is inferred")
+	assert.Equal(t, mediatype.For("defaults", nil), d.ContentType, "the default content type is inferred")
 	for name, want := range map[string]string{"inferred/plan.md": "text/markdown; charset=utf-8", "inferred/blob": "application/octet-stream"} {
 		a, err := ws2.Artifacts().Create(ctx, as("planner"), workspace.NewArtifact{Name: name, Content: []byte{0xff, 0x00}})
 		require.NoError(t, err)

@@ -739,7 +739,7 @@ func (mg *Merger) giveBack(ctx context.Context, rec Worktree, st Status, detail 
 func areasOf(files []string) []string {
 	var out []string
 	for _, f := range files {
-		if workspace.ValidateArea(f) == nil && len(out) < workspace.MaxAreas {
+		if workspace.ValidateName(strings.TrimSuffix(f, "/")) == nil && len(out) < workspace.MaxAreas {
 			out = append(out, f)
 		}
 	}

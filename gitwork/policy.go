@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentspace/agentspace/internal/wsconn"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -63,7 +64,7 @@ func (mg *Merger) policyRefusals(ctx context.Context, rec Worktree, paths []chan
 // lease is held by an owner that names this process as well as the actor
 // (so two mergers never share it), and the policy knows only the actor.
 func (mg *Merger) leaseRoles(ctx context.Context) error {
-	if _, ok := workspace.PrincipalFrom(ctx); ok {
+	if _, ok := wsconn.PrincipalFrom(ctx); ok {
 		return nil // a server's token, or a caller's principal, decides
 	}
 	p, err := mg.m.ws.Policy(ctx)

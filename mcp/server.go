@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentspace/agentspace/agents"
 	"github.com/agentspace/agentspace/gitwork"
+	"github.com/agentspace/agentspace/internal/wsconn"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -159,7 +160,7 @@ func (s *Server) actor(ctx context.Context, extra *sdk.RequestExtra) string {
 // principal is already set.
 func (s *Server) as(ctx context.Context, extra *sdk.RequestExtra) (context.Context, string) {
 	actor := s.actor(ctx, extra)
-	if _, ok := workspace.PrincipalFrom(ctx); !ok && actor != "" {
+	if _, ok := wsconn.PrincipalFrom(ctx); !ok && actor != "" {
 		ctx = workspace.AsActor(ctx, actor)
 	}
 	return ctx, actor

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentspace/agentspace/internal/wsconn"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -119,7 +120,7 @@ func (m *Manager) newChecker(ctx context.Context, actor, task string) (*checker,
 // server's token, with its roles) when it is actor, else actor with the
 // policy's roles.
 func principalOf(ctx context.Context, actor string) workspace.Principal {
-	if p, ok := workspace.PrincipalFrom(ctx); ok && p.Actor == actor {
+	if p, ok := wsconn.PrincipalFrom(ctx); ok && p.Actor == actor {
 		return p
 	}
 	return workspace.Principal{Actor: actor}

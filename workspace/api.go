@@ -41,8 +41,9 @@ type conn = interface {
 }
 
 // bridge is what this package hands internal/wsconn through
-// internal/wsbridge: the ways into and out of a *Workspace for the code
-// that implements one, none of them in this package's API.
+// internal/wsbridge: the ways into and out of a *Workspace, and the
+// principal a context carries, for the code that implements one, none of
+// them in this package's API.
 type bridge struct{}
 
 func init() { wsbridge.Workspace = bridge{} }

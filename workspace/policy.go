@@ -47,10 +47,9 @@ func AsActor(ctx context.Context, actor string) context.Context {
 	return WithPrincipal(ctx, Principal{Actor: actor})
 }
 
-// PrincipalFrom returns the principal ctx carries. A context without one
-// reads unchecked: the in-process caller is trusted with what it could
-// open anyway (see docs/policy.md).
-func PrincipalFrom(ctx context.Context) (Principal, bool) {
+// PrincipalFrom returns the principal ctx carries, for the code that
+// checks it (internal/wsconn.PrincipalFrom).
+func (bridge) PrincipalFrom(ctx context.Context) (Principal, bool) {
 	p, ok := ctx.Value(principalKey{}).(Principal)
 	return p, ok
 }

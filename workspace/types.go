@@ -37,18 +37,6 @@ func (s Subject) label() string {
 	return s.ID
 }
 
-// Subject kinds.
-const (
-	SubjectArtifact = "artifact"
-	SubjectTask     = "task"
-	SubjectNote     = "note"
-	SubjectLock     = "lock"
-	// SubjectPolicy is the subject kind of denied events.
-	SubjectPolicy  = "policy"
-	SubjectMessage = "message"
-	SubjectActor   = "actor" // of a pause
-)
-
 // Artifact is one version of a piece of versioned content: a plan, code, a
 // review, a test result. Metadata-only reads (List, Versions) leave Content nil.
 //
@@ -89,10 +77,14 @@ func ByID(id string) ArtifactRef { return ArtifactRef{ID: id} }
 
 // NewArtifact is what Create takes.
 type NewArtifact struct {
-	Name        string
-	Kind        string // default "output"
-	Content     []byte
-	ContentType string // default ContentTypeFor(Name, Content)
+	Name    string
+	Kind    string // default "output"
+	Content []byte
+	// ContentType, when empty, is inferred the same way on every face and
+	// backend: by Name's extension (a fixed table, case-insensitive), else
+	// text/plain for valid UTF-8 without NUL bytes, else
+	// application/octet-stream.
+	ContentType string
 	Labels      map[string]string
 	TaskID      string
 }
@@ -147,25 +139,25 @@ type ArtifactPage struct {
 // of ActiveTasks).
 type TaskStatus string
 
-// Each status is declared on its own, so that `go doc` lists all six.
+const (
+	// TaskPending: waiting to be claimed (once every dependency is done).
+	TaskPending TaskStatus = "pending"
 
-// TaskPending: waiting to be claimed (once every dependency is done).
-const TaskPending TaskStatus = "pending"
+	// TaskInProgress: claimed by its Assignee, under a lease kept by Heartbeat.
+	TaskInProgress TaskStatus = "in_progress"
 
-// TaskInProgress: claimed by its Assignee, under a lease kept by Heartbeat.
-const TaskInProgress TaskStatus = "in_progress"
+	// TaskBlocked: set aside until someone returns it to pending.
+	TaskBlocked TaskStatus = "blocked"
 
-// TaskBlocked: set aside until someone returns it to pending.
-const TaskBlocked TaskStatus = "blocked"
+	// TaskDone: finished by Complete, with its Result. Final.
+	TaskDone TaskStatus = "done"
 
-// TaskDone: finished by Complete, with its Result. Final.
-const TaskDone TaskStatus = "done"
+	// TaskFailed: given up by Fail, with its Result; may be retried (pending).
+	TaskFailed TaskStatus = "failed"
 
-// TaskFailed: given up by Fail, with its Result; may be retried (pending).
-const TaskFailed TaskStatus = "failed"
-
-// TaskCancelled: will not be done. Final.
-const TaskCancelled TaskStatus = "cancelled"
+	// TaskCancelled: will not be done. Final.
+	TaskCancelled TaskStatus = "cancelled"
+)
 
 var taskTransitions = map[TaskStatus][]TaskStatus{
 	TaskPending:    {TaskInProgress, TaskBlocked, TaskCancelled},
@@ -228,7 +220,8 @@ type NewTask struct {
 	ParentID    string
 	DependsOn   []string
 	// Areas are the paths (files, or directories ending in '/') the task
-	// expects to touch: relative, slash-separated, no '..'. A hint for
+	// expects to touch: each a name ValidateName accepts (relative,
+	// slash-separated, no '..'), optionally ending in '/'. A hint for
 	// ClaimRequest.AvoidOverlap, not a lock.
 	Areas    []string
 	Priority int
@@ -337,10 +330,6 @@ type Lease struct {
 // read the lease with the record use it too.
 func ArtifactResource(name string) string { return "artifact:" + name }
 
-// TaskResource is the lock resource that guards task id, as
-// ArtifactResource guards an artifact.
-func TaskResource(id string) string { return "task:" + id }
-
 // AcquireRequest is what Locks.Acquire takes.
 type AcquireRequest struct {
 	Resource string
@@ -362,8 +351,19 @@ type Event struct {
 	Message string    `json:"message"`
 }
 
-// Event types.
+// What an event says: its type (an Event's Type) and its subject's kind (a
+// Subject's Kind); and the severities of a Msg.
 const (
+	// Subject kinds.
+	SubjectArtifact = "artifact"
+	SubjectTask     = "task"
+	SubjectNote     = "note"
+	SubjectLock     = "lock"
+	// SubjectPolicy is the subject kind of denied events.
+	SubjectPolicy  = "policy"
+	SubjectMessage = "message"
+	SubjectActor   = "actor" // of a pause
+	// Event types.
 	EventArtifactCreated    = "artifact.created"
 	EventArtifactUpdated    = "artifact.updated"
 	EventArtifactDeleted    = "artifact.deleted"

@@ -101,11 +101,11 @@ func openDSN(ctx context.Context, cfg driver.Config, mustExist bool) (driver.Sto
 	}
 	pcfg, err := pgxpool.ParseConfig(cfg.DSN)
 	if err != nil {
-		return nil, workspace.RedactError(fmt.Errorf("parse dsn: %w", err), cfg.DSN)
+		return nil, driver.RedactError(fmt.Errorf("parse dsn: %w", err), cfg.DSN)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return nil, workspace.RedactError(fmt.Errorf("connect: %w", err), cfg.DSN)
+		return nil, driver.RedactError(fmt.Errorf("connect: %w", err), cfg.DSN)
 	}
 	if mustExist {
 		if err := probeOn(ctx, pool, opts.Schema, pcfg.ConnConfig.Database, cfg.DSN); err != nil {
@@ -113,13 +113,13 @@ func openDSN(ctx context.Context, cfg driver.Config, mustExist bool) (driver.Sto
 			if nw := (*workspace.NoWorkspaceError)(nil); errors.As(err, &nw) {
 				return nil, err
 			}
-			return nil, workspace.RedactError(unavailable(err, false), cfg.DSN)
+			return nil, driver.RedactError(unavailable(err, false), cfg.DSN)
 		}
 	}
 	st, err := openStore(ctx, pool, true, opts)
 	if err != nil {
 		pool.Close()
-		return nil, workspace.RedactError(unavailable(err, false), cfg.DSN)
+		return nil, driver.RedactError(unavailable(err, false), cfg.DSN)
 	}
 	return st, nil
 }
@@ -147,11 +147,11 @@ func (pgDriver) Probe(ctx context.Context, cfg driver.Config) error {
 	}
 	ccfg, err := pgx.ParseConfig(cfg.DSN)
 	if err != nil {
-		return workspace.RedactError(fmt.Errorf("parse dsn: %w", err), cfg.DSN)
+		return driver.RedactError(fmt.Errorf("parse dsn: %w", err), cfg.DSN)
 	}
 	conn, err := pgx.ConnectConfig(ctx, ccfg)
 	if err != nil {
-		return workspace.RedactError(unavailable(err, false), cfg.DSN)
+		return driver.RedactError(unavailable(err, false), cfg.DSN)
 	}
 	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
 	return probeOn(ctx, conn, opts.Schema, ccfg.Database, cfg.DSN)
@@ -169,7 +169,7 @@ func probeOn(ctx context.Context, q rowQuerier, schema, database, dsn string) er
 	where := fmt.Sprintf("schema %q of database %q", schema, database)
 	var exists, hasTable bool
 	if err := q.QueryRow(ctx, probeQuery, schema, migrationsTable).Scan(&exists, &hasTable); err != nil {
-		return workspace.RedactError(fmt.Errorf("postgres: look for schema %q: %w", schema, err), dsn)
+		return driver.RedactError(fmt.Errorf("postgres: look for schema %q: %w", schema, err), dsn)
 	}
 	switch {
 	case !exists:
@@ -187,7 +187,7 @@ func probeOn(ctx context.Context, q rowQuerier, schema, database, dsn string) er
 	case errors.Is(err, pgx.ErrNoRows), err == nil && version <= 0 && !dirty:
 		return &workspace.NoWorkspaceError{Where: where, Reason: "the schema holds no agentspace schema version"}
 	case err != nil:
-		return workspace.RedactError(fmt.Errorf("postgres: read schema version of %q: %w", schema, err), dsn)
+		return driver.RedactError(fmt.Errorf("postgres: read schema version of %q: %w", schema, err), dsn)
 	}
 	return nil
 }
@@ -204,14 +204,14 @@ func (pgDriver) OpenMigrator(ctx context.Context, cfg driver.Config) (workspace.
 	}
 	ccfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, workspace.RedactError(fmt.Errorf("parse dsn: %w", err), dsn)
+		return nil, driver.RedactError(fmt.Errorf("parse dsn: %w", err), dsn)
 	}
 	m, err := newMigrator(ctx, ccfg, opts.Schema)
 	if nw := missingDatabase(err); nw != nil {
 		return nil, nw
 	}
 	if err != nil {
-		return nil, workspace.RedactError(err, dsn)
+		return nil, driver.RedactError(err, dsn)
 	}
 	return m, nil
 }

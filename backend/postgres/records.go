@@ -391,7 +391,7 @@ func (t *readTx) Task(ctx context.Context, id string) (workspace.Task, error) {
 	err := t.readGuarded(ctx, taskByID, []any{id}, func(row pgx.Row) (err error) {
 		task, err = scanTask(row)
 		return err
-	}, leaseByResource, workspace.TaskResource(id), func() string { return workspace.TaskResource(id) })
+	}, leaseByResource, driver.TaskResource(id), func() string { return driver.TaskResource(id) })
 	if err != nil {
 		return task, notFound("task", err)
 	}
@@ -585,7 +585,7 @@ func (t *writeTx) DeleteNote(ctx context.Context, kind, key string) error {
 // has just read (the engine's checkGuard), so in a write transaction the
 // record's read also reads that lease row, in the same round trip, and the
 // Lease call that follows is answered from it unless a statement was queued
-// in between (workspace.ArtifactResource and TaskResource name them).
+// in between (workspace.ArtifactResource and driver.TaskResource name them).
 func noteResource(kind, key string) string {
 	return "note:" + kind + "/" + key
 }
@@ -822,7 +822,7 @@ func (r earlyReads) queue(b *pgx.Batch, h driver.ReadHint) *earlyRead {
 			e.task, e.err = scanTask(row)
 			return exceptNoRows(e.err)
 		})
-		leaseSQL, leaseArg = r.lease, workspace.TaskResource(h.Task)
+		leaseSQL, leaseArg = r.lease, driver.TaskResource(h.Task)
 	case h.Lease != "":
 		leaseSQL, leaseArg = r.lease, h.Lease
 	case h.Claim != nil:

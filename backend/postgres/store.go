@@ -116,11 +116,11 @@ func openStore(ctx context.Context, pool *pgxpool.Pool, ownPool bool, opts Optio
 	if opts.ListenDSN != "" {
 		var err error
 		if session, err = pgx.ParseConfig(opts.ListenDSN); err != nil {
-			return nil, workspace.RedactError(fmt.Errorf("parse %s: %w", paramListenDSN, err), opts.ListenDSN)
+			return nil, driver.RedactError(fmt.Errorf("parse %s: %w", paramListenDSN, err), opts.ListenDSN)
 		}
 	}
 	if err := checkSchemaVersion(ctx, pool, session, opts.Schema, opts.AutoMigrate); err != nil {
-		return nil, workspace.RedactError(err, opts.ListenDSN)
+		return nil, driver.RedactError(err, opts.ListenDSN)
 	}
 	if !opts.NoListen {
 		s.listener = newListener(session, s.channel, newRegistration(opts.Schema, s.key, s.id, listenTTL), s.log)

@@ -155,7 +155,7 @@ func (c *Client) openStream(ctx context.Context, q url.Values, after int64) (io.
 	req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
-	} else if p, ok := workspace.PrincipalFrom(ctx); ok && p.Actor != "" {
+	} else if p, ok := wsconn.PrincipalFrom(ctx); ok && p.Actor != "" {
 		// The stream leaves out what this actor may not read, as a page does.
 		req.Header.Set(wire.ActorHeader, p.Actor)
 	}

@@ -321,7 +321,7 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	req.Header.Set("Accept", "application/json")
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
-	} else if p, ok := workspace.PrincipalFrom(ctx); ok && p.Actor != "" {
+	} else if p, ok := wsconn.PrincipalFrom(ctx); ok && p.Actor != "" {
 		// Reads carry who they are for; a server without tokens takes it
 		// from this header (a token's actor wins where there is one).
 		req.Header.Set(wire.ActorHeader, p.Actor)

@@ -86,7 +86,7 @@ exist yet.`,
 			return a.with(ctx, func(ws *workspace.Workspace) error {
 				w := wf.write(actor)
 				mk := func() (workspace.Artifact, error) {
-					// No --content-type: the engine infers it (ContentTypeFor).
+					// No --content-type: the engine infers it (mediatype.For).
 					return ws.Artifacts().Create(ctx, w, workspace.NewArtifact{
 						Name: name, Kind: kind, Content: content, ContentType: contentType, Labels: lbl, TaskID: taskID,
 					})

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/internal/mediatype"
 	"github.com/agentspace/agentspace/mcp"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/wire"
@@ -21,11 +22,11 @@ import (
 
 // TestContentTypeIsTheSameOnEveryFace writes a .md without a content type
 // through wsctl, the HTTP API and the MCP tools: each gets
-// workspace.ContentTypeFor's answer, text/markdown.
+// mediatype.For's answer, text/markdown.
 func TestContentTypeIsTheSameOnEveryFace(t *testing.T) {
 	ctx := context.Background()
 	dsn, ws := newMCPWorkspace(t)
-	want := workspace.ContentTypeFor("x.md", []byte("# x\n"))
+	want := mediatype.For("x.md", []byte("# x\n"))
 	require.True(t, strings.HasPrefix(want, "text/markdown"), want)
 
 	var out, errb bytes.Buffer
@@ -64,7 +65,7 @@ func TestContentTypeIsTheSameOnEveryFace(t *testing.T) {
 		assert.Equal(t, want, a.ContentType, name)
 	}
 	// A name the table does not know: text by its content, else bytes.
-	assert.Equal(t, "text/plain; charset=utf-8", workspace.ContentTypeFor("notes", []byte("hello")))
-	assert.Equal(t, "application/octet-stream", workspace.ContentTypeFor("blob", []byte{0, 1, 2}))
-	assert.Equal(t, want, workspace.ContentTypeFor("README.MD", nil))
+	assert.Equal(t, "text/plain; charset=utf-8", mediatype.For("notes", []byte("hello")))
+	assert.Equal(t, "application/octet-stream", mediatype.For("blob", []byte{0, 1, 2}))
+	assert.Equal(t, want, mediatype.For("README.MD", nil))
 }

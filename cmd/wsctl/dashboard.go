@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 func (a *app) dashboardCmd() *cobra.Command {
@@ -73,7 +74,7 @@ rebinding. Ctrl-C stops it.`,
 				RequireToken: requireToken,
 				ReadOnly:     true,
 				Logger:       logger,
-				Redact:       func(err error) error { return workspace.RedactError(err, dsn) },
+				Redact:       func(err error) error { return driver.RedactError(err, dsn) },
 				Version:      readBuildInfo().Version,
 				AllowedHosts: allowedHosts,
 				MCP:          mcpEndpoint,

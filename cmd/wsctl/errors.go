@@ -12,6 +12,7 @@ import (
 	"github.com/agentspace/agentspace/gitwork"
 	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // Exit codes: the contract with scripts. See the package comment. Those
@@ -162,7 +163,7 @@ func (a *app) report(err error) (int, string) {
 	}
 	msg := ce.err.Error()
 	if a.dsn != "" {
-		msg = workspace.RedactError(ce.err, a.dsn).Error()
+		msg = driver.RedactError(ce.err, a.dsn).Error()
 	}
 	if ce.hint != "" {
 		msg += ": " + ce.hint

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // eventTypes are the event types the workspace writes (workspace.Event*):
@@ -260,7 +261,7 @@ func (a *app) follow(ctx context.Context, ws *workspace.Workspace, q workspace.E
 			errors.Is(err, workspace.ErrRewound): // the same cursor would be refused again
 			return err
 		}
-		fmt.Fprintf(a.stderr, "wsctl: events: %v; resuming after seq %d in %s\n", workspace.RedactError(err, a.dsn), q.AfterSeq, backoff)
+		fmt.Fprintf(a.stderr, "wsctl: events: %v; resuming after seq %d in %s\n", driver.RedactError(err, a.dsn), q.AfterSeq, backoff)
 		select {
 		case <-ctx.Done():
 			return nil

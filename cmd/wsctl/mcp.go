@@ -18,6 +18,7 @@ import (
 	"github.com/agentspace/agentspace/gitwork"
 	"github.com/agentspace/agentspace/mcp"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 func (a *app) mcpCmd() *cobra.Command {
@@ -50,7 +51,7 @@ its claims when their leases lapse. See docs/agents.md.`,
 				dsn := a.dsn
 				logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 				opts := mcp.Options{Actor: actor, Version: readBuildInfo().Version, Logger: logger,
-					Redact: func(err error) error { return workspace.RedactError(err, dsn) }}
+					Redact: func(err error) error { return driver.RedactError(err, dsn) }}
 				if touchEvery > 0 {
 					opts.Touch = touch.New(ws, touch.Options{Every: touchEvery})
 				}

@@ -23,6 +23,7 @@ import (
 
 	_ "github.com/agentspace/agentspace/backend/remote"
 	_ "github.com/agentspace/agentspace/backend/sqlite"
+	"github.com/agentspace/agentspace/internal/wsconn"
 	"github.com/agentspace/agentspace/internal/wsctltest"
 	"github.com/agentspace/agentspace/workspace"
 
@@ -276,7 +277,7 @@ func apiDo(ctx context.Context, e *env, ws *workspace.Workspace, action string) 
 		return err
 	case adminOp:
 		_, err := ws.GC(workspace.AsActor(ctx, "bob"), workspace.GCPolicy{Actor: "bob", KeepVersions: 1})
-		if p, ok := workspace.PrincipalFrom(ctx); ok {
+		if p, ok := wsconn.PrincipalFrom(ctx); ok {
 			_, err = ws.GC(workspace.WithPrincipal(ctx, p), workspace.GCPolicy{Actor: "bob", KeepVersions: 1})
 		}
 		return err

@@ -36,7 +36,7 @@ func Problem(s string, multiline bool) string {
 }
 
 // IsText reports whether b reads as text: valid UTF-8 without NUL bytes.
-// Content types are inferred by it (workspace.ContentTypeFor) and diffs
+// Content types are inferred by it (internal/mediatype's For) and diffs
 // of content that is not text are not drawn line by line.
 func IsText(b []byte) bool {
 	return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0

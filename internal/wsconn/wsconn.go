@@ -3,7 +3,8 @@
 // (workspace/engine) and the HTTP client (backend/remote) each have the
 // methods of Conn and become a *workspace.Workspace through Wrap, and the
 // registry of schemes (workspace/driver) serves workspace.Open through
-// Serve. It lives under internal so that none of it is in anyone's API: a
+// Serve; PrincipalFrom reads the principal a context carries, for the code
+// that checks it. It lives under internal so that none of it is in anyone's API: a
 // store outside this module is written as a driver.Driver.
 //
 // Package workspace hands its side over through internal/wsbridge, the
@@ -42,6 +43,7 @@ type bridge interface {
 	NewSubscription(ctx context.Context, buffer int, run func(context.Context, func(workspace.Message) bool) error) *workspace.Subscription
 	Serve(open func(context.Context, string, []workspace.Options) (*workspace.Workspace, error),
 		openMigrator func(context.Context, string, []workspace.Options) (workspace.Migrator, error))
+	PrincipalFrom(ctx context.Context) (workspace.Principal, bool)
 }
 
 // ws is package workspace's bridge. Package workspace is initialized
@@ -71,6 +73,13 @@ func Of(w *workspace.Workspace) Conn { return ws.Of(w) }
 func NewSubscription(ctx context.Context, buffer int, run func(ctx context.Context, send func(workspace.Message) bool) error) *workspace.Subscription {
 	return ws.NewSubscription(ctx, buffer, run)
 }
+
+// PrincipalFrom returns the principal ctx carries (workspace.WithPrincipal,
+// workspace.AsActor), for the code that checks it: the engine, the HTTP
+// client, the faces and the workflows. A context without one reads
+// unchecked: the in-process caller is trusted with what it could open
+// anyway (see docs/policy.md).
+func PrincipalFrom(ctx context.Context) (workspace.Principal, bool) { return ws.PrincipalFrom(ctx) }
 
 // Serve makes workspace.Open and workspace.OpenMigrator call open and
 // openMigrator (opts as the caller gave them). The registry of schemes

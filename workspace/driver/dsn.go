@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentspace/agentspace/internal/redact"
 	"github.com/agentspace/agentspace/internal/wsconn"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -267,6 +268,10 @@ func schemeList() string {
 	return strings.Join(s, ", ")
 }
 
+// RedactError hides the passwords of dsn in err's text, keeping errors.Is
+// and errors.As working; workspace.RedactDSN hides them in dsn itself.
+func RedactError(err error, dsn string) error { return redact.Error(err, dsn) }
+
 // open is workspace.Open, which calls it through internal/wsconn.
 func open(ctx context.Context, dsn string, opts []workspace.Options) (*workspace.Workspace, error) {
 	p, err := ParseDSN(dsn)
@@ -282,7 +287,7 @@ func open(ctx context.Context, dsn string, opts []workspace.Options) (*workspace
 	p.Config.PollInterval = o.PollInterval
 	ws, err := p.Backend.Open(ctx, p.Config, o)
 	if err != nil {
-		return nil, workspace.RedactError(fmt.Errorf("open %s: %w", workspace.RedactDSN(dsn), err), dsn)
+		return nil, RedactError(fmt.Errorf("open %s: %w", workspace.RedactDSN(dsn), err), dsn)
 	}
 	return ws, nil
 }
@@ -304,7 +309,7 @@ func openMigrator(ctx context.Context, dsn string, opts []workspace.Options) (wo
 	}
 	m, err := mb.OpenMigrator(ctx, p.Config, o)
 	if err != nil {
-		return nil, workspace.RedactError(fmt.Errorf("open %s for migration: %w", workspace.RedactDSN(dsn), err), dsn)
+		return nil, RedactError(fmt.Errorf("open %s for migration: %w", workspace.RedactDSN(dsn), err), dsn)
 	}
 	return m, nil
 }

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,4 +173,15 @@ func TestOpenNeverPrintsTheToken(t *testing.T) {
 func TestRegisterTwicePanics(t *testing.T) {
 	registerTestBackend(t, "testdup")
 	assert.Panics(t, func() { Register("testdup", &recordingBackend{}) })
+}
+
+func TestRedactErrorHidesThePasswordOfADSNInAParameter(t *testing.T) {
+	err := RedactError(errors.New("listen: auth failed for hunter2"), "postgres://h/db?ws_listen_dsn=postgres%3A%2F%2Fa%3Ahunter2%40h2%2Fdb")
+	assert.NotContains(t, err.Error(), "hunter2")
+}
+
+func TestRedactErrorKeepsTheChain(t *testing.T) {
+	err := RedactError(errors.Join(workspace.ErrSchema, errors.New("auth failed for hunter2")), "postgres://a:hunter2@h/db")
+	assert.ErrorIs(t, err, workspace.ErrSchema)
+	assert.False(t, strings.Contains(err.Error(), "hunter2"))
 }

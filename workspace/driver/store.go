@@ -47,6 +47,13 @@ type ReadHint struct {
 	Claim *workspace.ClaimRequest
 }
 
+// TaskResource is the lock resource that guards task id, as
+// workspace.ArtifactResource guards an artifact: a live lease on it held by
+// another owner refuses updates of the task, and workspace.UpdateTaskOp.Fence is
+// checked against its tokens. Stores that read the lease with the record
+// use it too.
+func TaskResource(id string) string { return "task:" + id }
+
 // HintedUpdater is an optional Store capability: UpdateHinted is Update for
 // a transaction that will likely read the hints' records, in that order
 // (a group commit's ops, the first op's first), which the store may read

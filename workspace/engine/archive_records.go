@@ -67,7 +67,7 @@ func (im *importer) task(ctx context.Context, r workspace.Task) error {
 		return im.errf("task %s: more than %d areas", r.ID, workspace.MaxAreas)
 	}
 	for _, a := range r.Areas {
-		if err := workspace.ValidateArea(a); err != nil {
+		if err := checkArea(a); err != nil {
 			return im.errf("task %s: %v", r.ID, err)
 		}
 	}

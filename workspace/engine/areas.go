@@ -9,6 +9,13 @@ import (
 	"github.com/agentspace/agentspace/workspace"
 )
 
+// checkArea reports whether area is a usable task area: a path as
+// workspace.ValidateName accepts it, optionally ending in '/' (a
+// directory). Its refusal names the field "areas".
+func checkArea(area string) error {
+	return checkName("areas", strings.TrimSuffix(area, "/"))
+}
+
 // readyApart is ReadyTask for a claim with AvoidOverlap: the best ready
 // task whose areas overlap no in_progress task's, else the best ready
 // task. It lives here, above the stores, so every backend keeps the rule;

@@ -1,10 +1,6 @@
 package engine
 
-import (
-	"testing"
-
-	"github.com/agentspace/agentspace/workspace"
-)
+import "testing"
 
 func TestAreasOverlapOnSegmentBoundaries(t *testing.T) {
 	for _, c := range []struct {
@@ -27,13 +23,13 @@ func TestAreasOverlapOnSegmentBoundaries(t *testing.T) {
 		}
 	}
 	for _, ok := range []string{"src/", "src/api/x.go", "go.mod"} {
-		if err := workspace.ValidateArea(ok); err != nil {
-			t.Errorf("ValidateArea(%q): %v", ok, err)
+		if err := checkArea(ok); err != nil {
+			t.Errorf("checkArea(%q): %v", ok, err)
 		}
 	}
 	for _, bad := range []string{"", "/", "/etc", "../x", "a//b", "a\\b", "-\n"} {
-		if err := workspace.ValidateArea(bad); err == nil {
-			t.Errorf("ValidateArea(%q) accepted it", bad)
+		if err := checkArea(bad); err == nil {
+			t.Errorf("checkArea(%q) accepted it", bad)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/agentspace/agentspace/internal/mediatype"
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
 	"github.com/google/uuid"
@@ -149,7 +150,7 @@ func (x *exec) createArtifact(ctx context.Context, o workspace.CreateArtifactOp)
 	}
 	if a.ContentType == "" {
 		// One inference for every face: the Go API, HTTP, MCP and wsctl.
-		a.ContentType = workspace.ContentTypeFor(a.Name, content)
+		a.ContentType = mediatype.For(a.Name, content)
 	}
 	if err := x.tx.PutArtifact(ctx, a, content); err != nil {
 		return nil, err
@@ -346,7 +347,7 @@ func (x *exec) updateTask(ctx context.Context, o workspace.UpdateTaskOp) (*works
 	if err := checkIfVersion(taskSubject(t), o.IfVersion, t.Version); err != nil {
 		return nil, err
 	}
-	if err := x.checkGuard(ctx, workspace.TaskResource(t.ID), o.Fence); err != nil {
+	if err := x.checkGuard(ctx, driver.TaskResource(t.ID), o.Fence); err != nil {
 		return nil, err
 	}
 	c := o.Change

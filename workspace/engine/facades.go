@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentspace/agentspace/internal/wsconn"
 	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
@@ -320,7 +321,7 @@ func (t tasks) Heartbeat(ctx context.Context, w workspace.Write, id string, leas
 	if err := checkVersion("if-version", w.IfVersion); err != nil {
 		return workspace.Task{}, err
 	}
-	if p, _ := workspace.PrincipalFrom(ctx); impersonation(p, w.Actor) != nil {
+	if p, _ := wsconn.PrincipalFrom(ctx); impersonation(p, w.Actor) != nil {
 		return workspace.Task{}, impersonation(p, w.Actor)
 	}
 	var out workspace.Task

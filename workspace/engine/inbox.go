@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentspace/agentspace/internal/wsconn"
 	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
@@ -104,7 +105,7 @@ func (m messages) MarkRead(ctx context.Context, actor, id string) error {
 	if _, err := m.reader(ctx, actor); err != nil {
 		return wrapErr("messages.read", err)
 	}
-	if p, _ := workspace.PrincipalFrom(ctx); impersonation(p, actor) != nil {
+	if p, _ := wsconn.PrincipalFrom(ctx); impersonation(p, actor) != nil {
 		return impersonation(p, actor)
 	}
 	return m.h.run(ctx, "messages.read", actor, func(x *exec) error {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentspace/agentspace/internal/reserve"
+	"github.com/agentspace/agentspace/internal/wsconn"
 	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
@@ -256,7 +257,7 @@ func (w who) none() bool { return w.pol == nil && w.bad == nil }
 // who returns the identity of an operation by actor (a write's; "" for a
 // read), from the principal ctx carries, with the policy to check.
 func (h *handle) who(ctx context.Context, actor string) (who, error) {
-	p, ok := workspace.PrincipalFrom(ctx)
+	p, ok := wsconn.PrincipalFrom(ctx)
 	w := who{actor: actor, set: ok, pins: reserve.GrantedPins(ctx)}
 	if err := impersonation(p, actor); err != nil {
 		return w, err
@@ -321,7 +322,7 @@ func (w who) decide(a policy.Action, object string) error {
 // allowRead checks a read of object for ctx's principal; reads without a
 // principal are not checked. A refusal is recorded as a denied event.
 func (h *handle) allowRead(ctx context.Context, a policy.Action, object string, subj workspace.Subject) error {
-	if _, ok := workspace.PrincipalFrom(ctx); !ok {
+	if _, ok := wsconn.PrincipalFrom(ctx); !ok {
 		return nil
 	}
 	w, err := h.who(ctx, "")
@@ -341,7 +342,7 @@ func (h *handle) allowRead(ctx context.Context, a policy.Action, object string, 
 // readFilter returns a predicate for listings: what ctx's principal may
 // read. It is nil when nothing is filtered.
 func (h *handle) readFilter(ctx context.Context) (func(a policy.Action, object string) bool, error) {
-	if _, ok := workspace.PrincipalFrom(ctx); !ok {
+	if _, ok := wsconn.PrincipalFrom(ctx); !ok {
 		return nil, nil
 	}
 	w, err := h.who(ctx, "")
@@ -355,7 +356,7 @@ func (h *handle) readFilter(ctx context.Context) (func(a policy.Action, object s
 // without a principal is not checked (the caller opened the store). A
 // refusal is recorded.
 func (h *handle) allowAdmin(ctx context.Context, a policy.Action) error {
-	if _, ok := workspace.PrincipalFrom(ctx); !ok {
+	if _, ok := wsconn.PrincipalFrom(ctx); !ok {
 		return nil
 	}
 	w, err := h.who(ctx, "")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentspace/agentspace/internal/reserve"
+	"github.com/agentspace/agentspace/internal/wsconn"
 	"github.com/agentspace/agentspace/policy"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -54,7 +55,7 @@ func reservedKind(kind string) bool {
 // principalActor is the actor ctx's principal names, "" without one: the
 // reader named in a read's refusal.
 func principalActor(ctx context.Context) string {
-	p, _ := workspace.PrincipalFrom(ctx)
+	p, _ := wsconn.PrincipalFrom(ctx)
 	return p.Actor
 }
 
@@ -96,7 +97,7 @@ func (h *handle) allowRecordRead(ctx context.Context, n workspace.Note) error {
 	if allow == nil || err != nil || recordReadable(allow, n) {
 		return err
 	}
-	p, _ := workspace.PrincipalFrom(ctx)
+	p, _ := wsconn.PrincipalFrom(ctx)
 	fe := &workspace.ForbiddenError{Actor: p.Actor, Roles: p.Roles, Action: string(policy.ArtifactRead), Object: n.Kind + "/" + n.Key,
 		Rule:   policy.RuleKey(policy.ArtifactRead),
 		Reason: fmt.Sprintf("this %s record holds or names artifacts the roles may not read", n.Kind)}

@@ -330,7 +330,7 @@ func checkCreateTask(_ *handle, o workspace.CreateTaskOp) error {
 		return invalid("areas", "more than %d areas", workspace.MaxAreas)
 	}
 	for _, a := range o.Task.Areas {
-		if err := workspace.ValidateArea(a); err != nil {
+		if err := checkArea(a); err != nil {
 			return err
 		}
 	}

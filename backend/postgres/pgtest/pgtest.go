@@ -29,6 +29,7 @@ import (
 
 	"github.com/agentspace/agentspace/internal/testskip"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // Environment variables the package reads.
@@ -84,7 +85,7 @@ func Connect(t testing.TB) *pgx.Conn {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		t.Fatalf("pgtest: connect: %v", workspace.RedactError(err, dsn))
+		t.Fatalf("pgtest: connect: %v", driver.RedactError(err, dsn))
 	}
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	return conn
@@ -137,7 +138,7 @@ func dropSchema(t testing.TB, dsn, name string) {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		t.Errorf("pgtest: drop schema %s: %v", name, workspace.RedactError(err, dsn))
+		t.Errorf("pgtest: drop schema %s: %v", name, driver.RedactError(err, dsn))
 		return
 	}
 	defer conn.Close(ctx)
@@ -181,7 +182,7 @@ func NewRoleDSN(t testing.TB) string {
 		defer cancel()
 		c, err := pgx.Connect(ctx, admin)
 		if err != nil {
-			t.Errorf("pgtest: drop role: %v", workspace.RedactError(err, admin))
+			t.Errorf("pgtest: drop role: %v", driver.RedactError(err, admin))
 			return
 		}
 		defer c.Close(ctx)

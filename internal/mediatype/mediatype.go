@@ -1,4 +1,6 @@
-package workspace
+// Package mediatype is the media type an artifact gets when its writer
+// names none (For): one table and one rule, used by the engine.
+package mediatype
 
 import (
 	"path"
@@ -7,7 +9,7 @@ import (
 	"github.com/agentspace/agentspace/internal/printable"
 )
 
-// contentTypes is the extension table of ContentTypeFor: ours, so that
+// contentTypes is the extension table of For: ours, so that
 // the answer is the same on every machine and every face.
 var contentTypes = map[string]string{
 	".md":   "text/markdown; charset=utf-8",
@@ -29,13 +31,13 @@ var contentTypes = map[string]string{
 	".pdf":  "application/pdf",
 }
 
-// ContentTypeFor is the media type an artifact named name with content
+// For is the media type an artifact named name with content
 // gets when its writer names none: by the name's extension (a fixed table,
 // case-insensitive), else text/plain for valid UTF-8 without NUL bytes,
 // else application/octet-stream. The engine gives it to an artifact created
 // without a content type, so the same write gets the same type on every
 // face (the Go API, HTTP, MCP, wsctl) and every backend.
-func ContentTypeFor(name string, content []byte) string {
+func For(name string, content []byte) string {
 	if ct, ok := contentTypes[strings.ToLower(path.Ext(name))]; ok {
 		return ct
 	}
