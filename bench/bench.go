@@ -195,6 +195,11 @@ type Row struct {
 	// and a local database included. Only the many-processes rows have
 	// it, on Linux.
 	MachineCPUusPerOp float64 `json:"machine_cpu_us_per_op,omitempty"`
+	// ClientCPUusPerOp is the client processes' CPU time per op, in the
+	// many-processes rows: with CPUusPerOp (this process: the server and
+	// the store's driver) it splits MachineCPUusPerOp, and the rest is
+	// the database server's and the kernel's.
+	ClientCPUusPerOp float64 `json:"client_cpu_us_per_op,omitempty"`
 	// MachineBusy is the share of the machine's CPUs that were busy
 	// meanwhile (0 to 1): below 1, the row waited rather than ran out
 	// of CPU.

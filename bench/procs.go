@@ -470,9 +470,12 @@ func (t *procTotals) clientCPU() string {
 // noteMachine gives r the machine's CPU per op over t's rounds, figure
 // and note, where it could be read.
 func (t *procTotals) noteMachine(r *Row) {
+	if t.ops > 0 {
+		r.ClientCPUusPerOp = float64(t.childCPU.Microseconds()) / float64(t.ops)
+	}
 	if us, busy := t.machine.perOp(t.ops); us > 0 {
 		r.MachineCPUusPerOp, r.MachineBusy = us, busy
-		r.Note += "; " + MachineNote(us, busy)
+		r.Note += "; " + MachineSplitNote(*r)
 	}
 }
 
@@ -566,4 +569,19 @@ func (m *machineCPU) perOp(ops int) (us, busy float64) {
 // CPUs busy (0 to 1) as the many-processes rows' notes do, etcd's too.
 func MachineNote(usPerOp, busy float64) string {
 	return fmt.Sprintf("the machine's CPU per op, every process counted: %.0fµs, its CPUs %.0f%% busy", usPerOp, 100*busy)
+}
+
+// MachineSplitNote is MachineNote for a many-processes row, with the
+// machine's CPU per op split: this process (the server and the store's
+// driver, where the row has one), the client processes, and the rest (a
+// database server's processes, the kernel's threads, anything else that
+// ran meanwhile).
+func MachineSplitNote(r Row) string {
+	rest := r.MachineCPUusPerOp - r.CPUusPerOp - r.ClientCPUusPerOp
+	server := ""
+	if r.CPUusPerOp > 0 {
+		server = fmt.Sprintf("the server %.0fµs, ", r.CPUusPerOp)
+	}
+	return fmt.Sprintf("the machine's CPU per op, every process counted: %.0fµs (%sthe clients %.0fµs, the rest %.0fµs), its CPUs %.0f%% busy",
+		r.MachineCPUusPerOp, server, r.ClientCPUusPerOp, max(rest, 0), 100*r.MachineBusy)
 }

@@ -177,7 +177,7 @@ func TestParseServeRejectsAnUnknownListener(t *testing.T) {
 // TestProcessRowsCountTheMachinesCPU).
 func assertMachineCPU(t *testing.T, r bench.Row, name string) {
 	t.Helper()
-	phrase := regexp.MustCompile(`the machine's CPU per op, every process counted: \d+µs, its CPUs \d+% busy`)
+	phrase := regexp.MustCompile(`the machine's CPU per op, every process counted: \d+µs \((the server \d+µs, )?the clients \d+µs, the rest \d+µs\), its CPUs \d+% busy`)
 	if r.MachineCPUusPerOp > 0 {
 		assert.Regexp(t, phrase, r.Note, name)
 	} else {
@@ -216,6 +216,11 @@ func TestProcessRowsCountTheMachinesCPU(t *testing.T) {
 		assert.Positive(t, r.MachineCPUusPerOp, name)
 		assert.Positive(t, r.MachineBusy, name)
 		assert.LessOrEqual(t, r.MachineBusy, 1.0, name)
+		// The split: the clients' share is their own CPU, read from
+		// their rusage, and the server's where the row has one.
+		assert.Positive(t, r.ClientCPUusPerOp, name)
+		assert.Equal(t, r.Workload != "W1" || strings.HasPrefix(r.Variant, "via "), strings.Contains(r.Note, "(the server "),
+			"%s: the served and bare rows name the server's share, the on-the-store row has none: %s", name, r.Note)
 	}
 	assert.Equal(t, 3, seen, "the served, on-the-store and bare rows")
 }

@@ -213,6 +213,9 @@ func machineNote(r bench.Row) string {
 	if r.MachineCPUusPerOp == 0 {
 		return ""
 	}
+	if r.ClientCPUusPerOp > 0 {
+		return "; " + bench.MachineSplitNote(r)
+	}
 	return "; " + bench.MachineNote(r.MachineCPUusPerOp, r.MachineBusy)
 }
 
