@@ -131,7 +131,15 @@ func RunGrowth(ctx context.Context, cfg GrowthConfig) ([]Row, error) {
 		return nil, err
 	}
 	defer e.close()
-	g := &growth{cfg: cfg, e: e, base: e.prefix, label: map[string]string{"bench": e.prefix + "-growth"}, progress: progress}
+	// The whole-store operations go through a handle of workspace.Open's,
+	// as wsctl's do: the env's counting store hides the file copy that
+	// backup.Write makes of a SQLite store.
+	admin, err := workspace.Open(ctx, dsn, workspace.Options{Private: true})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = admin.Close() }()
+	g := &growth{cfg: cfg, e: e, plain: admin, base: e.prefix, label: map[string]string{"bench": e.prefix + "-growth"}, progress: progress}
 	var rows []Row
 	first := map[string]float64{}
 	for _, size := range cfg.Sizes {
@@ -148,7 +156,7 @@ func RunGrowth(ctx context.Context, cfg GrowthConfig) ([]Row, error) {
 			row.Backend, row.Variant = backend, name+" "+sized
 			if base, ok := first[name]; !ok {
 				first[name] = row.P50us
-				row.Note = fmt.Sprintf("p50 the base; %d tasks", g.tasks)
+				row.Note = fmt.Sprintf("p50 the base of the ratios; %d tasks", g.tasks)
 			} else if base > 0 {
 				row.Note = fmt.Sprintf("p50 %.2fx of at %s events; %d tasks", row.P50us/base, countLabel(cfg.Sizes[0]), g.tasks)
 			}
@@ -171,7 +179,8 @@ func RunGrowth(ctx context.Context, cfg GrowthConfig) ([]Row, error) {
 type growth struct {
 	cfg      GrowthConfig
 	e        *env
-	base     string // the env's own prefix
+	plain    *workspace.Workspace // workspace.Open's, for the whole-store operations
+	base     string               // the env's own prefix
 	label    map[string]string
 	progress func(string)
 	// artifacts the fill updates, created by the first fill.
@@ -305,7 +314,7 @@ func (g *growth) measure(ctx context.Context, name string, size int64) (Row, err
 
 // admin runs one of growthAdmin once over the whole store.
 func (g *growth) admin(ctx context.Context, name string) (Row, error) {
-	ws := g.e.handles[0]
+	ws := g.plain
 	head, err := ws.Events().Head(ctx)
 	if err != nil {
 		return Row{}, err
