@@ -282,11 +282,13 @@ func (g *growth) measure(ctx context.Context, name string, size int64) (Row, err
 			return nil
 		})
 	case "events after head-100":
+		// Nothing writes while it is measured: the head is read once, as
+		// `wsctl events --after N` is one read.
+		var head int64
+		if head, err = e.ws(0).Events().Head(ctx); err != nil {
+			return Row{}, err
+		}
 		o = plain(func(ctx context.Context, w int) error {
-			head, err := e.ws(w).Events().Head(ctx)
-			if err != nil {
-				return err
-			}
 			p, err := e.ws(w).Events().Read(ctx, workspace.EventQuery{AfterSeq: max(0, head-100), Limit: 100})
 			if err == nil && len(p.Events) != int(min(head, 100)) {
 				err = fmt.Errorf("read %d events after head-100, want 100", len(p.Events))
