@@ -35,6 +35,11 @@ const DefaultGrowthTasks = 100_000
 // postgres beyond).
 const MaxJSONGrowthEvents = 100_000
 
+// GrowthFlat is the most a GROWTH row's p50 may be of its p50 at the
+// smallest size for the operation to count as flat (issue 53): a row
+// above it says so in its note.
+const GrowthFlat = 1.3
+
 // growthBatch is how many ops one fill batch holds.
 const growthBatch = 500
 
@@ -158,7 +163,11 @@ func RunGrowth(ctx context.Context, cfg GrowthConfig) ([]Row, error) {
 				first[name] = row.P50us
 				row.Note = fmt.Sprintf("p50 the base of the ratios; %d tasks", g.tasks)
 			} else if base > 0 {
-				row.Note = fmt.Sprintf("p50 %.2fx of at %s events; %d tasks", row.P50us/base, countLabel(cfg.Sizes[0]), g.tasks)
+				ratio := row.P50us / base
+				row.Note = fmt.Sprintf("p50 %.2fx the p50 at %s events; %d tasks", ratio, countLabel(cfg.Sizes[0]), g.tasks)
+				if ratio > GrowthFlat {
+					row.Note += fmt.Sprintf("; over %.1fx", GrowthFlat)
+				}
 			}
 			rows = append(rows, row)
 		}

@@ -35,7 +35,7 @@ func checkGrowthRows(t *testing.T, rows []bench.Row, backend string) {
 		for _, m := range measures {
 			r, ok := seen[m+" at "+size+" events"]
 			if assert.True(t, ok, "no row for %s at %s", m, size) && size == "3k" {
-				assert.Contains(t, r.Note, "x of at 500 events", m)
+				assert.Contains(t, r.Note, "x the p50 at 500 events", m)
 			}
 		}
 		for _, m := range admin {

@@ -152,7 +152,7 @@ func TestBenchGrowthPrintsEachSize(t *testing.T) {
 			assert.Contains(t, string(out), m+" at "+size+" events", "no row for %s at %s", m, size)
 		}
 	}
-	assert.Contains(t, string(out), "x of at 400 events")
+	assert.Contains(t, string(out), "x the p50 at 400 events")
 	assert.Contains(t, string(out), "per million events")
 	assert.NoFileExists(t, filepath.Join(filepath.Dir(strings.TrimPrefix(dsn, "sqlite:")), "ws.db"), "the DSN's own store is not touched")
 }
