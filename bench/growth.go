@@ -29,10 +29,10 @@ var DefaultGrowthEvents = []int64{10_000, 1_000_000}
 const DefaultGrowthTasks = 100_000
 
 // MaxJSONGrowthEvents is the largest size GROWTH fills a json store to:
-// the json store keeps the whole tree in memory and rewrites its log as it
-// compacts, so a store of a million events is not one it is meant to hold
-// (it is the store for a laptop's scratch workspace; use sqlite or
-// postgres beyond).
+// each json handle holds every record and the whole event log in memory,
+// and opening one reads them all (docs/json-layout.md: comfortable to
+// about 10,000 artifacts), so a million events is not a size it is meant
+// to hold; sqlite and postgres are measured beyond.
 const MaxJSONGrowthEvents = 100_000
 
 // GrowthFlat is the most a GROWTH row's p50 may be of its p50 at the
@@ -122,7 +122,7 @@ func RunGrowth(ctx context.Context, cfg GrowthConfig) ([]Row, error) {
 	backend := backendOf(scheme)
 	if largest := cfg.Sizes[len(cfg.Sizes)-1]; backend == "json" && largest > MaxJSONGrowthEvents {
 		return nil, &GrowthSizeError{Backend: backend, Events: largest, Max: MaxJSONGrowthEvents,
-			Why: "the json store keeps the whole workspace in memory and rewrites its files as it compacts; measure sqlite or postgres at this size"}
+			Why: "each json handle holds every record and the whole event log in memory, and opening one reads them all (docs/json-layout.md); measure sqlite or postgres at this size"}
 	}
 	progress := progressFunc(cfg.Progress)
 	defer progress("")
