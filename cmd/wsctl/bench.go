@@ -223,7 +223,7 @@ round.
 // comparedFlags are the bench flags --baseline-binary passes on to both
 // binaries when they are given.
 var comparedFlags = []string{"duration", "concurrency", "artifacts", "tasks", "handles", "shared", "settle", "analyze",
-	"serve", "processes", "servers", "workspaces", "streams", "cli-tasks", "cli-runs"}
+	"serve", "processes", "servers", "workspaces", "streams", "cli-tasks", "cli-runs", "growth-events", "growth-tasks"}
 
 // benchCompare is bench --baseline-binary: the workloads on the old
 // binary and this one in turn (package bench does the work), with the
