@@ -68,7 +68,7 @@ claim, done, artifact put, task ls, task ls --ready) each timed --cli-runs
 times as a whole wsctl process against a fresh store of the DSN's backend
 holding --cli-tasks tasks (and, with --serve, through a server on each
 listener): P50 is the process's wall time, CPU/OP its own CPU time.
-GROWTH fills a fresh store of the DSN's backend in batches to each of
+Also only when named: GROWTH fills a fresh store of the DSN's backend to each of
 --growth-events (holding --growth-tasks tasks at the largest) and at each
 size times, for --duration each, W1, W2, W5, the board's reads of the open
 tasks, a page of 100 events after head-100 and a stream resumed from
