@@ -27,8 +27,10 @@ import (
 var Workloads = []string{"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "MEM", "SSE"}
 
 // OptInWorkloads run only when named: CLI times wsctl commands as whole
-// processes (see cliRows), which needs Config.Exe.
-var OptInWorkloads = []string{"CLI"}
+// processes (see cliRows), which needs Config.Exe; GROWTH fills a store
+// of its own to Config.GrowthEvents and times the same operations at each
+// size (see RunGrowth).
+var OptInWorkloads = []string{"CLI", "GROWTH"}
 
 // DefaultConcurrency is the goroutine counts each workload runs at.
 var DefaultConcurrency = []int{1, 4, 16}
@@ -116,6 +118,12 @@ type Config struct {
 	// CLIRuns is how many times the CLI workload runs each command
 	// (default DefaultCLIRuns).
 	CLIRuns int
+	// GrowthEvents are the sizes in events GROWTH measures at (default
+	// DefaultGrowthEvents).
+	GrowthEvents []int64
+	// GrowthTasks is the tasks GROWTH's store holds at its largest size
+	// (default DefaultGrowthTasks).
+	GrowthTasks int
 }
 
 func (c Config) withDefaults() Config {

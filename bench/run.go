@@ -29,14 +29,26 @@ func RunAll(ctx context.Context, cfg Config, emit func(Row)) ([]Row, error) {
 			return nil, err
 		}
 	}
+	// The opt-in workloads make stores of their own: they run first, and
+	// alone when nothing else is named.
 	var cli []Row
-	if slices.Contains(cfg.Workloads, "CLI") {
-		rows, err := runCLIRows(ctx, cfg, emit)
-		if err != nil || len(cfg.Workloads) == 1 {
-			return rows, err
+	for _, w := range []struct {
+		name string
+		run  func(context.Context, Config, func(Row)) ([]Row, error)
+	}{{"CLI", runCLIRows}, {"GROWTH", runGrowthRows}} {
+		name, run := w.name, w.run
+		if !slices.Contains(cfg.Workloads, name) {
+			continue
 		}
-		cli = rows
-		cfg.Workloads = slices.DeleteFunc(slices.Clone(cfg.Workloads), func(w string) bool { return w == "CLI" })
+		rows, err := run(ctx, cfg, emit)
+		cli = append(cli, rows...)
+		if err != nil {
+			return cli, err
+		}
+		cfg.Workloads = slices.DeleteFunc(slices.Clone(cfg.Workloads), func(w string) bool { return w == name })
+		if len(cfg.Workloads) == 0 {
+			return cli, nil
+		}
 	}
 	if len(cfg.Serve) > 0 {
 		rows, err := runServed(ctx, cfg, emit)

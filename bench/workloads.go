@@ -347,6 +347,12 @@ func w5(ctx context.Context, e *env, n int, progress func(string)) (op, error) {
 			progress(fmt.Sprintf("W5: loading tasks %d/%d", i, n))
 		}
 	}
+	return claimDone(e, label), nil
+}
+
+// claimDone: claim the best ready task labelled label, and complete it;
+// errStop when none is ready.
+func claimDone(e *env, label map[string]string) op {
 	return plain(func(ctx context.Context, w int) error {
 		ws := e.ws(w)
 		t, err := ws.Tasks().Claim(ctx, workspace.ClaimRequest{Actor: actor, Labels: label, Lease: time.Minute})
@@ -358,7 +364,7 @@ func w5(ctx context.Context, e *env, n int, progress func(string)) (op, error) {
 		}
 		_, err = ws.Tasks().Complete(ctx, workspace.Write{Actor: actor}, t.ID, workspace.TaskResult{Summary: "ok"})
 		return err
-	}), nil
+	})
 }
 
 // receipts follows ws from its head and records when each seq arrived.

@@ -35,6 +35,8 @@ func (a *app) benchCmd() *cobra.Command {
 		streams    int
 		cliTasks   int
 		cliRuns    int
+		growthEv   string
+		growthTask int
 		baseline   string
 		rounds     int
 	)
@@ -66,6 +68,13 @@ claim, done, artifact put, task ls, task ls --ready) each timed --cli-runs
 times as a whole wsctl process against a fresh store of the DSN's backend
 holding --cli-tasks tasks (and, with --serve, through a server on each
 listener): P50 is the process's wall time, CPU/OP its own CPU time.
+Also only when named: GROWTH fills a fresh store of the DSN's backend to each of
+--growth-events (holding --growth-tasks tasks at the largest) and at each
+size times, for --duration each, W1, W2, W5, the board's reads of the open
+tasks, a page of 100 events after head-100 and a stream resumed from
+head-1000 (each with its p50 against the smallest size's), then verify,
+backup, export and gc over the whole store (each per million events). A
+json store is measured up to 100,000 events.
 
 The DSN may be a server's (http://, https://, http+unix://): the workloads
 then run through it, without a raw baseline. --serve tcp,unix instead starts
@@ -128,6 +137,13 @@ round.
 			if err != nil {
 				return err
 			}
+			sizes, err := parseGrowthEvents(growthEv)
+			if err != nil {
+				return err
+			}
+			if growthTask < 1 {
+				return usageErrorf("--growth-tasks: %d is not a positive count", growthTask)
+			}
 			res, err := a.resolve()
 			if err != nil {
 				return err
@@ -157,7 +173,7 @@ round.
 				Handles: handles, Shared: shared, Settle: settle, Analyze: analyze, Artifacts: artifacts, Tasks: tasks,
 				Child: a.benchChild(), Progress: a.stderr,
 				Serve: via, Processes: processes, Servers: servers, Workspaces: workspaces, Streams: streams, ChildProfile: cpuProfile,
-				CLITasks: cliTasks, CLIRuns: cliRuns,
+				CLITasks: cliTasks, CLIRuns: cliRuns, GrowthEvents: sizes, GrowthTasks: growthTask,
 			}
 			if exe, err := os.Executable(); err == nil {
 				cfg.Exe = exe
@@ -194,6 +210,8 @@ round.
 	f.IntVar(&streams, "streams", bench.DefaultStreams, "SSE: event streams held open on one server")
 	f.IntVar(&cliTasks, "cli-tasks", 10000, "CLI: tasks in the store the commands run against")
 	f.IntVar(&cliRuns, "cli-runs", bench.DefaultCLIRuns, "CLI: how many times each command runs")
+	f.StringVar(&growthEv, "growth-events", "10000,1000000", "GROWTH: comma-separated store sizes in events to measure at, ascending")
+	f.IntVar(&growthTask, "growth-tasks", bench.DefaultGrowthTasks, "GROWTH: tasks in the store at its largest size")
 	f.BoolVar(&serveChild, "serve-child", false, "internal: be the benchmark's child process (W6 other process, MEM)")
 	f.StringVar(&baseline, "baseline-binary", "", "compare with this other wsctl build: run each workload on both in turn, on fresh stores, and print the new build's speed against it")
 	f.IntVar(&rounds, "rounds", 3, "with --baseline-binary: how many times each workload runs on each binary")
@@ -205,7 +223,7 @@ round.
 // comparedFlags are the bench flags --baseline-binary passes on to both
 // binaries when they are given.
 var comparedFlags = []string{"duration", "concurrency", "artifacts", "tasks", "handles", "shared", "settle", "analyze",
-	"serve", "processes", "servers", "workspaces", "streams", "cli-tasks", "cli-runs"}
+	"serve", "processes", "servers", "workspaces", "streams", "cli-tasks", "cli-runs", "growth-events", "growth-tasks"}
 
 // benchCompare is bench --baseline-binary: the workloads on the old
 // binary and this one in turn (package bench does the work), with the
@@ -262,6 +280,19 @@ func parseLevels(s string) ([]int, error) {
 		n, err := strconv.Atoi(strings.TrimSpace(p))
 		if err != nil || n < 1 || n > 1024 {
 			return nil, usageErrorf("--concurrency: %q is not a count between 1 and 1024", p)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parseGrowthEvents parses --growth-events: sizes in events, ascending.
+func parseGrowthEvents(s string) ([]int64, error) {
+	var out []int64
+	for _, p := range strings.Split(s, ",") {
+		n, err := strconv.ParseInt(strings.ReplaceAll(strings.TrimSpace(p), "_", ""), 10, 64)
+		if err != nil || n < 1 || (len(out) > 0 && n <= out[len(out)-1]) {
+			return nil, usageErrorf("--growth-events: %q is not a count of events above the one before it", p)
 		}
 		out = append(out, n)
 	}

@@ -134,3 +134,37 @@ func TestBenchDocsCLIRendersTheCLIRegionAlone(t *testing.T) {
 		assert.NotContains(t, cells[1:7], "-", "every command was measured each way: %s", line)
 	}
 }
+
+// TestBenchGrowthPrintsEachSize: wsctl bench --workloads GROWTH fills a
+// store of its own to each of --growth-events and prints a row per
+// operation and size, the larger size's with its ratio to the smaller's.
+func TestBenchGrowthPrintsEachSize(t *testing.T) {
+	bin := wsctltest.Binary(t)
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
+	cmd := exec.Command(bin, "--dsn", dsn, "bench", "--workloads", "GROWTH", "--growth-events", "400,1500", "--growth-tasks", "200", "--duration", "20ms")
+	cmd.Env = wsctltest.Env()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, stderr.String())
+	for _, m := range []string{"W1", "W2", "W5", "board", "events after head-100", "resume from head-1000", "verify", "backup", "export", "gc"} {
+		for _, size := range []string{"400", "1.5k"} {
+			assert.Contains(t, string(out), m+" at "+size+" events", "no row for %s at %s", m, size)
+		}
+	}
+	assert.Contains(t, string(out), "x the p50 at 400 events")
+	assert.Contains(t, string(out), "per million events")
+	assert.NoFileExists(t, filepath.Join(filepath.Dir(strings.TrimPrefix(dsn, "sqlite:")), "ws.db"), "the DSN's own store is not touched")
+}
+
+// TestBenchGrowthRefusesBadSizes: --growth-events that are not counts in
+// ascending order are a usage error.
+func TestBenchGrowthRefusesBadSizes(t *testing.T) {
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "ws.db")
+	for _, sizes := range []string{"0", "10000,5000", "ten"} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"--dsn", dsn, "bench", "--workloads", "GROWTH", "--growth-events", sizes}, nil, &stdout, &stderr, func(string) string { return "" })
+		assert.Equal(t, exitUsage, code, "%s: %s", sizes, stderr.String())
+		assert.Contains(t, stderr.String(), "--growth-events", sizes)
+	}
+}
