@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/agentspace/agentspace/internal/dirwatch/dirwatchtest"
 )
 
 // watchedWAL returns a watcher of a temporary directory's ws.db-wal and
@@ -105,20 +107,6 @@ func TestASignalNotTakenHoldsTheNextOnes(t *testing.T) {
 	require.NoError(t, w.Close())
 }
 
-// inotifyFDs counts this process's open inotify descriptors.
-func inotifyFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	n := 0
-	for _, e := range ents {
-		if target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && target == "anon_inode:inotify" {
-			n++
-		}
-	}
-	return n
-}
-
 // TestALaterWatcherWatchesOnlyOnceStarted: NewLater and WatchBellLater
 // hold no inotify descriptor until Start, which signals C at once (what
 // was written before was not heard); writes then wake it as New's do;
@@ -126,13 +114,13 @@ func inotifyFDs(t *testing.T) int {
 // os.ErrClosed.
 func TestALaterWatcherWatchesOnlyOnceStarted(t *testing.T) {
 	dir := t.TempDir()
-	before := inotifyFDs(t)
+	before := dirwatchtest.InotifyFDs(t)
 	w, err := NewLater(dir, time.Second, "ws.db-wal")
 	require.NoError(t, err)
 	bell, err := WatchBellLater(filepath.Join(dir, "ws.db-bell"), time.Second)
 	require.NoError(t, err)
 	assert.FileExists(t, filepath.Join(dir, "ws.db-bell"), "the bell is made at once")
-	assert.Equal(t, before, inotifyFDs(t), "no descriptor before Start")
+	assert.Equal(t, before, dirwatchtest.InotifyFDs(t), "no descriptor before Start")
 
 	f, err := os.OpenFile(filepath.Join(dir, "ws.db-wal"), os.O_CREATE|os.O_WRONLY, 0o600)
 	require.NoError(t, err)
@@ -147,7 +135,7 @@ func TestALaterWatcherWatchesOnlyOnceStarted(t *testing.T) {
 
 	require.NoError(t, w.Start())
 	require.NoError(t, w.Start(), "Start twice")
-	assert.Equal(t, before+1, inotifyFDs(t))
+	assert.Equal(t, before+1, dirwatchtest.InotifyFDs(t))
 	select {
 	case <-w.C:
 	default:
@@ -161,11 +149,11 @@ func TestALaterWatcherWatchesOnlyOnceStarted(t *testing.T) {
 		t.Fatal("a write after Start: no wake-up")
 	}
 	require.NoError(t, w.Close())
-	assert.Equal(t, before, inotifyFDs(t), "Close released the descriptor")
+	assert.Equal(t, before, dirwatchtest.InotifyFDs(t), "Close released the descriptor")
 
 	require.NoError(t, bell.Close())
 	assert.ErrorIs(t, bell.Start(), os.ErrClosed)
-	assert.Equal(t, before, inotifyFDs(t))
+	assert.Equal(t, before, dirwatchtest.InotifyFDs(t))
 }
 
 // TestALaterWatcherThatCannotWatchPolls: where the watch cannot begin,
