@@ -17,7 +17,6 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentspace/agentspace/server/dashboard"
 	"github.com/agentspace/agentspace/wire"
@@ -75,11 +74,6 @@ type Options struct {
 	// Redact, when set, cleans an unexpected error's text before it is
 	// logged (the CLI passes one that hides the DSN's password).
 	Redact func(error) error
-	// Registerer receives the server's Prometheus metrics; nil gives the
-	// server a registry of its own, served at /metrics.
-	Registerer prometheus.Registerer
-	// Gatherer is what /metrics serves (default: the server's own registry).
-	Gatherer prometheus.Gatherer
 	// Version is reported in the OpenAPI document.
 	Version string
 	// MCP, when set, builds the MCP endpoint served at /mcp (wsctl passes
@@ -171,11 +165,7 @@ func New(ws *workspace.Workspace, opts Options) (*Server, error) {
 	if opts.TouchEvery > 0 {
 		s.touch = touch.New(ws, touch.Options{Every: opts.TouchEvery})
 	}
-	m, err := newMetrics(opts.Registerer, opts.Gatherer, ws)
-	if err != nil {
-		return nil, err
-	}
-	s.metrics = m
+	s.metrics = newMetrics(ws)
 
 	cfg := huma.DefaultConfig("agentspace", opts.Version)
 	// The link transformer would add "$schema" to every record: the wire
@@ -210,7 +200,7 @@ func New(ws *workspace.Workspace, opts Options) (*Server, error) {
 	s.routes()
 	s.mountMCP()
 	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.Handle("GET /metrics", m.handler())
+	s.mux.Handle("GET /metrics", s.metrics.handler())
 	s.documentOps()
 	if err := s.mountDashboard(); err != nil {
 		return nil, err
