@@ -44,10 +44,17 @@ var cliTargets = map[string]cliTarget{
 const cliServedExtra = 5000
 
 // coveredBy reports whether rec holds what region name renders: the cli
-// region renders from a CLI record only, every other region from a full
-// docs run only. UpdateRegions leaves a region rec does not cover as it is.
+// region renders from a CLI record only, the growth region from a growth
+// record only, every other region from a full docs run only.
+// UpdateRegions leaves a region rec does not cover as it is.
 func coveredBy(name string, rec *Record) bool {
-	return (name == "cli") == (rec.run(cliRun) != nil)
+	switch {
+	case rec.run(cliRun) != nil:
+		return name == "cli"
+	case len(rec.growthRuns()) > 0:
+		return name == "growth"
+	}
+	return name != "cli" && name != "growth"
 }
 
 // renderCLI is the cli region: each command's p50 wall time and median CPU

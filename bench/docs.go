@@ -57,6 +57,9 @@ type RecordRun struct {
 	Streams   int    `json:"streams,omitempty"`
 	// CLIRuns is how many times the CLI workload ran each command.
 	CLIRuns int `json:"cli_runs,omitempty"`
+	// GrowthEvents are the sizes the GROWTH workload measured at; Tasks
+	// is then the tasks at the largest.
+	GrowthEvents []int64 `json:"growth_events,omitempty"`
 	// Rows are what the run measured, in order.
 	Rows []Row `json:"rows"`
 }
@@ -127,6 +130,13 @@ type DocsConfig struct {
 	// It needs no Postgres.
 	CLI                  bool
 	CLIRuns, CLIBigTasks int
+	// Growth makes the run the growth region's instead (see growthPlan):
+	// the GROWTH workload at GrowthEvents (default DefaultGrowthEvents)
+	// with GrowthTasks tasks at the largest (default DefaultGrowthTasks),
+	// on SQLite and PostgreSQL, and on json up to MaxJSONGrowthEvents.
+	Growth       bool
+	GrowthEvents []int64
+	GrowthTasks  int
 }
 
 func (c DocsConfig) withDefaults() DocsConfig {
@@ -154,6 +164,12 @@ func (c DocsConfig) withDefaults() DocsConfig {
 	if c.CLIBigTasks <= 0 {
 		c.CLIBigTasks = 100000
 	}
+	if len(c.GrowthEvents) == 0 {
+		c.GrowthEvents = DefaultGrowthEvents
+	}
+	if c.GrowthTasks <= 0 {
+		c.GrowthTasks = DefaultGrowthTasks
+	}
 	return c
 }
 
@@ -174,6 +190,9 @@ func DocsPlan(cfg DocsConfig) []RecordRun {
 	cfg = cfg.withDefaults()
 	if cfg.CLI {
 		return cliPlan(cfg)
+	}
+	if cfg.Growth {
+		return growthPlan(cfg)
 	}
 	levels := slices.Clone(DefaultConcurrency)
 	base := func(name, backend string) RecordRun {
@@ -206,6 +225,9 @@ func DocsPlan(cfg DocsConfig) []RecordRun {
 // measured so far with it.
 func RunDocs(ctx context.Context, cfg DocsConfig) (*Record, error) {
 	cfg = cfg.withDefaults()
+	if cfg.CLI && cfg.Growth {
+		return nil, errors.New("bench: a docs run is a CLI run or a growth run, not both")
+	}
 	if cfg.Postgres == "" && !cfg.CLI {
 		return nil, ErrNoPostgres
 	}
@@ -219,6 +241,7 @@ func RunDocs(ctx context.Context, cfg DocsConfig) (*Record, error) {
 	if cfg.CLI {
 		rec.Duration = ""
 	}
+
 	plan := DocsPlan(cfg)
 	for i, run := range plan {
 		if cfg.Progress != nil {
@@ -247,6 +270,7 @@ func runDocsRun(ctx context.Context, cfg DocsConfig, run RecordRun) ([]Row, erro
 		Handles: run.Handles, Shared: run.Shared, Artifacts: run.Artifacts, Tasks: run.Tasks,
 		Processes: run.Processes, Streams: run.Streams, Child: cfg.Child, Exe: cfg.Exe, Progress: cfg.Progress,
 		PollEvery: cfg.PollEvery, CLITasks: run.Tasks, CLIRuns: run.CLIRuns,
+		GrowthEvents: run.GrowthEvents, GrowthTasks: run.Tasks,
 	}
 	if run.Serve != "" {
 		bc.Serve = []string{run.Serve}

@@ -14,6 +14,7 @@ var renderers = map[string]func(b *strings.Builder, rec *Record){
 	"served":        renderServed,
 	"targets":       renderTargets,
 	"cli":           renderCLI,
+	"growth":        renderGrowth,
 	"tables":        func(b *strings.Builder, rec *Record) { renderFull(b, rec, false) },
 	"served-tables": func(b *strings.Builder, rec *Record) { renderFull(b, rec, true) },
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	"github.com/agentspace/agentspace/bench"
 	"github.com/agentspace/agentspace/internal/wsctltest"
 )
@@ -155,6 +156,65 @@ func TestBenchGrowthPrintsEachSize(t *testing.T) {
 	assert.Contains(t, string(out), "x the p50 at 400 events")
 	assert.Contains(t, string(out), "per million events")
 	assert.NoFileExists(t, filepath.Join(filepath.Dir(strings.TrimPrefix(dsn, "sqlite:")), "ws.db"), "the DSN's own store is not touched")
+}
+
+// TestBenchDocsGrowthRendersTheGrowthRegionAlone: `bench docs --growth`
+// runs GROWTH on each backend at the sizes asked for, writes their record,
+// and rewrites a doc's growth region from it, leaving every other region
+// as it was; --cli with --growth, or bad sizes, are refused before
+// anything runs.
+func TestBenchDocsGrowthRendersTheGrowthRegionAlone(t *testing.T) {
+	bin := wsctltest.Binary(t)
+	pg := pgtest.ServerDSN(t)
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "perf.md")
+	require.NoError(t, os.WriteFile(doc, []byte("# P\n\n<!-- bench:begin cli old.json -->\nclis\n<!-- bench:end cli -->\n\n"+
+		"<!-- bench:begin growth old.json -->\n<!-- bench:end growth -->\nAfter.\n"), 0o600))
+	recPath := filepath.Join(dir, "growth.json")
+	cmd := exec.Command(bin, "bench", "docs", "--growth", "--growth-events", "300,900", "--growth-tasks", "100", "--duration", "20ms",
+		"--postgres", pg, "--dir", dir, "--record", recPath, "--update", doc)
+	cmd.Env = wsctltest.Env()
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	f, err := os.Open(recPath) // #nosec G304 -- the test's own file
+	require.NoError(t, err)
+	rec, err := bench.ReadRecord(f)
+	_ = f.Close()
+	require.NoError(t, err)
+	require.Len(t, rec.Runs, 3)
+	for i, be := range []string{"sqlite", "postgres", "json"} {
+		r := rec.Runs[i]
+		assert.Equal(t, "growth "+be, r.Name)
+		assert.Equal(t, []int64{300, 900}, r.GrowthEvents, be)
+		assert.Equal(t, 100, r.Tasks, be)
+		assert.Len(t, r.Rows, 2*10, "%s: six measures and four whole-store operations at each size", be)
+	}
+	assert.Contains(t, rec.Command, "--growth ")
+
+	b, err := os.ReadFile(doc) // #nosec G304 -- the test's own file
+	require.NoError(t, err)
+	regions, err := bench.Regions(string(b))
+	require.NoError(t, err)
+	require.Len(t, regions, 2)
+	assert.Equal(t, "clis\n", regions[0].Body, "a growth record does not cover the cli region")
+	want, err := bench.RenderRegion("growth", rec, "growth.json")
+	require.NoError(t, err)
+	assert.Equal(t, want, regions[1].Body)
+	for _, line := range strings.Split(want, "\n") {
+		if strings.HasPrefix(line, "| SQLite |") || strings.HasPrefix(line, "| PostgreSQL |") || strings.HasPrefix(line, "| JSON |") {
+			assert.NotContains(t, strings.Split(line, " | ")[2:], "-", "every operation was measured at each size: %s", line)
+		}
+	}
+
+	for _, args := range [][]string{
+		{"--growth", "--cli", "--postgres", pg},
+		{"--growth", "--growth-events", "900,300", "--postgres", pg},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"bench", "docs", "--update", "", "--dir", dir}, args...), nil, &stdout, &stderr, func(string) string { return "" })
+		assert.Equal(t, exitUsage, code, "%v: %s", args, stderr.String())
+	}
 }
 
 // TestBenchGrowthRefusesBadSizes: --growth-events that are not counts in

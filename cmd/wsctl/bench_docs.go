@@ -25,8 +25,9 @@ func (a *app) benchDocsCmd() *cobra.Command {
 		duration                            time.Duration
 		processes, streams                  int
 		artifacts, bigArtifacts, tasks      int
-		cli                                 bool
-		cliRuns, cliBigTasks                int
+		cli, growth                         bool
+		cliRuns, cliBigTasks, growthTasks   int
+		growthEvents                        string
 	)
 	c := &cobra.Command{
 		Use:   "docs",
@@ -47,6 +48,11 @@ PostgreSQL: the commands of a shell agent's step as whole wsctl processes
 (--cli-runs times each) on SQLite at --tasks tasks, directly and through a
 server on loopback TCP, and at --cli-big-tasks tasks. Its record
 (docs/bench/DATE-cli.json) renders the cli region alone.
+
+--growth measures only what the growth region shows: the GROWTH workload at
+--growth-events (with --growth-tasks tasks at the largest) on SQLite and
+PostgreSQL, and on json up to 100,000 events, the most it is meant to hold.
+Its record (docs/bench/DATE-growth.json) renders the growth region alone.
 
 SQLite and json stores are made under --dir (its file system is part of the
 record); each PostgreSQL run makes a schema of its own in the --postgres
@@ -95,6 +101,13 @@ plus loading each run's data.`,
 				}
 				record = from
 			} else {
+				if cli && growth {
+					return usageErrorf("--cli and --growth are two runs: make them one at a time")
+				}
+				sizes, err := parseGrowthEvents(growthEvents)
+				if err != nil {
+					return err
+				}
 				if postgres == "" && !cli {
 					return usageErrorf("--postgres: a docs run needs a PostgreSQL database (the tables have a PostgreSQL column)")
 				}
@@ -111,16 +124,19 @@ plus loading each run's data.`,
 					Child: a.benchChild(), Progress: a.stderr,
 					Command: commandLine(cmd), Build: buildStamp(),
 					CLI: cli, CLIRuns: cliRuns, CLIBigTasks: cliBigTasks,
+					Growth: growth, GrowthEvents: sizes, GrowthTasks: growthTasks,
 				}
 				if exe, err := os.Executable(); err == nil {
 					cfg.Exe = exe
 				}
-				var err error
 				rec, err = bench.RunDocs(ctx, cfg)
 				if record == "" && rec != nil {
 					name := rec.Date[:10]
 					if cli {
 						name += "-cli"
+					}
+					if growth {
+						name += "-growth"
 					}
 					record = filepath.Join("docs", "bench", name+".json")
 				}
@@ -173,6 +189,9 @@ plus loading each run's data.`,
 	f.BoolVar(&cli, "cli", false, "measure only the cli region's rows: wsctl commands as whole processes on SQLite")
 	f.IntVar(&cliRuns, "cli-runs", bench.DefaultCLIRuns, "with --cli, how many times each command runs")
 	f.IntVar(&cliBigTasks, "cli-big-tasks", 100000, "with --cli, the tasks of the larger store")
+	f.BoolVar(&growth, "growth", false, "measure only the growth region's rows: the GROWTH workload on each backend")
+	f.StringVar(&growthEvents, "growth-events", "10000,1000000", "with --growth, the store sizes in events, ascending")
+	f.IntVar(&growthTasks, "growth-tasks", bench.DefaultGrowthTasks, "with --growth, the tasks in the store at its largest size")
 	return c
 }
 
@@ -200,7 +219,7 @@ func commandLine(cmd *cobra.Command) string {
 }
 
 // docsFlags are the flags of a docs run, as commandLine repeats them.
-var docsFlags = []string{"postgres", "dir", "record", "update", "duration", "processes", "streams", "artifacts", "big-artifacts", "tasks", "cli", "cli-runs", "cli-big-tasks"}
+var docsFlags = []string{"postgres", "dir", "record", "update", "duration", "processes", "streams", "artifacts", "big-artifacts", "tasks", "cli", "cli-runs", "cli-big-tasks", "growth", "growth-events", "growth-tasks"}
 
 // shellQuote quotes s for a POSIX shell unless it needs no quoting.
 func shellQuote(s string) string {
