@@ -106,6 +106,7 @@ var coreCases = []coreCase{
 	{"InjectionShapedInputIsExactOrInvalid", testInjectionShapedInput}, // injection.go
 	{"BadDSNParamsAreInvalid", testBadDSN},
 	{"MustExistFindsNoWorkspaceAndCreatesNone", testMustExistFindsNoWorkspaceAndCreatesNone}, // mustexist.go
+	{"ProbeAndOpenExistingAgree", testProbeAndOpenExistingAgree},
 	{"ClosedHandleRefusesEveryCall", testClosedHandle},
 	{"StatusReportsTheWorkspace", testStatus},
 	// reopen.go

@@ -58,7 +58,7 @@ var bouncerTransactionCases = []string{
 	"LockStaleFenceRejected", "LockWaitAcquiresAfterExpiry", "LockForceReleaseRevokesTheFence", "StopActorEndsItsLeasesAndClaims",
 	"EventSubscribeIdleHeartbeats", "EventVisibleOnlyAfterCommit", "EventCompactedBelowFloor",
 	"BatchIsAllOrNothing", "IdempotentBatchReplays", "IdempotencyKeysExpire",
-	"MustExistFindsNoWorkspaceAndCreatesNone", "ReopenKeepsEverything", "StatusReportsTheWorkspace",
+	"MustExistFindsNoWorkspaceAndCreatesNone", "ProbeAndOpenExistingAgree", "ReopenKeepsEverything", "StatusReportsTheWorkspace",
 	"PolicyChangeIsSeenByEveryHandle", "PolicyChangeBindsConcurrentWritersWithinTheRecheck", "PolicyBatchWithOneForbiddenOpIsRefusedWhole",
 	"EventChainSurvivesExportAndImport", "GCUnderConcurrentWritersAndSubscribers", "GCKeepsVersionsAnOpPinned",
 }

@@ -266,6 +266,7 @@ func (harness) Inapplicable() map[string]string {
 		"NoteTaskAndLockGetsReadWhatAViewReads":                       store,
 		"IdempotencyKeysExpire":                                       "ws_idempotency_ttl sets how long a store keeps keys; the server's store keeps them for its own TTL, which a client's DSN cannot change",
 		"MustExistFindsNoWorkspaceAndCreatesNone":                     "a server serves a workspace that exists (wsctl serve opens it with MustExist); a client can neither find none nor create one",
+		"ProbeAndOpenExistingAgree":                                   "it calls the store driver's Probe and OpenExisting below the engine; a client's DSN has no store driver, and its server's store exists",
 		"PolicyExportNeedsTheAdminRight":                              archive,
 		"EventChainSurvivesExportAndImport":                           archive,
 		"ExportAfterCompactionKeepsDeletedArtifactsAndReleasedLeases": archive,

@@ -28,17 +28,24 @@ func Backend(d driver.Driver) driver.Backend {
 // wraps, without the engine: for a program that wraps the store (a test's
 // fault injector, a benchmark's counter) before it calls New.
 func OpenStore(ctx context.Context, p driver.ParsedDSN) (driver.Store, error) {
-	var d driver.Driver
-	switch b := p.Backend.(type) {
-	case backend:
-		d = b.d
-	case migratingBackend:
-		d = b.d
-	}
-	if d == nil {
-		return nil, fmt.Errorf("scheme %q has no store driver registered (driver.Register with engine.Backend)", p.Config.Scheme)
+	d, err := DriverOf(p)
+	if err != nil {
+		return nil, err
 	}
 	return d.Open(ctx, p.Config)
+}
+
+// DriverOf returns the Driver p's scheme's backend wraps: for a test of
+// the driver contract itself (Probe, driver.ExistingOpener), or an error
+// when the scheme's backend is not one of Backend's.
+func DriverOf(p driver.ParsedDSN) (driver.Driver, error) {
+	switch b := p.Backend.(type) {
+	case backend:
+		return b.d, nil
+	case migratingBackend:
+		return b.d, nil
+	}
+	return nil, fmt.Errorf("scheme %q has no store driver registered (driver.Register with engine.Backend)", p.Config.Scheme)
 }
 
 // backend is a Driver as a Backend.
