@@ -37,6 +37,9 @@ func checkGrowthRows(t *testing.T, rows []bench.Row, backend string) {
 			if assert.True(t, ok, "no row for %s at %s", m, size) && size == "3k" {
 				assert.Contains(t, r.Note, "x the p50 at 500 events", m)
 			}
+			if ok && backend == "postgres" {
+				assert.Contains(t, r.Note, "ANALYZE after the fill", "%s at %s: statistics as autovacuum keeps them", m, size)
+			}
 		}
 		for _, m := range admin {
 			r, ok := seen[m+" at "+size+" events"]
