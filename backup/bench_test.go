@@ -20,7 +20,7 @@ import (
 // AGENTSPACE_BENCH_BACKUP_EVENTS events (default 100,000) and 10,000
 // artifact versions, interleaved in each iteration: the copy of the file
 // (VACUUM INTO, integrity check and verify of the copy) and the archive
-// (export, import into a scratch json store, verify, export again and
+// (export, import into a scratch SQLite store, verify, export again and
 // compare). It reports each one's milliseconds and size, and their ratio.
 func BenchmarkBackup(b *testing.B) {
 	n := 100000

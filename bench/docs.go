@@ -131,7 +131,7 @@ type DocsConfig struct {
 	CLI                  bool
 	CLIRuns, CLIBigTasks int
 	// Growth makes the run the growth region's instead (see growthPlan):
-	// the GROWTH workload at GrowthEvents (default DefaultGrowthEvents)
+	// the GROWTH workload at GrowthEvents (default DocsGrowthEvents)
 	// with GrowthTasks tasks at the largest (default DefaultGrowthTasks),
 	// on SQLite and PostgreSQL, and on json up to MaxJSONGrowthEvents.
 	Growth       bool
@@ -165,7 +165,7 @@ func (c DocsConfig) withDefaults() DocsConfig {
 		c.CLIBigTasks = 100000
 	}
 	if len(c.GrowthEvents) == 0 {
-		c.GrowthEvents = DefaultGrowthEvents
+		c.GrowthEvents = DocsGrowthEvents
 	}
 	if c.GrowthTasks <= 0 {
 		c.GrowthTasks = DefaultGrowthTasks

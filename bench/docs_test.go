@@ -308,8 +308,8 @@ func TestGrowthRegion(t *testing.T) {
 		Date: "2026-12-03 10:00", Command: "wsctl bench docs --growth", Duration: "2s",
 		Machine: bench.Machine{CPU: "a CPU", Cores: 2, OS: "linux/amd64", Go: "go1.26.8"},
 		Runs: []bench.RecordRun{
-			{Name: "growth sqlite", Backend: "sqlite", Workloads: []string{"GROWTH"}, Tasks: 100000, GrowthEvents: []int64{10000, 1000000}, Rows: []bench.Row{
-				op("W1", "10k", 1000), op("W1", "1M", 1300), op("board", "10k", 2000), op("board", "1M", 2700),
+			{Name: "growth sqlite", Backend: "sqlite", Workloads: []string{"GROWTH"}, Tasks: 100000, GrowthEvents: []int64{10000, 100000, 1000000}, Rows: []bench.Row{
+				op("W1", "10k", 1000), op("W1", "100k", 1150), op("W1", "1M", 1300), op("board", "10k", 2000), op("board", "1M", 2700),
 				admin("verify", "10k", 200000), admin("verify", "1M", 125000),
 			}},
 			{Name: "growth json", Backend: "json", Workloads: []string{"GROWTH"}, Tasks: 100000, GrowthEvents: []int64{10000, 100000}, Rows: []bench.Row{
@@ -320,12 +320,12 @@ func TestGrowthRegion(t *testing.T) {
 	out, err := bench.RenderRegion("growth", rec, "g.json")
 	require.NoError(t, err)
 	assert.Contains(t, strings.Join(strings.Fields(out), " "), "each operation timed for 2s at each size")
-	assert.Contains(t, out, "| SQLite | W1 | 1.00ms (10k events) | 1.30ms (1M events) | 1.30x | yes |", "1.3x is flat")
-	assert.Contains(t, out, "| SQLite | board | 2.00ms (10k events) | 2.70ms (1M events) | 1.35x | no |")
-	assert.Contains(t, out, "| SQLite | W5 | - (10k events) | - (1M events) | - | - |", "a row not measured has no verdict")
-	assert.Contains(t, out, "| JSON | W1 | 500µs (10k events) | 400µs (100k events) | 0.80x | yes |", "json's own largest size")
-	assert.Contains(t, out, "| SQLite | verify | 5.0 s (10k events) | 8.0 s (1M events) |")
-	assert.Contains(t, out, "| JSON | gc | - (10k events) | - (100k events) |")
+	assert.Contains(t, out, "| SQLite | W1 | 1.00ms (10k), 1.15ms (100k), 1.30ms (1M) | 1.30x | yes |", "1.3x is flat")
+	assert.Contains(t, out, "| SQLite | board | 2.00ms (10k), - (100k), 2.70ms (1M) | 1.35x | no |")
+	assert.Contains(t, out, "| SQLite | W5 | - (10k), - (100k), - (1M) | - | - |", "a row not measured has no verdict")
+	assert.Contains(t, out, "| JSON | W1 | 500µs (10k), 400µs (100k) | 0.80x | yes |", "json's own largest size")
+	assert.Contains(t, out, "| SQLite | verify | 5.0 s (10k), - (100k), 8.0 s (1M) |")
+	assert.Contains(t, out, "| JSON | gc | - (10k), - (100k) |")
 
 	doc := "<!-- bench:begin figures old.json -->\nby hand\n<!-- bench:end figures -->\n<!-- bench:begin growth old.json -->\n<!-- bench:end growth -->\n" +
 		"<!-- bench:begin cli old.json -->\nclis\n<!-- bench:end cli -->\n"
@@ -349,8 +349,8 @@ func TestGrowthPlan(t *testing.T) {
 		assert.Equal(t, bench.DefaultGrowthTasks, r.Tasks)
 	}
 	assert.Equal(t, "growth sqlite", plan[0].Name)
-	assert.Equal(t, bench.DefaultGrowthEvents, plan[0].GrowthEvents)
-	assert.Equal(t, bench.DefaultGrowthEvents, plan[1].GrowthEvents)
+	assert.Equal(t, bench.DocsGrowthEvents, plan[0].GrowthEvents)
+	assert.Equal(t, bench.DocsGrowthEvents, plan[1].GrowthEvents)
 	assert.Equal(t, []int64{10000, bench.MaxJSONGrowthEvents}, plan[2].GrowthEvents)
 
 	plan = bench.DocsPlan(bench.DocsConfig{Growth: true, GrowthEvents: []int64{200, 600}, GrowthTasks: 50})

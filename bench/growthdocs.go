@@ -14,6 +14,10 @@ import (
 // each backend, where the CLI region's run takes seconds and a full docs
 // run most of an hour, so each has its record.
 
+// DocsGrowthEvents are the sizes a growth docs run measures at by
+// default: the curve's three points.
+var DocsGrowthEvents = []int64{10_000, 100_000, 1_000_000}
+
 // growthRunPrefix begins the name of every run of a growth record.
 const growthRunPrefix = "growth "
 
@@ -55,17 +59,21 @@ func (rec *Record) growthRuns() []*RecordRun {
 }
 
 // renderGrowth is the growth region: for each backend, each operation's
-// p50 at the smallest and the largest size, their ratio against
-// GrowthFlat; then the whole-store operations, each in seconds per
-// million events at each size.
+// p50 at every size (the curve), the largest size's against the
+// smallest's and that ratio against GrowthFlat; then the whole-store
+// operations, each in seconds per million events at every size.
 func renderGrowth(b *strings.Builder, rec *Record) {
 	runs := rec.growthRuns()
-	b.WriteString("| backend | operation | p50 at the smallest size | p50 at the largest | ratio | flat (at most " +
+	b.WriteString("| backend | operation | p50 at each size (events) | largest / smallest | flat (at most " +
 		strconv.FormatFloat(GrowthFlat, 'f', -1, 64) + "x) |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| --- | --- | --- | --- | --- |\n")
 	for _, r := range runs {
 		small, large := growthSizes(r)
 		for _, name := range growthMeasures {
+			cells := make([]string, len(r.GrowthEvents))
+			for i, size := range r.GrowthEvents {
+				cells[i] = fmt.Sprintf("%s (%s)", fmtP50(growthRow(r, name, size)), countLabel(size))
+			}
 			s, l := growthRow(r, name, small), growthRow(r, name, large)
 			ratio, flat := "-", "-"
 			if s != nil && l != nil && s.P50us > 0 {
@@ -73,18 +81,19 @@ func renderGrowth(b *strings.Builder, rec *Record) {
 				ratio = fmt.Sprintf("%.2fx", x)
 				flat = yesNo(x <= GrowthFlat)
 			}
-			fmt.Fprintf(b, "| %s | %s | %s (%s events) | %s (%s events) | %s | %s |\n",
-				backendTitle(r.Backend), name, fmtP50(s), countLabel(small), fmtP50(l), countLabel(large), ratio, flat)
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", backendTitle(r.Backend), name, strings.Join(cells, ", "), ratio, flat)
 		}
 	}
 	b.WriteString("\nThe whole-store operations, once each over the store as it then is, in\nseconds per million events of its log:\n\n")
-	b.WriteString("| backend | operation | at the smallest size | at the largest |\n")
-	b.WriteString("| --- | --- | --- | --- |\n")
+	b.WriteString("| backend | operation | at each size (events) |\n")
+	b.WriteString("| --- | --- | --- |\n")
 	for _, r := range runs {
-		small, large := growthSizes(r)
 		for _, name := range growthAdmin {
-			fmt.Fprintf(b, "| %s | %s | %s (%s events) | %s (%s events) |\n", backendTitle(r.Backend), name,
-				perMillion(growthRow(r, name, small)), countLabel(small), perMillion(growthRow(r, name, large)), countLabel(large))
+			cells := make([]string, len(r.GrowthEvents))
+			for i, size := range r.GrowthEvents {
+				cells[i] = fmt.Sprintf("%s (%s)", perMillion(growthRow(r, name, size)), countLabel(size))
+			}
+			fmt.Fprintf(b, "| %s | %s | %s |\n", backendTitle(r.Backend), name, strings.Join(cells, ", "))
 		}
 	}
 }

@@ -190,7 +190,7 @@ plus loading each run's data.`,
 	f.IntVar(&cliRuns, "cli-runs", bench.DefaultCLIRuns, "with --cli, how many times each command runs")
 	f.IntVar(&cliBigTasks, "cli-big-tasks", 100000, "with --cli, the tasks of the larger store")
 	f.BoolVar(&growth, "growth", false, "measure only the growth region's rows: the GROWTH workload on each backend")
-	f.StringVar(&growthEvents, "growth-events", "10000,1000000", "with --growth, the store sizes in events, ascending")
+	f.StringVar(&growthEvents, "growth-events", "10000,100000,1000000", "with --growth, the store sizes in events, ascending")
 	f.IntVar(&growthTasks, "growth-tasks", bench.DefaultGrowthTasks, "with --growth, the tasks in the store at its largest size")
 	return c
 }
