@@ -36,10 +36,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// testChild re-executes this test binary as the suite's child.
+// testChild re-executes this test binary as the suite's child. A
+// race-enabled binary sleeps a second at exit by default (GORACE's
+// atexit_sleep_ms), and the suite stops its children one after another:
+// the docs run alone stopped some twenty, a second each.
 func testChild(ctx context.Context) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$") // #nosec G204 -- this very test binary
-	cmd.Env = append(os.Environ(), childEnv+"=1")
+	cmd.Env = append(os.Environ(), childEnv+"=1", "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	cmd.Stderr = os.Stderr
 	return cmd
 }

@@ -31,10 +31,10 @@ func checkGrowthRows(t *testing.T, rows []bench.Row, backend string) {
 	}
 	measures := []string{"W1", "W2", "W5", "board", "events after head-100", "resume from head-1000"}
 	admin := []string{"verify", "backup", "export", "gc"}
-	for _, size := range []string{"500", "3k"} {
+	for _, size := range []string{"500", "1.5k"} {
 		for _, m := range measures {
 			r, ok := seen[m+" at "+size+" events"]
-			if assert.True(t, ok, "no row for %s at %s", m, size) && size == "3k" {
+			if assert.True(t, ok, "no row for %s at %s", m, size) && size == "1.5k" {
 				assert.Contains(t, r.Note, "x the p50 at 500 events", m)
 			}
 			if ok && backend == "postgres" {
@@ -52,11 +52,11 @@ func checkGrowthRows(t *testing.T, rows []bench.Row, backend string) {
 }
 
 // TestGrowthSQLite: RunGrowth fills a SQLite store of its own to 500 and
-// 3,000 events (300 tasks) and measures every operation at each.
+// 1,500 events (300 tasks) and measures every operation at each.
 func TestGrowthSQLite(t *testing.T) {
 	dir := t.TempDir()
 	rows, err := bench.RunGrowth(context.Background(), bench.GrowthConfig{
-		DSN: "sqlite:" + filepath.Join(dir, "unused.db"), Sizes: []int64{500, 3000}, Tasks: 300, Duration: 20 * time.Millisecond, Dir: dir,
+		DSN: "sqlite:" + filepath.Join(dir, "unused.db"), Sizes: []int64{500, 1500}, Tasks: 300, Duration: 20 * time.Millisecond, Dir: dir,
 	})
 	require.NoError(t, err)
 	checkGrowthRows(t, rows, "sqlite")
@@ -66,7 +66,7 @@ func TestGrowthSQLite(t *testing.T) {
 func TestGrowthPostgres(t *testing.T) {
 	dsn := pgtest.ServerDSN(t)
 	rows, err := bench.RunGrowth(context.Background(), bench.GrowthConfig{
-		DSN: dsn, Sizes: []int64{500, 3000}, Tasks: 300, Duration: 20 * time.Millisecond, Dir: t.TempDir(),
+		DSN: dsn, Sizes: []int64{500, 1500}, Tasks: 300, Duration: 20 * time.Millisecond, Dir: t.TempDir(),
 	})
 	require.NoError(t, err)
 	checkGrowthRows(t, rows, "postgres")
@@ -92,7 +92,7 @@ func TestGrowthRefusesJSONAboveItsBound(t *testing.T) {
 func TestGrowthJSONAtSmallSizes(t *testing.T) {
 	dir := t.TempDir()
 	rows, err := bench.RunGrowth(context.Background(), bench.GrowthConfig{
-		DSN: "json:" + filepath.Join(dir, "ws"), Sizes: []int64{500, 3000}, Tasks: 300, Duration: 20 * time.Millisecond, Dir: dir,
+		DSN: "json:" + filepath.Join(dir, "ws"), Sizes: []int64{500, 1500}, Tasks: 300, Duration: 20 * time.Millisecond, Dir: dir,
 	})
 	require.NoError(t, err)
 	checkGrowthRows(t, rows, "json")

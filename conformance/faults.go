@@ -94,7 +94,7 @@ func startRelChild(t testing.TB, ctx context.Context, pattern, role, name, dsn, 
 	// #nosec G204 -- re-executes this test binary with a pattern of our own
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run="+pattern, "-test.count=1",
 		"-test.timeout="+timeout.Round(time.Second).String())
-	cmd.Env = append(os.Environ(), relChildEnv+"="+role, relChildDSNEnv+"="+dsn, relChildArgEnv+"="+arg)
+	cmd.Env = childEnviron(relChildEnv+"="+role, relChildDSNEnv+"="+dsn, relChildArgEnv+"="+arg)
 	cmd.WaitDelay = 5 * time.Second
 	k := &relKid{name: name, cmd: cmd, lines: make(chan string, 1<<16), done: make(chan struct{})}
 	var err error

@@ -173,13 +173,23 @@ type child struct {
 	err    error         // from Wait, after done
 }
 
+// childEnviron is a child test binary's environment: this process's with
+// extra added, and the race runtime's sleep at exit (GORACE's
+// atexit_sleep_ms, a second by default) off: the cases wait for their
+// children to end, one after another, some twenty per run of the suite. A
+// race in a child is still reported, and still fails its exit status.
+func childEnviron(extra ...string) []string {
+	env := append(os.Environ(), extra...)
+	return append(env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+}
+
 // startChild starts the test binary as a child playing role.
 func startChild(t *testing.T, ctx context.Context, dsn, role, actor string, count int, deadline time.Time) *child {
 	t.Helper()
 	root, _, _ := strings.Cut(t.Name(), "/")
 	cmd := exec.CommandContext(ctx, os.Args[0], // #nosec G204 -- re-runs this test binary itself as a child
 		"-test.run=^"+regexp.QuoteMeta(root)+"$", "-test.count=1", "-test.timeout="+time.Until(deadline).Round(time.Second).String())
-	cmd.Env = append(os.Environ(),
+	cmd.Env = childEnviron(
 		childEnv+"="+role,
 		childDSNEnv+"="+dsn,
 		childActorEnv+"="+actor,

@@ -70,9 +70,12 @@ func serveChild() {
 	os.Exit(0)
 }
 
+// child re-executes this test binary with env added, without the race
+// runtime's second of sleep at exit (GORACE's atexit_sleep_ms), which a
+// run's servers and agents would each pay as they end.
 func child(ctx context.Context, env ...string) *exec.Cmd {
 	c := exec.CommandContext(ctx, os.Args[0], "-test.run=^$") // #nosec G204 -- this very test binary
-	c.Env = append(os.Environ(), env...)
+	c.Env = append(append(os.Environ(), env...), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	c.Stderr = os.Stderr
 	return c
 }
