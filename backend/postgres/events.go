@@ -208,11 +208,16 @@ func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (i
 		return events[0].Seq, nil
 	}
 	first := t.seq + 1
-	// Planned once: see genericOn.
-	t.pl.queue(genericOn)
+	// Planned once: see genericOn (already on in a predicted group).
+	generic := t.pl.generic
+	if !generic {
+		t.pl.queue(genericOn)
+	}
 	_, _ = t.pl.Exec(ctx, appendEvents, int64(n), times, actors, types, kinds, ids, names, versions, messages, t.channel, first,
 		t.payload(first, events), t.notify, bodies)
-	t.pl.queue(genericBack)
+	if !generic {
+		t.pl.queue(genericBack)
+	}
 	t.seq += int64(n)
 	return first, nil
 }

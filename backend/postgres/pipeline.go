@@ -37,6 +37,12 @@ type pipeline struct {
 	// the wire, roughly (see reserve).
 	frontend *pgproto3.Frontend
 	size     int
+	// generic is set while the transaction plans with genericOn's
+	// setting, not yet restored: a predicted group's, from its guard on
+	// (see lockWriteGeneric). Writes of one row by its key keep it (their
+	// generic plan is their only plan); any other statement restores the
+	// setting first (Exec).
+	generic bool
 	// ahead is a lease row read in the same round trip as the record it
 	// guards (see leaseAhead); any queued statement drops it.
 	ahead *leaseAhead
@@ -98,9 +104,21 @@ func newPipeline(ctx context.Context, conn interface {
 
 // Exec queues a statement.
 func (p *pipeline) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if p.generic && !keyedWrites[sql] {
+		p.queue(genericBack)
+		p.generic = false
+	}
 	p.queue(sql, args...)
 	p.ahead = nil
 	return pgconn.CommandTag{}, nil
+}
+
+// keyedWrites are the statements that write rows named by their keys, and
+// append events: planned alike whatever their arguments, they may run
+// with generic plans forced (see pipeline.generic).
+var keyedWrites = map[string]bool{
+	putArtifact: true, deleteArtifact: true, putNote: true, deleteNote: true, putTask: true,
+	putLease: true, putIdempotent: true, appendEvent: true, appendEvents: true,
 }
 
 // dropEarly drops the early reads a write makes stale: those of artifact
