@@ -379,6 +379,48 @@ func (r *batchRows) Err() error {
 	return r.err
 }
 
+// textArray is ss as a text[] literal, every element quoted (so that no
+// element reads as NULL and spaces are kept) with its quotes and
+// backslashes escaped. pgx sends a string argument in text format, as
+// is, and the server parses it for the placeholder's text[] type: one
+// value, where a []string is encoded element by element, each boxed.
+func textArray(ss []string) string {
+	return textArrayOfN(len(ss), func(i int) string { return ss[i] })
+}
+
+// textArrayOf is textArray of field of each event.
+func textArrayOf(events []workspace.Event, field func(e *workspace.Event) string) string {
+	return textArrayOfN(len(events), func(i int) string { return field(&events[i]) })
+}
+
+func textArrayOfN(n int, at func(i int) string) string {
+	size := 2
+	for i := range n {
+		size += len(at(i)) + 3
+	}
+	var b strings.Builder
+	b.Grow(size)
+	b.WriteByte('{')
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		s := at(i)
+		// A quote or backslash is never part of a multibyte UTF-8
+		// sequence: escaping byte by byte is escaping by character.
+		for j := 0; j < len(s); j++ {
+			if c := s[j]; c == '"' || c == '\\' {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(s[j])
+		}
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
 // summary names a statement for an error: its first words, up to the table.
 func summary(sql string) string {
 	f := strings.Fields(sql)
