@@ -182,19 +182,19 @@ func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (i
 	var (
 		seqs     = make([]int64, n)
 		times    = make([]time.Time, n)
-		actors   = make([]string, n)
-		types    = make([]string, n)
-		kinds    = make([]string, n)
-		ids      = make([]string, n)
-		names    = make([]string, n)
 		versions = make([]int64, n)
-		messages = make([]string, n)
 		bodies   = make([][]byte, n)
+		// The text columns go as text[] literals: pgx sends a []string
+		// element by element, each boxed in an interface.
+		actors   = textArrayOf(events, func(e *workspace.Event) string { return e.Actor })
+		types    = textArrayOf(events, func(e *workspace.Event) string { return e.Type })
+		kinds    = textArrayOf(events, func(e *workspace.Event) string { return e.Subject.Kind })
+		ids      = textArrayOf(events, func(e *workspace.Event) string { return e.Subject.ID })
+		names    = textArrayOf(events, func(e *workspace.Event) string { return e.Subject.Name })
+		messages = textArrayOf(events, func(e *workspace.Event) string { return e.Message })
 	)
 	for i, e := range events {
-		seqs[i], times[i], actors[i], types[i] = e.Seq, e.Time, e.Actor, e.Type
-		kinds[i], ids[i], names[i] = e.Subject.Kind, e.Subject.ID, e.Subject.Name
-		versions[i], messages[i] = e.Version, e.Message
+		seqs[i], times[i], versions[i] = e.Seq, e.Time, e.Version
 		bodies[i] = driver.ChainBody(e)
 	}
 	if events[0].Seq != 0 {
@@ -208,11 +208,16 @@ func (t *writeTx) AppendEvents(ctx context.Context, events []workspace.Event) (i
 		return events[0].Seq, nil
 	}
 	first := t.seq + 1
-	// Planned once: see genericOn.
-	t.pl.queue(genericOn)
+	// Planned once: see genericOn (already on in a predicted group).
+	generic := t.pl.generic
+	if !generic {
+		t.pl.queue(genericOn)
+	}
 	_, _ = t.pl.Exec(ctx, appendEvents, int64(n), times, actors, types, kinds, ids, names, versions, messages, t.channel, first,
 		t.payload(first, events), t.notify, bodies)
-	t.pl.queue(genericBack)
+	if !generic {
+		t.pl.queue(genericBack)
+	}
 	t.seq += int64(n)
 	return first, nil
 }

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/agentspace/agentspace/workspace"
 	"github.com/agentspace/agentspace/workspace/driver"
@@ -30,6 +32,17 @@ type pipeline struct {
 	ctx   context.Context
 	batch *pgx.Batch
 	sqls  []string
+	// frontend is the connection's message writer, when the sender has
+	// one, and size what the queued statements' messages will take on
+	// the wire, roughly (see reserve).
+	frontend *pgproto3.Frontend
+	size     int
+	// generic is set while the transaction plans with genericOn's
+	// setting, not yet restored: a predicted group's, from its guard on
+	// (see lockWriteGeneric). Writes of one row by its key keep it (their
+	// generic plan is their only plan); any other statement restores the
+	// setting first (Exec).
+	generic bool
 	// ahead is a lease row read in the same round trip as the record it
 	// guards (see leaseAhead); any queued statement drops it.
 	ahead *leaseAhead
@@ -82,14 +95,30 @@ type leaseAhead struct {
 func newPipeline(ctx context.Context, conn interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }) *pipeline {
-	return &pipeline{ctx: ctx, sender: conn, batch: &pgx.Batch{}}
+	p := &pipeline{ctx: ctx, sender: conn, batch: &pgx.Batch{}}
+	if c, ok := conn.(interface{ Conn() *pgx.Conn }); ok {
+		p.frontend = c.Conn().PgConn().Frontend()
+	}
+	return p
 }
 
 // Exec queues a statement.
 func (p *pipeline) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if p.generic && !keyedWrites[sql] {
+		p.queue(genericBack)
+		p.generic = false
+	}
 	p.queue(sql, args...)
 	p.ahead = nil
 	return pgconn.CommandTag{}, nil
+}
+
+// keyedWrites are the statements that write rows named by their keys, and
+// append events: planned alike whatever their arguments, they may run
+// with generic plans forced (see pipeline.generic).
+var keyedWrites = map[string]bool{
+	putArtifact: true, deleteArtifact: true, putNote: true, deleteNote: true, putTask: true,
+	putLease: true, putIdempotent: true, appendEvent: true, appendEvents: true,
 }
 
 // dropEarly drops the early reads a write makes stale: those of artifact
@@ -118,6 +147,79 @@ func (p *pipeline) dropEarlyHint(h driver.ReadHint) {
 func (p *pipeline) queue(sql string, args ...any) {
 	p.batch.Queue(sql, args...)
 	p.sqls = append(p.sqls, sql)
+	p.size += wireSize(args)
+}
+
+// sendBatch sends b, reserving first the room its messages take in the
+// connection's send buffer.
+func (p *pipeline) sendBatch(b *pgx.Batch, reads []rowQuery) pgx.BatchResults {
+	size := p.size
+	p.size = 0
+	for _, r := range reads {
+		size += wireSize(r.args)
+	}
+	reserve(p.frontend, size)
+	return p.sender.SendBatch(p.ctx, b)
+}
+
+// reserve grows f's send buffer, in one allocation, to hold n bytes more.
+// pgproto3's Frontend drops a buffer longer than 1 KiB once it has sent
+// it, so a batch of a group's writes (a few KiB of content and arguments)
+// would otherwise regrow it, message by message, in a dozen allocations
+// of ever larger copies on every send: a quarter of the bytes a served
+// write allocated. It sends nothing: the message it queues encodes to no
+// bytes.
+func reserve(f *pgproto3.Frontend, n int) {
+	if f != nil && n > minReserve {
+		f.Send(room(n))
+	}
+}
+
+// minReserve is the size below which reserve leaves the buffer as it is:
+// it keeps 1 KiB.
+const minReserve = 1024
+
+// room is a frontend message that encodes to no bytes but grows the
+// buffer it is appended to by its value.
+type room int
+
+func (room) Frontend()           {}
+func (room) Decode([]byte) error { return nil }
+func (n room) Encode(dst []byte) ([]byte, error) {
+	return slices.Grow(dst, int(n)), nil
+}
+
+// wireSize is about what a statement with args takes on the wire: its
+// Bind, Describe and Execute messages, which name the prepared statement,
+// and each argument's value with its length and format.
+func wireSize(args []any) int {
+	n := 96
+	for _, a := range args {
+		n += 8
+		switch v := a.(type) {
+		case string:
+			n += len(v)
+		case []byte:
+			n += len(v)
+		case []string:
+			n += 24
+			for _, s := range v {
+				n += 4 + len(s)
+			}
+		case [][]byte:
+			n += 24
+			for _, b := range v {
+				n += 4 + len(b)
+			}
+		case []time.Time:
+			n += 24 + 12*len(v)
+		case []int64:
+			n += 24 + 12*len(v)
+		default:
+			n += 8
+		}
+	}
+	return n
 }
 
 // send sends the queued statements followed by reads, in one round trip,
@@ -136,7 +238,7 @@ func (p *pipeline) send(_ context.Context, reads ...rowQuery) (pgx.BatchResults,
 	for _, r := range reads {
 		b.Queue(r.sql, r.args...)
 	}
-	br := p.sender.SendBatch(p.ctx, b)
+	br := p.sendBatch(b, reads)
 	for i, s := range sqls {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
@@ -213,7 +315,7 @@ func (p *pipeline) commit() (pgconn.CommandTag, error) {
 	p.sqls = append(p.sqls, commitStmt)
 	b, sqls := p.batch, p.sqls
 	p.batch, p.sqls = &pgx.Batch{}, nil
-	br := p.sender.SendBatch(p.ctx, b)
+	br := p.sendBatch(b, nil)
 	for i, s := range sqls {
 		ct, err := br.Exec()
 		if err != nil {
@@ -275,6 +377,48 @@ func (r *batchRows) Err() error {
 		return err
 	}
 	return r.err
+}
+
+// textArray is ss as a text[] literal, every element quoted (so that no
+// element reads as NULL and spaces are kept) with its quotes and
+// backslashes escaped. pgx sends a string argument in text format, as
+// is, and the server parses it for the placeholder's text[] type: one
+// value, where a []string is encoded element by element, each boxed.
+func textArray(ss []string) string {
+	return textArrayOfN(len(ss), func(i int) string { return ss[i] })
+}
+
+// textArrayOf is textArray of field of each event.
+func textArrayOf(events []workspace.Event, field func(e *workspace.Event) string) string {
+	return textArrayOfN(len(events), func(i int) string { return field(&events[i]) })
+}
+
+func textArrayOfN(n int, at func(i int) string) string {
+	size := 2
+	for i := range n {
+		size += len(at(i)) + 3
+	}
+	var b strings.Builder
+	b.Grow(size)
+	b.WriteByte('{')
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		s := at(i)
+		// A quote or backslash is never part of a multibyte UTF-8
+		// sequence: escaping byte by byte is escaping by character.
+		for j := 0; j < len(s); j++ {
+			if c := s[j]; c == '"' || c == '\\' {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(s[j])
+		}
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 // summary names a statement for an error: its first words, up to the table.

@@ -425,12 +425,13 @@ func newGuardParams(p prediction, id string) guardParams {
 	return g
 }
 
-// args are g's fields in placeholder order, $1 first.
+// args are g's fields in placeholder order, $1 first; the text arrays go
+// as text[] literals (textArray).
 func (g guardParams) args() []any {
 	return []any{g.head, g.now, g.store, g.notify,
-		g.artifactIDs, g.artifactNames, g.artifactVersions,
-		g.leaseResources, g.leaseOwners, g.leaseTokens, g.leaseAcquired, g.leaseExpires,
-		g.absent}
+		textArray(g.artifactIDs), textArray(g.artifactNames), g.artifactVersions,
+		textArray(g.leaseResources), textArray(g.leaseOwners), g.leaseTokens, g.leaseAcquired, g.leaseExpires,
+		textArray(g.absent)}
 }
 
 // guardOneParams are guardOneSQL's placeholders, one field each. Without

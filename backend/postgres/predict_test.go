@@ -411,7 +411,7 @@ func TestGuardParamsFillTheirStatementsPlaceholdersInOrder(t *testing.T) {
 			lease:    leaseAhead{resource: "artifact:one", lease: workspace.Lease{Resource: "artifact:one", Owner: "ann", Token: 2, AcquiredAt: at, ExpiresAt: at}}},
 	}}
 	casts := map[string]reflect.Type{
-		"text[]":        reflect.TypeFor[[]string](),
+		"text[]":        reflect.TypeFor[string](), // a text[] literal (textArray)
 		"bigint[]":      reflect.TypeFor[[]int64](),
 		"timestamptz[]": reflect.TypeFor[[]time.Time](),
 		"timestamptz":   reflect.TypeFor[time.Time](),

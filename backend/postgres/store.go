@@ -254,7 +254,12 @@ const (
 	// next statement, after the lock is held, so Now never goes back from
 	// one writer to the next and the head stays what it was read as until
 	// the commit: only writers holding the lock move it.
-	lockWrite  = `SELECT set_config('search_path', $1, true), pg_advisory_xact_lock($2)`
+	lockWrite = `SELECT set_config('search_path', $1, true), pg_advisory_xact_lock($2)`
+	// lockWriteGeneric is lockWrite and genericOn in one statement, for a
+	// predicted group (see updatePredicted).
+	lockWriteGeneric = `SELECT set_config('search_path', $1, true), pg_advisory_xact_lock($2),
+		set_config('plan_cache_mode', 'force_generic_plan', true)
+		FROM (SELECT set_config('agentspace.plan_cache_mode', current_setting('plan_cache_mode'), true) OFFSET 0) saved`
 	beginRead  = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
 	commitStmt = `COMMIT`
 )
@@ -350,13 +355,16 @@ func (s *store) updatePredicted(ctx context.Context, conn *pgxpool.Conn, p predi
 	pl := newPipeline(ctx, conn)
 	pl.predicted = true
 	pl.queue(beginWrite)
-	pl.queue(lockWrite, s.path, s.key)
 	if p.one() && !s.guardArrays {
+		pl.queue(lockWrite, s.path, s.key)
 		pl.queue(s.guardOne, newGuardOneParams(p, s.id).args()...)
 	} else {
-		pl.queue(genericOn)
+		// The guard of arrays wants generic plans, as does a group's
+		// append of its events; the group's writes between are planned
+		// alike either way (pipeline.generic).
+		pl.queue(lockWriteGeneric, s.path, s.key)
 		pl.queue(s.guard, newGuardParams(p, s.id).args()...)
-		pl.queue(genericBack)
+		pl.generic = true
 	}
 	pl.early = p.early
 	reads := slices.Clone(p.early)

@@ -61,6 +61,13 @@ func PolicyReads(w *workspace.Workspace) int64 { return wsconn.Of(w).(*handle).p
 // read of the policy's head.
 func PolicyJoins(w *workspace.Workspace) int64 { return wsconn.Of(w).(*handle).policy.joins.Load() }
 
+// PauseReads is how many times w's store read the pauses.
+func PauseReads(w *workspace.Workspace) int64 { return wsconn.Of(w).(*handle).pauses.reads.Load() }
+
+// PauseJoins is how many writes on w's store waited for another's read of
+// the pauses.
+func PauseJoins(w *workspace.Workspace) int64 { return wsconn.Of(w).(*handle).pauses.joins.Load() }
+
 // PlantLastMessageID records id as the greatest message id w's store has
 // given, as a server whose clock ran ahead would have.
 func PlantLastMessageID(ctx context.Context, w *workspace.Workspace, id string) error {

@@ -24,10 +24,12 @@ import (
 //
 // Writers read the pauses from a cache of the core's (pauseCache), not in
 // their own transactions, so that a write costs no read more (a Postgres
-// write stays one predicted round trip). Invariant: a pause or resume
-// committed through a core binds that core's writes from the moment its
-// events are published (the hub clears the cache before it wakes anyone,
-// and a read a clear overtook is not kept), and any other core's within
+// write stays one predicted round trip); the writers that find the copy
+// expired together share one read (pauseCache.reading). Invariant: a
+// pause or resume committed through a core binds that core's writes from
+// the moment its events are published (the hub clears the cache before it
+// wakes anyone, and neither a read a clear overtook nor one begun before
+// the clear is kept or shared), and any other core's within
 // Options.PolicyRecheck, the bound the policy itself binds within (0 in
 // the DSN: every write reads them).
 
@@ -100,6 +102,32 @@ type pauseCache struct {
 	// of the commit's publication) before the cache is cleared, and a
 	// writer woken by the pause message must see the pause.
 	pending atomic.Int32
+	// reading is the read of the pauses in flight that later checks may
+	// wait for instead of reading too: so the writers that find the copy
+	// expired together (all of them, under load) cost one read, not one
+	// each. It is one only while no pause or resume is pending, and a
+	// check waits for it only if no clear came since it began (gen) and
+	// none is pending: its answer is then what the copy would hold had
+	// it been installed as it began, which such a check would take as
+	// fresh.
+	reading *pauseRead
+	// reads counts the reads of the pauses, joins the checks that waited
+	// for another's (for tests).
+	reads, joins atomic.Int64
+}
+
+// pauseRead is one read of the store's pauses, which other checks may
+// wait for.
+type pauseRead struct {
+	start time.Time // when it began (its snapshot is at or after this)
+	gen   uint64    // the cache's gen as it began
+	done  chan struct{}
+	// set before done closes
+	set map[string]pauseRecord
+	err error
+	// gaveUp is set when the reader's own context had ended, or its
+	// handle had closed, by the time the read failed.
+	gaveUp bool
 }
 
 // clear makes the next write read the pauses again.
@@ -123,41 +151,122 @@ func (c *pauseCache) clearOn(evs []workspace.Event) {
 }
 
 // pauseOf returns actor's pause as the core's cache has it, reading the
-// store's pauses when the copy is older than Options.PolicyRecheck.
+// store's pauses when the copy is older than Options.PolicyRecheck, or
+// waiting for a read in flight that began recently enough (see
+// pauseCache.reading).
 func (h *handle) pauseOf(ctx context.Context, actor string) (*pauseRecord, error) {
 	c := &h.pauses
 	now := time.Now()
+	recheck := h.opts.PolicyRecheck
 	c.mu.Lock()
-	fresh := !c.at.IsZero() && h.opts.PolicyRecheck > 0 && now.Sub(c.at) < h.opts.PolicyRecheck && c.pending.Load() == 0
+	quiet := recheck > 0 && c.pending.Load() == 0
+	fresh := quiet && !c.at.IsZero() && now.Sub(c.at) < recheck
 	set, gen := c.set, c.gen
-	c.mu.Unlock()
+	var r *pauseRead
+	own := false
 	if !fresh {
-		read := map[string]pauseRecord{}
-		err := h.storeView(ctx, nil, func(tx driver.ReadTx) error {
-			clear(read)
-			return eachNote(ctx, tx, pauseKind, func(n workspace.Note) error {
-				var p pauseRecord
-				if err := json.Unmarshal([]byte(n.Body), &p); err != nil {
-					return fmt.Errorf("pause of %q: stored record is corrupt: %w", n.Key, err)
+		switch {
+		case quiet && c.reading != nil && c.reading.gen == gen && now.Sub(c.reading.start) < recheck:
+			r = c.reading
+		case quiet:
+			r, own = &pauseRead{start: now, gen: gen, done: make(chan struct{})}, true
+			c.reading = r
+		}
+	}
+	c.mu.Unlock()
+	switch {
+	case fresh:
+	case r != nil && !own:
+		c.joins.Add(1)
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return nil, wrapErr("pause", ctx.Err())
+		}
+		if r.err == nil {
+			set = r.set
+			break
+		}
+		if !r.gaveUp || ctx.Err() != nil {
+			// The store's failure, which a read of this check's own
+			// would have met too, after retrying as long.
+			return nil, r.err
+		}
+		// The read failed as its own caller gave up, which says nothing
+		// of the store: this check reads for itself.
+		var err error
+		if set, err = h.readPauses(ctx, now, gen); err != nil {
+			return nil, err
+		}
+	default:
+		var err error
+		finished := false
+		if own {
+			defer func() {
+				if !finished {
+					// The read panicked: its waiters must not go on
+					// unchecked, nor wait for an answer that will not come.
+					c.finish(r, nil, errPauseReadAborted, false)
 				}
-				read[n.Key] = p
-				return nil
-			})
-		})
+			}()
+		}
+		set, err = h.readPauses(ctx, now, gen)
+		finished = true
+		if own {
+			c.finish(r, set, err, ctx.Err() != nil || h.closed.Load())
+		}
 		if err != nil {
-			return nil, wrapErr("pause", err)
+			return nil, err
 		}
-		c.mu.Lock()
-		if c.gen == gen && c.pending.Load() == 0 && (c.at.IsZero() || c.at.Before(now)) {
-			c.at, c.set = now, read
-		}
-		c.mu.Unlock()
-		set = read
 	}
 	if p, ok := set[baseActor(actor)]; ok {
 		return &p, nil
 	}
 	return nil, nil
+}
+
+// errPauseReadAborted answers the checks that waited for a read of the
+// pauses that panicked.
+var errPauseReadAborted = errors.New("pause: the read of the pauses this write waited for was aborted")
+
+// readPauses reads the store's pauses and installs them as read at now
+// unless a clear (gen) or a pending pause or resume came meanwhile.
+func (h *handle) readPauses(ctx context.Context, now time.Time, gen uint64) (map[string]pauseRecord, error) {
+	c := &h.pauses
+	c.reads.Add(1)
+	read := map[string]pauseRecord{}
+	err := h.storeView(ctx, nil, func(tx driver.ReadTx) error {
+		clear(read)
+		return eachNote(ctx, tx, pauseKind, func(n workspace.Note) error {
+			var p pauseRecord
+			if err := json.Unmarshal([]byte(n.Body), &p); err != nil {
+				return fmt.Errorf("pause of %q: stored record is corrupt: %w", n.Key, err)
+			}
+			read[n.Key] = p
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, wrapErr("pause", err)
+	}
+	c.mu.Lock()
+	if c.gen == gen && c.pending.Load() == 0 && (c.at.IsZero() || c.at.Before(now)) {
+		c.at, c.set = now, read
+	}
+	c.mu.Unlock()
+	return read, nil
+}
+
+// finish publishes r's answer to the checks waiting for it; gaveUp says
+// the reader's context had ended or its handle had closed.
+func (c *pauseCache) finish(r *pauseRead, set map[string]pauseRecord, err error, gaveUp bool) {
+	c.mu.Lock()
+	if c.reading == r {
+		c.reading = nil
+	}
+	c.mu.Unlock()
+	r.set, r.err, r.gaveUp = set, err, gaveUp
+	close(r.done)
 }
 
 // pauseActor records o.Actor's pause and sends it the pause message,
