@@ -36,9 +36,17 @@ type Registry struct {
 	fams map[string]family
 }
 
+// out writes through a bufio.Writer, whose first write error sticks and
+// is returned by its Flush (WriteTo's): the writes need not look at
+// theirs.
+type out struct{ w *bufio.Writer }
+
+func (o out) byte(c byte)  { _ = o.w.WriteByte(c) }
+func (o out) str(s string) { _, _ = o.w.WriteString(s) }
+
 // family is one metric name's HELP, TYPE and series.
 type family interface {
-	write(w *bufio.Writer, name string)
+	write(w out, name string)
 }
 
 // NewRegistry returns an empty registry.
@@ -189,44 +197,44 @@ func (v *vec[T]) sorted() (order []int, rows []*series[T]) {
 
 // writeLabels writes {name="value",...} for a series, with extra (the le
 // of a bucket) last; nothing when there are no labels at all.
-func writeLabels(w *bufio.Writer, labels []string, order []int, values []string, extra string) {
+func writeLabels(w out, labels []string, order []int, values []string, extra string) {
 	if len(order) == 0 && extra == "" {
 		return
 	}
-	w.WriteByte('{')
+	w.byte('{')
 	for n, i := range order {
 		if n > 0 {
-			w.WriteByte(',')
+			w.byte(',')
 		}
-		w.WriteString(labels[i])
-		w.WriteString(`="`)
+		w.str(labels[i])
+		w.str(`="`)
 		writeEscaped(w, values[i], true)
-		w.WriteByte('"')
+		w.byte('"')
 	}
 	if extra != "" {
 		if len(order) > 0 {
-			w.WriteByte(',')
+			w.byte(',')
 		}
-		w.WriteString(`le="`)
-		w.WriteString(extra)
-		w.WriteByte('"')
+		w.str(`le="`)
+		w.str(extra)
+		w.byte('"')
 	}
-	w.WriteByte('}')
+	w.byte('}')
 }
 
 // writeEscaped escapes a backslash and a newline, and in a label value a
 // double quote too.
-func writeEscaped(w *bufio.Writer, s string, quote bool) {
+func writeEscaped(w out, s string, quote bool) {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c == '\\':
-			w.WriteString(`\\`)
+			w.str(`\\`)
 		case c == '\n':
-			w.WriteString(`\n`)
+			w.str(`\n`)
 		case c == '"' && quote:
-			w.WriteString(`\"`)
+			w.str(`\"`)
 		default:
-			w.WriteByte(c)
+			w.byte(c)
 		}
 	}
 }
@@ -245,25 +253,25 @@ func formatFloat(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
-func writeHeader(w *bufio.Writer, name, help, typ string) {
-	w.WriteString("# HELP ")
-	w.WriteString(name)
-	w.WriteByte(' ')
+func writeHeader(w out, name, help, typ string) {
+	w.str("# HELP ")
+	w.str(name)
+	w.byte(' ')
 	writeEscaped(w, help, false)
-	w.WriteString("\n# TYPE ")
-	w.WriteString(name)
-	w.WriteByte(' ')
-	w.WriteString(typ)
-	w.WriteByte('\n')
+	w.str("\n# TYPE ")
+	w.str(name)
+	w.byte(' ')
+	w.str(typ)
+	w.byte('\n')
 }
 
-func writeSample(w *bufio.Writer, name, suffix string, labels []string, order []int, values []string, le string, v float64) {
-	w.WriteString(name)
-	w.WriteString(suffix)
+func writeSample(w out, name, suffix string, labels []string, order []int, values []string, le string, v float64) {
+	w.str(name)
+	w.str(suffix)
 	writeLabels(w, labels, order, values, le)
-	w.WriteByte(' ')
-	w.WriteString(formatFloat(v))
-	w.WriteByte('\n')
+	w.byte(' ')
+	w.str(formatFloat(v))
+	w.byte('\n')
 }
 
 // CounterVec is a counter family by label values.
@@ -283,7 +291,7 @@ func (r *Registry) NewCounterVec(name, help string, labels ...string) *CounterVe
 // order the labels were named.
 func (c *CounterVec) WithLabelValues(values ...string) *Counter { return c.v.with(values) }
 
-func (c *CounterVec) write(w *bufio.Writer, name string) {
+func (c *CounterVec) write(w out, name string) {
 	order, rows := c.v.sorted()
 	if len(rows) == 0 {
 		return // as the client library: a vector with no series is not written
@@ -320,7 +328,7 @@ type scalar struct {
 	value     func() float64
 }
 
-func (s scalar) write(w *bufio.Writer, name string) {
+func (s scalar) write(w out, name string) {
 	writeHeader(w, name, s.help, s.typ)
 	writeSample(w, name, "", nil, nil, nil, "", s.value())
 }
@@ -357,7 +365,7 @@ func (r *Registry) NewHistogramVec(name, help string, buckets []float64, labels 
 // order the labels were named.
 func (h *HistogramVec) WithLabelValues(values ...string) *Histogram { return h.v.with(values) }
 
-func (h *HistogramVec) write(w *bufio.Writer, name string) {
+func (h *HistogramVec) write(w out, name string) {
 	order, rows := h.v.sorted()
 	if len(rows) == 0 {
 		return
@@ -375,7 +383,7 @@ func (h *HistogramVec) write(w *bufio.Writer, name string) {
 }
 
 // WriteTo writes every family, by name, in the text exposition format.
-func (r *Registry) WriteTo(out io.Writer) (int64, error) {
+func (r *Registry) WriteTo(dst io.Writer) (int64, error) {
 	r.mu.Lock()
 	names := make([]string, 0, len(r.fams))
 	for n := range r.fams {
@@ -387,12 +395,13 @@ func (r *Registry) WriteTo(out io.Writer) (int64, error) {
 		fams[i] = r.fams[n]
 	}
 	r.mu.Unlock()
-	cw := &countWriter{w: out}
-	w := bufio.NewWriter(cw)
+	cw := &countWriter{w: dst}
+	bw := bufio.NewWriter(cw)
+	w := out{bw}
 	for i, f := range fams {
 		f.write(w, names[i])
 	}
-	err := w.Flush()
+	err := bw.Flush()
 	return cw.n, err
 }
 
