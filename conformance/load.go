@@ -132,12 +132,17 @@ func testLoad(t *testing.T, h Harness) {
 	// Behind a Backing harness's handles is a store that lives as long as
 	// dsn does (a server's): the file watch it begins when first waited on
 	// (dirwatch) is the server's, ended at the harness's cleanup, not the
-	// handles'. The handles of such a harness watch no file of their own.
+	// handles'; so are the PostgreSQL connections its pool opened under
+	// the load and keeps, where pgx's background reader of one stays
+	// blocked in a read after it was stopped until the connection next
+	// receives. The handles of such a harness watch no file and hold no
+	// database connection of their own.
 	leaks := []goleak.Option{goleak.IgnoreCurrent()}
 	if storeDSN(h, dsn) != dsn {
 		leaks = append(leaks,
 			goleak.IgnoreAnyFunction("github.com/agentspace/agentspace/internal/dirwatch.(*impl).run"),
-			goleak.IgnoreAnyFunction("github.com/agentspace/agentspace/internal/dirwatch.(*impl).tick"))
+			goleak.IgnoreAnyFunction("github.com/agentspace/agentspace/internal/dirwatch.(*impl).tick"),
+			goleak.IgnoreAnyFunction("github.com/jackc/pgx/v5/pgconn/internal/bgreader.(*BGReader).bgRead"))
 	}
 
 	hs := make([]*workspace.Workspace, loadHandles)
