@@ -91,17 +91,8 @@ func TestBenchDocsCLIRendersTheCLIRegionAlone(t *testing.T) {
 	require.NoError(t, os.WriteFile(doc, []byte("# P\n\n<!-- bench:begin figures old.json -->\nby hand\n<!-- bench:end figures -->\n\n"+
 		"<!-- bench:begin cli old.json -->\n<!-- bench:end cli -->\nAfter.\n"), 0o600))
 	recPath := filepath.Join(dir, "cli.json")
-	cmd := exec.Command(bin, "bench", "docs", "--cli", "--cli-runs", "1", "--tasks", "1100", "--cli-big-tasks", "1300",
-		"--dir", dir, "--record", recPath, "--update", doc)
-	cmd.Env = wsctltest.Env()
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-
-	f, err := os.Open(recPath) // #nosec G304 -- the test's own file
-	require.NoError(t, err)
-	rec, err := bench.ReadRecord(f)
-	_ = f.Close()
-	require.NoError(t, err)
+	rec := runBenchDocs(t, bin, recPath, "--cli", "--cli-runs", "1", "--tasks", "1100", "--cli-big-tasks", "1300",
+		"--dir", dir, "--update", doc)
 	require.Len(t, rec.Runs, 2)
 	assert.Equal(t, "cli", rec.Runs[0].Name)
 	assert.Equal(t, 1100, rec.Runs[0].Tasks)
@@ -171,17 +162,8 @@ func TestBenchDocsGrowthRendersTheGrowthRegionAlone(t *testing.T) {
 	require.NoError(t, os.WriteFile(doc, []byte("# P\n\n<!-- bench:begin cli old.json -->\nclis\n<!-- bench:end cli -->\n\n"+
 		"<!-- bench:begin growth old.json -->\n<!-- bench:end growth -->\nAfter.\n"), 0o600))
 	recPath := filepath.Join(dir, "growth.json")
-	cmd := exec.Command(bin, "bench", "docs", "--growth", "--growth-events", "300,900", "--growth-tasks", "100", "--duration", "20ms",
-		"--postgres", pg, "--dir", dir, "--record", recPath, "--update", doc)
-	cmd.Env = wsctltest.Env()
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-
-	f, err := os.Open(recPath) // #nosec G304 -- the test's own file
-	require.NoError(t, err)
-	rec, err := bench.ReadRecord(f)
-	_ = f.Close()
-	require.NoError(t, err)
+	rec := runBenchDocs(t, bin, recPath, "--growth", "--growth-events", "300,900", "--growth-tasks", "100", "--duration", "20ms",
+		"--postgres", pg, "--dir", dir, "--update", doc)
 	require.Len(t, rec.Runs, 3)
 	for i, be := range []string{"sqlite", "postgres", "json"} {
 		r := rec.Runs[i]
@@ -215,6 +197,22 @@ func TestBenchDocsGrowthRendersTheGrowthRegionAlone(t *testing.T) {
 		code := run(context.Background(), append([]string{"bench", "docs", "--update", "", "--dir", dir}, args...), nil, &stdout, &stderr, func(string) string { return "" })
 		assert.Equal(t, exitUsage, code, "%v: %s", args, stderr.String())
 	}
+}
+
+// runBenchDocs runs wsctl bench docs with args, its record written to
+// recPath, and returns the record it wrote.
+func runBenchDocs(t *testing.T, bin, recPath string, args ...string) *bench.Record {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"bench", "docs", "--record", recPath}, args...)...)
+	cmd.Env = wsctltest.Env()
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	f, err := os.Open(recPath) // #nosec G304 -- the test's own file
+	require.NoError(t, err)
+	defer f.Close()
+	rec, err := bench.ReadRecord(f)
+	require.NoError(t, err)
+	return rec
 }
 
 // TestBenchGrowthRefusesBadSizes: --growth-events that are not counts in
