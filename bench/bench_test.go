@@ -19,6 +19,7 @@ import (
 	"github.com/agentspace/agentspace/backend/postgres/pgtest"
 	_ "github.com/agentspace/agentspace/backend/sqlite"
 	"github.com/agentspace/agentspace/bench"
+	"github.com/agentspace/agentspace/internal/wsctltest"
 )
 
 // childEnv makes this test binary the suite's child process (W6 other
@@ -42,7 +43,7 @@ func TestMain(m *testing.M) {
 // the docs run alone stopped some twenty, a second each.
 func testChild(ctx context.Context) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$") // #nosec G204 -- this very test binary
-	cmd.Env = append(os.Environ(), childEnv+"=1", "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	cmd.Env = append(os.Environ(), childEnv+"=1", wsctltest.QuietRaceExit())
 	cmd.Stderr = os.Stderr
 	return cmd
 }

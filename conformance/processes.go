@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/internal/wsctltest"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -180,7 +181,7 @@ type child struct {
 // race in a child is still reported, and still fails its exit status.
 func childEnviron(extra ...string) []string {
 	env := append(os.Environ(), extra...)
-	return append(env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	return append(env, wsctltest.QuietRaceExit())
 }
 
 // startChild starts the test binary as a child playing role.

@@ -24,6 +24,7 @@ import (
 	_ "github.com/agentspace/agentspace/backend/remote"
 	_ "github.com/agentspace/agentspace/backend/sqlite"
 	"github.com/agentspace/agentspace/bench/team"
+	"github.com/agentspace/agentspace/internal/wsctltest"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -75,7 +76,7 @@ func serveChild() {
 // run's servers and agents would each pay as they end.
 func child(ctx context.Context, env ...string) *exec.Cmd {
 	c := exec.CommandContext(ctx, os.Args[0], "-test.run=^$") // #nosec G204 -- this very test binary
-	c.Env = append(append(os.Environ(), env...), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	c.Env = append(append(os.Environ(), env...), wsctltest.QuietRaceExit())
 	c.Stderr = os.Stderr
 	return c
 }

@@ -209,17 +209,21 @@ func pruneCache(cache, keep string) {
 // turns that off, as the tests start many.
 func Env(extra ...string) []string {
 	var env []string
-	gorace := ""
 	for _, kv := range os.Environ() {
-		switch {
-		case strings.HasPrefix(kv, "GORACE="):
-			gorace = strings.TrimPrefix(kv, "GORACE=")
-		case !strings.HasPrefix(kv, "AGENTSPACE_") || strings.HasPrefix(kv, "AGENTSPACE_TEST_"):
+		if !strings.HasPrefix(kv, "GORACE=") && (!strings.HasPrefix(kv, "AGENTSPACE_") || strings.HasPrefix(kv, "AGENTSPACE_TEST_")) {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, "GORACE="+strings.TrimSpace(gorace+" atexit_sleep_ms=0"))
+	env = append(env, QuietRaceExit())
 	return append(env, extra...)
+}
+
+// QuietRaceExit is the GORACE variable for a child process: this
+// process's options, and atexit_sleep_ms=0, so that a race-enabled child
+// does not sleep a second as it exits. A race in the child is still
+// reported, and still fails its exit status.
+func QuietRaceExit() string {
+	return "GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")
 }
 
 // Server is a running `wsctl serve` started by Serve.
