@@ -110,24 +110,11 @@ type pauseCache struct {
 	// none is pending: its answer is then what the copy would hold had
 	// it been installed as it began, which such a check would take as
 	// fresh.
-	reading *pauseRead
+	reading    *flight[map[string]pauseRecord]
+	readingGen uint64 // the cache's gen as reading began
 	// reads counts the reads of the pauses, joins the checks that waited
 	// for another's (for tests).
 	reads, joins atomic.Int64
-}
-
-// pauseRead is one read of the store's pauses, which other checks may
-// wait for.
-type pauseRead struct {
-	start time.Time // when it began (its snapshot is at or after this)
-	gen   uint64    // the cache's gen as it began
-	done  chan struct{}
-	// set before done closes
-	set map[string]pauseRecord
-	err error
-	// gaveUp is set when the reader's own context had ended, or its
-	// handle had closed, by the time the read failed.
-	gaveUp bool
 }
 
 // clear makes the next write read the pauses again.
@@ -162,62 +149,35 @@ func (h *handle) pauseOf(ctx context.Context, actor string) (*pauseRecord, error
 	quiet := recheck > 0 && c.pending.Load() == 0
 	fresh := quiet && !c.at.IsZero() && now.Sub(c.at) < recheck
 	set, gen := c.set, c.gen
-	var r *pauseRead
+	var r *flight[map[string]pauseRecord]
 	own := false
 	if !fresh {
 		switch {
-		case quiet && c.reading != nil && c.reading.gen == gen && now.Sub(c.reading.start) < recheck:
+		case quiet && c.reading != nil && c.readingGen == gen && now.Sub(c.reading.start) < recheck:
 			r = c.reading
 		case quiet:
-			r, own = &pauseRead{start: now, gen: gen, done: make(chan struct{})}, true
-			c.reading = r
+			r, own = newFlight[map[string]pauseRecord](now), true
+			c.reading, c.readingGen = r, gen
 		}
 	}
 	c.mu.Unlock()
+	var err error
 	switch {
 	case fresh:
 	case r != nil && !own:
 		c.joins.Add(1)
-		select {
-		case <-r.done:
-		case <-ctx.Done():
-			return nil, wrapErr("pause", ctx.Err())
+		var again bool
+		if set, err, again = r.wait(ctx, "pause"); again {
+			set, err = h.readPauses(ctx, now, gen)
 		}
-		if r.err == nil {
-			set = r.set
-			break
-		}
-		if !r.gaveUp || ctx.Err() != nil {
-			// The store's failure, which a read of this check's own
-			// would have met too, after retrying as long.
-			return nil, r.err
-		}
-		// The read failed as its own caller gave up, which says nothing
-		// of the store: this check reads for itself.
-		var err error
-		if set, err = h.readPauses(ctx, now, gen); err != nil {
-			return nil, err
-		}
+	case own:
+		set, err = r.fly(func() (map[string]pauseRecord, error) { return h.readPauses(ctx, now, gen) },
+			func() bool { return ctx.Err() != nil || h.closed.Load() }, c.finish, errPauseReadAborted)
 	default:
-		var err error
-		finished := false
-		if own {
-			defer func() {
-				if !finished {
-					// The read panicked: its waiters must not go on
-					// unchecked, nor wait for an answer that will not come.
-					c.finish(r, nil, errPauseReadAborted, false)
-				}
-			}()
-		}
 		set, err = h.readPauses(ctx, now, gen)
-		finished = true
-		if own {
-			c.finish(r, set, err, ctx.Err() != nil || h.closed.Load())
-		}
-		if err != nil {
-			return nil, err
-		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	if p, ok := set[baseActor(actor)]; ok {
 		return &p, nil
@@ -259,13 +219,13 @@ func (h *handle) readPauses(ctx context.Context, now time.Time, gen uint64) (map
 
 // finish publishes r's answer to the checks waiting for it; gaveUp says
 // the reader's context had ended or its handle had closed.
-func (c *pauseCache) finish(r *pauseRead, set map[string]pauseRecord, err error, gaveUp bool) {
+func (c *pauseCache) finish(r *flight[map[string]pauseRecord], set map[string]pauseRecord, err error, gaveUp bool) {
 	c.mu.Lock()
 	if c.reading == r {
 		c.reading = nil
 	}
 	c.mu.Unlock()
-	r.set, r.err, r.gaveUp = set, err, gaveUp
+	r.val, r.err, r.gaveUp = set, err, gaveUp
 	close(r.done)
 }
 

@@ -55,47 +55,40 @@ type policyCache struct {
 	// operation: so the writers that find the cache expired together
 	// (all of them, under load) cost one read, not one each. A shared read
 	// that failed in the store fails its waiters too.
-	reading *policyRead
+	reading *flight[policyAnswer]
 }
 
-// policyRead is one read of the policy's head, which other operations
-// may wait for.
-type policyRead struct {
-	start time.Time // when it began (its snapshot is at or after this)
-	done  chan struct{}
-	// set before done closes
+// policyAnswer is what a read of the policy's head gives: the policy,
+// and bad when the stored policy does not parse.
+type policyAnswer struct {
 	pol *policy.Policy
 	bad error
-	err error
-	// gaveUp is set when the reader's own context had ended, or its
-	// handle had closed, by the time the read failed.
-	gaveUp bool
 }
 
 // join returns the read in flight if it began after since and after the
 // core's last change to the policy, so that its answer confirms the
 // policy as fresh would; otherwise it records a read starting at start as
 // the one in flight and returns it with own set.
-func (c *policyCache) join(since, start time.Time) (r *policyRead, own bool) {
+func (c *policyCache) join(since, start time.Time) (r *flight[policyAnswer], own bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r := c.reading; r != nil && r.start.After(since) && r.start.After(c.stale) {
 		return r, false
 	}
-	r = &policyRead{start: start, done: make(chan struct{})}
+	r = newFlight[policyAnswer](start)
 	c.reading = r
 	return r, true
 }
 
 // finish publishes r's answer to those waiting for it; gaveUp says the
 // reader's context had ended.
-func (c *policyCache) finish(r *policyRead, pol *policy.Policy, bad, err error, gaveUp bool) {
+func (c *policyCache) finish(r *flight[policyAnswer], a policyAnswer, err error, gaveUp bool) {
 	c.mu.Lock()
 	if c.reading == r {
 		c.reading = nil
 	}
 	c.mu.Unlock()
-	r.pol, r.bad, r.err, r.gaveUp = pol, bad, err, gaveUp
+	r.val, r.err, r.gaveUp = a, err, gaveUp
 	close(r.done)
 }
 
@@ -175,38 +168,20 @@ func (h *handle) readPolicy(ctx context.Context) (pol *policy.Policy, bad error,
 	r, own := h.policy.join(since, start)
 	if !own {
 		h.policy.joins.Add(1)
-		select {
-		case <-r.done:
-			if r.err != nil && r.gaveUp && ctx.Err() == nil {
-				// The read failed as its own caller gave up (its
-				// context ended, its handle closed), which says
-				// nothing of the store: this operation reads for
-				// itself.
-				return h.readPolicyHead(ctx, start)
-			}
-			// Its answer, or the store's failure (an outage, which a
-			// read of this operation's own would have met too, after
-			// retrying as long).
-			return r.pol, r.bad, r.err
-		case <-ctx.Done():
-			return nil, nil, wrapErr("policy", ctx.Err())
+		a, err, again := r.wait(ctx, "policy")
+		if again {
+			return h.readPolicyHead(ctx, start)
 		}
+		return a.pol, a.bad, err
 	}
-	finished := false
-	defer func() {
-		if !finished {
-			// The read panicked: its waiters must not go on unchecked,
-			// nor wait for an answer that will not come.
-			h.policy.finish(r, nil, nil, errPolicyReadAborted, false)
-		}
-	}()
-	pol, bad, err = h.readPolicyHead(ctx, start)
-	finished = true
 	// A read that failed because its caller gave up, or because its
 	// handle closed (the cache is the core's, shared with open handles),
 	// says nothing of the store.
-	h.policy.finish(r, pol, bad, err, ctx.Err() != nil || h.closed.Load())
-	return pol, bad, err
+	a, err := r.fly(func() (policyAnswer, error) {
+		pol, bad, err := h.readPolicyHead(ctx, start)
+		return policyAnswer{pol, bad}, err
+	}, func() bool { return ctx.Err() != nil || h.closed.Load() }, h.policy.finish, errPolicyReadAborted)
+	return a.pol, a.bad, err
 }
 
 // errPolicyReadAborted answers the operations that waited for a read of
