@@ -60,6 +60,29 @@ func TestTheWritersStatementJournalStaysInMemory(t *testing.T) {
 	assert.Equal(t, 2, got, "temp_store: 2 is MEMORY")
 }
 
+// TestEveryConnectionHasTheLargerPageCache: the writer and each reader get
+// cacheKiB (see its comment: at SQLite's 2,000 KiB a handle that had
+// written a large store read its hot pages again on every read).
+func TestEveryConnectionHasTheLargerPageCache(t *testing.T) {
+	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "ws.db"))
+	ctx := context.Background()
+	conns := []*sql.Conn{}
+	for range readConns { // hold them all, so each is a connection of its own
+		c, err := st.r.Conn(ctx)
+		require.NoError(t, err)
+		conns = append(conns, c)
+	}
+	w, err := st.w.Conn(ctx)
+	require.NoError(t, err)
+	conns = append(conns, w)
+	for i, c := range conns {
+		var got int
+		require.NoError(t, c.QueryRowContext(ctx, `PRAGMA cache_size`).Scan(&got))
+		assert.Equal(t, -cacheKiB, got, "connection %d", i)
+		require.NoError(t, c.Close())
+	}
+}
+
 func TestDriverParamsPassThroughAndBusyTimeoutApplies(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ws.db")
 	st := openStore(t, "sqlite:"+path+"?_pragma=cache_size(-4000)&ws_busy_timeout=1500ms")
