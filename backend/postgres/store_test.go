@@ -165,6 +165,69 @@ func TestTheClaimWalksTheReadyIndexWithoutStatistics(t *testing.T) {
 	}))
 }
 
+// TestAStatusListWalksTheStatusIndexOnAGenericPlan: a prepared statement
+// runs on a generic plan after five runs. When every task is pending, a
+// generic plan for "status = $n" walked the whole primary key for a
+// status no task has; with the status in the text (listTasks) the generic
+// plan walks tasks_status.
+func TestAStatusListWalksTheStatusIndexOnAGenericPlan(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t)
+	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error {
+		now := tx.Now()
+		for i := range 2000 {
+			task := workspace.Task{ID: fmt.Sprintf("t%05d", i), Title: "t", Status: workspace.TaskPending,
+				Assignee: fmt.Sprintf("a%d", i%2), Version: 1, CreatedAt: now, CreatedBy: "a", UpdatedAt: now, UpdatedBy: "a"}
+			if err := tx.PutTask(ctx, task); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	conn, err := st.pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, "SET search_path = "+st.path)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, "ANALYZE tasks")
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan")
+	require.NoError(t, err)
+	defer func() { _, _ = conn.Exec(ctx, "RESET plan_cache_mode; RESET search_path; DEALLOCATE ALL") }()
+	for _, status := range []workspace.TaskStatus{workspace.TaskBlocked, workspace.TaskFailed, workspace.TaskInProgress} {
+		name := "list_" + string(status)
+		_, err := conn.Exec(ctx, "PREPARE "+name+" AS "+listTasks[status][0])
+		require.NoError(t, err)
+		rows, err := conn.Query(ctx, "EXPLAIN EXECUTE "+name+"('', '{}', 1000)")
+		plan, err := collect(rows, err, func(row pgx.Row) (string, error) {
+			var line string
+			return line, row.Scan(&line)
+		})
+		require.NoError(t, err)
+		text := strings.Join(plan, "\n")
+		assert.Contains(t, text, "tasks_status", text)
+	}
+	// Each combination of filters returns what it asks for.
+	require.NoError(t, st.View(ctx, func(tx driver.ReadTx) error {
+		for _, tc := range []struct {
+			f    workspace.TaskFilter
+			want int
+		}{
+			{workspace.TaskFilter{Limit: 5000}, 2000},
+			{workspace.TaskFilter{Status: workspace.TaskPending, Limit: 1000}, 1000},
+			{workspace.TaskFilter{Status: workspace.TaskBlocked, Limit: 1000}, 0},
+			{workspace.TaskFilter{Status: workspace.TaskPending, Assignee: "a1", Limit: 5000}, 1000},
+			{workspace.TaskFilter{Assignee: "a0", After: "t01000", Limit: 5000}, 499}, // t01002, t01004, ... t01998
+			{workspace.TaskFilter{Status: workspace.TaskPending, ParentID: "nobody", Limit: 5000}, 0},
+		} {
+			got, err := tx.ListTasks(ctx, tc.f)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, len(got), "%+v", tc.f)
+		}
+		return nil
+	}))
+}
+
 // TestAPrefixPageWalksTheNameIndexWithoutStatistics checks the list query's
 // plan on a table never analyzed: a range of artifacts_live_name from the
 // prefix (or cursor) to the prefix's end, no sort of every match.
