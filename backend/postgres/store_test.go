@@ -145,13 +145,8 @@ func TestTheClaimWalksTheReadyIndexWithoutStatistics(t *testing.T) {
 		wt := tx.(*writeTx)
 		_, _ = wt.pl.Exec(ctx, sortsOff)
 		rows, err := wt.q.Query(ctx, "EXPLAIN "+readyTask, "", labelsJSON(labels))
-		plan, err := collect(rows, err, func(row pgx.Row) (string, error) {
-			var line string
-			return line, row.Scan(&line)
-		})
-		require.NoError(t, err)
+		text := planText(t, rows, err)
 		_, _ = wt.pl.Exec(ctx, sortsBack)
-		text := strings.Join(plan, "\n")
 		assert.Contains(t, text, "Index Scan using tasks_ready", text)
 		assert.NotContains(t, text, "Sort", text)
 
@@ -163,6 +158,17 @@ func TestTheClaimWalksTheReadyIndexWithoutStatistics(t *testing.T) {
 		assert.Equal(t, "on", sort, "the claim put enable_sort back")
 		return nil
 	}))
+}
+
+// planText is an EXPLAIN's rows as one text.
+func planText(t *testing.T, rows pgx.Rows, err error) string {
+	t.Helper()
+	plan, err := collect(rows, err, func(row pgx.Row) (string, error) {
+		var line string
+		return line, row.Scan(&line)
+	})
+	require.NoError(t, err)
+	return strings.Join(plan, "\n")
 }
 
 // TestAStatusListWalksTheStatusIndexOnAGenericPlan: a prepared statement
@@ -199,12 +205,7 @@ func TestAStatusListWalksTheStatusIndexOnAGenericPlan(t *testing.T) {
 		_, err := conn.Exec(ctx, "PREPARE "+name+" AS "+listTasks[status][0])
 		require.NoError(t, err)
 		rows, err := conn.Query(ctx, "EXPLAIN EXECUTE "+name+"('', '{}', 1000)")
-		plan, err := collect(rows, err, func(row pgx.Row) (string, error) {
-			var line string
-			return line, row.Scan(&line)
-		})
-		require.NoError(t, err)
-		text := strings.Join(plan, "\n")
+		text := planText(t, rows, err)
 		assert.Contains(t, text, "tasks_status", text)
 	}
 	// Each combination of filters returns what it asks for.
@@ -249,13 +250,8 @@ func TestAPrefixPageWalksTheNameIndexWithoutStatistics(t *testing.T) {
 		rt := tx.(*readTx)
 		_, _ = rt.pl.Exec(ctx, sortsOff)
 		rows, err := rt.q.Query(ctx, "EXPLAIN "+listArtifacts, "", "", "", likePrefix("dir1/"), "", labelsJSON(nil), 100, "dir1/", prefixEnd("dir1/"))
-		plan, err := collect(rows, err, func(row pgx.Row) (string, error) {
-			var line string
-			return line, row.Scan(&line)
-		})
-		require.NoError(t, err)
+		text := planText(t, rows, err)
 		_, _ = rt.pl.Exec(ctx, sortsBack)
-		text := strings.Join(plan, "\n")
 		assert.Contains(t, text, "artifacts_live_name", text)
 		assert.NotContains(t, text, "Sort", text)
 
