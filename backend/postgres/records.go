@@ -354,11 +354,18 @@ const (
 		WHERE status = 'in_progress' AND lease_expires_at <= clock_timestamp()
 		ORDER BY lease_expires_at, id LIMIT $1`
 	// deleteVersions removes versions of an artifact, then the content
-	// rows whose hash no remaining version of it has.
-	deleteVersions = `WITH d AS (DELETE FROM artifact_versions WHERE artifact_id = $1 AND version = ANY ($2::bigint[]) RETURNING sha256)
+	// rows whose hash no remaining version of it has. kept (the remaining
+	// versions that share a removed one's hash) is read once, in one walk
+	// of the artifact's versions: as a NOT EXISTS per content row, the
+	// generic plan compared every content row of the artifact with every
+	// version (an artifact of 7,474 versions: 2 s a batch of 18).
+	// The CTE d's deletions are not visible to kept (one snapshot), hence
+	// its own test of $2.
+	deleteVersions = `WITH d AS (DELETE FROM artifact_versions WHERE artifact_id = $1 AND version = ANY ($2::bigint[]) RETURNING sha256),
+		kept AS MATERIALIZED (SELECT v.sha256 FROM artifact_versions v WHERE v.artifact_id = $1
+			AND NOT (v.version = ANY ($2::bigint[])) AND v.sha256 IN (SELECT sha256 FROM d))
 		DELETE FROM blobs b WHERE b.artifact_id = $1 AND b.sha256 IN (SELECT sha256 FROM d)
-			AND NOT EXISTS (SELECT 1 FROM artifact_versions v WHERE v.artifact_id = $1 AND v.sha256 = b.sha256
-				AND NOT (v.version = ANY ($2::bigint[])))`
+			AND NOT EXISTS (SELECT 1 FROM kept WHERE kept.sha256 = b.sha256)`
 	// deleteTask removes a task no other task depends on or has as
 	// parent; tasks_depends_on (migration 000005) serves the first test.
 	deleteTask = `WITH d AS (DELETE FROM tasks WHERE id = $1
