@@ -415,45 +415,40 @@ func (t *readTx) Task(ctx context.Context, id string) (workspace.Task, error) {
 // statuses are ever written in; a filter's status is one of them (the
 // engine refuses others before a read), and any other would run the
 // query with the status as a parameter.
-var listTasks, listTasksByParam = func() (map[workspace.TaskStatus]*[4]string, *[4]string) {
-	qs := map[workspace.TaskStatus]*[4]string{}
-	var byParam *[4]string
-	for _, st := range []workspace.TaskStatus{"", workspace.TaskPending, workspace.TaskInProgress, workspace.TaskBlocked,
-		workspace.TaskDone, workspace.TaskFailed, workspace.TaskCancelled, listTasksParam} {
-		texts := new([4]string)
-		for v := range texts {
-			var b strings.Builder
-			b.WriteString(`SELECT ` + taskCols + ` FROM tasks WHERE id > $1`)
-			n := 2
-			switch st {
-			case "":
-			case listTasksParam:
-				fmt.Fprintf(&b, ` AND status = $%d`, n)
-				n++
-			default:
-				b.WriteString(` AND status = '` + string(st) + `'`)
-			}
-			for i, col := range []string{"assignee", "parent_id"} {
-				if v&(1<<i) != 0 {
-					fmt.Fprintf(&b, ` AND %s = $%d`, col, n)
-					n++
-				}
-			}
-			fmt.Fprintf(&b, ` AND labels @> $%d::jsonb ORDER BY id LIMIT $%d`, n, n+1)
-			texts[v] = b.String()
+var (
+	listTasks = func() map[workspace.TaskStatus]*[4]string {
+		qs := map[workspace.TaskStatus]*[4]string{"": listTaskTexts("", 2)}
+		for _, st := range []workspace.TaskStatus{workspace.TaskPending, workspace.TaskInProgress, workspace.TaskBlocked,
+			workspace.TaskDone, workspace.TaskFailed, workspace.TaskCancelled} {
+			qs[st] = listTaskTexts(` AND status = '`+string(st)+`'`, 2)
 		}
-		if st == listTasksParam {
-			byParam = texts
-		} else {
-			qs[st] = texts
-		}
-	}
-	return qs, byParam
-}()
+		return qs
+	}()
+	// listTasksByParam are the texts that take the status as a parameter.
+	listTasksByParam = listTaskTexts(` AND status = $2`, 3)
+)
 
-// listTasksParam marks, while listTasks is built, the texts that take the
-// status as a parameter (listTasksByParam); it is no key of listTasks.
-const listTasksParam workspace.TaskStatus = "\x00"
+// listTaskTexts are the list query's texts with status, a condition on
+// the status ("" for none) that takes the parameters before next, for
+// each combination of the other optional filters (bit 0 assignee, bit 1
+// parent).
+func listTaskTexts(status string, next int) *[4]string {
+	texts := new([4]string)
+	for v := range texts {
+		var b strings.Builder
+		b.WriteString(`SELECT ` + taskCols + ` FROM tasks WHERE id > $1` + status)
+		n := next
+		for i, col := range []string{"assignee", "parent_id"} {
+			if v&(1<<i) != 0 {
+				fmt.Fprintf(&b, ` AND %s = $%d`, col, n)
+				n++
+			}
+		}
+		fmt.Fprintf(&b, ` AND labels @> $%d::jsonb ORDER BY id LIMIT $%d`, n, n+1)
+		texts[v] = b.String()
+	}
+	return texts
+}
 
 func (t *readTx) ListTasks(ctx context.Context, f workspace.TaskFilter) ([]workspace.Task, error) {
 	args := make([]any, 1, 6)
