@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -9,8 +10,8 @@ import (
 // head, the pauses) that other callers wait for instead of reading too:
 // so the callers that find a cache expired together, all of them under
 // load, cost one read. Each cache decides whom a flight may answer
-// (policyCache.join, pauseCache's gen); the waiting, the answer and its
-// failure are here.
+// (policyCache.join, pauseCache's gen); the waiting, the answer, its
+// failure and forgetting the flight once it has answered are here.
 type flight[T any] struct {
 	start time.Time // when it began (its snapshot is at or after this)
 	done  chan struct{}
@@ -43,21 +44,32 @@ func (f *flight[T]) wait(ctx context.Context, what string) (v T, err error, agai
 	}
 }
 
-// fly runs read as f's reader and publishes its answer through finish
-// (which also forgets f as the cache's flight); gaveUp reports whether
-// the reader had given up when read returned. A read that panics answers
-// its waiters with aborted, so they neither go on unchecked nor wait for
-// an answer that will not come.
-func (f *flight[T]) fly(read func() (T, error), gaveUp func() bool, finish func(f *flight[T], v T, err error, gaveUp bool), aborted error) (T, error) {
+// fly runs read as f's reader and answers f's waiters with its result,
+// first forgetting f as the cache's flight (*slot, guarded by mu) so no
+// later caller joins a read that has answered. The answer's gaveUp says
+// whether h's caller had given up (its context ended, its handle closed)
+// when read returned. A read that panics answers its waiters with
+// aborted, so they neither go on unchecked nor wait for an answer that
+// will not come.
+func (f *flight[T]) fly(ctx context.Context, h *handle, mu *sync.Mutex, slot **flight[T], read func() (T, error), aborted error) (T, error) {
+	answer := func(v T, err error, gaveUp bool) {
+		mu.Lock()
+		if *slot == f {
+			*slot = nil
+		}
+		mu.Unlock()
+		f.val, f.err, f.gaveUp = v, err, gaveUp
+		close(f.done)
+	}
 	finished := false
 	defer func() {
 		if !finished {
 			var zero T
-			finish(f, zero, aborted, false)
+			answer(zero, aborted, false)
 		}
 	}()
 	v, err := read()
 	finished = true
-	finish(f, v, err, gaveUp())
+	answer(v, err, ctx.Err() != nil || h.closed.Load())
 	return v, err
 }

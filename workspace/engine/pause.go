@@ -171,8 +171,8 @@ func (h *handle) pauseOf(ctx context.Context, actor string) (*pauseRecord, error
 			set, err = h.readPauses(ctx, now, gen)
 		}
 	case own:
-		set, err = r.fly(func() (map[string]pauseRecord, error) { return h.readPauses(ctx, now, gen) },
-			func() bool { return ctx.Err() != nil || h.closed.Load() }, c.finish, errPauseReadAborted)
+		set, err = r.fly(ctx, h, &c.mu, &c.reading,
+			func() (map[string]pauseRecord, error) { return h.readPauses(ctx, now, gen) }, errPauseReadAborted)
 	default:
 		set, err = h.readPauses(ctx, now, gen)
 	}
@@ -215,18 +215,6 @@ func (h *handle) readPauses(ctx context.Context, now time.Time, gen uint64) (map
 	}
 	c.mu.Unlock()
 	return read, nil
-}
-
-// finish publishes r's answer to the checks waiting for it; gaveUp says
-// the reader's context had ended or its handle had closed.
-func (c *pauseCache) finish(r *flight[map[string]pauseRecord], set map[string]pauseRecord, err error, gaveUp bool) {
-	c.mu.Lock()
-	if c.reading == r {
-		c.reading = nil
-	}
-	c.mu.Unlock()
-	r.val, r.err, r.gaveUp = set, err, gaveUp
-	close(r.done)
 }
 
 // pauseActor records o.Actor's pause and sends it the pause message,

@@ -80,18 +80,6 @@ func (c *policyCache) join(since, start time.Time) (r *flight[policyAnswer], own
 	return r, true
 }
 
-// finish publishes r's answer to those waiting for it; gaveUp says the
-// reader's context had ended.
-func (c *policyCache) finish(r *flight[policyAnswer], a policyAnswer, err error, gaveUp bool) {
-	c.mu.Lock()
-	if c.reading == r {
-		c.reading = nil
-	}
-	c.mu.Unlock()
-	r.val, r.err, r.gaveUp = a, err, gaveUp
-	close(r.done)
-}
-
 // current returns the policy for the head (id, version) read by a
 // snapshot taken at or after when, compiling content (read by load) only
 // for a version not seen before.
@@ -177,10 +165,10 @@ func (h *handle) readPolicy(ctx context.Context) (pol *policy.Policy, bad error,
 	// A read that failed because its caller gave up, or because its
 	// handle closed (the cache is the core's, shared with open handles),
 	// says nothing of the store.
-	a, err := r.fly(func() (policyAnswer, error) {
+	a, err := r.fly(ctx, h, &h.policy.mu, &h.policy.reading, func() (policyAnswer, error) {
 		pol, bad, err := h.readPolicyHead(ctx, start)
 		return policyAnswer{pol, bad}, err
-	}, func() bool { return ctx.Err() != nil || h.closed.Load() }, h.policy.finish, errPolicyReadAborted)
+	}, errPolicyReadAborted)
 	return a.pol, a.bad, err
 }
 
