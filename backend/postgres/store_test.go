@@ -127,20 +127,12 @@ func TestTheClaimWalksTheReadyIndexWithoutStatistics(t *testing.T) {
 	ctx := context.Background()
 	st := openTestStore(t)
 	labels := map[string]string{"pool": "p"}
-	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error {
-		now := tx.Now()
-		for i := range 2000 {
-			task := workspace.Task{ID: fmt.Sprintf("t%05d", i), Title: "t", Status: workspace.TaskPending, Labels: labels,
-				Version: 1, CreatedAt: now, CreatedBy: "a", UpdatedAt: now, UpdatedBy: "a"}
-			if i >= 1000 {
-				task.DependsOn = []string{fmt.Sprintf("t%05d", i-1000)}
-			}
-			if err := tx.PutTask(ctx, task); err != nil {
-				return err
-			}
+	putTasks(t, st, 2000, func(i int, task *workspace.Task) {
+		task.Labels = labels
+		if i >= 1000 {
+			task.DependsOn = []string{fmt.Sprintf("t%05d", i-1000)}
 		}
-		return nil
-	}))
+	})
 	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error {
 		wt := tx.(*writeTx)
 		_, _ = wt.pl.Exec(ctx, sortsOff)
@@ -156,6 +148,25 @@ func TestTheClaimWalksTheReadyIndexWithoutStatistics(t *testing.T) {
 		var sort string
 		require.NoError(t, wt.q.QueryRow(ctx, "SELECT current_setting('enable_sort')").Scan(&sort))
 		assert.Equal(t, "on", sort, "the claim put enable_sort back")
+		return nil
+	}))
+}
+
+// putTasks stores n pending tasks, t00000 and on, in one transaction,
+// each as shape leaves it.
+func putTasks(t *testing.T, st *store, n int, shape func(i int, task *workspace.Task)) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error {
+		now := tx.Now()
+		for i := range n {
+			task := workspace.Task{ID: fmt.Sprintf("t%05d", i), Title: "t", Status: workspace.TaskPending,
+				Version: 1, CreatedAt: now, CreatedBy: "a", UpdatedAt: now, UpdatedBy: "a"}
+			shape(i, &task)
+			if err := tx.PutTask(ctx, task); err != nil {
+				return err
+			}
+		}
 		return nil
 	}))
 }
@@ -179,17 +190,7 @@ func planText(t *testing.T, rows pgx.Rows, err error) string {
 func TestAStatusListWalksTheStatusIndexOnAGenericPlan(t *testing.T) {
 	ctx := context.Background()
 	st := openTestStore(t)
-	require.NoError(t, st.Update(ctx, func(tx driver.Tx) error {
-		now := tx.Now()
-		for i := range 2000 {
-			task := workspace.Task{ID: fmt.Sprintf("t%05d", i), Title: "t", Status: workspace.TaskPending,
-				Assignee: fmt.Sprintf("a%d", i%2), Version: 1, CreatedAt: now, CreatedBy: "a", UpdatedAt: now, UpdatedBy: "a"}
-			if err := tx.PutTask(ctx, task); err != nil {
-				return err
-			}
-		}
-		return nil
-	}))
+	putTasks(t, st, 2000, func(i int, task *workspace.Task) { task.Assignee = fmt.Sprintf("a%d", i%2) })
 	conn, err := st.pool.Acquire(ctx)
 	require.NoError(t, err)
 	defer conn.Release()
