@@ -429,8 +429,8 @@ func testTaskClaimWait(t *testing.T, h Harness) {
 	assert.Equal(t, "waiter", got.Assignee)
 }
 
-// testTaskList: List filters by status, assignee, parent and labels, and
-// pages in creation order.
+// testTaskList: List filters by status, assignee, parent and labels, each
+// alone and together, and pages in creation order.
 func testTaskList(t *testing.T, h Harness) {
 	ctx := testCtx(t)
 	dsn, ws := fresh(t, h)
@@ -484,4 +484,11 @@ func testTaskList(t *testing.T, h Harness) {
 	assert.Len(t, list(workspace.TaskFilter{Status: workspace.TaskPending, Limit: 5}), 13)
 	assert.Len(t, list(workspace.TaskFilter{Labels: map[string]string{"even": "yes"}, Limit: 5}), 6)
 	assert.Empty(t, list(workspace.TaskFilter{Status: workspace.TaskDone}))
+	// Filters together: each task matches them all.
+	assert.Equal(t, subs, list(workspace.TaskFilter{Status: workspace.TaskPending, ParentID: epic.ID, Limit: 3}))
+	assert.Equal(t, []string{subs[0], subs[2]}, list(workspace.TaskFilter{Status: workspace.TaskPending, ParentID: epic.ID,
+		Labels: map[string]string{"even": "yes"}}))
+	assert.Equal(t, []string{hot.ID}, list(workspace.TaskFilter{Status: workspace.TaskInProgress, Assignee: "w"}))
+	assert.Empty(t, list(workspace.TaskFilter{Status: workspace.TaskPending, Assignee: "w"}))
+	assert.Empty(t, list(workspace.TaskFilter{Assignee: "w", ParentID: epic.ID}))
 }
