@@ -168,6 +168,22 @@ type txq struct {
 	// stops at its next statement and rolls back; reads keep their
 	// interruptible statements, as a page or an export can be long.
 	whole bool
+	// kept, in a write transaction, is what its statements reuse (see
+	// kept); nil in a read transaction.
+	kept *kept
+}
+
+// kept is what one write transaction's statements reuse. A group of
+// writes runs the same few statements once per write, each a
+// tx.StmtContext (a statement bound to the transaction: two allocations
+// and a lock) and a context.WithoutCancel: binding each query once per
+// transaction spares that for every write of the group but the first.
+// Invariant: a bound statement is used only by the transaction that bound
+// it (database/sql closes it when the transaction ends), and only by
+// its one goroutine, as every statement of a transaction is.
+type kept struct {
+	stmts   map[string]*sql.Stmt
+	in, out context.Context // the last ctx given and its WithoutCancel
 }
 
 // bound returns the ctx to run a statement with, or ctx's error when it
@@ -179,6 +195,12 @@ func (q txq) bound(ctx context.Context) (context.Context, error) {
 	if err := ctx.Err(); err != nil {
 		return ctx, err
 	}
+	if k := q.kept; k != nil {
+		if k.in != ctx {
+			k.in, k.out = ctx, context.WithoutCancel(ctx)
+		}
+		return k.out, nil
+	}
 	return context.WithoutCancel(ctx), nil
 }
 
@@ -189,7 +211,19 @@ func (q txq) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if s == nil {
 		return nil, nil
 	}
-	return q.tx.StmtContext(ctx, s), nil
+	k := q.kept
+	if k == nil {
+		return q.tx.StmtContext(ctx, s), nil
+	}
+	if b := k.stmts[query]; b != nil {
+		return b, nil
+	}
+	b := q.tx.StmtContext(ctx, s)
+	if k.stmts == nil {
+		k.stmts = make(map[string]*sql.Stmt, 8)
+	}
+	k.stmts[query] = b
+	return b, nil
 }
 
 func (q txq) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {

@@ -189,7 +189,7 @@ func (s *store) update(ctx context.Context, hints []driver.ReadHint, fn func(tx 
 		if err != nil {
 			return fmt.Errorf("sqlite: begin write: %w", describe(err, s.path))
 		}
-		wt := &writeTx{readTx: readTx{q: txq{tx: tx, cache: s.ws, whole: true}, now: now()}, indexBatch: s.indexBatch}
+		wt := &writeTx{readTx: readTx{q: txq{tx: tx, cache: s.ws, whole: true, kept: &kept{}}, now: now()}, indexBatch: s.indexBatch}
 		if err := wt.fromMemo(ctx, &s.memo, hints); err != nil {
 			_ = tx.Rollback()
 			return err
