@@ -17,6 +17,7 @@ import (
 
 	// Served rows reach the server through the remote backend.
 	_ "github.com/agentspace/agentspace/backend/remote"
+	"github.com/agentspace/agentspace/internal/gcpace"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -72,12 +73,16 @@ func startServer(ctx context.Context, storeDSN, via string) (*served, error) {
 }
 
 // serveHandle serves st's first handle (st is closed with the server).
+// While it serves, the process runs at a serving process's GC pace, as
+// `wsctl serve` does (gcpace.Serve): the rows measured in this process
+// meanwhile run at it too.
 func serveHandle(st *env, via string) (*served, error) {
 	srv, err := server.New(st.handles[0], server.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		st.close()
 		return nil, err
 	}
+	pace := gcpace.Serve()
 	var (
 		ln  net.Listener
 		dsn string
@@ -100,6 +105,7 @@ func serveHandle(st *env, via string) (*served, error) {
 		err = fmt.Errorf("%w %q", ErrUnknownServe, via)
 	}
 	if err != nil {
+		pace()
 		st.close()
 		if dir != "" {
 			_ = os.RemoveAll(dir)
@@ -120,6 +126,7 @@ func serveHandle(st *env, via string) (*served, error) {
 			_ = hs.Close()
 		}
 		<-done
+		pace()
 		st.close()
 		if dir != "" {
 			_ = os.RemoveAll(dir)

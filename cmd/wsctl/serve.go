@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentspace/agentspace/internal/gcpace"
 	"github.com/agentspace/agentspace/server"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -85,6 +86,8 @@ Last-Event-ID), requests under way finish.`,
 				}
 				defer stopProfile()
 			}
+			// A serving process's GC pace, unless GOGC is set (gcpace).
+			defer gcpace.Serve()()
 			network, addr, loopback, err := listenAddr(listen)
 			if err != nil {
 				return err
