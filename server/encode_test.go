@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -42,4 +43,22 @@ func TestJSONFormatWritesWhatHumasEncoderWrites(t *testing.T) {
 	var got bytes.Buffer
 	require.NoError(t, jsonFormat.Marshal(&got, map[string]int{"a": 1}))
 	assert.Equal(t, "{\"a\":1}\n", got.String(), "other values go through huma's encoder")
+}
+
+// TestAStreamedEventIsWhatJSONMarshalWrites checks the invariant the
+// event stream relies on when it writes an event as its MarshalJSON
+// returns it: the bytes are json.Marshal's of the event (HTML escaped,
+// bad UTF-8 replaced, U+2028 escaped).
+func TestAStreamedEventIsWhatJSONMarshalWrites(t *testing.T) {
+	at := time.Date(2026, 11, 27, 12, 0, 0, 5, time.FixedZone("x", 3600))
+	for _, ev := range []workspace.Event{
+		{},
+		{Seq: 9, Time: at, Actor: "a&b", Type: "artifact.updated", Subject: workspace.Subject{Kind: "artifact", ID: "<id>", Name: "n\u2028"}, Version: 4, Message: "<i>\xff"},
+	} {
+		want, err := json.Marshal(ev)
+		require.NoError(t, err)
+		got, err := ev.MarshalJSON()
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got))
+	}
 }

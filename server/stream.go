@@ -239,7 +239,11 @@ func (st *stream) add(m *workspace.Message) bool {
 	)
 	if !m.Progress {
 		if st.record == nil {
-			ev, err = json.Marshal(m.Event)
+			// The event's own MarshalJSON, not json.Marshal of it, which
+			// would scan its bytes again to check and compact them: they
+			// are json.Marshal's already, compact with HTML escaped (the
+			// invariant jsonFormat's selfEncoded keeps).
+			ev, err = m.Event.MarshalJSON()
 		} else {
 			var ok bool
 			ev, ok, err = st.record(st.ctx, m.Event)
