@@ -16,6 +16,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/url"
@@ -63,7 +64,10 @@ func main() {
 	}
 	flag.Parse()
 	ctx := context.Background()
-	var rows []row
+	var (
+		rows     []row
+		brackets []bracket
+	)
 	for r := range *rounds {
 		log.Printf("round %d: etcd", r+1)
 		er, err := measureEtcd(ctx, *dir, *duration, *procs)
@@ -75,7 +79,13 @@ func main() {
 			log.Printf("round %d: %s", r+1, dsn)
 			rows = append(rows, measureOurs(ctx, dsn, *duration)...)
 			if *procs > 0 {
-				rows = append(rows, measureServed(ctx, dsn, *duration, *procs)...)
+				b, bracketRows, err := measureBracketed(ctx, *dir, dsn, *duration, *procs)
+				if err != nil {
+					log.Fatal(err)
+				}
+				b.round = r + 1
+				rows = append(rows, bracketRows...)
+				brackets = append(brackets, b)
 			}
 		}
 	}
@@ -86,12 +96,71 @@ func main() {
 			us(r.p50), us(r.p99), perOp(r.fsyncs), r.note)
 	}
 	_ = tw.Flush()
+	printBrackets(os.Stdout, brackets, *procs)
 }
 
 type row struct {
 	system, workload, note string
 	c                      int
 	ops, p50, p99, fsyncs  float64 // latencies in µs; fsyncs < 0: not known
+	// machine is a many-processes row's CPU per op, every process of the
+	// machine counted, in µs (0: not read).
+	machine float64
+}
+
+// bracket is one of our many-processes rows between two of etcd's, run
+// just before and just after it: the machine's speed drifts over the
+// minute a round takes (the bare HTTP exchange read 197 and then 326 µs
+// per op within three minutes on 2026-12-03), so a ratio to an etcd row
+// measured a minute earlier says as much about the drift as about
+// either system. The ratio is ours over the mean of the two.
+type bracket struct {
+	round         int
+	system        string
+	before, after float64 // etcd's machine CPU per op, µs
+	ours          float64
+}
+
+// measureBracketed runs our many-processes row on dsn between two runs of
+// etcd's, each on a fresh etcd started for it.
+func measureBracketed(ctx context.Context, dir, dsn string, d time.Duration, n int) (bracket, []row, error) {
+	var b bracket
+	before, err := etcdProcessesAlone(ctx, dir, d, n)
+	if err != nil {
+		return b, nil, err
+	}
+	served := measureServed(ctx, dsn, d, n)
+	after, err := etcdProcessesAlone(ctx, dir, d, n)
+	if err != nil {
+		return b, nil, err
+	}
+	before.workload += " (before ours)"
+	after.workload += " (after ours)"
+	b.before, b.after = before.machine, after.machine
+	for _, r := range served {
+		if strings.HasPrefix(r.workload, "W1 via") && r.machine > 0 {
+			b.system, b.ours = r.system, r.machine
+		}
+	}
+	return b, append(append([]row{before}, served...), after), nil
+}
+
+// printBrackets prints each bracketed row's figures and ratio.
+func printBrackets(w io.Writer, bs []bracket, n int) {
+	if len(bs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nW1 from %d processes, the machine's CPU per op, each of ours between two runs of etcd's:\n", n)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROUND\tSYSTEM\tETCD BEFORE\tOURS\tETCD AFTER\tOURS / ETCD")
+	for _, b := range bs {
+		ratio := "-"
+		if b.before > 0 && b.after > 0 && b.ours > 0 {
+			ratio = fmt.Sprintf("%.2fx", b.ours/((b.before+b.after)/2))
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", b.round, b.system, us(b.before), us(b.ours), us(b.after), ratio)
+	}
+	_ = tw.Flush()
 }
 
 func us(v float64) string {
@@ -202,7 +271,8 @@ func measureServed(ctx context.Context, dsn string, d time.Duration, n int) []ro
 			continue
 		}
 		out = append(out, row{system: r.Backend, workload: "W1 " + r.Variant, c: r.Concurrency, ops: r.OpsPerSec,
-			p50: r.P50us, p99: r.P99us, fsyncs: r.CommitsPerOp, note: fmt.Sprintf("%.2fx W1 c=%d in process%s", r.Ratio, n, machineNote(r))})
+			p50: r.P50us, p99: r.P99us, fsyncs: r.CommitsPerOp, note: fmt.Sprintf("%.2fx W1 c=%d in process%s", r.Ratio, n, machineNote(r)),
+			machine: r.MachineCPUusPerOp})
 	}
 	return out
 }
@@ -231,29 +301,11 @@ func freePort() int {
 
 // measureEtcd starts a fresh one-node etcd and measures it.
 func measureEtcd(ctx context.Context, parent string, d time.Duration, procs int) ([]row, error) {
-	dir, err := os.MkdirTemp(parent, "etcd-peer-")
+	client, stop, err := startEtcd(parent)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	cfg := embed.NewConfig()
-	cfg.Dir = dir
-	cfg.LogLevel = "error"
-	client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", freePort())}
-	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", freePort())}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.Name + "=" + peer.String()
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		return nil, err
-	}
-	defer e.Close()
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(30 * time.Second):
-		return nil, fmt.Errorf("etcd did not start")
-	}
+	defer stop()
 	clients := make([]*clientv3.Client, 4)
 	for i := range clients {
 		if clients[i], err = clientv3.New(clientv3.Config{Endpoints: []string{client.String()}, DialTimeout: 5 * time.Second}); err != nil {
@@ -286,6 +338,51 @@ func measureEtcd(ctx context.Context, parent string, d time.Duration, procs int)
 		return nil, err
 	}
 	return append(out, r), nil
+}
+
+// startEtcd starts a one-node embedded etcd with its data in a fresh
+// directory under parent and returns its client URL and what stops it
+// (and removes the directory).
+func startEtcd(parent string) (url.URL, func(), error) {
+	dir, err := os.MkdirTemp(parent, "etcd-peer-")
+	if err != nil {
+		return url.URL{}, nil, err
+	}
+	cfg := embed.NewConfig()
+	cfg.Dir = dir
+	cfg.LogLevel = "error"
+	client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", freePort())}
+	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", freePort())}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+	cfg.InitialCluster = cfg.Name + "=" + peer.String()
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return url.URL{}, nil, err
+	}
+	stop := func() {
+		e.Close()
+		_ = os.RemoveAll(dir)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(30 * time.Second):
+		stop()
+		return url.URL{}, nil, fmt.Errorf("etcd did not start")
+	}
+	return client, stop, nil
+}
+
+// etcdProcessesAlone is etcd's many-processes row on an etcd started for
+// it alone.
+func etcdProcessesAlone(ctx context.Context, parent string, d time.Duration, n int) (row, error) {
+	client, stop, err := startEtcd(parent)
+	if err != nil {
+		return row{}, err
+	}
+	defer stop()
+	return etcdProcesses(ctx, client.String(), n, d)
 }
 
 // fsyncs reads etcd's own count of WAL fsyncs.

@@ -125,7 +125,8 @@ func etcdProcesses(ctx context.Context, endpoint string, n int, d time.Duration)
 	r := row{system: "etcd", workload: fmt.Sprintf("CAS put + event key, %d processes", n), c: n, ops: float64(ops) / d.Seconds(), p50: -1, p99: -1, fsyncs: -1,
 		note: fmt.Sprintf("each its own client at c=1; etcd's CPU per op %.0fµs (with the clients' start-up), the clients' %.0fµs", perOp(server), perOp(clients))}
 	if ok0 && ok1 && t1 > t0 {
-		r.note += "; " + bench.MachineNote(perOp(b1-b0), float64(b1-b0)/float64(t1-t0))
+		r.machine = perOp(b1 - b0)
+		r.note += "; " + bench.MachineNote(r.machine, float64(b1-b0)/float64(t1-t0))
 	}
 	return r, nil
 }
