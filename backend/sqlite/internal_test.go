@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -306,4 +308,24 @@ func TestTheWriterSetsAutoVacuumOnABlankFileOnly(t *testing.T) {
 	assert.False(t, isBlank(path+".missing"))
 	assert.NotContains(t, settings{path: path}.dsn(true), "auto_vacuum")
 	assert.NotContains(t, settings{path: path, blank: true}.dsn(false), "auto_vacuum", "a reader sets nothing")
+}
+
+// TestATransactionWhoseContextEndedFailsWithTheContextsError checks
+// retry's rule: once the context has ended, whatever database/sql's
+// rollback made a statement fail with (sql.ErrTxDone, or its unexported
+// "Rows are closed" when the rollback lands between a row's Next and
+// Scan) is reported as the context's own error; before that, the
+// failure is the op's.
+func TestATransactionWhoseContextEndedFailsWithTheContextsError(t *testing.T) {
+	s := &store{log: slog.New(slog.DiscardHandler)}
+	rowsClosed := errors.New("sqlite: event head: sql: Rows are closed")
+	ctx, cancel := context.WithCancel(context.Background())
+	err := s.retry(ctx, "write", func() error { return rowsClosed })
+	require.ErrorIs(t, err, rowsClosed, "a live context: the op's own error")
+	cancel()
+	for _, opErr := range []error{rowsClosed, sql.ErrTxDone, fmt.Errorf("sqlite: commit: %w", sql.ErrTxDone)} {
+		err := s.retry(ctx, "write", func() error { return opErr })
+		require.ErrorIs(t, err, context.Canceled, "%v", opErr)
+	}
+	require.NoError(t, s.retry(ctx, "write", func() error { return nil }), "a commit that succeeded stands")
 }

@@ -331,12 +331,18 @@ func (s *store) View(ctx context.Context, fn func(tx driver.ReadTx) error) error
 }
 
 // retry runs op with retryBusy, logging to the store's logger. A
-// transaction whose context ended is rolled back by database/sql, and its
-// next statement fails with sql.ErrTxDone: that is reported as the
-// context's error, which is what ended it (nothing was committed).
+// transaction whose context ended is rolled back by database/sql, on a
+// goroutine of its own, and a statement under way meanwhile fails with
+// whatever database/sql makes of it: sql.ErrTxDone, or "sql: Rows are
+// closed" when the rollback closes a row between its Next and its Scan
+// (an error database/sql does not export). Any failure of op once ctx
+// has ended is reported as the context's error, which is what ended it:
+// nothing was committed (a commit that returns an error did not commit),
+// and a write transaction's context ends only when every caller in its
+// group has given up (see engine's runGroup).
 func (s *store) retry(ctx context.Context, what string, op func() error) error {
 	err := retryBusy(ctx, s.log, what, op)
-	if err != nil && ctx.Err() != nil && errors.Is(err, sql.ErrTxDone) {
+	if err != nil && ctx.Err() != nil {
 		return ctx.Err()
 	}
 	return err
