@@ -109,11 +109,10 @@ type row struct {
 }
 
 // bracket is one of our many-processes rows between two of etcd's, run
-// just before and just after it: the machine's speed drifts over the
-// minute a round takes (the bare HTTP exchange read 197 and then 326 µs
-// per op within three minutes on 2026-12-03), so a ratio to an etcd row
-// measured a minute earlier says as much about the drift as about
-// either system. The ratio is ours over the mean of the two.
+// just before and just after it: a shared VM's speed can drift over the
+// minute a round takes, and a ratio to an etcd row measured a minute
+// earlier says as much about the drift as about either system. The
+// ratio is ours over the mean of the two.
 type bracket struct {
 	round         int
 	system        string
