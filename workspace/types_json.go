@@ -49,6 +49,9 @@ func (a Artifact) MarshalJSON() ([]byte, error) {
 		}
 		w.Content, w.ContentEncoding = &s, enc
 	}
+	if b, ok := w.appendJSON(make([]byte, 0, w.sizeJSON())); ok {
+		return b, nil
+	}
 	return json.Marshal(w)
 }
 
@@ -56,8 +59,11 @@ func (a Artifact) MarshalJSON() ([]byte, error) {
 // (utf-8 when content_encoding is absent).
 func (a *Artifact) UnmarshalJSON(b []byte) error {
 	var w artifactJSON
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
+	if !w.readJSON(b) {
+		w = artifactJSON{}
+		if err := json.Unmarshal(b, &w); err != nil {
+			return err
+		}
 	}
 	art, err := w.artifact()
 	if err != nil {
