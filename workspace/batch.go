@@ -172,7 +172,7 @@ const (
 	DefaultDSN             = "sqlite:.agentspace/workspace.db"
 	DefaultMaxArtifactSize = 32 << 20
 	DefaultPollInterval    = 50 * time.Millisecond
-	DefaultGroupWait       = 250 * time.Microsecond
+	DefaultGroupWait       = 2 * time.Millisecond
 	DefaultPolicyRecheck   = 100 * time.Millisecond
 	DefaultIdempotencyTTL  = 24 * time.Hour
 	DefaultClaimLease      = 5 * time.Minute

@@ -21,8 +21,8 @@ type Options struct {
 	Logger *slog.Logger
 	// GroupWait bounds how long the committer, about to start a group
 	// commit, waits for writers it expects: as many as the last
-	// transaction saw, whose writers it has just answered (default 250µs;
-	// never more than an eighth of the last transaction's time; negative:
+	// transaction saw, whose writers it has just answered (default 2ms;
+	// never more than half the last transaction's time; negative:
 	// never wait; ws_group_wait in the DSN, 0 for never). Waiting lets
 	// writers in a loop share one commit instead of alternating between
 	// two; a single writer never waits.

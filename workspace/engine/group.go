@@ -212,10 +212,10 @@ func (w *writers) ran(n int, d time.Duration) {
 }
 
 // waitFor is how long the committer, holding the turn, waits for the
-// writers it expects (at most limit and an eighth of the last
-// transaction's time), and how many it expects.
+// writers it expects (at most limit and half the last transaction's
+// time), and how many it expects.
 func (w *writers) waitFor(limit time.Duration) (wait time.Duration, expect int) {
-	return min(limit, w.lastRun/8), int(w.expect.Load())
+	return min(limit, w.lastRun/2), int(w.expect.Load())
 }
 
 // clockBase is the process's start on the monotonic clock: times kept in
@@ -235,9 +235,14 @@ func answer(jobs []*job) {
 // the last transaction saw more writers than it has (the jobs it ran and
 // those that queued behind it), waits for them a little: their writers
 // were answered a moment ago and are coming back. The wait ends when as
-// many jobs are in hand, and lasts at most Options.GroupWait and an eighth
-// of the last transaction's time, so that a writer that does not come back
-// costs the others little; with one writer there is nothing to wait for.
+// many jobs are in hand, and lasts at most Options.GroupWait and half the
+// last transaction's time, so that a writer that does not come back costs
+// the others at most half a transaction, once (the next group expects one
+// writer fewer); with one writer there is nothing to wait for. Writers
+// that reach the store through a server come back after an HTTP round
+// trip, which on a busy machine takes about as long as a transaction: a
+// shorter wait misses them, and c writers settle into groups of about
+// c/2 again, each paying a commit's fixed cost.
 func (h *core) committer() {
 	defer h.hub.wg.Done()
 	ctx := h.hub.ctx

@@ -22,8 +22,8 @@ import (
 )
 
 // TestCommitterWaitsForTheWritersItJustAnswered: three writers queue behind
-// a transaction held for a while (so that a wait of up to an eighth of it
-// is allowed); the fourth, answered by that transaction, comes back 50 ms
+// a transaction held for a while (so that a wait of up to half of it is
+// allowed); the fourth, answered by that transaction, comes back 50 ms
 // later. With a group wait the next transaction waits for it and the four
 // share one commit; without one, the three commit without it and it takes
 // a commit of its own.
@@ -376,9 +376,8 @@ func TestCommitStatsCountGroupsAndTheirTime(t *testing.T) {
 	wg.Go(func() {
 		assert.NoError(t, putNote(ctx, ws, "first"))
 		// Answered with the held transaction, it comes back 50 ms later;
-		// the group of the three queued waits for it for an eighth of the
-		// held transaction's time (at least 12.5 ms), and then runs
-		// without it.
+		// the group of the three queued waits for it, up to half the held
+		// transaction's time (at least 50 ms).
 		time.Sleep(50 * time.Millisecond)
 		assert.NoError(t, putNote(ctx, ws, "first"))
 	})
