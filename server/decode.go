@@ -11,6 +11,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/agentspace/agentspace/internal/jsonx"
 	"github.com/agentspace/agentspace/wire"
 )
 
@@ -161,16 +162,12 @@ func (d *oneDecode) token() tok {
 	return tok{}
 }
 
-// str returns the string a string token stands for. One without escapes
-// and of valid UTF-8 is its own bytes (what encoding/json returns for it);
-// any other goes through encoding/json, which replaces bad UTF-8 as it
-// always does.
+// str returns the string a string token stands for, as encoding/json
+// reads it (bad UTF-8 replaced): jsonx reads every literal json.Valid
+// accepts, as json.Unmarshal does (FuzzString).
 func (t tok) str() string {
-	if !t.esc && utf8.Valid(t.raw) {
-		return string(t.raw[1 : len(t.raw)-1])
-	}
-	var s string
-	_ = json.Unmarshal(t.raw, &s) // a well-formed string literal: it cannot fail
+	r := jsonx.Reader{B: t.raw}
+	s, _ := r.String()
 	return s
 }
 

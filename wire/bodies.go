@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/base64"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -93,6 +94,11 @@ type ArtifactChangeBody struct {
 // content the longest string in it (FuzzArtifactChangeBodyJSON holds the
 // bytes to json.Marshal's).
 func (b ArtifactChangeBody) AppendJSON(dst []byte) []byte {
+	room := 256
+	if c := b.Content.Content; c != nil {
+		room += len(*c) + len(*c)/16 // a few escapes
+	}
+	dst = slices.Grow(dst, room)
 	dst = append(dst, '{')
 	first := true
 	field := func(name string) {

@@ -220,6 +220,11 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 	return c.callRetry(ctx, method, path, query, body, out, method == http.MethodGet)
 }
 
+// jsonAppender is a body that writes its own JSON, json.Marshal's bytes
+// without its reflection (wire.ArtifactChangeBody, the request agents send
+// most).
+type jsonAppender interface{ AppendJSON(dst []byte) []byte }
+
 // callRetry is call; with retry, connection errors and 503 unavailable
 // answers are retried for up to RetryFor, which is safe for reads and for
 // writes with an idempotency key.
@@ -228,13 +233,8 @@ func (c *Client) callRetry(ctx context.Context, method, path string, query url.V
 		return workspace.ErrClosed
 	}
 	var payload []byte
-	if b, ok := body.(wire.ArtifactChangeBody); ok {
-		// The request agents send most, written without reflection.
-		n := 256
-		if c := b.Content.Content; c != nil {
-			n += len(*c) + len(*c)/16
-		}
-		payload = b.AppendJSON(make([]byte, 0, n))
+	if a, ok := body.(jsonAppender); ok {
+		payload = a.AppendJSON(nil)
 	} else if body != nil {
 		var err error
 		if payload, err = json.Marshal(body); err != nil {

@@ -24,8 +24,8 @@ func FuzzAppendString(f *testing.F) {
 }
 
 // FuzzString checks that String, when it reads a literal, reads what
-// json.Unmarshal reads, and that it reads every literal json.Marshal
-// writes.
+// json.Unmarshal reads, and that it reads every literal json.Unmarshal
+// reads and every one json.Marshal writes.
 func FuzzString(f *testing.F) {
 	for _, s := range stringSeeds {
 		b, _ := json.Marshal(s)
@@ -36,6 +36,14 @@ func FuzzString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, lit string) {
+		var valid string
+		if json.Unmarshal([]byte(lit), &valid) == nil && len(lit) > 1 && lit[0] == '"' && lit[len(lit)-1] == '"' {
+			r := Reader{B: []byte(lit)}
+			got, ok := r.String()
+			require.True(t, ok, "String refuses the literal %q json reads", lit)
+			require.Equal(t, len(lit), r.I, "String reads the literal whole")
+			require.Equal(t, valid, got)
+		}
 		r := Reader{B: []byte(lit)}
 		got, ok := r.String()
 		if ok {
