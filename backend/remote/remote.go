@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"github.com/agentspace/agentspace/internal/rawsock"
 	"github.com/agentspace/agentspace/internal/wsconn"
 	"github.com/agentspace/agentspace/workspace/driver"
 
@@ -114,7 +115,9 @@ func newClient(cfg driver.Config, opts workspace.Options) (*Client, error) {
 		}
 		base = cfg.Scheme + "://" + u.Host + strings.TrimSuffix(u.EscapedPath(), "/")
 		d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-		tr.DialContext = d.DialContext
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return rawsock.Dial(ctx, d, network, addr)
+		}
 	case "http+unix":
 		sock := u.Path
 		if u.Host != "" || sock == "" {
@@ -124,10 +127,10 @@ func newClient(cfg driver.Config, opts workspace.Options) (*Client, error) {
 		tr.Proxy = nil
 		d := &net.Dialer{Timeout: 10 * time.Second}
 		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", sock)
+			return rawsock.Dial(ctx, d, "unix", sock)
 		}
 		direct = &directTransport{
-			dial:    func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "unix", sock) },
+			dial:    func(ctx context.Context) (net.Conn, error) { return rawsock.Dial(ctx, d, "unix", sock) },
 			idleFor: 30 * time.Second,
 		}
 	default:
