@@ -1,10 +1,6 @@
 package remote
 
 import (
-	"github.com/agentspace/agentspace/internal/rawsock"
-	"github.com/agentspace/agentspace/internal/wsconn"
-	"github.com/agentspace/agentspace/workspace/driver"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -18,8 +14,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentspace/agentspace/internal/rawsock"
+	"github.com/agentspace/agentspace/internal/wsconn"
 	"github.com/agentspace/agentspace/wire"
 	"github.com/agentspace/agentspace/workspace"
+	"github.com/agentspace/agentspace/workspace/driver"
 )
 
 // ParamToken is the DSN parameter that carries the bearer token.
