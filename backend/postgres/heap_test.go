@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -35,13 +36,8 @@ func TestBackendsKeepTheirHeap(t *testing.T) {
 	heapEnds := func(app string) map[int]uint64 {
 		rows, err := admin.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, app)
 		require.NoError(t, err)
-		var pids []int
-		for rows.Next() {
-			var pid int
-			require.NoError(t, rows.Scan(&pid))
-			pids = append(pids, pid)
-		}
-		require.NoError(t, rows.Err())
+		pids, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		require.NoError(t, err)
 		require.NotEmpty(t, pids)
 		ends := make(map[int]uint64, len(pids))
 		for _, pid := range pids {

@@ -97,22 +97,23 @@ func (c *conn) opError(op string, errno syscall.Errno) error {
 // rawCall makes the read or write trap on fd with p, again on EINTR.
 // p is not empty.
 func rawCall(trap, fd uintptr, p []byte) (int, syscall.Errno) {
-	for {
-		// #nosec G103 -- the kernel reads or fills p, which outlives the call
-		r, _, errno := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-		if errno != syscall.EINTR {
-			return int(r), errno
-		}
-	}
+	return raw6(trap, fd, p, 0)
 }
 
 // Recv is recvfrom(2) on the non-blocking socket fd, with flags, as a raw
 // system call (see the package comment); p is not empty. It is for a
 // callback of syscall.RawConn, which holds fd open.
 func Recv(fd uintptr, p []byte, flags int) (int, syscall.Errno) {
+	return raw6(syscall.SYS_RECVFROM, fd, p, uintptr(flags)) // #nosec G115 -- MSG_ flags are small and positive
+}
+
+// raw6 makes trap on fd with p and a fourth argument (read and write take
+// none, recvfrom its flags; recvfrom's address arguments are nil), again
+// on EINTR.
+func raw6(trap, fd uintptr, p []byte, a4 uintptr) (int, syscall.Errno) {
 	for {
-		// #nosec G103 -- the kernel fills p, which outlives the call
-		r, _, errno := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(flags), 0, 0)
+		// #nosec G103 -- the kernel reads or fills p, which outlives the call
+		r, _, errno := syscall.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), a4, 0, 0)
 		if errno != syscall.EINTR {
 			return int(r), errno
 		}
