@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/internal/procstop"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -51,7 +52,7 @@ func testPausedLeaseHolder(t *testing.T, h Harness) {
 	// stopped, "write" could still be read and the late write begun, and a
 	// child frozen inside its transaction rightly holds the store's write
 	// lock (the successor would wait for it, not for the lease).
-	require.NoError(t, waitStopped(ctx, kid.cmd.Process.Pid), "child never stopped")
+	require.NoError(t, procstop.Wait(ctx, kid.cmd.Process.Pid), "child never stopped")
 	// Queued in the pipe: the child reads it the moment it runs again.
 	kid.send(t, "write")
 

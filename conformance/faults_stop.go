@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentspace/agentspace/internal/procstop"
 	"github.com/agentspace/agentspace/workspace"
 )
 
@@ -50,7 +51,7 @@ func testStoppedAgentIsFencedOut(t *testing.T, h Harness) {
 			_ = syscall.Kill(kid.cmd.Process.Pid, syscall.SIGCONT)
 		}
 	}()
-	require.NoError(t, waitStopped(ctx, kid.cmd.Process.Pid), "child never stopped")
+	require.NoError(t, procstop.Wait(ctx, kid.cmd.Process.Pid), "child never stopped")
 	kid.send(t, "write")
 
 	r, err := ws.Commit(ctx, workspace.Batch{Actor: "operator", Ops: []workspace.Op{

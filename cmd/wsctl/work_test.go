@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentspace/agentspace/gitwork"
+	"github.com/agentspace/agentspace/internal/procstop"
 	"github.com/agentspace/agentspace/internal/wsctltest"
 	"github.com/agentspace/agentspace/workspace"
 )
@@ -199,7 +201,7 @@ func TestTwoMergersOneAtATimeAndAPausedOneCannotAdvance(t *testing.T) {
 		n, err := ws.Notes().Get(ctx, gitwork.NoteKind, w.Task)
 		return err == nil && strings.Contains(n.Body, `"status":"merging"`)
 	}, 30*time.Second, 20*time.Millisecond)
-	require.NoError(t, paused.Process.Signal(syscall.SIGSTOP))
+	freezeOutsideWrite(ctx, t, paused.Process.Pid, strings.TrimPrefix(dsn, "sqlite:"))
 	time.Sleep(1500 * time.Millisecond) // the lease (1s) lapses while it is stopped
 
 	out, err := wsctlCmd(ctx, repo, dsn, "merger-next", nil, "merge", "run", "--once").CombinedOutput()
@@ -212,6 +214,37 @@ func TestTwoMergersOneAtATimeAndAPausedOneCannotAdvance(t *testing.T) {
 	require.Error(t, err, "the paused merger must fail: %s", pausedErr.String())
 	assert.Equal(t, landed, gitIn(t, repo, "rev-parse", "main"), "the paused merger did not move main")
 	assert.Len(t, strings.Split(gitIn(t, repo, "log", "--first-parent", "--format=%s", "main"), "\n"), 5, "merged once")
+}
+
+// freezeOutsideWrite stops process pid (SIGSTOP) at a moment it holds no
+// write transaction on the SQLite file at path. The merger renews its
+// lease every third of its TTL, and a process frozen inside that
+// transaction rightly keeps SQLite's write lock: every other writer would
+// wait for it, not for the lease (conformance's paused-holder case freezes
+// an idle child for the same reason). Stopped inside one, the process is
+// let go for a moment and stopped again.
+func freezeOutsideWrite(ctx context.Context, t *testing.T, pid int, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
+	require.NoError(t, err)
+	defer db.Close()
+	conn, err := db.Conn(ctx) // BEGIN and ROLLBACK on one connection
+	require.NoError(t, err)
+	defer conn.Close()
+	for try := 0; ; try++ {
+		require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
+		require.NoError(t, procstop.Wait(ctx, pid), "the merger never stopped")
+		_, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE")
+		if err == nil {
+			_, err = conn.ExecContext(ctx, "ROLLBACK")
+			require.NoError(t, err)
+			return
+		}
+		require.Contains(t, err.Error(), "SQLITE_BUSY", "only a held write lock may refuse the transaction")
+		require.Less(t, try, 100, "the merger was inside a write transaction each of 100 times it was stopped")
+		require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
+		time.Sleep(time.Duration(1+rand.IntN(10)) * time.Millisecond)
+	}
 }
 
 // submitOne claims a new task as agent, commits file i in its worktree and submits it.

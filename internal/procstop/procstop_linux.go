@@ -1,4 +1,4 @@
-package conformance
+package procstop
 
 import (
 	"bytes"
@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// waitStopped returns once every thread of process pid is in a stopped
+// Wait returns once every thread of process pid is in a stopped
 // state, as /proc reports it, or ctx ends.
-func waitStopped(ctx context.Context, pid int) error {
+func Wait(ctx context.Context, pid int) error {
 	for {
 		stopped, err := allThreadsStopped(pid)
 		if err != nil {

@@ -1,16 +1,16 @@
 //go:build unix && !linux
 
-package conformance
+package procstop
 
 import (
 	"context"
 	"time"
 )
 
-// waitStopped waits a while for process pid to stop: without /proc there is
+// Wait waits a while for process pid to stop: without /proc there is
 // no portable way to see that a SIGSTOP has taken effect short of wait(2),
 // which would race the exec package's own wait for the child's exit.
-func waitStopped(ctx context.Context, _ int) error {
+func Wait(ctx context.Context, _ int) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
