@@ -103,7 +103,7 @@ func openDSN(ctx context.Context, cfg driver.Config, mustExist bool) (driver.Sto
 	if err != nil {
 		return nil, driver.RedactError(fmt.Errorf("parse dsn: %w", err), cfg.DSN)
 	}
-	pcfg.AfterConnect = afterConnect
+	pcfg.PrepareConn = prepareConn
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, driver.RedactError(fmt.Errorf("connect: %w", err), cfg.DSN)

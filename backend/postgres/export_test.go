@@ -30,3 +30,21 @@ func setMigrateHook(schema string, fn func(ctx context.Context, version uint, up
 	migrateHooks.Store(schema, fn)
 	return func() { migrateHooks.Delete(schema) }
 }
+
+// PrepareConn is the pgxpool hook the store's pools run on every take of
+// a connection; KeepHeap is the statement it runs on the take
+// KeepHeapAfter returns.
+var PrepareConn = prepareConn
+
+// KeepHeap: see keepHeap.
+const KeepHeap = keepHeap
+
+// KeepHeapAfter is the take on which a connection runs KeepHeap.
+func KeepHeapAfter() int64 { return keepHeapTake() }
+
+// SetKeepHeapAfter makes connections run KeepHeap on take n until the
+// returned func puts the default back. Not for parallel tests.
+func SetKeepHeapAfter(n int64) (restore func()) {
+	old := keepHeapAfter.Swap(n)
+	return func() { keepHeapAfter.Store(old) }
+}

@@ -105,6 +105,11 @@ func TestBackendsKeepTheirHeap(t *testing.T) {
 		}
 	}
 
+	// The store's connections run keepHeap on their first take here, not
+	// their 64th (TestAConnectionKeepsItsHeapFromItsSixtyFourthTake checks
+	// which): how many takes the warm-up makes depends on how the
+	// machine's load groups the writes.
+	defer postgres.SetKeepHeapAfter(1)()
 	ours := pgtest.RandomName("heap_ours_")
 	ws, err := workspace.Open(ctx, pgtest.WithParams(t, base, "application_name", ours))
 	require.NoError(t, err)
@@ -126,5 +131,38 @@ func TestBackendsKeepTheirHeap(t *testing.T) {
 	require.Zero(t, kept, "the store's backends should never give their heap back")
 	if given == 0 {
 		t.Log("a plain pool's backends kept their heap here too: this server's malloc is not glibc's, or its trim threshold is set")
+	}
+}
+
+// TestAConnectionKeepsItsHeapFromItsSixtyFourthTake: the store's pools
+// run keepHeap once per connection, on its 64th take from the pool and on
+// no other: a connection that serves a one-shot command never pays the
+// 1 MiB's page faults. The backend's last statement (pg_stat_activity)
+// tells which take ran it.
+func TestAConnectionKeepsItsHeapFromItsSixtyFourthTake(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin := pgtest.Connect(t)
+	conn, err := pgx.Connect(ctx, pgtest.ServerDSN(t))
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	last := func() string {
+		var q string
+		require.NoError(t, admin.QueryRow(ctx, `SELECT query FROM pg_stat_activity WHERE pid = $1`, conn.PgConn().PID()).Scan(&q))
+		return q
+	}
+	require.EqualValues(t, 64, postgres.KeepHeapAfter())
+	for take := int64(1); take <= postgres.KeepHeapAfter()+8; take++ {
+		ok, err := postgres.PrepareConn(ctx, conn)
+		require.NoError(t, err)
+		require.True(t, ok, "take %d", take)
+		if take == postgres.KeepHeapAfter() {
+			require.Equal(t, postgres.KeepHeap, last(), "take %d runs it", take)
+		} else {
+			require.NotEqual(t, postgres.KeepHeap, last(), "take %d does not", take)
+		}
+		marker := fmt.Sprintf("SELECT %d", take)
+		_, err = conn.Exec(ctx, marker)
+		require.NoError(t, err)
 	}
 }
