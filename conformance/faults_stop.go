@@ -44,14 +44,13 @@ func testStoppedAgentIsFencedOut(t *testing.T, h Harness) {
 	held := strings.Fields(kid.expect(t, ctx, "holding "))
 	require.Len(t, held, 3)
 	require.Equal(t, task.ID, held[0])
-	require.NoError(t, syscall.Kill(kid.cmd.Process.Pid, syscall.SIGSTOP))
 	thawed := false
 	defer func() {
 		if !thawed {
 			_ = syscall.Kill(kid.cmd.Process.Pid, syscall.SIGCONT)
 		}
 	}()
-	require.NoError(t, procstop.Wait(ctx, kid.cmd.Process.Pid), "child never stopped")
+	require.NoError(t, procstop.Stop(ctx, kid.cmd.Process.Pid), "child never stopped")
 	kid.send(t, "write")
 
 	r, err := ws.Commit(ctx, workspace.Batch{Actor: "operator", Ops: []workspace.Op{

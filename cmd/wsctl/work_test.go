@@ -232,8 +232,7 @@ func freezeOutsideWrite(ctx context.Context, t *testing.T, pid int, path string)
 	require.NoError(t, err)
 	defer conn.Close()
 	for try := 0; ; try++ {
-		require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
-		require.NoError(t, procstop.Wait(ctx, pid), "the merger never stopped")
+		require.NoError(t, procstop.Stop(ctx, pid), "the merger never stopped")
 		_, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE")
 		if err == nil {
 			_, err = conn.ExecContext(ctx, "ROLLBACK")
